@@ -1,0 +1,209 @@
+/* fsroot.c — see fsroot.h. */
+#include "fsroot.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct fsroot {
+	int dirfd;
+	char *path;
+};
+
+struct fsroot_syscalls fsroot_sys = {
+	.openat = openat,
+	.read = read,
+	.close = close,
+};
+
+struct fsroot *fsroot_open(const char *path)
+{
+	struct fsroot *root;
+	int err;
+
+	root = calloc(1, sizeof(*root));
+	if (!root)
+		return NULL;
+	root->path = strdup(path);
+	if (!root->path) {
+		free(root);
+		errno = ENOMEM;
+		return NULL;
+	}
+	root->dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (root->dirfd < 0) {
+		err = errno;
+		free(root->path);
+		free(root);
+		errno = err;
+		return NULL;
+	}
+	return root;
+}
+
+void fsroot_free(struct fsroot *root)
+{
+	if (!root)
+		return;
+	if (root->dirfd >= 0)
+		close(root->dirfd);
+	free(root->path);
+	free(root);
+}
+
+const char *fsroot_path(const struct fsroot *root)
+{
+	return root->path;
+}
+
+bool fsroot_is_host(const struct fsroot *root)
+{
+	return strcmp(root->path, "/") == 0;
+}
+
+static int fsroot_openat(const struct fsroot *root, const char *relpath,
+			 int flags)
+{
+	int fd;
+
+	while (*relpath == '/')
+		relpath++;
+	do
+		fd = fsroot_sys.openat(root->dirfd, relpath, flags | O_CLOEXEC);
+	while (fd < 0 && errno == EINTR);
+	return fd < 0 ? -errno : fd;
+}
+
+ssize_t fsroot_read(const struct fsroot *root, const char *relpath,
+		    char *buf, size_t size)
+{
+	size_t len;
+	ssize_t n;
+	int fd, err;
+
+	if (size == 0)
+		return -EINVAL;
+	buf[0] = '\0';
+	fd = fsroot_openat(root, relpath, O_RDONLY);
+	if (fd < 0)
+		return fd;
+	/* sysfs hands a whole attribute to the first read(); /proc seq files
+	 * (mounts, interrupts) may need several.  Read to EOF either way. */
+	len = 0;
+	for (;;) {
+		n = fsroot_sys.read(fd, buf + len, size - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0 || (len += (size_t)n) >= size)
+			break;
+	}
+	err = n < 0 ? -errno : 0;
+	fsroot_sys.close(fd);
+	if (err) {
+		buf[0] = '\0';
+		return err;
+	}
+	if (len >= size) {
+		buf[0] = '\0';
+		return -EFBIG;
+	}
+	n = (ssize_t)len;
+	buf[n] = '\0';
+	while (n > 0 && buf[n - 1] == '\n')
+		buf[--n] = '\0';
+	return n;
+}
+
+bool fsroot_exists(const struct fsroot *root, const char *relpath)
+{
+	while (*relpath == '/')
+		relpath++;
+	return faccessat(root->dirfd, relpath, F_OK, 0) == 0;
+}
+
+const char *fsroot_display(const struct fsroot *root, const char *relpath,
+			   char *buf, size_t size)
+{
+	while (*relpath == '/')
+		relpath++;
+	if (fsroot_is_host(root))
+		snprintf(buf, size, "/%s", relpath);
+	else
+		snprintf(buf, size, "%s/%s", root->path, relpath);
+	return buf;
+}
+
+static int names_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void fsroot_names_free(char **names)
+{
+	if (!names)
+		return;
+	for (char **p = names; *p; p++)
+		free(*p);
+	free(names);
+}
+
+int fsroot_list(const struct fsroot *root, const char *relpath,
+		char ***ret_names)
+{
+	struct dirent *de;
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+	DIR *dir;
+	int fd, err = 0;
+
+	fd = fsroot_openat(root, relpath, O_RDONLY | O_DIRECTORY);
+	if (fd < 0)
+		return fd;
+	dir = fdopendir(fd);
+	if (!dir) {
+		err = -errno;
+		fsroot_sys.close(fd);
+		return err;
+	}
+	while ((de = readdir(dir))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (n + 2 > cap) {
+			size_t ncap = cap ? 2 * cap : 16;
+			char **tmp = realloc(names, ncap * sizeof(*names));
+
+			if (!tmp) {
+				err = -ENOMEM;
+				goto out_free_names;
+			}
+			names = tmp;
+			cap = ncap;
+		}
+		names[n] = strdup(de->d_name);
+		if (!names[n]) {
+			err = -ENOMEM;
+			goto out_free_names;
+		}
+		names[++n] = NULL;
+	}
+	closedir(dir);
+	if (!names) {
+		names = calloc(1, sizeof(*names));
+		if (!names)
+			return -ENOMEM;
+	}
+	qsort(names, n, sizeof(*names), names_cmp);
+	*ret_names = names;
+	return (int)n;
+
+out_free_names:
+	if (names)
+		names[n] = NULL;
+	fsroot_names_free(names);
+	closedir(dir);
+	return err;
+}

@@ -1,0 +1,61 @@
+/* fsroot.h — read /sys and /proc relative to one root directory.
+ *
+ * Every host path the agent touches is opened relative to an fsroot, so the
+ * same code runs on the live host ("/") and on captured trees in tests (the
+ * idea of hwloc's HWLOC_FSROOT).  Files are opened O_CLOEXEC and read to EOF
+ * into one buffer (a sysfs attribute arrives in one read(), a /proc seq file
+ * may take several), with EINTR retried.
+ *
+ * System calls go through fsroot_sys so tests can make them fail on purpose.
+ */
+#ifndef NODETUNE_FSROOT_H
+#define NODETUNE_FSROOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct fsroot; /* opaque */
+
+/* The system calls used here; tests may swap entries (and restore them). */
+struct fsroot_syscalls {
+	int (*openat)(int dirfd, const char *path, int flags, ...);
+	ssize_t (*read)(int fd, void *buf, size_t count);
+	int (*close)(int fd);
+};
+extern struct fsroot_syscalls fsroot_sys;
+
+/* Open the root directory path ("/" for the live host).
+ * Returns NULL with errno set (ENOENT, ENOTDIR, EACCES, ENOMEM). */
+struct fsroot *fsroot_open(const char *path);
+/* Free; NULL is a no-op. */
+void fsroot_free(struct fsroot *root);
+/* The root's path as given to fsroot_open. */
+const char *fsroot_path(const struct fsroot *root);
+/* Is the root the live host's "/"? */
+bool fsroot_is_host(const struct fsroot *root);
+
+/* Read relpath (relative, no leading '/') into buf, NUL-terminated, with
+ * trailing newlines removed.  Returns the length, or -errno: -ENOENT when the
+ * file is missing, -EFBIG when it does not fit in size-1 bytes, -EISDIR, ...
+ * buf is left holding an empty string on error. */
+ssize_t fsroot_read(const struct fsroot *root, const char *relpath,
+		    char *buf, size_t size);
+
+/* Does relpath exist below the root? */
+bool fsroot_exists(const struct fsroot *root, const char *relpath);
+
+/* Full path of relpath for messages: "<root>/<relpath>" ("/relpath" on the
+ * host).  Written into buf; returns buf. */
+const char *fsroot_display(const struct fsroot *root, const char *relpath,
+			   char *buf, size_t size);
+
+/* Names of the entries of directory relpath, sorted, "." and ".." left out.
+ * On success *ret_names is a NULL-terminated array the caller frees with
+ * fsroot_names_free() and the count is returned; on error -errno and
+ * *ret_names is untouched. */
+int fsroot_list(const struct fsroot *root, const char *relpath,
+		char ***ret_names);
+void fsroot_names_free(char **names);
+
+#endif

@@ -1,0 +1,57 @@
+/* log.c — see log.h. */
+#include "log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static int log_level = LOG_NOTICE;
+static const char *log_prefix = "nodetune";
+
+void log_set_level(int level)
+{
+	log_level = level;
+}
+
+int log_get_level(void)
+{
+	return log_level;
+}
+
+void log_set_prefix(const char *prefix)
+{
+	log_prefix = prefix;
+}
+
+void log_msg_impl(int level, const char *fmt, ...)
+{
+	char line[2048];
+	const char *tag = "";
+	va_list ap;
+
+	if (level <= LOG_ERR)
+		tag = "";
+	else if (level == LOG_WARNING)
+		tag = "warning: ";
+	else if (level == LOG_DEBUG)
+		tag = "debug: ";
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	/* One write per message, so lines from several ranks do not interleave. */
+	fprintf(stderr, "%s: %s%s\n", log_prefix, tag, line);
+}
+
+int err_set(struct nt_err *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err)
+		return code;
+	err->code = code;
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	return code;
+}

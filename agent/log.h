@@ -1,0 +1,40 @@
+/* log.h — one logging entry point and a small error carrier.
+ *
+ * Library code logs at LOG_DEBUG only; main() decides what the user sees.
+ * Errors travel up as 0 / -errno plus a one-line message in struct nt_err,
+ * which main() prints as "nodetune: <verb>: <message>".
+ */
+#ifndef NODETUNE_LOG_H
+#define NODETUNE_LOG_H
+
+#include <stdbool.h>
+#include <syslog.h>
+
+/* Threshold: messages above it (less severe) are dropped. Default LOG_NOTICE. */
+void log_set_level(int level);
+int log_get_level(void);
+/* Prefix printed before every message, e.g. "nodetune: discover". Not copied. */
+void log_set_prefix(const char *prefix);
+
+void log_msg_impl(int level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* The level is checked before the arguments are evaluated. */
+#define log_msg(level, ...)                                   \
+	do {                                                  \
+		if ((level) <= log_get_level())               \
+			log_msg_impl((level), __VA_ARGS__);   \
+	} while (0)
+
+/* One error: its code (negative errno) and a message fit for one line. */
+struct nt_err {
+	int code;
+	char msg[1024];
+};
+
+/* Record code and message in err (which may be NULL). Returns code, so
+ * callers write `return err_set(err, -EINVAL, "...")`. */
+int err_set(struct nt_err *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#endif

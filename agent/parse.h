@@ -1,0 +1,15 @@
+/* parse.h — checked number parsing (never atoi). */
+#ifndef NODETUNE_PARSE_H
+#define NODETUNE_PARSE_H
+
+#include <stdint.h>
+
+/* Parse all of s as a decimal unsigned integer <= max (no sign, no spaces,
+ * no trailing garbage).  Returns 0 and sets *ret, or -EINVAL (not a number)
+ * or -ERANGE (above max); *ret is untouched on error. */
+int parse_u64(const char *s, uint64_t max, uint64_t *ret);
+
+/* Same for a signed int in [min, max]. */
+int parse_int(const char *s, int min, int max, int *ret);
+
+#endif

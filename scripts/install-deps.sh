@@ -1,0 +1,57 @@
+#!/bin/sh
+# install-deps.sh — install nodetune's Debian build and test dependencies.
+#
+# Usage: scripts/install-deps.sh [GROUP...]
+#   core     (default) what `make`, `make check` and `make demo` need
+#   bench    adds the reference implementations for bench/ (python3-torch)
+#   browser  adds headless Chromium, used to look at HTML reports
+#
+# Idempotent: when every package of the asked groups is already installed it
+# returns at once without touching apt.  Needs root (or sudo) otherwise.
+set -eu
+
+# Each package and why it is here is documented in README.md ("Dependencies").
+core="build-essential pkg-config
+      libhwloc-dev hwloc-nox
+      libnuma-dev
+      libcgroup-dev cgroup-tools
+      libcmocka-dev
+      libjansson-dev libinih-dev
+      libopenmpi-dev openmpi-bin
+      libopenblas-dev
+      libzstd-dev"
+bench="python3-torch python3-numpy"
+browser="chromium"
+
+[ $# -gt 0 ] || set -- core
+want=""
+for group in "$@"; do
+	case "$group" in
+	core)    want="$want $core" ;;
+	bench)   want="$want $core $bench" ;;
+	browser) want="$want $browser" ;;
+	*) echo "install-deps.sh: unknown group '$group' (core, bench, browser)" >&2; exit 2 ;;
+	esac
+done
+
+missing=""
+for pkg in $want; do
+	status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+	case "$status" in
+	*"install ok installed"*) ;;
+	*) missing="$missing $pkg" ;;
+	esac
+done
+[ -n "$missing" ] || exit 0
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+	command -v sudo >/dev/null 2>&1 || {
+		echo "install-deps.sh: need root to install:$missing" >&2; exit 3; }
+	SUDO=sudo
+fi
+echo "install-deps.sh: installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -q --no-install-recommends $missing
