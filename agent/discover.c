@@ -340,14 +340,23 @@ static void print_kernel(FILE *out, const struct kstate *ks)
 	fprintf(out, "        hugepages:");
 	for (unsigned i = 0; i < ks->n_hugepages; i++) {
 		const struct kstate_hugepages *h = &ks->hugepages[i];
+		bool first_of_node = i == 0 || ks->hugepages[i - 1].node != h->node;
+		char size[24];
 
 		if (!h->total)
 			continue;
+		if (h->size_kb % (1024 * 1024) == 0)
+			snprintf(size, sizeof(size), "%" PRIu64 "G", h->size_kb >> 20);
+		else if (h->size_kb % 1024 == 0)
+			snprintf(size, sizeof(size), "%" PRIu64 "M", h->size_kb >> 10);
+		else
+			snprintf(size, sizeof(size), "%" PRIu64 "k", h->size_kb);
+		if (h->node >= 0 && (first_of_node || !any_hp))
+			fprintf(out, "%s node%d:", any_hp ? ";" : "", h->node);
+		else if (any_hp)
+			fputc(',', out);
+		fprintf(out, " %" PRIu64 " x %s (%" PRIu64 " free)", h->total, size, h->free);
 		any_hp = true;
-		if (h->node >= 0)
-			fprintf(out, " node%d", h->node);
-		fprintf(out, " %" PRIu64 "x%" PRIu64 "kB (%" PRIu64 " free)",
-			h->total, h->size_kb, h->free);
 	}
 	fprintf(out, "%s\n", any_hp ? "" : ks->n_hugepages ? " none reserved" : " ?");
 }

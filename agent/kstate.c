@@ -171,6 +171,15 @@ static int hugepages_add(struct kstate *ks, int node, uint64_t size_kb,
 	return 0;
 }
 
+static int hugepages_cmp(const void *a, const void *b)
+{
+	const struct kstate_hugepages *x = a, *y = b;
+
+	if (x->node != y->node)
+		return x->node < y->node ? -1 : 1;
+	return (x->size_kb > y->size_kb) - (x->size_kb < y->size_kb);
+}
+
 /* One pool directory: DIR/hugepages-<size>kB/{nr,free}_hugepages. */
 static int read_pool_dir(const struct fsroot *root, struct kstate *ks,
 			 const char *dir, int node, struct nt_err *err)
@@ -234,10 +243,14 @@ static int read_hugepages(const struct fsroot *root, struct kstate *ks,
 		if (r < 0)
 			return r == -ENOMEM ? err_set(err, r, "out of memory") : r;
 	}
-	if (per_node)
+	if (per_node) {
+		qsort(ks->hugepages, ks->n_hugepages, sizeof(*ks->hugepages), hugepages_cmp);
 		return 0;
+	}
 	/* Kernels without NUMA only have the global pools. */
 	r = read_pool_dir(root, ks, "sys/kernel/mm/hugepages", -1, err);
+	if (r == 0)
+		qsort(ks->hugepages, ks->n_hugepages, sizeof(*ks->hugepages), hugepages_cmp);
 	if (r == -ENOENT || r == -ENOTDIR) {
 		char disp[4096];
 

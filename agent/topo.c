@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,23 @@ struct topo *topo_load_host(const char *fsroot, struct nt_err *err)
 {
 	struct topo *t;
 
+	/* Without a sysfs CPU tree hwloc quietly falls back to describing the
+	 * machine it runs on, which would pass this host off as the capture. */
+	if (fsroot && strcmp(fsroot, "/")) {
+		char pattern[4096];
+		glob_t g;
+		int found;
+
+		snprintf(pattern, sizeof(pattern), "%s/sys/devices/system/cpu/cpu[0-9]*/topology",
+			 fsroot);
+		found = glob(pattern, GLOB_NOSORT, NULL, &g) == 0;
+		globfree(&g);
+		if (!found) {
+			err_set(err, -EINVAL, "%s: no sys/devices/system/cpu/cpu*/topology, so no topology to read there (make a full capture with scripts/capture-sysroot.sh, or give --topology FILE.xml)",
+				fsroot);
+			return NULL;
+		}
+	}
 	t = topo_new("host", fsroot && strcmp(fsroot, "/") ? fsroot : NULL);
 	if (!t) {
 		err_set(err, -ENOMEM, "out of memory");
