@@ -1,0 +1,74 @@
+/* test_util.h — helpers shared by the unit tests (header-only). */
+#ifndef NODETUNE_TEST_UTIL_H
+#define NODETUNE_TEST_UTIL_H
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Repository root: tests run from it (make), or NODETUNE_SRCDIR says where. */
+static inline const char *test_srcdir(void)
+{
+	const char *d = getenv("NODETUNE_SRCDIR");
+
+	return d ? d : ".";
+}
+
+static inline char *test_path(char *buf, size_t size, const char *rel)
+{
+	snprintf(buf, size, "%s/%s", test_srcdir(), rel);
+	return buf;
+}
+
+/* mkdir -p of the directory part of path. */
+static inline void test_mkdirs(const char *path)
+{
+	char tmp[4096];
+
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		mkdir(tmp, 0755);
+		*p = '/';
+	}
+}
+
+/* Write content to dir/rel, creating directories. Returns 0 or -1. */
+static inline int test_write(const char *dir, const char *rel, const char *content)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	test_mkdirs(path);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	fputs(content, f);
+	return fclose(f);
+}
+
+/* A fresh temporary directory (caller removes it with test_rmrf). */
+static inline char *test_tmpdir(char *buf, size_t size)
+{
+	snprintf(buf, size, "/tmp/nodetune-test-XXXXXX");
+	return mkdtemp(buf);
+}
+
+static inline void test_rmrf(const char *dir)
+{
+	char cmd[4200];
+
+	if (!dir || strncmp(dir, "/tmp/nodetune-test-", 19))
+		return; /* never anything else */
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "warning: could not remove %s\n", dir);
+}
+
+#endif
