@@ -15,7 +15,7 @@ core="build-essential pkg-config
       libhwloc-dev hwloc-nox
       libnuma-dev
       libcgroup-dev cgroup-tools
-      libcmocka-dev
+      libcmocka-dev jq
       libjansson-dev libinih-dev
       libopenmpi-dev openmpi-bin
       libopenblas-dev
