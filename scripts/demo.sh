@@ -3,13 +3,13 @@
 # discover this host, then one real GPU server from ../shared/topologies.
 set -eu
 build=$1
-top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$(dirname "$0")/.."
 nt="$build/nodetune"
 
 echo "### nodetune discover (this host)"
 "$nt" discover
 echo
-xml="$top/../shared/topologies/g4dnmetal.xml"
+xml=../shared/topologies/g4dnmetal.xml
 if [ -f "$xml" ]; then
 	echo "### nodetune discover --topology $(basename "$xml") (AWS g4dn.metal, 8 x T4)"
 	"$nt" discover --topology "$xml"
