@@ -29,9 +29,7 @@ void log_msg_impl(int level, const char *fmt, ...)
 	const char *tag = "";
 	va_list ap;
 
-	if (level <= LOG_ERR)
-		tag = "";
-	else if (level == LOG_WARNING)
+	if (level == LOG_WARNING)
 		tag = "warning: ";
 	else if (level == LOG_DEBUG)
 		tag = "debug: ";
