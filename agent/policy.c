@@ -1,0 +1,460 @@
+/* policy.c — see policy.h.
+ *
+ * Divisions: reading one file safely; the line parser; includes and the
+ * chain of files (cycles); cross-key rules; accessors.
+ */
+#include "policy.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The files being read, outermost first, to detect include cycles. */
+struct chain {
+	const char *real[POLICY_MAX_DEPTH + 1];
+	const char *shown[POLICY_MAX_DEPTH + 1];
+	unsigned depth;
+};
+
+/* ---- reading one file -------------------------------------------------- */
+
+/* Where an error about opening path is reported: the include line that
+ * named it, or the path itself for the top file. */
+static int file_err(struct nt_err *err, int code, const char *from, int from_line,
+		    const char *path, const char *what)
+{
+	if (from)
+		return err_set(err, code, "%s:%d: include '%s': %s", from, from_line, path, what);
+	return err_set(err, code, "%s: %s", path, what);
+}
+
+static int read_policy_file(const char *path, unsigned flags, const char *from,
+			    int from_line, char **ret_buf, size_t *ret_len, struct nt_err *err)
+{
+	struct stat st;
+	size_t len = 0;
+	char *buf, why[256];
+	int fd, e;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		e = -errno;
+		return file_err(err, e, from, from_line, path, strerror(-e));
+	}
+	if (fstat(fd, &st) < 0) {
+		e = -errno;
+		close(fd);
+		return file_err(err, e, from, from_line, path, strerror(-e));
+	}
+	if (S_ISDIR(st.st_mode)) {
+		close(fd);
+		return file_err(err, -EISDIR, from, from_line, path, "is a directory, not a policy file");
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return file_err(err, -EINVAL, from, from_line, path, "not a regular file");
+	}
+	if ((flags & POLICY_TRUSTED_ONLY) && (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)))) {
+		close(fd);
+		snprintf(why, sizeof(why),
+			 "refusing a policy %s (uid %u, mode %04o): a root process only reads files owned by root and not writable by group or others",
+			 st.st_uid != 0 ? "not owned by root" : "writable by group or others",
+			 (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+		return file_err(err, -EPERM, from, from_line, path, why);
+	}
+	if (st.st_size > POLICY_MAX_SIZE) {
+		close(fd);
+		return file_err(err, -EINVAL, from, from_line, path, "larger than 1 MiB: not a policy file");
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		close(fd);
+		return err_set(err, -ENOMEM, "out of memory");
+	}
+	while (len < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + len, (size_t)st.st_size - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			e = -errno;
+			free(buf);
+			close(fd);
+			return file_err(err, e, from, from_line, path, strerror(-e));
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	buf[len] = '\0';
+	*ret_buf = buf;
+	*ret_len = len;
+	return 0;
+}
+
+/* ---- the line parser --------------------------------------------------- */
+
+struct entry {
+	int knob;
+	int line;
+	char *value;
+};
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	e = s + strlen(s);
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+		*--e = '\0';
+	return s;
+}
+
+static bool is_ident(const char *s, const char *extra)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!(*s >= 'a' && *s <= 'z') && !(*s >= 'A' && *s <= 'Z') &&
+		    !(*s >= '0' && *s <= '9') && *s != '_' && !strchr(extra, *s))
+			return false;
+	return true;
+}
+
+static int unknown_key(const char *path, int line, const char *section, const char *key,
+		       struct nt_err *err)
+{
+	const char *cand[64], *hint;
+	size_t n = 0;
+
+	for (unsigned i = 0; i < knob_count && n < 64; i++)
+		if (!strcmp(knob_table[i].section, section))
+			cand[n++] = knob_table[i].key;
+	hint = knob_did_you_mean(key, cand, n);
+	if (!strcmp(section, "sysctl"))
+		return err_set(err, -EINVAL, "%s:%d: sysctl '%s' is not on the allow-list%s%s%s (see `nodetune keys`)",
+			       path, line, key, hint ? " (did you mean '" : "", hint ? hint : "", hint ? "'?)" : "");
+	return err_set(err, -EINVAL, "%s:%d: unknown key '%s' in [%s]%s%s%s", path, line, key, section,
+		       hint ? " (did you mean '" : "", hint ? hint : "", hint ? "'?)" : "");
+}
+
+/* Parse buf (the content of path) into entries.  On success *ret_entries
+ * (free each value, then the array) and *ret_n. */
+static int parse_lines(const char *path, char *buf, size_t len, struct entry **ret_entries,
+		       unsigned *ret_n, struct nt_err *err)
+{
+	struct entry *ents = NULL;
+	unsigned n = 0, cap = 0;
+	char section[64] = "";
+	char *p = buf, *nl;
+	int line = 0, r = 0;
+
+	if (len >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3))
+		p += 3; /* UTF-8 byte order mark */
+	for (; p < buf + len && r == 0; p = nl + 1) {
+		char *s, *eq, *key, *val;
+		size_t linelen;
+
+		line++;
+		nl = memchr(p, '\n', (size_t)(buf + len - p));
+		if (!nl)
+			nl = buf + len;
+		linelen = (size_t)(nl - p);
+		if (memchr(p, '\0', linelen)) {
+			r = err_set(err, -EINVAL, "%s:%d: binary data (a NUL byte): not a policy file", path, line);
+			break;
+		}
+		if (linelen > POLICY_MAX_LINE) {
+			r = err_set(err, -EINVAL, "%s:%d: line longer than %d bytes", path, line, POLICY_MAX_LINE);
+			break;
+		}
+		*nl = '\0';
+		for (s = p; *s; s++) {
+			if ((unsigned char)*s < 0x20 && *s != '\t' && *s != '\r') {
+				r = err_set(err, -EINVAL, "%s:%d: control character 0x%02x: not a policy file",
+					    path, line, (unsigned char)*s);
+				break;
+			}
+		}
+		if (r)
+			break;
+		s = trim(p);
+		if (!*s || *s == '#' || *s == ';')
+			continue;
+		if (*s == '[') {
+			char *close = strchr(s, ']');
+			const char *hint;
+
+			if (!close || trim(close + 1)[0]) {
+				r = err_set(err, -EINVAL, "%s:%d: malformed section header '%.64s' (expected [name])",
+					    path, line, s);
+				break;
+			}
+			*close = '\0';
+			s = trim(s + 1);
+			if (!knob_section_known(s)) {
+				size_t ns = 0;
+
+				while (knob_sections[ns])
+					ns++;
+				hint = knob_did_you_mean(s, knob_sections, ns);
+				r = err_set(err, -EINVAL, "%s:%d: unknown section [%.64s]%s%s%s", path, line, s,
+					    hint ? " (did you mean [" : "", hint ? hint : "", hint ? "]?)" : "");
+				break;
+			}
+			snprintf(section, sizeof(section), "%s", s);
+			continue;
+		}
+		eq = strchr(s, '=');
+		if (!eq) {
+			r = err_set(err, -EINVAL, "%s:%d: expected 'key = value', '[section]' or a comment, got '%.64s'",
+				    path, line, s);
+			break;
+		}
+		*eq = '\0';
+		key = trim(s);
+		val = trim(eq + 1);
+		if (!section[0]) {
+			r = err_set(err, -EINVAL, "%s:%d: key '%.64s' before any [section]", path, line, key);
+			break;
+		}
+		if (!is_ident(key, ".-")) {
+			r = err_set(err, -EINVAL, "%s:%d: malformed key '%.64s'", path, line, key);
+			break;
+		}
+		int k = knob_find(section, key);
+
+		if (k < 0) {
+			r = unknown_key(path, line, section, key, err);
+			break;
+		}
+		char why[320];
+
+		if (knob_validate(&knob_table[k], val, why, sizeof(why)) < 0) {
+			r = err_set(err, -EINVAL, "%s:%d: [%s] %s: %s", path, line, section, key, why);
+			break;
+		}
+		for (unsigned i = 0; i < n; i++) {
+			if (ents[i].knob == k) {
+				r = err_set(err, -EINVAL, "%s:%d: duplicate key '%s' in [%s] (first set at line %d)",
+					    path, line, key, section, ents[i].line);
+				break;
+			}
+		}
+		if (r)
+			break;
+		if (n == cap) {
+			unsigned ncap = cap ? 2 * cap : 16;
+			struct entry *tmp = realloc(ents, ncap * sizeof(*ents));
+
+			if (!tmp) {
+				r = err_set(err, -ENOMEM, "out of memory");
+				break;
+			}
+			ents = tmp;
+			cap = ncap;
+		}
+		ents[n].knob = k;
+		ents[n].line = line;
+		ents[n].value = strdup(val);
+		if (!ents[n].value) {
+			r = err_set(err, -ENOMEM, "out of memory");
+			break;
+		}
+		n++;
+	}
+	if (r < 0) {
+		for (unsigned i = 0; i < n; i++)
+			free(ents[i].value);
+		free(ents);
+		return r;
+	}
+	*ret_entries = ents;
+	*ret_n = n;
+	return 0;
+}
+
+/* ---- includes and the chain -------------------------------------------- */
+
+static int set_value(struct policy *p, int knob, const char *value, const char *file, int line)
+{
+	struct policy_value *v = &p->v[knob];
+	char *nv = strdup(value), *nf = strdup(file);
+
+	if (!nv || !nf) {
+		free(nv);
+		free(nf);
+		return -ENOMEM;
+	}
+	free(v->value);
+	free(v->file);
+	v->value = nv;
+	v->file = nf;
+	v->line = line;
+	return 0;
+}
+
+static int load_file(struct policy *p, const char *path, unsigned flags, const char *from,
+		     int from_line, struct chain *chain, struct nt_err *err)
+{
+	struct entry *ents = NULL;
+	unsigned n = 0;
+	char *buf = NULL, real[PATH_MAX];
+	size_t len = 0;
+	int r, inc = knob_find("main", "include");
+
+	r = read_policy_file(path, flags, from, from_line, &buf, &len, err);
+	if (r < 0)
+		return r;
+	if (!realpath(path, real))
+		snprintf(real, sizeof(real), "%s", path);
+	for (unsigned i = 0; i < chain->depth; i++) {
+		if (strcmp(chain->real[i], real))
+			continue;
+		char cyc[2048];
+		size_t c = 0;
+
+		for (unsigned j = i; j < chain->depth && c < sizeof(cyc); j++)
+			c += (size_t)snprintf(cyc + c, sizeof(cyc) - c, "%s -> ", chain->shown[j]);
+		snprintf(cyc + (c < sizeof(cyc) ? c : sizeof(cyc) - 1),
+			 sizeof(cyc) - (c < sizeof(cyc) ? c : sizeof(cyc) - 1), "%s", path);
+		free(buf);
+		return err_set(err, -EINVAL, "%s:%d: include cycle: %s", from, from_line, cyc);
+	}
+	if (chain->depth >= POLICY_MAX_DEPTH) {
+		free(buf);
+		return err_set(err, -EINVAL, "%s:%d: includes nested deeper than %d", from, from_line,
+			       POLICY_MAX_DEPTH);
+	}
+	r = parse_lines(path, buf, len, &ents, &n, err);
+	free(buf);
+	if (r < 0)
+		return r;
+	chain->real[chain->depth] = real;
+	chain->shown[chain->depth] = path;
+	chain->depth++;
+
+	/* Parents first, in the order given; this file's values override. */
+	for (unsigned i = 0; i < n && r == 0; i++) {
+		char *list, *item, *save = NULL;
+
+		if (ents[i].knob != inc)
+			continue;
+		list = strdup(ents[i].value);
+		if (!list) {
+			r = err_set(err, -ENOMEM, "out of memory");
+			break;
+		}
+		for (item = strtok_r(list, ",", &save); item && r == 0; item = strtok_r(NULL, ",", &save)) {
+			char incpath[PATH_MAX], dir[PATH_MAX];
+
+			item = trim(item);
+			if (!*item)
+				continue;
+			snprintf(dir, sizeof(dir), "%s", path);
+			if (item[0] == '/')
+				snprintf(incpath, sizeof(incpath), "%s", item);
+			else
+				snprintf(incpath, sizeof(incpath), "%s/%s", dirname(dir), item);
+			r = load_file(p, incpath, flags, path, ents[i].line, chain, err);
+		}
+		free(list);
+	}
+	for (unsigned i = 0; i < n && r == 0; i++)
+		if (ents[i].knob != inc && set_value(p, ents[i].knob, ents[i].value, path, ents[i].line) < 0)
+			r = err_set(err, -ENOMEM, "out of memory");
+	chain->depth--;
+	for (unsigned i = 0; i < n; i++)
+		free(ents[i].value);
+	free(ents);
+	return r;
+}
+
+/* ---- cross-key rules --------------------------------------------------- */
+
+static int check_rules(const struct policy *p, struct nt_err *err)
+{
+	const struct policy_value *prio = &p->v[knob_find("sched", "priority")];
+	const char *pol = policy_get(p, "sched", "policy");
+	const struct policy_value *weight = &p->v[knob_find("cgroup", "cpu_weight")];
+
+	if (prio->value && (!pol || (strcmp(pol, "fifo") && strcmp(pol, "rr"))))
+		return err_set(err, -EINVAL, "%s:%d: [sched] priority needs policy = fifo or rr (policy is %s)",
+			       prio->file, prio->line, pol ? pol : "unset");
+	if (pol && (!strcmp(pol, "fifo") || !strcmp(pol, "rr")) && !prio->value) {
+		const struct policy_value *pv = &p->v[knob_find("sched", "policy")];
+
+		return err_set(err, -EINVAL, "%s:%d: [sched] policy = %s needs a priority (1..99)",
+			       pv->file, pv->line, pol);
+	}
+	if (weight->value && !policy_get(p, "cgroup", "name"))
+		return err_set(err, -EINVAL, "%s:%d: [cgroup] cpu_weight needs a cgroup name",
+			       weight->file, weight->line);
+	return 0;
+}
+
+/* ---- public ------------------------------------------------------------ */
+
+struct policy *policy_load(const char *path, unsigned flags, struct nt_err *err)
+{
+	struct chain chain = { .depth = 0 };
+	struct policy *p = calloc(1, sizeof(*p));
+
+	if (!p || !(p->path = strdup(path)) || !(p->v = calloc(knob_count, sizeof(*p->v)))) {
+		policy_free(p);
+		err_set(err, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	if (load_file(p, path, flags, NULL, 0, &chain, err) < 0 || check_rules(p, err) < 0) {
+		policy_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+void policy_free(struct policy *p)
+{
+	if (!p)
+		return;
+	for (unsigned i = 0; p->v && i < knob_count; i++) {
+		free(p->v[i].value);
+		free(p->v[i].file);
+	}
+	free(p->v);
+	free(p->path);
+	free(p);
+}
+
+const char *policy_get(const struct policy *p, const char *section, const char *key)
+{
+	int k = knob_find(section, key);
+
+	assert(k >= 0);
+	return p->v[k].value;
+}
+
+long long policy_get_int(const struct policy *p, const char *section, const char *key,
+			 long long def)
+{
+	const char *v = policy_get(p, section, key);
+
+	return v ? strtoll(v, NULL, 10) : def; /* validated by knob_validate */
+}
+
+bool policy_is_empty(const struct policy *p)
+{
+	for (unsigned i = 0; i < knob_count; i++)
+		if (knob_table[i].scope != KS_META && p->v[i].value)
+			return false;
+	return true;
+}

@@ -1,0 +1,59 @@
+/* policy.h — policy files: INI in the spirit of tuned profiles.
+ *
+ *   [main]
+ *   summary = GPU training: ranks next to their GPU
+ *   include = baseline.conf
+ *   [thp]
+ *   enabled = madvise
+ *
+ * Every key is a row of knob_table (knob.h).  Loading validates everything
+ * (syntax, sections, keys, values, includes, cross-key rules) before anyone
+ * acts on the policy; the first problem is reported as "file:line: what".
+ */
+#ifndef NODETUNE_POLICY_H
+#define NODETUNE_POLICY_H
+
+#include <stdbool.h>
+
+#include "knob.h"
+#include "log.h"
+
+#define POLICY_MAX_LINE 4096
+#define POLICY_MAX_SIZE (1u << 20)
+#define POLICY_MAX_DEPTH 8
+
+/* Refuse files (and included files) not owned by root or writable by group
+ * or others: what a root process must do (main sets it when euid is 0). */
+#define POLICY_TRUSTED_ONLY 0x1
+
+struct policy_value {
+	char *value;   /* NULL when no file in the chain sets the key */
+	char *file;    /* where it was set */
+	int line;
+};
+
+struct policy {
+	char *path;                 /* as given */
+	struct policy_value *v;     /* knob_count entries, by knob index */
+};
+
+/* Load path and its includes.  Returns the policy, or NULL with err->code
+ * -EINVAL (bad content), -ENOENT/-EACCES/-EISDIR (file), -EPERM (untrusted
+ * file), -ENOMEM, and err->msg one line "file:line: what". */
+struct policy *policy_load(const char *path, unsigned flags, struct nt_err *err);
+
+/* Free; NULL is a no-op. */
+void policy_free(struct policy *p);
+
+/* The value of [section] key, or NULL when unset.  The key must be a row of
+ * knob_table (asserted). */
+const char *policy_get(const struct policy *p, const char *section, const char *key);
+
+/* Same, as an integer; def when unset. */
+long long policy_get_int(const struct policy *p, const char *section, const char *key,
+			 long long def);
+
+/* Does the policy equal "changes nothing and binds nothing"? */
+bool policy_is_empty(const struct policy *p);
+
+#endif
