@@ -15,7 +15,7 @@ DESTDIR  ?=
 CC       ?= cc
 SAN      ?=
 
-PKGS      := hwloc jansson
+PKGS      := hwloc jansson libcgroup numa
 # -D_GNU_SOURCE: openat/faccessat, vasprintf, getopt_long and sched_* come
 # from glibc's GNU set.  -Wformat=2 -Wshadow catch printf and scoping bugs
 # that -Wall -Wextra let through.

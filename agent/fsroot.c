@@ -17,6 +17,7 @@ struct fsroot {
 struct fsroot_syscalls fsroot_sys = {
 	.openat = openat,
 	.read = read,
+	.write = write,
 	.close = close,
 };
 
@@ -78,8 +79,8 @@ static int fsroot_openat(const struct fsroot *root, const char *relpath,
 	return fd < 0 ? -errno : fd;
 }
 
-ssize_t fsroot_read(const struct fsroot *root, const char *relpath,
-		    char *buf, size_t size)
+static ssize_t fsroot_read_impl(const struct fsroot *root, const char *relpath,
+				char *buf, size_t size, bool strip)
 {
 	size_t len;
 	ssize_t n;
@@ -113,9 +114,52 @@ ssize_t fsroot_read(const struct fsroot *root, const char *relpath,
 	}
 	n = (ssize_t)len;
 	buf[n] = '\0';
-	while (n > 0 && buf[n - 1] == '\n')
+	while (strip && n > 0 && buf[n - 1] == '\n')
 		buf[--n] = '\0';
 	return n;
+}
+
+ssize_t fsroot_read(const struct fsroot *root, const char *relpath, char *buf, size_t size)
+{
+	return fsroot_read_impl(root, relpath, buf, size, true);
+}
+
+ssize_t fsroot_read_exact(const struct fsroot *root, const char *relpath, char *buf, size_t size)
+{
+	return fsroot_read_impl(root, relpath, buf, size, false);
+}
+
+int fsroot_write_exact(const struct fsroot *root, const char *relpath, const char *content)
+{
+	size_t len = strlen(content);
+	ssize_t n;
+	int fd, err = 0;
+
+	fd = fsroot_openat(root, relpath, O_WRONLY | O_TRUNC);
+	if (fd < 0)
+		return fd;
+	do
+		n = fsroot_sys.write(fd, content, len);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		err = -errno;
+	else if ((size_t)n != len)
+		err = -EIO;
+	if (fsroot_sys.close(fd) < 0 && !err)
+		err = -errno; /* some sysfs attributes report errors at close */
+	return err;
+}
+
+int fsroot_write(const struct fsroot *root, const char *relpath, const char *value)
+{
+	char *line = NULL;
+	int err;
+
+	if (asprintf(&line, "%s\n", value) < 0)
+		return -ENOMEM;
+	err = fsroot_write_exact(root, relpath, line);
+	free(line);
+	return err;
 }
 
 bool fsroot_exists(const struct fsroot *root, const char *relpath)

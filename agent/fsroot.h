@@ -21,6 +21,7 @@ struct fsroot; /* opaque */
 struct fsroot_syscalls {
 	int (*openat)(int dirfd, const char *path, int flags, ...);
 	ssize_t (*read)(int fd, void *buf, size_t count);
+	ssize_t (*write)(int fd, const void *buf, size_t count);
 	int (*close)(int fd);
 };
 extern struct fsroot_syscalls fsroot_sys;
@@ -41,6 +42,19 @@ bool fsroot_is_host(const struct fsroot *root);
  * buf is left holding an empty string on error. */
 ssize_t fsroot_read(const struct fsroot *root, const char *relpath,
 		    char *buf, size_t size);
+
+/* Write value followed by a newline to relpath (which must exist), as
+ * `echo value > file` does: one write(), O_TRUNC (harmless on sysfs/procfs,
+ * and what makes a captured tree hold what was written).  Returns 0 or
+ * -errno (the kernel's refusal, e.g. -EINVAL or -EBUSY, comes back here). */
+int fsroot_write(const struct fsroot *root, const char *relpath, const char *value);
+
+/* Like fsroot_read, keeping trailing newlines: the file's exact bytes. */
+ssize_t fsroot_read_exact(const struct fsroot *root, const char *relpath, char *buf, size_t size);
+
+/* Write exactly content (no newline added); for restoring a captured tree's
+ * files byte for byte. */
+int fsroot_write_exact(const struct fsroot *root, const char *relpath, const char *content);
 
 /* Does relpath exist below the root? */
 bool fsroot_exists(const struct fsroot *root, const char *relpath);

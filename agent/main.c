@@ -1,41 +1,193 @@
 /* main.c — the nodetune command line: a thin layer over the agent library.
  *
- * Verbs come from one table.  Each verb parses its own options, calls the
- * library, prints, and returns the exit code of the contract in DESIGN.md:
- * 0 success, 1 the check found a problem, 2 bad usage or input (nothing
- * changed), 3 runtime failure (rolled back).
+ * Verbs come from one table; every option is one row of one option table,
+ * and each verb says which options it takes.  A verb loads its inputs, calls
+ * the library, prints, and returns the exit code of the contract in
+ * DESIGN.md: 0 success, 1 the check found a problem, 2 bad usage or input
+ * (nothing changed), 3 runtime failure (what was changed is rolled back).
+ *
+ * Divisions: options; shared loading; verbs (discover, plan, keys, apply,
+ * revert, verify, exec, run); the verb table and main().
  */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "apply.h"
+#include "bind.h"
+#include "cpulist.h"
 #include "discover.h"
-#include "parse.h"
 #include "fsroot.h"
-#include "kstate.h"
+#include "jobcg.h"
+#include "journal.h"
 #include "knob.h"
+#include "kstate.h"
 #include "log.h"
+#include "parse.h"
 #include "plan.h"
 #include "policy.h"
 #include "topo.h"
 
 #ifndef NODETUNE_VERSION
-#define NODETUNE_VERSION "0.1.0"
+#define NODETUNE_VERSION "0.2.0"
 #endif
 
 enum { EXIT_PROBLEM = 1, EXIT_USAGE = 2, EXIT_RUNTIME = 3 };
 
-struct cmd {
-	const char *name;
-	int (*fn)(int argc, char **argv);
-	const char *summary;
+/* ---- options ----------------------------------------------------------- */
+
+enum {
+	O_POLICY = 1 << 0, O_RANKS = 1 << 1, O_TOPOLOGY = 1 << 2, O_SYNTHETIC = 1 << 3,
+	O_SYSROOT = 1 << 4, O_JSON = 1 << 5, O_STATE_DIR = 1 << 6, O_DRY_RUN = 1 << 7,
+	O_LOCAL_RANK = 1 << 8, O_LOCAL_SIZE = 1 << 9, O_MARKDOWN = 1 << 10,
+	O_COMMAND = 1 << 16,   /* the verb takes "-- CMD..." */
 };
 
-/* Bad input and bad usage exit 2; everything else that failed at run time 3. */
+struct opts {
+	const char *policy, *topology, *synthetic, *sysroot, *state_dir;
+	unsigned ranks, local_rank, local_size;
+	bool has_ranks, has_local_rank, has_local_size;
+	bool json, dry_run, markdown;
+	char **command;       /* NULL-terminated, after "--" */
+};
+
+static const struct option long_opts[] = {
+	{ "policy", required_argument, NULL, 'p' },
+	{ "ranks", required_argument, NULL, 'n' },
+	{ "topology", required_argument, NULL, 't' },
+	{ "synthetic", required_argument, NULL, 's' },
+	{ "sysroot", required_argument, NULL, 'r' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "state-dir", required_argument, NULL, 'S' },
+	{ "dry-run", no_argument, NULL, 'd' },
+	{ "local-rank", required_argument, NULL, 'l' },
+	{ "local-size", required_argument, NULL, 'L' },
+	{ "markdown", no_argument, NULL, 'm' },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
+/* Which O_ flag each option letter needs. */
+static unsigned opt_flag(int c)
+{
+	switch (c) {
+	case 'p': return O_POLICY;
+	case 'n': return O_RANKS;
+	case 't': return O_TOPOLOGY;
+	case 's': return O_SYNTHETIC;
+	case 'r': return O_SYSROOT;
+	case 'j': return O_JSON;
+	case 'S': return O_STATE_DIR;
+	case 'd': return O_DRY_RUN;
+	case 'l': return O_LOCAL_RANK;
+	case 'L': return O_LOCAL_SIZE;
+	case 'm': return O_MARKDOWN;
+	}
+	return 0;
+}
+
+static int opt_uint(const char *opt, const char *val, unsigned min, unsigned max, unsigned *ret)
+{
+	uint64_t v;
+
+	if (parse_u64(val, max, &v) < 0 || v < min) {
+		log_msg(LOG_ERR, "%s '%s': expected a whole number from %u to %u", opt, val, min, max);
+		return -EINVAL;
+	}
+	*ret = (unsigned)v;
+	return 0;
+}
+
+struct cmd {
+	const char *name;
+	int (*fn)(struct opts *o);
+	unsigned allowed;
+	const char *usage;     /* the synopsis line(s) */
+	const char *summary;
+	const char *help;      /* what it does, for --help */
+};
+
+/* Parse argv for verb c into o.  Returns -1 to go on, or an exit code. */
+static int parse_opts(const struct cmd *c, int argc, char **argv, struct opts *o)
+{
+	int ch;
+
+	optind = 1;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "+:hn:", long_opts, NULL)) != -1) {
+		const char *name = argv[optind - 1];
+
+		if (ch == 'h') {
+			printf("Usage: %s\n\n%s\n", c->usage, c->help);
+			return fflush(stdout) || ferror(stdout) ? EXIT_RUNTIME : 0;
+		}
+		if (ch == ':') {
+			log_msg(LOG_ERR, "option '%s' needs a value (see --help)", name);
+			return EXIT_USAGE;
+		}
+		if (ch == '?' || !(opt_flag(ch) & c->allowed)) {
+			log_msg(LOG_ERR, "unknown option '%s' (see --help)", name);
+			return EXIT_USAGE;
+		}
+		switch (ch) {
+		case 'p': o->policy = optarg; break;
+		case 't': o->topology = optarg; break;
+		case 's': o->synthetic = optarg; break;
+		case 'r': o->sysroot = optarg; break;
+		case 'S': o->state_dir = optarg; break;
+		case 'j': o->json = true; break;
+		case 'd': o->dry_run = true; break;
+		case 'm': o->markdown = true; break;
+		case 'n':
+			if (opt_uint("--ranks", optarg, 1, PLAN_MAX_RANKS, &o->ranks) < 0)
+				return EXIT_USAGE;
+			o->has_ranks = true;
+			break;
+		case 'l':
+			if (opt_uint("--local-rank", optarg, 0, PLAN_MAX_RANKS - 1, &o->local_rank) < 0)
+				return EXIT_USAGE;
+			o->has_local_rank = true;
+			break;
+		case 'L':
+			if (opt_uint("--local-size", optarg, 1, PLAN_MAX_RANKS, &o->local_size) < 0)
+				return EXIT_USAGE;
+			o->has_local_size = true;
+			break;
+		}
+	}
+	if (c->allowed & O_COMMAND) {
+		if (optind >= argc || strcmp(argv[optind - 1], "--")) {
+			/* getopt stops at "--" and skips it; require it explicitly */
+			log_msg(LOG_ERR, "expected '-- COMMAND [ARGS...]' (see --help)");
+			return EXIT_USAGE;
+		}
+		o->command = argv + optind;
+	} else if (optind < argc) {
+		log_msg(LOG_ERR, "unexpected argument '%s' (see --help)", argv[optind]);
+		return EXIT_USAGE;
+	}
+	if ((c->allowed & O_POLICY) && !o->policy) {
+		log_msg(LOG_ERR, "--policy FILE is required");
+		return EXIT_USAGE;
+	}
+	if (o->topology && o->synthetic) {
+		log_msg(LOG_ERR, "--topology and --synthetic are mutually exclusive");
+		return EXIT_USAGE;
+	}
+	if (!o->state_dir)
+		o->state_dir = JOURNAL_DEFAULT_DIR;
+	return -1;
+}
+
+/* ---- shared loading ---------------------------------------------------- */
+
+/* Bad input and bad usage exit 2; other failures at run time 3. */
 static int exit_code_for(int err)
 {
 	switch (err) {
@@ -43,6 +195,9 @@ static int exit_code_for(int err)
 	case -EIO:
 	case -EAGAIN:
 	case -EINTR:
+	case -EBUSY:
+	case -ERANGE:
+	case -EPERM:
 		return EXIT_RUNTIME;
 	default:
 		return EXIT_USAGE;
@@ -59,38 +214,6 @@ static int finish_stdout(int rc)
 	return rc;
 }
 
-/* Parse a number option; usage error (exit 2) when it is not one. */
-static int opt_uint(const char *opt, const char *val, unsigned max, unsigned *ret)
-{
-	uint64_t v;
-
-	if (parse_u64(val, max, &v) < 0) {
-		log_msg(LOG_ERR, "%s '%s': expected a whole number from 0 to %u", opt, val, max);
-		return -EINVAL;
-	}
-	*ret = (unsigned)v;
-	return 0;
-}
-
-/* The machine: an XML export, a synthetic description, or the host (under
- * sysroot when given). */
-static struct topo *load_topology(const char *xml, const char *synth, const char *sysroot,
-				  struct nt_err *err)
-{
-	if (xml)
-		return topo_load_xml(xml, err);
-	if (synth)
-		return topo_load_synthetic(synth, err);
-	return topo_load_host(sysroot, err);
-}
-
-/* A policy, refusing untrusted files when we run as root. */
-static struct policy *load_policy(const char *path, struct nt_err *err)
-{
-	return policy_load(path, geteuid() == 0 ? POLICY_TRUSTED_ONLY : 0, err);
-}
-
-/* Print a JSON document on stdout. */
 static int print_json(json_t *doc)
 {
 	int r = 0;
@@ -105,79 +228,80 @@ static int print_json(json_t *doc)
 	return r;
 }
 
-/* ---- discover ---------------------------------------------------------- */
+/* Everything a policy verb works from. */
+struct ctx {
+	struct fsroot *root;     /* NULL for a foreign topology without --sysroot */
+	struct policy *policy;
+	struct topo *topo;
+	struct plan *plan;
+};
 
-static void discover_usage(FILE *f)
+static void ctx_release(struct ctx *x)
 {
-	fprintf(f,
-		"Usage: nodetune discover [--topology FILE.xml | --synthetic DESC] [--sysroot DIR] [--json]\n"
-		"\n"
-		"Show packages, NUMA nodes, cores, GPUs and NICs with their locality, and the\n"
-		"kernel state that matters for training (THP, NUMA balancing, hugepages,\n"
-		"governor, isolated CPUs, swap, cgroup version), with warnings worth acting on.\n"
-		"\n"
-		"  --topology FILE.xml  read an hwloc XML export instead of this host\n"
-		"  --synthetic DESC     an hwloc synthetic topology, e.g. \"pack:2 numa:1 core:8 pu:2\"\n"
-		"  --sysroot DIR        read /sys and /proc below DIR (a captured tree); without\n"
-		"                       --topology/--synthetic the topology is read there too\n"
-		"  --json               machine-readable output on stdout\n"
-		"  -h, --help           this text\n"
-		"\n"
-		"The kernel state is read from this host, or from --sysroot; it is left out\n"
-		"(\"kernel\": null) for a --topology or --synthetic machine without --sysroot.\n");
+	plan_free(x->plan);
+	topo_free(x->topo);
+	policy_free(x->policy);
+	fsroot_free(x->root);
+	memset(x, 0, sizeof(*x));
 }
 
-static int cmd_discover(int argc, char **argv)
+/* Load the policy (refusing untrusted files as root), the machine and, with
+ * nranks > 0, the plan.  nranks 0: one rank per GPU, or 1.  Returns -1 to go
+ * on, or an exit code (x released). */
+static int ctx_load(struct ctx *x, const struct opts *o, unsigned nranks, bool want_root)
 {
-	static const struct option opts[] = {
-		{ "topology", required_argument, NULL, 't' },
-		{ "synthetic", required_argument, NULL, 's' },
-		{ "sysroot", required_argument, NULL, 'r' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	const char *arg_topology = NULL, *arg_synthetic = NULL, *arg_sysroot = NULL;
-	bool arg_json = false, have_ks = false;
+	struct nt_err err = { 0 };
+
+	memset(x, 0, sizeof(*x));
+	if (o->policy) {
+		x->policy = policy_load(o->policy, geteuid() == 0 ? POLICY_TRUSTED_ONLY : 0, &err);
+		if (!x->policy)
+			goto out_err;
+	}
+	if (o->topology)
+		x->topo = topo_load_xml(o->topology, &err);
+	else if (o->synthetic)
+		x->topo = topo_load_synthetic(o->synthetic, &err);
+	else
+		x->topo = topo_load_host(o->sysroot, &err);
+	if (!x->topo)
+		goto out_err;
+	if (want_root && (o->sysroot || (!o->topology && !o->synthetic))) {
+		x->root = fsroot_open(o->sysroot ? o->sysroot : "/");
+		if (!x->root) {
+			err_set(&err, -EINVAL, "--sysroot %s: %s", o->sysroot, strerror(errno));
+			goto out_err;
+		}
+	}
+	if (x->policy) {
+		if (!nranks)
+			nranks = x->topo->n_gpus ? x->topo->n_gpus : 1;
+		x->plan = plan_build(x->policy, x->topo, nranks, x->root, &err);
+		if (!x->plan)
+			goto out_err;
+	}
+	return -1;
+out_err:
+	log_msg(LOG_ERR, "%s", err.msg);
+	ctx_release(x);
+	return exit_code_for(err.code);
+}
+
+/* ---- discover ---------------------------------------------------------- */
+
+static int cmd_discover(struct opts *o)
+{
 	struct nt_err err = { 0 };
 	struct kstate ks = { 0 };
 	struct fsroot *root = NULL;
 	struct topo *t = NULL;
-	int c, r, rc = 0;
+	bool have_ks = false;
+	int r, rc = 0;
 
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 't': arg_topology = optarg; break;
-		case 's': arg_synthetic = optarg; break;
-		case 'r': arg_sysroot = optarg; break;
-		case 'j': arg_json = true; break;
-		case 'h':
-			discover_usage(stdout);
-			return finish_stdout(0);
-		case ':':
-			log_msg(LOG_ERR, "option '%s' needs a value (see --help)", argv[optind - 1]);
-			return EXIT_USAGE;
-		default:
-			log_msg(LOG_ERR, "unknown option '%s' (see --help)", argv[optind - 1]);
-			return EXIT_USAGE;
-		}
-	}
-	if (optind < argc) {
-		log_msg(LOG_ERR, "unexpected argument '%s' (see --help)", argv[optind]);
-		return EXIT_USAGE;
-	}
-	if (arg_topology && arg_synthetic) {
-		log_msg(LOG_ERR, "--topology and --synthetic are mutually exclusive");
-		return EXIT_USAGE;
-	}
-
-	if (arg_sysroot || (!arg_topology && !arg_synthetic)) {
-		root = fsroot_open(arg_sysroot ? arg_sysroot : "/");
+	if (o->sysroot || (!o->topology && !o->synthetic)) {
+		root = fsroot_open(o->sysroot ? o->sysroot : "/");
 		if (!root) {
-			log_msg(LOG_ERR, "--sysroot %s: %s", arg_sysroot ? arg_sysroot : "/",
-				strerror(errno));
+			log_msg(LOG_ERR, "--sysroot %s: %s", o->sysroot ? o->sysroot : "/", strerror(errno));
 			return EXIT_USAGE;
 		}
 		r = kstate_read(root, &ks, &err);
@@ -190,19 +314,21 @@ static int cmd_discover(int argc, char **argv)
 		for (unsigned i = 0; i < ks.n_notes; i++)
 			log_msg(LOG_WARNING, "%s", ks.notes[i]);
 	}
-
-	t = load_topology(arg_topology, arg_synthetic, arg_sysroot, &err);
+	if (o->topology)
+		t = topo_load_xml(o->topology, &err);
+	else if (o->synthetic)
+		t = topo_load_synthetic(o->synthetic, &err);
+	else
+		t = topo_load_host(o->sysroot, &err);
 	if (!t) {
 		log_msg(LOG_ERR, "%s", err.msg);
 		rc = exit_code_for(err.code);
 		goto out;
 	}
-
-	if (arg_json)
+	if (o->json)
 		rc = print_json(discover_json(t, have_ks ? &ks : NULL));
-	else if (discover_print(stdout, t, have_ks ? &ks : NULL) < 0) {
+	else if (discover_print(stdout, t, have_ks ? &ks : NULL) < 0)
 		rc = EXIT_RUNTIME;
-	}
 	rc = finish_stdout(rc);
 out:
 	topo_free(t);
@@ -211,150 +337,479 @@ out:
 	return rc;
 }
 
-/* ---- plan ------------------------------------------------------------- */
+/* ---- plan, keys -------------------------------------------------------- */
 
-static void plan_usage(FILE *f)
+static int cmd_plan(struct opts *o)
 {
-	fprintf(f,
-		"Usage: nodetune plan --policy FILE [--ranks N] [--topology FILE.xml | --synthetic DESC]\n"
-		"                     [--sysroot DIR] [--json]\n"
-		"\n"
-		"Show what the policy would do on this machine (or the given topology) for N\n"
-		"local ranks: per rank its GPU, CPUs, memory nodes and NIC; host settings with\n"
-		"their current and wanted values; the job cgroup; device IRQ moves.\n"
-		"Changes nothing.\n"
-		"\n"
-		"  --policy FILE        the policy (see `nodetune keys`)\n"
-		"  --ranks N            local ranks (default: one per GPU, or 1 without GPUs)\n"
-		"  --topology FILE.xml  plan for an hwloc XML export instead of this host\n"
-		"  --synthetic DESC     plan for an hwloc synthetic topology\n"
-		"  --sysroot DIR        read current values (and, alone, the topology) below DIR\n"
-		"  --json               machine-readable output\n");
-}
+	struct ctx x;
+	int rc = ctx_load(&x, o, o->ranks, true);
 
-static int cmd_plan(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "policy", required_argument, NULL, 'p' },
-		{ "ranks", required_argument, NULL, 'n' },
-		{ "topology", required_argument, NULL, 't' },
-		{ "synthetic", required_argument, NULL, 's' },
-		{ "sysroot", required_argument, NULL, 'r' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	const char *arg_policy = NULL, *arg_topology = NULL, *arg_synthetic = NULL, *arg_sysroot = NULL;
-	unsigned arg_ranks = 0;
-	bool arg_json = false;
-	struct nt_err err = { 0 };
-	struct fsroot *root = NULL;
-	struct policy *pol = NULL;
-	struct topo *t = NULL;
-	struct plan *pl = NULL;
-	int c, rc = 0;
-
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'p': arg_policy = optarg; break;
-		case 'n':
-			if (opt_uint("--ranks", optarg, PLAN_MAX_RANKS, &arg_ranks) < 0 || arg_ranks == 0) {
-				if (arg_ranks == 0 && optarg[0] == '0')
-					log_msg(LOG_ERR, "--ranks 0: at least one rank");
-				return EXIT_USAGE;
-			}
-			break;
-		case 't': arg_topology = optarg; break;
-		case 's': arg_synthetic = optarg; break;
-		case 'r': arg_sysroot = optarg; break;
-		case 'j': arg_json = true; break;
-		case 'h':
-			plan_usage(stdout);
-			return finish_stdout(0);
-		case ':':
-			log_msg(LOG_ERR, "option '%s' needs a value (see --help)", argv[optind - 1]);
-			return EXIT_USAGE;
-		default:
-			log_msg(LOG_ERR, "unknown option '%s' (see --help)", argv[optind - 1]);
-			return EXIT_USAGE;
-		}
-	}
-	if (optind < argc) {
-		log_msg(LOG_ERR, "unexpected argument '%s' (see --help)", argv[optind]);
-		return EXIT_USAGE;
-	}
-	if (!arg_policy) {
-		log_msg(LOG_ERR, "--policy FILE is required");
-		return EXIT_USAGE;
-	}
-	if (arg_topology && arg_synthetic) {
-		log_msg(LOG_ERR, "--topology and --synthetic are mutually exclusive");
-		return EXIT_USAGE;
-	}
-	pol = load_policy(arg_policy, &err);
-	if (!pol) {
-		log_msg(LOG_ERR, "%s", err.msg);
-		return exit_code_for(err.code);
-	}
-	t = load_topology(arg_topology, arg_synthetic, arg_sysroot, &err);
-	if (!t) {
-		log_msg(LOG_ERR, "%s", err.msg);
-		rc = exit_code_for(err.code);
-		goto out;
-	}
-	if (arg_sysroot || (!arg_topology && !arg_synthetic)) {
-		root = fsroot_open(arg_sysroot ? arg_sysroot : "/");
-		if (!root) {
-			log_msg(LOG_ERR, "--sysroot %s: %s", arg_sysroot, strerror(errno));
-			rc = EXIT_USAGE;
-			goto out;
-		}
-	}
-	if (!arg_ranks)
-		arg_ranks = t->n_gpus ? t->n_gpus : 1;
-	pl = plan_build(pol, t, arg_ranks, root, &err);
-	if (!pl) {
-		log_msg(LOG_ERR, "%s", err.msg);
-		rc = exit_code_for(err.code);
-		goto out;
-	}
-	if (arg_json)
-		rc = print_json(plan_json(pl, t));
-	else if (plan_print(stdout, pl, t) < 0)
+	if (rc >= 0)
+		return rc;
+	rc = 0;
+	if (o->json)
+		rc = print_json(plan_json(x.plan, x.topo));
+	else if (plan_print(stdout, x.plan, x.topo) < 0)
 		rc = EXIT_RUNTIME;
-	rc = finish_stdout(rc);
-out:
-	plan_free(pl);
-	topo_free(t);
-	policy_free(pol);
-	fsroot_free(root);
-	return rc;
+	ctx_release(&x);
+	return finish_stdout(rc);
 }
 
-/* ---- keys -------------------------------------------------------------- */
-
-static int cmd_keys(int argc, char **argv)
+static int cmd_keys(struct opts *o)
 {
-	if (argc > 2 || (argc == 2 && strcmp(argv[1], "--markdown"))) {
-		if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-			printf("Usage: nodetune keys [--markdown]\n\nEvery policy key: section, values, what it applies to and writes.\n");
-			return finish_stdout(0);
-		}
-		log_msg(LOG_ERR, "unexpected argument '%s' (see --help)", argv[1]);
-		return EXIT_USAGE;
+	if (o->markdown) {
+		knob_print_reference(stdout);
+		return finish_stdout(0);
 	}
-	knob_print_reference(stdout);
+	for (unsigned i = 0; i < knob_count; i++) {
+		char key[96];
+
+		snprintf(key, sizeof(key), "[%s] %s", knob_table[i].section, knob_table[i].key);
+		printf("%-34s %s\n", key, knob_table[i].help);
+	}
 	return finish_stdout(0);
 }
 
-/* ---- table and main ---------------------------------------------------- */
+/* ---- apply, revert ------------------------------------------------------ */
+
+static void print_report(const struct apply_report *rep, const char *verb_done)
+{
+	for (unsigned i = 0; i < rep->n; i++)
+		log_msg(LOG_NOTICE, "%s%s: %s -> %s", strncmp(rep->changes[i].path, "cgroup:", 7) ? "/" : "",
+			rep->changes[i].path, rep->changes[i].from[0] ? rep->changes[i].from : "-",
+			rep->changes[i].to);
+	for (unsigned i = 0; i < rep->n_notes; i++)
+		log_msg(LOG_WARNING, "%s", rep->notes[i]);
+	if (verb_done)
+		printf("%s: %u change%s\n", verb_done, rep->n, rep->n == 1 ? "" : "s");
+}
+
+static json_t *report_json(const struct apply_report *rep, const char *key)
+{
+	json_t *doc = json_object(), *arr = json_array(), *notes = json_array();
+
+	for (unsigned i = 0; doc && arr && i < rep->n; i++)
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:s}", "path", rep->changes[i].path,
+						     "from", rep->changes[i].from, "to", rep->changes[i].to));
+	for (unsigned i = 0; notes && i < rep->n_notes; i++)
+		json_array_append_new(notes, json_string(rep->notes[i]));
+	if (!doc || !arr || !notes) {
+		json_decref(doc);
+		json_decref(arr);
+		json_decref(notes);
+		return NULL;
+	}
+	json_object_set_new(doc, key, arr);
+	json_object_set_new(doc, "notes", notes);
+	return doc;
+}
+
+/* Apply the host part of x->plan; shared by apply and run. */
+static int do_apply(const struct ctx *x, const struct opts *o, bool quiet)
+{
+	struct apply_report rep = { 0 };
+	struct nt_err err = { 0 };
+	int r = apply_plan(x->plan, x->root, o->state_dir, o->dry_run, &rep, &err);
+
+	if (r < 0) {
+		for (unsigned i = 0; i < rep.n_notes; i++)
+			log_msg(LOG_WARNING, "%s", rep.notes[i]);
+		log_msg(LOG_ERR, "%s%s", err.msg, rep.rolled_back ? " (everything changed was rolled back)" : "");
+		apply_report_release(&rep);
+		return rep.rolled_back || r == -EBUSY ? EXIT_RUNTIME : exit_code_for(r);
+	}
+	if (o->json && !quiet)
+		r = print_json(report_json(&rep, o->dry_run ? "would_change" : "changed"));
+	else if (o->dry_run && !quiet) {
+		printf("dry run of %s: %u change%s, nothing written\n", x->plan->policy_path, rep.n,
+		       rep.n == 1 ? "" : "s");
+		for (unsigned i = 0; i < rep.n; i++)
+			printf("  %s%s: %s -> %s\n", strcmp(rep.changes[i].path, "cgroup") ? "/" : "",
+			       rep.changes[i].path, rep.changes[i].from[0] ? rep.changes[i].from : "?",
+			       rep.changes[i].to);
+	} else {
+		char done[600];
+
+		snprintf(done, sizeof(done), "applied %s (undo: nodetune revert%s%s)", x->plan->policy_path,
+			 strcmp(o->state_dir, JOURNAL_DEFAULT_DIR) ? " --state-dir " : "",
+			 strcmp(o->state_dir, JOURNAL_DEFAULT_DIR) ? o->state_dir : "");
+		print_report(&rep, quiet ? NULL : done);
+	}
+	apply_report_release(&rep);
+	return r;
+}
+
+static int do_revert(const struct opts *o, bool quiet)
+{
+	struct apply_report rep = { 0 };
+	struct nt_err err = { 0 };
+	int r = apply_revert(o->state_dir, o->sysroot, &rep, &err);
+
+	if (r < 0) {
+		print_report(&rep, NULL);
+		log_msg(LOG_ERR, "%s", err.msg);
+		apply_report_release(&rep);
+		return r == -EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
+	}
+	if (o->json && !quiet)
+		r = print_json(report_json(&rep, "restored"));
+	else
+		print_report(&rep, quiet ? NULL : "reverted");
+	apply_report_release(&rep);
+	return r;
+}
+
+static int cmd_apply(struct opts *o)
+{
+	struct ctx x;
+	int rc = ctx_load(&x, o, o->ranks, true);
+
+	if (rc >= 0)
+		return rc;
+	if (!x.root) {
+		log_msg(LOG_ERR, "--topology/--synthetic describe another machine: apply needs this host or --sysroot DIR");
+		ctx_release(&x);
+		return EXIT_USAGE;
+	}
+	rc = do_apply(&x, o, false);
+	ctx_release(&x);
+	return finish_stdout(rc);
+}
+
+static int cmd_revert(struct opts *o)
+{
+	return finish_stdout(do_revert(o, false));
+}
+
+/* ---- verify ------------------------------------------------------------ */
+
+static int cmd_verify(struct opts *o)
+{
+	struct ctx x;
+	json_t *drift = json_array();
+	unsigned checked = 0, n_drift = 0;
+	int rc = ctx_load(&x, o, o->ranks, true);
+
+	if (rc >= 0) {
+		json_decref(drift);
+		return rc;
+	}
+	rc = 0;
+	if (!x.root) {
+		log_msg(LOG_ERR, "--topology/--synthetic describe another machine: verify needs this host or --sysroot DIR");
+		ctx_release(&x);
+		json_decref(drift);
+		return EXIT_USAGE;
+	}
+	for (unsigned i = 0; i < x.plan->n_host + x.plan->n_irqs; i++) {
+		bool is_host = i < x.plan->n_host;
+		const char *path = is_host ? x.plan->host[i].path : x.plan->irqs[i - x.plan->n_host].path;
+		const char *to = is_host ? x.plan->host[i].to : x.plan->irqs[i - x.plan->n_host].to;
+		char raw[1024], now[PLAN_VALUE_MAX] = "(unreadable)", want[PLAN_VALUE_MAX];
+
+		checked++;
+		apply_normalize(to, want, sizeof(want));
+		if (fsroot_read(x.root, path, raw, sizeof(raw)) >= 0)
+			apply_normalize(raw, now, sizeof(now));
+		if (!strcmp(now, want))
+			continue;
+		n_drift++;
+		json_array_append_new(drift, json_pack("{s:s, s:s, s:s}", "path", path, "expected", want, "actual", now));
+		if (!o->json)
+			printf("drift: /%s: expected %s, actual %s\n", path, want, now);
+	}
+	if (x.plan->cgroup[0] && fsroot_is_host(x.root)) {
+		checked++;
+		if (!jobcg_exists(x.plan->cgroup)) {
+			n_drift++;
+			json_array_append_new(drift, json_pack("{s:s, s:s, s:s}", "path", "cgroup",
+							       "expected", x.plan->cgroup, "actual", "(missing)"));
+			if (!o->json)
+				printf("drift: cgroup %s: expected to exist, missing\n", x.plan->cgroup);
+		}
+	}
+	if (o->json)
+		rc = print_json(json_pack("{s:s, s:i, s:o}", "policy", x.plan->policy_path, "checked", checked,
+					  "drift", drift));
+	else {
+		json_decref(drift);
+		printf("%s: %u setting%s checked, %u drifted\n", x.plan->policy_path, checked,
+		       checked == 1 ? "" : "s", n_drift);
+	}
+	for (unsigned i = 0; i < x.plan->n_notes; i++)
+		log_msg(LOG_WARNING, "%s", x.plan->notes[i]);
+	ctx_release(&x);
+	rc = finish_stdout(rc);
+	return rc ? rc : n_drift ? EXIT_PROBLEM : 0;
+}
+
+/* ---- exec, run --------------------------------------------------------- */
+
+/* The first of the launchers' variables that is set, as a number. */
+static int env_uint(const char *const *names, unsigned *ret, const char **ret_name)
+{
+	for (; *names; names++) {
+		const char *v = getenv(*names);
+		uint64_t n;
+
+		if (!v)
+			continue;
+		/* SLURM_TASKS_PER_NODE looks like "2(x3),1": the first count */
+		char buf[32];
+
+		snprintf(buf, sizeof(buf), "%.*s", (int)strspn(v, "0123456789"), v);
+		if (parse_u64(buf, PLAN_MAX_RANKS, &n) < 0) {
+			log_msg(LOG_ERR, "%s='%s': not a number", *names, v);
+			return -EINVAL;
+		}
+		*ret = (unsigned)n;
+		*ret_name = *names;
+		return 1;
+	}
+	return 0;
+}
+
+/* Is cmd something execvp can run?  (Checked before anything changes.) */
+static bool command_found(const char *cmd)
+{
+	const char *path = getenv("PATH");
+	char buf[4096];
+
+	if (strchr(cmd, '/'))
+		return access(cmd, X_OK) == 0;
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		size_t n = strcspn(path, ":");
+
+		snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, n ? path : ".", cmd);
+		if (access(buf, X_OK) == 0)
+			return true;
+		path += n + (path[n] == ':');
+	}
+	return false;
+}
+
+/* Bind as local_rank and exec the command; returns only on failure. */
+static int bind_and_exec(const struct plan *pl, unsigned local_rank, char **command)
+{
+	struct nt_err err = { 0 };
+	char warn[256];
+
+	if (bind_rank(pl, local_rank, warn, sizeof(warn), &err) < 0) {
+		log_msg(LOG_ERR, "local rank %u: %s", local_rank, err.msg);
+		return EXIT_RUNTIME;
+	}
+	if (warn[0])
+		log_msg(LOG_WARNING, "local rank %u: %s", local_rank, warn);
+	fflush(NULL);
+	execvp(command[0], command);
+	log_msg(LOG_ERR, "%s: %s", command[0], strerror(errno));
+	return errno == ENOENT || errno == EACCES ? EXIT_USAGE : EXIT_RUNTIME;
+}
+
+static int cmd_exec(struct opts *o)
+{
+	static const char *const rank_vars[] = { "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK", NULL };
+	static const char *const size_vars[] = {
+		"OMPI_COMM_WORLD_LOCAL_SIZE", "LOCAL_WORLD_SIZE", "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE", NULL,
+	};
+	const char *from = "--local-rank", *size_from = "--local-size";
+	struct ctx x;
+	unsigned size;
+	int rc;
+
+	if (!o->has_local_rank) {
+		rc = env_uint(rank_vars, &o->local_rank, &from);
+		if (rc < 0)
+			return EXIT_USAGE;
+		if (rc == 0) {
+			log_msg(LOG_ERR, "no local rank: give --local-rank N or run under mpirun, srun or torchrun");
+			return EXIT_USAGE;
+		}
+	}
+	if (!o->has_local_size && env_uint(size_vars, &o->local_size, &size_from) < 0)
+		return EXIT_USAGE;
+	if (!command_found(o->command[0])) {
+		log_msg(LOG_ERR, "%s: command not found", o->command[0]);
+		return EXIT_USAGE;
+	}
+	/* The plan for all local ranks, so that ranks binding themselves one
+	 * by one still get disjoint sets; the host part is apply's business. */
+	rc = ctx_load(&x, o, o->local_size, false);
+	if (rc >= 0)
+		return rc;
+	size = x.plan->n_ranks;
+	if (o->local_rank >= size) {
+		log_msg(LOG_ERR, "local rank %u (%s) but only %u local ranks (%s; give --local-size)",
+			o->local_rank, from, size, o->local_size ? size_from : "one per GPU");
+		ctx_release(&x);
+		return EXIT_USAGE;
+	}
+	rc = bind_and_exec(x.plan, o->local_rank, o->command);
+	ctx_release(&x);
+	return rc;
+}
+
+static volatile sig_atomic_t run_signal;
+
+static void run_on_signal(int sig)
+{
+	run_signal = sig;
+}
+
+static int cmd_run(struct opts *o)
+{
+	struct sigaction sa = { .sa_handler = run_on_signal };
+	pid_t *pids;
+	struct ctx x;
+	unsigned n, alive = 0;
+	int rc, worst = 0;
+
+	if (!o->has_ranks) {
+		log_msg(LOG_ERR, "-n/--ranks N is required");
+		return EXIT_USAGE;
+	}
+	if (!command_found(o->command[0])) {
+		log_msg(LOG_ERR, "%s: command not found", o->command[0]);
+		return EXIT_USAGE;
+	}
+	rc = ctx_load(&x, o, o->ranks, true);
+	if (rc >= 0)
+		return rc;
+	if (!fsroot_is_host(x.root)) {
+		log_msg(LOG_ERR, "run starts ranks on this host: --sysroot/--topology are for plan and apply");
+		ctx_release(&x);
+		return EXIT_USAGE;
+	}
+	rc = do_apply(&x, o, false);
+	if (rc) {
+		ctx_release(&x);
+		return rc;
+	}
+	fflush(NULL);
+	n = x.plan->n_ranks;
+	pids = calloc(n, sizeof(*pids));
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	for (unsigned i = 0; pids && i < n; i++) {
+		pids[i] = fork();
+		if (pids[i] == 0) {
+			char v[16];
+
+			signal(SIGINT, SIG_DFL);
+			signal(SIGTERM, SIG_DFL);
+			signal(SIGHUP, SIG_DFL);
+			snprintf(v, sizeof(v), "%u", i);
+			setenv("LOCAL_RANK", v, 1);
+			snprintf(v, sizeof(v), "%u", n);
+			setenv("LOCAL_WORLD_SIZE", v, 1);
+			_exit(bind_and_exec(x.plan, i, o->command));
+		}
+		if (pids[i] < 0) {
+			log_msg(LOG_ERR, "fork: %s", strerror(errno));
+			worst = EXIT_RUNTIME;
+			break;
+		}
+		alive++;
+	}
+	while (alive) {
+		int status, code;
+		pid_t p = wait(&status);
+
+		if (p < 0 && errno == EINTR) {
+			for (unsigned i = 0; i < n; i++)
+				if (pids[i] > 0)
+					kill(pids[i], run_signal);
+			continue;
+		}
+		if (p < 0)
+			break;
+		for (unsigned i = 0; i < n; i++)
+			if (pids[i] == p)
+				pids[i] = 0;
+		alive--;
+		code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+		if (code > worst)
+			worst = code;
+		if (code)
+			log_msg(LOG_WARNING, "a rank (pid %d) ended with status %d", (int)p, code);
+	}
+	free(pids);
+	rc = do_revert(o, true);
+	ctx_release(&x);
+	if (rc)
+		return rc;
+	return finish_stdout(worst);
+}
+
+/* ---- the verb table and main ------------------------------------------- */
+
+#define O_MACHINE (O_TOPOLOGY | O_SYNTHETIC | O_SYSROOT)
 
 static const struct cmd commands[] = {
-	{ "discover", cmd_discover, "show topology, GPU/NIC locality and kernel state" },
-	{ "plan", cmd_plan, "show what a policy would do for N local ranks (changes nothing)" },
-	{ "keys", cmd_keys, "list every policy key (the reference table)" },
+	{ "discover", cmd_discover, O_MACHINE | O_JSON,
+	  "nodetune discover [--topology FILE.xml | --synthetic DESC] [--sysroot DIR] [--json]",
+	  "show topology, GPU/NIC locality and kernel state",
+	  "Show packages, NUMA nodes, cores, GPUs and NICs with their locality, and the\n"
+	  "kernel state that matters for training (THP, NUMA balancing, hugepages,\n"
+	  "governor, isolated CPUs, swap, cgroup version), with warnings worth acting on.\n\n"
+	  "  --topology FILE.xml  read an hwloc XML export instead of this host\n"
+	  "  --synthetic DESC     an hwloc synthetic topology, e.g. \"pack:2 numa:1 core:8 pu:2\"\n"
+	  "  --sysroot DIR        read /sys and /proc below DIR (a captured tree); without\n"
+	  "                       --topology/--synthetic the topology is read there too\n"
+	  "  --json               machine-readable output on stdout\n\n"
+	  "The kernel state is read from this host, or from --sysroot; it is left out\n"
+	  "(\"kernel\": null) for a --topology or --synthetic machine without --sysroot." },
+	{ "plan", cmd_plan, O_POLICY | O_RANKS | O_MACHINE | O_JSON,
+	  "nodetune plan --policy FILE [--ranks N] [--topology FILE.xml | --synthetic DESC]\n"
+	  "                     [--sysroot DIR] [--json]",
+	  "show what a policy would do for N local ranks (changes nothing)",
+	  "Per local rank its GPU, CPUs, memory nodes and NIC; host settings with their\n"
+	  "current and wanted values; the job cgroup; device IRQ moves; and the fallbacks\n"
+	  "taken.  --ranks defaults to one per GPU (1 without GPUs)." },
+	{ "keys", cmd_keys, O_MARKDOWN, "nodetune keys [--markdown]",
+	  "list every policy key",
+	  "Every policy key with what it does; --markdown prints the reference table\n"
+	  "(section, values, scope, file written) kept in docs/policy-keys.md." },
+	{ "apply", cmd_apply, O_POLICY | O_RANKS | O_MACHINE | O_STATE_DIR | O_DRY_RUN | O_JSON,
+	  "nodetune apply --policy FILE [--topology FILE.xml] [--sysroot DIR] [--state-dir DIR]\n"
+	  "                      [--dry-run] [--json]",
+	  "apply a policy's host settings, all or nothing, journaled",
+	  "Write the policy's host settings (sysfs/procfs knobs, device IRQ affinities)\n"
+	  "and create its job cgroup.  Only values that differ are written; each original\n"
+	  "is journaled and fsync'd to --state-dir (default /run/nodetune) first; each\n"
+	  "write is read back.  On any failure everything is restored (exit 3).  Undo\n"
+	  "with `nodetune revert`, also after a crash.  --dry-run shows the changes." },
+	{ "revert", cmd_revert, O_SYSROOT | O_STATE_DIR | O_JSON,
+	  "nodetune revert [--sysroot DIR] [--state-dir DIR] [--json]",
+	  "restore everything the last apply changed",
+	  "Restore, newest first, every value the journal in --state-dir records, delete\n"
+	  "the job cgroup, then the journal.  Works after the applying process was killed." },
+	{ "verify", cmd_verify, O_POLICY | O_RANKS | O_MACHINE | O_JSON,
+	  "nodetune verify --policy FILE [--sysroot DIR] [--json]",
+	  "compare the effective host state with the plan (exit 1 on drift)",
+	  "Read back every host setting, device IRQ affinity and the job cgroup the\n"
+	  "policy's plan asks for; list each drift as path, expected, actual; exit 1\n"
+	  "when there is one." },
+	{ "exec", cmd_exec, O_POLICY | O_LOCAL_RANK | O_LOCAL_SIZE | O_TOPOLOGY | O_COMMAND,
+	  "nodetune exec --policy FILE [--local-rank N] [--local-size N] -- COMMAND [ARGS...]",
+	  "bind this process as one local rank, then exec the command",
+	  "For use under mpirun, srun and torchrun: the local rank comes from\n"
+	  "--local-rank, OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID or LOCAL_RANK; the\n"
+	  "number of local ranks from --local-size, OMPI_COMM_WORLD_LOCAL_SIZE,\n"
+	  "LOCAL_WORLD_SIZE or SLURM_(N)TASKS_PER_NODE (default: one per GPU).  Joins the\n"
+	  "job cgroup, sets CPU affinity, the NUMA memory policy, scheduling policy and\n"
+	  "nice, exports CUDA_VISIBLE_DEVICES when the policy asks, and execvp's the\n"
+	  "command directly (no shell).  Threads and children inherit the binding." },
+	{ "run", cmd_run, O_POLICY | O_RANKS | O_STATE_DIR | O_COMMAND,
+	  "nodetune run -n N --policy FILE [--state-dir DIR] -- COMMAND [ARGS...]",
+	  "apply, start N bound local ranks, wait, revert",
+	  "Apply the host settings, start N local ranks of the command, each bound as\n"
+	  "`exec` would (LOCAL_RANK and LOCAL_WORLD_SIZE set), wait for all, revert, and\n"
+	  "exit with the worst status of the ranks.  SIGINT/SIGTERM are passed on to the\n"
+	  "ranks; the host is reverted either way." },
 };
 
 static void usage(FILE *f)
@@ -377,7 +832,7 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return finish_stdout(0);
 		} else if (!strcmp(argv[i], "--version")) {
-			printf("nodetune %s (hwloc %s, jansson %s)\n", NODETUNE_VERSION,
+			printf("nodetune %s (hwloc %s, jansson %s, libnuma, libcgroup)\n", NODETUNE_VERSION,
 			       HWLOC_VERSION, JANSSON_VERSION);
 			return finish_stdout(0);
 		} else if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) {
@@ -392,11 +847,17 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	for (size_t k = 0; k < sizeof(commands) / sizeof(commands[0]); k++) {
+		struct opts o = { 0 };
+		int rc;
+
 		if (strcmp(argv[i], commands[k].name))
 			continue;
 		snprintf(prefix, sizeof(prefix), "nodetune: %s", commands[k].name);
 		log_set_prefix(prefix);
-		return commands[k].fn(argc - i, argv + i);
+		rc = parse_opts(&commands[k], argc - i, argv + i, &o);
+		if (rc >= 0)
+			return rc;
+		return commands[k].fn(&o);
 	}
 	log_msg(LOG_ERR, "unknown verb '%s' (see nodetune --help)", argv[i]);
 	return EXIT_USAGE;

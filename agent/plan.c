@@ -512,6 +512,8 @@ static int plan_irqs(struct plan *pl, const struct policy *p, const struct topo 
 	return 0;
 }
 
+/* The job cgroup holds every CPU a rank may get (all but housekeeping) and
+ * the nodes of those CPUs, so that any rank's binding fits inside it. */
 static int plan_cgroup(struct plan *pl, const struct policy *p, const struct topo *t,
 		       struct nt_err *err)
 {
@@ -525,18 +527,9 @@ static int plan_cgroup(struct plan *pl, const struct policy *p, const struct top
 	pl->cgroup_mems = hwloc_bitmap_alloc();
 	if (!pl->cgroup_cpus || !pl->cgroup_mems)
 		return err_set(err, -ENOMEM, "out of memory");
-	for (unsigned i = 0; i < pl->n_ranks; i++) {
-		if (pl->ranks[i].cpus)
-			hwloc_bitmap_or(pl->cgroup_cpus, pl->cgroup_cpus, pl->ranks[i].cpus);
-		else
-			hwloc_bitmap_copy(pl->cgroup_cpus, hwloc_topology_get_topology_cpuset(t->hw));
-		if (pl->ranks[i].mems)
-			hwloc_bitmap_or(pl->cgroup_mems, pl->cgroup_mems, pl->ranks[i].mems);
-	}
-	if (hwloc_bitmap_iszero(pl->cgroup_cpus))
-		hwloc_bitmap_copy(pl->cgroup_cpus, hwloc_topology_get_topology_cpuset(t->hw));
-	if (hwloc_bitmap_iszero(pl->cgroup_mems))
-		for (unsigned n = 0; n < t->n_numa; n++)
+	hwloc_bitmap_andnot(pl->cgroup_cpus, hwloc_topology_get_topology_cpuset(t->hw), pl->housekeeping);
+	for (unsigned n = 0; n < t->n_numa; n++)
+		if (hwloc_bitmap_intersects(t->numa[n].cpus, pl->cgroup_cpus))
 			hwloc_bitmap_set(pl->cgroup_mems, t->numa[n].os_index);
 	return 0;
 }
