@@ -1,0 +1,310 @@
+/* test_apply.c — apply/revert on copied sysroot trees: round trips are
+ * byte-for-byte, failures roll back, refusals and clamps are failures. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "apply.h"
+#include "journal.h"
+#include "test_util.h"
+
+struct fx {
+	char dir[64];       /* holds root/ and state/ */
+	char root[96], state[96];
+	struct fsroot *fs;
+	struct topo *t;
+};
+
+static int setup(void **state)
+{
+	static struct fx fx;
+	char src[4096], cmd[8400], path[4096];
+	struct nt_err err = { 0 };
+
+	if (!test_tmpdir(fx.dir, sizeof(fx.dir)))
+		return -1;
+	snprintf(fx.root, sizeof(fx.root), "%s/root", fx.dir);
+	snprintf(fx.state, sizeof(fx.state), "%s/state", fx.dir);
+	snprintf(cmd, sizeof(cmd), "cp -r '%s' '%s'",
+		 test_path(src, sizeof(src), "tests/fixtures/sysroot/gpu-host-untuned"), fx.root);
+	if (system(cmd))
+		return -1;
+	test_write(fx.root, "proc/irq/40/smp_affinity_list", "0-95\n");
+	test_write(fx.root, "sys/bus/pci/devices/0000:1b:00.0/msi_irqs/40", "msix\n");
+	fx.fs = fsroot_open(fx.root);
+	fx.t = topo_load_xml(test_path(path, sizeof(path), "tests/fixtures/topologies/hgx-2s8g8n.xml"), &err);
+	*state = &fx;
+	return fx.fs && fx.t ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	struct fx *fx = *state;
+
+	fsroot_free(fx->fs);
+	topo_free(fx->t);
+	test_rmrf(fx->dir);
+	return 0;
+}
+
+/* One hash of every file's bytes below dir. */
+static void tree_hash(const char *dir, char *out, size_t size)
+{
+	char cmd[512];
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "cd '%s' && find . -type f | sort | xargs sha256sum | sha256sum", dir);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	assert_non_null(fgets(out, (int)size, p));
+	pclose(p);
+}
+
+static struct plan *make_plan(struct fx *fx, const char *text)
+{
+	struct nt_err err = { 0 };
+	struct policy *p;
+	struct plan *pl;
+	char path[256];
+
+	test_write(fx->dir, "p.conf", text);
+	snprintf(path, sizeof(path), "%s/p.conf", fx->dir);
+	p = policy_load(path, 0, &err);
+	if (!p)
+		fail_msg("%s", err.msg);
+	pl = plan_build(p, fx->t, 8, fx->fs, &err);
+	if (!pl)
+		fail_msg("%s", err.msg);
+	policy_free(p);
+	return pl;
+}
+
+#define GPU_TRAIN "[affinity]\nmode = gpu-local\nhousekeeping = auto\n[thp]\nenabled = madvise\n" \
+		  "defrag = defer+madvise\n[sched]\nnuma_balancing = 0\n[irq]\ndevices = housekeeping\n" \
+		  "[hugetlb]\npages_2m = 64\n[sysctl]\nvm.swappiness = 10\n"
+
+static void test_roundtrip_byte_identical(void **state)
+{
+	struct fx *fx = *state;
+	struct plan *pl = make_plan(fx, GPU_TRAIN "[cgroup]\nname = job\n");
+	struct apply_report rep = { 0 };
+	struct nt_err err = { 0 };
+	char before[128], after[128], buf[256];
+
+	tree_hash(fx->root, before, sizeof(before));
+	/* the sysctl file is absent in the tree: skipped with a note */
+	test_write(fx->root, "proc/sys/vm/swappiness", "60\n");
+	tree_hash(fx->root, before, sizeof(before));
+	plan_free(pl);
+	pl = make_plan(fx, GPU_TRAIN "[cgroup]\nname = job\n");
+
+	assert_int_equal(apply_plan(pl, fx->fs, fx->state, false, &rep, &err), 0);
+	/* THP x2, numa_balancing, 2 hugepage pools, swappiness, IRQ 40 */
+	assert_int_equal(rep.n, 7);
+	assert_int_equal(rep.n_notes, 1);   /* cgroup: not the live host */
+	apply_report_release(&rep);
+	fsroot_read(fx->fs, "sys/kernel/mm/transparent_hugepage/defrag", buf, sizeof(buf));
+	assert_string_equal(buf, "defer+madvise");
+	fsroot_read(fx->fs, "proc/irq/40/smp_affinity_list", buf, sizeof(buf));
+	assert_string_equal(buf, "0,24,48,72");
+	fsroot_read(fx->fs, "sys/devices/system/node/node1/hugepages/hugepages-2048kB/nr_hugepages", buf, sizeof(buf));
+	assert_string_equal(buf, "64");
+
+	/* applying again over an applied host is refused, nothing changes */
+	tree_hash(fx->root, after, sizeof(after));
+	assert_int_equal(apply_plan(pl, fx->fs, fx->state, false, &rep, &err), -EEXIST);
+	apply_report_release(&rep);
+	tree_hash(fx->root, buf, sizeof(buf));
+	assert_string_equal(buf, after);
+
+	assert_int_equal(apply_revert(fx->state, fx->root, &rep, &err), 0);
+	assert_int_equal(rep.n, 7);
+	apply_report_release(&rep);
+	tree_hash(fx->root, after, sizeof(after));
+	assert_string_equal(before, after);
+
+	/* nothing left to revert */
+	assert_int_equal(apply_revert(fx->state, NULL, &rep, &err), 0);
+	assert_int_equal(rep.n, 0);
+	assert_non_null(strstr(rep.notes[0], "nothing to revert"));
+	apply_report_release(&rep);
+	plan_free(pl);
+}
+
+static void test_dry_run_touches_nothing(void **state)
+{
+	struct fx *fx = *state;
+	struct plan *pl = make_plan(fx, GPU_TRAIN);
+	struct apply_report rep = { 0 };
+	struct nt_err err = { 0 };
+	char before[128], after[128];
+
+	tree_hash(fx->root, before, sizeof(before));
+	assert_int_equal(apply_plan(pl, fx->fs, fx->state, true, &rep, &err), 0);
+	assert_true(rep.n >= 5);
+	tree_hash(fx->root, after, sizeof(after));
+	assert_string_equal(before, after);
+	snprintf(after, sizeof(after), "%s/journal", fx->state);
+	assert_int_equal(access(after, F_OK), -1);  /* no journal */
+	apply_report_release(&rep);
+	plan_free(pl);
+}
+
+/* Fault injection: the n-th write fails with EINVAL, like a kernel refusal. */
+static int writes_left;
+static ssize_t write_fails_later(int fd, const void *buf, size_t count)
+{
+	if (--writes_left == 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	return write(fd, buf, count);
+}
+
+/* A clamp: hugepage counts above 10 are silently cut to 10 (as the kernel
+ * does when memory is short); smaller ones, like a rollback's, pass. */
+static ssize_t write_clamps_hugepages(int fd, const void *buf, size_t count)
+{
+	char link[64], target[512];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, target, sizeof(target) - 1);
+	target[n > 0 ? n : 0] = '\0';
+	if (strstr(target, "nr_hugepages") && strtol(buf, NULL, 10) > 10)
+		return write(fd, "10\n", 3) == 3 ? (ssize_t)count : -1;
+	return write(fd, buf, count);
+}
+
+static void test_failure_rolls_back(void **state)
+{
+	struct fx *fx = *state;
+	struct plan *pl = make_plan(fx, GPU_TRAIN);
+	struct fsroot_syscalls saved = fsroot_sys;
+	struct apply_report rep = { 0 };
+	struct nt_err err = { 0 };
+	char before[128], after[128];
+
+	tree_hash(fx->root, before, sizeof(before));
+	for (int fail_at = 1; fail_at <= 6; fail_at++) {
+		fsroot_sys.write = write_fails_later;
+		writes_left = fail_at;
+		assert_int_equal(apply_plan(pl, fx->fs, fx->state, false, &rep, &err), -EINVAL);
+		fsroot_sys = saved;
+		assert_true(rep.rolled_back);
+		assert_int_equal(rep.n, 0);
+		assert_non_null(strstr(err.msg, "writing"));
+		apply_report_release(&rep);
+		tree_hash(fx->root, after, sizeof(after));
+		assert_string_equal(before, after);
+		snprintf(after, sizeof(after), "%s/journal", fx->state);
+		assert_int_equal(access(after, F_OK), -1);   /* rolled back: no journal left */
+	}
+
+	fsroot_sys.write = write_clamps_hugepages;
+	assert_int_equal(apply_plan(pl, fx->fs, fx->state, false, &rep, &err), -ERANGE);
+	fsroot_sys = saved;
+	assert_non_null(strstr(err.msg, "wrote '64' but the kernel holds '10' (refused or clamped)"));
+	assert_true(rep.rolled_back);
+	apply_report_release(&rep);
+	tree_hash(fx->root, after, sizeof(after));
+	assert_string_equal(before, after);
+	plan_free(pl);
+}
+
+static int writes_seen;
+static ssize_t die_on_third(int fd, const void *buf, size_t count)
+{
+	if (++writes_seen == 3)
+		kill(getpid(), SIGKILL);
+	return write(fd, buf, count);
+}
+
+static void test_revert_after_crash(void **state)
+{
+	struct fx *fx = *state;
+	struct plan *pl = make_plan(fx, GPU_TRAIN);
+	struct apply_report rep = { 0 };
+	struct nt_err err = { 0 };
+	char before[128], after[128];
+	pid_t pid;
+	int status;
+
+	tree_hash(fx->root, before, sizeof(before));
+	/* a child applies and is SIGKILLed in its third write */
+	pid = fork();
+	if (pid == 0) {
+		writes_seen = 0;
+		fsroot_sys.write = die_on_third;
+		apply_plan(pl, fx->fs, fx->state, false, &rep, &err);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	tree_hash(fx->root, after, sizeof(after));
+	assert_string_not_equal(before, after);       /* two writes happened */
+	assert_int_equal(apply_revert(fx->state, NULL, &rep, &err), 0);
+	/* two writes completed; the third file was opened (O_TRUNC) when the
+	 * process died, so it is empty: its journal entry, written before the
+	 * write, restores it too */
+	assert_int_equal(rep.n, 3);
+	assert_non_null(strstr(rep.notes[0], "did not complete"));
+	apply_report_release(&rep);
+	tree_hash(fx->root, after, sizeof(after));
+	assert_string_equal(before, after);
+	plan_free(pl);
+}
+
+static void test_revert_wrong_root(void **state)
+{
+	struct fx *fx = *state;
+	struct plan *pl = make_plan(fx, "[thp]\nenabled = never\n");
+	struct apply_report rep = { 0 };
+	struct nt_err err = { 0 };
+
+	assert_int_equal(apply_plan(pl, fx->fs, fx->state, false, &rep, &err), 0);
+	apply_report_release(&rep);
+	assert_int_equal(apply_revert(fx->state, fx->dir, &rep, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "was written for"));
+	apply_report_release(&rep);
+	assert_int_equal(apply_revert(fx->state, fx->root, &rep, &err), 0);
+	apply_report_release(&rep);
+	plan_free(pl);
+}
+
+static void test_normalize(void **state)
+{
+	char out[64];
+
+	(void)state;
+	apply_normalize("always [madvise] never\n", out, sizeof(out));
+	assert_string_equal(out, "madvise");
+	apply_normalize("  0,1,2,3,8\n", out, sizeof(out));
+	assert_string_equal(out, "0-3,8");
+	apply_normalize("1024\n", out, sizeof(out));
+	assert_string_equal(out, "1024");
+	apply_normalize("performance\n", out, sizeof(out));
+	assert_string_equal(out, "performance");
+	apply_normalize("", out, sizeof(out));
+	assert_string_equal(out, "");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_normalize),
+		cmocka_unit_test(test_roundtrip_byte_identical),
+		cmocka_unit_test(test_dry_run_touches_nothing),
+		cmocka_unit_test(test_failure_rolls_back),
+		cmocka_unit_test(test_revert_after_crash),
+		cmocka_unit_test(test_revert_wrong_root),
+	};
+
+	return cmocka_run_group_tests_name("apply", tests, setup, teardown);
+}
