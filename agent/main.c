@@ -197,7 +197,6 @@ static int exit_code_for(int err)
 	case -EINTR:
 	case -EBUSY:
 	case -ERANGE:
-	case -EPERM:
 		return EXIT_RUNTIME;
 	default:
 		return EXIT_USAGE;

@@ -1,0 +1,153 @@
+#!/bin/sh
+# plan, apply, verify, revert, exec and run from the command line: on copied
+# sysroot trees (compared by hash) and on this live host (restored after).
+. "$(dirname "$0")/lib.sh"
+
+HGX=tests/fixtures/topologies/hgx-2s8g8n.xml
+UNTUNED=tests/fixtures/sysroot/gpu-host-untuned
+GT=policies/gpu-train.conf
+ST=$T_TMP/state
+
+# ---- plan on this host -------------------------------------------------
+run "$NODETUNE" plan --policy $GT --ranks 2 --json
+check "plan --json on this host exits 0" -- [ "$RC" -eq 0 ]
+cp "$OUT" "$T_TMP/plan.json"
+c0=$(jq -r '.ranks[0].cpus' "$T_TMP/plan.json") c1=$(jq -r '.ranks[1].cpus' "$T_TMP/plan.json")
+if [ "$(getconf _NPROCESSORS_ONLN)" -eq 2 ]; then
+	check "2-CPU host: rank 0 on CPU 0, rank 1 on CPU 1 (got $c0, $c1)" -- [ "$c0" = 0 ] && [ "$c1" = 1 ]
+fi
+check "plan JSON has ranks[].{local_rank,gpu,cpus,mems,nic}, host[], cgroup, irqs[]" -- \
+	jq -e '(.ranks[0] | has("local_rank") and has("gpu") and has("cpus") and has("mems") and has("nic"))
+	       and (.host | type == "array") and (.cgroup.name == "nodetune-job") and (.irqs | type == "array")' "$T_TMP/plan.json" >/dev/null
+run "$NODETUNE" plan --policy $GT --topology ../shared/topologies/g4dnmetal.xml --json
+if [ -f ../shared/topologies/g4dnmetal.xml ]; then
+	check "plan of gpu-train on g4dn.metal: 8 ranks on their T4's socket" -- \
+		jq -e '[.ranks[] | .mems] == ["0","0","0","0","1","1","1","1"]' "$OUT" >/dev/null
+fi
+expect_fail 2 "3 ranks but only 2 CPUs" "more ranks than CPUs" -- "$NODETUNE" plan --policy $GT --synthetic "pack:1 core:2 pu:1" --ranks 3
+expect_fail 2 "^nodetune: plan: --policy FILE is required" "plan without --policy" -- "$NODETUNE" plan
+expect_fail 2 "--ranks '0': expected a whole number from 1" "--ranks 0" -- "$NODETUNE" plan --policy $GT --ranks 0
+
+# ---- bad policies and impossible plans change nothing --------------------
+T=$T_TMP/tree
+cp -r "$UNTUNED" "$T"
+h0=$(tree_hash "$T")
+printf '[main]\nsummary = x\n[afinity]\nmode = numa\n' >"$T_TMP/typo.conf"
+expect_fail 2 "typo.conf:3: unknown section \[afinity\] \(did you mean \[affinity\]\?\)" "apply of a policy with a typo" -- \
+	"$NODETUNE" apply --policy "$T_TMP/typo.conf" --topology $HGX --sysroot "$T" --state-dir "$ST"
+printf '[main]\ninclude = b.conf\n' >"$T_TMP/a.conf"; printf '[main]\ninclude = a.conf\n' >"$T_TMP/b.conf"
+expect_fail 2 "b.conf:2: include cycle: .*a.conf -> .*b.conf -> .*a.conf" "apply of an include cycle" -- \
+	"$NODETUNE" apply --policy "$T_TMP/a.conf" --topology $HGX --sysroot "$T" --state-dir "$ST"
+expect_fail 2 "nope.conf: No such file" "apply of a missing policy" -- \
+	"$NODETUNE" apply --policy "$T_TMP/nope.conf" --topology $HGX --sysroot "$T" --state-dir "$ST"
+printf '[affinity]\nmode = gpu-local\nhousekeeping = 0-95\n[thp]\nenabled = never\n' >"$T_TMP/impossible.conf"
+expect_fail 2 "no CPUs left for rank 0" "apply of an impossible plan" -- \
+	"$NODETUNE" apply --policy "$T_TMP/impossible.conf" --topology $HGX --sysroot "$T" --state-dir "$ST"
+if [ "$(id -u)" -eq 0 ]; then
+	cp $GT "$T_TMP/open.conf" && chmod 666 "$T_TMP/open.conf"
+	expect_fail 2 "open.conf: refusing a policy writable by group or others" "root refuses a world-writable policy" -- \
+		"$NODETUNE" apply --policy "$T_TMP/open.conf" --topology $HGX --sysroot "$T" --state-dir "$ST"
+fi
+check "none of those changed the tree or left a journal" -- sh -c "[ '$h0' = '$(tree_hash "$T")' ] && [ ! -e '$ST/journal' ]"
+
+# ---- apply, verify, revert on a copied tree ----------------------------
+run "$NODETUNE" apply --policy $GT --topology $HGX --sysroot "$T" --state-dir "$ST"
+check "apply on the tree: exit 0, each change logged as path: old -> new" -- sh -c \
+	"[ $RC -eq 0 ] && grep -q '^nodetune: apply: /sys/kernel/mm/transparent_hugepage/defrag: always -> defer+madvise$' '$ERR'"
+check "the tree holds what was written" -- [ "$(cat "$T/sys/kernel/mm/transparent_hugepage/defrag")" = "defer+madvise" ]
+run "$NODETUNE" verify --policy $GT --topology $HGX --sysroot "$T" --json
+check "verify after apply: exit 0, no drift" -- sh -c "[ $RC -eq 0 ] && jq -e '.drift == [] and .checked == 3' '$OUT' >/dev/null"
+echo 1 >"$T/proc/sys/kernel/numa_balancing"
+run "$NODETUNE" verify --policy $GT --topology $HGX --sysroot "$T"
+check "verify after someone turned balancing back on: exit 1, names path, expected, actual" -- sh -c \
+	"[ $RC -eq 1 ] && grep -q '^drift: /proc/sys/kernel/numa_balancing: expected 0, actual 1$' '$OUT'"
+run "$NODETUNE" revert --sysroot "$T" --state-dir "$ST"
+check "revert: exit 0 and the tree is byte-for-byte as before" -- sh -c "[ $RC -eq 0 ] && [ '$h0' = '$(tree_hash "$T")' ]"
+
+# ---- SIGKILL between two writes, then revert ----------------------------
+# The third setting's file is a FIFO.  The test feeds it once, which serves
+# the planner's read; apply then makes its first two writes and blocks
+# reading the third file, and is killed there.
+K=$T_TMP/killed
+cp -r "$UNTUNED" "$K"
+hk=$(tree_hash "$K")
+NB=$K/proc/sys/kernel/numa_balancing
+rm "$NB" && mkfifo "$NB"
+"$NODETUNE" apply --policy $GT --topology $HGX --sysroot "$K" --state-dir "$ST" 2>/dev/null &
+pid=$!
+printf '1\n' >"$NB"
+i=0
+while [ "$(grep -c '^file' "$ST/journal" 2>/dev/null)" != 2 ] && [ $i -lt 200 ]; do
+	sleep 0.05; i=$((i + 1))
+done
+sleep 0.2
+kill -9 $pid; wait $pid 2>/dev/null
+check "apply killed between its 2nd and 3rd write: two settings changed, journal has 2 entries, no commit" -- sh -c \
+	"[ \$(grep -c '^file' '$ST/journal') -eq 2 ] && ! grep -q '^commit' '$ST/journal' &&
+	 [ \"\$(cat '$K/sys/kernel/mm/transparent_hugepage/defrag')\" = defer+madvise ]"
+rm "$NB" && cp "$UNTUNED/proc/sys/kernel/numa_balancing" "$NB"
+run "$NODETUNE" revert --sysroot "$K" --state-dir "$ST"
+check "revert after SIGKILL restores the tree byte for byte, says the apply did not complete" -- sh -c \
+	"[ $RC -eq 0 ] && [ '$hk' = '$(tree_hash "$K")' ] && grep -q 'did not complete' '$ERR' && [ ! -e '$ST/journal' ]"
+
+# ---- the live host -----------------------------------------------------
+if [ "$(id -u)" -ne 0 ]; then
+	t_skip "live apply/exec/run: not root"
+	t_done
+fi
+CG=nodetune-it-$$
+printf '[main]\ninclude = %s/%s\n[cgroup]\nname = %s\n' "$SRCDIR" $GT $CG >"$T_TMP/live.conf"
+thp0=$(cat /sys/kernel/mm/transparent_hugepage/defrag) nb0=$(cat /proc/sys/kernel/numa_balancing)
+LST=$T_TMP/live-state
+cleanup_live() { "$NODETUNE" revert --state-dir "$LST" >/dev/null 2>&1; }
+trap 'cleanup_live; rm -rf "$T_TMP"' EXIT
+
+run "$NODETUNE" apply --policy "$T_TMP/live.conf" --state-dir "$LST"
+check "live apply: exit 0" -- [ "$RC" -eq 0 ]
+cg_ok=0
+if grep -q "cgroup:$CG: - -> created" "$ERR"; then cg_ok=1; fi
+run "$NODETUNE" verify --policy "$T_TMP/live.conf" --json
+check "live verify: no drift" -- sh -c "[ $RC -eq 0 ] && jq -e '.drift == []' '$OUT' >/dev/null"
+
+# exec each rank: the kernel's view of the child matches the plan
+"$NODETUNE" plan --policy "$T_TMP/live.conf" --ranks 2 --json >"$T_TMP/live-plan.json"
+for r in 0 1; do
+	want_c=$(jq -r ".ranks[$r].cpus" "$T_TMP/live-plan.json") want_m=$(jq -r ".ranks[$r].mems" "$T_TMP/live-plan.json")
+	"$NODETUNE" exec --policy "$T_TMP/live.conf" --local-rank $r --local-size 2 -- \
+		sh -c 'cat /proc/self/status /proc/self/cgroup; sleep 0.1 & wait; grep Cpus_allowed_list /proc/$!/status 2>/dev/null; true' \
+		>"$T_TMP/st$r" 2>"$T_TMP/e$r"
+	got_c=$(awk '/^Cpus_allowed_list/ {print $2; exit}' "$T_TMP/st$r")
+	got_m=$(awk '/^Mems_allowed_list/ {print $2}' "$T_TMP/st$r")
+	check "exec rank $r: Cpus_allowed_list $got_c = plan $want_c, Mems_allowed_list $got_m = plan $want_m" -- \
+		[ "$got_c" = "$want_c" ] && [ "$got_m" = "$want_m" ]
+	if [ $cg_ok = 1 ]; then
+		check "exec rank $r runs in the job cgroup $CG" -- grep -q "cpuset:/$CG\$" "$T_TMP/st$r"
+	fi
+done
+if command -v mpirun >/dev/null; then
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 mpirun --oversubscribe -np 2 \
+		"$NODETUNE" exec --policy "$T_TMP/live.conf" -- sh -c 'echo "$OMPI_COMM_WORLD_LOCAL_RANK $(awk "/^Cpus_allowed_list/ {print \$2}" /proc/self/status)"' \
+		>"$T_TMP/mpi" 2>"$T_TMP/mpierr"
+	check "under mpirun -np 2, each rank binds itself from OMPI_COMM_WORLD_LOCAL_RANK" -- sh -c \
+		"[ \"\$(sort '$T_TMP/mpi' | tr '\n' ' ')\" = '0 $(jq -r '.ranks[0].cpus' "$T_TMP/live-plan.json") 1 $(jq -r '.ranks[1].cpus' "$T_TMP/live-plan.json") ' ]"
+fi
+run "$NODETUNE" revert --state-dir "$LST"
+check "live revert: THP defrag and numa_balancing as before, job cgroup gone" -- sh -c \
+	"[ $RC -eq 0 ] && [ \"\$(cat /sys/kernel/mm/transparent_hugepage/defrag)\" = '$thp0' ] &&
+	 [ \"\$(cat /proc/sys/kernel/numa_balancing)\" = '$nb0' ] && ! grep -qs $CG /proc/self/mounts &&
+	 [ ! -d /sys/fs/cgroup/cpuset/$CG ] && [ ! -d /sys/fs/cgroup/$CG ]"
+[ $cg_ok = 1 ] || t_skip "job cgroup: not created on this host ($(grep -o 'job cgroup.*' "$ERR" | head -1))"
+
+# run: apply, N bound ranks, worst status, revert
+run "$NODETUNE" run -n 2 --policy "$T_TMP/live.conf" --state-dir "$LST" -- \
+	sh -c 'echo "rank $LOCAL_RANK $(awk "/^Cpus_allowed_list/ {print \$2}" /proc/self/status)"; exit $((LOCAL_RANK * 7))'
+check "run -n 2: exit is the worst rank status (7), ranks on their planned CPUs" -- sh -c \
+	"[ $RC -eq 7 ] && grep -qx 'rank 0 $(jq -r '.ranks[0].cpus' "$T_TMP/live-plan.json")' '$OUT' &&
+	 grep -qx 'rank 1 $(jq -r '.ranks[1].cpus' "$T_TMP/live-plan.json")' '$OUT'"
+check "after run: host reverted, no journal, no cgroup" -- sh -c \
+	"[ \"\$(cat /sys/kernel/mm/transparent_hugepage/defrag)\" = '$thp0' ] && [ ! -e '$LST/journal' ] && [ ! -d /sys/fs/cgroup/cpuset/$CG ]"
+expect_fail 2 "no-such-command: command not found" "run of a command that does not exist changes nothing" -- \
+	"$NODETUNE" run -n 2 --policy "$T_TMP/live.conf" --state-dir "$LST" -- no-such-command
+expect_fail 2 "no local rank" "exec outside a launcher without --local-rank" -- \
+	env -u OMPI_COMM_WORLD_LOCAL_RANK -u SLURM_LOCALID -u LOCAL_RANK "$NODETUNE" exec --policy "$T_TMP/live.conf" -- true
+t_done
