@@ -90,6 +90,9 @@ demo: deps all
 
 install: all
 	install -D -m 0755 $(NODETUNE) $(DESTDIR)$(PREFIX)/bin/nodetune
+	install -d -m 0755 $(DESTDIR)$(PREFIX)/share/nodetune/policies
+	install -m 0644 policies/*.conf $(DESTDIR)$(PREFIX)/share/nodetune/policies/
+	install -D -m 0644 docs/policy-keys.md $(DESTDIR)$(PREFIX)/share/doc/nodetune/policy-keys.md
 
 clean:
 	rm -rf $(BUILD)

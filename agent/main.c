@@ -422,10 +422,13 @@ static int do_apply(const struct ctx *x, const struct opts *o, bool quiet)
 	else if (o->dry_run && !quiet) {
 		printf("dry run of %s: %u change%s, nothing written\n", x->plan->policy_path, rep.n,
 		       rep.n == 1 ? "" : "s");
-		for (unsigned i = 0; i < rep.n; i++)
-			printf("  %s%s: %s -> %s\n", strcmp(rep.changes[i].path, "cgroup") ? "/" : "",
-			       rep.changes[i].path, rep.changes[i].from[0] ? rep.changes[i].from : "?",
-			       rep.changes[i].to);
+		for (unsigned i = 0; i < rep.n; i++) {
+			if (!strcmp(rep.changes[i].path, "cgroup"))
+				printf("  job cgroup %s: would be created\n", rep.changes[i].to);
+			else
+				printf("  /%s: %s -> %s\n", rep.changes[i].path,
+				       rep.changes[i].from[0] ? rep.changes[i].from : "?", rep.changes[i].to);
+		}
 	} else {
 		char done[600];
 

@@ -16,7 +16,7 @@ core="build-essential pkg-config
       libnuma-dev
       libcgroup-dev cgroup-tools
       libcmocka-dev jq
-      libjansson-dev libinih-dev
+      libjansson-dev
       libopenmpi-dev openmpi-bin
       libopenblas-dev
       libzstd-dev"
