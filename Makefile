@@ -1,6 +1,6 @@
 # nodetune — build, test, install, demo.
 #
-#   make            build build/nodetune (and the harness once it exists)
+#   make            build build/nodetune and build/nodetune-harness
 #   make check      deps, build, unit + integration tests, then both again under ASan+UBSan
 #   make demo       deps, build, run the main job on this machine
 #   make install    PREFIX=/usr/local DESTDIR=
@@ -43,13 +43,48 @@ LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 LIB       := $(BUILD)/libnodetune.a
 NODETUNE  := $(BUILD)/nodetune
 
+# ---- the harness: C + OpenBLAS + zstd, MPI when found, CUDA when nvcc is
+# found (never under the sanitizers: cudart does not run under ASan) --------
+CUDA_HOME ?= /usr/local/cuda
+NVCC      ?= $(if $(SAN),,$(firstword $(wildcard $(CUDA_HOME)/bin/nvcc) $(shell command -v nvcc 2>/dev/null)))
+HAVE_MPI  := $(shell pkg-config --exists ompi-c 2>/dev/null && echo 1)
+HPKGS     := openblas libzstd $(if $(HAVE_MPI),ompi-c)
+H_CFLAGS   = $(ALL_CFLAGS) $(shell pkg-config --cflags $(HPKGS) 2>/dev/null) \
+             $(if $(HAVE_MPI),-DHAVE_MPI) $(if $(NVCC),-DHAVE_CUDA -I$(CUDA_HOME)/include)
+CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublas -lnccl -lstdc++
+H_LIBS     = $(shell pkg-config --libs $(HPKGS) 2>/dev/null) -lpthread -lm $(if $(NVCC),$(CUDA_LIBS))
+NVFLAGS   := -O2 -std=c++17 -Xcompiler -Wall -gencode arch=compute_80,code=sm_80 \
+             -gencode arch=compute_90,code=[sm_90,compute_90]
+H_SRCS    := $(filter-out harness/main.c $(if $(NVCC),harness/cuda_none.c),$(wildcard harness/*.c)) \
+             $(wildcard kernels/cpu/*.c)
+H_CU      := $(if $(NVCC),$(wildcard harness/*.cu kernels/cuda/*.cu))
+H_OBJS    := $(H_SRCS:%.c=$(BUILD)/h/%.o) $(H_CU:%.cu=$(BUILD)/h/%.cu.o)
+HLIB      := $(BUILD)/libharness.a
+HARNESS   := $(BUILD)/nodetune-harness
+
+$(BUILD)/h/%.o: %.c | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(H_CFLAGS) -c $< -o $@
+
+$(BUILD)/h/%.cu.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) -I$(dir $<) -Iharness -c $< -o $@
+
+$(HLIB): $(H_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(HARNESS): $(BUILD)/h/harness/main.o $(HLIB)
+	$(CC) $(LDSAN) -o $@ $^ $(H_LIBS)
+
+all: $(NODETUNE) $(HARNESS)
+
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 UNIT_LIBS  = $(shell pkg-config --libs cmocka 2>/dev/null) $(LIBS)
 
 .PHONY: all deps check unit integration asan demo install clean
-
-all: $(NODETUNE)
+.DEFAULT_GOAL := all
 
 deps:
 	@scripts/install-deps.sh core
@@ -65,15 +100,15 @@ $(LIB): $(LIB_OBJS)
 $(NODETUNE): $(BUILD)/agent/main.o $(LIB)
 	$(CC) $(LDSAN) -o $@ $^ $(LIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c $(LIB) | deps
+$(BUILD)/tests/%: tests/unit/%.c $(LIB) $(HLIB) | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB) $(LDSAN) $(UNIT_LIBS)
+	$(CC) $(H_CFLAGS) -Iharness -o $@ $< $(LIB) $(HLIB) $(LDSAN) $(UNIT_LIBS) $(H_LIBS)
 
-unit: $(UNIT_BINS) $(NODETUNE)
+unit: $(UNIT_BINS) $(NODETUNE) $(HARNESS)
 	@tests/run-unit.sh $(UNIT_BINS)
 
-integration: $(NODETUNE)
-	@NODETUNE=$(abspath $(NODETUNE)) tests/run-integration.sh tests/integration/test_*.sh
+integration: $(NODETUNE) $(HARNESS)
+	@NODETUNE=$(abspath $(NODETUNE)) HARNESS=$(abspath $(HARNESS)) tests/run-integration.sh tests/integration/test_*.sh
 
 asan:
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SAN=1 unit integration
@@ -90,6 +125,7 @@ demo: deps all
 
 install: all
 	install -D -m 0755 $(NODETUNE) $(DESTDIR)$(PREFIX)/bin/nodetune
+	install -D -m 0755 $(HARNESS) $(DESTDIR)$(PREFIX)/bin/nodetune-harness
 	install -d -m 0755 $(DESTDIR)$(PREFIX)/share/nodetune/policies
 	install -m 0644 policies/*.conf $(DESTDIR)$(PREFIX)/share/nodetune/policies/
 	install -D -m 0644 docs/policy-keys.md $(DESTDIR)$(PREFIX)/share/doc/nodetune/policy-keys.md

@@ -1,0 +1,195 @@
+/* comm.c — see comm.h. */
+#include "comm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef HAVE_MPI
+#include <mpi.h>
+#endif
+
+/* ---- none: one process -------------------------------------------------- */
+
+static int none_allreduce(struct comm *c, float *buf, size_t n, char *why, size_t why_size)
+{
+	(void)c, (void)buf, (void)n, (void)why, (void)why_size;
+	return 0;
+}
+
+static int none_allreduce_d(struct comm *c, double *buf, size_t n, char *why, size_t why_size)
+{
+	(void)c, (void)buf, (void)n, (void)why, (void)why_size;
+	return 0;
+}
+
+static int none_bcast(struct comm *c, void *buf, size_t bytes, int root, char *why, size_t why_size)
+{
+	(void)c, (void)buf, (void)bytes, (void)root, (void)why, (void)why_size;
+	return 0;
+}
+
+static int none_barrier(struct comm *c)
+{
+	(void)c;
+	return 0;
+}
+
+static void none_abort(struct comm *c, int code)
+{
+	(void)c;
+	exit(code);
+}
+
+static void none_fini(struct comm *c)
+{
+	(void)c;
+}
+
+/* ---- MPI ---------------------------------------------------------------- */
+
+#ifdef HAVE_MPI
+#define MPI_CHUNK ((size_t)1 << 30)   /* counts are int */
+
+static int mpi_fail(int rc, const char *what, char *why, size_t why_size)
+{
+	char msg[MPI_MAX_ERROR_STRING];
+	int len = 0;
+
+	MPI_Error_string(rc, msg, &len);
+	snprintf(why, why_size, "%s: %.*s", what, len, msg);
+	return -1;
+}
+
+static int mpi_allreduce(struct comm *c, float *buf, size_t n, char *why, size_t why_size)
+{
+	(void)c;
+	for (size_t off = 0; off < n; off += MPI_CHUNK) {
+		int cnt = (int)(n - off < MPI_CHUNK ? n - off : MPI_CHUNK);
+		int rc = MPI_Allreduce(MPI_IN_PLACE, buf + off, cnt, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+
+		if (rc != MPI_SUCCESS)
+			return mpi_fail(rc, "MPI_Allreduce", why, why_size);
+	}
+	return 0;
+}
+
+static int mpi_allreduce_d(struct comm *c, double *buf, size_t n, char *why, size_t why_size)
+{
+	int rc = MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+
+	(void)c;
+	return rc == MPI_SUCCESS ? 0 : mpi_fail(rc, "MPI_Allreduce", why, why_size);
+}
+
+static int mpi_bcast(struct comm *c, void *buf, size_t bytes, int root, char *why, size_t why_size)
+{
+	(void)c;
+	for (size_t off = 0; off < bytes; off += MPI_CHUNK) {
+		int cnt = (int)(bytes - off < MPI_CHUNK ? bytes - off : MPI_CHUNK);
+		int rc = MPI_Bcast((char *)buf + off, cnt, MPI_BYTE, root, MPI_COMM_WORLD);
+
+		if (rc != MPI_SUCCESS)
+			return mpi_fail(rc, "MPI_Bcast", why, why_size);
+	}
+	return 0;
+}
+
+static int mpi_barrier(struct comm *c)
+{
+	(void)c;
+	return MPI_Barrier(MPI_COMM_WORLD) == MPI_SUCCESS ? 0 : -1;
+}
+
+static void mpi_abort(struct comm *c, int code)
+{
+	(void)c;
+	MPI_Abort(MPI_COMM_WORLD, code);
+	exit(code);
+}
+
+static void mpi_fini(struct comm *c)
+{
+	(void)c;
+	MPI_Finalize();
+}
+
+static int mpi_setup(struct comm *c, int *argc, char ***argv, char *why, size_t why_size)
+{
+	int provided = 0, rc;
+	MPI_Comm local;
+
+	rc = MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+	if (rc != MPI_SUCCESS)
+		return mpi_fail(rc, "MPI_Init_thread", why, why_size);
+	if (provided < MPI_THREAD_SERIALIZED) {
+		snprintf(why, why_size, "MPI provides thread level %d; the communication thread needs SERIALIZED",
+			 provided);
+		MPI_Finalize();
+		return -1;
+	}
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	MPI_Comm_rank(MPI_COMM_WORLD, &c->rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &c->world);
+	MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &local);
+	MPI_Comm_rank(local, &c->local_rank);
+	MPI_Comm_size(local, &c->local_size);
+	MPI_Comm_free(&local);
+	c->name = "mpi";
+	c->allreduce_sum = mpi_allreduce;
+	c->allreduce_sum_d = mpi_allreduce_d;
+	c->bcast = mpi_bcast;
+	c->barrier = mpi_barrier;
+	c->abort = mpi_abort;
+	c->fini = mpi_fini;
+	return 0;
+}
+#endif
+
+const char *comm_mpi_version(void)
+{
+#ifdef HAVE_MPI
+	static char v[64];
+
+	snprintf(v, sizeof(v), "MPI %d.%d (Open MPI %d.%d.%d)", MPI_VERSION, MPI_SUBVERSION,
+#ifdef OMPI_MAJOR_VERSION
+		 OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION, OMPI_RELEASE_VERSION
+#else
+		 0, 0, 0
+#endif
+	);
+	return v;
+#else
+	return "no";
+#endif
+}
+
+int comm_init(struct comm *c, const char *kind, int *argc, char ***argv, char *why, size_t why_size)
+{
+	int under_mpirun = getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK");
+
+	memset(c, 0, sizeof(*c));
+	if (!strcmp(kind, "mpi") || (!strcmp(kind, "auto") && under_mpirun)) {
+#ifdef HAVE_MPI
+		return mpi_setup(c, argc, argv, why, why_size);
+#else
+		(void)argc, (void)argv;
+		snprintf(why, why_size, "built without MPI: run a single process (or build with libopenmpi-dev)");
+		return -1;
+#endif
+	}
+	if (strcmp(kind, "none") && strcmp(kind, "auto")) {
+		snprintf(why, why_size, "--comm %s: expected auto, mpi or none", kind);
+		return -1;
+	}
+	(void)argc, (void)argv;
+	c->name = "none";
+	c->world = c->local_size = 1;
+	c->allreduce_sum = none_allreduce;
+	c->allreduce_sum_d = none_allreduce_d;
+	c->bcast = none_bcast;
+	c->barrier = none_barrier;
+	c->abort = none_abort;
+	c->fini = none_fini;
+	return 0;
+}

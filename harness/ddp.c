@@ -1,0 +1,356 @@
+/* ddp.c — see ddp.h. */
+#include "ddp.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct bucket {
+	int *params;
+	int n_params;
+	int pending;               /* params not yet ready this step */
+	size_t count;              /* floats */
+	float *buf;
+	bool queued, done;
+};
+
+enum job_kind { JOB_BUCKET, JOB_DOUBLES, JOB_QUIT };
+
+struct ddp {
+	struct ddp_config cfg;
+	struct comm *comm;
+	const struct model_param *params;
+	int n_params;
+	float *grads;
+	struct bucket *buckets;
+	int n_buckets;
+	int *bucket_of;            /* param -> bucket */
+	int *order;                /* ready order observed */
+	int n_order;
+	bool sync;
+	int step;
+
+	pthread_t thread;
+	bool thread_started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int *queue;                /* bucket indexes, FIFO */
+	int q_head, q_tail;
+	enum job_kind job;         /* JOB_DOUBLES / JOB_QUIT requests */
+	double *dbl;
+	size_t n_dbl;
+	bool dbl_done;
+	int done_count;
+	bool failed;
+	char err[256];
+	double comm_ms;
+	const char *current;       /* what the thread is doing, for timeouts */
+};
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void reduce_bucket(struct ddp *d, struct bucket *b)
+{
+	float scale = 1.0f / (float)d->comm->world;
+	char why[200];
+	size_t off = 0;
+	double t0;
+
+	for (int i = 0; i < b->n_params; i++) {
+		const struct model_param *p = &d->params[b->params[i]];
+
+		memcpy(b->buf + off, d->grads + p->offset, p->count * sizeof(float));
+		off += p->count;
+	}
+	t0 = now_ms();
+	if (d->comm->world > 1 && d->comm->allreduce_sum(d->comm, b->buf, b->count, why, sizeof(why))) {
+		pthread_mutex_lock(&d->mu);
+		d->failed = true;
+		snprintf(d->err, sizeof(d->err), "%s", why);
+		pthread_cond_broadcast(&d->cv);
+		pthread_mutex_unlock(&d->mu);
+		return;
+	}
+	off = 0;
+	for (int i = 0; i < b->n_params; i++) {
+		const struct model_param *p = &d->params[b->params[i]];
+		float *g = d->grads + p->offset;
+
+		for (size_t k = 0; k < p->count; k++)
+			g[k] = b->buf[off + k] * scale;
+		off += p->count;
+	}
+	pthread_mutex_lock(&d->mu);
+	d->comm_ms += now_ms() - t0;
+	pthread_mutex_unlock(&d->mu);
+}
+
+static void *comm_main(void *arg)
+{
+	struct ddp *d = arg;
+	char why[200];
+
+	pthread_mutex_lock(&d->mu);
+	for (;;) {
+		while (d->q_head == d->q_tail && d->job == JOB_BUCKET)
+			pthread_cond_wait(&d->cv, &d->mu);
+		if (d->job == JOB_QUIT)
+			break;
+		if (d->job == JOB_DOUBLES) {
+			int e;
+
+			pthread_mutex_unlock(&d->mu);
+			e = d->comm->allreduce_sum_d(d->comm, d->dbl, d->n_dbl, why, sizeof(why));
+			pthread_mutex_lock(&d->mu);
+			if (e) {
+				d->failed = true;
+				snprintf(d->err, sizeof(d->err), "%s", why);
+			}
+			d->job = JOB_BUCKET;
+			d->dbl_done = true;
+			pthread_cond_broadcast(&d->cv);
+			continue;
+		}
+		int bi = d->queue[d->q_head++ % d->n_buckets];
+
+		pthread_mutex_unlock(&d->mu);
+		reduce_bucket(d, &d->buckets[bi]);
+		pthread_mutex_lock(&d->mu);
+		d->buckets[bi].done = true;
+		d->done_count++;
+		pthread_cond_broadcast(&d->cv);
+	}
+	pthread_mutex_unlock(&d->mu);
+	return NULL;
+}
+
+static void free_buckets(struct ddp *d)
+{
+	for (int i = 0; d->buckets && i < d->n_buckets; i++) {
+		free(d->buckets[i].params);
+		free(d->buckets[i].buf);
+	}
+	free(d->buckets);
+	d->buckets = NULL;
+	d->n_buckets = 0;
+}
+
+/* Buckets over params in the given order: the first up to first_bucket_mb,
+ * the others up to bucket_mb; a parameter larger than the cap gets its own. */
+static int build_buckets(struct ddp *d, const int *order)
+{
+	size_t cap_first = (size_t)(d->cfg.first_bucket_mb * 1048576.0 / 4);
+	size_t cap = (size_t)(d->cfg.bucket_mb * 1048576.0 / 4);
+	int start = 0;
+
+	free_buckets(d);
+	d->buckets = calloc((size_t)d->n_params, sizeof(*d->buckets));
+	if (!d->buckets)
+		return -ENOMEM;
+	while (start < d->n_params) {
+		struct bucket *b = &d->buckets[d->n_buckets];
+		size_t limit = d->n_buckets == 0 ? cap_first : cap, count = 0;
+		int end = start;
+
+		while (end < d->n_params && (end == start || count + d->params[order[end]].count <= limit))
+			count += d->params[order[end++]].count;
+		b->n_params = end - start;
+		b->params = malloc((size_t)b->n_params * sizeof(int));
+		b->buf = malloc(count * sizeof(float));
+		if (!b->params || !b->buf)
+			return -ENOMEM;
+		memcpy(b->params, order + start, (size_t)b->n_params * sizeof(int));
+		b->count = count;
+		for (int i = 0; i < b->n_params; i++)
+			d->bucket_of[b->params[i]] = d->n_buckets;
+		d->n_buckets++;
+		start = end;
+	}
+	return 0;
+}
+
+struct ddp *ddp_create(const struct ddp_config *cfg, struct comm *comm,
+		       const struct model_param *params, int n_params, float *grads)
+{
+	struct ddp *d = calloc(1, sizeof(*d));
+	int *rev;
+
+	if (!d)
+		return NULL;
+	d->cfg = *cfg;
+	d->comm = comm;
+	d->params = params;
+	d->n_params = n_params;
+	d->grads = grads;
+	d->bucket_of = calloc((size_t)n_params, sizeof(int));
+	d->order = calloc((size_t)n_params, sizeof(int));
+	d->queue = calloc((size_t)n_params, sizeof(int));
+	rev = calloc((size_t)n_params, sizeof(int));
+	pthread_mutex_init(&d->mu, NULL);
+	pthread_cond_init(&d->cv, NULL);
+	if (!d->bucket_of || !d->order || !d->queue || !rev) {
+		free(rev);
+		ddp_free(d);
+		return NULL;
+	}
+	for (int i = 0; i < n_params; i++)
+		rev[i] = n_params - 1 - i;   /* reverse parameter order */
+	if (build_buckets(d, rev) || pthread_create(&d->thread, NULL, comm_main, d)) {
+		free(rev);
+		ddp_free(d);
+		return NULL;
+	}
+	d->thread_started = true;
+	free(rev);
+	return d;
+}
+
+void ddp_free(struct ddp *d)
+{
+	if (!d)
+		return;
+	if (d->thread_started) {
+		pthread_mutex_lock(&d->mu);
+		d->job = JOB_QUIT;
+		pthread_cond_broadcast(&d->cv);
+		pthread_mutex_unlock(&d->mu);
+		pthread_join(d->thread, NULL);
+	}
+	free_buckets(d);
+	free(d->bucket_of);
+	free(d->order);
+	free(d->queue);
+	pthread_mutex_destroy(&d->mu);
+	pthread_cond_destroy(&d->cv);
+	free(d);
+}
+
+static void enqueue(struct ddp *d, int bi)
+{
+	d->buckets[bi].queued = true;
+	d->queue[d->q_tail++ % d->n_buckets] = bi;
+	pthread_cond_broadcast(&d->cv);
+}
+
+void ddp_begin(struct ddp *d, bool sync)
+{
+	d->sync = sync;
+	if (!sync)
+		return;
+	pthread_mutex_lock(&d->mu);
+	for (int i = 0; i < d->n_buckets; i++) {
+		d->buckets[i].pending = d->buckets[i].n_params;
+		d->buckets[i].queued = d->buckets[i].done = false;
+	}
+	d->q_head = d->q_tail = 0;
+	d->done_count = 0;
+	d->comm_ms = 0;
+	d->n_order = 0;
+	pthread_mutex_unlock(&d->mu);
+}
+
+void ddp_on_ready(void *ctx, int p)
+{
+	struct ddp *d = ctx;
+	int bi;
+
+	if (!d->sync)
+		return;
+	d->order[d->n_order++] = p;
+	bi = d->bucket_of[p];
+	if (--d->buckets[bi].pending == 0 && d->cfg.overlap) {
+		pthread_mutex_lock(&d->mu);
+		enqueue(d, bi);
+		pthread_mutex_unlock(&d->mu);
+	}
+}
+
+int ddp_finish(struct ddp *d, double *exposed_ms, double *comm_ms, char *why, size_t why_size)
+{
+	double t0 = now_ms();
+	struct timespec deadline;
+	int r = 0;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += (time_t)d->cfg.timeout_s;
+	pthread_mutex_lock(&d->mu);
+	if (!d->cfg.overlap)
+		for (int i = 0; i < d->n_buckets; i++)
+			enqueue(d, i);
+	while (!d->failed && d->done_count < d->n_buckets) {
+		if (pthread_cond_timedwait(&d->cv, &d->mu, &deadline) == ETIMEDOUT) {
+			int next = d->q_head < d->q_tail ? d->queue[d->q_head % d->n_buckets] : -1;
+
+			if (d->comm->world == 2)
+				snprintf(why, why_size, "all-reduce of gradient bucket %d (step %d) not done after %.0f s: peer rank %d stopped responding",
+					 next, d->step, d->cfg.timeout_s, 1 - d->comm->rank);
+			else
+				snprintf(why, why_size, "all-reduce of gradient bucket %d (step %d) not done after %.0f s: one of the %d peer ranks stopped responding",
+					 next, d->step, d->cfg.timeout_s, d->comm->world - 1);
+			r = -1;
+			break;
+		}
+	}
+	if (!r && d->failed) {
+		snprintf(why, why_size, "%s", d->err);
+		r = -1;
+	}
+	if (comm_ms)
+		*comm_ms = d->comm_ms;
+	pthread_mutex_unlock(&d->mu);
+	*exposed_ms = now_ms() - t0;
+	d->step++;
+	return r;
+}
+
+void ddp_rebuild(struct ddp *d)
+{
+	if (d->n_order == d->n_params)
+		build_buckets(d, d->order);
+}
+
+int ddp_allreduce_double(struct ddp *d, double *x, size_t n, char *why, size_t why_size)
+{
+	int r = 0;
+
+	if (d->comm->world == 1)
+		return 0;
+	struct timespec deadline;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += (time_t)d->cfg.timeout_s;
+	pthread_mutex_lock(&d->mu);
+	d->dbl = x;
+	d->n_dbl = n;
+	d->dbl_done = false;
+	d->job = JOB_DOUBLES;
+	pthread_cond_broadcast(&d->cv);
+	while (!d->dbl_done && !d->failed)
+		if (pthread_cond_timedwait(&d->cv, &d->mu, &deadline) == ETIMEDOUT) {
+			snprintf(why, why_size, "loss all-reduce (step %d) not done after %.0f s: %s stopped responding",
+				 d->step, d->cfg.timeout_s, d->comm->world == 2 ? (d->comm->rank ? "peer rank 0" : "peer rank 1")
+										 : "a peer rank");
+			pthread_mutex_unlock(&d->mu);
+			return -1;
+		}
+	if (d->failed) {
+		snprintf(why, why_size, "%s", d->err);
+		r = -1;
+	}
+	pthread_mutex_unlock(&d->mu);
+	return r;
+}
+
+int ddp_bucket_count(const struct ddp *d)
+{
+	return d->n_buckets;
+}

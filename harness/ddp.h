@@ -1,0 +1,55 @@
+/* ddp.h — data-parallel gradient reduction with bucketing and overlap.
+ *
+ * Gradients are grouped into buckets (cap --bucket-mb, default 25 MB; the
+ * first bucket 1 MB), first in reverse parameter order, then, after the first
+ * step, rebuilt in the order gradients were observed to become ready.  When
+ * the last gradient of a bucket is ready, the bucket is handed to a
+ * communication thread, which copies it into the bucket buffer, all-reduces
+ * it and writes the average back, while backward goes on (overlap).  With
+ * overlap off, every bucket is reduced after backward.  A micro-batch that
+ * only accumulates (no sync) reduces nothing.
+ */
+#ifndef NODETUNE_HARNESS_DDP_H
+#define NODETUNE_HARNESS_DDP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "comm.h"
+#include "model.h"
+
+struct ddp_config {
+	double bucket_mb;          /* cap */
+	double first_bucket_mb;
+	bool overlap;
+	double timeout_s;          /* a reduction not done by then is fatal */
+};
+
+struct ddp;
+
+/* NULL on out of memory.  grads: the model's flat gradient buffer. */
+struct ddp *ddp_create(const struct ddp_config *cfg, struct comm *comm,
+		       const struct model_param *params, int n_params, float *grads);
+void ddp_free(struct ddp *d);
+
+/* Start a micro-batch: sync = whether its gradients are reduced. */
+void ddp_begin(struct ddp *d, bool sync);
+
+/* Backward says param p's gradient is final (the model's on_ready). */
+void ddp_on_ready(void *ctx, int p);
+
+/* Wait until every bucket of this step is reduced.  *exposed_ms: the time
+ * spent waiting here (communication not hidden behind backward);
+ * *comm_ms: the time the communication thread spent in all-reduces.
+ * Returns 0, or -1 with why (a failed or timed-out reduction). */
+int ddp_finish(struct ddp *d, double *exposed_ms, double *comm_ms, char *why, size_t why_size);
+
+/* Rebuild the buckets in the ready order seen in the last synced step. */
+void ddp_rebuild(struct ddp *d);
+
+/* Sum of x over ranks (through the communication thread). */
+int ddp_allreduce_double(struct ddp *d, double *x, size_t n, char *why, size_t why_size);
+
+int ddp_bucket_count(const struct ddp *d);
+
+#endif

@@ -1,0 +1,62 @@
+/* loader.h — the prefetching loader.
+ *
+ *   workers (--workers) ──encoded batches──> pin thread ──> ring of pinned
+ *   buffers (--prefetch, allocated once) ──> the training loop
+ *
+ * Workers produce each batch as one contiguous serialized buffer (batch.h,
+ * optionally zstd) from the synthetic generator or shard files.  The pin
+ * thread checks and decodes them, in order, into buffers allocated once:
+ * page-aligned, first touched by the loader (so they land on the rank's NUMA
+ * node under its memory policy) and mlock'd where permitted.  --no-pin
+ * decodes into a fresh malloc'd buffer per batch instead.  On the CPU the
+ * pinned buffer is the device buffer; a GPU build adds a copy stage.
+ *
+ * Batch k of this rank (k = step * accum + micro-batch) holds the global
+ * samples (k * world + rank) * batch ... + batch - 1.
+ */
+#ifndef NODETUNE_HARNESS_LOADER_H
+#define NODETUNE_HARNESS_LOADER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "batch.h"
+#include "data.h"
+
+struct loader_config {
+	struct data_spec spec;
+	int batch;              /* samples per micro-batch on this rank */
+	int rank, world;
+	int workers;            /* >= 1 */
+	int prefetch;           /* pinned buffers, >= 1 */
+	int zstd_level;         /* 0: uncompressed */
+	bool pin;
+	bool frozen;            /* one batch, reused: the data-path roofline */
+	const char *data_dir;   /* NULL: synthetic */
+};
+
+struct loader_batch {
+	struct batch_data data; /* tensors inside the (pinned) buffer */
+	uint64_t id;
+	int slot;
+};
+
+struct loader;
+
+/* Start the threads.  NULL with why on error (bad data dir, no memory). */
+struct loader *loader_start(const struct loader_config *cfg, char *why, size_t why_size);
+
+/* The next batch in order; blocks.  *wait_ms: how long it blocked.
+ * Returns 0, or -1 with why (a worker failed: corrupt shard, ...). */
+int loader_next(struct loader *l, struct loader_batch **ret, double *wait_ms, char *why, size_t why_size);
+
+/* Give a batch's buffer back. */
+void loader_release(struct loader *l, struct loader_batch *b);
+
+/* Stop and free; NULL is a no-op. */
+void loader_stop(struct loader *l);
+
+/* Whether the pinned buffers could be mlock'd (RLIMIT_MEMLOCK). */
+bool loader_locked(const struct loader *l);
+
+#endif

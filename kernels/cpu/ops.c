@@ -1,0 +1,103 @@
+/* ops.c — see ops.h. */
+#include "ops.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+void cpu_linear_fwd(const float *x, const float *W, const float *b, float *y,
+		    int n, int in, int out)
+{
+	for (int i = 0; i < n; i++)
+		memcpy(y + (size_t)i * out, b, (size_t)out * sizeof(float));
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in,
+		    1.0f, x, in, W, in, 1.0f, y, out);
+}
+
+void cpu_linear_bwd(const float *x, const float *W, const float *dy,
+		    float *dx, float *dW, float *db, int n, int in, int out)
+{
+	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, n,
+		    1.0f, dy, out, x, in, 1.0f, dW, in);
+	for (int i = 0; i < n; i++) {
+		const float *r = dy + (size_t)i * out;
+
+		for (int o = 0; o < out; o++)
+			db[o] += r[o];
+	}
+	if (dx)
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, in, out,
+			    1.0f, dy, out, W, in, 0.0f, dx, in);
+}
+
+void cpu_relu_fwd(float *y, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+}
+
+void cpu_relu_bwd(const float *y, float *dy, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		dy[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+void cpu_embbag_fwd(const float *table, const int32_t *idx, int idx_stride, float *out,
+		    int n, int bag, int dim, int out_stride)
+{
+	for (int i = 0; i < n; i++) {
+		float *o = out + (size_t)i * out_stride;
+
+		memset(o, 0, (size_t)dim * sizeof(float));
+		for (int j = 0; j < bag; j++) {
+			const float *row = table + (size_t)idx[(size_t)i * idx_stride + j] * dim;
+
+			for (int d = 0; d < dim; d++)
+				o[d] += row[d];
+		}
+	}
+}
+
+void cpu_embbag_bwd(const float *dout, int dout_stride, const int32_t *idx, int idx_stride,
+		    float *dtable, int n, int bag, int dim)
+{
+	for (int i = 0; i < n; i++) {
+		const float *g = dout + (size_t)i * dout_stride;
+
+		for (int j = 0; j < bag; j++) {
+			float *row = dtable + (size_t)idx[(size_t)i * idx_stride + j] * dim;
+
+			for (int d = 0; d < dim; d++)
+				row[d] += g[d];
+		}
+	}
+}
+
+double cpu_bce_logits(const float *logit, const float *label, float *dlogit,
+		      int n, double scale_n)
+{
+	double sum = 0.0;
+
+	for (int i = 0; i < n; i++) {
+		double z = logit[i], y = label[i];
+		/* log(1 + e^z) - y z, stable for both signs of z */
+		double l = (z > 0 ? z + log1p(exp(-z)) : log1p(exp(z))) - y * z;
+		double s = z >= 0 ? 1.0 / (1.0 + exp(-z)) : exp(z) / (1.0 + exp(z));
+
+		sum += l;
+		dlogit[i] = (float)((s - y) / scale_n);
+	}
+	return sum;
+}
+
+void cpu_sgd(float *w, const float *g, size_t n, float lr)
+{
+	for (size_t i = 0; i < n; i++)
+		w[i] -= lr * g[i];
+}
+
+void cpu_scale(float *dst, const float *src, size_t n, float s)
+{
+	for (size_t i = 0; i < n; i++)
+		dst[i] = src[i] * s;
+}

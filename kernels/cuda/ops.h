@@ -1,0 +1,39 @@
+/* ops.h — CUDA compute kernels of the harness (kernels/cuda/ops.cu), with
+ * the same contracts as kernels/cpu/ops.h: row-major float32, backward
+ * kernels accumulate.  Pointers are device pointers; every call is
+ * asynchronous on `stream` and returns 0 or a CUDA/cuBLAS error code. */
+#ifndef NODETUNE_KERNELS_CUDA_OPS_H
+#define NODETUNE_KERNELS_CUDA_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cuda_ops_ctx cuda_ops_ctx;   /* opaque: cuBLAS handle + stream */
+
+cuda_ops_ctx *cuda_ops_create(void *stream);
+void cuda_ops_free(cuda_ops_ctx *c);
+
+/* y = x W^T + b, ReLU fused when relu */
+int cuda_linear_fwd(cuda_ops_ctx *c, const float *x, const float *W, const float *b, float *y,
+		    int n, int in, int out, int relu);
+/* dy *= (y > 0) when relu; dW += dy^T x; db += sum dy; dx = dy W (dx may be NULL) */
+int cuda_linear_bwd(cuda_ops_ctx *c, const float *x, const float *W, const float *y, float *dy,
+		    float *dx, float *dW, float *db, int n, int in, int out, int relu);
+int cuda_embbag_fwd(cuda_ops_ctx *c, const float *table, const int32_t *idx, int idx_stride,
+		    float *out, int n, int bag, int dim, int out_stride);
+int cuda_embbag_bwd(cuda_ops_ctx *c, const float *dout, int dout_stride, const int32_t *idx,
+		    int idx_stride, float *dtable, int n, int bag, int dim);
+/* loss_sum (device, one double) += sum of losses; dlogit = (sigmoid - y) / scale_n */
+int cuda_bce_logits(cuda_ops_ctx *c, const float *logit, const float *label, float *dlogit,
+		    double *loss_sum, int n, double scale_n);
+int cuda_sgd(cuda_ops_ctx *c, float *w, const float *g, size_t n, float lr);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
