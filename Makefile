@@ -104,11 +104,16 @@ $(BUILD)/tests/%: tests/unit/%.c $(LIB) $(HLIB) | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(H_CFLAGS) -Iharness -o $@ $< $(LIB) $(HLIB) $(LDSAN) $(UNIT_LIBS) $(H_LIBS)
 
+$(BUILD)/tests/wdiff: tests/tools/wdiff.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDSAN) -o $@ $< -lm
+
 unit: $(UNIT_BINS) $(NODETUNE) $(HARNESS)
 	@tests/run-unit.sh $(UNIT_BINS)
 
-integration: $(NODETUNE) $(HARNESS)
-	@NODETUNE=$(abspath $(NODETUNE)) HARNESS=$(abspath $(HARNESS)) tests/run-integration.sh tests/integration/test_*.sh
+integration: $(NODETUNE) $(HARNESS) $(BUILD)/tests/wdiff
+	@NODETUNE=$(abspath $(NODETUNE)) HARNESS=$(abspath $(HARNESS)) WDIFF=$(abspath $(BUILD)/tests/wdiff) \
+		tests/run-integration.sh tests/integration/test_*.sh
 
 asan:
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SAN=1 unit integration

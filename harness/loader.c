@@ -199,6 +199,18 @@ struct loader *loader_start(const struct loader_config *cfg, char *why, size_t w
 	}
 	l->cfg = *cfg;
 	pthread_mutex_init(&l->mu, NULL);
+	if (cfg->data_dir) {
+		/* a bad data set is reported now, not at the first batch */
+		struct shard_reader *r = shard_open(cfg->data_dir, &cfg->spec, why, why_size);
+
+		if (!r) {
+			pthread_mutex_destroy(&l->mu);
+			pthread_cond_destroy(&l->cv);
+			free(l);
+			return NULL;
+		}
+		shard_close(r);
+	}
 	pthread_cond_init(&l->cv, NULL);
 	l->payload = batch_payload_size((uint32_t)cfg->batch, cfg->spec.dense_width, cfg->spec.sparse_width);
 	l->n_slots = cfg->frozen ? 1 : cfg->prefetch;
@@ -289,7 +301,8 @@ int loader_next(struct loader *l, struct loader_batch **ret, double *wait_ms, ch
 	s = &l->slots[l->next_consume % (uint64_t)l->n_slots];
 	while (!l->failed && !s->ready)
 		pthread_cond_wait(&l->cv, &l->mu);
-	if (l->failed) {
+	/* batches decoded before a failure are still good: hand them out */
+	if (!s->ready) {
 		snprintf(why, why_size, "%s", l->err);
 		pthread_mutex_unlock(&l->mu);
 		return -1;

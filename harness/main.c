@@ -477,8 +477,10 @@ int main(int argc, char **argv)
 			}
 			v = (struct batch_view){ (int)b->data.n, b->data.dense, b->data.sparse, b->data.label };
 			ddp_begin(dd, k == o.accum - 1);
-			loss += model_step(m, &v, (double)comm.world * o.batch * o.accum,
-					   ddp_on_ready, dd, &fwd, &bwd);
+			/* each rank's loss is the mean over its own samples of the
+			 * step; averaging the gradients over ranks then gives the
+			 * mean over the global batch, as one process would */
+			loss += model_step(m, &v, (double)o.batch * o.accum, ddp_on_ready, dd, &fwd, &bwd);
 			loader_release(ld, b);
 			r->data_wait += wait;
 			r->fwd += fwd;

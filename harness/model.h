@@ -60,8 +60,9 @@ float *model_weights(struct model *m, size_t *ret_n);
 float *model_grads(struct model *m);
 
 /* Forward, loss and backward of one micro-batch; gradients accumulate into
- * g (the caller zeroes them).  Loss is the mean over scale_n samples (the
- * global batch), so that averaged gradients equal single-process training.
+ * g (the caller zeroes them).  Loss is the mean over scale_n samples (this
+ * rank's samples of the step: batch x accum), so that gradients averaged over
+ * ranks equal single-process training on the global batch.
  * on_ready(ctx, p) is called when param p's gradient is final.  Returns the
  * sum of the n local losses.  fwd_ms/bwd_ms get the phase times. */
 double model_step(struct model *m, const struct batch_view *b, double scale_n,
