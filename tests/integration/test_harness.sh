@@ -1,0 +1,89 @@
+#!/bin/sh
+# nodetune-harness end to end: flags, DDP equivalence under mpirun, the
+# loader's data paths, shard corruption, and peers that die or hang.
+. "$(dirname "$0")/lib.sh"
+: "${HARNESS:=$SRCDIR/build/nodetune-harness}" "${WDIFF:=$SRCDIR/build/tests/wdiff}"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+H=$HARNESS
+Q="--rows 1000 --warmup 0 --quiet"
+
+# ---- flags, build features, device -------------------------------------
+run "$H" --version
+check "--version lists CUDA, NCCL, MPI, BLAS and zstd" -- sh -c \
+	"[ $RC -eq 0 ] && grep -q '^cuda: ' '$OUT' && grep -q '^nccl: ' '$OUT' && grep -q '^mpi: ' '$OUT' && grep -q '^blas: OpenBLAS' '$OUT' && grep -q '^zstd: ' '$OUT'"
+expect_fail 2 "unknown option '--bogus'" "unknown flag" -- "$H" --bogus
+expect_fail 2 "--batch 'many': expected a whole number" "bad --batch" -- "$H" --batch many
+expect_fail 2 "--model 'resnet': expected dlrm-small or mlp" "bad --model" -- "$H" --model resnet
+expect_fail 2 "option '--steps' needs a value" "missing value" -- "$H" --steps
+expect_fail 2 "--write-data needs --samples N" "--write-data without --samples" -- "$H" --write-data "$T_TMP/x"
+run "$H" --device cuda --steps 1
+check "--device cuda without a usable GPU: exit 3, one line saying why" -- sh -c \
+	"[ $RC -eq 3 ] && [ \$(wc -l <'$ERR') -eq 1 ] && grep -Eq 'no usable GPU|built without CUDA' '$ERR'"
+
+# ---- DDP equals single-process training on the global batch ------------
+"$H" $Q --steps 20 --batch 512 --dump-weights "$T_TMP/w1" || t_not_ok "single-process reference run"
+for mode in "" "--no-overlap" "--accum 2 --batch 128 --bucket-mb 0.05 --first-bucket-mb 0.01"; do
+	b=256; case "$mode" in *accum*) b=128 ;; esac
+	timeout 120 mpirun -np 2 "$H" $Q --steps 20 --batch $b $mode --dump-weights "$T_TMP/w2" >"$T_TMP/o" 2>&1
+	run "$WDIFF" "$T_TMP/w1" "$T_TMP/w2" 1e-5
+	check "2 ranks x batch $b ${mode:+($mode) }= 1 rank x batch 512 after 20 steps: $(cat "$OUT")" -- [ "$RC" -eq 0 ]
+done
+"$H" $Q --steps 20 --batch 256 --dump-weights "$T_TMP/w3"
+run "$WDIFF" "$T_TMP/w1" "$T_TMP/w3" 1e-5
+check "control: a different global batch does differ ($(cat "$OUT"))" -- [ "$RC" -eq 1 ]
+
+# ---- JSON --------------------------------------------------------------
+run timeout 120 mpirun -np 2 "$H" --rows 1000 --steps 6 --warmup 2 --batch 256 --json "$T_TMP/s.json" --quiet
+check "--json: summary with every field, per-step records" -- jq -e '
+	.summary | (.world_size == 2 and .device == "cpu" and .model == "dlrm-small" and .batch == 256
+	and .steps == 6 and .samples_per_s > 0 and .step_ms_p50 > 0 and .step_ms_p99 >= .step_ms_p50
+	and (.phases | has("data_wait_ms") and has("h2d_ms") and has("fwd_ms") and has("bwd_ms")
+	     and has("comm_exposed_ms") and has("opt_ms"))
+	and (.overlap_fraction >= 0 and .overlap_fraction <= 1) and (.final_loss > 0))' "$T_TMP/s.json"
+check "--json: 8 step records, the first 2 marked warmup" -- jq -e \
+	'(.steps | length) == 8 and .steps[1].warmup and (.steps[2].warmup | not)' "$T_TMP/s.json"
+run "$H" --rows 1000 --steps 3 --warmup 0 --batch 64 --json - --quiet
+check "--json - writes the document to stdout" -- jq -e '.summary.world_size == 1' "$OUT"
+
+# ---- loader: shards on disk, compression, no pinning, frozen batch -------
+"$H" --rows 1000 --write-data "$T_TMP/data" --samples 20000 --compress zstd 2>/dev/null
+"$H" $Q --steps 10 --batch 256 --data "$T_TMP/data" --dump-weights "$T_TMP/wd"
+"$H" $Q --steps 10 --batch 256 --dump-weights "$T_TMP/ws" --compress zstd --no-pin --workers 3 --prefetch 2
+run "$WDIFF" "$T_TMP/wd" "$T_TMP/ws" 1e-12
+check "training from shards on disk = from the generator, whatever the loader settings ($(cat "$OUT"))" -- [ "$RC" -eq 0 ]
+printf 'XXXXXXXX' | dd of="$T_TMP/data/shard-00000.nts" bs=1 seek=100000 conv=notrunc 2>/dev/null
+run "$H" $Q --steps 10 --batch 256 --data "$T_TMP/data"
+check "a corrupt shard: non-zero exit, the message names the shard and the offset" -- sh -c \
+	"[ $RC -ne 0 ] && [ $RC -lt 128 ] && grep -q 'shard-00000.nts: offset [0-9]*: chunk [0-9]*: checksum mismatch' '$ERR'"
+truncate -s 50000 "$T_TMP/data/shard-00001.nts"
+run "$H" $Q --steps 30 --batch 512 --data "$T_TMP/data"
+check "a truncated shard: non-zero exit naming the shard" -- sh -c "[ $RC -ne 0 ] && [ $RC -lt 128 ] && grep -q 'shard-0000[01].nts: offset' '$ERR'"
+expect_fail 2 "nowhere/manifest: No such file" "--data of a directory that holds no data set" -- "$H" $Q --data "$T_TMP/nowhere"
+
+# ---- a peer that hangs, a peer that dies -------------------------------
+rank_pid() { # rank_pid N: the pid of world rank N of the running job
+	for p in $(pgrep -f "nodetune-harness --rows 1000 --steps 1000000"); do
+		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1" && echo "$p" && return
+	done
+}
+start=$(date +%s)
+timeout 120 mpirun -np 2 "$H" --rows 1000 --steps 1000000 --batch 64 --timeout 5 --quiet >"$T_TMP/hang" 2>&1 &
+job=$!
+sleep 3
+p1=$(rank_pid 1)
+[ -n "$p1" ] && kill -STOP "$p1"
+wait $job; rc=$?
+elapsed=$(( $(date +%s) - start ))
+check "rank 1 hangs (SIGSTOP): rank 0 exits within --timeout naming peer rank 1 (exit $rc, ${elapsed}s)" -- sh -c \
+	"[ -n '$p1' ] && [ $rc -ne 0 ] && [ $elapsed -lt 40 ] && grep -q 'rank 0: .*peer rank 1 stopped responding' '$T_TMP/hang'"
+[ -n "$p1" ] && kill -9 "$p1" 2>/dev/null
+
+timeout 120 mpirun -np 2 "$H" --rows 1000 --steps 1000000 --batch 64 --timeout 30 --quiet >"$T_TMP/dead" 2>&1 &
+job=$!
+sleep 3
+p1=$(rank_pid 1)
+[ -n "$p1" ] && kill -9 "$p1"
+wait $job; rc=$?
+check "rank 1 dies (SIGKILL): the job ends non-zero and the message names rank 1 (exit $rc)" -- sh -c \
+	"[ -n '$p1' ] && [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -Eq 'rank 1 .*(exited on signal 9|Killed)' '$T_TMP/dead'"
+t_done
