@@ -13,7 +13,9 @@ struct bucket {
 	int n_params;
 	int pending;               /* params not yet ready this step */
 	size_t count;              /* floats */
-	float *buf;
+	float *view;               /* its gradients when they are one contiguous
+				    * range of the gradient buffer: reduced in place */
+	float *buf;                /* otherwise: a buffer they are copied through */
 	bool queued, done;
 };
 
@@ -58,21 +60,30 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* Sum the bucket over ranks, in place in the gradient buffer where it is one
+ * contiguous range (gradient-as-bucket-view), else through a copy.  The
+ * division by the world size is left to the optimizer (ddp_scale()), which
+ * reads the gradients once anyway. */
 static void reduce_bucket(struct ddp *d, struct bucket *b)
 {
-	float scale = 1.0f / (float)d->comm->world;
+	float *data = b->view;
 	char why[200];
 	size_t off = 0;
 	double t0;
 
-	for (int i = 0; i < b->n_params; i++) {
-		const struct model_param *p = &d->params[b->params[i]];
+	if (d->comm->world == 1)
+		return;
+	if (!data) {
+		for (int i = 0; i < b->n_params; i++) {
+			const struct model_param *p = &d->params[b->params[i]];
 
-		memcpy(b->buf + off, d->grads + p->offset, p->count * sizeof(float));
-		off += p->count;
+			memcpy(b->buf + off, d->grads + p->offset, p->count * sizeof(float));
+			off += p->count;
+		}
+		data = b->buf;
 	}
 	t0 = now_ms();
-	if (d->comm->world > 1 && d->comm->allreduce_sum(d->comm, b->buf, b->count, why, sizeof(why))) {
+	if (d->comm->allreduce_sum(d->comm, data, b->count, why, sizeof(why))) {
 		pthread_mutex_lock(&d->mu);
 		d->failed = true;
 		snprintf(d->err, sizeof(d->err), "%s", why);
@@ -80,18 +91,18 @@ static void reduce_bucket(struct ddp *d, struct bucket *b)
 		pthread_mutex_unlock(&d->mu);
 		return;
 	}
-	off = 0;
-	for (int i = 0; i < b->n_params; i++) {
-		const struct model_param *p = &d->params[b->params[i]];
-		float *g = d->grads + p->offset;
-
-		for (size_t k = 0; k < p->count; k++)
-			g[k] = b->buf[off + k] * scale;
-		off += p->count;
-	}
 	pthread_mutex_lock(&d->mu);
 	d->comm_ms += now_ms() - t0;
 	pthread_mutex_unlock(&d->mu);
+	if (b->view)
+		return;
+	off = 0;
+	for (int i = 0; i < b->n_params; i++) {
+		const struct model_param *p = &d->params[b->params[i]];
+
+		memcpy(d->grads + p->offset, b->buf + off, p->count * sizeof(float));
+		off += p->count;
+	}
 }
 
 static void *comm_main(void *arg)
@@ -165,11 +176,24 @@ static int build_buckets(struct ddp *d, const int *order)
 			count += d->params[order[end++]].count;
 		b->n_params = end - start;
 		b->params = malloc((size_t)b->n_params * sizeof(int));
-		b->buf = malloc(count * sizeof(float));
-		if (!b->params || !b->buf)
+		if (!b->params)
 			return -ENOMEM;
 		memcpy(b->params, order + start, (size_t)b->n_params * sizeof(int));
 		b->count = count;
+		/* contiguous: lowest offset + count is the highest end */
+		size_t lo = (size_t)-1, hi = 0;
+
+		for (int i = 0; i < b->n_params; i++) {
+			const struct model_param *p = &d->params[b->params[i]];
+
+			lo = p->offset < lo ? p->offset : lo;
+			hi = p->offset + p->count > hi ? p->offset + p->count : hi;
+		}
+		if (hi - lo == count) {
+			b->view = d->grads + lo;
+		} else if (!(b->buf = malloc(count * sizeof(float)))) {
+			return -ENOMEM;
+		}
 		for (int i = 0; i < b->n_params; i++)
 			d->bucket_of[b->params[i]] = d->n_buckets;
 		d->n_buckets++;
@@ -353,4 +377,9 @@ int ddp_allreduce_double(struct ddp *d, double *x, size_t n, char *why, size_t w
 int ddp_bucket_count(const struct ddp *d)
 {
 	return d->n_buckets;
+}
+
+float ddp_scale(const struct ddp *d)
+{
+	return 1.0f / (float)d->comm->world;
 }

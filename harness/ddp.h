@@ -5,7 +5,9 @@
  * step, rebuilt in the order gradients were observed to become ready.  When
  * the last gradient of a bucket is ready, the bucket is handed to a
  * communication thread, which copies it into the bucket buffer, all-reduces
- * it and writes the average back, while backward goes on (overlap).  With
+ * it (in place where the bucket's gradients are one contiguous range), while
+ * backward goes on (overlap).  The gradients are then sums over ranks: the
+ * optimizer multiplies by ddp_scale() (1/world) in the pass it makes anyway.  With
  * overlap off, every bucket is reduced after backward.  A micro-batch that
  * only accumulates (no sync) reduces nothing.
  */
@@ -51,5 +53,8 @@ void ddp_rebuild(struct ddp *d);
 int ddp_allreduce_double(struct ddp *d, double *x, size_t n, char *why, size_t why_size);
 
 int ddp_bucket_count(const struct ddp *d);
+
+/* What summed gradients are multiplied by to be averages: 1 / world. */
+float ddp_scale(const struct ddp *d);
 
 #endif

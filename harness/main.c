@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <math.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -392,6 +393,12 @@ int main(int argc, char **argv)
 	double final_loss = 0, t_measured = 0;
 
 	parse(argc, argv, &o);
+	/* batch buffers are about a megabyte: above glibc's default mmap
+	 * threshold each would be mmap'ed, faulted in, zeroed and unmapped
+	 * again every batch (page faults, TLB shootdowns).  Keep them on the
+	 * heap, reused. */
+	mallopt(M_MMAP_THRESHOLD, 256 << 20);
+	mallopt(M_TRIM_THRESHOLD, 512 << 20);
 	spec = (struct data_spec){
 		.dense_width = (uint32_t)model_dense_width(&o.model),
 		.sparse_width = o.model.kind == MODEL_DLRM_SMALL ? DLRM_TABLES * DLRM_BAG : 0,
@@ -492,7 +499,7 @@ int main(int argc, char **argv)
 			goto out_abort;
 		}
 		t1 = now_ms();
-		cpu_sgd(w, g, n_w, (float)o.lr);
+		cpu_sgd_scaled(w, g, n_w, (float)o.lr, ddp_scale(dd));
 		r->opt = now_ms() - t1;
 		r->total = now_ms() - t0;
 		/* the global mean loss of the step (outside the timed part) */
