@@ -471,7 +471,7 @@ int main(int argc, char **argv)
 		struct step_rec *r = &recs[s];
 		double t0 = now_ms(), loss = 0, t1, stats[2];
 
-		memset(g, 0, n_w * sizeof(float));
+		/* no zeroing pass: the first micro-batch's backward writes g */
 		for (int k = 0; k < o.accum; k++) {
 			struct loader_batch *b;
 			struct batch_view v;
@@ -487,7 +487,7 @@ int main(int argc, char **argv)
 			/* each rank's loss is the mean over its own samples of the
 			 * step; averaging the gradients over ranks then gives the
 			 * mean over the global batch, as one process would */
-			loss += model_step(m, &v, (double)o.batch * o.accum, ddp_on_ready, dd, &fwd, &bwd);
+			loss += model_step(m, &v, (double)o.batch * o.accum, k == 0, ddp_on_ready, dd, &fwd, &bwd);
 			loader_release(ld, b);
 			r->data_wait += wait;
 			r->fwd += fwd;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "../kernels/cpu/ops.h"
@@ -72,6 +73,22 @@ static void *xalloc(size_t n)
 	if (posix_memalign(&p, 64, n ? n : 64))
 		return NULL;
 	memset(p, 0, n);
+	return p;
+}
+
+/* Weights and gradients: 2 MiB aligned and marked for transparent huge
+ * pages (hosts commonly run THP in madvise mode), since the embedding bags
+ * touch them at random: 4 KiB pages would miss the TLB on most lookups. */
+static void *xalloc_huge(size_t n)
+{
+	const size_t huge = 2u << 20;
+	size_t len = (n + huge - 1) / huge * huge;
+	void *p = NULL;
+
+	if (posix_memalign(&p, huge, len ? len : huge))
+		return NULL;
+	madvise(p, len, MADV_HUGEPAGE);   /* advice: failure is harmless */
+	memset(p, 0, len);
 	return p;
 }
 
@@ -157,8 +174,8 @@ struct model *model_create(const struct model_config *cfg, int max_batch, uint64
 		free(dims);
 	}
 	m->dlogit = xalloc((size_t)max_batch * sizeof(float));
-	m->w = xalloc(m->n_w * sizeof(float));
-	m->g = xalloc(m->n_w * sizeof(float));
+	m->w = xalloc_huge(m->n_w * sizeof(float));
+	m->g = xalloc_huge(m->n_w * sizeof(float));
 	if (!m->dlogit || !m->w || !m->g)
 		goto out_fail;
 
@@ -243,7 +260,7 @@ static const float *mlp_fwd(struct model *m, struct layer *ls, int nl, const flo
 /* Backward through ls from dy of the last layer (already in ls[nl-1].dy);
  * writes dx of the first layer into dx (NULL: not needed). */
 static void mlp_bwd(struct model *m, struct layer *ls, int nl, const float *x, float *dx, int n,
-		    void (*on_ready)(void *, int), void *ctx)
+		    bool first, void (*on_ready)(void *, int), void *ctx)
 {
 	for (int i = nl - 1; i >= 0; i--) {
 		const float *in = i ? ls[i - 1].y : x;
@@ -252,7 +269,7 @@ static void mlp_bwd(struct model *m, struct layer *ls, int nl, const float *x, f
 		if (ls[i].relu)
 			cpu_relu_bwd(ls[i].y, ls[i].dy, (size_t)n * ls[i].out);
 		cpu_linear_bwd(in, W(m, ls[i].pw), ls[i].dy, din, G(m, ls[i].pw), G(m, ls[i].pb),
-			       n, ls[i].in, ls[i].out);
+			       n, ls[i].in, ls[i].out, first);
 		if (on_ready) {
 			on_ready(ctx, ls[i].pb);
 			on_ready(ctx, ls[i].pw);
@@ -281,7 +298,7 @@ void model_forward(struct model *m, const struct batch_view *b, float *out)
 	memcpy(out, forward(m, b), (size_t)b->n * sizeof(float));
 }
 
-double model_step(struct model *m, const struct batch_view *b, double scale_n,
+double model_step(struct model *m, const struct batch_view *b, double scale_n, bool first,
 		  void (*on_ready)(void *ctx, int param), void *ctx,
 		  double *fwd_ms, double *bwd_ms)
 {
@@ -292,20 +309,21 @@ double model_step(struct model *m, const struct batch_view *b, double scale_n,
 	t1 = now_ms();
 	loss = cpu_bce_logits(logit, b->label, m->top[m->n_top - 1].dy, n, scale_n);
 	if (m->cfg.kind == MODEL_MLP) {
-		mlp_bwd(m, m->top, m->n_top, b->dense, NULL, n, on_ready, ctx);
+		mlp_bwd(m, m->top, m->n_top, b->dense, NULL, n, first, on_ready, ctx);
 	} else {
 		struct layer *l3 = &m->bot[m->n_bot - 1];
 
-		mlp_bwd(m, m->top, m->n_top, m->z, m->dz, n, on_ready, ctx);
+		mlp_bwd(m, m->top, m->n_top, m->z, m->dz, n, first, on_ready, ctx);
 		for (int t = DLRM_TABLES - 1; t >= 0; t--) {
 			cpu_embbag_bwd(m->dz + DLRM_DIM * (t + 1), zw, b->sparse + t * DLRM_BAG,
-				       DLRM_TABLES * DLRM_BAG, G(m, m->emb_param0 + t), n, DLRM_BAG, DLRM_DIM);
+				       DLRM_TABLES * DLRM_BAG, G(m, m->emb_param0 + t), m->cfg.rows, n,
+				       DLRM_BAG, DLRM_DIM, first);
 			if (on_ready)
 				on_ready(ctx, m->emb_param0 + t);
 		}
 		for (int i = 0; i < n; i++)
 			memcpy(l3->dy + (size_t)i * DLRM_DIM, m->dz + (size_t)i * zw, DLRM_DIM * sizeof(float));
-		mlp_bwd(m, m->bot, m->n_bot, b->dense, NULL, n, on_ready, ctx);
+		mlp_bwd(m, m->bot, m->n_bot, b->dense, NULL, n, first, on_ready, ctx);
 	}
 	if (fwd_ms)
 		*fwd_ms = t1 - t0;

@@ -16,6 +16,7 @@
 #ifndef NODETUNE_HARNESS_MODEL_H
 #define NODETUNE_HARNESS_MODEL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -59,13 +60,14 @@ const struct model_param *model_params(const struct model *m, int *ret_n);
 float *model_weights(struct model *m, size_t *ret_n);
 float *model_grads(struct model *m);
 
-/* Forward, loss and backward of one micro-batch; gradients accumulate into
- * g (the caller zeroes them).  Loss is the mean over scale_n samples (this
+/* Forward, loss and backward of one micro-batch.  first: the first
+ * micro-batch of a step, whose backward writes the gradients (no zeroing
+ * pass); later micro-batches accumulate into them.  Loss is the mean over scale_n samples (this
  * rank's samples of the step: batch x accum), so that gradients averaged over
  * ranks equal single-process training on the global batch.
  * on_ready(ctx, p) is called when param p's gradient is final.  Returns the
  * sum of the n local losses.  fwd_ms/bwd_ms get the phase times. */
-double model_step(struct model *m, const struct batch_view *b, double scale_n,
+double model_step(struct model *m, const struct batch_view *b, double scale_n, bool first,
 		  void (*on_ready)(void *ctx, int param), void *ctx,
 		  double *fwd_ms, double *bwd_ms);
 

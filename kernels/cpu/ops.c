@@ -23,8 +23,10 @@ void cpu_linear_fwd(const float *x, const float *W, const float *b, float *y,
 		    1.0f, x, in, W, in, 1.0f, y, out);
 }
 
-HOT static void bias_grad(const float *dy, float *db, int n, int out)
+HOT static void bias_grad(const float *dy, float *db, int n, int out, int overwrite)
 {
+	if (overwrite)
+		memset(db, 0, (size_t)out * sizeof(float));
 	for (int i = 0; i < n; i++) {
 		const float *r = dy + (size_t)i * out;
 
@@ -34,11 +36,11 @@ HOT static void bias_grad(const float *dy, float *db, int n, int out)
 }
 
 void cpu_linear_bwd(const float *x, const float *W, const float *dy,
-		    float *dx, float *dW, float *db, int n, int in, int out)
+		    float *dx, float *dW, float *db, int n, int in, int out, int overwrite)
 {
 	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, n,
-		    1.0f, dy, out, x, in, 1.0f, dW, in);
-	bias_grad(dy, db, n, out);
+		    1.0f, dy, out, x, in, overwrite ? 0.0f : 1.0f, dW, in);
+	bias_grad(dy, db, n, out, overwrite);
 	if (dx)
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, in, out,
 			    1.0f, dy, out, W, in, 0.0f, dx, in);
@@ -121,8 +123,10 @@ HOT static void embbag_bwd16(const float *dout, int dout_stride, const int32_t *
 }
 
 void cpu_embbag_bwd(const float *dout, int dout_stride, const int32_t *idx, int idx_stride,
-		    float *dtable, int n, int bag, int dim)
+		    float *dtable, int rows, int n, int bag, int dim, int overwrite)
 {
+	if (overwrite)
+		memset(dtable, 0, (size_t)rows * dim * sizeof(float));
 	if (dim == 16) {
 		embbag_bwd16(dout, dout_stride, idx, idx_stride, dtable, n, bag);
 		return;

@@ -16,9 +16,11 @@
 void cpu_linear_fwd(const float *x, const float *W, const float *b, float *y,
 		    int n, int in, int out);
 
-/* dW += dy^T . x ; db += sum_n dy ; dx = dy . W (skipped when dx is NULL) */
+/* dW += dy^T . x ; db += sum_n dy ; dx = dy . W (skipped when dx is NULL).
+ * overwrite: dW = ..., db = ... instead (the first micro-batch of a step:
+ * no separate zeroing pass over the gradients). */
 void cpu_linear_bwd(const float *x, const float *W, const float *dy,
-		    float *dx, float *dW, float *db, int n, int in, int out);
+		    float *dx, float *dW, float *db, int n, int in, int out, int overwrite);
 
 /* y = max(y, 0) in place */
 void cpu_relu_fwd(float *y, size_t n);
@@ -31,9 +33,11 @@ void cpu_relu_bwd(const float *y, float *dy, size_t n);
 void cpu_embbag_fwd(const float *table, const int32_t *idx, int idx_stride, float *out,
 		    int n, int bag, int dim, int out_stride);
 
-/* dtable[idx[i*idx_stride+j]] += dout[i] (rows of stride dout_stride) */
+/* dtable[idx[i*idx_stride+j]] += dout[i] (rows of stride dout_stride);
+ * overwrite: dtable (rows x dim) is zeroed first, right before the scatter,
+ * so that it is cache-resident when the scatter reads it. */
 void cpu_embbag_bwd(const float *dout, int dout_stride, const int32_t *idx, int idx_stride,
-		    float *dtable, int n, int bag, int dim);
+		    float *dtable, int rows, int n, int bag, int dim, int overwrite);
 
 /* Binary cross-entropy with logits, mean over `scale_n` samples (the global
  * batch: n local samples of scale_n).  Returns the sum of losses of the n

@@ -84,7 +84,7 @@ static void test_kernels_match_cpu(void **state)
 	down_cmp(gy, y, N * OUT, "linear+relu forward");
 
 	cpu_relu_bwd(y, dy, N * OUT);
-	cpu_linear_bwd(x, W, dy, dx, dW, db, N, IN, OUT);
+	cpu_linear_bwd(x, W, dy, dx, dW, db, N, IN, OUT, 0);
 	assert_int_equal(cuda_linear_bwd(c, gx, gW, gy, gdy, gdx, gdW, gdb, N, IN, OUT, 1), 0);
 	down_cmp(gdx, dx, N * IN, "dx");
 	down_cmp(gdW, dW, OUT * IN, "dW");
@@ -93,7 +93,7 @@ static void test_kernels_match_cpu(void **state)
 	cpu_embbag_fwd(table, idx, BAG, eo, N, BAG, DIM, DIM);
 	assert_int_equal(cuda_embbag_fwd(c, gt, gidx, BAG, geo, N, BAG, DIM, DIM), 0);
 	down_cmp(geo, eo, N * DIM, "embedding bag forward");
-	cpu_embbag_bwd(eo, DIM, idx, BAG, dt, N, BAG, DIM);
+	cpu_embbag_bwd(eo, DIM, idx, BAG, dt, ROWS, N, BAG, DIM, 0);
 	assert_int_equal(cuda_embbag_bwd(c, geo, DIM, gidx, BAG, gdt, N, BAG, DIM), 0);
 	down_cmp(gdt, dt, ROWS * DIM, "embedding bag backward");
 

@@ -126,8 +126,8 @@ static void gradcheck(const struct model_config *cfg)
 	params = model_params(m, &np);
 	w = model_weights(m, &nw);
 	g = model_grads(m);
-	memset(g, 0, nw * sizeof(float));
-	model_step(m, &v, N, NULL, NULL, NULL, NULL);
+	memset(g, 0x7f, nw * sizeof(float));   /* garbage: the first micro-batch must overwrite it */
+	model_step(m, &v, N, true, NULL, NULL, NULL, NULL);
 
 	r = (struct ref){ params, np, malloc(nw * sizeof(double)), &v, cfg->kind, cfg->mlp_depth };
 	for (size_t i = 0; i < nw; i++)
@@ -211,6 +211,36 @@ static void test_forward_matches_reference(void **state)
 	model_free(m);
 }
 
+/* the first micro-batch writes the gradients, later ones add to them */
+static void test_accumulation(void **state)
+{
+	struct model_config cfg = { MODEL_DLRM_SMALL, 0, 0, ROWS };
+	struct data_spec spec = { 13, DLRM_TABLES * DLRM_BAG, ROWS, 9 };
+	float dense[N * 13], label[N];
+	int32_t sparse[N * DLRM_TABLES * DLRM_BAG];
+	struct batch_data bd = { N, 13, spec.sparse_width, dense, sparse, label };
+	struct batch_view v = { N, dense, sparse, label };
+	struct model *m = model_create(&cfg, N, 5);
+	size_t nw;
+	float *g = model_grads(m), *once;
+
+	(void)state;
+	model_weights(m, &nw);
+	data_synth_batch(&spec, 0, &bd);
+	memset(g, 0x7f, nw * sizeof(float));
+	model_step(m, &v, N, true, NULL, NULL, NULL, NULL);
+	once = malloc(nw * sizeof(float));
+	memcpy(once, g, nw * sizeof(float));
+	model_step(m, &v, N, false, NULL, NULL, NULL, NULL);
+	for (size_t i = 0; i < nw; i++)
+		if (fabsf(g[i] - 2 * once[i]) > 1e-6f * fmaxf(1.0f, fabsf(once[i])))
+			fail_msg("gradient %zu: %g after two micro-batches, %g after one", i, (double)g[i], (double)once[i]);
+	model_step(m, &v, N, true, NULL, NULL, NULL, NULL);  /* a new step starts over */
+	assert_memory_equal(g, once, nw * sizeof(float));
+	free(once);
+	model_free(m);
+}
+
 static void test_init_is_deterministic(void **state)
 {
 	struct model_config cfg = { MODEL_DLRM_SMALL, 0, 0, ROWS };
@@ -234,6 +264,7 @@ int main(void)
 		cmocka_unit_test(test_gradcheck_dlrm),
 		cmocka_unit_test(test_gradcheck_mlp),
 		cmocka_unit_test(test_forward_matches_reference),
+		cmocka_unit_test(test_accumulation),
 		cmocka_unit_test(test_init_is_deterministic),
 	};
 
