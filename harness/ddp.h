@@ -25,6 +25,7 @@ struct ddp_config {
 	double first_bucket_mb;
 	bool overlap;
 	double timeout_s;          /* a reduction not done by then is fatal */
+	int comm_nice;             /* nice value of the communication thread (-10) */
 };
 
 struct ddp;
@@ -53,6 +54,9 @@ void ddp_rebuild(struct ddp *d);
 int ddp_allreduce_double(struct ddp *d, double *x, size_t n, char *why, size_t why_size);
 
 int ddp_bucket_count(const struct ddp *d);
+
+/* Whether the communication thread runs at the raised priority. */
+bool ddp_comm_boosted(const struct ddp *d);
 
 /* What summed gradients are multiplied by to be averages: 1 / world. */
 float ddp_scale(const struct ddp *d);

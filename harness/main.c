@@ -309,7 +309,7 @@ static double median_phase(const struct step_rec *recs, int n, int k)
 }
 
 static int write_json(const struct opts *o, const struct comm *c, const struct step_rec *recs, int warmup,
-		      int n, double samples_per_s, double final_loss, int buckets, bool locked)
+		      int n, double samples_per_s, double final_loss, int buckets, bool locked, bool boosted)
 {
 	FILE *f = strcmp(o->json, "-") ? fopen(o->json, "w") : stdout;
 	const struct step_rec *m = recs + warmup;
@@ -341,6 +341,7 @@ static int write_json(const struct opts *o, const struct comm *c, const struct s
 	fprintf(f, "    \"overlap_fraction\": %.4f,\n", comm > 0 ? fmax(0, 1 - exposed / comm) : 0.0);
 	fprintf(f, "    \"final_loss\": %.6f,\n    \"buckets\": %d,\n    \"bucket_mb\": %g,\n    \"overlap\": %s,\n",
 		final_loss, buckets, o->bucket_mb, o->overlap ? "true" : "false");
+	fprintf(f, "    \"comm_thread_boosted\": %s,\n", boosted ? "true" : "false");
 	fprintf(f, "    \"loader\": {\"workers\": %d, \"prefetch\": %d, \"compress\": \"%s\", \"pinned\": %s, "
 		   "\"mlocked\": %s, \"frozen\": %s, \"data\": %s%s%s}\n  },\n",
 		o->workers, o->prefetch, o->zstd_level ? "zstd" : "none", o->pin ? "true" : "false",
@@ -449,7 +450,7 @@ int main(int argc, char **argv)
 			.workers = o.workers, .prefetch = o.prefetch, .zstd_level = o.zstd_level,
 			.pin = o.pin, .frozen = o.frozen, .data_dir = o.data,
 		};
-		struct ddp_config dc = { o.bucket_mb, o.first_bucket_mb, o.overlap, o.timeout_s };
+		struct ddp_config dc = { o.bucket_mb, o.first_bucket_mb, o.overlap, o.timeout_s, -10 };
 
 		ld = loader_start(&lc, why, sizeof(why));
 		if (!ld) {
@@ -525,7 +526,7 @@ int main(int argc, char **argv)
 		for (int i = 0; i < o.steps && tot; i++)
 			tot[i] = recs[o.warmup + i].total;
 		if (o.json && write_json(&o, &comm, recs, o.warmup, total, sps, final_loss, ddp_bucket_count(dd),
-					 loader_locked(ld)))
+					 loader_locked(ld), ddp_comm_boosted(dd)))
 			rc = EXIT_RUNTIME;
 		if (!o.quiet && tot)
 			fprintf(stderr, "nodetune-harness: %s on %s, world %d, batch %d x %d: %.0f samples/s, step p50 %.2f ms p99 %.2f ms, "

@@ -31,7 +31,7 @@ static void test_bucket_caps(void **state)
 {
 	static float g[NW];
 	struct comm c = one();
-	struct ddp_config cfg = { 25, 1, true, 10 };
+	struct ddp_config cfg = { 25, 1, true, 10, 0 };
 	struct ddp *d;
 
 	(void)state;
@@ -53,7 +53,7 @@ static void test_reduce_and_rebuild(void **state)
 {
 	static float g[NW];
 	struct comm c = one();
-	struct ddp_config cfg = { 2, 1, true, 10 };
+	struct ddp_config cfg = { 2, 1, true, 10, 0 };
 	struct ddp *d = ddp_create(&cfg, &c, params, NP, g);
 	double exposed, comm_ms;
 	char why[128];
@@ -89,7 +89,7 @@ static void test_no_overlap_reduces_after_backward(void **state)
 {
 	static float g[NW];
 	struct comm c = one();
-	struct ddp_config cfg = { 2, 1, false, 10 };
+	struct ddp_config cfg = { 2, 1, false, 10, 0 };
 	struct ddp *d = ddp_create(&cfg, &c, params, NP, g);
 	double exposed, comm_ms;
 	char why[128];
