@@ -1,8 +1,9 @@
 #!/bin/sh
 # demo.sh BUILD_DIR — the main job on this machine, as far as it exists today:
 # discover this host, plan the gpu-train policy for it and for a real GPU
-# server, and show what applying it would change (a dry run: nothing is
-# written).
+# server, show what applying it would change (a dry run: nothing is
+# written), then train dlrm-small for 20 steps with the harness under mpirun,
+# each rank bound by `nodetune exec`.  (It grows into an A/B run.)
 set -eu
 build=$1
 cd "$(dirname "$0")/.."
@@ -25,3 +26,9 @@ fi
 echo
 echo "### nodetune apply --policy policies/gpu-train.conf --dry-run (this host; nothing is written)"
 "$nt" apply --policy policies/gpu-train.conf --dry-run
+
+echo
+echo "### mpirun -np 2 nodetune exec --policy policies/gpu-train.conf -- nodetune-harness (20 steps of dlrm-small, each rank bound by nodetune)"
+[ "$(id -u)" -ne 0 ] || export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+mpirun -np 2 "$nt" exec --policy policies/gpu-train.conf -- "$build/nodetune-harness" --steps 20 --warmup 3
