@@ -182,6 +182,15 @@ int comm_init(struct comm *c, const char *kind, int *argc, char ***argv, char *w
 		snprintf(why, why_size, "--comm %s: expected auto, mpi or none", kind);
 		return -1;
 	}
+	/* under torchrun (WORLD_SIZE > 1) without mpirun, training alone would
+	 * silently be a different job */
+	const char *ws = getenv("WORLD_SIZE");
+
+	if (!strcmp(kind, "auto") && ws && strcmp(ws, "1") && strcmp(ws, "0")) {
+		snprintf(why, why_size, "WORLD_SIZE=%s (torchrun environment) but not under mpirun: the CPU path needs MPI (launch with mpirun -np N); the torchrun/NCCL rendezvous belongs to the GPU path, which this build does not have yet",
+			 ws);
+		return -1;
+	}
 	(void)argc, (void)argv;
 	c->name = "none";
 	c->world = c->local_size = 1;

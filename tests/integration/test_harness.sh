@@ -20,6 +20,10 @@ run "$H" --device cuda --steps 1
 check "--device cuda without a usable GPU: exit 3, one line saying why" -- sh -c \
 	"[ $RC -eq 3 ] && [ \$(wc -l <'$ERR') -eq 1 ] && grep -Eq 'no usable GPU|built without CUDA' '$ERR'"
 
+run env WORLD_SIZE=2 RANK=0 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29555 "$H" --steps 1
+check "a torchrun environment without mpirun on the CPU: a clear error, not a silent world of 1" -- sh -c \
+	"[ $RC -eq 3 ] && grep -q 'WORLD_SIZE=2 (torchrun environment) but not under mpirun' '$ERR'"
+
 # ---- DDP equals single-process training on the global batch ------------
 "$H" $Q --steps 20 --batch 512 --dump-weights "$T_TMP/w1" || t_not_ok "single-process reference run"
 for mode in "" "--no-overlap" "--accum 2 --batch 128 --bucket-mb 0.05 --first-bucket-mb 0.01"; do
