@@ -63,18 +63,38 @@ static struct cgroup *jobcg_new(const char *name, bool with_cpu)
 	return cg;
 }
 
-bool jobcg_exists(const char *name)
+/* The existing group name, loaded.  NULL when it does not exist
+ * (*missing) or libcgroup failed (err set). */
+static struct cgroup *jobcg_load(const char *name, bool *missing, struct nt_err *err)
 {
 	struct cgroup *cg;
-	bool found;
+	int r;
 
-	if (jobcg_init())
-		return false;
+	*missing = false;
+	if ((r = jobcg_init())) {
+		err_set(err, -ENODEV, "cgroup %s: libcgroup: %s", name, cgroup_strerror(r));
+		return NULL;
+	}
 	cg = cgroup_new_cgroup(name);
-	if (!cg)
-		return false;
-	found = cgroup_get_cgroup(cg) == 0;
-	cgroup_free(&cg);
+	if (!cg) {
+		err_set(err, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	if (cgroup_get_cgroup(cg)) {
+		cgroup_free(&cg);
+		*missing = true;
+		return NULL;
+	}
+	return cg;
+}
+
+bool jobcg_exists(const char *name)
+{
+	bool missing;
+	struct cgroup *cg = jobcg_load(name, &missing, NULL);
+	bool found = cg != NULL;
+
+	cgroup_free(&cg);   /* sets cg to NULL */
 	return found;
 }
 
@@ -113,18 +133,13 @@ int jobcg_create(const char *name, const char *cpus, const char *mems, unsigned 
 
 int jobcg_attach(const char *name, pid_t pid, struct nt_err *err)
 {
-	struct cgroup *cg;
+	bool missing;
+	struct cgroup *cg = jobcg_load(name, &missing, err);
 	int r;
 
-	if ((r = jobcg_init()))
-		return err_set(err, -ENODEV, "cgroup %s: libcgroup: %s", name, cgroup_strerror(r));
-	cg = cgroup_new_cgroup(name);
 	if (!cg)
-		return err_set(err, -ENOMEM, "out of memory");
-	if (cgroup_get_cgroup(cg)) {
-		cgroup_free(&cg);
-		return err_set(err, -ENOENT, "cgroup %s does not exist (create it with `nodetune apply`)", name);
-	}
+		return missing ? err_set(err, -ENOENT, "cgroup %s does not exist (create it with `nodetune apply`)", name)
+			       : err->code;
 	r = cgroup_attach_task_pid(cg, pid);
 	cgroup_free(&cg);
 	if (r)
@@ -134,18 +149,12 @@ int jobcg_attach(const char *name, pid_t pid, struct nt_err *err)
 
 int jobcg_delete(const char *name, struct nt_err *err)
 {
-	struct cgroup *cg;
+	bool missing;
+	struct cgroup *cg = jobcg_load(name, &missing, err);
 	int r;
 
-	if ((r = jobcg_init()))
-		return err_set(err, -ENODEV, "cgroup %s: libcgroup: %s", name, cgroup_strerror(r));
-	cg = cgroup_new_cgroup(name);
 	if (!cg)
-		return err_set(err, -ENOMEM, "out of memory");
-	if (cgroup_get_cgroup(cg)) {
-		cgroup_free(&cg);
-		return 0;
-	}
+		return missing ? 0 : err->code;
 	r = cgroup_delete_cgroup(cg, 1);
 	cgroup_free(&cg);
 	if (r)

@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "userfile.h"
+
 /* The files being read, outermost first, to detect include cycles. */
 struct chain {
 	const char *real[POLICY_MAX_DEPTH + 1];
@@ -35,69 +37,28 @@ static int file_err(struct nt_err *err, int code, const char *from, int from_lin
 	return err_set(err, code, "%s: %s", path, what);
 }
 
+/* The trust rule of a root process: owned by root, not writable by group
+ * or others (bpftune's trusted_plugin_path). */
+static int check_trusted(const struct stat *st, char *why, size_t why_size)
+{
+	if (st->st_uid == 0 && !(st->st_mode & (S_IWGRP | S_IWOTH)))
+		return 0;
+	snprintf(why, why_size,
+		 "refusing a policy %s (uid %u, mode %04o): a root process only reads files owned by root and not writable by group or others",
+		 st->st_uid != 0 ? "not owned by root" : "writable by group or others",
+		 (unsigned)st->st_uid, (unsigned)(st->st_mode & 07777));
+	return -EPERM;
+}
+
 static int read_policy_file(const char *path, unsigned flags, const char *from,
 			    int from_line, char **ret_buf, size_t *ret_len, struct nt_err *err)
 {
-	struct stat st;
-	size_t len = 0;
-	char *buf, why[256];
-	int fd, e;
+	char why[320];
+	int r = userfile_read(path, POLICY_MAX_SIZE, "a policy file",
+			      (flags & POLICY_TRUSTED_ONLY) ? check_trusted : NULL,
+			      ret_buf, ret_len, why, sizeof(why));
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0) {
-		e = -errno;
-		return file_err(err, e, from, from_line, path, strerror(-e));
-	}
-	if (fstat(fd, &st) < 0) {
-		e = -errno;
-		close(fd);
-		return file_err(err, e, from, from_line, path, strerror(-e));
-	}
-	if (S_ISDIR(st.st_mode)) {
-		close(fd);
-		return file_err(err, -EISDIR, from, from_line, path, "is a directory, not a policy file");
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		return file_err(err, -EINVAL, from, from_line, path, "not a regular file");
-	}
-	if ((flags & POLICY_TRUSTED_ONLY) && (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)))) {
-		close(fd);
-		snprintf(why, sizeof(why),
-			 "refusing a policy %s (uid %u, mode %04o): a root process only reads files owned by root and not writable by group or others",
-			 st.st_uid != 0 ? "not owned by root" : "writable by group or others",
-			 (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
-		return file_err(err, -EPERM, from, from_line, path, why);
-	}
-	if (st.st_size > POLICY_MAX_SIZE) {
-		close(fd);
-		return file_err(err, -EINVAL, from, from_line, path, "larger than 1 MiB: not a policy file");
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		close(fd);
-		return err_set(err, -ENOMEM, "out of memory");
-	}
-	while (len < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + len, (size_t)st.st_size - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			e = -errno;
-			free(buf);
-			close(fd);
-			return file_err(err, e, from, from_line, path, strerror(-e));
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	close(fd);
-	buf[len] = '\0';
-	*ret_buf = buf;
-	*ret_len = len;
-	return 0;
+	return r < 0 ? file_err(err, r, from, from_line, path, why) : 0;
 }
 
 /* ---- the line parser --------------------------------------------------- */

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cpulist.h"
+#include "userfile.h"
 
 #define TOPO_XML_MAX (256u << 20)
 
@@ -96,65 +97,6 @@ struct topo *topo_load_host(const char *fsroot, struct nt_err *err)
 	return t;
 }
 
-/* Read the whole file; bad-input errors name the file. */
-static int topo_read_file(const char *path, char **ret_buf, size_t *ret_len,
-			  struct nt_err *err)
-{
-	struct stat st;
-	char *buf;
-	size_t len = 0;
-	int fd, e;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		e = -errno;
-		return err_set(err, e, "%s: %s", path, strerror(-e));
-	}
-	if (fstat(fd, &st) < 0) {
-		e = -errno;
-		close(fd);
-		return err_set(err, e, "%s: %s", path, strerror(-e));
-	}
-	if (S_ISDIR(st.st_mode)) {
-		close(fd);
-		return err_set(err, -EISDIR, "%s: is a directory, not an hwloc XML file", path);
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		return err_set(err, -EINVAL, "%s: not a regular file", path);
-	}
-	if ((uint64_t)st.st_size > TOPO_XML_MAX) {
-		close(fd);
-		return err_set(err, -EFBIG, "%s: too large for an hwloc XML file (%lld bytes, limit %u)",
-			       path, (long long)st.st_size, TOPO_XML_MAX);
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		close(fd);
-		return err_set(err, -ENOMEM, "%s: out of memory", path);
-	}
-	while (len < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + len, (size_t)st.st_size - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			e = -errno;
-			free(buf);
-			close(fd);
-			return err_set(err, e, "%s: read: %s", path, strerror(-e));
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	close(fd);
-	buf[len] = '\0';
-	*ret_buf = buf;
-	*ret_len = len;
-	return 0;
-}
-
 /* Say why an XML file that hwloc refused is wrong, as precisely as is cheap. */
 static int topo_xml_diagnose(const char *path, const char *buf, size_t len,
 			     struct nt_err *err)
@@ -180,8 +122,13 @@ struct topo *topo_load_xml(const char *path, struct nt_err *err)
 	size_t len = 0;
 	char *buf = NULL;
 
-	if (topo_read_file(path, &buf, &len, err) < 0)
+	char why[256];
+	int r = userfile_read(path, TOPO_XML_MAX, "an hwloc XML file", NULL, &buf, &len, why, sizeof(why));
+
+	if (r < 0) {
+		err_set(err, r, "%s: %s", path, why);
 		return NULL;
+	}
 	t = topo_new("xml", path);
 	if (!t) {
 		free(buf);

@@ -8,7 +8,7 @@
 #include <cmocka.h>
 
 #include "data.h"
-#include "../../tests/unit/test_util.h"
+#include "test_util.h"
 
 static struct data_spec spec = { 13, 104, 1000, 5 };
 

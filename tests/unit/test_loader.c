@@ -8,7 +8,7 @@
 #include <cmocka.h>
 
 #include "loader.h"
-#include "../../tests/unit/test_util.h"
+#include "test_util.h"
 
 static const struct data_spec spec = { 13, 104, 1000, 5 };
 

@@ -1,0 +1,20 @@
+/* userfile.h — reading a whole file the user named (a policy, a topology
+ * export): open once, check what was opened (a regular file, not too large,
+ * an optional caller check such as ownership), read it all, NUL-terminate. */
+#ifndef NODETUNE_USERFILE_H
+#define NODETUNE_USERFILE_H
+
+#include <stddef.h>
+#include <sys/stat.h>
+
+/* Read path.  kind names the expected file in reasons ("a policy file").
+ * check (may be NULL) vets the opened file's stat: 0, or -errno with a
+ * reason.  Returns 0 with *ret_buf (malloc'd, NUL-terminated) and *ret_len;
+ * or -errno (-ENOENT, -EACCES, -EISDIR, -EINVAL not regular, -EFBIG, -EIO,
+ * -ENOMEM, or check's) with why: a reason without the path, for the caller
+ * to place.  Nothing is returned on error. */
+int userfile_read(const char *path, size_t max, const char *kind,
+		  int (*check)(const struct stat *st, char *why, size_t why_size),
+		  char **ret_buf, size_t *ret_len, char *why, size_t why_size);
+
+#endif
