@@ -23,6 +23,7 @@
 #include "bind.h"
 #include "cpulist.h"
 #include "discover.h"
+#include "doctor.h"
 #include "fsroot.h"
 #include "jobcg.h"
 #include "journal.h"
@@ -45,13 +46,15 @@ enum { EXIT_PROBLEM = 1, EXIT_USAGE = 2, EXIT_RUNTIME = 3 };
 enum {
 	O_POLICY = 1 << 0, O_RANKS = 1 << 1, O_TOPOLOGY = 1 << 2, O_SYNTHETIC = 1 << 3,
 	O_SYSROOT = 1 << 4, O_JSON = 1 << 5, O_STATE_DIR = 1 << 6, O_DRY_RUN = 1 << 7,
-	O_LOCAL_RANK = 1 << 8, O_LOCAL_SIZE = 1 << 9, O_MARKDOWN = 1 << 10,
+	O_LOCAL_RANK = 1 << 8, O_LOCAL_SIZE = 1 << 9, O_MARKDOWN = 1 << 10, O_WINDOW = 1 << 11,
 	O_COMMAND = 1 << 16,   /* the verb takes "-- CMD..." */
+	O_POLICY_OPTIONAL = 1 << 17,  /* --policy allowed, not required */
 };
 
 struct opts {
 	const char *policy, *topology, *synthetic, *sysroot, *state_dir;
 	unsigned ranks, local_rank, local_size;
+	double window_s;
 	bool has_ranks, has_local_rank, has_local_size;
 	bool json, dry_run, markdown;
 	char **command;       /* NULL-terminated, after "--" */
@@ -69,6 +72,7 @@ static const struct option long_opts[] = {
 	{ "local-rank", required_argument, NULL, 'l' },
 	{ "local-size", required_argument, NULL, 'L' },
 	{ "markdown", no_argument, NULL, 'm' },
+	{ "window", required_argument, NULL, 'w' },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
 };
@@ -77,7 +81,7 @@ static const struct option long_opts[] = {
 static unsigned opt_flag(int c)
 {
 	switch (c) {
-	case 'p': return O_POLICY;
+	case 'p': return O_POLICY | O_POLICY_OPTIONAL;
 	case 'n': return O_RANKS;
 	case 't': return O_TOPOLOGY;
 	case 's': return O_SYNTHETIC;
@@ -88,6 +92,7 @@ static unsigned opt_flag(int c)
 	case 'l': return O_LOCAL_RANK;
 	case 'L': return O_LOCAL_SIZE;
 	case 'm': return O_MARKDOWN;
+	case 'w': return O_WINDOW;
 	}
 	return 0;
 }
@@ -144,6 +149,16 @@ static int parse_opts(const struct cmd *c, int argc, char **argv, struct opts *o
 		case 'j': o->json = true; break;
 		case 'd': o->dry_run = true; break;
 		case 'm': o->markdown = true; break;
+		case 'w': {
+			char *end;
+
+			o->window_s = strtod(optarg, &end);
+			if (*end || end == optarg || !(o->window_s >= 0.2 && o->window_s <= 3600)) {
+				log_msg(LOG_ERR, "--window '%s': expected seconds from 0.2 to 3600", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		}
 		case 'n':
 			if (opt_uint("--ranks", optarg, 1, PLAN_MAX_RANKS, &o->ranks) < 0)
 				return EXIT_USAGE;
@@ -172,7 +187,7 @@ static int parse_opts(const struct cmd *c, int argc, char **argv, struct opts *o
 		log_msg(LOG_ERR, "unexpected argument '%s' (see --help)", argv[optind]);
 		return EXIT_USAGE;
 	}
-	if ((c->allowed & O_POLICY) && !o->policy) {
+	if ((c->allowed & O_POLICY) && !(c->allowed & O_POLICY_OPTIONAL) && !o->policy) {
 		log_msg(LOG_ERR, "--policy FILE is required");
 		return EXIT_USAGE;
 	}
@@ -746,6 +761,48 @@ static int cmd_run(struct opts *o)
 	return finish_stdout(worst);
 }
 
+/* ---- doctor ------------------------------------------------------------ */
+
+static int cmd_doctor(struct opts *o)
+{
+	struct doctor_config cfg = { o->window_s ? o->window_s : 2.0, 0.1, NULL };
+	struct doctor_report rep = { 0 };
+	struct nt_err err = { 0 };
+	struct kstate ks = { 0 };
+	struct ctx x;
+	int rc, r;
+
+	rc = ctx_load(&x, o, o->ranks, true);
+	if (rc >= 0)
+		return rc;
+	if (!x.root) {
+		log_msg(LOG_ERR, "--topology/--synthetic describe another machine: give --sysroot DIR for its kernel state");
+		ctx_release(&x);
+		return EXIT_USAGE;
+	}
+	r = kstate_read(x.root, &ks, &err);
+	if (r == 0) {
+		cfg.plan = x.plan;
+		r = doctor_run(x.root, x.topo, &ks, &cfg, &rep, &err);
+	}
+	if (r < 0) {
+		log_msg(LOG_ERR, "%s", err.msg);
+		rc = exit_code_for(r);
+	} else if (o->json) {
+		rc = print_json(doctor_json(&rep));
+	} else if (doctor_print(stdout, &rep) < 0) {
+		rc = EXIT_RUNTIME;
+	} else {
+		rc = 0;
+	}
+	if (rc == 0 && rep.n)
+		rc = EXIT_PROBLEM;
+	doctor_report_release(&rep);
+	kstate_release(&ks);
+	ctx_release(&x);
+	return finish_stdout(rc);
+}
+
 /* ---- the verb table and main ------------------------------------------- */
 
 #define O_MACHINE (O_TOPOLOGY | O_SYNTHETIC | O_SYSROOT)
@@ -805,6 +862,15 @@ static const struct cmd commands[] = {
 	  "job cgroup, sets CPU affinity, the NUMA memory policy, scheduling policy and\n"
 	  "nice, exports CUDA_VISIBLE_DEVICES when the policy asks, and execvp's the\n"
 	  "command directly (no shell).  Threads and children inherit the binding." },
+	{ "doctor", cmd_doctor, O_POLICY_OPTIONAL | O_RANKS | O_TOPOLOGY | O_SYSROOT | O_WINDOW | O_JSON,
+	  "nodetune doctor [--sysroot DIR] [--topology FILE.xml] [--policy FILE] [--window SECONDS] [--json]",
+	  "named hazards on this host, with evidence and a fix (exit 1 when any)",
+	  "Checks: zombie memory cgroups (/proc/cgroups against live memcg directories);\n"
+	  "a core saturated in kernel time (>= 95% for >= 1 s of a --window of /proc/stat\n"
+	  "samples every 100 ms, default 2 s) while the average looks fine; THP\n"
+	  "defrag=always; automatic NUMA balancing on a multi-node host; device IRQs on\n"
+	  "CPUs the ranks of --policy use; a governor other than performance; swap;\n"
+	  "cgroup CPU throttling.  A captured tree may carry proc/stat.series/NNN samples." },
 	{ "run", cmd_run, O_POLICY | O_RANKS | O_STATE_DIR | O_COMMAND,
 	  "nodetune run -n N --policy FILE [--state-dir DIR] -- COMMAND [ARGS...]",
 	  "apply, start N bound local ranks, wait, revert",
