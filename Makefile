@@ -48,7 +48,7 @@ NODETUNE  := $(BUILD)/nodetune
 CUDA_HOME ?= /usr/local/cuda
 NVCC      ?= $(if $(SAN),,$(firstword $(wildcard $(CUDA_HOME)/bin/nvcc) $(shell command -v nvcc 2>/dev/null)))
 HAVE_MPI  := $(shell pkg-config --exists ompi-c 2>/dev/null && echo 1)
-HPKGS     := openblas libzstd $(if $(HAVE_MPI),ompi-c)
+HPKGS     := openblas libzstd numa $(if $(HAVE_MPI),ompi-c)
 H_CFLAGS   = $(ALL_CFLAGS) $(shell pkg-config --cflags $(HPKGS) 2>/dev/null) \
              $(if $(HAVE_MPI),-DHAVE_MPI) $(if $(NVCC),-DHAVE_CUDA -I$(CUDA_HOME)/include)
 CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublas -lnccl -lstdc++

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -27,6 +28,7 @@
 #include "cuda_backend.h"
 #include "data.h"
 #include "ddp.h"
+#include "inject.h"
 #include "loader.h"
 #include "model.h"
 
@@ -46,7 +48,7 @@ struct opts {
 	double lr, bucket_mb, first_bucket_mb, timeout_s;
 	unsigned long long seed, samples;
 	bool overlap, pin, frozen, quiet;
-	const char *device, *comm, *json, *dump, *data, *write_data;
+	const char *device, *comm, *json, *dump, *data, *write_data, *inject;
 };
 
 struct step_rec {
@@ -132,6 +134,8 @@ static void usage(void)
 	       "  --blas-threads N         OpenBLAS threads (default: this rank's CPUs)\n"
 	       "  --json FILE|-            per-step records and a summary (rank 0)\n"
 	       "  --dump-weights FILE      raw float32 weights after training (rank 0)\n"
+	       "  --inject KIND            reproduce a cause on purpose: thp-compaction, tlb-shootdown,\n"
+	       "                           noisy-neighbor, remote-numa, alloc-churn, host-sync, slow:PCT\n"
 	       "  --quiet                  no human summary on stderr\n"
 	       "  --version                build features\n");
 }
@@ -151,7 +155,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	enum { O_MODEL = 256, O_DEPTH, O_WIDTH, O_BATCH, O_STEPS, O_WARMUP, O_ACCUM, O_LR, O_SEED,
 	       O_BUCKET, O_FIRST, O_NO_OVERLAP, O_WORKERS, O_PREFETCH, O_COMPRESS, O_NO_PIN, O_FROZEN,
 	       O_DATA, O_WRITE, O_SAMPLES, O_ROWS, O_DEVICE, O_COMM, O_TIMEOUT, O_BLAS, O_JSON, O_DUMP,
-	       O_QUIET, O_VERSION, O_HELP, O_ZLEVEL };
+	       O_QUIET, O_VERSION, O_HELP, O_ZLEVEL, O_INJECT };
 	static const struct option lo[] = {
 		{ "model", 1, NULL, O_MODEL }, { "mlp-depth", 1, NULL, O_DEPTH }, { "mlp-width", 1, NULL, O_WIDTH },
 		{ "batch", 1, NULL, O_BATCH }, { "steps", 1, NULL, O_STEPS }, { "warmup", 1, NULL, O_WARMUP },
@@ -164,7 +168,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		{ "write-data", 1, NULL, O_WRITE }, { "samples", 1, NULL, O_SAMPLES }, { "rows", 1, NULL, O_ROWS },
 		{ "device", 1, NULL, O_DEVICE }, { "comm", 1, NULL, O_COMM }, { "timeout", 1, NULL, O_TIMEOUT },
 		{ "blas-threads", 1, NULL, O_BLAS }, { "json", 1, NULL, O_JSON }, { "dump-weights", 1, NULL, O_DUMP },
-		{ "quiet", 0, NULL, O_QUIET }, { "version", 0, NULL, O_VERSION }, { "help", 0, NULL, O_HELP },
+		{ "quiet", 0, NULL, O_QUIET }, { "inject", 1, NULL, O_INJECT }, { "version", 0, NULL, O_VERSION }, { "help", 0, NULL, O_HELP },
 		{ 0 },
 	};
 	int c;
@@ -230,6 +234,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		case O_JSON: o->json = optarg; break;
 		case O_DUMP: o->dump = optarg; break;
 		case O_QUIET: o->quiet = true; break;
+		case O_INJECT: o->inject = optarg; break;
 		case O_VERSION: version(); exit(0);
 		case 'h': case O_HELP: usage(); exit(0);
 		case ':': die_usage("option '%s' needs a value", argv[optind - 1]);
@@ -308,8 +313,29 @@ static double median_phase(const struct step_rec *recs, int n, int k)
 	return m;
 }
 
+struct counters {
+	long minflt, majflt, nvcsw, nivcsw;
+	double runq_wait_ms;       /* the training thread's run-queue wait */
+};
+
+static struct counters rusage_now(void)
+{
+	struct rusage ru;
+	unsigned long long run = 0, wait = 0;
+	FILE *f = fopen("/proc/thread-self/schedstat", "re");
+
+	getrusage(RUSAGE_SELF, &ru);
+	if (f) {
+		if (fscanf(f, "%llu %llu", &run, &wait) != 2)
+			wait = 0;
+		fclose(f);
+	}
+	return (struct counters){ ru.ru_minflt, ru.ru_majflt, ru.ru_nvcsw, ru.ru_nivcsw, wait / 1e6 };
+}
+
 static int write_json(const struct opts *o, const struct comm *c, const struct step_rec *recs, int warmup,
-		      int n, double samples_per_s, double final_loss, int buckets, bool locked, bool boosted)
+		      int n, double samples_per_s, double final_loss, int buckets, bool locked, bool boosted,
+		      const struct counters *ctr, const char *inject_note)
 {
 	FILE *f = strcmp(o->json, "-") ? fopen(o->json, "w") : stdout;
 	const struct step_rec *m = recs + warmup;
@@ -342,6 +368,11 @@ static int write_json(const struct opts *o, const struct comm *c, const struct s
 	fprintf(f, "    \"final_loss\": %.6f,\n    \"buckets\": %d,\n    \"bucket_mb\": %g,\n    \"overlap\": %s,\n",
 		final_loss, buckets, o->bucket_mb, o->overlap ? "true" : "false");
 	fprintf(f, "    \"comm_thread_boosted\": %s,\n", boosted ? "true" : "false");
+	fprintf(f, "    \"inject\": \"%s\",\n    \"inject_note\": \"%s\",\n", o->inject ? o->inject : "none",
+		inject_note);
+	fprintf(f, "    \"counters\": {\"minor_faults\": %ld, \"major_faults\": %ld, \"voluntary_switches\": %ld, "
+		   "\"involuntary_switches\": %ld, \"runqueue_wait_ms\": %.3f},\n", ctr->minflt, ctr->majflt, ctr->nvcsw,
+		ctr->nivcsw, ctr->runq_wait_ms);
 	fprintf(f, "    \"loader\": {\"workers\": %d, \"prefetch\": %d, \"compress\": \"%s\", \"pinned\": %s, "
 		   "\"mlocked\": %s, \"frozen\": %s, \"data\": %s%s%s}\n  },\n",
 		o->workers, o->prefetch, o->zstd_level ? "zstd" : "none", o->pin ? "true" : "false",
@@ -394,6 +425,14 @@ int main(int argc, char **argv)
 	double final_loss = 0, t_measured = 0;
 
 	parse(argc, argv, &o);
+	struct inject *inj = NULL;
+	char inject_note[256] = "";
+	struct counters c0 = { 0 }, c1;
+
+	if (o.inject && !(inj = inject_create(o.inject, why, sizeof(why)))) {
+		fprintf(stderr, "nodetune-harness: %s (see --help)\n", why);
+		return EXIT_USAGE;
+	}
 	/* batch buffers are about a megabyte: above glibc's default mmap
 	 * threshold each would be mmap'ed, faulted in, zeroed and unmapped
 	 * again every batch (page faults, TLB shootdowns).  Keep them on the
@@ -460,6 +499,14 @@ int main(int argc, char **argv)
 		}
 		dd = ddp_create(&dc, &comm, params, n_params, g);
 	}
+	if (inject_start(inj, w, g, n_w * sizeof(float), inject_note, sizeof(inject_note)) < 0) {
+		fprintf(stderr, "nodetune-harness: rank %d: --inject %s: %s\n", comm.rank, o.inject,
+			inject_note[0] ? inject_note : "cannot start");
+		rc = EXIT_RUNTIME;
+		goto out;
+	}
+	if (inject_note[0] && rank0)
+		fprintf(stderr, "nodetune-harness: %s\n", inject_note);
 	total = o.warmup + o.steps;
 	recs = calloc((size_t)total, sizeof(*recs));
 	if (!dd || !recs) {
@@ -493,12 +540,14 @@ int main(int argc, char **argv)
 			r->data_wait += wait;
 			r->fwd += fwd;
 			r->bwd += bwd;
+			inject_after_compute(inj, s, fwd + bwd);
 		}
 		if (ddp_finish(dd, &r->comm_exposed, &r->comm, why, sizeof(why))) {
 			fprintf(stderr, "nodetune-harness: rank %d: %s\n", comm.rank, why);
 			rc = EXIT_RUNTIME;
 			goto out_abort;
 		}
+		inject_step_end(inj, s);
 		t1 = now_ms();
 		cpu_sgd_scaled(w, g, n_w, (float)o.lr, ddp_scale(dd));
 		r->opt = now_ms() - t1;
@@ -515,6 +564,8 @@ int main(int argc, char **argv)
 		final_loss = r->loss;
 		if (s >= o.warmup)
 			t_measured += r->total;
+		if (s + 1 == o.warmup)
+			c0 = rusage_now();
 		if (s == 0)
 			ddp_rebuild(dd);
 	}
@@ -525,8 +576,11 @@ int main(int argc, char **argv)
 
 		for (int i = 0; i < o.steps && tot; i++)
 			tot[i] = recs[o.warmup + i].total;
+		c1 = rusage_now();
+		c1 = (struct counters){ c1.minflt - c0.minflt, c1.majflt - c0.majflt, c1.nvcsw - c0.nvcsw,
+					c1.nivcsw - c0.nivcsw, c1.runq_wait_ms - c0.runq_wait_ms };
 		if (o.json && write_json(&o, &comm, recs, o.warmup, total, sps, final_loss, ddp_bucket_count(dd),
-					 loader_locked(ld), ddp_comm_boosted(dd)))
+					 loader_locked(ld), ddp_comm_boosted(dd), &c1, inject_note))
 			rc = EXIT_RUNTIME;
 		if (!o.quiet && tot)
 			fprintf(stderr, "nodetune-harness: %s on %s, world %d, batch %d x %d: %.0f samples/s, step p50 %.2f ms p99 %.2f ms, "
@@ -539,6 +593,7 @@ int main(int argc, char **argv)
 			rc = EXIT_RUNTIME;
 	}
 out:
+	inject_stop(inj);
 	ddp_free(dd);
 	loader_stop(ld);
 	model_free(m);

@@ -1,0 +1,64 @@
+#!/bin/sh
+# nodetune-harness --inject: each cause moves the counters it claims to,
+# against a run without it (one process, small batches, this host).
+. "$(dirname "$0")/lib.sh"
+: "${HARNESS:=$SRCDIR/build/nodetune-harness}"
+A="--comm none --rows 1000 --batch 256 --steps 30 --warmup 2 --blas-threads 1 --quiet"
+
+h() { # h OUT ARGS...: run, keep the summary
+	out=$1; shift
+	"$HARNESS" $A "$@" --json "$T_TMP/$out.json" 2>"$T_TMP/$out.err" || { cat "$T_TMP/$out.err"; return 1; }
+}
+s() { jq -r ".summary.$2" "$T_TMP/$1.json"; }
+tlb() { awk '/TLB/ { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i } END { print s + 0 }' /proc/interrupts; }
+vm() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
+
+h base
+check "no injection: the counters are low" -- [ "$(s base counters.involuntary_switches)" -ge 0 ]
+
+# a rank is bound (nodetune exec): the busy thread lands on its CPU
+taskset -c 0 "$HARNESS" $A --json "$T_TMP/bound.json" 2>/dev/null
+taskset -c 0 "$HARNESS" $A --inject noisy-neighbor --json "$T_TMP/noisy.json" 2>/dev/null
+check "noisy-neighbor on a rank bound to one CPU: training thread's run-queue wait $(s bound counters.runqueue_wait_ms) -> $(s noisy counters.runqueue_wait_ms) ms, involuntary switches $(s bound counters.involuntary_switches) -> $(s noisy counters.involuntary_switches)" -- \
+	awk "BEGIN { exit !($(s noisy counters.runqueue_wait_ms) > 3 * $(s bound counters.runqueue_wait_ms) + 20 && $(s noisy counters.involuntary_switches) > $(s bound counters.involuntary_switches)) }"
+
+h churn --inject alloc-churn
+check "alloc-churn: minor faults $(s base counters.minor_faults) -> $(s churn counters.minor_faults) (64 MiB a step)" -- \
+	[ "$(s churn counters.minor_faults)" -gt $(( $(s base counters.minor_faults) + 30 * 8000 )) ]
+
+t0=$(tlb); h base2; t1=$(tlb); h tlb --inject tlb-shootdown; t2=$(tlb)
+if grep -q TLB /proc/interrupts; then
+	check "tlb-shootdown: TLB shootdown IPIs $((t1 - t0)) in a clean run -> $((t2 - t1))" -- [ $((t2 - t1)) -gt $(( (t1 - t0) * 3 + 100 )) ]
+else
+	t_skip "tlb-shootdown: this kernel has no TLB line in /proc/interrupts"
+fi
+
+a0=$(vm thp_fault_alloc) c0=$(vm compact_stall) m0=$(vm compact_migrate_scanned)
+h thp --inject thp-compaction
+a1=$(vm thp_fault_alloc) c1=$(vm compact_stall) m1=$(vm compact_migrate_scanned)
+if [ "$(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/kernel/mm/transparent_hugepage/enabled)" != never ]; then
+	check "thp-compaction: thp_fault_alloc +$((a1 - a0)), compact_stall +$((c1 - c0)), compact_migrate_scanned +$((m1 - m0))" -- \
+		[ $((a1 - a0 + c1 - c0 + m1 - m0)) -gt 100 ]
+else
+	t_skip "thp-compaction: THP disabled on this host"
+fi
+
+h sync --inject host-sync
+check "host-sync: step p99 $(s sync step_ms_p99) ms against a clean p50 of $(s base step_ms_p50) ms (a 20 ms stall every 10 steps)" -- \
+	awk "BEGIN { exit !($(s sync step_ms_p99) > $(s base step_ms_p50) + 15) }"
+
+h base3; h slow --inject slow:100
+check "slow:100: step p50 $(s base3 step_ms_p50) -> $(s slow step_ms_p50) ms (+40% or more)" -- \
+	awk "BEGIN { exit !($(s slow step_ms_p50) > 1.4 * $(s base3 step_ms_p50)) }"
+
+h remote --inject remote-numa
+nodes=$(ls -d /sys/devices/system/node/node[0-9]* | wc -l)
+if [ "$nodes" -lt 2 ]; then
+	check "remote-numa on a one-node host: skipped, with the reason" -- sh -c \
+		"grep -q 'remote-numa skipped: this host has 1 NUMA node' '$T_TMP/remote.err' && [ \"\$(jq -r .summary.inject_note '$T_TMP/remote.json')\" != '' ]"
+else
+	check "remote-numa: ran on a $nodes-node host" -- [ -s "$T_TMP/remote.json" ]
+fi
+expect_fail 2 "--inject 'slow:x': slow:PCT needs a percentage" "bad --inject" -- "$HARNESS" --inject slow:x
+expect_fail 2 "--inject 'gremlins': expected thp-compaction" "unknown --inject" -- "$HARNESS" --inject gremlins
+t_done
