@@ -10,6 +10,7 @@
  * revert, verify, exec, run); the verb table and main().
  */
 #include <errno.h>
+#include <ftw.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -19,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ab.h"
 #include "apply.h"
 #include "bind.h"
 #include "cpulist.h"
@@ -47,7 +49,9 @@ enum {
 	O_POLICY = 1 << 0, O_RANKS = 1 << 1, O_TOPOLOGY = 1 << 2, O_SYNTHETIC = 1 << 3,
 	O_SYSROOT = 1 << 4, O_JSON = 1 << 5, O_STATE_DIR = 1 << 6, O_DRY_RUN = 1 << 7,
 	O_LOCAL_RANK = 1 << 8, O_LOCAL_SIZE = 1 << 9, O_MARKDOWN = 1 << 10, O_WINDOW = 1 << 11,
+	O_AB = 1 << 12,        /* --a --b --trials --steps --threshold --alpha --budget --seed */
 	O_COMMAND = 1 << 16,   /* the verb takes "-- CMD..." */
+	O_COMMAND_OPTIONAL = 1 << 18,
 	O_POLICY_OPTIONAL = 1 << 17,  /* --policy allowed, not required */
 };
 
@@ -55,6 +59,10 @@ struct opts {
 	const char *policy, *topology, *synthetic, *sysroot, *state_dir;
 	unsigned ranks, local_rank, local_size;
 	double window_s;
+	const char *spec_a, *spec_b;
+	unsigned trials, steps;
+	double threshold, alpha, budget;
+	unsigned long long seed;
 	bool has_ranks, has_local_rank, has_local_size;
 	bool json, dry_run, markdown;
 	char **command;       /* NULL-terminated, after "--" */
@@ -73,6 +81,14 @@ static const struct option long_opts[] = {
 	{ "local-size", required_argument, NULL, 'L' },
 	{ "markdown", no_argument, NULL, 'm' },
 	{ "window", required_argument, NULL, 'w' },
+	{ "a", required_argument, NULL, 'A' },
+	{ "b", required_argument, NULL, 'B' },
+	{ "trials", required_argument, NULL, 'T' },
+	{ "steps", required_argument, NULL, 'P' },
+	{ "threshold", required_argument, NULL, 'H' },
+	{ "alpha", required_argument, NULL, 'X' },
+	{ "budget", required_argument, NULL, 'U' },
+	{ "seed", required_argument, NULL, 'E' },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
 };
@@ -93,6 +109,7 @@ static unsigned opt_flag(int c)
 	case 'L': return O_LOCAL_SIZE;
 	case 'm': return O_MARKDOWN;
 	case 'w': return O_WINDOW;
+	case 'A': case 'B': case 'T': case 'P': case 'H': case 'X': case 'U': case 'E': return O_AB;
 	}
 	return 0;
 }
@@ -149,6 +166,41 @@ static int parse_opts(const struct cmd *c, int argc, char **argv, struct opts *o
 		case 'j': o->json = true; break;
 		case 'd': o->dry_run = true; break;
 		case 'm': o->markdown = true; break;
+		case 'A': o->spec_a = optarg; break;
+		case 'B': o->spec_b = optarg; break;
+		case 'T':
+			if (opt_uint("--trials", optarg, 2, 1000, &o->trials) < 0)
+				return EXIT_USAGE;
+			break;
+		case 'P':
+			if (opt_uint("--steps", optarg, 1, 1000000, &o->steps) < 0)
+				return EXIT_USAGE;
+			break;
+		case 'E': {
+			unsigned s32;
+
+			if (opt_uint("--seed", optarg, 0, 4000000000u, &s32) < 0)
+				return EXIT_USAGE;
+			o->seed = s32;
+			break;
+		}
+		case 'H': case 'X': case 'U': {
+			char *end;
+			double v = strtod(optarg, &end);
+			double lo = ch == 'H' ? 0 : ch == 'X' ? 1e-6 : 1, hi = ch == 'H' ? 100 : ch == 'X' ? 0.5 : 86400;
+
+			if (*end || end == optarg || !(v >= lo && v <= hi)) {
+				log_msg(LOG_ERR, "%s '%s': expected a number from %g to %g", name, optarg, lo, hi);
+				return EXIT_USAGE;
+			}
+			if (ch == 'H')
+				o->threshold = v / 100;
+			else if (ch == 'X')
+				o->alpha = v;
+			else
+				o->budget = v;
+			break;
+		}
 		case 'w': {
 			char *end;
 
@@ -176,7 +228,14 @@ static int parse_opts(const struct cmd *c, int argc, char **argv, struct opts *o
 			break;
 		}
 	}
-	if (c->allowed & O_COMMAND) {
+	if ((c->allowed & O_COMMAND_OPTIONAL) && optind < argc && !strcmp(argv[optind - 1], "--")) {
+		o->command = argv + optind;
+	} else if ((c->allowed & O_COMMAND_OPTIONAL) && optind < argc) {
+		log_msg(LOG_ERR, "unexpected argument '%s' (see --help)", argv[optind]);
+		return EXIT_USAGE;
+	} else if (c->allowed & O_COMMAND_OPTIONAL) {
+		/* no command: fine */
+	} else if (c->allowed & O_COMMAND) {
 		if (optind >= argc || strcmp(argv[optind - 1], "--")) {
 			/* getopt stops at "--" and skips it; require it explicitly */
 			log_msg(LOG_ERR, "expected '-- COMMAND [ARGS...]' (see --help)");
@@ -803,6 +862,116 @@ static int cmd_doctor(struct opts *o)
 	return finish_stdout(rc);
 }
 
+/* ---- ab ---------------------------------------------------------------- */
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	return remove(path);
+}
+
+/* A sibling of this program (nodetune-harness next to nodetune), else PATH. */
+static const char *sibling(const char *name, char *buf, size_t size)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, size - 1);
+	char *slash;
+
+	if (n > 0) {
+		buf[n] = '\0';
+		slash = strrchr(buf, '/');
+		if (slash && (size_t)(slash - buf) + strlen(name) + 2 < size) {
+			strcpy(slash + 1, name);
+			if (access(buf, X_OK) == 0)
+				return buf;
+		}
+	}
+	return name;
+}
+
+static int cmd_ab(struct opts *o)
+{
+	struct ab_config cfg = { 0 };
+	struct ab_result res = { 0 };
+	struct nt_err err = { 0 };
+	char self[4096], harness[4096], work[] = "/tmp/nodetune-ab-XXXXXX", state[64];
+	int rc = 0;
+
+	if (!o->spec_a || !o->spec_b) {
+		log_msg(LOG_ERR, "--a SPEC and --b SPEC are required (policy=FILE, cmd=COMMAND, or both)");
+		return EXIT_USAGE;
+	}
+	snprintf(cfg.arm[0].name, 2, "A");
+	snprintf(cfg.arm[1].name, 2, "B");
+	if (ab_parse_spec(o->spec_a, &cfg.arm[0], &err) || ab_parse_spec(o->spec_b, &cfg.arm[1], &err)) {
+		log_msg(LOG_ERR, "%s", err.msg);
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	/* `-- CMD...` is the command of the arms that name none */
+	for (int a = 0; a < 2 && o->command; a++)
+		if (!cfg.arm[a].argv[0])
+			for (int k = 0; o->command[k] && k < AB_MAX_ARGS - 1; k++)
+				cfg.arm[a].argv[k] = strdup(o->command[k]);
+	for (int a = 0; a < 2; a++) {
+		struct policy *p;
+
+		if (cfg.arm[a].policy) {
+			p = policy_load(cfg.arm[a].policy, geteuid() == 0 ? POLICY_TRUSTED_ONLY : 0, &err);
+			if (!p) {
+				log_msg(LOG_ERR, "arm %s: %s", cfg.arm[a].name, err.msg);
+				rc = exit_code_for(err.code);
+				goto out;
+			}
+			policy_free(p);
+		}
+		if (cfg.arm[a].argv[0] && !command_found(cfg.arm[a].argv[0])) {
+			log_msg(LOG_ERR, "arm %s: %s: command not found", cfg.arm[a].name, cfg.arm[a].argv[0]);
+			rc = EXIT_USAGE;
+			goto out;
+		}
+	}
+	if (!mkdtemp(work)) {
+		log_msg(LOG_ERR, "mkdtemp: %s", strerror(errno));
+		rc = EXIT_RUNTIME;
+		goto out;
+	}
+	snprintf(state, sizeof(state), "%s/state", work);
+	cfg.trials = o->trials ? o->trials : 6;
+	cfg.steps = o->steps ? (int)o->steps : 30;
+	cfg.warmup = 3;
+	cfg.batch = 2048;
+	cfg.threshold = o->threshold ? o->threshold : 0.02;
+	cfg.alpha = o->alpha ? o->alpha : 0.05;
+	cfg.budget_s = o->budget ? o->budget : 300;
+	cfg.seed = o->seed ? o->seed : 1;
+	cfg.nodetune = sibling("nodetune", self, sizeof(self));
+	cfg.harness = sibling("nodetune-harness", harness, sizeof(harness));
+	cfg.state_dir = state;
+	cfg.work_dir = work;
+	if (ab_run(&cfg, &res, &err) < 0) {
+		log_msg(LOG_ERR, "%s", err.msg);
+		rc = exit_code_for(err.code);
+		goto out;
+	}
+	if (o->json)
+		rc = print_json(ab_json(&cfg, &res));
+	else if (ab_print(stdout, &cfg, &res) < 0)
+		rc = EXIT_RUNTIME;
+	if (res.error) {
+		log_msg(LOG_ERR, "%s (nothing is left applied; trial outputs in %s)", res.error_msg, work);
+		rc = EXIT_RUNTIME;
+	} else if (!rc && res.verdict == VERDICT_REGRESSION) {
+		rc = EXIT_PROBLEM;
+	}
+	if (!res.error)   /* kept only when an arm failed, for its outputs */
+		nftw(work, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+out:
+	ab_result_release(&res);
+	ab_arm_release(&cfg.arm[0]);
+	ab_arm_release(&cfg.arm[1]);
+	return finish_stdout(rc);
+}
+
 /* ---- the verb table and main ------------------------------------------- */
 
 #define O_MACHINE (O_TOPOLOGY | O_SYNTHETIC | O_SYSROOT)
@@ -871,6 +1040,20 @@ static const struct cmd commands[] = {
 	  "defrag=always; automatic NUMA balancing on a multi-node host; device IRQs on\n"
 	  "CPUs the ranks of --policy use; a governor other than performance; swap;\n"
 	  "cgroup CPU throttling.  A captured tree may carry proc/stat.series/NNN samples." },
+	{ "ab", cmd_ab, O_AB | O_JSON | O_COMMAND_OPTIONAL,
+	  "nodetune ab --a SPEC --b SPEC [--trials N] [--steps N] [--threshold PCT] [--alpha A]\n"
+	  "                   [--budget SECONDS] [--seed N] [--json] [-- CMD...]",
+	  "A/B test two policies or commands with statistics (exit 1 on regression)",
+	  "SPEC is policy=FILE, cmd=COMMAND ARGS (last; split on spaces, no shell) or both,\n"
+	  "comma-separated.  Default workload: nodetune-harness (dlrm-small, world 2 through\n"
+	  "mpirun, each rank bound by `nodetune exec` under the arm's policy).  Trials run\n"
+	  "in randomized ABBA blocks (--trials per arm, default 6), each under its arm's\n"
+	  "policy, applied and reverted around the trial.  Metric: the harness's samples/s\n"
+	  "(a foreign command: 1 / wall time).  Verdict from a Mann-Whitney U test and a\n"
+	  "bootstrap CI of B/A against --threshold (default 2%): regression, improvement,\n"
+	  "no-difference, or inconclusive (more trials while --budget lasts, default 300 s).\n"
+	  "Also: the Hodges-Lehmann shift of step times, stalls per arm, and counters per\n"
+	  "step ranked by significance, each mapped to its mechanism." },
 	{ "run", cmd_run, O_POLICY | O_RANKS | O_STATE_DIR | O_COMMAND,
 	  "nodetune run -n N --policy FILE [--state-dir DIR] -- COMMAND [ARGS...]",
 	  "apply, start N bound local ranks, wait, revert",

@@ -155,11 +155,11 @@ int stats_bootstrap_ratio(const double *a, size_t na, const double *b, size_t nb
 	return 0;
 }
 
-enum stats_verdict stats_verdict(double p, double lo, double hi, double alpha, double threshold)
+enum stats_verdict stats_verdict(double p, double ratio, double lo, double hi, double alpha, double threshold)
 {
-	if (hi < 1 - threshold && p < alpha)
+	if (p < alpha && hi < 1 && ratio < 1 - threshold)
 		return VERDICT_REGRESSION;
-	if (lo > 1 + threshold && p < alpha)
+	if (p < alpha && lo > 1 && ratio > 1 + threshold)
 		return VERDICT_IMPROVEMENT;
 	if (lo >= 1 - threshold && hi <= 1 + threshold)
 		return VERDICT_NO_DIFFERENCE;

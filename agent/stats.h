@@ -32,12 +32,14 @@ int stats_bootstrap_ratio(const double *a, size_t na, const double *b, size_t nb
 
 enum stats_verdict { VERDICT_NO_DIFFERENCE, VERDICT_IMPROVEMENT, VERDICT_REGRESSION, VERDICT_INCONCLUSIVE };
 
-/* For a higher-is-better metric (throughput) of B over A: regression when
- * the interval lies wholly below 1 - threshold and p < alpha; improvement
- * when wholly above 1 + threshold and p < alpha; no-difference when the
- * interval lies within 1 +- threshold; inconclusive otherwise (more trials
- * would decide). */
-enum stats_verdict stats_verdict(double p, double ci_lo, double ci_hi, double alpha, double threshold);
+/* For a higher-is-better metric (throughput) of B over A, ratio = B/A with
+ * its interval: regression when the rank test is significant (p < alpha),
+ * the interval lies below 1 and the ratio is below 1 - threshold (a real
+ * and practically large loss); improvement the mirror image; no-difference
+ * when the whole interval lies within 1 +- threshold (equivalence);
+ * inconclusive otherwise: more trials would decide. */
+enum stats_verdict stats_verdict(double p, double ratio, double ci_lo, double ci_hi, double alpha,
+				 double threshold);
 
 const char *stats_verdict_name(enum stats_verdict v);
 

@@ -540,7 +540,13 @@ int main(int argc, char **argv)
 			r->data_wait += wait;
 			r->fwd += fwd;
 			r->bwd += bwd;
-			inject_after_compute(inj, s, fwd + bwd);
+			{
+				/* an injected slowdown stretches compute: count it there */
+				double ti = now_ms();
+
+				inject_after_compute(inj, s, fwd + bwd);
+				r->bwd += now_ms() - ti;
+			}
 		}
 		if (ddp_finish(dd, &r->comm_exposed, &r->comm, why, sizeof(why))) {
 			fprintf(stderr, "nodetune-harness: rank %d: %s\n", comm.rank, why);

@@ -70,18 +70,20 @@ static void test_bootstrap(void **state)
 
 static void test_verdicts(void **state)
 {
-	static const struct { double p, lo, hi; enum stats_verdict want; } cases[] = {
-		{ 0.001, 0.85, 0.90, VERDICT_REGRESSION },
-		{ 0.001, 1.05, 1.10, VERDICT_IMPROVEMENT },
-		{ 0.40, 0.99, 1.01, VERDICT_NO_DIFFERENCE },
-		{ 0.001, 0.985, 0.995, VERDICT_NO_DIFFERENCE },   /* significant but below the threshold */
-		{ 0.20, 0.90, 1.05, VERDICT_INCONCLUSIVE },       /* too wide */
-		{ 0.08, 0.90, 0.97, VERDICT_INCONCLUSIVE },       /* below, not yet significant */
+	static const struct { double p, ratio, lo, hi; enum stats_verdict want; } cases[] = {
+		{ 0.001, 0.875, 0.85, 0.90, VERDICT_REGRESSION },
+		{ 0.009, 0.948, 0.912, 0.988, VERDICT_REGRESSION },   /* interval reaches past 0.98: still a loss */
+		{ 0.001, 1.075, 1.05, 1.10, VERDICT_IMPROVEMENT },
+		{ 0.40, 1.00, 0.99, 1.01, VERDICT_NO_DIFFERENCE },
+		{ 0.001, 0.99, 0.985, 0.995, VERDICT_NO_DIFFERENCE },  /* significant but within the threshold */
+		{ 0.20, 0.97, 0.90, 1.05, VERDICT_INCONCLUSIVE },      /* too wide */
+		{ 0.08, 0.93, 0.90, 0.97, VERDICT_INCONCLUSIVE },      /* below, not yet significant */
+		{ 0.01, 0.99, 0.975, 0.995, VERDICT_INCONCLUSIVE },    /* real but smaller than the threshold, not yet equivalent */
 	};
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		assert_int_equal(stats_verdict(cases[i].p, cases[i].lo, cases[i].hi, 0.05, 0.02), cases[i].want);
+		assert_int_equal(stats_verdict(cases[i].p, cases[i].ratio, cases[i].lo, cases[i].hi, 0.05, 0.02), cases[i].want);
 	assert_string_equal(stats_verdict_name(VERDICT_REGRESSION), "regression");
 	assert_string_equal(stats_verdict_name(VERDICT_INCONCLUSIVE), "inconclusive");
 }

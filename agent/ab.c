@@ -1,0 +1,617 @@
+/* ab.c — see ab.h.
+ *
+ * Divisions: specs; one trial (apply, run, read metric and counters,
+ * revert); the schedule and the statistics; output.
+ */
+#include "ab.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "apply.h"
+#include "fsroot.h"
+#include "observe.h"
+#include "plan.h"
+#include "policy.h"
+#include "topo.h"
+
+/* ---- specs ------------------------------------------------------------- */
+
+void ab_arm_release(struct ab_arm *arm)
+{
+	free(arm->policy);
+	for (int i = 0; i < AB_MAX_ARGS && arm->argv[i]; i++)
+		free(arm->argv[i]);
+	memset(arm->argv, 0, sizeof(arm->argv));
+	arm->policy = NULL;
+}
+
+int ab_parse_spec(const char *spec, struct ab_arm *arm, struct nt_err *err)
+{
+	/* policy=FILE[,cmd=COMMAND ARGS...]: cmd= is last and takes the rest
+	 * (split on spaces; no shell ever sees it) */
+	const char *cmd = !strncmp(spec, "cmd=", 4) ? spec : strstr(spec, ",cmd=");
+	size_t head = cmd ? (size_t)(cmd - spec) : strlen(spec);
+	char *copy = strndup(spec, head), *item, *save = NULL;
+	int r = 0, n = 0;
+
+	if (!copy)
+		return err_set(err, -ENOMEM, "out of memory");
+	for (item = strtok_r(copy, ",", &save); item && !r; item = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(item, '=');
+
+		if (!eq) {
+			r = err_set(err, -EINVAL, "spec '%s': expected key=value (policy=FILE, cmd=COMMAND)", spec);
+			break;
+		}
+		*eq = '\0';
+		if (strcmp(item, "policy")) {
+			r = err_set(err, -EINVAL, "spec '%s': unknown key '%s' (policy, cmd)", spec, item);
+			break;
+		}
+		free(arm->policy);
+		arm->policy = strdup(eq + 1);
+		if (!arm->policy)
+			r = err_set(err, -ENOMEM, "out of memory");
+	}
+	free(copy);
+	if (r || !cmd)
+		return r;
+	cmd += cmd[0] == ',' ? 5 : 4;
+	copy = strdup(cmd);
+	if (!copy)
+		return err_set(err, -ENOMEM, "out of memory");
+	for (item = strtok_r(copy, " ", &save); item && n < AB_MAX_ARGS - 1; item = strtok_r(NULL, " ", &save))
+		if (!(arm->argv[n++] = strdup(item)))
+			r = err_set(err, -ENOMEM, "out of memory");
+	free(copy);
+	if (!n && !r)
+		r = err_set(err, -EINVAL, "spec '%s': cmd= is empty", spec);
+	return r;
+}
+
+/* ---- one trial --------------------------------------------------------- */
+
+struct trial {
+	int arm;
+	double metric;
+	double *steps;                /* per-step total ms (harness) */
+	double *phase[5];             /* data wait, fwd, bwd, exposed comm, opt */
+	int n_steps;
+	double counter[AB_COUNTERS];  /* per step */
+};
+
+static const struct {
+	const char *name;
+	const char *mechanism;
+} counters[AB_COUNTERS] = {
+	{ "involuntary_switches", "CPU contention" },
+	{ "runqueue_wait_ms", "CPU contention" },
+	{ "tlb_shootdowns", "munmap/madvise churn" },
+	{ "compact_stall", "THP compaction" },
+	{ "numa_hint_faults", "automatic NUMA balancing" },
+	{ "numa_pages_migrated", "automatic NUMA balancing" },
+	{ "minor_faults", "allocation churn (page faults)" },
+	{ "numa_miss", "placement (remote memory)" },
+};
+
+static double tlb_total(void)
+{
+	struct fsroot *root = fsroot_open("/");
+	char *buf = malloc(1 << 20), *line, *save = NULL;
+	double s = 0;
+
+	if (root && buf && fsroot_read(root, "proc/interrupts", buf, 1 << 20) >= 0)
+		for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+			if (strstr(line, "TLB shootdowns")) {
+				char *p = strchr(line, ':');
+
+				while (p && *++p) {
+					char *end;
+					double v = strtod(p, &end);
+
+					if (end == p)
+						break;
+					s += v;
+					p = end;
+				}
+			}
+	free(buf);
+	fsroot_free(root);
+	return s;
+}
+
+static void host_counters(double out[AB_COUNTERS])
+{
+	struct fsroot *root = fsroot_open("/");
+
+	memset(out, 0, sizeof(double) * AB_COUNTERS);
+	out[2] = tlb_total();
+	if (root) {
+		out[3] = (double)obs_vmstat(root, "compact_stall");
+		out[4] = (double)obs_vmstat(root, "numa_hint_faults");
+		out[5] = (double)obs_vmstat(root, "numa_pages_migrated");
+		out[7] = (double)obs_vmstat(root, "numa_miss");
+		fsroot_free(root);
+	}
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static char *fmt_int(int v)
+{
+	char *s = NULL;
+
+	return asprintf(&s, "%d", v) < 0 ? NULL : s;
+}
+
+/* argv of the trial's workload; strings it allocates go into bufs */
+static void build_argv(const struct ab_config *cfg, const struct ab_arm *arm, const char *json,
+		       char **argv, char *bufs[], int *n_bufs)
+{
+	int n = 0;
+
+	if (arm->argv[0]) {
+		bool harness = strstr(arm->argv[0], "nodetune-harness") != NULL, has_json = false;
+
+		for (int i = 0; arm->argv[i]; i++) {
+			argv[n++] = arm->argv[i];
+			has_json |= !strcmp(arm->argv[i], "--json");
+		}
+		if (harness && !has_json) {
+			argv[n++] = "--json";
+			argv[n++] = (char *)json;
+		}
+		argv[n] = NULL;
+		return;
+	}
+	/* the default workload: the harness, world 2, each rank bound by nodetune */
+	argv[n++] = "mpirun";
+	argv[n++] = "-np";
+	argv[n++] = "2";
+	if (geteuid() == 0)
+		argv[n++] = "--allow-run-as-root";
+	argv[n++] = "--oversubscribe";
+	if (arm->policy) {
+		argv[n++] = (char *)cfg->nodetune;
+		argv[n++] = "exec";
+		argv[n++] = "--policy";
+		argv[n++] = arm->policy;
+		argv[n++] = "--";
+	}
+	argv[n++] = (char *)cfg->harness;
+	argv[n++] = "--quiet";
+	argv[n++] = "--steps";
+	argv[n++] = bufs[(*n_bufs)++] = fmt_int(cfg->steps);
+	argv[n++] = "--warmup";
+	argv[n++] = bufs[(*n_bufs)++] = fmt_int(cfg->warmup);
+	argv[n++] = "--batch";
+	argv[n++] = bufs[(*n_bufs)++] = fmt_int(cfg->batch);
+	argv[n++] = "--json";
+	argv[n++] = (char *)json;
+	argv[n] = NULL;
+}
+
+static void tail_of(const char *path, char *out, size_t size)
+{
+	FILE *f = fopen(path, "r");
+	long len;
+	size_t n;
+
+	out[0] = '\0';
+	if (!f)
+		return;
+	fseek(f, 0, SEEK_END);
+	len = ftell(f);
+	fseek(f, len > (long)size - 1 ? len - (long)size + 1 : 0, SEEK_SET);
+	n = fread(out, 1, size - 1, f);
+	while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == ' '))
+		n--;
+	out[n] = '\0';
+	fclose(f);
+	for (char *p = out; *p; p++)
+		if (*p == '\n' && p[1])
+			*p = '|';
+}
+
+static int read_harness_json(const char *path, struct trial *t)
+{
+	json_error_t je;
+	json_t *doc = json_load_file(path, 0, &je), *steps, *s;
+	size_t i;
+	int k = 0;
+
+	if (!doc)
+		return -EINVAL;
+	{
+		/* throughput at the median step: robust to the occasional stall,
+		 * which the stall count reports on its own */
+		json_t *sum = json_object_get(doc, "summary");
+		double p50 = json_number_value(json_object_get(sum, "step_ms_p50"));
+
+		t->metric = p50 > 0 ? json_number_value(json_object_get(sum, "world_size")) *
+				      json_number_value(json_object_get(sum, "batch")) *
+				      json_number_value(json_object_get(sum, "accum")) * 1000.0 / p50 : 0;
+	}
+	steps = json_object_get(doc, "steps");
+	t->steps = calloc(json_array_size(steps) + 1, sizeof(double));
+	for (int p = 0; p < 5; p++)
+		t->phase[p] = calloc(json_array_size(steps) + 1, sizeof(double));
+	json_array_foreach(steps, i, s) {
+		static const char *const ph[5] = { "data_wait_ms", "fwd_ms", "bwd_ms", "comm_exposed_ms", "opt_ms" };
+
+		if (json_is_true(json_object_get(s, "warmup")))
+			continue;
+		t->steps[k] = json_number_value(json_object_get(s, "total_ms"));
+		for (int p = 0; p < 5; p++)
+			t->phase[p][k] = json_number_value(json_object_get(s, ph[p]));
+		k++;
+	}
+	t->n_steps = k;
+	{
+		json_t *c = json_object_get(json_object_get(doc, "summary"), "counters");
+
+		t->counter[0] = json_number_value(json_object_get(c, "involuntary_switches"));
+		t->counter[1] = json_number_value(json_object_get(c, "runqueue_wait_ms"));
+		t->counter[6] = json_number_value(json_object_get(c, "minor_faults"));
+	}
+	json_decref(doc);
+	return t->metric > 0 && k > 0 ? 0 : -EINVAL;
+}
+
+/* Apply the arm's policy (if any) and return the journal state dir. */
+static int trial_apply(const struct ab_config *cfg, const struct ab_arm *arm, struct nt_err *err)
+{
+	struct policy *p;
+	struct topo *t;
+	struct fsroot *root;
+	struct plan *pl;
+	struct apply_report rep = { 0 };
+	int r;
+
+	if (!arm->policy)
+		return 0;
+	p = policy_load(arm->policy, geteuid() == 0 ? POLICY_TRUSTED_ONLY : 0, err);
+	if (!p)
+		return err->code;
+	t = topo_load_host(NULL, err);
+	root = fsroot_open("/");
+	if (!t || !root) {
+		policy_free(p);
+		topo_free(t);
+		fsroot_free(root);
+		return t ? err_set(err, -errno, "/: %s", strerror(errno)) : err->code;
+	}
+	pl = plan_build(p, t, t->n_gpus ? t->n_gpus : 2, root, err);
+	r = pl ? apply_plan(pl, root, cfg->state_dir, false, &rep, err) : err->code;
+	apply_report_release(&rep);
+	plan_free(pl);
+	fsroot_free(root);
+	topo_free(t);
+	policy_free(p);
+	return r;
+}
+
+static int trial_revert(const struct ab_config *cfg, struct nt_err *err)
+{
+	struct apply_report rep = { 0 };
+	int r = apply_revert(cfg->state_dir, NULL, &rep, err);
+
+	apply_report_release(&rep);
+	return r;
+}
+
+/* Run one trial of arm a.  0; -errno with err (bad input); 1 when the arm's
+ * command failed (res->error filled). */
+static int run_trial(const struct ab_config *cfg, int a, int index, struct trial *t, struct ab_result *res,
+		     struct nt_err *err)
+{
+	const struct ab_arm *arm = &cfg->arm[a];
+	char json[4096], out[4096], errf[4096], *argv[AB_MAX_ARGS + 32], *bufs[16] = { 0 }, tail[600];
+	double c0[AB_COUNTERS], c1[AB_COUNTERS], t0, wall;
+	int n_bufs = 0, status, r, fd;
+	pid_t pid;
+
+	memset(t, 0, sizeof(*t));
+	t->arm = a;
+	snprintf(json, sizeof(json), "%s/trial-%03d-%s.json", cfg->work_dir, index, arm->name);
+	snprintf(out, sizeof(out), "%s/trial-%03d-%s.out", cfg->work_dir, index, arm->name);
+	snprintf(errf, sizeof(errf), "%s/trial-%03d-%s.err", cfg->work_dir, index, arm->name);
+	build_argv(cfg, arm, json, argv, bufs, &n_bufs);
+	r = trial_apply(cfg, arm, err);
+	if (r < 0)
+		goto out;
+	host_counters(c0);
+	t0 = now_s();
+	pid = fork();
+	if (pid == 0) {
+		fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd >= 0)
+			dup2(fd, 1);
+		fd = open(errf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd >= 0)
+			dup2(fd, 2);
+		execvp(argv[0], argv);
+		fprintf(stderr, "%s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) < 0)
+		status = -1;
+	wall = now_s() - t0;
+	host_counters(c1);
+	if (trial_revert(cfg, err) < 0 && !r) {
+		r = err->code;
+		goto out;
+	}
+	if (status != 0 || (!arm->argv[0] || strstr(arm->argv[0], "nodetune-harness") ? read_harness_json(json, t) < 0 : 0)) {
+		tail_of(errf, tail, sizeof(tail));
+		snprintf(res->error_msg, sizeof(res->error_msg), "arm %s (trial %d) failed (%s %d): %s", arm->name, index,
+			 WIFSIGNALED(status) ? "signal" : "exit", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status),
+			 tail[0] ? tail : "(no output on stderr)");
+		res->error = true;
+		r = 1;
+		goto out;
+	}
+	if (!t->n_steps) {          /* a foreign command: its wall time */
+		t->metric = 1.0 / wall;
+		res->metric_is_wall = true;
+	}
+	for (int k = 2; k < AB_COUNTERS; k++)
+		if (k != 6)
+			t->counter[k] = c1[k] - c0[k];
+	for (int k = 0; k < AB_COUNTERS; k++)
+		t->counter[k] /= t->n_steps ? t->n_steps : 1;
+out:
+	for (int i = 0; i < n_bufs; i++)
+		free(bufs[i]);
+	return r;
+}
+
+/* ---- schedule and statistics ------------------------------------------- */
+
+static void trial_free(struct trial *t)
+{
+	free(t->steps);
+	for (int p = 0; p < 5; p++)
+		free(t->phase[p]);
+}
+
+static void pooled(const struct trial *tr, int n, int arm, int phase, double **ret, size_t *ret_n)
+{
+	size_t total = 0, k = 0;
+
+	for (int i = 0; i < n; i++)
+		if (tr[i].arm == arm)
+			total += (size_t)tr[i].n_steps;
+	*ret = calloc(total + 1, sizeof(double));
+	for (int i = 0; i < n; i++)
+		if (tr[i].arm == arm)
+			for (int s = 0; s < tr[i].n_steps; s++)
+				(*ret)[k++] = phase < 0 ? tr[i].steps[s] : tr[i].phase[phase][s];
+	*ret_n = k;
+}
+
+static void analyse(const struct ab_config *cfg, struct trial *tr, int n, struct ab_result *res)
+{
+	static const char *const phases[5] = { "data_wait", "forward", "backward", "exposed_comm", "optimizer" };
+	double *m[2], *steps[2];
+	size_t ns[2];
+	int k[2] = { 0, 0 };
+
+	for (int a = 0; a < 2; a++) {
+		m[a] = calloc((size_t)n + 1, sizeof(double));
+		free(res->metric[a]);
+		res->metric[a] = m[a];
+	}
+	for (int i = 0; i < n; i++)
+		m[tr[i].arm][k[tr[i].arm]++] = tr[i].metric;
+	res->trials[0] = k[0];
+	res->trials[1] = k[1];
+	res->p = stats_mann_whitney(m[0], (size_t)k[0], m[1], (size_t)k[1], NULL);
+	stats_bootstrap_ratio(m[0], (size_t)k[0], m[1], (size_t)k[1], 2000, cfg->alpha, cfg->seed,
+			      &res->ratio, &res->ci_lo, &res->ci_hi);
+	res->verdict = stats_verdict(res->p, res->ratio, res->ci_lo, res->ci_hi, cfg->alpha, cfg->threshold);
+
+	/* per-step times: shift, stalls, the phase that grew */
+	for (int a = 0; a < 2; a++) {
+		double med, mad, limit;
+
+		pooled(tr, n, a, -1, &steps[a], &ns[a]);
+		med = stats_median(steps[a], ns[a]);
+		mad = stats_mad(steps[a], ns[a]);
+		res->step_p50[a] = med;
+		limit = fmax(3 * med, med + 10 * mad);
+		res->stalls[a] = 0;
+		res->stall_ms[a] = 0;
+		for (size_t s = 0; s < ns[a]; s++)
+			if (steps[a][s] > limit) {
+				res->stalls[a]++;
+				res->stall_ms[a] += steps[a][s];
+			}
+	}
+	res->hl_shift_ms = ns[0] && ns[1] ? stats_hodges_lehmann(steps[0], ns[0], steps[1], ns[1]) : 0;
+	free(steps[0]);
+	free(steps[1]);
+	res->grown_phase[0] = '\0';
+	res->grown_by_ms = 0;
+	for (int p = 0; p < 5; p++) {
+		double *x[2];
+		size_t nx[2];
+
+		pooled(tr, n, 0, p, &x[0], &nx[0]);
+		pooled(tr, n, 1, p, &x[1], &nx[1]);
+		if (nx[0] && nx[1]) {
+			double d = stats_median(x[1], nx[1]) - stats_median(x[0], nx[0]);
+
+			if (fabs(d) > fabs(res->grown_by_ms)) {
+				res->grown_by_ms = d;
+				snprintf(res->grown_phase, sizeof(res->grown_phase), "%s", phases[p]);
+			}
+		}
+		free(x[0]);
+		free(x[1]);
+	}
+
+	/* counters per step, A against B, ranked by significance then effect */
+	res->n_expl = 0;
+	for (int c = 0; c < AB_COUNTERS; c++) {
+		double ca[256], cb[256];
+		int na = 0, nb = 0;
+		struct ab_explanation *e;
+
+		for (int i = 0; i < n && na < 256 && nb < 256; i++) {
+			if (tr[i].arm == 0)
+				ca[na++] = tr[i].counter[c];
+			else
+				cb[nb++] = tr[i].counter[c];
+		}
+		e = &res->expl[res->n_expl++];
+		e->counter = counters[c].name;
+		e->mechanism = counters[c].mechanism;
+		e->a = stats_median(ca, (size_t)na);
+		e->b = stats_median(cb, (size_t)nb);
+		e->p = stats_mann_whitney(ca, (size_t)na, cb, (size_t)nb, NULL);
+	}
+	for (int i = 0; i < res->n_expl; i++)
+		for (int j = i + 1; j < res->n_expl; j++) {
+			struct ab_explanation *x = &res->expl[i], *y = &res->expl[j];
+			double ex = fabs(log((x->b + 1e-9) / (x->a + 1e-9))), ey = fabs(log((y->b + 1e-9) / (y->a + 1e-9)));
+
+			if (y->p < x->p - 1e-12 || (fabs(y->p - x->p) < 1e-12 && ey > ex)) {
+				struct ab_explanation t = *x;
+
+				*x = *y;
+				*y = t;
+			}
+		}
+}
+
+int ab_run(const struct ab_config *cfg, struct ab_result *res, struct nt_err *err)
+{
+	struct trial *tr = NULL;
+	int n = 0, cap = 0, r = 0;
+	uint64_t rng = cfg->seed * 0x9e3779b97f4a7c15ull + 1;
+	double start = now_s();
+
+	memset(res, 0, sizeof(*res));
+	for (;;) {
+		int blocks = n == 0 ? (cfg->trials + 1) / 2 : 1;
+
+		for (int b = 0; b < blocks && !r; b++) {
+			/* ABBA or BAAB */
+			int first;
+			static const int order[4] = { 0, 1, 1, 0 };
+
+			rng ^= rng << 13;
+			rng ^= rng >> 7;
+			rng ^= rng << 17;
+			first = (int)(rng & 1);
+			for (int k = 0; k < 4 && !r; k++) {
+				if (n == cap) {
+					struct trial *tmp = realloc(tr, (size_t)(cap = cap ? 2 * cap : 16) * sizeof(*tr));
+
+					if (!tmp) {
+						r = err_set(err, -ENOMEM, "out of memory");
+						break;
+					}
+					tr = tmp;
+				}
+				r = run_trial(cfg, order[k] ^ first, n, &tr[n], res, err);
+				if (r == 0)
+					n++;
+				else
+					trial_free(&tr[n]);
+			}
+		}
+		if (r)
+			break;
+		analyse(cfg, tr, n, res);
+		if (res->verdict != VERDICT_INCONCLUSIVE || now_s() - start > cfg->budget_s || n >= 400)
+			break;
+	}
+	res->elapsed_s = now_s() - start;
+	for (int i = 0; i < n; i++)
+		trial_free(&tr[i]);
+	free(tr);
+	return r < 0 ? r : 0;
+}
+
+void ab_result_release(struct ab_result *res)
+{
+	free(res->metric[0]);
+	free(res->metric[1]);
+	memset(res, 0, sizeof(*res));
+}
+
+/* ---- output ------------------------------------------------------------ */
+
+json_t *ab_json(const struct ab_config *cfg, const struct ab_result *res)
+{
+	json_t *doc, *ex, *ma, *mb;
+
+	if (res->error)
+		return json_pack("{s:s, s:s}", "verdict", "error", "error", res->error_msg);
+	ex = json_array();
+	ma = json_array();
+	mb = json_array();
+	for (int i = 0; i < res->trials[0]; i++)
+		json_array_append_new(ma, json_real(res->metric[0][i]));
+	for (int i = 0; i < res->trials[1]; i++)
+		json_array_append_new(mb, json_real(res->metric[1][i]));
+	for (int i = 0; i < res->n_expl; i++)
+		json_array_append_new(ex, json_pack("{s:s, s:s, s:f, s:f, s:f}", "counter", res->expl[i].counter,
+						    "mechanism", res->expl[i].mechanism, "a_per_step", res->expl[i].a,
+						    "b_per_step", res->expl[i].b, "p_value", res->expl[i].p));
+	doc = json_pack("{s:s, s:f, s:f, s:f, s:f, s:i, s:i, s:f, s:f, s:o, s:o, s:o}",
+			"verdict", stats_verdict_name(res->verdict), "ratio", res->ratio, "ci_low", res->ci_lo,
+			"ci_high", res->ci_hi, "p_value", res->p, "trials_a", res->trials[0], "trials_b", res->trials[1],
+			"hodges_lehmann_step_ms", res->hl_shift_ms, "threshold", cfg->threshold,
+			"stalls", json_pack("{s:{s:i, s:f, s:f}, s:{s:i, s:f, s:f}, s:s, s:f}",
+					    "a", "count", res->stalls[0], "ms", res->stall_ms[0], "step_ms_p50", res->step_p50[0],
+					    "b", "count", res->stalls[1], "ms", res->stall_ms[1], "step_ms_p50", res->step_p50[1],
+					    "grown_phase", res->grown_phase, "grown_by_ms", res->grown_by_ms),
+			"explanations", ex, "metric", json_pack("{s:s, s:o, s:o}", "name",
+								 res->metric_is_wall ? "1/wall_s" : "samples_per_s_at_median_step",
+								 "a", ma, "b", mb));
+	if (doc)
+		json_object_set_new(doc, "elapsed_s", json_real(res->elapsed_s));
+	return doc;
+}
+
+int ab_print(FILE *out, const struct ab_config *cfg, const struct ab_result *res)
+{
+	if (res->error) {
+		fprintf(out, "verdict: error — %s\n", res->error_msg);
+		return ferror(out) ? -EIO : 0;
+	}
+	fprintf(out, "verdict: %s (B vs A, threshold %.1f%%, alpha %.2f)\n", stats_verdict_name(res->verdict),
+		cfg->threshold * 100, cfg->alpha);
+	fprintf(out, "effect: B/A %s = %.4f, %.0f%% CI [%.4f, %.4f], Mann-Whitney p = %.3g, %d + %d trials, %.0f s\n",
+		res->metric_is_wall ? "speed (1/wall time)" : "samples/s at the median step", res->ratio, (1 - cfg->alpha) * 100,
+		res->ci_lo, res->ci_hi, res->p, res->trials[0], res->trials[1], res->elapsed_s);
+	if (!res->metric_is_wall) {
+		fprintf(out, "steps: p50 A %.2f ms, B %.2f ms; Hodges-Lehmann shift %+.2f ms; largest phase change: %s %+.2f ms\n",
+			res->step_p50[0], res->step_p50[1], res->hl_shift_ms, res->grown_phase[0] ? res->grown_phase : "-",
+			res->grown_by_ms);
+		fprintf(out, "stalls (> max(3 x median, median + 10 MAD)): A %d (%.0f ms), B %d (%.0f ms)\n",
+			res->stalls[0], res->stall_ms[0], res->stalls[1], res->stall_ms[1]);
+	}
+	fprintf(out, "explanations (per step, A -> B):\n");
+	for (int i = 0; i < res->n_expl && i < 3; i++)
+		fprintf(out, "  %d. %-22s %10.3f -> %10.3f  p = %.3g  => %s\n", i + 1, res->expl[i].counter,
+			res->expl[i].a, res->expl[i].b, res->expl[i].p, res->expl[i].mechanism);
+	return ferror(out) ? -EIO : 0;
+}

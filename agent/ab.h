@@ -1,0 +1,84 @@
+/* ab.h — the A/B engine: two configurations (a policy, a command, or both),
+ * randomized interleaved trials, statistics, stalls, and an explanation
+ * from kernel counters.
+ *
+ * A trial applies its arm's policy (journaled, reverted after the trial),
+ * runs the workload and reads its metric: the harness's JSON (samples/s and
+ * per-step times), or for another command its wall time.  Trials come in
+ * blocks of four, ABBA or BAAB at random (seeded), so linear drift cancels.
+ */
+#ifndef NODETUNE_AB_H
+#define NODETUNE_AB_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "log.h"
+#include "stats.h"
+
+#define AB_MAX_ARGS 64
+
+struct ab_arm {
+	char name[2];                 /* "A", "B" */
+	char *policy;                 /* NULL: no policy */
+	char *argv[AB_MAX_ARGS];      /* the command, NULL-terminated; argv[0] NULL: the harness */
+};
+
+struct ab_config {
+	struct ab_arm arm[2];
+	int trials;                   /* per arm, at first (multiple of 2) */
+	int steps, warmup;            /* of the harness */
+	int batch;
+	double threshold;             /* practical difference, as a fraction (0.02) */
+	double alpha;
+	double budget_s;              /* more trials while inconclusive, until this */
+	unsigned long long seed;
+	const char *nodetune;         /* this program, for `nodetune exec` */
+	const char *harness;
+	const char *state_dir;        /* for the per-trial applies */
+	const char *work_dir;         /* trial outputs */
+};
+
+/* Parse "policy=FILE,cmd=COMMAND ARGS" into arm (the command is split on
+ * spaces; no shell).  0, or -EINVAL with err. */
+int ab_parse_spec(const char *spec, struct ab_arm *arm, struct nt_err *err);
+void ab_arm_release(struct ab_arm *arm);
+
+#define AB_COUNTERS 8
+
+struct ab_explanation {
+	const char *counter;
+	const char *mechanism;
+	double a, b;                  /* median per-step rate in each arm */
+	double p;
+};
+
+struct ab_result {
+	enum stats_verdict verdict;
+	bool error;                   /* an arm failed */
+	char error_msg[1024];         /* with the tail of its stderr */
+	int trials[2];
+	double *metric[2];            /* per trial: samples/s (higher is better) */
+	double ratio, ci_lo, ci_hi, p;
+	double hl_shift_ms;           /* Hodges-Lehmann shift of step times B - A */
+	double step_p50[2];
+	int stalls[2];
+	double stall_ms[2];
+	char grown_phase[32];         /* the phase whose median grew most, B over A */
+	double grown_by_ms;
+	struct ab_explanation expl[AB_COUNTERS];
+	int n_expl;
+	double elapsed_s;
+	bool metric_is_wall;          /* foreign commands: 1 / wall time */
+};
+
+/* Run the experiment.  0 with res filled (res->verdict), or -errno with err
+ * for bad input (exit 2); an arm that fails gives res->error (exit 3). */
+int ab_run(const struct ab_config *cfg, struct ab_result *res, struct nt_err *err);
+void ab_result_release(struct ab_result *res);
+
+json_t *ab_json(const struct ab_config *cfg, const struct ab_result *res);
+int ab_print(FILE *out, const struct ab_config *cfg, const struct ab_result *res);
+
+#endif

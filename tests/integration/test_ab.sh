@@ -1,0 +1,40 @@
+#!/bin/sh
+# nodetune ab end to end on the harness: a calibrated 10% slowdown is a
+# regression (exit 1), 20% the other way an improvement; A against itself raises no alarm; a failing arm is an
+# error (exit 3) with its stderr; bad specs exit 2; policies are applied and
+# reverted per trial, leaving the host as it was.
+. "$(dirname "$0")/lib.sh"
+: "${HARNESS:=$SRCDIR/build/nodetune-harness}"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+C="$HARNESS --comm none --rows 1000 --batch 512 --steps 15 --warmup 2 --blas-threads 1 --quiet"
+
+run "$NODETUNE" ab --a "cmd=$C" --b "cmd=$C --inject slow:10" --trials 8 --budget 60 --json
+check "B = A + 10% compute: verdict regression, exit 1 ($(jq -c '{verdict, ratio, ci_low, ci_high, p_value, trials_a}' "$OUT" 2>/dev/null))" -- sh -c \
+	"[ $RC -eq 1 ] && jq -e '.verdict == \"regression\" and .ratio < 0.97 and .ci_high < 1 and .p_value < 0.05
+	  and .stalls.grown_phase == \"backward\" and (.explanations | length) >= 3' '$OUT'"
+run "$NODETUNE" ab --a "cmd=$C --inject slow:20" --b "cmd=$C" --trials 8 --budget 60
+check "the other way round: improvement, and the text report starts with the verdict" -- sh -c \
+	"[ $RC -eq 0 ] && head -n 1 '$OUT' | grep -q '^verdict: improvement' && grep -q '^effect: B/A' '$OUT' && grep -q '^stalls' '$OUT'"
+run "$NODETUNE" ab --a "cmd=$C" --b "cmd=$C" --trials 8 --budget 30 --json
+check "A against A: no false alarm ($(jq -c '{verdict, ratio, ci_low, ci_high}' "$OUT" 2>/dev/null))" -- sh -c \
+	"[ $RC -eq 0 ] && jq -e '.verdict == \"no-difference\" or .verdict == \"inconclusive\"' '$OUT'"
+
+run "$NODETUNE" ab --a "cmd=$C" --b "cmd=$C --inject gremlins" --trials 2
+check "an arm that fails: verdict error with its stderr tail, exit 3, its outputs kept" -- sh -c \
+	"[ $RC -eq 3 ] && grep -q \"^verdict: error — arm B (trial [0-9]*) failed (exit 2): nodetune-harness: --inject 'gremlins'\" '$OUT' &&
+	 d=\$(sed -n 's/.*trial outputs in \\(.*\\))\$/\\1/p' '$ERR') && [ -d \"\$d\" ] && rm -rf \"\$d\""
+expect_fail 2 "spec 'frob=1': unknown key 'frob'" "an unknown SPEC key" -- "$NODETUNE" ab --a "cmd=$C" --b frob=1
+expect_fail 2 "arm A: $T_TMP/nope.conf: No such file" "a missing policy" -- "$NODETUNE" ab --a policy=$T_TMP/nope.conf --b "cmd=$C"
+expect_fail 2 "arm A: no-such-command: command not found" "a command not found" -- "$NODETUNE" ab --a cmd=no-such-command --b "cmd=$C"
+expect_fail 2 "--a SPEC and --b SPEC are required" "a missing arm" -- "$NODETUNE" ab --a "cmd=$C"
+
+if [ "$(id -u)" -eq 0 ] && command -v mpirun >/dev/null; then
+	thp0=$(cat /sys/kernel/mm/transparent_hugepage/defrag)
+	run "$NODETUNE" ab --a policy=policies/baseline.conf --b policy=policies/gpu-train.conf --trials 2 --steps 8 --budget 1 --json
+	check "policies applied and reverted around every trial (harness under mpirun + nodetune exec): a verdict, the host as it was" -- sh -c \
+		"[ $RC -le 1 ] && jq -e '.trials_a == 2 and .trials_b == 2' '$OUT' && [ \"\$(cat /sys/kernel/mm/transparent_hugepage/defrag)\" = '$thp0' ] &&
+		 [ ! -d /sys/fs/cgroup/cpuset/nodetune-job ]"
+else
+	t_skip "policy arms: need root and mpirun"
+fi
+t_done
