@@ -327,9 +327,16 @@ static int run_trial(const struct ab_config *cfg, int a, int index, struct trial
 
 	memset(t, 0, sizeof(*t));
 	t->arm = a;
-	snprintf(json, sizeof(json), "%s/trial-%03d-%s.json", cfg->work_dir, index, arm->name);
-	snprintf(out, sizeof(out), "%s/trial-%03d-%s.out", cfg->work_dir, index, arm->name);
-	snprintf(errf, sizeof(errf), "%s/trial-%03d-%s.err", cfg->work_dir, index, arm->name);
+	char label[32];
+
+	/* index < 0: the arm's warm-up trial */
+	if (index < 0)
+		snprintf(label, sizeof(label), "warmup-%s", arm->name);
+	else
+		snprintf(label, sizeof(label), "trial-%03d-%s", index, arm->name);
+	snprintf(json, sizeof(json), "%s/%s.json", cfg->work_dir, label);
+	snprintf(out, sizeof(out), "%s/%s.out", cfg->work_dir, label);
+	snprintf(errf, sizeof(errf), "%s/%s.err", cfg->work_dir, label);
 	build_argv(cfg, arm, json, argv, bufs, &n_bufs);
 	r = trial_apply(cfg, arm, err);
 	if (r < 0)
@@ -358,7 +365,7 @@ static int run_trial(const struct ab_config *cfg, int a, int index, struct trial
 	}
 	if (status != 0 || (!arm->argv[0] || strstr(arm->argv[0], "nodetune-harness") ? read_harness_json(json, t) < 0 : 0)) {
 		tail_of(errf, tail, sizeof(tail));
-		snprintf(res->error_msg, sizeof(res->error_msg), "arm %s (trial %d) failed (%s %d): %s", arm->name, index,
+		snprintf(res->error_msg, sizeof(res->error_msg), "arm %s (%s) failed (%s %d): %s", arm->name, label,
 			 WIFSIGNALED(status) ? "signal" : "exit", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status),
 			 tail[0] ? tail : "(no output on stderr)");
 		res->error = true;
@@ -404,7 +411,8 @@ static void pooled(const struct trial *tr, int n, int arm, int phase, double **r
 	*ret_n = k;
 }
 
-static void analyse(const struct ab_config *cfg, struct trial *tr, int n, struct ab_result *res)
+/* alpha: the level of this look (see ab_run) */
+static void analyse(const struct ab_config *cfg, struct trial *tr, int n, double alpha, struct ab_result *res)
 {
 	static const char *const phases[5] = { "data_wait", "forward", "backward", "exposed_comm", "optimizer" };
 	double *m[2], *steps[2];
@@ -421,9 +429,10 @@ static void analyse(const struct ab_config *cfg, struct trial *tr, int n, struct
 	res->trials[0] = k[0];
 	res->trials[1] = k[1];
 	res->p = stats_mann_whitney(m[0], (size_t)k[0], m[1], (size_t)k[1], NULL);
-	stats_bootstrap_ratio(m[0], (size_t)k[0], m[1], (size_t)k[1], 2000, cfg->alpha, cfg->seed,
+	stats_bootstrap_ratio(m[0], (size_t)k[0], m[1], (size_t)k[1], 2000, alpha, cfg->seed,
 			      &res->ratio, &res->ci_lo, &res->ci_hi);
-	res->verdict = stats_verdict(res->p, res->ratio, res->ci_lo, res->ci_hi, cfg->alpha, cfg->threshold);
+	res->alpha_used = alpha;
+	res->verdict = stats_verdict(res->p, res->ratio, res->ci_lo, res->ci_hi, alpha, cfg->threshold);
 
 	/* per-step times: shift, stalls, the phase that grew */
 	for (int a = 0; a < 2; a++) {
@@ -502,13 +511,25 @@ static void analyse(const struct ab_config *cfg, struct trial *tr, int n, struct
 int ab_run(const struct ab_config *cfg, struct ab_result *res, struct nt_err *err)
 {
 	struct trial *tr = NULL;
-	int n = 0, cap = 0, r = 0;
+	int n = 0, cap = 0, r = 0, looks = 0;
 	uint64_t rng = cfg->seed * 0x9e3779b97f4a7c15ull + 1;
 	double start = now_s();
 
 	memset(res, 0, sizeof(*res));
+	/* warm-up: one trial of each arm, discarded.  The first runs of an
+	 * experiment are cold (binaries, page cache, allocator), a one-time
+	 * effect that ABBA blocks, which cancel linear drift, do not remove. */
+	for (int a = 0; a < 2 && !r; a++) {
+		struct trial w;
+
+		r = run_trial(cfg, a, -1 - a, &w, res, err);
+		trial_free(&w);
+	}
 	for (;;) {
 		int blocks = n == 0 ? (cfg->trials + 1) / 2 : 1;
+
+		if (r)
+			break;
 
 		for (int b = 0; b < blocks && !r; b++) {
 			/* ABBA or BAAB */
@@ -538,7 +559,10 @@ int ab_run(const struct ab_config *cfg, struct ab_result *res, struct nt_err *er
 		}
 		if (r)
 			break;
-		analyse(cfg, tr, n, res);
+		/* every look at the growing data is another chance of a false
+		 * alarm: spend alpha over the looks (Bonferroni), which keeps the
+		 * experiment's false-alarm rate at or below alpha */
+		analyse(cfg, tr, n, cfg->alpha / ++looks, res);
 		if (res->verdict != VERDICT_INCONCLUSIVE || now_s() - start > cfg->budget_s || n >= 400)
 			break;
 	}
@@ -586,8 +610,11 @@ json_t *ab_json(const struct ab_config *cfg, const struct ab_result *res)
 			"explanations", ex, "metric", json_pack("{s:s, s:o, s:o}", "name",
 								 res->metric_is_wall ? "1/wall_s" : "samples_per_s_at_median_step",
 								 "a", ma, "b", mb));
-	if (doc)
+	if (doc) {
 		json_object_set_new(doc, "elapsed_s", json_real(res->elapsed_s));
+		json_object_set_new(doc, "alpha", json_real(cfg->alpha));
+		json_object_set_new(doc, "alpha_last_look", json_real(res->alpha_used));
+	}
 	return doc;
 }
 
@@ -597,11 +624,11 @@ int ab_print(FILE *out, const struct ab_config *cfg, const struct ab_result *res
 		fprintf(out, "verdict: error — %s\n", res->error_msg);
 		return ferror(out) ? -EIO : 0;
 	}
-	fprintf(out, "verdict: %s (B vs A, threshold %.1f%%, alpha %.2f)\n", stats_verdict_name(res->verdict),
-		cfg->threshold * 100, cfg->alpha);
-	fprintf(out, "effect: B/A %s = %.4f, %.0f%% CI [%.4f, %.4f], Mann-Whitney p = %.3g, %d + %d trials, %.0f s\n",
-		res->metric_is_wall ? "speed (1/wall time)" : "samples/s at the median step", res->ratio, (1 - cfg->alpha) * 100,
-		res->ci_lo, res->ci_hi, res->p, res->trials[0], res->trials[1], res->elapsed_s);
+	fprintf(out, "verdict: %s (B vs A, threshold %.1f%%, alpha %.2f spent over the looks)\n",
+		stats_verdict_name(res->verdict), cfg->threshold * 100, cfg->alpha);
+	fprintf(out, "effect: B/A %s = %.4f, %.1f%% CI [%.4f, %.4f], Mann-Whitney p = %.3g, %d + %d trials, %.0f s\n",
+		res->metric_is_wall ? "speed (1/wall time)" : "samples/s at the median step", res->ratio,
+		(1 - res->alpha_used) * 100, res->ci_lo, res->ci_hi, res->p, res->trials[0], res->trials[1], res->elapsed_s);
 	if (!res->metric_is_wall) {
 		fprintf(out, "steps: p50 A %.2f ms, B %.2f ms; Hodges-Lehmann shift %+.2f ms; largest phase change: %s %+.2f ms\n",
 			res->step_p50[0], res->step_p50[1], res->hl_shift_ms, res->grown_phase[0] ? res->grown_phase : "-",

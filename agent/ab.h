@@ -61,6 +61,7 @@ struct ab_result {
 	int trials[2];
 	double *metric[2];            /* per trial: samples/s (higher is better) */
 	double ratio, ci_lo, ci_hi, p;
+	double alpha_used;            /* the level of the last look: alpha / looks */
 	double hl_shift_ms;           /* Hodges-Lehmann shift of step times B - A */
 	double step_p50[2];
 	int stalls[2];

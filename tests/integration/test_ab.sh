@@ -21,7 +21,7 @@ check "A against A: no false alarm ($(jq -c '{verdict, ratio, ci_low, ci_high}' 
 
 run "$NODETUNE" ab --a "cmd=$C" --b "cmd=$C --inject gremlins" --trials 2
 check "an arm that fails: verdict error with its stderr tail, exit 3, its outputs kept" -- sh -c \
-	"[ $RC -eq 3 ] && grep -q \"^verdict: error — arm B (trial [0-9]*) failed (exit 2): nodetune-harness: --inject 'gremlins'\" '$OUT' &&
+	"[ $RC -eq 3 ] && grep -q \"^verdict: error — arm B (warmup-B) failed (exit 2): nodetune-harness: --inject 'gremlins'\" '$OUT' &&
 	 d=\$(sed -n 's/.*trial outputs in \\(.*\\))\$/\\1/p' '$ERR') && [ -d \"\$d\" ] && rm -rf \"\$d\""
 expect_fail 2 "spec 'frob=1': unknown key 'frob'" "an unknown SPEC key" -- "$NODETUNE" ab --a "cmd=$C" --b frob=1
 expect_fail 2 "arm A: $T_TMP/nope.conf: No such file" "a missing policy" -- "$NODETUNE" ab --a policy=$T_TMP/nope.conf --b "cmd=$C"
