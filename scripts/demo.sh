@@ -3,7 +3,7 @@
 # discover this host, plan the gpu-train policy for it and for a real GPU
 # server, show what applying it would change (a dry run: nothing is
 # written), then train dlrm-small for 20 steps with the harness under mpirun,
-# each rank bound by `nodetune exec`.  (It grows into an A/B run.)
+# each rank bound by `nodetune exec`, and A/B-test baseline against gpu-train.
 set -eu
 build=$1
 cd "$(dirname "$0")/.."
@@ -32,3 +32,11 @@ echo "### mpirun -np 2 nodetune exec --policy policies/gpu-train.conf -- nodetun
 [ "$(id -u)" -ne 0 ] || export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
 mpirun -np 2 "$nt" exec --policy policies/gpu-train.conf -- "$build/nodetune-harness" --steps 20 --warmup 3
+
+echo
+echo "### nodetune ab --a policy=policies/baseline.conf --b policy=policies/gpu-train.conf (the harness, world 2; policies applied and reverted per trial)"
+if [ "$(id -u)" -eq 0 ]; then
+	"$nt" ab --a policy=policies/baseline.conf --b policy=policies/gpu-train.conf --trials 4 --steps 20 --budget 90 || true
+else
+	echo "(skipped: applying a policy's host settings needs root)"
+fi
