@@ -59,20 +59,7 @@ static int report_add(struct apply_report *rep, const char *path, const char *fr
 	return 0;
 }
 
-static void report_note(struct apply_report *rep, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void report_note(struct apply_report *rep, const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-
-	if (rep->n_notes >= APPLY_MAX_NOTES)
-		return;
-	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) >= 0)
-		rep->notes[rep->n_notes++] = s;
-	va_end(ap);
-}
+#define report_note(rep, ...) note_add((rep)->notes, &(rep)->n_notes, APPLY_MAX_NOTES, __VA_ARGS__)
 
 void apply_report_release(struct apply_report *rep)
 {

@@ -28,20 +28,7 @@ static struct doctor_hazard *hazard(struct doctor_report *rep, const char *code)
 	return &tmp[rep->n++];
 }
 
-static void note(struct doctor_report *rep, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void note(struct doctor_report *rep, const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-
-	if (rep->n_notes >= DOCTOR_MAX_NOTES)
-		return;
-	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) >= 0)
-		rep->notes[rep->n_notes++] = s;
-	va_end(ap);
-}
+#define note(rep, ...) note_add((rep)->notes, &(rep)->n_notes, DOCTOR_MAX_NOTES, __VA_ARGS__)
 
 void doctor_report_release(struct doctor_report *rep)
 {

@@ -23,21 +23,7 @@ const char *const kstate_thp_defrag_values[] = {
 	"always", "defer", "defer+madvise", "madvise", "never", NULL,
 };
 
-static void kstate_note(struct kstate *ks, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void kstate_note(struct kstate *ks, const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-
-	if (ks->n_notes >= KSTATE_MAX_NOTES)
-		return;
-	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) >= 0)
-		ks->notes[ks->n_notes++] = s;
-	va_end(ap);
-}
+#define kstate_note(ks, ...) note_add((ks)->notes, &(ks)->n_notes, KSTATE_MAX_NOTES, __VA_ARGS__)
 
 void kstate_release(struct kstate *ks)
 {

@@ -53,3 +53,16 @@ int err_set(struct nt_err *err, int code, const char *fmt, ...)
 	va_end(ap);
 	return code;
 }
+
+void note_add(char **notes, unsigned *n, unsigned max, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	if (*n >= max)
+		return;
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) >= 0)
+		notes[(*n)++] = s;
+	va_end(ap);
+}

@@ -37,4 +37,9 @@ struct nt_err {
 int err_set(struct nt_err *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* Append a formatted note to notes[0..max) (*n counts them); notes past
+ * max, or on out of memory, are dropped.  The caller frees each note. */
+void note_add(char **notes, unsigned *n, unsigned max, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
 #endif

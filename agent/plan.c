@@ -21,20 +21,7 @@
 
 /* ---- 1. notes, effective values ---------------------------------------- */
 
-static void plan_note(struct plan *pl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void plan_note(struct plan *pl, const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-
-	if (pl->n_notes >= PLAN_MAX_NOTES)
-		return;
-	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) >= 0)
-		pl->notes[pl->n_notes++] = s;
-	va_end(ap);
-}
+#define plan_note(pl, ...) note_add((pl)->notes, &(pl)->n_notes, PLAN_MAX_NOTES, __VA_ARGS__)
 
 int plan_read_effective(const struct fsroot *root, const struct knob *k, const char *path,
 			char *buf, size_t size)
