@@ -47,7 +47,9 @@ struct loader;
 struct loader *loader_start(const struct loader_config *cfg, char *why, size_t why_size);
 
 /* The next batch in order; blocks.  *wait_ms: how long it blocked.
- * Returns 0, or -1 with why (a worker failed: corrupt shard, ...). */
+ * Returns 0, or -1 with why (a worker failed: corrupt shard, ...).  A
+ * failure stops the pipeline where it is met: batches already decoded are
+ * still handed out, later ones never. */
 int loader_next(struct loader *l, struct loader_batch **ret, double *wait_ms, char *why, size_t why_size);
 
 /* Give a batch's buffer back. */

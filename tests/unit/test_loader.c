@@ -89,9 +89,10 @@ static void test_shards_and_failure(void **state)
 			break;
 		loader_release(l, b);
 	}
-	/* shard 0 holds batches 0..3; with two workers the failure may stop the
-	 * pipeline before all of them are made, but nothing past it is given */
-	assert_true(k >= 1 && k <= 4);
+	/* shard 0 holds batches 0..3.  The failure stops the pipeline as soon
+	 * as a worker meets it, so how many of those get out first depends on
+	 * timing (none, under ASan); nothing from past it is ever given */
+	assert_true(k >= 0 && k <= 4);
 	assert_non_null(strstr(why, "shard-00001.nts: offset 64: chunk 0:"));
 	loader_stop(l);
 
