@@ -421,7 +421,7 @@ static int cmd_plan(struct opts *o)
 		return rc;
 	rc = 0;
 	if (o->json)
-		rc = print_json(plan_json(x.plan, x.topo));
+		rc = print_json(plan_json(x.plan));
 	else if (plan_print(stdout, x.plan, x.topo) < 0)
 		rc = EXIT_RUNTIME;
 	ctx_release(&x);

@@ -614,13 +614,12 @@ static json_t *jset_or_null(hwloc_const_bitmap_t set)
 	return j;
 }
 
-json_t *plan_json(const struct plan *pl, const struct topo *t)
+json_t *plan_json(const struct plan *pl)
 {
 	json_t *doc = json_object(), *ranks = json_array(), *host = json_array(),
 	       *irqs = json_array(), *notes = json_array(), *cg;
 	bool ok = doc && ranks && host && irqs && notes;
 
-	(void)t;
 	if (!ok)
 		goto out_oom;
 	ok &= !json_object_set_new(doc, "policy", json_string(pl->policy_path));

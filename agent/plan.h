@@ -77,7 +77,7 @@ struct plan *plan_build(const struct policy *p, const struct topo *t, unsigned n
 void plan_free(struct plan *pl);
 
 /* The plan as a JSON document (new reference; NULL on out of memory). */
-json_t *plan_json(const struct plan *pl, const struct topo *t);
+json_t *plan_json(const struct plan *pl);
 
 /* Human-readable plan.  Returns 0 or -EIO. */
 int plan_print(FILE *out, const struct plan *pl, const struct topo *t);

@@ -171,9 +171,3 @@ HOT void cpu_sgd_scaled(float *w, const float *g, size_t n, float lr, float scal
 	for (size_t i = 0; i < n; i++)
 		w[i] -= lr * (g[i] * scale);
 }
-
-HOT void cpu_scale(float *dst, const float *src, size_t n, float s)
-{
-	for (size_t i = 0; i < n; i++)
-		dst[i] = src[i] * s;
-}

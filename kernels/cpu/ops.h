@@ -51,7 +51,5 @@ void cpu_sgd(float *w, const float *g, size_t n, float lr);
 /* w -= lr * (g * scale): SGD on gradients summed over ranks (scale 1/world) */
 void cpu_sgd_scaled(float *w, const float *g, size_t n, float lr, float scale);
 
-/* dst = src * s */
-void cpu_scale(float *dst, const float *src, size_t n, float s);
 
 #endif
