@@ -20,7 +20,11 @@ check "B = A + $SLOW% compute: verdict regression, exit 1 ($(jq -c '{verdict, ra
 run "$NODETUNE" ab --a "cmd=$C --inject slow:$((SLOW * 2))" --b "cmd=$C" --trials 8 --budget 60
 check "the other way round: improvement, and the text report starts with the verdict" -- sh -c \
 	"[ $RC -eq 0 ] && head -n 1 '$OUT' | grep -q '^verdict: improvement' && grep -q '^effect: B/A' '$OUT' && grep -q '^stalls' '$OUT'"
-run "$NODETUNE" ab --a "cmd=$C" --b "cmd=$C" --trials 8 --budget 30 --json
+# One A/A run at alpha 0.05 raises a false alarm about 1 time in 20 by
+# construction (more on a noisy host, where trials are not independent): the
+# check runs at alpha 0.005.  The false-alarm rate itself is a benchmark's
+# job (many verdicts), not one test run's.
+run "$NODETUNE" ab --a "cmd=$C" --b "cmd=$C" --trials 8 --budget 30 --alpha 0.005 --json
 check "A against A: no false alarm ($(jq -c '{verdict, ratio, ci_low, ci_high}' "$OUT" 2>/dev/null))" -- sh -c \
 	"[ $RC -eq 0 ] && jq -e '.verdict == \"no-difference\" or .verdict == \"inconclusive\"' '$OUT'"
 
