@@ -83,11 +83,15 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 UNIT_LIBS  = $(shell pkg-config --libs cmocka 2>/dev/null) $(LIBS)
 
-.PHONY: all deps check unit integration asan demo install clean
+.PHONY: all deps deps-check check unit integration asan demo install clean
 .DEFAULT_GOAL := all
 
 deps:
 	@scripts/install-deps.sh core
+
+# the tests also open an HTML report in headless Chromium
+deps-check:
+	@scripts/install-deps.sh core browser
 
 $(BUILD)/%.o: %.c | deps
 	@mkdir -p $(dir $@)
@@ -126,7 +130,7 @@ asan:
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SAN=1 unit
 	@ASAN_OPTIONS=detect_leaks=0 SANITIZED=1 $(MAKE) --no-print-directory BUILD=$(BUILD)/asan SAN=1 integration
 
-check: deps
+check: deps-check
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory integration

@@ -445,6 +445,7 @@ static void analyse(const struct ab_config *cfg, struct trial *tr, int n, double
 		limit = fmax(3 * med, med + 10 * mad);
 		res->stalls[a] = 0;
 		res->stall_ms[a] = 0;
+		res->stall_limit[a] = limit;
 		for (size_t s = 0; s < ns[a]; s++)
 			if (steps[a][s] > limit) {
 				res->stalls[a]++;
@@ -452,8 +453,19 @@ static void analyse(const struct ab_config *cfg, struct trial *tr, int n, double
 			}
 	}
 	res->hl_shift_ms = ns[0] && ns[1] ? stats_hodges_lehmann(steps[0], ns[0], steps[1], ns[1]) : 0;
-	free(steps[0]);
-	free(steps[1]);
+	/* the series over time, for the report: kept, with where each trial ends */
+	for (int a = 0; a < 2; a++) {
+		int t = 0, end = 0;
+
+		free(res->series[a]);
+		free(res->trial_end[a]);
+		res->series[a] = steps[a];
+		res->n_series[a] = (int)ns[a];
+		res->trial_end[a] = calloc((size_t)k[a] + 1, sizeof(int));
+		for (int i = 0; i < n && res->trial_end[a]; i++)
+			if (tr[i].arm == a)
+				res->trial_end[a][t++] = end += tr[i].n_steps;
+	}
 	res->grown_phase[0] = '\0';
 	res->grown_by_ms = 0;
 	for (int p = 0; p < 5; p++) {
@@ -575,8 +587,11 @@ int ab_run(const struct ab_config *cfg, struct ab_result *res, struct nt_err *er
 
 void ab_result_release(struct ab_result *res)
 {
-	free(res->metric[0]);
-	free(res->metric[1]);
+	for (int a = 0; a < 2; a++) {
+		free(res->metric[a]);
+		free(res->series[a]);
+		free(res->trial_end[a]);
+	}
 	memset(res, 0, sizeof(*res));
 }
 

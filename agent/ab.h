@@ -64,6 +64,10 @@ struct ab_result {
 	double alpha_used;            /* the level of the last look: alpha / looks */
 	double hl_shift_ms;           /* Hodges-Lehmann shift of step times B - A */
 	double step_p50[2];
+	double *series[2];            /* per-step times of the measured trials, in run order */
+	int n_series[2];
+	int *trial_end[2];            /* series index where each trial ends */
+	double stall_limit[2];        /* max(3 x median, median + 10 MAD) */
 	int stalls[2];
 	double stall_ms[2];
 	char grown_phase[32];         /* the phase whose median grew most, B over A */

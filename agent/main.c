@@ -35,6 +35,7 @@
 #include "parse.h"
 #include "plan.h"
 #include "policy.h"
+#include "report.h"
 #include "topo.h"
 
 #ifndef NODETUNE_VERSION
@@ -59,7 +60,7 @@ struct opts {
 	const char *policy, *topology, *synthetic, *sysroot, *state_dir;
 	unsigned ranks, local_rank, local_size;
 	double window_s;
-	const char *spec_a, *spec_b;
+	const char *spec_a, *spec_b, *report;
 	unsigned trials, steps;
 	double threshold, alpha, budget;
 	unsigned long long seed;
@@ -89,6 +90,7 @@ static const struct option long_opts[] = {
 	{ "alpha", required_argument, NULL, 'X' },
 	{ "budget", required_argument, NULL, 'U' },
 	{ "seed", required_argument, NULL, 'E' },
+	{ "report", required_argument, NULL, 'R' },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
 };
@@ -109,7 +111,7 @@ static unsigned opt_flag(int c)
 	case 'L': return O_LOCAL_SIZE;
 	case 'm': return O_MARKDOWN;
 	case 'w': return O_WINDOW;
-	case 'A': case 'B': case 'T': case 'P': case 'H': case 'X': case 'U': case 'E': return O_AB;
+	case 'A': case 'B': case 'T': case 'P': case 'H': case 'X': case 'U': case 'E': case 'R': return O_AB;
 	}
 	return 0;
 }
@@ -168,6 +170,7 @@ static int parse_opts(const struct cmd *c, int argc, char **argv, struct opts *o
 		case 'm': o->markdown = true; break;
 		case 'A': o->spec_a = optarg; break;
 		case 'B': o->spec_b = optarg; break;
+		case 'R': o->report = optarg; break;
 		case 'T':
 			if (opt_uint("--trials", optarg, 2, 1000, &o->trials) < 0)
 				return EXIT_USAGE;
@@ -953,10 +956,17 @@ static int cmd_ab(struct opts *o)
 		rc = exit_code_for(err.code);
 		goto out;
 	}
-	if (o->json)
-		rc = print_json(ab_json(&cfg, &res));
-	else if (ab_print(stdout, &cfg, &res) < 0)
+	if (o->report && report_write(o->report, &cfg, &res, &err) < 0) {
+		log_msg(LOG_ERR, "%s", err.msg);
 		rc = EXIT_RUNTIME;
+	}
+	if (o->json) {
+		int pr = print_json(ab_json(&cfg, &res));
+
+		rc = pr ? pr : rc;
+	} else if (ab_print(stdout, &cfg, &res) < 0) {
+		rc = EXIT_RUNTIME;
+	}
 	if (res.error) {
 		log_msg(LOG_ERR, "%s (nothing is left applied; trial outputs in %s)", res.error_msg, work);
 		rc = EXIT_RUNTIME;
@@ -1042,7 +1052,7 @@ static const struct cmd commands[] = {
 	  "cgroup CPU throttling.  A captured tree may carry proc/stat.series/NNN samples." },
 	{ "ab", cmd_ab, O_AB | O_JSON | O_COMMAND_OPTIONAL,
 	  "nodetune ab --a SPEC --b SPEC [--trials N] [--steps N] [--threshold PCT] [--alpha A]\n"
-	  "                   [--budget SECONDS] [--seed N] [--json] [-- CMD...]",
+	  "                   [--budget SECONDS] [--seed N] [--json] [--report FILE.html] [-- CMD...]",
 	  "A/B test two policies or commands with statistics (exit 1 on regression)",
 	  "SPEC is policy=FILE, cmd=COMMAND ARGS (last; split on spaces, no shell) or both,\n"
 	  "comma-separated.  Default workload: nodetune-harness (dlrm-small, world 2 through\n"
@@ -1053,7 +1063,9 @@ static const struct cmd commands[] = {
 	  "bootstrap CI of B/A against --threshold (default 2%): regression, improvement,\n"
 	  "no-difference, or inconclusive (more trials while --budget lasts, default 300 s).\n"
 	  "Also: the Hodges-Lehmann shift of step times, stalls per arm, and counters per\n"
-	  "step ranked by significance, each mapped to its mechanism." },
+	  "step ranked by significance, each mapped to its mechanism.  --report writes a\n"
+	  "self-contained HTML page (inline SVG of per-step times with stalls, the two\n"
+	  "distributions, every trial; nothing fetched)." },
 	{ "run", cmd_run, O_POLICY | O_RANKS | O_STATE_DIR | O_COMMAND,
 	  "nodetune run -n N --policy FILE [--state-dir DIR] -- COMMAND [ARGS...]",
 	  "apply, start N bound local ranks, wait, revert",

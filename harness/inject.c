@@ -175,7 +175,7 @@ void inject_step_end(struct inject *in, int step)
 	if (!in)
 		return;
 	if (in->kind == K_SYNC && step % 10 == 9)
-		usleep(20000);
+		usleep(50000);   /* 50 ms: a sync plus a recompile, well above 3 x a step */
 	if (in->kind == K_CHURN) {
 		/* what a large malloc/free per step does under glibc's default
 		 * mmap threshold: fresh pages, faulted and cleared, then unmapped */

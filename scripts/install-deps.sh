@@ -19,7 +19,8 @@ core="build-essential pkg-config
       libjansson-dev
       libopenmpi-dev openmpi-bin
       libopenblas-dev
-      libzstd-dev"
+      libzstd-dev
+      python3"
 bench="python3-torch python3-numpy"
 browser="chromium"
 

@@ -28,6 +28,36 @@ run "$NODETUNE" ab --a "cmd=$C" --b "cmd=$C" --trials 8 --budget 30 --alpha 0.00
 check "A against A: no false alarm ($(jq -c '{verdict, ratio, ci_low, ci_high}' "$OUT" 2>/dev/null))" -- sh -c \
 	"[ $RC -eq 0 ] && jq -e '.verdict == \"no-difference\" or .verdict == \"inconclusive\"' '$OUT'"
 
+# The HTML report of an A/B with periodic stalls in B (--inject host-sync: a
+# 50 ms sleep every 10 steps), opened in headless Chromium without a network
+run "$NODETUNE" ab --a "cmd=$C" --b "cmd=$C --inject host-sync" --trials 4 --budget 5 --json --report "$T_TMP/r.html"
+cp "$OUT" "$T_TMP/sync.json"
+stalls=$(jq '.stalls.a.count + .stalls.b.count' "$T_TMP/sync.json" 2>/dev/null)
+check "--report: one stall marker per stall ($stalls), every trial drawn, nothing fetched" -- sh -c \
+	"[ $RC -le 1 ] && [ \"\$(grep -o '<circle class=\"stall\"' '$T_TMP/r.html' | wc -l)\" -eq '$stalls' ] &&
+	 [ \"\$(grep -o '<circle class=\"trial-a\"' '$T_TMP/r.html' | wc -l)\" -eq \"\$(jq .trials_a '$T_TMP/sync.json')\" ] &&
+	 ! grep -Eq 'http|<script|src=|url\\(' '$T_TMP/r.html'"
+if [ -z "${SANITIZED:-}" ]; then
+	check "host-sync's stalls are found in B" -- jq -e '.stalls.b.count >= .trials_b and .stalls.b.count > .stalls.a.count' "$T_TMP/sync.json"
+fi
+if command -v chromium >/dev/null; then
+	# no network: a namespace of its own where root may make one
+	net=""
+	unshare -n true 2>/dev/null && net="unshare -n"
+	$net chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1000,1400 \
+		--screenshot="$T_TMP/r.png" "file://$T_TMP/r.html" >"$T_TMP/chromium.log" 2>&1
+	# the arms' colours fill their legend squares (144 px each) and draw
+	# the lines, histograms and trial dots; red fills the stall legend key
+	# (about 35 px) and each stall marker
+	python3 tests/tools/pngcolours.py "$T_TMP/r.png" 1f77b4 e8710a dd0000 >"$T_TMP/colours" 2>&1
+	check "the report renders in headless Chromium${net:+ with no network}: $(tr '\n' ' ' <"$T_TMP/colours")" -- sh -c \
+		"head -n 1 '$T_TMP/colours' | grep -qx '1000x1400' &&
+		 awk '\$1 == \"1f77b4\" && \$2 < 300 { exit 1 } \$1 == \"e8710a\" && \$2 < 300 { exit 1 }
+		      \$1 == \"dd0000\" && \$2 < ($stalls > 0 ? 50 : 20) { exit 1 }' '$T_TMP/colours'"
+else
+	t_skip "headless Chromium check of the report: chromium is not installed (scripts/install-deps.sh browser)"
+fi
+
 run "$NODETUNE" ab --a "cmd=$C" --b "cmd=$C --inject gremlins" --trials 2
 check "an arm that fails: verdict error with its stderr tail, exit 3, its outputs kept" -- sh -c \
 	"[ $RC -eq 3 ] && grep -q \"^verdict: error — arm B (warmup-B) failed (exit 2): nodetune-harness: --inject 'gremlins'\" '$OUT' &&
