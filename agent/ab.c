@@ -439,8 +439,10 @@ static void analyse(const struct ab_config *cfg, struct trial *tr, int n, double
 		double med, mad, limit;
 
 		pooled(tr, n, a, -1, &steps[a], &ns[a]);
-		med = stats_median(steps[a], ns[a]);
-		mad = stats_mad(steps[a], ns[a]);
+		/* a foreign command has no steps: no step statistics (0, never NaN,
+		 * which JSON cannot carry) */
+		med = ns[a] ? stats_median(steps[a], ns[a]) : 0;
+		mad = ns[a] ? stats_mad(steps[a], ns[a]) : 0;
 		res->step_p50[a] = med;
 		limit = fmax(3 * med, med + 10 * mad);
 		res->stalls[a] = 0;

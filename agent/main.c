@@ -22,6 +22,7 @@
 
 #include "ab.h"
 #include "apply.h"
+#include "bisect.h"
 #include "bind.h"
 #include "cpulist.h"
 #include "discover.h"
@@ -50,7 +51,9 @@ enum {
 	O_POLICY = 1 << 0, O_RANKS = 1 << 1, O_TOPOLOGY = 1 << 2, O_SYNTHETIC = 1 << 3,
 	O_SYSROOT = 1 << 4, O_JSON = 1 << 5, O_STATE_DIR = 1 << 6, O_DRY_RUN = 1 << 7,
 	O_LOCAL_RANK = 1 << 8, O_LOCAL_SIZE = 1 << 9, O_MARKDOWN = 1 << 10, O_WINDOW = 1 << 11,
-	O_AB = 1 << 12,        /* --a --b --trials --steps --threshold --alpha --budget --seed */
+	O_AB = 1 << 12,        /* --trials --steps --threshold --alpha --budget --seed */
+	O_BISECT = 1 << 13,    /* --good --bad */
+	O_ARMS = 1 << 14,      /* --a --b --report */
 	O_COMMAND = 1 << 16,   /* the verb takes "-- CMD..." */
 	O_COMMAND_OPTIONAL = 1 << 18,
 	O_POLICY_OPTIONAL = 1 << 17,  /* --policy allowed, not required */
@@ -60,7 +63,7 @@ struct opts {
 	const char *policy, *topology, *synthetic, *sysroot, *state_dir;
 	unsigned ranks, local_rank, local_size;
 	double window_s;
-	const char *spec_a, *spec_b, *report;
+	const char *spec_a, *spec_b, *report, *good, *bad;
 	unsigned trials, steps;
 	double threshold, alpha, budget;
 	unsigned long long seed;
@@ -91,6 +94,8 @@ static const struct option long_opts[] = {
 	{ "budget", required_argument, NULL, 'U' },
 	{ "seed", required_argument, NULL, 'E' },
 	{ "report", required_argument, NULL, 'R' },
+	{ "good", required_argument, NULL, 'G' },
+	{ "bad", required_argument, NULL, 'Q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
 };
@@ -111,7 +116,9 @@ static unsigned opt_flag(int c)
 	case 'L': return O_LOCAL_SIZE;
 	case 'm': return O_MARKDOWN;
 	case 'w': return O_WINDOW;
-	case 'A': case 'B': case 'T': case 'P': case 'H': case 'X': case 'U': case 'E': case 'R': return O_AB;
+	case 'G': case 'Q': return O_BISECT;
+	case 'A': case 'B': case 'R': return O_ARMS;
+	case 'T': case 'P': case 'H': case 'X': case 'U': case 'E': return O_AB;
 	}
 	return 0;
 }
@@ -171,6 +178,8 @@ static int parse_opts(const struct cmd *c, int argc, char **argv, struct opts *o
 		case 'A': o->spec_a = optarg; break;
 		case 'B': o->spec_b = optarg; break;
 		case 'R': o->report = optarg; break;
+		case 'G': o->good = optarg; break;
+		case 'Q': o->bad = optarg; break;
 		case 'T':
 			if (opt_uint("--trials", optarg, 2, 1000, &o->trials) < 0)
 				return EXIT_USAGE;
@@ -891,6 +900,55 @@ static const char *sibling(const char *name, char *buf, size_t size)
 	return name;
 }
 
+/* The experiment's settings from the options; work is the trial directory. */
+static void ab_defaults(const struct opts *o, struct ab_config *cfg, char *self, char *harness, const char *work,
+			char *state)
+{
+	snprintf(state, 64, "%s/state", work);
+	cfg->trials = o->trials ? o->trials : 6;
+	cfg->steps = o->steps ? (int)o->steps : 30;
+	cfg->warmup = 3;
+	cfg->batch = 2048;
+	cfg->threshold = o->threshold ? o->threshold : 0.02;
+	cfg->alpha = o->alpha ? o->alpha : 0.05;
+	cfg->budget_s = o->budget ? o->budget : 300;
+	cfg->seed = o->seed ? o->seed : 1;
+	cfg->nodetune = sibling("nodetune", self, 4096);
+	cfg->harness = sibling("nodetune-harness", harness, 4096);
+	cfg->state_dir = state;
+	cfg->work_dir = work;
+}
+
+/* Check an arm: its policy loads, its command exists.  0, or an exit code. */
+static int ab_check_arm(const struct ab_arm *arm)
+{
+	struct nt_err err = { 0 };
+	struct policy *p;
+
+	if (arm->policy) {
+		p = policy_load(arm->policy, geteuid() == 0 ? POLICY_TRUSTED_ONLY : 0, &err);
+		if (!p) {
+			log_msg(LOG_ERR, "arm %s: %s", arm->name, err.msg);
+			return exit_code_for(err.code);
+		}
+		policy_free(p);
+	}
+	if (arm->argv[0] && !command_found(arm->argv[0])) {
+		log_msg(LOG_ERR, "arm %s: %s: command not found", arm->name, arm->argv[0]);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* `-- CMD...` is the command of the arms that name none */
+static void ab_default_command(const struct opts *o, struct ab_config *cfg)
+{
+	for (int a = 0; a < 2 && o->command; a++)
+		if (!cfg->arm[a].argv[0])
+			for (int k = 0; o->command[k] && k < AB_MAX_ARGS - 1; k++)
+				cfg->arm[a].argv[k] = strdup(o->command[k]);
+}
+
 static int cmd_ab(struct opts *o)
 {
 	struct ab_config cfg = { 0 };
@@ -910,47 +968,17 @@ static int cmd_ab(struct opts *o)
 		rc = EXIT_USAGE;
 		goto out;
 	}
-	/* `-- CMD...` is the command of the arms that name none */
-	for (int a = 0; a < 2 && o->command; a++)
-		if (!cfg.arm[a].argv[0])
-			for (int k = 0; o->command[k] && k < AB_MAX_ARGS - 1; k++)
-				cfg.arm[a].argv[k] = strdup(o->command[k]);
-	for (int a = 0; a < 2; a++) {
-		struct policy *p;
-
-		if (cfg.arm[a].policy) {
-			p = policy_load(cfg.arm[a].policy, geteuid() == 0 ? POLICY_TRUSTED_ONLY : 0, &err);
-			if (!p) {
-				log_msg(LOG_ERR, "arm %s: %s", cfg.arm[a].name, err.msg);
-				rc = exit_code_for(err.code);
-				goto out;
-			}
-			policy_free(p);
-		}
-		if (cfg.arm[a].argv[0] && !command_found(cfg.arm[a].argv[0])) {
-			log_msg(LOG_ERR, "arm %s: %s: command not found", cfg.arm[a].name, cfg.arm[a].argv[0]);
-			rc = EXIT_USAGE;
-			goto out;
-		}
-	}
+	ab_default_command(o, &cfg);
+	for (int a = 0; a < 2 && !rc; a++)
+		rc = ab_check_arm(&cfg.arm[a]);
+	if (rc)
+		goto out;
 	if (!mkdtemp(work)) {
 		log_msg(LOG_ERR, "mkdtemp: %s", strerror(errno));
 		rc = EXIT_RUNTIME;
 		goto out;
 	}
-	snprintf(state, sizeof(state), "%s/state", work);
-	cfg.trials = o->trials ? o->trials : 6;
-	cfg.steps = o->steps ? (int)o->steps : 30;
-	cfg.warmup = 3;
-	cfg.batch = 2048;
-	cfg.threshold = o->threshold ? o->threshold : 0.02;
-	cfg.alpha = o->alpha ? o->alpha : 0.05;
-	cfg.budget_s = o->budget ? o->budget : 300;
-	cfg.seed = o->seed ? o->seed : 1;
-	cfg.nodetune = sibling("nodetune", self, sizeof(self));
-	cfg.harness = sibling("nodetune-harness", harness, sizeof(harness));
-	cfg.state_dir = state;
-	cfg.work_dir = work;
+	ab_defaults(o, &cfg, self, harness, work, state);
 	if (ab_run(&cfg, &res, &err) < 0) {
 		log_msg(LOG_ERR, "%s", err.msg);
 		rc = exit_code_for(err.code);
@@ -977,6 +1005,180 @@ static int cmd_ab(struct opts *o)
 		nftw(work, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 out:
 	ab_result_release(&res);
+	ab_arm_release(&cfg.arm[0]);
+	ab_arm_release(&cfg.arm[1]);
+	return finish_stdout(rc);
+}
+
+/* ---- bisect ------------------------------------------------------------ */
+
+struct bisect_ctx {
+	struct ab_config *cfg;
+	const struct policy *good, *bad;
+	int idx[BISECT_MAX], n;
+	int tests;
+	json_t *log;            /* one record per test */
+	char msg[4096];         /* an arm's failure */
+};
+
+static void knob_list(char *buf, size_t size, const int idx[], int n, uint64_t set)
+{
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < n && len < size; i++)
+		if (set >> i & 1)
+			len += (size_t)snprintf(buf + len, size - len, "%s%s.%s", len ? ", " : "",
+						knob_table[idx[i]].section, knob_table[idx[i]].key);
+}
+
+/* One test: an A/B of the good policy against good + the subset of bad. */
+static int bisect_test(uint64_t set, void *arg)
+{
+	struct bisect_ctx *x = arg;
+	struct ab_result res = { 0 };
+	struct nt_err err = { 0 };
+	char path[4200], knobs[2048];
+	FILE *f;
+	struct policy *p;
+	int r;
+
+	snprintf(path, sizeof(path), "%s/candidate-%03d.conf", x->cfg->work_dir, ++x->tests);
+	knob_list(knobs, sizeof(knobs), x->idx, x->n, set);
+	f = fopen(path, "we");
+	if (!f)
+		return -errno;
+	r = bisect_write_candidate(f, x->good, x->bad, x->idx, x->n, set);
+	if (fclose(f) != 0 || r < 0)
+		return -EIO;
+	/* an invalid combination (a key that needs another) cannot be tested */
+	p = policy_load(path, geteuid() == 0 ? POLICY_TRUSTED_ONLY : 0, &err);
+	if (!p) {
+		log_msg(LOG_NOTICE, "test %d {%s}: not testable: %s", x->tests, knobs, err.msg);
+		json_array_append_new(x->log, json_pack("{s:i, s:s, s:s}", "test", x->tests, "knobs", knobs,
+							"verdict", "untestable"));
+		return BISECT_UNRESOLVED;
+	}
+	policy_free(p);
+	free(x->cfg->arm[1].policy);
+	x->cfg->arm[1].policy = strdup(path);
+	if (!x->cfg->arm[1].policy)
+		return -ENOMEM;
+	r = ab_run(x->cfg, &res, &err);
+	if (r < 0) {
+		snprintf(x->msg, sizeof(x->msg), "test %d {%s}: %s", x->tests, knobs, err.msg);
+		return r;
+	}
+	if (res.error) {
+		snprintf(x->msg, sizeof(x->msg), "test %d {%s}: %s", x->tests, knobs, res.error_msg);
+		ab_result_release(&res);
+		return -ECANCELED;
+	}
+	log_msg(LOG_NOTICE, "test %d {%s}: %s, B/A %.3f [%.3f, %.3f], p %.3g, %d + %d trials", x->tests, knobs,
+		stats_verdict_name(res.verdict), res.ratio, res.ci_lo, res.ci_hi, res.p, res.trials[0], res.trials[1]);
+	json_array_append_new(x->log, json_pack("{s:i, s:s, s:s, s:f, s:f, s:f, s:f}", "test", x->tests, "knobs",
+						knobs, "verdict", stats_verdict_name(res.verdict), "ratio", res.ratio,
+						"ci_low", res.ci_lo, "ci_high", res.ci_hi, "p_value", res.p));
+	r = res.verdict == VERDICT_REGRESSION ? BISECT_FAIL : BISECT_PASS;
+	ab_result_release(&res);
+	return r;
+}
+
+static int cmd_bisect(struct opts *o)
+{
+	struct ab_config cfg = { 0 };
+	struct bisect_ctx x = { 0 };
+	struct nt_err err = { 0 };
+	struct policy *good = NULL, *bad = NULL;
+	char self[4096], harness[4096], work[] = "/tmp/nodetune-bisect-XXXXXX", state[64], knobs[2048];
+	uint64_t culprits = 0;
+	int rc = 0, r, tests = 0;
+	bool reproduced;
+
+	if (!o->good || !o->bad) {
+		log_msg(LOG_ERR, "--good POLICY and --bad POLICY are required");
+		return EXIT_USAGE;
+	}
+	good = policy_load(o->good, geteuid() == 0 ? POLICY_TRUSTED_ONLY : 0, &err);
+	if (good)
+		bad = policy_load(o->bad, geteuid() == 0 ? POLICY_TRUSTED_ONLY : 0, &err);
+	if (!good || !bad) {
+		log_msg(LOG_ERR, "%s", err.msg);
+		rc = exit_code_for(err.code);
+		goto out;
+	}
+	snprintf(cfg.arm[0].name, 2, "A");
+	snprintf(cfg.arm[1].name, 2, "B");
+	ab_default_command(o, &cfg);
+	if ((rc = ab_check_arm(&cfg.arm[0])))
+		goto out;
+	x.n = bisect_delta(good, bad, x.idx);
+	if (!x.n) {
+		log_msg(LOG_ERR, "%s and %s set every knob alike: nothing to bisect", o->good, o->bad);
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	if (!mkdtemp(work)) {
+		log_msg(LOG_ERR, "mkdtemp: %s", strerror(errno));
+		rc = EXIT_RUNTIME;
+		goto out;
+	}
+	ab_defaults(o, &cfg, self, harness, work, state);
+	cfg.arm[0].policy = strdup(o->good);
+	x.cfg = &cfg;
+	x.good = good;
+	x.bad = bad;
+	x.log = json_array();
+	if (!cfg.arm[0].policy || !x.log) {
+		log_msg(LOG_ERR, "out of memory");
+		rc = EXIT_RUNTIME;
+		goto out_rm;
+	}
+	knob_list(knobs, sizeof(knobs), x.idx, x.n, ~0ull);
+	log_msg(LOG_NOTICE, "%d knobs differ: %s", x.n, knobs);
+	/* first: does the whole delta reproduce the regression? */
+	r = bisect_test(x.n >= 64 ? ~0ull : (1ull << x.n) - 1, &x);
+	reproduced = r == BISECT_FAIL;
+	if (reproduced)
+		r = bisect_ddmin(x.n, bisect_test, &x, &culprits, &tests);
+	if (r < 0) {
+		log_msg(LOG_ERR, "%s (nothing is left applied)", x.msg[0] ? x.msg : strerror(-r));
+		rc = EXIT_RUNTIME;
+		goto out_rm;
+	}
+	knob_list(knobs, sizeof(knobs), x.idx, x.n, culprits);
+	if (o->json) {
+		json_t *cs = json_array();
+
+		for (int i = 0; i < x.n; i++)
+			if (culprits >> i & 1)
+				json_array_append_new(cs, json_pack("{s:s, s:s, s:s?, s:s?}", "section",
+								    knob_table[x.idx[i]].section, "key",
+								    knob_table[x.idx[i]].key, "good",
+								    good->v[x.idx[i]].value, "bad", bad->v[x.idx[i]].value));
+		rc = print_json(json_pack("{s:s, s:s, s:b, s:i, s:o, s:o}", "good", o->good, "bad", o->bad,
+					  "reproduced", reproduced, "knobs_differing", x.n, "culprits", cs,
+					  "tests", json_incref(x.log)));
+	} else if (!reproduced) {
+		printf("%s does not regress against %s here (%d knobs differ): nothing to bisect\n", o->bad, o->good,
+		       x.n);
+	} else {
+		printf("smallest set of knobs that reproduces the regression (%d of %d, %d A/B tests):\n",
+		       __builtin_popcountll(culprits), x.n, x.tests);
+		for (int i = 0; i < x.n; i++)
+			if (culprits >> i & 1)
+				printf("  [%s] %s = %s   (good: %s)\n", knob_table[x.idx[i]].section,
+				       knob_table[x.idx[i]].key, bad->v[x.idx[i]].value ? bad->v[x.idx[i]].value : "(unset)",
+				       good->v[x.idx[i]].value ? good->v[x.idx[i]].value : "(unset)");
+	}
+	if (!rc && !reproduced)
+		rc = EXIT_PROBLEM;
+out_rm:
+	nftw(work, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+out:
+	json_decref(x.log);
+	policy_free(good);
+	policy_free(bad);
 	ab_arm_release(&cfg.arm[0]);
 	ab_arm_release(&cfg.arm[1]);
 	return finish_stdout(rc);
@@ -1050,7 +1252,7 @@ static const struct cmd commands[] = {
 	  "defrag=always; automatic NUMA balancing on a multi-node host; device IRQs on\n"
 	  "CPUs the ranks of --policy use; a governor other than performance; swap;\n"
 	  "cgroup CPU throttling.  A captured tree may carry proc/stat.series/NNN samples." },
-	{ "ab", cmd_ab, O_AB | O_JSON | O_COMMAND_OPTIONAL,
+	{ "ab", cmd_ab, O_AB | O_ARMS | O_JSON | O_COMMAND_OPTIONAL,
 	  "nodetune ab --a SPEC --b SPEC [--trials N] [--steps N] [--threshold PCT] [--alpha A]\n"
 	  "                   [--budget SECONDS] [--seed N] [--json] [--report FILE.html] [-- CMD...]",
 	  "A/B test two policies or commands with statistics (exit 1 on regression)",
@@ -1066,6 +1268,18 @@ static const struct cmd commands[] = {
 	  "step ranked by significance, each mapped to its mechanism.  --report writes a\n"
 	  "self-contained HTML page (inline SVG of per-step times with stalls, the two\n"
 	  "distributions, every trial; nothing fetched)." },
+	{ "bisect", cmd_bisect, O_AB | O_BISECT | O_JSON | O_COMMAND_OPTIONAL,
+	  "nodetune bisect --good POLICY --bad POLICY [--trials N] [--steps N] [--threshold PCT]\n"
+	  "                       [--alpha A] [--budget SECONDS] [--seed N] [--json] [-- CMD...]",
+	  "find the smallest set of knobs that turns a good policy into a bad one",
+	  "The knobs whose values differ between the two policies (includes resolved) are\n"
+	  "the delta.  Each test is an A/B (as `nodetune ab`, same options, --budget per\n"
+	  "test) of the good policy against the good one with a subset of the delta from\n"
+	  "the bad one; a `regression` verdict fails the test.  First the whole delta is\n"
+	  "tested; then delta debugging (ddmin) narrows it to a 1-minimal set: every knob\n"
+	  "in it is needed, which finds knobs that regress only together.  Progress goes\n"
+	  "to stderr.  Exit 0 with the set printed; 1 when the bad policy does not\n"
+	  "regress against the good one here; 3 when a trial fails (nothing left applied)." },
 	{ "run", cmd_run, O_POLICY | O_RANKS | O_STATE_DIR | O_COMMAND,
 	  "nodetune run -n N --policy FILE [--state-dir DIR] -- COMMAND [ARGS...]",
 	  "apply, start N bound local ranks, wait, revert",
