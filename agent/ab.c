@@ -540,12 +540,17 @@ int ab_run(const struct ab_config *cfg, struct ab_result *res, struct nt_err *er
 		trial_free(&w);
 	}
 	for (;;) {
-		int blocks = n == 0 ? (cfg->trials + 1) / 2 : 1;
+		/* the first look after --trials per arm; each later one after
+		 * half as many trials again (n grows geometrically), so that the
+		 * number of looks, which divides alpha, grows only with log n */
+		int blocks = n == 0 ? (cfg->trials + 1) / 2 : (n / 8 > 1 ? n / 8 : 1);
 
 		if (r)
 			break;
 
 		for (int b = 0; b < blocks && !r; b++) {
+			if (n > 0 && b > 0 && now_s() - start > cfg->budget_s)
+				break;      /* out of time: look at the whole blocks run */
 			/* ABBA or BAAB */
 			int first;
 			static const int order[4] = { 0, 1, 1, 0 };

@@ -1,0 +1,51 @@
+#!/bin/sh
+# ab_power.sh — detection quality of `nodetune ab` on this machine: the
+# false-alarm rate of A against A, and the power to find a calibrated
+# slowdown (--inject slow:PCT stretches compute by PCT percent), over
+# $VERDICTS verdicts each, with the time each verdict took.
+#
+#   VERDICTS=10 BUDGET=90 THRESHOLD=1 CASES="0 2 5 10" bench/ab_power.sh
+#
+# Case 0 is A/A: an alarm is any `regression` or `improvement`.  For the
+# others, power is the share of `regression` verdicts.  The cases run
+# round-robin (verdict 1 of every case, then verdict 2, ...) so that drift on
+# the machine hits all of them alike; each verdict has its own --seed (its
+# own ABBA order and bootstrap).  The workload is the CPU harness, one
+# process (--comm none), as in tests/integration/test_ab.sh.  Raw results:
+# one TSV line per verdict on stderr and in $OUT.
+. "$(dirname "$0")/lib.sh"
+: "${VERDICTS:=10}" "${BUDGET:=90}" "${THRESHOLD:=1}" "${CASES:=0 2 5 10}" "${TRIALS:=6}"
+: "${NODETUNE:=build/nodetune}" "${OUT:=$TMP/ab_power.tsv}"
+C="$HARNESS --comm none --rows 1000 --batch 512 --steps 15 --warmup 2 --blas-threads 1 --quiet"
+
+echo "# ab_power: $VERDICTS verdicts per case, --threshold $THRESHOLD --budget $BUDGET --trials $TRIALS, $(nproc) CPUs"
+printf 'case\tverdict_no\tverdict\tratio\tci_low\tci_high\tp\ttrials_a\ttrials_b\telapsed_s\n' >"$OUT"
+for i in $(seq 1 "$VERDICTS"); do
+	for c in $CASES; do
+		if [ "$c" -eq 0 ]; then b="cmd=$C"; else b="cmd=$C --inject slow:$c"; fi
+		rc=0
+		"$NODETUNE" ab --a "cmd=$C" --b "$b" --trials "$TRIALS" --budget "$BUDGET" --threshold "$THRESHOLD" \
+			--seed "$i" --json >"$TMP/v.json" 2>"$TMP/v.err" || rc=$?
+		[ "$rc" -le 1 ] || { echo "bench: nodetune ab failed (exit $rc):" >&2; cat "$TMP/v.err" >&2; exit 3; }
+		line=$(jq -r --arg c "$c" --arg i "$i" \
+			'[$c, $i, .verdict, .ratio, .ci_low, .ci_high, .p_value, .trials_a, .trials_b, .elapsed_s] | @tsv' "$TMP/v.json")
+		echo "$line" >>"$OUT"
+		echo "$line" >&2
+	done
+done
+
+echo "| case | verdicts | regression | improvement | no-difference | inconclusive | rate | median s/verdict | median trials/arm | median B/A |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
+for c in $CASES; do
+	awk -F'\t' -v c="$c" 'NR > 1 && $1 == c' "$OUT" >"$TMP/c"
+	n=$(wc -l <"$TMP/c")
+	cnt() { awk -F'\t' -v v="$1" '$3 == v' "$TMP/c" | wc -l; }
+	reg=$(cnt regression) imp=$(cnt improvement) nod=$(cnt no-difference) inc=$(cnt inconclusive)
+	if [ "$c" -eq 0 ]; then
+		name="A/A"; rate="false alarms $((reg + imp))/$n"
+	else
+		name="slow:$c"; rate="power $(awk -v r="$reg" -v n="$n" 'BEGIN { printf "%.0f%%", 100 * r / n }')"
+	fi
+	printf '| %s | %d | %d | %d | %d | %d | %s | %.0f | %.0f | %.4f |\n' "$name" "$n" "$reg" "$imp" "$nod" "$inc" "$rate" \
+		"$(cut -f10 "$TMP/c" | median)" "$(cut -f8 "$TMP/c" | median)" "$(cut -f4 "$TMP/c" | median)"
+done
