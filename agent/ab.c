@@ -100,32 +100,22 @@ static const struct {
 	{ "numa_pages_migrated", "automatic NUMA balancing" },
 	{ "minor_faults", "allocation churn (page faults)" },
 	{ "numa_miss", "placement (remote memory)" },
+	{ "cpu_migrations", "lost affinity" },
+	{ "context_switches", "CPU contention" },
+	{ "cpu_pressure_ms", "CPU contention (PSI: runnable, no CPU)" },
+	{ "nr_throttled", "cgroup CPU quota" },
+	{ "page_faults", "allocation churn (page faults)" },
 };
 
-static double tlb_total(void)
+/* counters of the trial's process tree from perf events (obs_perf order) */
+static const int perf_slot[OBS_PERF_N] = { 8, 9, 12 };
+
+static double tlb_total(const struct fsroot *root)
 {
-	struct fsroot *root = fsroot_open("/");
-	char *buf = malloc(1 << 20), *line, *save = NULL;
-	double s = 0;
+	struct obs_irq irq;
+	struct nt_err err = { 0 };
 
-	if (root && buf && fsroot_read(root, "proc/interrupts", buf, 1 << 20) >= 0)
-		for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-			if (strstr(line, "TLB shootdowns")) {
-				char *p = strchr(line, ':');
-
-				while (p && *++p) {
-					char *end;
-					double v = strtod(p, &end);
-
-					if (end == p)
-						break;
-					s += v;
-					p = end;
-				}
-			}
-	free(buf);
-	fsroot_free(root);
-	return s;
+	return obs_read_interrupts(root, &irq, &err) == 0 ? (double)irq.tlb : 0;
 }
 
 static void host_counters(double out[AB_COUNTERS])
@@ -133,12 +123,19 @@ static void host_counters(double out[AB_COUNTERS])
 	struct fsroot *root = fsroot_open("/");
 
 	memset(out, 0, sizeof(double) * AB_COUNTERS);
-	out[2] = tlb_total();
 	if (root) {
+		out[2] = tlb_total(root);
 		out[3] = (double)obs_vmstat(root, "compact_stall");
 		out[4] = (double)obs_vmstat(root, "numa_hint_faults");
 		out[5] = (double)obs_vmstat(root, "numa_pages_migrated");
 		out[7] = (double)obs_vmstat(root, "numa_miss");
+		{
+			struct obs_psi psi;
+
+			obs_read_psi(root, &psi);
+			out[10] = psi.cpu_some_us / 1000.0;
+		}
+		out[11] = (double)obs_total_throttled(root);
 		fsroot_free(root);
 	}
 }
@@ -322,7 +319,9 @@ static int run_trial(const struct ab_config *cfg, int a, int index, struct trial
 	const struct ab_arm *arm = &cfg->arm[a];
 	char json[4096], out[4096], errf[4096], *argv[AB_MAX_ARGS + 32], *bufs[16] = { 0 }, tail[600];
 	double c0[AB_COUNTERS], c1[AB_COUNTERS], t0, wall;
-	int n_bufs = 0, status, r, fd;
+	int n_bufs = 0, status, r, fd, go[2];
+	struct obs_perf perf = { .fd = { -1, -1, -1 } };
+	uint64_t pc[OBS_PERF_N];
 	pid_t pid;
 
 	memset(t, 0, sizeof(*t));
@@ -343,8 +342,19 @@ static int run_trial(const struct ab_config *cfg, int a, int index, struct trial
 		goto out;
 	host_counters(c0);
 	t0 = now_s();
+	if (pipe2(go, O_CLOEXEC) < 0) {
+		r = err_set(err, -errno, "pipe: %s", strerror(errno));
+		trial_revert(cfg, err);
+		goto out;
+	}
 	pid = fork();
 	if (pid == 0) {
+		char x;
+
+		/* wait until the perf counters are attached; they start at exec */
+		close(go[1]);
+		if (read(go[0], &x, 1) != 1)
+			_exit(126);
 		fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (fd >= 0)
 			dup2(fd, 1);
@@ -355,10 +365,23 @@ static int run_trial(const struct ab_config *cfg, int a, int index, struct trial
 		fprintf(stderr, "%s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
+	close(go[0]);
+	if (pid > 0) {
+		obs_perf_open(&perf, pid);
+		if (!perf.ok && !res->perf_note[0])
+			snprintf(res->perf_note, sizeof(res->perf_note), "%s", perf.why);
+	}
+	if (write(go[1], "x", 1) != 1 && pid > 0)
+		kill(pid, SIGKILL);
+	close(go[1]);
 	if (pid < 0 || waitpid(pid, &status, 0) < 0)
 		status = -1;
 	wall = now_s() - t0;
 	host_counters(c1);
+	if (obs_perf_read(&perf, pc) == 0)
+		for (int k = 0; k < OBS_PERF_N; k++)
+			c1[perf_slot[k]] = (double)pc[k];     /* c0 is 0 there */
+	obs_perf_close(&perf);
 	if (trial_revert(cfg, err) < 0 && !r) {
 		r = err->code;
 		goto out;
@@ -636,6 +659,7 @@ json_t *ab_json(const struct ab_config *cfg, const struct ab_result *res)
 		json_object_set_new(doc, "elapsed_s", json_real(res->elapsed_s));
 		json_object_set_new(doc, "alpha", json_real(cfg->alpha));
 		json_object_set_new(doc, "alpha_last_look", json_real(res->alpha_used));
+		json_object_set_new(doc, "perf_events", res->perf_note[0] ? json_string(res->perf_note) : json_true());
 	}
 	return doc;
 }
@@ -659,6 +683,8 @@ int ab_print(FILE *out, const struct ab_config *cfg, const struct ab_result *res
 			res->stalls[0], res->stall_ms[0], res->stalls[1], res->stall_ms[1]);
 	}
 	fprintf(out, "explanations (per step, A -> B):\n");
+	if (res->perf_note[0])
+		fprintf(out, "  (perf events not counted: %s)\n", res->perf_note);
 	for (int i = 0; i < res->n_expl && i < 3; i++)
 		fprintf(out, "  %d. %-22s %10.3f -> %10.3f  p = %.3g  => %s\n", i + 1, res->expl[i].counter,
 			res->expl[i].a, res->expl[i].b, res->expl[i].p, res->expl[i].mechanism);

@@ -45,7 +45,7 @@ struct ab_config {
 int ab_parse_spec(const char *spec, struct ab_arm *arm, struct nt_err *err);
 void ab_arm_release(struct ab_arm *arm);
 
-#define AB_COUNTERS 8
+#define AB_COUNTERS 13
 
 struct ab_explanation {
 	const char *counter;
@@ -76,6 +76,7 @@ struct ab_result {
 	int n_expl;
 	double elapsed_s;
 	bool metric_is_wall;          /* foreign commands: 1 / wall time */
+	char perf_note[160];          /* why perf events are not counted ("" when they are) */
 };
 
 /* Run the experiment.  0 with res filled (res->verdict), or -errno with err

@@ -9,9 +9,25 @@
 #include <string.h>
 #include <unistd.h>
 
+#define CACHE_SLOTS 1024     /* hash slots of a sampling root's open files (power of 2) */
+#define CACHE_MAX 512        /* files kept open at most (well below RLIMIT_NOFILE's 1024) */
+
+struct cache_slot {
+	char *rel;                 /* NULL: empty; "": deleted (a tombstone) */
+	int fd;
+	unsigned gen;              /* the sweep it was last read in */
+};
+
+struct fsroot_cache {
+	struct cache_slot slot[CACHE_SLOTS];
+	unsigned gen;
+	int n;                     /* live entries */
+};
+
 struct fsroot {
 	int dirfd;
 	char *path;
+	struct fsroot_cache *cache; /* NULL unless fsroot_cache_enable() */
 };
 
 struct fsroot_syscalls fsroot_sys = {
@@ -50,6 +66,7 @@ void fsroot_free(struct fsroot *root)
 {
 	if (!root)
 		return;
+	fsroot_cache_enable(root, false);
 	if (root->dirfd >= 0)
 		close(root->dirfd);
 	free(root->path);
@@ -79,17 +96,156 @@ static int fsroot_openat(const struct fsroot *root, const char *relpath,
 	return fd < 0 ? -errno : fd;
 }
 
+/* ---- the open-file cache of a sampling root ----------------------------- */
+
+static unsigned cache_hash(const char *s)
+{
+	unsigned h = 2166136261u;
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 16777619u;
+	return h;
+}
+
+/* the slot of rel, or (with add) a free one for it; NULL when full */
+static struct cache_slot *cache_find(struct fsroot_cache *c, const char *rel, bool add)
+{
+	struct cache_slot *free_slot = NULL;
+
+	for (unsigned i = cache_hash(rel), k = 0; k < CACHE_SLOTS; i++, k++) {
+		struct cache_slot *sl = &c->slot[i & (CACHE_SLOTS - 1)];
+
+		if (!sl->rel)
+			return add ? (free_slot ? free_slot : sl) : NULL;
+		if (!sl->rel[0] && !free_slot)
+			free_slot = sl;
+		else if (sl->rel[0] && !strcmp(sl->rel, rel))
+			return sl;
+	}
+	return add ? free_slot : NULL;
+}
+
+static void cache_drop(struct fsroot_cache *c, struct cache_slot *sl)
+{
+	close(sl->fd);
+	free(sl->rel);
+	sl->rel = "";                 /* tombstone: probing goes on past it */
+	c->n--;
+}
+
+void fsroot_cache_enable(struct fsroot *root, bool on)
+{
+	if (on && !root->cache) {
+		root->cache = calloc(1, sizeof(*root->cache));
+	} else if (!on && root->cache) {
+		for (int i = 0; i < CACHE_SLOTS; i++)
+			if (root->cache->slot[i].rel && root->cache->slot[i].rel[0])
+				cache_drop(root->cache, &root->cache->slot[i]);
+		free(root->cache);
+		root->cache = NULL;
+	}
+}
+
+void fsroot_cache_sweep(struct fsroot *root)
+{
+	struct fsroot_cache *c = root->cache;
+
+	if (!c)
+		return;
+	int tomb = 0;
+
+	for (int i = 0; i < CACHE_SLOTS; i++)
+		if (c->slot[i].rel && c->slot[i].rel[0] && c->slot[i].gen != c->gen)
+			cache_drop(c, &c->slot[i]);
+	for (int i = 0; i < CACHE_SLOTS; i++)
+		tomb += c->slot[i].rel && !c->slot[i].rel[0];
+	/* tombstones lengthen every probe: past a quarter, rehash the live
+	 * entries into a clean table */
+	if (tomb > CACHE_SLOTS / 4) {
+		struct fsroot_cache *fresh = calloc(1, sizeof(*fresh));
+
+		if (fresh) {
+			for (int i = 0; i < CACHE_SLOTS; i++)
+				if (c->slot[i].rel && c->slot[i].rel[0]) {
+					*cache_find(fresh, c->slot[i].rel, true) = c->slot[i];
+					fresh->n++;
+				}
+			fresh->gen = c->gen;
+			free(c);
+			root->cache = c = fresh;
+		}
+	}
+	c->gen++;
+}
+
+int fsroot_cache_size(const struct fsroot *root)
+{
+	return root->cache ? root->cache->n : 0;
+}
+
+/* Read through a kept file: pread from 0 regenerates a /proc or sysfs
+ * file.  -ENOENT when its task has gone (the file then reads ESRCH). */
+static ssize_t cached_read(const struct fsroot *root, const char *relpath, char *buf, size_t size, int *ret_fd)
+{
+	struct fsroot_cache *c = root->cache;
+	struct cache_slot *sl = cache_find(c, relpath, false);
+	size_t len = 0;
+	ssize_t n;
+
+	if (!sl) {
+		int fd = fsroot_openat(root, relpath, O_RDONLY);
+
+		if (fd < 0)
+			return fd;
+		sl = c->n < CACHE_MAX ? cache_find(c, relpath, true) : NULL;
+		if (!sl || !(sl->rel = strdup(relpath))) {
+			*ret_fd = fd;           /* full: an ordinary read */
+			return -EAGAIN;
+		}
+		sl->fd = fd;
+		c->n++;
+	}
+	sl->gen = c->gen;
+	/* procfs and sysfs fill a read as far as the file goes: a short read
+	 * is its end (a second pread past it would regenerate the file only
+	 * to find nothing) */
+	for (;;) {
+		n = pread(sl->fd, buf + len, size - len, (off_t)len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0 || (len += (size_t)n) >= size || (size_t)n < size - (len - (size_t)n))
+			break;
+	}
+	if (n < 0) {
+		int err = errno == ESRCH ? -ENOENT : -errno;
+
+		cache_drop(c, sl);
+		return err;
+	}
+	return (ssize_t)len;
+}
+
 static ssize_t fsroot_read_impl(const struct fsroot *root, const char *relpath,
 				char *buf, size_t size, bool strip)
 {
 	size_t len;
 	ssize_t n;
-	int fd, err;
+	int fd = -1, err;
 
 	if (size == 0)
 		return -EINVAL;
 	buf[0] = '\0';
-	fd = fsroot_openat(root, relpath, O_RDONLY);
+	if (root->cache) {
+		n = cached_read(root, relpath, buf, size, &fd);
+		if (n != -EAGAIN) {
+			if (n < 0)
+				return n;
+			len = (size_t)n;
+			goto done;
+		}
+	}
+	if (fd < 0)
+		fd = fsroot_openat(root, relpath, O_RDONLY);
 	if (fd < 0)
 		return fd;
 	/* sysfs hands a whole attribute to the first read(); /proc seq files
@@ -108,6 +264,7 @@ static ssize_t fsroot_read_impl(const struct fsroot *root, const char *relpath,
 		buf[0] = '\0';
 		return err;
 	}
+done:
 	if (len >= size) {
 		buf[0] = '\0';
 		return -EFBIG;

@@ -72,4 +72,14 @@ int fsroot_list(const struct fsroot *root, const char *relpath,
 		char ***ret_names);
 void fsroot_names_free(char **names);
 
+/* A root that reads the same files many times a second (the sampler) keeps
+ * them open and re-reads them with pread from offset 0, which regenerates
+ * /proc and sysfs files without an open and a close each time.  Off by
+ * default.  fsroot_cache_sweep() closes the files not read since the last
+ * sweep (exited threads); call it once per sample. */
+void fsroot_cache_enable(struct fsroot *root, bool on);
+void fsroot_cache_sweep(struct fsroot *root);
+/* Files kept open now. */
+int fsroot_cache_size(const struct fsroot *root);
+
 #endif

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ab.h"
@@ -37,6 +38,7 @@
 #include "plan.h"
 #include "policy.h"
 #include "report.h"
+#include "sampler.h"
 #include "topo.h"
 
 #ifndef NODETUNE_VERSION
@@ -54,6 +56,7 @@ enum {
 	O_AB = 1 << 12,        /* --trials --steps --threshold --alpha --budget --seed */
 	O_BISECT = 1 << 13,    /* --good --bad */
 	O_ARMS = 1 << 14,      /* --a --b --report */
+	O_OBSERVE = 1 << 15,   /* --pid --interval --duration */
 	O_COMMAND = 1 << 16,   /* the verb takes "-- CMD..." */
 	O_COMMAND_OPTIONAL = 1 << 18,
 	O_POLICY_OPTIONAL = 1 << 17,  /* --policy allowed, not required */
@@ -64,6 +67,9 @@ struct opts {
 	unsigned ranks, local_rank, local_size;
 	double window_s;
 	const char *spec_a, *spec_b, *report, *good, *bad;
+	int pids[SAMPLER_MAX_PIDS], n_pids;
+	unsigned interval_ms;
+	double duration_s;
 	unsigned trials, steps;
 	double threshold, alpha, budget;
 	unsigned long long seed;
@@ -96,6 +102,9 @@ static const struct option long_opts[] = {
 	{ "report", required_argument, NULL, 'R' },
 	{ "good", required_argument, NULL, 'G' },
 	{ "bad", required_argument, NULL, 'Q' },
+	{ "pid", required_argument, NULL, 'I' },
+	{ "interval", required_argument, NULL, 'V' },
+	{ "duration", required_argument, NULL, 'D' },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
 };
@@ -117,6 +126,7 @@ static unsigned opt_flag(int c)
 	case 'm': return O_MARKDOWN;
 	case 'w': return O_WINDOW;
 	case 'G': case 'Q': return O_BISECT;
+	case 'I': case 'V': case 'D': return O_OBSERVE;
 	case 'A': case 'B': case 'R': return O_ARMS;
 	case 'T': case 'P': case 'H': case 'X': case 'U': case 'E': return O_AB;
 	}
@@ -219,6 +229,37 @@ static int parse_opts(const struct cmd *c, int argc, char **argv, struct opts *o
 			o->window_s = strtod(optarg, &end);
 			if (*end || end == optarg || !(o->window_s >= 0.2 && o->window_s <= 3600)) {
 				log_msg(LOG_ERR, "--window '%s': expected seconds from 0.2 to 3600", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		}
+		case 'I': {
+			char *copy = strdup(optarg), *item, *save = NULL;
+
+			for (item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+				unsigned pid;
+
+				if (o->n_pids == SAMPLER_MAX_PIDS || opt_uint("--pid", item, 1, 4194304, &pid) < 0) {
+					if (o->n_pids == SAMPLER_MAX_PIDS)
+						log_msg(LOG_ERR, "--pid: at most %d processes", SAMPLER_MAX_PIDS);
+					free(copy);
+					return EXIT_USAGE;
+				}
+				o->pids[o->n_pids++] = (int)pid;
+			}
+			free(copy);
+			break;
+		}
+		case 'V':
+			if (opt_uint("--interval", optarg, 10, 60000, &o->interval_ms) < 0)
+				return EXIT_USAGE;
+			break;
+		case 'D': {
+			char *end;
+
+			o->duration_s = strtod(optarg, &end);
+			if (*end || end == optarg || !(o->duration_s > 0 && o->duration_s <= 86400 * 365)) {
+				log_msg(LOG_ERR, "--duration '%s': expected seconds, more than 0", optarg);
 				return EXIT_USAGE;
 			}
 			break;
@@ -1010,6 +1051,109 @@ out:
 	return finish_stdout(rc);
 }
 
+/* ---- observe ----------------------------------------------------------- */
+
+static volatile sig_atomic_t observe_stop;
+static pid_t observe_child;
+
+static void observe_on_signal(int sig)
+{
+	observe_stop = 1;
+	if (observe_child > 0)
+		kill(observe_child, sig);
+}
+
+static int cmd_observe(struct opts *o)
+{
+	struct sampler s;
+	struct sampler_snap snap[2] = { 0 };
+	struct sigaction sa = { .sa_handler = observe_on_signal };
+	struct timespec next;
+	double interval = (o->interval_ms ? o->interval_ms : 100) / 1000.0;
+	double duration = o->duration_s ? o->duration_s : o->command || o->n_pids ? 0 : 10;
+	int rc = 0, status = 0, cur = 0;
+	pid_t pid = 0;
+
+	if (o->command && o->n_pids) {
+		log_msg(LOG_ERR, "--pid and a command exclude each other");
+		return EXIT_USAGE;
+	}
+	for (int i = 0; i < o->n_pids; i++)
+		if (kill(o->pids[i], 0) < 0 && errno == ESRCH) {
+			log_msg(LOG_ERR, "--pid %d: no such process", o->pids[i]);
+			return EXIT_USAGE;
+		}
+	if (o->command && !command_found(o->command[0])) {
+		log_msg(LOG_ERR, "%s: command not found", o->command[0]);
+		return EXIT_USAGE;
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	if (o->command) {
+		pid = fork();
+		if (pid == 0) {
+			signal(SIGINT, SIG_DFL);
+			signal(SIGTERM, SIG_DFL);
+			execvp(o->command[0], o->command);
+			fprintf(stderr, "nodetune: observe: %s: %s\n", o->command[0], strerror(errno));
+			_exit(127);
+		}
+		if (pid < 0) {
+			log_msg(LOG_ERR, "fork: %s", strerror(errno));
+			return EXIT_RUNTIME;
+		}
+		observe_child = pid;
+	}
+	if (sampler_init(&s, "/", pid ? &pid : o->pids, pid ? 1 : o->n_pids, true) < 0) {
+		log_msg(LOG_ERR, "/: %s", strerror(errno));
+		return EXIT_RUNTIME;
+	}
+	sampler_take(&s, &snap[cur]);
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	while (!observe_stop) {
+		char line[1024];
+
+		next.tv_nsec += (long)(interval * 1e9);
+		next.tv_sec += next.tv_nsec / 1000000000L;
+		next.tv_nsec %= 1000000000L;
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR && !observe_stop)
+			;
+		if (pid && waitpid(pid, &status, WNOHANG) == pid)
+			observe_stop = 2;           /* one last sample, then stop */
+		sampler_take(&s, &snap[!cur]);
+		if (o->json) {
+			json_t *rec = sampler_record(&s, &snap[cur], &snap[!cur]);
+
+			if (json_dumpf(rec, stdout, JSON_COMPACT | JSON_REAL_PRECISION(6)) < 0 || putchar('\n') == EOF)
+				observe_stop = 3;
+			json_decref(rec);
+		} else {
+			sampler_line(&s, &snap[cur], &snap[!cur], line, sizeof(line));
+			if (puts(line) == EOF)
+				observe_stop = 3;
+		}
+		fflush(stdout);
+		cur = !cur;
+		if ((duration > 0 && snap[cur].t >= duration) || (!pid && o->n_pids && !sampler_alive(&snap[cur])))
+			break;
+	}
+	if (pid && observe_stop != 2) {
+		if (observe_stop)
+			kill(pid, SIGTERM);
+		else if (duration > 0)
+			log_msg(LOG_NOTICE, "--duration reached; waiting for %s to exit", o->command[0]);
+		waitpid(pid, &status, 0);
+	}
+	sampler_snap_release(&snap[0]);
+	sampler_snap_release(&snap[1]);
+	sampler_release(&s);
+	if (observe_stop == 3)
+		rc = EXIT_RUNTIME;
+	else if (pid)   /* the command's status, as time(1) does */
+		rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	return finish_stdout(rc);
+}
+
 /* ---- bisect ------------------------------------------------------------ */
 
 struct bisect_ctx {
@@ -1268,6 +1412,18 @@ static const struct cmd commands[] = {
 	  "step ranked by significance, each mapped to its mechanism.  --report writes a\n"
 	  "self-contained HTML page (inline SVG of per-step times with stalls, the two\n"
 	  "distributions, every trial; nothing fetched)." },
+	{ "observe", cmd_observe, O_OBSERVE | O_JSON | O_COMMAND_OPTIONAL,
+	  "nodetune observe [--pid PID[,PID...]] [--interval MS] [--duration SECONDS] [--json] [-- CMD...]",
+	  "sample host and process counters at an interval",
+	  "Every --interval (default 100 ms) one record of what changed: per-CPU %usr and\n"
+	  "%sys, vmstat (THP faults, compaction, NUMA hinting faults and migrations,\n"
+	  "faults), TLB shootdowns and device IRQs, PSI; every 50th sample the memory\n"
+	  "cgroup count against live directories and cgroup throttling.  For each process\n"
+	  "of --pid, or of the command started (and their descendants, such as mpirun's\n"
+	  "ranks): its threads' CPU, voluntary and involuntary switches, run-queue wait\n"
+	  "and CPUs used.  --json: one JSON object per line.  Stops after --duration\n"
+	  "(default 10 s with neither --pid nor a command), when the processes are gone,\n"
+	  "or on SIGINT.  With a command, exits with its status." },
 	{ "bisect", cmd_bisect, O_AB | O_BISECT | O_JSON | O_COMMAND_OPTIONAL,
 	  "nodetune bisect --good POLICY --bad POLICY [--trials N] [--steps N] [--threshold PCT]\n"
 	  "                       [--alpha A] [--budget SECONDS] [--seed N] [--json] [-- CMD...]",

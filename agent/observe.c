@@ -2,33 +2,47 @@
 #include "observe.h"
 
 #include <errno.h>
+#include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "parse.h"
 
 #define BIG (1u << 22)   /* /proc/stat of a 4096-CPU host fits */
 
+/* One read buffer for the big files, allocated on first use and kept: the
+ * sampler reads them ten times a second, and a fresh 4 MiB malloc is an
+ * mmap, page faults and an munmap (with TLB shootdowns, which it measures)
+ * every time.  The agent reads these files from one thread only. */
+static char *scratch(void)
+{
+	static char *buf;
+
+	if (!buf)
+		buf = malloc(BIG);
+	return buf;
+}
+
 int obs_read_stat(const struct fsroot *root, const char *relpath, struct obs_stat *ret,
 		  struct nt_err *err)
 {
-	char *buf = malloc(BIG), *line, *save = NULL, disp[4096];
-	struct obs_stat *st = calloc(1, sizeof(*st));
+	char *buf = scratch(), *line, *save = NULL, disp[4096];
 	ssize_t n;
-	int lineno = 0, r = 0;
+	int lineno = 0;
 
-	if (!buf || !st) {
-		free(buf);
-		free(st);
+	if (!buf)
 		return err_set(err, -ENOMEM, "out of memory");
-	}
 	fsroot_display(root, relpath, disp, sizeof(disp));
 	n = fsroot_read(root, relpath, buf, BIG);
-	if (n < 0) {
-		r = n == -ENOENT ? -ENOENT : err_set(err, (int)n, "%s: %s", disp, strerror((int)-n));
-		goto out;
-	}
+	if (n < 0)
+		return n == -ENOENT ? -ENOENT : err_set(err, (int)n, "%s: %s", disp, strerror((int)-n));
+	/* parsed into ret in place (only the CPUs seen are touched) */
+	memset(ret->present, 0, sizeof(ret->present));
+	ret->n_cpus = 0;
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		unsigned long long v[8] = { 0 };
 		unsigned cpu;
@@ -40,23 +54,18 @@ int obs_read_stat(const struct fsroot *root, const char *relpath, struct obs_sta
 		k = sscanf(line, "cpu%u %llu %llu %llu %llu %llu %llu %llu %llu", &cpu, &v[0], &v[1], &v[2],
 			   &v[3], &v[4], &v[5], &v[6], &v[7]);
 		if (k < 5 || cpu >= OBS_MAX_CPUS) {
-			r = err_set(err, -EINVAL, "%s:%d: expected 'cpuN user nice system idle ...', got '%.60s'",
-				    disp, lineno, line);
-			goto out;
+			ret->n_cpus = 0;
+			return err_set(err, -EINVAL, "%s:%d: expected 'cpuN user nice system idle ...', got '%.60s'",
+				       disp, lineno, line);
 		}
-		st->present[cpu] = true;
-		st->cpu[cpu] = (struct obs_cpu){ v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7] };
-		if ((int)cpu + 1 > st->n_cpus)
-			st->n_cpus = (int)cpu + 1;
+		ret->present[cpu] = true;
+		ret->cpu[cpu] = (struct obs_cpu){ v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7] };
+		if ((int)cpu + 1 > ret->n_cpus)
+			ret->n_cpus = (int)cpu + 1;
 	}
-	if (st->n_cpus == 0)
-		r = err_set(err, -EINVAL, "%s: no 'cpuN' lines: not a /proc/stat", disp);
-	else
-		*ret = *st;
-out:
-	free(buf);
-	free(st);
-	return r;
+	if (ret->n_cpus == 0)
+		return err_set(err, -EINVAL, "%s: no 'cpuN' lines: not a /proc/stat", disp);
+	return 0;
 }
 
 static uint64_t total(const struct obs_cpu *c)
@@ -115,14 +124,12 @@ int obs_longest_sys_run(const struct obs_stat *s, int n, double min_pct, int *re
 
 int64_t obs_vmstat(const struct fsroot *root, const char *key)
 {
-	char *buf = malloc(BIG), *line, *save = NULL;
+	char *buf = scratch(), *line, *save = NULL;
 	size_t kl = strlen(key);
 	int64_t v = -1;
 
-	if (!buf || fsroot_read(root, "proc/vmstat", buf, BIG) < 0) {
-		free(buf);
+	if (!buf || fsroot_read(root, "proc/vmstat", buf, BIG) < 0)
 		return -1;
-	}
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		uint64_t u;
 
@@ -131,7 +138,6 @@ int64_t obs_vmstat(const struct fsroot *root, const char *key)
 			break;
 		}
 	}
-	free(buf);
 	return v;
 }
 
@@ -179,7 +185,7 @@ void obs_memcg(const struct fsroot *root, long *ret_kernel, long *ret_live)
 }
 
 static void scan_cpu_stat(const struct fsroot *root, const char *dir, int depth, double *worst,
-			  char *path, size_t size, uint64_t *thr, uint64_t *per)
+			  char *path, size_t size, uint64_t *thr, uint64_t *per, uint64_t *sum)
 {
 	char file[4096], buf[1024], **names = NULL;
 	int k;
@@ -193,6 +199,7 @@ static void scan_cpu_stat(const struct fsroot *root, const char *dir, int depth,
 			sscanf(q + 11, "%llu", &p);
 		if ((q = strstr(buf, "nr_throttled ")))
 			sscanf(q + 13, "%llu", &t);
+		*sum += t;
 		if (p > 0 && (double)t / (double)p > *worst) {
 			*worst = (double)t / (double)p;
 			snprintf(path, size, "%s", file);
@@ -208,7 +215,7 @@ static void scan_cpu_stat(const struct fsroot *root, const char *dir, int depth,
 		snprintf(sub, sizeof(sub), "%s/%s", dir, names[i]);
 		if (strchr(names[i], '.'))      /* control files, not groups */
 			continue;
-		scan_cpu_stat(root, sub, depth - 1, worst, path, size, thr, per);
+		scan_cpu_stat(root, sub, depth - 1, worst, path, size, thr, per, sum);
 	}
 	fsroot_names_free(names);
 }
@@ -218,10 +225,267 @@ double obs_worst_throttling(const struct fsroot *root, char *path, size_t size,
 {
 	static const char *const roots[] = { "sys/fs/cgroup/cpu", "sys/fs/cgroup/cpu,cpuacct", "sys/fs/cgroup" };
 	double worst = 0;
+	uint64_t sum = 0;
 
 	path[0] = '\0';
 	*ret_throttled = *ret_periods = 0;
 	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++)
-		scan_cpu_stat(root, roots[i], 3, &worst, path, size, ret_throttled, ret_periods);
+		scan_cpu_stat(root, roots[i], 3, &worst, path, size, ret_throttled, ret_periods, &sum);
 	return worst;
+}
+
+uint64_t obs_total_throttled(const struct fsroot *root)
+{
+	static const char *const roots[] = { "sys/fs/cgroup/cpu", "sys/fs/cgroup/cpu,cpuacct", "sys/fs/cgroup" };
+	double worst = 0;
+	uint64_t sum = 0, t, p;
+	char path[4096];
+
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++)
+		scan_cpu_stat(root, roots[i], 3, &worst, path, sizeof(path), &t, &p, &sum);
+	return sum;
+}
+
+/* ---- a process and its threads ----------------------------------------- */
+
+int obs_task_add(struct obs_proc *p, char *stat, const char *status, const char *schedstat, int *cpu)
+{
+	unsigned long long v[40] = { 0 };
+	char *rp = strrchr(stat, ')'), *save = NULL;
+	int k = 0;
+
+	/* "TID (comm) S ppid ...": comm may hold spaces and ')'; fields
+	 * count from the state after the last ')' (field 3) */
+	if (rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'))
+		return -ENOENT;         /* a zombie has exited: only its entry is left */
+	if (rp)
+		for (char *tok = strtok_r(rp + 1, " \n", &save); tok && k < 40; tok = strtok_r(NULL, " \n", &save))
+			if (parse_u64(tok, UINT64_MAX, (uint64_t *)&v[k++]) < 0)
+				v[k - 1] = 0;   /* the state letter, negative priorities */
+	if (!rp || k < 37)
+		return -EINVAL;
+	p->utime += v[11];      /* field 14 */
+	p->stime += v[12];      /* field 15 */
+	*cpu = (int)v[36];      /* field 39: processor */
+	for (const char *line = status; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+		unsigned long long x;
+
+		if (sscanf(line, "voluntary_ctxt_switches: %llu", &x) == 1)
+			p->vol_switches += x;
+		else if (sscanf(line, "nonvoluntary_ctxt_switches: %llu", &x) == 1)
+			p->invol_switches += x;
+	}
+	if (schedstat) {
+		unsigned long long run, wait;
+
+		if (sscanf(schedstat, "%llu %llu", &run, &wait) == 2) {
+			p->run_ns += run;
+			p->wait_ns += wait;
+		}
+	}
+	return 0;
+}
+
+/* one thread; 0, -ENOENT when it is gone, -EINVAL with err */
+static int read_task(const struct fsroot *root, int pid, const char *tid, struct obs_proc *p, int *cpu,
+		     struct nt_err *err)
+{
+	char rel[3][128], stat[8192], status[8192], schedstat[256], shown[4096];
+	ssize_t n;
+	int r;
+
+	snprintf(rel[0], sizeof(rel[0]), "proc/%d/task/%s/stat", pid, tid);
+	snprintf(rel[1], sizeof(rel[1]), "proc/%d/task/%s/status", pid, tid);
+	snprintf(rel[2], sizeof(rel[2]), "proc/%d/task/%s/schedstat", pid, tid);
+	n = fsroot_read(root, rel[0], stat, sizeof(stat));
+	if (n < 0)
+		return n == -ENOENT || n == -ESRCH ? -ENOENT : err_set(err, (int)n, "%s: %s",
+			fsroot_display(root, rel[0], shown, sizeof(shown)), strerror((int)-n));
+	if (fsroot_read(root, rel[1], status, sizeof(status)) < 0)
+		status[0] = '\0';
+	if (fsroot_read(root, rel[2], schedstat, sizeof(schedstat)) < 0)
+		schedstat[0] = '\0';
+	r = obs_task_add(p, stat, status, schedstat, cpu);
+	if (r == -EINVAL)
+		return err_set(err, -EINVAL, "%s:1: expected at least 39 fields after 'pid (comm)'",
+			       fsroot_display(root, rel[0], shown, sizeof(shown)));
+	return r;
+}
+
+int obs_read_proc(const struct fsroot *root, int pid, struct obs_proc *ret, struct nt_err *err)
+{
+	char rel[64], **names = NULL;
+	int n, r = 0;
+	unsigned char *seen = calloc(OBS_MAX_CPUS, 1);
+
+	memset(ret, 0, sizeof(*ret));
+	ret->pid = pid;
+	snprintf(rel, sizeof(rel), "proc/%d/task", pid);
+	n = fsroot_list(root, rel, &names);
+	if (n < 0 || !seen) {
+		free(seen);
+		return n == -ESRCH ? -ENOENT : n < 0 ? n : -ENOMEM;
+	}
+	for (int i = 0; i < n && !r; i++) {
+		int cpu = -1, t = read_task(root, pid, names[i], ret, &cpu, err);
+
+		if (t == -ENOENT)
+			continue;       /* exited meanwhile */
+		r = t;
+		ret->n_threads++;
+		if (cpu >= 0 && cpu < OBS_MAX_CPUS && !seen[cpu]++)
+			ret->n_cpus_seen++;
+	}
+	fsroot_names_free(names);
+	free(seen);
+	return r ? r : ret->n_threads ? 0 : -ENOENT;
+}
+
+/* ---- PSI --------------------------------------------------------------- */
+
+static void psi_file(const struct fsroot *root, const char *rel, uint64_t *some, uint64_t *full, bool *present)
+{
+	char buf[512], *line, *save = NULL;
+
+	if (fsroot_read(root, rel, buf, sizeof(buf)) < 0)
+		return;
+	*present = true;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *t = strstr(line, "total=");
+		unsigned long long v;
+
+		if (!t || sscanf(t, "total=%llu", &v) != 1)
+			continue;
+		if (!strncmp(line, "some ", 5) && some)
+			*some = v;
+		else if (!strncmp(line, "full ", 5) && full)
+			*full = v;
+	}
+}
+
+void obs_read_psi(const struct fsroot *root, struct obs_psi *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	psi_file(root, "proc/pressure/cpu", &ret->cpu_some_us, NULL, &ret->present);
+	psi_file(root, "proc/pressure/memory", &ret->mem_some_us, &ret->mem_full_us, &ret->present);
+	psi_file(root, "proc/pressure/io", &ret->io_some_us, &ret->io_full_us, &ret->present);
+}
+
+/* ---- interrupts -------------------------------------------------------- */
+
+int obs_read_interrupts(const struct fsroot *root, struct obs_irq *ret, struct nt_err *err)
+{
+	char *buf = scratch(), *line, *save = NULL, shown[4096];
+	ssize_t n;
+	int lineno = 0;
+
+	memset(ret, 0, sizeof(*ret));
+	if (!buf)
+		return err_set(err, -ENOMEM, "out of memory");
+	n = fsroot_read(root, "proc/interrupts", buf, BIG);
+	if (n < 0) {
+		return err_set(err, (int)n, "%s: %s", fsroot_display(root, "proc/interrupts", shown, sizeof(shown)),
+			       strerror((int)-n));
+	}
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *colon = strchr(line, ':'), *p, *end;
+		bool numbered;
+		uint64_t sum = 0;
+		int cpus = 0;
+
+		if (++lineno == 1) {            /* "CPU0 CPU1 ..." */
+			for (p = strstr(line, "CPU"); p; p = strstr(p + 3, "CPU"))
+				ret->n_cpus++;
+			continue;
+		}
+		if (!colon)
+			continue;
+		p = line + strspn(line, " ");
+		numbered = p < colon && strspn(p, "0123456789") == (size_t)(colon - p);
+		for (p = colon + 1; cpus < ret->n_cpus; cpus++) {
+			unsigned long long v = strtoull(p, &end, 10);
+
+			if (end == p)
+				break;
+			sum += v;
+			p = end;
+		}
+		if (ret->n_cpus == 0 || (cpus == 0 && numbered)) {
+			return err_set(err, -EINVAL, "%s:%d: expected a count per CPU after '%.*s'",
+				       fsroot_display(root, "proc/interrupts", shown, sizeof(shown)), lineno,
+				       (int)(colon - line + 1), line);
+		}
+		if (numbered)
+			ret->device += sum;
+		else if (strstr(colon, "TLB shootdowns"))
+			ret->tlb += sum;
+	}
+	return 0;
+}
+
+/* ---- perf events ------------------------------------------------------- */
+
+static int perf_open(int pid, unsigned long long config, bool exclude_kernel)
+{
+	struct perf_event_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = config;
+	a.disabled = 1;
+	a.inherit = 1;
+	a.enable_on_exec = 1;
+	a.exclude_kernel = exclude_kernel;
+	a.exclude_hv = 1;
+	return (int)syscall(SYS_perf_event_open, &a, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+void obs_perf_open(struct obs_perf *p, int pid)
+{
+	static const unsigned long long config[OBS_PERF_N] = {
+		PERF_COUNT_SW_CPU_MIGRATIONS, PERF_COUNT_SW_CONTEXT_SWITCHES, PERF_COUNT_SW_PAGE_FAULTS,
+	};
+	bool excl = false;
+
+	memset(p, 0, sizeof(*p));
+	for (int i = 0; i < OBS_PERF_N; i++)
+		p->fd[i] = -1;
+	for (int i = 0; i < OBS_PERF_N; i++) {
+		p->fd[i] = perf_open(pid, config[i], excl);
+		if (p->fd[i] < 0 && errno == EACCES && !excl) {
+			/* perf_event_paranoid 2: user space only (software
+			 * events still count the task's switches and faults) */
+			excl = true;
+			p->fd[i] = perf_open(pid, config[i], excl);
+		}
+		if (p->fd[i] < 0) {
+			snprintf(p->why, sizeof(p->why), "perf_event_open: %s%s", strerror(errno),
+				 errno == EACCES || errno == EPERM ? " (kernel.perf_event_paranoid, or a seccomp filter)" :
+				 errno == ENOSYS || errno == ENOENT ? " (no perf events in this kernel)" : "");
+			obs_perf_close(p);
+			return;
+		}
+	}
+	p->ok = true;
+}
+
+int obs_perf_read(const struct obs_perf *p, uint64_t out[OBS_PERF_N])
+{
+	for (int i = 0; i < OBS_PERF_N; i++) {
+		out[i] = 0;
+		if (!p->ok || read(p->fd[i], &out[i], sizeof(out[i])) != sizeof(out[i]))
+			return -EIO;
+	}
+	return 0;
+}
+
+void obs_perf_close(struct obs_perf *p)
+{
+	for (int i = 0; i < OBS_PERF_N; i++) {
+		if (p->fd[i] >= 0)
+			close(p->fd[i]);
+		p->fd[i] = -1;
+	}
+	p->ok = false;
 }

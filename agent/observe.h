@@ -52,4 +52,70 @@ void obs_memcg(const struct fsroot *root, long *ret_kernel, long *ret_live);
 double obs_worst_throttling(const struct fsroot *root, char *path, size_t size,
 			    uint64_t *ret_throttled, uint64_t *ret_periods);
 
+/* nr_throttled summed over the same cpu.stat files (a cgroup counted once
+ * per hierarchy it is found in). */
+uint64_t obs_total_throttled(const struct fsroot *root);
+
+/* ---- a process and all its threads ------------------------------------ */
+
+struct obs_proc {
+	int pid;
+	int n_threads;
+	uint64_t utime, stime;        /* clock ticks, all threads */
+	uint64_t vol_switches, invol_switches;
+	uint64_t run_ns, wait_ns;     /* schedstat: on CPU, waiting on a run queue */
+	int n_cpus_seen;              /* distinct CPUs the threads last ran on */
+};
+
+/* Sum proc/PID/task/TID/{stat,status,schedstat} over the threads.  0;
+ * -ENOENT when the process is gone; -EINVAL with err naming file:line. A
+ * thread that exits while it is read is skipped. */
+int obs_read_proc(const struct fsroot *root, int pid, struct obs_proc *ret, struct nt_err *err);
+
+/* Add one thread's proc/PID/task/TID/{stat,status,schedstat} contents
+ * (status and schedstat may be NULL or empty) to p; *cpu is the CPU it last
+ * ran on.  stat is modified.  0; -ENOENT for a zombie; -EINVAL when stat is
+ * malformed. */
+int obs_task_add(struct obs_proc *p, char *stat, const char *status, const char *schedstat, int *cpu);
+
+/* ---- pressure stall information (proc/pressure) ----------------------- */
+
+struct obs_psi {
+	bool present;
+	uint64_t cpu_some_us, mem_some_us, mem_full_us, io_some_us, io_full_us;  /* total= */
+};
+
+void obs_read_psi(const struct fsroot *root, struct obs_psi *ret);
+
+/* ---- proc/interrupts --------------------------------------------------- */
+
+struct obs_irq {
+	uint64_t tlb;                 /* TLB shootdowns, all CPUs */
+	uint64_t device;              /* numbered (device) IRQs, all CPUs */
+	int n_cpus;
+};
+
+/* 0, or -errno / -EINVAL with err. */
+int obs_read_interrupts(const struct fsroot *root, struct obs_irq *ret, struct nt_err *err);
+
+/* ---- perf_event_open software counters -------------------------------- */
+
+enum { OBS_PERF_MIGRATIONS, OBS_PERF_SWITCHES, OBS_PERF_FAULTS, OBS_PERF_N };
+
+struct obs_perf {
+	int fd[OBS_PERF_N];
+	bool ok;
+	char why[160];                /* why not, when !ok */
+};
+
+/* Count cpu-migrations, context-switches and page-faults of pid and every
+ * thread and child it creates from now on (inherit), starting when it calls
+ * exec (enable_on_exec): open them between fork and exec.  Falls back
+ * cleanly: where perf events are refused (perf_event_paranoid, seccomp, no
+ * kernel support) p->ok is false and p->why says why. */
+void obs_perf_open(struct obs_perf *p, int pid);
+/* The counts so far (children folded in as they exit); 0 or -errno. */
+int obs_perf_read(const struct obs_perf *p, uint64_t out[OBS_PERF_N]);
+void obs_perf_close(struct obs_perf *p);
+
 #endif

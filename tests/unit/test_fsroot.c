@@ -146,6 +146,64 @@ static void test_display_and_open(void **state)
 	fsroot_free(NULL);
 }
 
+/* The sampler's open-file cache: the same answers as plain reads, fresh
+ * content on every read, files closed when a sweep finds them unread, and a
+ * thread that exits reads as gone. */
+static void test_cache(void **state)
+{
+	struct fixture *fx = *state;
+	struct fsroot *live = fsroot_open("/");
+	char buf[8192], rel[64], stat1[512];
+
+	assert_non_null(live);
+	fsroot_cache_enable(fx->root, true);
+	assert_int_equal(fsroot_read(fx->root, "sys/a", buf, sizeof(buf)), 22);
+	assert_string_equal(buf, "always [madvise] never");
+	assert_int_equal(fsroot_cache_size(fx->root), 1);
+	/* rewritten in place: the kept file reads the new content */
+	test_write(fx->dir, "sys/a", "always madvise [never]\n");
+	assert_int_equal(fsroot_read(fx->root, "sys/a", buf, sizeof(buf)), 22);
+	assert_string_equal(buf, "always madvise [never]");
+	assert_int_equal(fsroot_read(fx->root, "proc/big", buf, 8), -EFBIG);
+	assert_int_equal(fsroot_read(fx->root, "sys/nope", buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(fsroot_cache_size(fx->root), 2);
+	/* read in this round: kept; unread for a whole round: closed */
+	fsroot_cache_sweep(fx->root);
+	assert_int_equal(fsroot_cache_size(fx->root), 2);
+	assert_int_equal(fsroot_read(fx->root, "sys/a", buf, sizeof(buf)), 22);
+	fsroot_cache_sweep(fx->root);
+	assert_int_equal(fsroot_cache_size(fx->root), 1);
+	/* many files come and go (tombstones, then a rehash): still right */
+	for (int round = 0; round < 3; round++) {
+		for (int i = 0; i < 600; i++) {
+			assert_true(fsroot_read(fx->root, "sys/a", buf, sizeof(buf)) == 22);
+			snprintf(rel, sizeof(rel), "d/f%d-%d", round, i);
+			test_write(fx->dir, rel, rel);
+			assert_int_equal(fsroot_read(fx->root, rel, buf, sizeof(buf)), (int)strlen(rel));
+			assert_string_equal(buf, rel);
+		}
+		/* at most 512 are kept open; the rest were read the plain way */
+		assert_int_equal(fsroot_cache_size(fx->root), 512);
+		fsroot_cache_sweep(fx->root);
+		assert_int_equal(fsroot_read(fx->root, "sys/a", buf, sizeof(buf)), 22);
+		fsroot_cache_sweep(fx->root);
+		assert_int_equal(fsroot_cache_size(fx->root), 1);
+	}
+	/* a live /proc file regenerates: this thread's CPU time moves */
+	fsroot_cache_enable(live, true);
+	snprintf(rel, sizeof(rel), "proc/self/task/%d/schedstat", (int)gettid());
+	assert_true(fsroot_read(live, rel, stat1, sizeof(stat1)) > 0);
+	for (volatile unsigned long spin = 0; spin < 30000000; spin++)
+		;
+	assert_true(fsroot_read(live, rel, buf, sizeof(buf)) > 0);
+	assert_true(strtoull(buf, NULL, 10) > strtoull(stat1, NULL, 10));
+	assert_int_equal(fsroot_cache_size(live), 1);
+	fsroot_free(live);         /* closes what it kept */
+	fsroot_cache_enable(fx->root, false);
+	assert_int_equal(fsroot_cache_size(fx->root), 0);
+	assert_int_equal(fsroot_read(fx->root, "sys/a", buf, sizeof(buf)), 22);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -154,6 +212,7 @@ int main(void)
 		cmocka_unit_test(test_syscall_faults),
 		cmocka_unit_test(test_list_sorted),
 		cmocka_unit_test(test_display_and_open),
+		cmocka_unit_test(test_cache),
 	};
 
 	return cmocka_run_group_tests_name("fsroot", tests, setup, teardown);

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <sys/wait.h>
 
 #include "observe.h"
 #include "test_util.h"
@@ -116,12 +117,159 @@ static void test_vmstat_memcg_throttling(void **state)
 	fsroot_free(r);
 }
 
+
+#define KVM "tests/fixtures/sysroot/debian12-kvm-2cpu"
+
+/* A real capture: nodetune-harness with 6 threads on this 2-CPU VM (the
+ * sums were taken with awk and python over the captured files). */
+static void test_read_proc(void **state)
+{
+	struct fsroot *r = open_rel(KVM);
+	struct obs_proc p;
+	struct nt_err err = { 0 };
+
+	(void)state;
+	assert_int_equal(obs_read_proc(r, 22623, &p, &err), 0);
+	assert_int_equal(p.n_threads, 6);
+	assert_int_equal(p.utime, 370);
+	assert_int_equal(p.stime, 9);
+	assert_int_equal(p.vol_switches, 3580);
+	assert_int_equal(p.invol_switches, 4304);
+	assert_true(p.run_ns == 3881238301ull);
+	assert_true(p.wait_ns == 2224104883ull);
+	assert_int_equal(p.n_cpus_seen, 2);
+	assert_int_equal(obs_read_proc(r, 1, &p, &err), -ENOENT);
+	fsroot_free(r);
+}
+
+static void put(const char *dir, const char *rel, const char *text)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	test_mkdirs(path);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+static void test_proc_bad_and_comm(void **state)
+{
+	char dir[] = "/tmp/nodetune-test-observe-XXXXXX", cmd[4200];
+	struct fsroot *r;
+	struct obs_proc p;
+	struct nt_err err = { 0 };
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	/* a comm with spaces and ')' is skipped whole */
+	put(dir, "proc/7/task/7/stat", "7 (a) b (c)) S 1 7 7 0 -1 4194304 0 0 0 0 11 22 0 0 20 0 1 0 5 100 10 "
+				       "1 1 1 1 1 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n");
+	put(dir, "proc/7/task/8/stat", "8 (w) S 1 7 7 0 -1 4194304 0 0 0 0 5 6 0 0 20 0 1 0 5 100 10 "
+				       "1 1 1 1 1 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0\n");
+	put(dir, "proc/7/task/8/status", "Name:\tw\nvoluntary_ctxt_switches:\t4\nnonvoluntary_ctxt_switches:\t9\n");
+	r = fsroot_open(dir);
+	assert_non_null(r);
+	assert_int_equal(obs_read_proc(r, 7, &p, &err), 0);
+	assert_int_equal(p.n_threads, 2);
+	assert_int_equal(p.utime, 16);
+	assert_int_equal(p.stime, 28);
+	assert_int_equal(p.invol_switches, 9);
+	assert_int_equal(p.n_cpus_seen, 2);
+	/* a truncated stat: file:line */
+	put(dir, "proc/9/task/9/stat", "9 (x) S 1 2 3\n");
+	assert_int_equal(obs_read_proc(r, 9, &p, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "/proc/9/task/9/stat:1: expected at least 39 fields"));
+	/* interrupts: a line without counts */
+	put(dir, "proc/interrupts", "           CPU0       CPU1\n  1:  garbage\n");
+	{
+		struct obs_irq irq;
+
+		assert_int_equal(obs_read_interrupts(r, &irq, &err), -EINVAL);
+		assert_non_null(strstr(err.msg, "/proc/interrupts:2: expected a count per CPU"));
+	}
+	fsroot_free(r);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void test_psi_interrupts(void **state)
+{
+	struct fsroot *r = open_rel(KVM), *h = open_rel(HAZ);
+	struct obs_psi psi;
+	struct obs_irq irq;
+	struct nt_err err = { 0 };
+
+	(void)state;
+	obs_read_psi(r, &psi);
+	assert_true(psi.present);
+	assert_true(psi.cpu_some_us == 447187456ull);
+	assert_true(psi.io_some_us == 78205249ull && psi.io_full_us == 75564127ull);
+	assert_true(psi.mem_some_us == 0);
+	obs_read_psi(h, &psi);           /* a kernel without PSI */
+	assert_false(psi.present);
+	assert_int_equal(obs_read_interrupts(r, &irq, &err), 0);
+	assert_int_equal(irq.n_cpus, 2);
+	assert_true(irq.tlb == 268476ull + 230253ull);
+	assert_true(irq.device == 340381ull);
+	fsroot_free(r);
+	fsroot_free(h);
+}
+
+/* perf events on a real child, opened between fork and exec as ab does */
+static void test_perf_child(void **state)
+{
+	struct obs_perf p;
+	uint64_t c[OBS_PERF_N];
+	int go[2], status;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(pipe(go), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char x;
+
+		close(go[1]);
+		if (read(go[0], &x, 1) != 1)
+			_exit(1);
+		/* a child that faults pages in and sleeps (switches) */
+		execlp("sh", "sh", "-c", "head -c 4000000 /dev/zero | cat >/dev/null; sleep 0.05", (char *)NULL);
+		_exit(127);
+	}
+	close(go[0]);
+	obs_perf_open(&p, pid);
+	assert_int_equal(write(go[1], "x", 1), 1);
+	close(go[1]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(status, 0);
+	if (!p.ok) {
+		assert_true(p.why[0] != '\0');
+		print_message("perf events refused here, the fallback taken: %s\n", p.why);
+		skip();
+	}
+	assert_int_equal(obs_perf_read(&p, c), 0);
+	/* inherited: the shell's children (head, cat, sleep) are counted */
+	assert_true(c[OBS_PERF_FAULTS] > 100);
+	assert_true(c[OBS_PERF_SWITCHES] > 2);
+	obs_perf_close(&p);
+	assert_int_equal(p.fd[0], -1);
+	assert_int_equal(obs_perf_read(&p, c), -EIO);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_read_stat),
 		cmocka_unit_test(test_longest_sys_run),
 		cmocka_unit_test(test_vmstat_memcg_throttling),
+		cmocka_unit_test(test_read_proc),
+		cmocka_unit_test(test_proc_bad_and_comm),
+		cmocka_unit_test(test_psi_interrupts),
+		cmocka_unit_test(test_perf_child),
 	};
 
 	return cmocka_run_group_tests_name("observe", tests, NULL, NULL);

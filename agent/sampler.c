@@ -1,0 +1,258 @@
+/* sampler.c — see sampler.h. */
+#include "sampler.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *const vm_keys[SAMPLER_VM] = {
+	"thp_fault_alloc", "thp_fault_fallback", "compact_stall", "compact_fail", "numa_hint_faults",
+	"numa_pages_migrated", "numa_miss", "pgfault", "pgmajfault",
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int sampler_init(struct sampler *s, const char *root, const int *pids, int n_pids, bool children)
+{
+	memset(s, 0, sizeof(*s));
+	s->root = fsroot_open(root);
+	if (!s->root)
+		return -errno;
+	fsroot_cache_enable(s->root, true);     /* the same files ten times a second */
+	s->n_pids = n_pids < SAMPLER_MAX_PIDS ? n_pids : SAMPLER_MAX_PIDS;
+	memcpy(s->pids, pids, (size_t)s->n_pids * sizeof(int));
+	s->children = children;
+	s->t0 = now_s();
+	s->ticks_per_s = sysconf(_SC_CLK_TCK);
+	return 0;
+}
+
+void sampler_release(struct sampler *s)
+{
+	fsroot_free(s->root);
+	s->root = NULL;
+}
+
+void sampler_snap_release(struct sampler_snap *snap)
+{
+	free(snap->stat);
+	snap->stat = NULL;
+}
+
+/* all of /proc/vmstat in one read */
+static void read_vm(const struct fsroot *root, int64_t vm[SAMPLER_VM])
+{
+	static char buf[1 << 16];
+	char *line, *save = NULL;
+
+	for (int k = 0; k < SAMPLER_VM; k++)
+		vm[k] = -1;
+	if (fsroot_read(root, "proc/vmstat", buf, sizeof(buf)) < 0)
+		return;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *sp = strchr(line, ' ');
+
+		if (!sp)
+			continue;
+		*sp = '\0';
+		for (int k = 0; k < SAMPLER_VM; k++)
+			if (!strcmp(line, vm_keys[k]))
+				vm[k] = strtoll(sp + 1, NULL, 10);
+	}
+}
+
+/* add every descendant of the set (one pass over proc/N/stat for the
+ * parent links, then a closure) */
+static void add_descendants(struct sampler *s)
+{
+	char **names = NULL, rel[64], buf[1024];
+	int n = fsroot_list(s->root, "proc", &names), m = 0;
+	int (*link)[2] = n > 0 ? calloc((size_t)n, sizeof(*link)) : NULL;
+
+	if (!link) {
+		if (n > 0)
+			fsroot_names_free(names);
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		char *rp;
+		int pid = atoi(names[i]), ppid;
+
+		if (pid <= 0)
+			continue;
+		snprintf(rel, sizeof(rel), "proc/%d/stat", pid);
+		if (fsroot_read(s->root, rel, buf, sizeof(buf)) < 0 || !(rp = strrchr(buf, ')')) ||
+		    sscanf(rp + 1, " %*c %d", &ppid) != 1)
+			continue;
+		link[m][0] = pid;
+		link[m++][1] = ppid;
+	}
+	for (bool grew = true; grew && s->n_pids < SAMPLER_MAX_PIDS;) {
+		grew = false;
+		for (int i = 0; i < m && s->n_pids < SAMPLER_MAX_PIDS; i++) {
+			bool parent_in = false, in = false;
+
+			for (int k = 0; k < s->n_pids; k++) {
+				parent_in |= s->pids[k] == link[i][1];
+				in |= s->pids[k] == link[i][0];
+			}
+			if (parent_in && !in) {
+				s->pids[s->n_pids++] = link[i][0];
+				grew = true;
+			}
+		}
+	}
+	free(link);
+	fsroot_names_free(names);
+}
+
+void sampler_take(struct sampler *s, struct sampler_snap *snap)
+{
+	struct nt_err err = { 0 };
+	struct obs_stat *keep = snap->stat;
+
+	memset(snap, 0, sizeof(*snap));
+	snap->stat = keep ? keep : malloc(sizeof(*snap->stat));
+	snap->slow = s->n % SAMPLER_SLOW_EVERY == 0;
+	snap->t = now_s() - s->t0;
+	/* children: every sample in the first 2 s (a launcher starting its
+	 * ranks), then with the slow scans */
+	if (s->children && (snap->slow || snap->t < 2.0))
+		add_descendants(s);
+	if (snap->stat && obs_read_stat(s->root, "proc/stat", snap->stat, &err) < 0) {
+		free(snap->stat);
+		snap->stat = NULL;
+	}
+	read_vm(s->root, snap->vm);
+	if (obs_read_interrupts(s->root, &snap->irq, &err) < 0)
+		memset(&snap->irq, 0, sizeof(snap->irq));
+	obs_read_psi(s->root, &snap->psi);
+	if (snap->slow) {
+		snap->throttled = obs_total_throttled(s->root);
+		obs_memcg(s->root, &snap->memcg_kernel, &snap->memcg_live);
+	}
+	snap->n_procs = s->n_pids;
+	for (int i = 0; i < s->n_pids; i++)
+		if (obs_read_proc(s->root, s->pids[i], &snap->proc[i], &err) < 0)
+			snap->proc[i].pid = -s->pids[i];      /* gone */
+	fsroot_cache_sweep(s->root);             /* close the files of exited threads */
+	s->n++;
+}
+
+int sampler_alive(const struct sampler_snap *b)
+{
+	int n = 0;
+
+	for (int i = 0; i < b->n_procs; i++)
+		n += b->proc[i].pid > 0;
+	return n;
+}
+
+static uint64_t cpu_total(const struct obs_cpu *c)
+{
+	return c->user + c->nice + c->system + c->idle + c->iowait + c->irq + c->softirq + c->steal;
+}
+
+json_t *sampler_record(const struct sampler *s, const struct sampler_snap *a, const struct sampler_snap *b)
+{
+	json_t *rec = json_object(), *cpus = json_array(), *vm = json_object(), *procs = json_array();
+	double dt = b->t - a->t;
+
+	json_object_set_new(rec, "t", json_real(b->t));
+	if (a->stat && b->stat)
+		for (int c = 0; c < b->stat->n_cpus; c++) {
+			const struct obs_cpu *x = &a->stat->cpu[c], *y = &b->stat->cpu[c];
+			double tot = (double)(cpu_total(y) - cpu_total(x));
+
+			if (!b->stat->present[c] || !a->stat->present[c] || tot <= 0)
+				continue;
+			json_array_append_new(cpus, json_pack("{s:i, s:f, s:f}", "cpu", c, "usr",
+				100.0 * (double)(y->user + y->nice - x->user - x->nice) / tot, "sys",
+				100.0 * (double)(y->system + y->irq + y->softirq - x->system - x->irq - x->softirq) / tot));
+		}
+	json_object_set_new(rec, "cpus", cpus);
+	for (int k = 0; k < SAMPLER_VM; k++)
+		if (a->vm[k] >= 0 && b->vm[k] >= 0)
+			json_object_set_new(vm, vm_keys[k], json_integer(b->vm[k] - a->vm[k]));
+	json_object_set_new(rec, "vmstat", vm);
+	json_object_set_new(rec, "tlb_shootdowns", json_integer((json_int_t)(b->irq.tlb - a->irq.tlb)));
+	json_object_set_new(rec, "device_irqs", json_integer((json_int_t)(b->irq.device - a->irq.device)));
+	if (b->psi.present)
+		json_object_set_new(rec, "psi_ms", json_pack("{s:f, s:f, s:f, s:f, s:f}",
+			"cpu_some", (double)(b->psi.cpu_some_us - a->psi.cpu_some_us) / 1000,
+			"memory_some", (double)(b->psi.mem_some_us - a->psi.mem_some_us) / 1000,
+			"memory_full", (double)(b->psi.mem_full_us - a->psi.mem_full_us) / 1000,
+			"io_some", (double)(b->psi.io_some_us - a->psi.io_some_us) / 1000,
+			"io_full", (double)(b->psi.io_full_us - a->psi.io_full_us) / 1000));
+	if (b->slow) {
+		json_object_set_new(rec, "nr_throttled_total", json_integer((json_int_t)b->throttled));
+		json_object_set_new(rec, "memcg", json_pack("{s:I, s:I}", "kernel", (json_int_t)b->memcg_kernel,
+							    "live", (json_int_t)b->memcg_live));
+	}
+	for (int i = 0; i < b->n_procs; i++) {
+		const struct obs_proc *y = &b->proc[i], *x = i < a->n_procs && a->proc[i].pid == y->pid ? &a->proc[i] : NULL;
+
+		if (y->pid <= 0 || !x)
+			continue;       /* gone, or new in this sample: no interval yet */
+		json_array_append_new(procs, json_pack("{s:i, s:i, s:f, s:I, s:I, s:f, s:i}", "pid", y->pid,
+			"threads", y->n_threads, "cpu_pct",
+			dt > 0 ? 100.0 * (double)(y->utime + y->stime - x->utime - x->stime) / (double)s->ticks_per_s / dt : 0.0,
+			"voluntary_switches", (json_int_t)(y->vol_switches - x->vol_switches),
+			"involuntary_switches", (json_int_t)(y->invol_switches - x->invol_switches),
+			"runqueue_wait_ms", (double)(y->wait_ns - x->wait_ns) / 1e6, "cpus_used", y->n_cpus_seen));
+	}
+	json_object_set_new(rec, "procs", procs);
+	return rec;
+}
+
+void sampler_line(const struct sampler *s, const struct sampler_snap *a, const struct sampler_snap *b, char *buf,
+		  size_t size)
+{
+	double usr = 0, sys = 0, max_sys = 0, dt = b->t - a->t, cpu_pct = 0, runq = 0;
+	int n = 0, max_cpu = -1, threads = 0;
+	uint64_t invol = 0;
+
+	if (a->stat && b->stat)
+		for (int c = 0; c < b->stat->n_cpus; c++) {
+			const struct obs_cpu *x = &a->stat->cpu[c], *y = &b->stat->cpu[c];
+			double tot = (double)(cpu_total(y) - cpu_total(x)), sy;
+
+			if (!b->stat->present[c] || !a->stat->present[c] || tot <= 0)
+				continue;
+			sy = 100.0 * (double)(y->system + y->irq + y->softirq - x->system - x->irq - x->softirq) / tot;
+			usr += 100.0 * (double)(y->user + y->nice - x->user - x->nice) / tot;
+			sys += sy;
+			if (sy > max_sys) {
+				max_sys = sy;
+				max_cpu = c;
+			}
+			n++;
+		}
+	for (int i = 0; i < b->n_procs; i++) {
+		const struct obs_proc *y = &b->proc[i], *x = i < a->n_procs && a->proc[i].pid == y->pid ? &a->proc[i] : NULL;
+
+		if (y->pid <= 0 || !x)
+			continue;
+		threads += y->n_threads;
+		cpu_pct += dt > 0 ? 100.0 * (double)(y->utime + y->stime - x->utime - x->stime) / (double)s->ticks_per_s / dt : 0;
+		invol += y->invol_switches - x->invol_switches;
+		runq += (double)(y->wait_ns - x->wait_ns) / 1e6;
+	}
+	snprintf(buf, size,
+		 "%7.2f s  usr %5.1f%% sys %5.1f%% (max cpu%d %5.1f%%)  pgfault %lld compact_stall %lld numa_hint %lld  "
+		 "tlb %llu irq %llu  psi cpu %.1f ms  procs %d/%d: %d threads %.0f%% cpu, %llu invol, runq %.1f ms",
+		 b->t, n ? usr / n : 0, n ? sys / n : 0, max_cpu, max_sys,
+		 (long long)(b->vm[7] - a->vm[7]), (long long)(b->vm[2] - a->vm[2]), (long long)(b->vm[4] - a->vm[4]),
+		 (unsigned long long)(b->irq.tlb - a->irq.tlb), (unsigned long long)(b->irq.device - a->irq.device),
+		 (double)(b->psi.cpu_some_us - a->psi.cpu_some_us) / 1000, sampler_alive(b), b->n_procs, threads, cpu_pct,
+		 (unsigned long long)invol, runq);
+}

@@ -1,0 +1,64 @@
+/* sampler.h — the observer: host and process counters sampled at an
+ * interval, each sample a record of what changed since the last one.
+ *
+ * Host: per-CPU %usr/%sys (/proc/stat), vmstat (THP, compaction, NUMA
+ * balancing, faults), TLB shootdowns and device IRQs (/proc/interrupts), PSI,
+ * and every SAMPLER_SLOW_EVERY-th sample (5 s at 10 Hz) the slower scans (memory cgroups against live
+ * directories, cgroup CPU throttling).  Processes: each pid of the set with
+ * all its threads (CPU time, switches, run-queue wait, CPUs used); with
+ * `children`, the set grows with every descendant (mpirun's ranks),
+ * looked for at every sample of the first 2 s (a launcher starting its
+ * ranks), then with the slow scans.
+ */
+#ifndef NODETUNE_SAMPLER_H
+#define NODETUNE_SAMPLER_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "fsroot.h"
+#include "observe.h"
+
+#define SAMPLER_MAX_PIDS 256
+#define SAMPLER_VM 9
+/* the slow scans (cgroup trees, descendants) every this many samples */
+#define SAMPLER_SLOW_EVERY 50
+
+struct sampler_snap {
+	double t;                     /* seconds since the sampler started */
+	struct obs_stat *stat;        /* NULL when /proc/stat could not be read */
+	int64_t vm[SAMPLER_VM];
+	struct obs_irq irq;
+	struct obs_psi psi;
+	bool slow;                    /* the slow scans were taken */
+	uint64_t throttled;
+	long memcg_kernel, memcg_live;
+	int n_procs;
+	struct obs_proc proc[SAMPLER_MAX_PIDS];
+};
+
+struct sampler {
+	struct fsroot *root;
+	int pids[SAMPLER_MAX_PIDS];
+	int n_pids;
+	bool children;                /* add descendants of the pids */
+	double t0;
+	unsigned n;                   /* samples taken */
+	long ticks_per_s;
+};
+
+/* 0, or -errno (the root cannot be opened). */
+int sampler_init(struct sampler *s, const char *root, const int *pids, int n_pids, bool children);
+void sampler_release(struct sampler *s);
+/* Take a sample into snap (its stat buffer is allocated once and reused). */
+void sampler_take(struct sampler *s, struct sampler_snap *snap);
+void sampler_snap_release(struct sampler_snap *snap);
+/* What changed from a to b, as one JSON record. */
+json_t *sampler_record(const struct sampler *s, const struct sampler_snap *a, const struct sampler_snap *b);
+/* The same as one line of text (no newline) into buf. */
+void sampler_line(const struct sampler *s, const struct sampler_snap *a, const struct sampler_snap *b, char *buf,
+		  size_t size);
+/* Processes of the set still alive at b. */
+int sampler_alive(const struct sampler_snap *b);
+
+#endif

@@ -1,0 +1,32 @@
+#!/bin/sh
+# nodetune observe on this host: host records at the interval, a command's
+# process tree with its threads (mpirun's ranks included), the command's exit
+# status, and bad input (exit 2).
+. "$(dirname "$0")/lib.sh"
+: "${HARNESS:=$SRCDIR/build/nodetune-harness}"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+ncpu=$(grep -c '^cpu[0-9]' /proc/stat)
+
+run "$NODETUNE" observe --json --duration 0.6
+check "host only: a record per 100 ms, each with every CPU's %usr/%sys, vmstat, TLB, IRQs ($(wc -l <"$OUT") records)" -- sh -c \
+	"[ $RC -eq 0 ] && [ \$(wc -l <'$OUT') -ge 5 ] && [ \$(wc -l <'$OUT') -le 7 ] &&
+	 jq -se 'all(.[]; (.cpus | length) == $ncpu and (.vmstat | has(\"compact_stall\") and has(\"numa_hint_faults\"))
+	         and (.tlb_shootdowns >= 0) and (.device_irqs >= 0) and .procs == [])' '$OUT'"
+if [ -r /proc/pressure/cpu ]; then
+	check "PSI where present" -- jq -se 'all(.[]; .psi_ms.cpu_some >= 0)' "$OUT"
+fi
+
+run "$NODETUNE" observe --json --interval 50 -- mpirun -np 2 --oversubscribe "$HARNESS" --steps 30 --batch 512 --quiet
+check "a command under mpirun: mpirun and both ranks sampled with their threads, exit 0" -- sh -c \
+	"[ $RC -eq 0 ] && jq -se '[.[].procs | length] | max >= 3' '$OUT' &&
+	 jq -se '[.[].procs[] | select(.threads >= 4 and .cpu_pct > 20)] | length > 0' '$OUT'"
+run "$NODETUNE" observe --interval 50 -- sh -c 'sleep 0.2; exit 3'
+check "the command's exit status (3), text lines with the processes (sh and its sleep)" -- sh -c \
+	"[ $RC -eq 3 ] && grep -Eq 'procs [12]/[12]: [12] threads' '$OUT'"
+
+expect_fail 2 "--pid 4194303: no such process" "a pid that does not exist" -- "$NODETUNE" observe --pid 4194303
+expect_fail 2 "--pid 'x': expected a whole number" "a pid that is not a number" -- "$NODETUNE" observe --pid 1,x
+expect_fail 2 "--interval '5': expected a whole number from 10 to 60000" "an interval too short" -- "$NODETUNE" observe --interval 5
+expect_fail 2 "--pid and a command exclude each other" "both --pid and a command" -- "$NODETUNE" observe --pid 1 -- true
+expect_fail 2 "no-such-command: command not found" "a command not found" -- "$NODETUNE" observe -- no-such-command
+t_done

@@ -1,0 +1,65 @@
+/* test_sampler.c — the observer's records on a captured tree: host and
+ * process fields present and computed from the two samples. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "sampler.h"
+#include "test_util.h"
+
+static void test_records(void **state)
+{
+	char root[4096];
+	struct sampler s;
+	struct sampler_snap a = { 0 }, b = { 0 };
+	int pid = 22623;
+	json_t *rec, *p;
+	char line[1024];
+
+	(void)state;
+	test_path(root, sizeof(root), "tests/fixtures/sysroot/debian12-kvm-2cpu");
+	assert_int_equal(sampler_init(&s, root, &pid, 1, true), 0);
+	sampler_take(&s, &a);
+	sampler_take(&s, &b);
+	assert_true(a.slow);            /* the first sample takes the slow scans */
+	assert_false(b.slow);
+	assert_int_equal(sampler_alive(&b), 1);
+	rec = sampler_record(&s, &a, &b);
+	/* a captured tree does not move: every delta is 0, every field there */
+	assert_int_equal(json_array_size(json_object_get(rec, "cpus")), 0);   /* no time passed */
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(rec, "vmstat"), "pgfault")), 0);
+	assert_non_null(json_object_get(json_object_get(rec, "vmstat"), "compact_stall"));
+	assert_non_null(json_object_get(json_object_get(rec, "psi_ms"), "cpu_some"));
+	assert_int_equal(json_integer_value(json_object_get(rec, "tlb_shootdowns")), 0);
+	assert_null(json_object_get(rec, "memcg"));                          /* only in slow samples */
+	p = json_array_get(json_object_get(rec, "procs"), 0);
+	assert_int_equal(json_integer_value(json_object_get(p, "pid")), 22623);
+	assert_int_equal(json_integer_value(json_object_get(p, "threads")), 6);
+	assert_int_equal(json_integer_value(json_object_get(p, "cpus_used")), 2);
+	assert_true(json_real_value(json_object_get(p, "cpu_pct")) == 0.0);
+	json_decref(rec);
+	rec = sampler_record(&s, &b, &a);       /* a slow sample carries the scans */
+	assert_non_null(json_object_get(rec, "memcg"));
+	assert_non_null(json_object_get(rec, "nr_throttled_total"));
+	json_decref(rec);
+	sampler_line(&s, &a, &b, line, sizeof(line));
+	assert_non_null(strstr(line, "procs 1/1: 6 threads 0% cpu, 0 invol"));
+	/* the process gone (another pid that is not in the tree) */
+	s.pids[0] = 4;
+	sampler_take(&s, &b);
+	assert_int_equal(sampler_alive(&b), 0);
+	sampler_snap_release(&a);
+	sampler_snap_release(&b);
+	sampler_release(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_records),
+	};
+
+	return cmocka_run_group_tests_name("sampler", tests, NULL, NULL);
+}
