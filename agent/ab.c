@@ -85,6 +85,8 @@ struct trial {
 	double *steps;                /* per-step total ms (harness) */
 	double *phase[5];             /* data wait, fwd, bwd, exposed comm, opt */
 	int n_steps;
+	double skew;                  /* slowest/fastest rank's compute; 0 without ranks */
+	int slowest;
 	double counter[AB_COUNTERS];  /* per step */
 };
 
@@ -242,6 +244,14 @@ static int read_harness_json(const char *path, struct trial *t)
 		t->metric = p50 > 0 ? json_number_value(json_object_get(sum, "world_size")) *
 				      json_number_value(json_object_get(sum, "batch")) *
 				      json_number_value(json_object_get(sum, "accum")) * 1000.0 / p50 : 0;
+	}
+	{
+		json_t *sum = json_object_get(doc, "summary");
+
+		if (json_integer_value(json_object_get(sum, "world_size")) > 1) {
+			t->skew = json_number_value(json_object_get(sum, "rank_skew"));
+			t->slowest = (int)json_integer_value(json_object_get(sum, "slowest_rank"));
+		}
 	}
 	steps = json_object_get(doc, "steps");
 	t->steps = calloc(json_array_size(steps) + 1, sizeof(double));
@@ -511,6 +521,25 @@ static void analyse(const struct ab_config *cfg, struct trial *tr, int n, double
 		free(x[1]);
 	}
 
+	/* stragglers: the skew between ranks, and which rank lags */
+	for (int a = 0; a < 2; a++) {
+		double sk[512];
+		int ns_ = 0, votes[64] = { 0 }, best = 0;
+
+		for (int i = 0; i < n && ns_ < 512; i++)
+			if (tr[i].arm == a && tr[i].skew > 0) {
+				sk[ns_++] = tr[i].skew;
+				if (tr[i].slowest >= 0 && tr[i].slowest < 64)
+					votes[tr[i].slowest]++;
+			}
+		for (int r = 1; r < 64; r++)
+			if (votes[r] > votes[best])
+				best = r;
+		res->rank_skew[a] = ns_ ? stats_median(sk, (size_t)ns_) : 0;
+		res->slowest_rank[a] = best;
+		res->slowest_share[a] = ns_ ? (double)votes[best] / ns_ : 0;
+	}
+
 	/* counters per step, A against B, ranked by significance then effect */
 	res->n_expl = 0;
 	for (int c = 0; c < AB_COUNTERS; c++) {
@@ -659,6 +688,11 @@ json_t *ab_json(const struct ab_config *cfg, const struct ab_result *res)
 		json_object_set_new(doc, "elapsed_s", json_real(res->elapsed_s));
 		json_object_set_new(doc, "alpha", json_real(cfg->alpha));
 		json_object_set_new(doc, "alpha_last_look", json_real(res->alpha_used));
+		if (res->rank_skew[0] > 0 || res->rank_skew[1] > 0)
+			json_object_set_new(doc, "rank_skew", json_pack("{s:f, s:f, s:i, s:i, s:f, s:f}", "a", res->rank_skew[0],
+				"b", res->rank_skew[1], "slowest_rank_a", res->slowest_rank[0], "slowest_rank_b",
+				res->slowest_rank[1], "slowest_share_a", res->slowest_share[0], "slowest_share_b",
+				res->slowest_share[1]));
 		json_object_set_new(doc, "perf_events", res->perf_note[0] ? json_string(res->perf_note) : json_true());
 	}
 	return doc;
@@ -682,6 +716,9 @@ int ab_print(FILE *out, const struct ab_config *cfg, const struct ab_result *res
 		fprintf(out, "stalls (> max(3 x median, median + 10 MAD)): A %d (%.0f ms), B %d (%.0f ms)\n",
 			res->stalls[0], res->stall_ms[0], res->stalls[1], res->stall_ms[1]);
 	}
+	if (res->rank_skew[0] > 0 || res->rank_skew[1] > 0)
+		fprintf(out, "ranks: compute skew (slowest / fastest) A %.3f, B %.3f; slowest in B: rank %d (%.0f%% of trials)\n",
+			res->rank_skew[0], res->rank_skew[1], res->slowest_rank[1], res->slowest_share[1] * 100);
 	fprintf(out, "explanations (per step, A -> B):\n");
 	if (res->perf_note[0])
 		fprintf(out, "  (perf events not counted: %s)\n", res->perf_note);

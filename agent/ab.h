@@ -70,6 +70,9 @@ struct ab_result {
 	double stall_limit[2];        /* max(3 x median, median + 10 MAD) */
 	int stalls[2];
 	double stall_ms[2];
+	double rank_skew[2];          /* median over trials of slowest/fastest rank compute (0: world 1) */
+	int slowest_rank[2];          /* the rank slowest in most trials */
+	double slowest_share[2];      /* in that share of the trials */
 	char grown_phase[32];         /* the phase whose median grew most, B over A */
 	double grown_by_ms;
 	struct ab_explanation expl[AB_COUNTERS];

@@ -326,6 +326,15 @@ int report_html(FILE *f, const struct ab_config *cfg, const struct ab_result *re
 			res->step_p50[0], res->step_p50[1], res->hl_shift_ms,
 			res->grown_phase[0] ? res->grown_phase : "-", res->grown_by_ms, res->stalls[0], res->stall_ms[0],
 			res->stalls[1], res->stall_ms[1]);
+	if (res->rank_skew[0] > 0 || res->rank_skew[1] > 0)
+		fprintf(f, "<tr><th>rank skew (slowest / fastest compute)</th><td class=\"n\" id=\"skew\">A %.3f, B %.3f; "
+			   "slowest in B: rank %d (%.0f%% of trials)</td></tr>\n", res->rank_skew[0], res->rank_skew[1],
+			res->slowest_rank[1], res->slowest_share[1] * 100);
+	if (res->perf_note[0]) {
+		fputs("<tr><th>perf events</th><td>not counted: ", f);
+		report_escape(f, res->perf_note);
+		fputs("</td></tr>\n", f);
+	}
 	fputs("</table>\n", f);
 	if (res->n_series[0] + res->n_series[1] > 1) {
 		fputs("<h2>Per-step time</h2>\n<p>Dashed: each arm's stall threshold, max(3 &times; median, "

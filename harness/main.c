@@ -49,6 +49,7 @@ struct opts {
 	unsigned long long seed, samples;
 	bool overlap, pin, frozen, quiet;
 	const char *device, *comm, *json, *dump, *data, *write_data, *inject;
+	int inject_rank;           /* -1: every rank */
 };
 
 struct step_rec {
@@ -136,6 +137,7 @@ static void usage(void)
 	       "  --dump-weights FILE      raw float32 weights after training (rank 0)\n"
 	       "  --inject KIND            reproduce a cause on purpose: thp-compaction, tlb-shootdown,\n"
 	       "                           noisy-neighbor, remote-numa, alloc-churn, host-sync, slow:PCT\n"
+	       "  --inject-rank N          only on rank N (a straggler; default: every rank)\n"
 	       "  --quiet                  no human summary on stderr\n"
 	       "  --version                build features\n");
 }
@@ -155,7 +157,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	enum { O_MODEL = 256, O_DEPTH, O_WIDTH, O_BATCH, O_STEPS, O_WARMUP, O_ACCUM, O_LR, O_SEED,
 	       O_BUCKET, O_FIRST, O_NO_OVERLAP, O_WORKERS, O_PREFETCH, O_COMPRESS, O_NO_PIN, O_FROZEN,
 	       O_DATA, O_WRITE, O_SAMPLES, O_ROWS, O_DEVICE, O_COMM, O_TIMEOUT, O_BLAS, O_JSON, O_DUMP,
-	       O_QUIET, O_VERSION, O_HELP, O_ZLEVEL, O_INJECT };
+	       O_QUIET, O_VERSION, O_HELP, O_ZLEVEL, O_INJECT, O_INJECT_RANK };
 	static const struct option lo[] = {
 		{ "model", 1, NULL, O_MODEL }, { "mlp-depth", 1, NULL, O_DEPTH }, { "mlp-width", 1, NULL, O_WIDTH },
 		{ "batch", 1, NULL, O_BATCH }, { "steps", 1, NULL, O_STEPS }, { "warmup", 1, NULL, O_WARMUP },
@@ -168,7 +170,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		{ "write-data", 1, NULL, O_WRITE }, { "samples", 1, NULL, O_SAMPLES }, { "rows", 1, NULL, O_ROWS },
 		{ "device", 1, NULL, O_DEVICE }, { "comm", 1, NULL, O_COMM }, { "timeout", 1, NULL, O_TIMEOUT },
 		{ "blas-threads", 1, NULL, O_BLAS }, { "json", 1, NULL, O_JSON }, { "dump-weights", 1, NULL, O_DUMP },
-		{ "quiet", 0, NULL, O_QUIET }, { "inject", 1, NULL, O_INJECT }, { "version", 0, NULL, O_VERSION }, { "help", 0, NULL, O_HELP },
+		{ "quiet", 0, NULL, O_QUIET }, { "inject", 1, NULL, O_INJECT }, { "inject-rank", 1, NULL, O_INJECT_RANK }, { "version", 0, NULL, O_VERSION }, { "help", 0, NULL, O_HELP },
 		{ 0 },
 	};
 	int c;
@@ -177,7 +179,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		.model = { MODEL_DLRM_SMALL, 8, 1024, DLRM_ROWS }, .model_name = "dlrm-small",
 		.batch = 2048, .steps = 50, .warmup = 5, .accum = 1, .workers = 2, .prefetch = 4,
 		.lr = 0.1, .bucket_mb = 25, .first_bucket_mb = 1, .timeout_s = 300, .seed = 1,
-		.overlap = true, .pin = true, .device = "cpu", .comm = "auto",
+		.overlap = true, .pin = true, .device = "cpu", .comm = "auto", .inject_rank = -1,
 	};
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
@@ -235,6 +237,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		case O_DUMP: o->dump = optarg; break;
 		case O_QUIET: o->quiet = true; break;
 		case O_INJECT: o->inject = optarg; break;
+		case O_INJECT_RANK: o->inject_rank = (int)num("--inject-rank", optarg, 0, 1 << 20); break;
 		case O_VERSION: version(); exit(0);
 		case 'h': case O_HELP: usage(); exit(0);
 		case ':': die_usage("option '%s' needs a value", argv[optind - 1]);
@@ -335,7 +338,7 @@ static struct counters rusage_now(void)
 
 static int write_json(const struct opts *o, const struct comm *c, const struct step_rec *recs, int warmup,
 		      int n, double samples_per_s, double final_loss, int buckets, bool locked, bool boosted,
-		      const struct counters *ctr, const char *inject_note)
+		      const struct counters *ctr, const char *inject_note, const double *ranks)
 {
 	FILE *f = strcmp(o->json, "-") ? fopen(o->json, "w") : stdout;
 	const struct step_rec *m = recs + warmup;
@@ -364,6 +367,24 @@ static int write_json(const struct opts *o, const struct comm *c, const struct s
 		median_phase(m, nm, 0), median_phase(m, nm, 1), median_phase(m, nm, 2), median_phase(m, nm, 3),
 		median_phase(m, nm, 4), median_phase(m, nm, 5));
 	fprintf(f, "    \"comm_ms\": %.4f,\n", median_phase(m, nm, 7));
+	{
+		/* stragglers: each rank's median compute per step; skew = the
+		 * slowest over the fastest */
+		double lo = ranks[0], hi = ranks[0];
+		int slow = 0;
+
+		fprintf(f, "    \"ranks\": [");
+		for (int r = 0; r < c->world; r++) {
+			fprintf(f, "%s{\"rank\": %d, \"compute_ms_p50\": %.4f, \"data_wait_ms_p50\": %.4f}", r ? ", " : "", r,
+				ranks[r], ranks[c->world + r]);
+			lo = fmin(lo, ranks[r]);
+			if (ranks[r] > hi) {
+				hi = ranks[r];
+				slow = r;
+			}
+		}
+		fprintf(f, "],\n    \"rank_skew\": %.4f,\n    \"slowest_rank\": %d,\n", lo > 0 ? hi / lo : 1.0, slow);
+	}
 	fprintf(f, "    \"overlap_fraction\": %.4f,\n", comm > 0 ? fmax(0, 1 - exposed / comm) : 0.0);
 	fprintf(f, "    \"final_loss\": %.6f,\n    \"buckets\": %d,\n    \"bucket_mb\": %g,\n    \"overlap\": %s,\n",
 		final_loss, buckets, o->bucket_mb, o->overlap ? "true" : "false");
@@ -422,7 +443,7 @@ int main(int argc, char **argv)
 	const struct model_param *params;
 	float *w, *g;
 	size_t n_w;
-	double final_loss = 0, t_measured = 0;
+	double final_loss = 0, t_measured = 0, *ranks = NULL;
 
 	parse(argc, argv, &o);
 	struct inject *inj = NULL;
@@ -498,6 +519,10 @@ int main(int argc, char **argv)
 			goto out;
 		}
 		dd = ddp_create(&dc, &comm, params, n_params, g);
+	}
+	if (o.inject_rank >= 0 && o.inject_rank != comm.rank) {
+		inject_stop(inj);       /* a straggler elsewhere: this rank runs clean */
+		inj = NULL;
 	}
 	if (inject_start(inj, w, g, n_w * sizeof(float), inject_note, sizeof(inject_note)) < 0) {
 		fprintf(stderr, "nodetune-harness: rank %d: --inject %s: %s\n", comm.rank, o.inject,
@@ -576,6 +601,30 @@ int main(int argc, char **argv)
 			ddp_rebuild(dd);
 	}
 
+	/* per-rank skew: each rank's median compute time per step (everything
+	 * but waiting on the all-reduce), gathered by a sum over slots */
+	ranks = calloc((size_t)comm.world * 2, sizeof(double));
+	if (!ranks) {
+		rc = EXIT_RUNTIME;
+		goto out_abort;
+	}
+	{
+		double *v = malloc((size_t)o.steps * sizeof(double));
+
+		for (int i = 0; i < o.steps && v; i++) {
+			const struct step_rec *q = &recs[o.warmup + i];
+
+			v[i] = q->total - q->comm_exposed;
+		}
+		ranks[comm.rank] = v ? percentile(v, o.steps, 50) : 0;
+		ranks[comm.world + comm.rank] = median_phase(recs + o.warmup, o.steps, 0);
+		free(v);
+	}
+	if (comm.world > 1 && ddp_allreduce_double(dd, ranks, (size_t)comm.world * 2, why, sizeof(why))) {
+		fprintf(stderr, "nodetune-harness: rank %d: %s\n", comm.rank, why);
+		rc = EXIT_RUNTIME;
+		goto out_abort;
+	}
 	if (rank0) {
 		double sps = t_measured > 0 ? (double)comm.world * o.batch * o.accum * o.steps / (t_measured / 1e3) : 0;
 		double *tot = malloc((size_t)o.steps * sizeof(double));
@@ -586,7 +635,7 @@ int main(int argc, char **argv)
 		c1 = (struct counters){ c1.minflt - c0.minflt, c1.majflt - c0.majflt, c1.nvcsw - c0.nvcsw,
 					c1.nivcsw - c0.nivcsw, c1.runq_wait_ms - c0.runq_wait_ms };
 		if (o.json && write_json(&o, &comm, recs, o.warmup, total, sps, final_loss, ddp_bucket_count(dd),
-					 loader_locked(ld), ddp_comm_boosted(dd), &c1, inject_note))
+					 loader_locked(ld), ddp_comm_boosted(dd), &c1, inject_note, ranks))
 			rc = EXIT_RUNTIME;
 		if (!o.quiet && tot)
 			fprintf(stderr, "nodetune-harness: %s on %s, world %d, batch %d x %d: %.0f samples/s, step p50 %.2f ms p99 %.2f ms, "
@@ -604,6 +653,7 @@ out:
 	loader_stop(ld);
 	model_free(m);
 	free(recs);
+	free(ranks);
 	if (comm.fini)
 		comm.fini(&comm);
 	return rc;

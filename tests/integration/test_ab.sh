@@ -81,7 +81,7 @@ if [ "$(id -u)" -eq 0 ] && command -v mpirun >/dev/null; then
 	thp0=$(cat /sys/kernel/mm/transparent_hugepage/defrag)
 	run "$NODETUNE" ab --a policy=policies/baseline.conf --b policy=policies/gpu-train.conf --trials 2 --steps 8 --budget 1 --json
 	check "policies applied and reverted around every trial (harness under mpirun + nodetune exec): a verdict, the host as it was" -- sh -c \
-		"[ $RC -le 1 ] && jq -e '.trials_a == 2 and .trials_b == 2' '$OUT' && [ \"\$(cat /sys/kernel/mm/transparent_hugepage/defrag)\" = '$thp0' ] &&
+		"[ $RC -le 1 ] && jq -e '.trials_a == 2 and .trials_b == 2 and .rank_skew.a >= 1 and .rank_skew.b >= 1' '$OUT' && [ \"\$(cat /sys/kernel/mm/transparent_hugepage/defrag)\" = '$thp0' ] &&
 		 [ ! -d /sys/fs/cgroup/cpuset/nodetune-job ]"
 else
 	t_skip "policy arms: need root and mpirun"

@@ -59,6 +59,15 @@ if [ "$nodes" -lt 2 ]; then
 else
 	check "remote-numa: ran on a $nodes-node host" -- [ -s "$T_TMP/remote.json" ]
 fi
+if command -v mpirun >/dev/null; then
+	# a straggler: the slowdown on rank 1 only, under mpirun
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np 2 --oversubscribe "$HARNESS" $A --comm mpi \
+		--inject slow:100 --inject-rank 1 --json "$T_TMP/strag.json" 2>"$T_TMP/strag.err"
+	check "--inject-rank 1: rank 1 is the straggler (skew $(jq -c '.summary | [.rank_skew, .slowest_rank]' "$T_TMP/strag.json" 2>/dev/null))" -- \
+		jq -e '.summary | .slowest_rank == 1 and .rank_skew > 1.3 and (.ranks | length) == 2 and .ranks[1].compute_ms_p50 > .ranks[0].compute_ms_p50' "$T_TMP/strag.json"
+else
+	t_skip "straggler: needs mpirun"
+fi
 expect_fail 2 "--inject 'slow:x': slow:PCT needs a percentage" "bad --inject" -- "$HARNESS" --inject slow:x
 expect_fail 2 "--inject 'gremlins': expected thp-compaction" "unknown --inject" -- "$HARNESS" --inject gremlins
 t_done

@@ -55,6 +55,10 @@ static void fill(struct ab_config *cfg, struct ab_result *res)
 	res->series[1][33] = 50;
 	res->stalls[0] = 2;
 	res->stalls[1] = 1;
+	res->rank_skew[0] = 1.02;
+	res->rank_skew[1] = 1.61;
+	res->slowest_rank[1] = 3;
+	res->slowest_share[1] = 0.75;
 	res->n_expl = 1;
 	res->expl[0] = (struct ab_explanation){ "tlb_shootdowns", "munmap/madvise churn", 0.1, 9.5, 0.001 };
 }
@@ -116,6 +120,7 @@ static void test_page(void **state)
 	assert_non_null(strstr(html, "<code>policies/baseline.conf</code>"));
 	assert_non_null(strstr(html, "./train --tag=&lt;b&gt;&amp;&#39;&quot;</code>"));
 	assert_non_null(strstr(html, "<td>tlb_shootdowns</td>"));
+	assert_non_null(strstr(html, "A 1.020, B 1.610; slowest in B: rank 3 (75% of trials)"));
 	free(html);
 	release(&res);
 }
