@@ -36,7 +36,9 @@ mpirun -np 2 "$nt" exec --policy policies/gpu-train.conf -- "$build/nodetune-har
 echo
 echo "### nodetune ab --a policy=policies/baseline.conf --b policy=policies/gpu-train.conf (the harness, world 2; policies applied and reverted per trial)"
 if [ "$(id -u)" -eq 0 ]; then
-	"$nt" ab --a policy=policies/baseline.conf --b policy=policies/gpu-train.conf --trials 4 --steps 20 --budget 90 || true
+	"$nt" ab --a policy=policies/baseline.conf --b policy=policies/gpu-train.conf --trials 4 --steps 20 --budget 90 \
+		--report "$build/demo-ab.html" || true
+	echo "(the HTML report: $build/demo-ab.html)"
 else
 	echo "(skipped: applying a policy's host settings needs root)"
 fi
