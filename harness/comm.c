@@ -164,7 +164,8 @@ const char *comm_mpi_version(void)
 #endif
 }
 
-int comm_init(struct comm *c, const char *kind, int *argc, char ***argv, char *why, size_t why_size)
+int comm_init(struct comm *c, const char *kind, int *argc, char ***argv, double wait_s, char *why,
+	      size_t why_size)
 {
 	int under_mpirun = getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK");
 
@@ -178,19 +179,15 @@ int comm_init(struct comm *c, const char *kind, int *argc, char ***argv, char *w
 		return -1;
 #endif
 	}
-	if (strcmp(kind, "none") && strcmp(kind, "auto")) {
-		snprintf(why, why_size, "--comm %s: expected auto, mpi or none", kind);
+	if (strcmp(kind, "none") && strcmp(kind, "auto") && strcmp(kind, "tcp")) {
+		snprintf(why, why_size, "--comm %s: expected auto, mpi, tcp or none", kind);
 		return -1;
 	}
-	/* under torchrun (WORLD_SIZE > 1) without mpirun, training alone would
-	 * silently be a different job */
+	/* the torchrun environment without mpirun: a TCP rendezvous */
 	const char *ws = getenv("WORLD_SIZE");
 
-	if (!strcmp(kind, "auto") && ws && strcmp(ws, "1") && strcmp(ws, "0")) {
-		snprintf(why, why_size, "WORLD_SIZE=%s (torchrun environment) but not under mpirun: the CPU path needs MPI (launch with mpirun -np N); the torchrun/NCCL rendezvous belongs to the GPU path, which this build does not have yet",
-			 ws);
-		return -1;
-	}
+	if (!strcmp(kind, "tcp") || (!strcmp(kind, "auto") && ws && strcmp(ws, "1") && strcmp(ws, "0")))
+		return comm_tcp_setup(c, wait_s, why, why_size);
 	(void)argc, (void)argv;
 	c->name = "none";
 	c->world = c->local_size = 1;

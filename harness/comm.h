@@ -1,6 +1,6 @@
 /* comm.h — the collective backends of the harness, behind one small table
- * of operations: MPI (mpirun), or none (a single process).  NCCL joins it
- * in the CUDA build.  All calls after comm_init come from one thread (the
+ * of operations: MPI (mpirun), TCP (the torchrun environment: RANK,
+ * WORLD_SIZE, MASTER_ADDR, MASTER_PORT), or none (a single process).  All calls after comm_init come from one thread (the
  * DDP communication thread), except at start and end. */
 #ifndef NODETUNE_HARNESS_COMM_H
 #define NODETUNE_HARNESS_COMM_H
@@ -8,7 +8,8 @@
 #include <stddef.h>
 
 struct comm {
-	const char *name;          /* "mpi", "none" */
+	const char *name;          /* "mpi", "tcp", "none" */
+	void *priv;                /* the backend's own state */
 	int rank, world;
 	int local_rank, local_size;
 	/* in-place sum over all ranks; 0 or -1 with why */
@@ -20,9 +21,14 @@ struct comm {
 	void (*fini)(struct comm *c);
 };
 
-/* Set up the backend: "mpi", "none" or "auto" (mpi under mpirun, none
- * alone).  0, or -1 with why. */
-int comm_init(struct comm *c, const char *kind, int *argc, char ***argv, char *why, size_t why_size);
+/* Set up the backend: "mpi", "tcp", "none" or "auto" (mpi under mpirun,
+ * tcp in a torchrun environment of more than one rank, none alone).
+ * wait_s bounds the TCP rendezvous.  0, or -1 with why. */
+int comm_init(struct comm *c, const char *kind, int *argc, char ***argv, double wait_s, char *why,
+	      size_t why_size);
+
+/* The TCP backend (comm_tcp.c): rendezvous at MASTER_ADDR:MASTER_PORT. */
+int comm_tcp_setup(struct comm *c, double wait_s, char *why, size_t why_size);
 
 /* What was compiled in, e.g. "Open MPI 4.1.4" or "no". */
 const char *comm_mpi_version(void);

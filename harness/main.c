@@ -130,7 +130,7 @@ static void usage(void)
 	       "  --write-data DIR --samples N   write N synthetic samples as shards, exit\n"
 	       "  --rows N                 embedding rows per table (10000)\n"
 	       "  --device cpu|cuda        where to train (cpu)\n"
-	       "  --comm auto|mpi|none     collectives (auto: MPI under mpirun)\n"
+	       "  --comm auto|mpi|tcp|none collectives (auto: MPI under mpirun, TCP under torchrun)\n"
 	       "  --timeout S              a peer silent this long is fatal (300)\n"
 	       "  --blas-threads N         OpenBLAS threads (default: this rank's CPUs)\n"
 	       "  --json FILE|-            per-step records and a summary (rank 0)\n"
@@ -482,7 +482,7 @@ int main(int argc, char **argv)
 			why);
 		return EXIT_RUNTIME;
 	}
-	if (comm_init(&comm, o.comm, &argc, &argv, why, sizeof(why))) {
+	if (comm_init(&comm, o.comm, &argc, &argv, o.timeout_s, why, sizeof(why))) {
 		fprintf(stderr, "nodetune-harness: %s\n", why);
 		return EXIT_RUNTIME;
 	}

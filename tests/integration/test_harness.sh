@@ -20,9 +20,13 @@ run "$H" --device cuda --steps 1
 check "--device cuda without a usable GPU: exit 3, one line saying why" -- sh -c \
 	"[ $RC -eq 3 ] && [ \$(wc -l <'$ERR') -eq 1 ] && grep -Eq 'no usable GPU|built without CUDA' '$ERR'"
 
-run env WORLD_SIZE=2 RANK=0 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29555 "$H" --steps 1
-check "a torchrun environment without mpirun on the CPU: a clear error, not a silent world of 1" -- sh -c \
-	"[ $RC -eq 3 ] && grep -q 'WORLD_SIZE=2 (torchrun environment) but not under mpirun' '$ERR'"
+run env WORLD_SIZE=2 RANK=0 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29555 "$H" --steps 1 --timeout 2
+check "a torchrun environment where rank 1 never comes: the rendezvous gives up after --timeout, saying so" -- sh -c \
+	"[ $RC -eq 3 ] && grep -q 'tcp: rendezvous: 1 of 2 ranks came within 2 s' '$ERR'"
+run env WORLD_SIZE=2 RANK=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29555 "$H" --steps 1
+check "RANK outside WORLD_SIZE: a clear error" -- sh -c "[ $RC -eq 3 ] && grep -q 'expected 0 <= RANK < WORLD_SIZE' '$ERR'"
+run env WORLD_SIZE=2 RANK=1 "$H" --steps 1
+check "no MASTER_ADDR/MASTER_PORT: a clear error" -- sh -c "[ $RC -eq 3 ] && grep -q 'MASTER_ADDR and MASTER_PORT must be set' '$ERR'"
 
 # ---- DDP equals single-process training on the global batch ------------
 "$H" $Q --steps 20 --batch 512 --dump-weights "$T_TMP/w1" || t_not_ok "single-process reference run"
@@ -32,6 +36,34 @@ for mode in "" "--no-overlap" "--accum 2 --batch 128 --bucket-mb 0.05 --first-bu
 	run "$WDIFF" "$T_TMP/w1" "$T_TMP/w2" 1e-5
 	check "2 ranks x batch $b ${mode:+($mode) }= 1 rank x batch 512 after 20 steps: $(cat "$OUT")" -- [ "$RC" -eq 0 ]
 done
+# The torchrun launch: each rank started with the environment torchrun gives
+# it (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
+# MASTER_PORT) and no mpirun: a TCP rendezvous, then the same training.
+# (Debian 12's own torchrun, torch 1.13 on Python 3.11, fails in its argument
+# handling before it starts anything, so the environment is set here.)
+torchrun_env() { # torchrun_env PORT ARGS...: 2 ranks in the background, pids in TPID0, TPID1
+	port=$1; shift
+	env RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+		"$H" "$@" >"$T_TMP/t0.out" 2>"$T_TMP/t0.err" &
+	TPID0=$!
+	env RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+		"$H" "$@" >"$T_TMP/t1.out" 2>"$T_TMP/t1.err" &
+	TPID1=$!
+}
+torchrun_env 29556 $Q --steps 20 --batch 256 --dump-weights "$T_TMP/wt"
+wait "$TPID0" "$TPID1"
+run "$WDIFF" "$T_TMP/w1" "$T_TMP/wt" 1e-5
+check "torchrun environment, 2 ranks x batch 256 over TCP = 1 rank x batch 512 after 20 steps: $(cat "$OUT")" -- [ "$RC" -eq 0 ]
+torchrun_env 29557 --rows 1000 --steps 1000000 --batch 64 --timeout 30 --quiet
+sleep 3
+start=$(date +%s)
+kill -9 "$TPID1"
+wait "$TPID0"; rc=$?
+elapsed=$(( $(date +%s) - start ))
+check "over TCP, rank 1 dies (SIGKILL): rank 0 exits at once (exit $rc, $elapsed s), naming rank 1" -- sh -c \
+	"[ $rc -ne 0 ] && [ $elapsed -lt 10 ] && grep -q 'rank 1 closed the connection' '$T_TMP/t0.err'"
+kill -9 "$TPID0" 2>/dev/null
+
 "$H" $Q --steps 20 --batch 256 --dump-weights "$T_TMP/w3"
 run "$WDIFF" "$T_TMP/w1" "$T_TMP/w3" 1e-5
 check "control: a different global batch does differ ($(cat "$OUT"))" -- [ "$RC" -eq 1 ]

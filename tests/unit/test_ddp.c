@@ -23,7 +23,7 @@ static struct comm one(void)
 	struct comm c;
 	char why[64];
 
-	assert_int_equal(comm_init(&c, "none", NULL, NULL, why, sizeof(why)), 0);
+	assert_int_equal(comm_init(&c, "none", NULL, NULL, 10, why, sizeof(why)), 0);
 	return c;
 }
 
