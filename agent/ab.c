@@ -381,7 +381,9 @@ static int run_trial(const struct ab_config *cfg, int a, int index, struct trial
 		if (!perf.ok && !res->perf_note[0])
 			snprintf(res->perf_note, sizeof(res->perf_note), "%s", perf.why);
 	}
-	if (write(go[1], "x", 1) != 1 && pid > 0)
+	/* the child waits on the pipe; with no child (fork failed) there is
+	 * no reader, and a write would raise SIGPIPE */
+	if (pid > 0 && write(go[1], "x", 1) != 1)
 		kill(pid, SIGKILL);
 	close(go[1]);
 	if (pid < 0 || waitpid(pid, &status, 0) < 0)

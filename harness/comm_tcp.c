@@ -355,6 +355,10 @@ int comm_tcp_setup(struct comm *c, double wait_s, char *why, size_t why_size)
 	c->world = world;
 	c->local_rank = env_int("LOCAL_RANK", rank);
 	c->local_size = env_int("LOCAL_WORLD_SIZE", world);
+	if (c->local_rank < 0 || c->local_size < 1 || c->local_rank >= c->local_size) {
+		c->local_rank = rank;           /* unset or garbage: one host */
+		c->local_size = world;
+	}
 	r = world == 1 ? 0 : rank == 0 ? rendezvous_root(c, t, ai, wait_s, why, why_size)
 				       : rendezvous_peer(c, t, ai, wait_s, why, why_size);
 	freeaddrinfo(ai);
