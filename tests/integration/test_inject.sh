@@ -47,9 +47,13 @@ h sync --inject host-sync
 check "host-sync: step p99 $(s sync step_ms_p99) ms against a clean p50 of $(s base step_ms_p50) ms (a 50 ms stall every 10 steps)" -- \
 	awk "BEGIN { exit !($(s sync step_ms_p99) > $(s base step_ms_p50) + 40) }"
 
+# slow:100 doubles compute (forward + backward); the step has more than
+# compute, more so under the sanitizers (make asan)
+MIN=1.4
+[ -z "${SANITIZED:-}" ] || MIN=1.25
 h base3; h slow --inject slow:100
-check "slow:100: step p50 $(s base3 step_ms_p50) -> $(s slow step_ms_p50) ms (+40% or more)" -- \
-	awk "BEGIN { exit !($(s slow step_ms_p50) > 1.4 * $(s base3 step_ms_p50)) }"
+check "slow:100: step p50 $(s base3 step_ms_p50) -> $(s slow step_ms_p50) ms (x$MIN or more)" -- \
+	awk "BEGIN { exit !($(s slow step_ms_p50) > $MIN * $(s base3 step_ms_p50)) }"
 
 h remote --inject remote-numa
 nodes=$(ls -d /sys/devices/system/node/node[0-9]* | wc -l)
