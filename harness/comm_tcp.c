@@ -92,7 +92,9 @@ static int recv_all(int fd, void *buf, size_t n)
 
 static int peer_fail(int r, int peer, const char *what, char *why, size_t why_size)
 {
-	if (r == 1)
+	/* a peer killed with data still unread resets the connection rather
+	 * than closing it: the same event */
+	if (r == 1 || errno == ECONNRESET || errno == EPIPE)
 		snprintf(why, why_size, "tcp: rank %d closed the connection during %s (it exited or failed)", peer, what);
 	else
 		snprintf(why, why_size, "tcp: %s with rank %d: %s", what, peer, strerror(errno));
