@@ -220,29 +220,34 @@ static void scan_cpu_stat(const struct fsroot *root, const char *dir, int depth,
 	fsroot_names_free(names);
 }
 
-double obs_worst_throttling(const struct fsroot *root, char *path, size_t size,
-			    uint64_t *ret_throttled, uint64_t *ret_periods)
+/* every cpu.stat of the cpu hierarchies (v1 cpu, cpu,cpuacct; v2) to depth 3 */
+static double scan_throttling(const struct fsroot *root, char *path, size_t size, uint64_t *thr, uint64_t *per,
+			      uint64_t *sum)
 {
 	static const char *const roots[] = { "sys/fs/cgroup/cpu", "sys/fs/cgroup/cpu,cpuacct", "sys/fs/cgroup" };
 	double worst = 0;
-	uint64_t sum = 0;
 
 	path[0] = '\0';
-	*ret_throttled = *ret_periods = 0;
+	*thr = *per = *sum = 0;
 	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++)
-		scan_cpu_stat(root, roots[i], 3, &worst, path, size, ret_throttled, ret_periods, &sum);
+		scan_cpu_stat(root, roots[i], 3, &worst, path, size, thr, per, sum);
 	return worst;
+}
+
+double obs_worst_throttling(const struct fsroot *root, char *path, size_t size,
+			    uint64_t *ret_throttled, uint64_t *ret_periods)
+{
+	uint64_t sum;
+
+	return scan_throttling(root, path, size, ret_throttled, ret_periods, &sum);
 }
 
 uint64_t obs_total_throttled(const struct fsroot *root)
 {
-	static const char *const roots[] = { "sys/fs/cgroup/cpu", "sys/fs/cgroup/cpu,cpuacct", "sys/fs/cgroup" };
-	double worst = 0;
-	uint64_t sum = 0, t, p;
+	uint64_t sum, t, p;
 	char path[4096];
 
-	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++)
-		scan_cpu_stat(root, roots[i], 3, &worst, path, sizeof(path), &t, &p, &sum);
+	scan_throttling(root, path, sizeof(path), &t, &p, &sum);
 	return sum;
 }
 

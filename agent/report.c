@@ -246,8 +246,6 @@ static void chart_trials(FILE *f, const struct ab_result *res)
 		   "aria-label=\"metric of each trial\">\n", W, h, W, h);
 	x_axis(f, lo, hi, h, res->metric_is_wall ? "speed, 1 / wall time (1/s)" : "samples/s at the median step");
 	for (int a = 0; a < 2; a++) {
-		double *m = malloc(((size_t)res->trials[a] + 1) * sizeof(double)), med;
-
 		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" class=\"label\" text-anchor=\"end\">%s</text>\n", ML - 8,
 			rows[a] + 5, a ? "B" : "A");
 		for (int i = 0; i < res->trials[a]; i++)
@@ -255,17 +253,14 @@ static void chart_trials(FILE *f, const struct ab_result *res)
 				   "<title>%s trial %d: %.6g</title></circle>\n", a ? 'b' : 'a',
 				ML + (W - ML - MR) * (res->metric[a][i] - lo) / (hi - lo),
 				rows[a] + ((i % 5) - 2) * 3.0, colour[a], a ? "B" : "A", i + 1, res->metric[a][i]);
-		if (m && res->trials[a]) {
-			memcpy(m, res->metric[a], (size_t)res->trials[a] * sizeof(double));
-			qsort(m, (size_t)res->trials[a], sizeof(double), cmp_double);
-			med = res->trials[a] % 2 ? m[res->trials[a] / 2]
-						 : (m[res->trials[a] / 2 - 1] + m[res->trials[a] / 2]) / 2;
+		if (res->trials[a]) {
+			double med = stats_median(res->metric[a], (size_t)res->trials[a]);
+
 			fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\">"
 				   "<title>median %s: %.6g</title></line>\n",
 				ML + (W - ML - MR) * (med - lo) / (hi - lo), rows[a] - 14,
 				ML + (W - ML - MR) * (med - lo) / (hi - lo), rows[a] + 14, colour[a], a ? "B" : "A", med);
 		}
-		free(m);
 	}
 	fputs("</svg>\n", f);
 }

@@ -162,23 +162,43 @@ static uint64_t cpu_total(const struct obs_cpu *c)
 	return c->user + c->nice + c->system + c->idle + c->iowait + c->irq + c->softirq + c->steal;
 }
 
+/* %usr and %sys of cpu c from a to b; false when it is not in both or no
+ * time passed */
+static bool cpu_delta(const struct sampler_snap *a, const struct sampler_snap *b, int c, double *usr, double *sys)
+{
+	const struct obs_cpu *x = &a->stat->cpu[c], *y = &b->stat->cpu[c];
+	double tot = (double)(cpu_total(y) - cpu_total(x));
+
+	if (!b->stat->present[c] || !a->stat->present[c] || tot <= 0)
+		return false;
+	*usr = 100.0 * (double)(y->user + y->nice - x->user - x->nice) / tot;
+	*sys = 100.0 * (double)(y->system + y->irq + y->softirq - x->system - x->irq - x->softirq) / tot;
+	return true;
+}
+
+/* process i at a and b, when it is alive at b and was sampled at a too */
+static bool proc_pair(const struct sampler_snap *a, const struct sampler_snap *b, int i, const struct obs_proc **x,
+		      const struct obs_proc **y)
+{
+	*y = &b->proc[i];
+	*x = i < a->n_procs && a->proc[i].pid == (*y)->pid ? &a->proc[i] : NULL;
+	return (*y)->pid > 0 && *x;     /* else gone, or new in this sample: no interval yet */
+}
+
+static double proc_cpu_pct(const struct sampler *s, const struct obs_proc *x, const struct obs_proc *y, double dt)
+{
+	return dt > 0 ? 100.0 * (double)(y->utime + y->stime - x->utime - x->stime) / (double)s->ticks_per_s / dt : 0;
+}
+
 json_t *sampler_record(const struct sampler *s, const struct sampler_snap *a, const struct sampler_snap *b)
 {
 	json_t *rec = json_object(), *cpus = json_array(), *vm = json_object(), *procs = json_array();
-	double dt = b->t - a->t;
+	double dt = b->t - a->t, usr, sys;
 
 	json_object_set_new(rec, "t", json_real(b->t));
-	if (a->stat && b->stat)
-		for (int c = 0; c < b->stat->n_cpus; c++) {
-			const struct obs_cpu *x = &a->stat->cpu[c], *y = &b->stat->cpu[c];
-			double tot = (double)(cpu_total(y) - cpu_total(x));
-
-			if (!b->stat->present[c] || !a->stat->present[c] || tot <= 0)
-				continue;
-			json_array_append_new(cpus, json_pack("{s:i, s:f, s:f}", "cpu", c, "usr",
-				100.0 * (double)(y->user + y->nice - x->user - x->nice) / tot, "sys",
-				100.0 * (double)(y->system + y->irq + y->softirq - x->system - x->irq - x->softirq) / tot));
-		}
+	for (int c = 0; a->stat && b->stat && c < b->stat->n_cpus; c++)
+		if (cpu_delta(a, b, c, &usr, &sys))
+			json_array_append_new(cpus, json_pack("{s:i, s:f, s:f}", "cpu", c, "usr", usr, "sys", sys));
 	json_object_set_new(rec, "cpus", cpus);
 	for (int k = 0; k < SAMPLER_VM; k++)
 		if (a->vm[k] >= 0 && b->vm[k] >= 0)
@@ -199,16 +219,14 @@ json_t *sampler_record(const struct sampler *s, const struct sampler_snap *a, co
 							    "live", (json_int_t)b->memcg_live));
 	}
 	for (int i = 0; i < b->n_procs; i++) {
-		const struct obs_proc *y = &b->proc[i], *x = i < a->n_procs && a->proc[i].pid == y->pid ? &a->proc[i] : NULL;
+		const struct obs_proc *x, *y;
 
-		if (y->pid <= 0 || !x)
-			continue;       /* gone, or new in this sample: no interval yet */
-		json_array_append_new(procs, json_pack("{s:i, s:i, s:f, s:I, s:I, s:f, s:i}", "pid", y->pid,
-			"threads", y->n_threads, "cpu_pct",
-			dt > 0 ? 100.0 * (double)(y->utime + y->stime - x->utime - x->stime) / (double)s->ticks_per_s / dt : 0.0,
-			"voluntary_switches", (json_int_t)(y->vol_switches - x->vol_switches),
-			"involuntary_switches", (json_int_t)(y->invol_switches - x->invol_switches),
-			"runqueue_wait_ms", (double)(y->wait_ns - x->wait_ns) / 1e6, "cpus_used", y->n_cpus_seen));
+		if (proc_pair(a, b, i, &x, &y))
+			json_array_append_new(procs, json_pack("{s:i, s:i, s:f, s:I, s:I, s:f, s:i}", "pid", y->pid,
+				"threads", y->n_threads, "cpu_pct", proc_cpu_pct(s, x, y, dt),
+				"voluntary_switches", (json_int_t)(y->vol_switches - x->vol_switches),
+				"involuntary_switches", (json_int_t)(y->invol_switches - x->invol_switches),
+				"runqueue_wait_ms", (double)(y->wait_ns - x->wait_ns) / 1e6, "cpus_used", y->n_cpus_seen));
 	}
 	json_object_set_new(rec, "procs", procs);
 	return rec;
@@ -217,19 +235,13 @@ json_t *sampler_record(const struct sampler *s, const struct sampler_snap *a, co
 void sampler_line(const struct sampler *s, const struct sampler_snap *a, const struct sampler_snap *b, char *buf,
 		  size_t size)
 {
-	double usr = 0, sys = 0, max_sys = 0, dt = b->t - a->t, cpu_pct = 0, runq = 0;
+	double usr = 0, sys = 0, max_sys = 0, dt = b->t - a->t, cpu_pct = 0, runq = 0, u, sy;
 	int n = 0, max_cpu = -1, threads = 0;
 	uint64_t invol = 0;
 
-	if (a->stat && b->stat)
-		for (int c = 0; c < b->stat->n_cpus; c++) {
-			const struct obs_cpu *x = &a->stat->cpu[c], *y = &b->stat->cpu[c];
-			double tot = (double)(cpu_total(y) - cpu_total(x)), sy;
-
-			if (!b->stat->present[c] || !a->stat->present[c] || tot <= 0)
-				continue;
-			sy = 100.0 * (double)(y->system + y->irq + y->softirq - x->system - x->irq - x->softirq) / tot;
-			usr += 100.0 * (double)(y->user + y->nice - x->user - x->nice) / tot;
+	for (int c = 0; a->stat && b->stat && c < b->stat->n_cpus; c++)
+		if (cpu_delta(a, b, c, &u, &sy)) {
+			usr += u;
 			sys += sy;
 			if (sy > max_sys) {
 				max_sys = sy;
@@ -238,12 +250,12 @@ void sampler_line(const struct sampler *s, const struct sampler_snap *a, const s
 			n++;
 		}
 	for (int i = 0; i < b->n_procs; i++) {
-		const struct obs_proc *y = &b->proc[i], *x = i < a->n_procs && a->proc[i].pid == y->pid ? &a->proc[i] : NULL;
+		const struct obs_proc *x, *y;
 
-		if (y->pid <= 0 || !x)
+		if (!proc_pair(a, b, i, &x, &y))
 			continue;
 		threads += y->n_threads;
-		cpu_pct += dt > 0 ? 100.0 * (double)(y->utime + y->stime - x->utime - x->stime) / (double)s->ticks_per_s / dt : 0;
+		cpu_pct += proc_cpu_pct(s, x, y, dt);
 		invol += y->invol_switches - x->invol_switches;
 		runq += (double)(y->wait_ns - x->wait_ns) / 1e6;
 	}
