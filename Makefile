@@ -53,7 +53,7 @@ H_CFLAGS   = $(ALL_CFLAGS) $(shell pkg-config --cflags $(HPKGS) 2>/dev/null) \
              $(if $(HAVE_MPI),-DHAVE_MPI) $(if $(NVCC),-DHAVE_CUDA -I$(CUDA_HOME)/include)
 CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublas -lnccl -lstdc++
 H_LIBS     = $(shell pkg-config --libs $(HPKGS) 2>/dev/null) -lpthread -lm $(if $(NVCC),$(CUDA_LIBS))
-NVFLAGS   := -O2 -std=c++17 -Xcompiler -Wall -gencode arch=compute_80,code=sm_80 \
+NVFLAGS   := -O2 -std=c++17 -MD -MP -Xcompiler -Wall,-Wextra -gencode arch=compute_80,code=sm_80 \
              -gencode arch=compute_90,code=[sm_90,compute_90]
 H_SRCS    := $(filter-out harness/main.c $(if $(NVCC),harness/cuda_none.c),$(wildcard harness/*.c)) \
              $(wildcard kernels/cpu/*.c)

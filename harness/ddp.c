@@ -169,50 +169,68 @@ static void free_buckets(struct ddp *d)
 	d->n_buckets = 0;
 }
 
-/* Buckets over params in the given order: the first up to first_bucket_mb,
- * the others up to bucket_mb; a parameter larger than the cap gets its own. */
+int ddp_plan_buckets(const struct model_param *params, int n_params, const int *order, double first_mb,
+		     double cap_mb, int *end)
+{
+	size_t cap_first = (size_t)(first_mb * 1048576.0 / 4), cap = (size_t)(cap_mb * 1048576.0 / 4);
+	int n = 0, start = 0;
+
+	while (start < n_params) {
+		size_t limit = n == 0 ? cap_first : cap, count = 0;
+		int e = start;
+
+		while (e < n_params && (e == start || count + params[order[e]].count <= limit))
+			count += params[order[e++]].count;
+		end[n++] = e;
+		start = e;
+	}
+	return n;
+}
+
+/* Buckets over params in the given order (ddp_plan_buckets), each reduced
+ * in place where its gradients are one contiguous range. */
 static int build_buckets(struct ddp *d, const int *order)
 {
-	size_t cap_first = (size_t)(d->cfg.first_bucket_mb * 1048576.0 / 4);
-	size_t cap = (size_t)(d->cfg.bucket_mb * 1048576.0 / 4);
-	int start = 0;
+	int *end = calloc((size_t)d->n_params, sizeof(int)), n, start = 0;
 
 	free_buckets(d);
 	d->buckets = calloc((size_t)d->n_params, sizeof(*d->buckets));
-	if (!d->buckets)
+	if (!d->buckets || !end) {
+		free(end);
 		return -ENOMEM;
-	while (start < d->n_params) {
+	}
+	n = ddp_plan_buckets(d->params, d->n_params, order, d->cfg.first_bucket_mb, d->cfg.bucket_mb, end);
+	for (int bi = 0; bi < n; start = end[bi++]) {
 		struct bucket *b = &d->buckets[d->n_buckets];
-		size_t limit = d->n_buckets == 0 ? cap_first : cap, count = 0;
-		int end = start;
+		size_t count = 0, lo = (size_t)-1, hi = 0;
 
-		while (end < d->n_params && (end == start || count + d->params[order[end]].count <= limit))
-			count += d->params[order[end++]].count;
-		b->n_params = end - start;
+		b->n_params = end[bi] - start;
 		b->params = malloc((size_t)b->n_params * sizeof(int));
-		if (!b->params)
+		if (!b->params) {
+			free(end);
 			return -ENOMEM;
+		}
 		memcpy(b->params, order + start, (size_t)b->n_params * sizeof(int));
-		b->count = count;
 		/* contiguous: lowest offset + count is the highest end */
-		size_t lo = (size_t)-1, hi = 0;
-
 		for (int i = 0; i < b->n_params; i++) {
 			const struct model_param *p = &d->params[b->params[i]];
 
+			count += p->count;
 			lo = p->offset < lo ? p->offset : lo;
 			hi = p->offset + p->count > hi ? p->offset + p->count : hi;
 		}
+		b->count = count;
 		if (hi - lo == count) {
 			b->view = d->grads + lo;
 		} else if (!(b->buf = malloc(count * sizeof(float)))) {
+			free(end);
 			return -ENOMEM;
 		}
 		for (int i = 0; i < b->n_params; i++)
 			d->bucket_of[b->params[i]] = d->n_buckets;
 		d->n_buckets++;
-		start = end;
 	}
+	free(end);
 	return 0;
 }
 

@@ -55,6 +55,14 @@ int ddp_allreduce_double(struct ddp *d, double *x, size_t n, char *why, size_t w
 
 int ddp_bucket_count(const struct ddp *d);
 
+/* The bucket plan, shared by the CPU reducer and the GPU one: params taken
+ * in `order`, the first bucket up to first_mb, the others up to cap_mb (a
+ * parameter larger than the cap gets a bucket of its own).  end[i] is one
+ * past the last index into order of bucket i (end holds n_params).  Returns
+ * the number of buckets. */
+int ddp_plan_buckets(const struct model_param *params, int n_params, const int *order, double first_mb,
+		     double cap_mb, int *end);
+
 /* Whether the communication thread runs at the raised priority. */
 bool ddp_comm_boosted(const struct ddp *d);
 

@@ -71,6 +71,8 @@ static void *alloc_buffer(struct loader *l)
 {
 	void *p = NULL;
 
+	if (l->cfg.host_alloc)
+		return l->cfg.host_alloc(l->payload);
 	if (posix_memalign(&p, 4096, l->payload))
 		return NULL;
 	memset(p, 0, l->payload); /* first touch: on this thread's node */
@@ -181,6 +183,8 @@ static void *pin_main(void *arg)
 		}
 		free(e.buf);
 		s->b.slot = si;
+		s->b.base = s->mem;
+		s->b.bytes = batch_payload_size(s->b.data.n, s->b.data.dense_width, s->b.data.sparse_width);
 		pthread_mutex_lock(&l->mu);
 		s->ready = true;
 		pthread_cond_broadcast(&l->cv);
@@ -232,7 +236,7 @@ struct loader *loader_start(const struct loader_config *cfg, char *why, size_t w
 				loader_stop(l);
 				return NULL;
 			}
-			if (mlock(l->slots[i].mem, l->payload) < 0)
+			if (!cfg->host_alloc && mlock(l->slots[i].mem, l->payload) < 0)
 				l->locked = false;  /* RLIMIT_MEMLOCK: still page-aligned, reused */
 		}
 	}
@@ -254,6 +258,8 @@ struct loader *loader_start(const struct loader_config *cfg, char *why, size_t w
 		if (!e)
 			e = batch_decode(buf, len, l->slots[0].mem, l->payload, &l->slots[0].b.data, &l->slots[0].b.id,
 					 why, why_size);
+		l->slots[0].b.base = l->slots[0].mem;
+		l->slots[0].b.bytes = l->payload;
 		free(buf);
 		free(d.dense);
 		free(d.sparse);
@@ -349,7 +355,14 @@ void loader_stop(struct loader *l)
 		if (l->enc[i].full)
 			free(l->enc[i].buf);
 	for (int i = 0; l->slots && i < l->n_slots; i++) {
-		if (l->slots[i].mem && (l->cfg.pin || l->cfg.frozen))
+		bool owned = l->cfg.pin || l->cfg.frozen;
+
+		if (owned && l->cfg.host_alloc) {
+			if (l->slots[i].mem)
+				l->cfg.host_free(l->slots[i].mem);
+			continue;
+		}
+		if (l->slots[i].mem && owned)
 			munlock(l->slots[i].mem, l->payload);
 		free(l->slots[i].mem);
 	}

@@ -7,9 +7,12 @@
  * optionally zstd) from the synthetic generator or shard files.  The pin
  * thread checks and decodes them, in order, into buffers allocated once:
  * page-aligned, first touched by the loader (so they land on the rank's NUMA
- * node under its memory policy) and mlock'd where permitted.  --no-pin
+ * node under its memory policy) and mlock'd where permitted, or, on a GPU,
+ * from the host_alloc the GPU trainer passes (cudaHostAlloc).  --no-pin
  * decodes into a fresh malloc'd buffer per batch instead.  On the CPU the
- * pinned buffer is the device buffer; a GPU build adds a copy stage.
+ * pinned buffer is the device buffer; on a GPU the trainer's preload thread
+ * copies each batch's payload (base, bytes: one contiguous range) to the
+ * device on a copy stream (gpu_train.h).
  *
  * Batch k of this rank (k = step * accum + micro-batch) holds the global
  * samples (k * world + rank) * batch ... + batch - 1.
@@ -33,10 +36,16 @@ struct loader_config {
 	bool pin;
 	bool frozen;            /* one batch, reused: the data-path roofline */
 	const char *data_dir;   /* NULL: synthetic */
+	/* pinned buffers from here when set (cudaHostAlloc), else page-aligned
+	 * and mlock'd; host_free gives them back */
+	void *(*host_alloc)(size_t bytes);
+	void (*host_free)(void *p);
 };
 
 struct loader_batch {
 	struct batch_data data; /* tensors inside the (pinned) buffer */
+	const void *base;       /* that buffer: the tensors are inside */
+	size_t bytes;           /* [base, base + bytes) holds them all */
 	uint64_t id;
 	int slot;
 };

@@ -4,7 +4,9 @@
  * Divisions: options; setup (comm, BLAS threads, model, loader, DDP); the
  * training loop; output (JSON, human summary, weights).
  *
- * Launch: alone (one process), or `mpirun -np N nodetune-harness ...`.
+ * Launch: alone (one process), `mpirun -np N nodetune-harness ...`, or in a
+ * torchrun environment (TCP rendezvous).  --device cuda trains on the GPU
+ * (gpu_train.h): the same model and weights, NCCL for the gradients.
  * Exit codes: 0 done; 2 bad flags or bad input data (one line saying what);
  * 3 runtime failure (no usable GPU, a peer that stopped responding, ...).
  */
@@ -28,6 +30,7 @@
 #include "cuda_backend.h"
 #include "data.h"
 #include "ddp.h"
+#include "gpu_train.h"
 #include "inject.h"
 #include "loader.h"
 #include "model.h"
@@ -227,8 +230,8 @@ static void parse(int argc, char **argv, struct opts *o)
 			o->device = optarg;
 			break;
 		case O_COMM:
-			if (strcmp(optarg, "auto") && strcmp(optarg, "mpi") && strcmp(optarg, "none"))
-				die_usage("--comm '%s': expected auto, mpi or none", optarg);
+			if (strcmp(optarg, "auto") && strcmp(optarg, "mpi") && strcmp(optarg, "tcp") && strcmp(optarg, "none"))
+				die_usage("--comm '%s': expected auto, mpi, tcp or none", optarg);
 			o->comm = optarg;
 			break;
 		case O_TIMEOUT: o->timeout_s = fnum("--timeout", optarg, 1, 86400 * 7); break;
@@ -336,9 +339,16 @@ static struct counters rusage_now(void)
 	return (struct counters){ ru.ru_minflt, ru.ru_majflt, ru.ru_nvcsw, ru.ru_nivcsw, wait / 1e6 };
 }
 
+/* The GPU's part of the summary (NULL on the CPU). */
+struct gpu_info {
+	const char *name;
+	double h2d_gbps, pinned_gbps;
+};
+
 static int write_json(const struct opts *o, const struct comm *c, const struct step_rec *recs, int warmup,
 		      int n, double samples_per_s, double final_loss, int buckets, bool locked, bool boosted,
-		      const struct counters *ctr, const char *inject_note, const double *ranks)
+		      const struct counters *ctr, const char *inject_note, const double *ranks,
+		      const struct gpu_info *gpu)
 {
 	FILE *f = strcmp(o->json, "-") ? fopen(o->json, "w") : stdout;
 	const struct step_rec *m = recs + warmup;
@@ -389,6 +399,10 @@ static int write_json(const struct opts *o, const struct comm *c, const struct s
 	fprintf(f, "    \"final_loss\": %.6f,\n    \"buckets\": %d,\n    \"bucket_mb\": %g,\n    \"overlap\": %s,\n",
 		final_loss, buckets, o->bucket_mb, o->overlap ? "true" : "false");
 	fprintf(f, "    \"comm_thread_boosted\": %s,\n", boosted ? "true" : "false");
+	if (gpu)
+		fprintf(f, "    \"gpu\": {\"name\": \"%s\", \"h2d_gbps\": %.3f, \"h2d_pinned_gbps\": %.3f, "
+			   "\"h2d_efficiency\": %.4f},\n", gpu->name, gpu->h2d_gbps, gpu->pinned_gbps,
+			gpu->pinned_gbps > 0 ? gpu->h2d_gbps / gpu->pinned_gbps : 0.0);
 	fprintf(f, "    \"inject\": \"%s\",\n    \"inject_note\": \"%s\",\n", o->inject ? o->inject : "none",
 		inject_note);
 	fprintf(f, "    \"counters\": {\"minor_faults\": %ld, \"major_faults\": %ld, \"voluntary_switches\": %ld, "
@@ -437,6 +451,8 @@ int main(int argc, char **argv)
 	struct model *m = NULL;
 	struct loader *ld = NULL;
 	struct ddp *dd = NULL;
+	struct gpu_train *gt = NULL;
+	bool gpu;
 	struct step_rec *recs = NULL;
 	char why[600];
 	int rc = 0, n_params, total;
@@ -446,6 +462,7 @@ int main(int argc, char **argv)
 	double final_loss = 0, t_measured = 0, *ranks = NULL;
 
 	parse(argc, argv, &o);
+	gpu = !strcmp(o.device, "cuda");
 	struct inject *inj = NULL;
 	char inject_note[256] = "";
 	struct counters c0 = { 0 }, c1;
@@ -473,13 +490,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "nodetune-harness: wrote %llu samples to %s\n", o.samples, o.write_data);
 		return 0;
 	}
-	if (!strcmp(o.device, "cuda")) {
-		if (cuda_probe(why, sizeof(why)) < 0) {
-			fprintf(stderr, "nodetune-harness: --device cuda: %s\n", why);
-			return EXIT_RUNTIME;
-		}
-		fprintf(stderr, "nodetune-harness: --device cuda: %s; the GPU training loop is not in this build yet, use --device cpu\n",
-			why);
+	if (gpu && cuda_probe(why, sizeof(why)) < 0) {
+		fprintf(stderr, "nodetune-harness: --device cuda: %s\n", why);
 		return EXIT_RUNTIME;
 	}
 	if (comm_init(&comm, o.comm, &argc, &argv, o.timeout_s, why, sizeof(why))) {
@@ -487,6 +499,13 @@ int main(int argc, char **argv)
 		return EXIT_RUNTIME;
 	}
 	rank0 = comm.rank == 0;
+	/* this rank's GPU (local rank modulo the GPUs), before anything
+	 * allocates pinned or device memory */
+	if (gpu && gpu_select(comm.local_rank, why, sizeof(why))) {
+		fprintf(stderr, "nodetune-harness: rank %d: --device cuda: %s\n", comm.rank, why);
+		rc = EXIT_RUNTIME;
+		goto out;
+	}
 	openblas_set_num_threads(blas_threads(&o, &comm));
 
 	m = model_create(&o.model, o.batch, o.seed);
@@ -509,6 +528,9 @@ int main(int argc, char **argv)
 			.spec = spec, .batch = o.batch, .rank = comm.rank, .world = comm.world,
 			.workers = o.workers, .prefetch = o.prefetch, .zstd_level = o.zstd_level,
 			.pin = o.pin, .frozen = o.frozen, .data_dir = o.data,
+			/* on a GPU the pinned buffers are page-locked by CUDA,
+			 * which is what makes the copy stage asynchronous */
+			.host_alloc = gpu ? gpu_host_alloc : NULL, .host_free = gpu ? gpu_host_free : NULL,
 		};
 		struct ddp_config dc = { o.bucket_mb, o.first_bucket_mb, o.overlap, o.timeout_s, -10 };
 
@@ -518,7 +540,24 @@ int main(int argc, char **argv)
 			rc = EXIT_USAGE;
 			goto out;
 		}
-		dd = ddp_create(&dc, &comm, params, n_params, g);
+		if (gpu) {
+			struct gpu_train_config gc = {
+				.batch = o.batch, .accum = o.accum, .lr = (float)o.lr, .bucket_mb = o.bucket_mb,
+				.first_bucket_mb = o.first_bucket_mb, .overlap = o.overlap, .timeout_s = o.timeout_s,
+				.prefetch = o.prefetch, .frozen = o.frozen,
+			};
+
+			gt = gpu_train_create(&gc, m, &comm, ld, why, sizeof(why));
+			if (!gt) {
+				fprintf(stderr, "nodetune-harness: rank %d: --device cuda: %s\n", comm.rank, why);
+				rc = EXIT_RUNTIME;
+				goto out_abort;
+			}
+			if (rank0 && !o.quiet)
+				fprintf(stderr, "nodetune-harness: training on %s\n", gpu_train_device(gt));
+		} else {
+			dd = ddp_create(&dc, &comm, params, n_params, g);
+		}
 	}
 	if (o.inject_rank >= 0 && o.inject_rank != comm.rank) {
 		inject_stop(inj);       /* a straggler elsewhere: this rank runs clean */
@@ -534,7 +573,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "nodetune-harness: %s\n", inject_note);
 	total = o.warmup + o.steps;
 	recs = calloc((size_t)total, sizeof(*recs));
-	if (!dd || !recs) {
+	if ((!dd && !gt) || !recs) {
 		fprintf(stderr, "nodetune-harness: rank %d: out of memory\n", comm.rank);
 		rc = EXIT_RUNTIME;
 		goto out;
@@ -544,6 +583,36 @@ int main(int argc, char **argv)
 		struct step_rec *r = &recs[s];
 		double t0 = now_ms(), loss = 0, t1, stats[2];
 
+		if (gt) {
+			struct gpu_step gs;
+			bool bad_data;
+
+			if (gpu_train_step(gt, &gs, &bad_data, why, sizeof(why))) {
+				fprintf(stderr, "nodetune-harness: rank %d: %s\n", comm.rank, why);
+				rc = bad_data ? EXIT_USAGE : EXIT_RUNTIME;
+				goto out_abort;
+			}
+			*r = (struct step_rec){ gs.data_wait_ms, gs.h2d_ms, gs.fwd_ms, gs.bwd_ms, gs.comm_exposed_ms,
+						gs.comm_ms, gs.opt_ms, 0, 0 };
+			{
+				double ti = now_ms();
+
+				inject_after_compute(inj, s, gs.fwd_ms + gs.bwd_ms);
+				r->bwd += now_ms() - ti;
+			}
+			inject_step_end(inj, s);
+			r->total = now_ms() - t0;
+			/* the loss is summed over ranks on the GPU (NCCL) */
+			r->loss = gs.loss_sum / ((double)o.batch * o.accum * comm.world);
+			final_loss = r->loss;
+			if (s >= o.warmup)
+				t_measured += r->total;
+			if (s + 1 == o.warmup)
+				c0 = rusage_now();
+			if (s == 0)
+				gpu_train_rebuild(gt);
+			continue;
+		}
 		/* no zeroing pass: the first micro-batch's backward writes g */
 		for (int k = 0; k < o.accum; k++) {
 			struct loader_batch *b;
@@ -620,7 +689,8 @@ int main(int argc, char **argv)
 		ranks[comm.world + comm.rank] = median_phase(recs + o.warmup, o.steps, 0);
 		free(v);
 	}
-	if (comm.world > 1 && ddp_allreduce_double(dd, ranks, (size_t)comm.world * 2, why, sizeof(why))) {
+	if (comm.world > 1 && (gt ? comm.allreduce_sum_d(&comm, ranks, (size_t)comm.world * 2, why, sizeof(why))
+				  : ddp_allreduce_double(dd, ranks, (size_t)comm.world * 2, why, sizeof(why)))) {
 		fprintf(stderr, "nodetune-harness: rank %d: %s\n", comm.rank, why);
 		rc = EXIT_RUNTIME;
 		goto out_abort;
@@ -634,22 +704,36 @@ int main(int argc, char **argv)
 		c1 = rusage_now();
 		c1 = (struct counters){ c1.minflt - c0.minflt, c1.majflt - c0.majflt, c1.nvcsw - c0.nvcsw,
 					c1.nivcsw - c0.nivcsw, c1.runq_wait_ms - c0.runq_wait_ms };
-		if (o.json && write_json(&o, &comm, recs, o.warmup, total, sps, final_loss, ddp_bucket_count(dd),
-					 loader_locked(ld), ddp_comm_boosted(dd), &c1, inject_note, ranks))
+		struct gpu_info gi = { gt ? gpu_train_device(gt) : "", 0, 0 };
+		int buckets = gt ? gpu_train_buckets(gt) : ddp_bucket_count(dd);
+
+		if (gt)
+			gpu_train_h2d(gt, &gi.h2d_gbps, &gi.pinned_gbps);
+		if (o.json && write_json(&o, &comm, recs, o.warmup, total, sps, final_loss, buckets,
+					 loader_locked(ld), dd && ddp_comm_boosted(dd), &c1, inject_note, ranks,
+					 gt ? &gi : NULL))
 			rc = EXIT_RUNTIME;
 		if (!o.quiet && tot)
 			fprintf(stderr, "nodetune-harness: %s on %s, world %d, batch %d x %d: %.0f samples/s, step p50 %.2f ms p99 %.2f ms, "
 					"exposed comm %.2f ms, %d buckets%s, final loss %.4f\n",
 				o.model_name, o.device, comm.world, o.batch, o.accum, sps, percentile(tot, o.steps, 50),
-				percentile(tot, o.steps, 99), median_phase(recs + o.warmup, o.steps, 4), ddp_bucket_count(dd),
+				percentile(tot, o.steps, 99), median_phase(recs + o.warmup, o.steps, 4), buckets,
 				o.overlap ? " overlapped" : "", final_loss);
+		if (!o.quiet && gt)
+			fprintf(stderr, "nodetune-harness: %s: loader H2D %.2f GB/s, pinned cudaMemcpy %.2f GB/s (%.0f%%)\n",
+				gi.name, gi.h2d_gbps, gi.pinned_gbps, gi.pinned_gbps > 0 ? 100 * gi.h2d_gbps / gi.pinned_gbps : 0.0);
 		free(tot);
-		if (o.dump && dump_weights(o.dump, w, n_w))
+		if (o.dump && gt && gpu_train_fetch_weights(gt, why, sizeof(why))) {
+			fprintf(stderr, "nodetune-harness: %s\n", why);
 			rc = EXIT_RUNTIME;
+		} else if (o.dump && dump_weights(o.dump, w, n_w)) {
+			rc = EXIT_RUNTIME;
+		}
 	}
 out:
 	inject_stop(inj);
 	ddp_free(dd);
+	gpu_train_free(gt);     /* its preload thread reads the loader */
 	loader_stop(ld);
 	model_free(m);
 	free(recs);

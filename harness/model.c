@@ -243,6 +243,26 @@ float *model_grads(struct model *m)
 	return m->g;
 }
 
+int model_layers(const struct model *m, bool top, struct model_layer_info *out, int max)
+{
+	const struct layer *ls = top ? m->top : m->bot;
+	int n = top ? m->n_top : m->n_bot;
+
+	for (int i = 0; i < n && i < max; i++)
+		out[i] = (struct model_layer_info){ ls[i].in, ls[i].out, ls[i].pw, ls[i].pb, ls[i].relu != 0 };
+	return n;
+}
+
+int model_emb_param0(const struct model *m)
+{
+	return m->cfg.kind == MODEL_DLRM_SMALL ? m->emb_param0 : -1;
+}
+
+const struct model_config *model_config_of(const struct model *m)
+{
+	return &m->cfg;
+}
+
 #define W(m, p) ((m)->w + (m)->params[p].offset)
 #define G(m, p) ((m)->g + (m)->params[p].offset)
 

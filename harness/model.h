@@ -71,6 +71,20 @@ double model_step(struct model *m, const struct batch_view *b, double scale_n, b
 		  void (*on_ready)(void *ctx, int param), void *ctx,
 		  double *fwd_ms, double *bwd_ms);
 
+/* The structure, for other back ends (the GPU trainer) that run the same
+ * model on the same flat weights: an MLP's layers (bottom or top; the mlp
+ * model has only a top) with their param indexes, and the first embedding
+ * table's param (-1 for mlp; table t is param emb0 + t). */
+struct model_layer_info {
+	int in, out;
+	int pw, pb;                 /* param indexes of W [out][in] and b [out] */
+	bool relu;
+};
+
+int model_layers(const struct model *m, bool top, struct model_layer_info *out, int max);
+int model_emb_param0(const struct model *m);
+const struct model_config *model_config_of(const struct model *m);
+
 /* Forward only: logits of b into out[n] (for tests). */
 void model_forward(struct model *m, const struct batch_view *b, float *out);
 

@@ -141,6 +141,67 @@ extern "C" int cuda_embbag_bwd(cuda_ops_ctx *c, const float *dout, int dout_stri
 	return last();
 }
 
+// one thread per (sample, table, column): consecutive threads read
+// consecutive columns of one row (coalesced); idx is [n][n_tables * bag]
+__global__ void k_embbag_multi_fwd(const float *tables, int rows, int n_tables, const int32_t *idx, float *out,
+				   int out_stride, int n, int bag, int dim)
+{
+	size_t g = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+	int d = (int)(g % dim), t = (int)(g / dim % n_tables);
+	size_t i = g / dim / n_tables;
+	const int32_t *ix;
+	const float *tab;
+	float s = 0.0f;
+
+	if (i >= (size_t)n)
+		return;
+	ix = idx + (i * n_tables + t) * bag;
+	tab = tables + (size_t)t * rows * dim;
+	for (int j = 0; j < bag; j++)
+		s += tab[(size_t)ix[j] * dim + d];
+	out[i * out_stride + (size_t)t * dim + d] = s;
+}
+
+__global__ void k_embbag_multi_bwd(const float *dout, int dout_stride, const int32_t *idx, float *dtables,
+				   int rows, int n_tables, int n, int bag, int dim)
+{
+	size_t g = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+	int d = (int)(g % dim), t = (int)(g / dim % n_tables);
+	size_t i = g / dim / n_tables;
+	const int32_t *ix;
+	float *tab, v;
+
+	if (i >= (size_t)n)
+		return;
+	ix = idx + (i * n_tables + t) * bag;
+	tab = dtables + (size_t)t * rows * dim;
+	v = dout[i * dout_stride + (size_t)t * dim + d];
+	for (int j = 0; j < bag; j++)
+		atomicAdd(&tab[(size_t)ix[j] * dim + d], v);
+}
+
+extern "C" int cuda_embbag_multi_fwd(cuda_ops_ctx *c, const float *tables, int rows, int n_tables,
+				     const int32_t *idx, float *out, int out_stride, int n, int bag, int dim)
+{
+	size_t total = (size_t)n * n_tables * dim;
+
+	if (total)
+		k_embbag_multi_fwd<<<(unsigned)((total + 255) / 256), 256, 0, c->stream>>>(tables, rows, n_tables, idx,
+											  out, out_stride, n, bag, dim);
+	return last();
+}
+
+extern "C" int cuda_embbag_multi_bwd(cuda_ops_ctx *c, const float *dout, int dout_stride, const int32_t *idx,
+				     float *dtables, int rows, int n_tables, int n, int bag, int dim)
+{
+	size_t total = (size_t)n * n_tables * dim;
+
+	if (total)
+		k_embbag_multi_bwd<<<(unsigned)((total + 255) / 256), 256, 0, c->stream>>>(dout, dout_stride, idx,
+											  dtables, rows, n_tables, n, bag, dim);
+	return last();
+}
+
 __global__ void k_bce(const float *logit, const float *label, float *dlogit, double *loss_sum, int n,
 		      double scale_n)
 {

@@ -27,6 +27,15 @@ int cuda_embbag_fwd(cuda_ops_ctx *c, const float *table, const int32_t *idx, int
 		    float *out, int n, int bag, int dim, int out_stride);
 int cuda_embbag_bwd(cuda_ops_ctx *c, const float *dout, int dout_stride, const int32_t *idx,
 		    int idx_stride, float *dtable, int n, int bag, int dim);
+/* All tables at once (dlrm: tables t = 0..n_tables-1 lie one after another,
+ * rows x dim each, from `tables`): bag (i, t) sums the rows idx[i][t*bag ..]
+ * into out[i][t*dim ..] (out_stride per sample); the backward adds dout's
+ * columns back into dtables.  Same results as n_tables calls of the
+ * single-table kernels, in one launch of dim-wide thread groups. */
+int cuda_embbag_multi_fwd(cuda_ops_ctx *c, const float *tables, int rows, int n_tables, const int32_t *idx,
+			  float *out, int out_stride, int n, int bag, int dim);
+int cuda_embbag_multi_bwd(cuda_ops_ctx *c, const float *dout, int dout_stride, const int32_t *idx,
+			  float *dtables, int rows, int n_tables, int n, int bag, int dim);
 /* loss_sum (device, one double) += sum of losses; dlogit = (sigmoid - y) / scale_n */
 int cuda_bce_logits(cuda_ops_ctx *c, const float *logit, const float *label, float *dlogit,
 		    double *loss_sum, int n, double scale_n);

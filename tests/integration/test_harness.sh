@@ -15,6 +15,7 @@ expect_fail 2 "unknown option '--bogus'" "unknown flag" -- "$H" --bogus
 expect_fail 2 "--batch 'many': expected a whole number" "bad --batch" -- "$H" --batch many
 expect_fail 2 "--model 'resnet': expected dlrm-small or mlp" "bad --model" -- "$H" --model resnet
 expect_fail 2 "option '--steps' needs a value" "missing value" -- "$H" --steps
+expect_fail 2 "--comm 'ucx': expected auto, mpi, tcp or none" "bad --comm" -- "$H" --comm ucx
 expect_fail 2 "--write-data needs --samples N" "--write-data without --samples" -- "$H" --write-data "$T_TMP/x"
 run "$H" --device cuda --steps 1
 check "--device cuda without a usable GPU: exit 3, one line saying why" -- sh -c \
@@ -25,7 +26,7 @@ check "a torchrun environment where rank 1 never comes: the rendezvous gives up 
 	"[ $RC -eq 3 ] && grep -q 'tcp: rendezvous: 1 of 2 ranks came within 2 s' '$ERR'"
 run env WORLD_SIZE=2 RANK=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29555 "$H" --steps 1
 check "RANK outside WORLD_SIZE: a clear error" -- sh -c "[ $RC -eq 3 ] && grep -q 'expected 0 <= RANK < WORLD_SIZE' '$ERR'"
-run env WORLD_SIZE=2 RANK=1 "$H" --steps 1
+run env WORLD_SIZE=2 RANK=1 "$H" --comm tcp --steps 1
 check "no MASTER_ADDR/MASTER_PORT: a clear error" -- sh -c "[ $RC -eq 3 ] && grep -q 'MASTER_ADDR and MASTER_PORT must be set' '$ERR'"
 
 # ---- DDP equals single-process training on the global batch ------------
@@ -125,4 +126,56 @@ p1=$(rank_pid 1)
 wait $job; rc=$?
 check "rank 1 dies (SIGKILL): the job ends non-zero and the message names rank 1 (exit $rc)" -- sh -c \
 	"[ -n '$p1' ] && [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -Eq 'rank 1 .*(exited on signal 9|Killed)' '$T_TMP/dead'"
+# ---- the CUDA path (where there is a GPU) --------------------------------
+# One rank on the GPU trains like one rank on the CPU (fp32 cuBLAS, atomics
+# in the embedding backward: close, not bit-equal); two ranks need two GPUs
+# (NCCL takes one GPU per rank).
+if "$H" --device cuda $Q --steps 1 --batch 64 2>"$T_TMP/gpuprobe"; then
+	"$H" $Q --steps 20 --batch 512 --dump-weights "$T_TMP/wc" || t_not_ok "CPU reference for the GPU"
+	run "$H" --device cuda $Q --steps 20 --batch 512 --dump-weights "$T_TMP/wg" --json "$T_TMP/g.json"
+	check "GPU run: exit 0, device cuda, the H2D figures in the summary" -- sh -c "[ $RC -eq 0 ] && jq -e \
+		'.summary.device == \"cuda\" and .summary.gpu.h2d_gbps > 0 and .summary.gpu.h2d_pinned_gbps > 0 and .summary.phases.h2d_ms > 0' '$T_TMP/g.json'"
+	run "$WDIFF" "$T_TMP/wc" "$T_TMP/wg" 1e-4
+	check "GPU, batch 512 = CPU, batch 512 after 20 steps: $(cat "$OUT")" -- [ "$RC" -eq 0 ]
+	for mode in "--accum 2 --batch 256" "--frozen-batch --steps 1" "--no-pin" "--compress zstd --workers 3 --prefetch 2"; do
+		run "$H" --device cuda $Q --steps 20 --batch 512 $mode --dump-weights "$T_TMP/wg2"
+		case "$mode" in
+		*frozen*) check "GPU $mode: runs" -- [ "$RC" -eq 0 ] ;;
+		*) run "$WDIFF" "$T_TMP/wg" "$T_TMP/wg2" 1e-5
+		   check "GPU $mode = GPU default after 20 steps: $(cat "$OUT")" -- [ "$RC" -eq 0 ] ;;
+		esac
+	done
+	"$H" --rows 1000 --write-data "$T_TMP/gdata" --samples 20000 2>/dev/null
+	printf 'XXXXXXXX' | dd of="$T_TMP/gdata/shard-00000.nts" bs=1 seek=100000 conv=notrunc 2>/dev/null
+	run "$H" --device cuda $Q --steps 10 --batch 256 --data "$T_TMP/gdata"
+	check "GPU, a corrupt shard: exit 2, the message names the shard and offset" -- sh -c \
+		"[ $RC -eq 2 ] && grep -q 'shard-00000.nts: offset [0-9]*' '$ERR'"
+	run "$H" --device cuda --model mlp --mlp-depth 4 --mlp-width 256 $Q --steps 5 --batch 256 --json "$T_TMP/m.json"
+	check "GPU mlp: trains (finite loss)" -- sh -c "[ $RC -eq 0 ] && jq -e '.summary.final_loss | isnormal' '$T_TMP/m.json'"
+	if [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 2 ]; then
+		for mode in "" "--no-overlap" "--bucket-mb 0.05 --first-bucket-mb 0.01"; do
+			timeout 300 mpirun -np 2 "$H" --device cuda $Q --steps 20 --batch 256 $mode --dump-weights "$T_TMP/wg3" \
+				>"$T_TMP/o" 2>&1
+			run "$WDIFF" "$T_TMP/wg" "$T_TMP/wg3" 1e-5
+			check "GPU: 2 ranks x batch 256 ${mode:+($mode) }(NCCL) = 1 rank x batch 512: $(cat "$OUT")" -- [ "$RC" -eq 0 ]
+		done
+		torchrun_env $((P0 + 2)) --device cuda $Q --steps 20 --batch 256 --dump-weights "$T_TMP/wg4"
+		wait "$TPID0" "$TPID1"
+		run "$WDIFF" "$T_TMP/wg" "$T_TMP/wg4" 1e-5
+		check "GPU, torchrun environment: the NCCL id over the TCP rendezvous, same weights: $(cat "$OUT")" -- [ "$RC" -eq 0 ]
+		torchrun_env $((P0 + 3)) --device cuda --rows 1000 --steps 1000000 --batch 64 --timeout 10 --quiet
+		sleep 8
+		start=$(date +%s)
+		kill -9 "$TPID1"
+		wait "$TPID0"; rc=$?
+		elapsed=$(( $(date +%s) - start ))
+		check "GPU: rank 1 dies: rank 0 aborts NCCL and exits within --timeout naming rank 1 (exit $rc, $elapsed s)" -- sh -c \
+			"[ $rc -eq 3 ] && [ $elapsed -lt 30 ] && grep -q 'peer rank 1' '$T_TMP/t0.err'"
+		kill -9 "$TPID0" 2>/dev/null
+	else
+		t_skip "GPU multi-rank checks: one GPU here (NCCL needs one per rank)"
+	fi
+else
+	t_skip "the CUDA training checks: $(head -c 200 "$T_TMP/gpuprobe")"
+fi
 t_done

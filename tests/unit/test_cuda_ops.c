@@ -105,6 +105,46 @@ static void test_kernels_match_cpu(void **state)
 	assert_true(fabs(hloss - closs) < 1e-6 * fmax(1, fabs(closs)));
 	down_cmp(gdl, dl, N, "bce gradient");
 
+	/* all tables in one launch = one call per table */
+	{
+		enum { T = 3 };
+		float tabs[T * ROWS * DIM], z[N * (T + 1) * DIM] = { 0 }, dz[N * (T + 1) * DIM], dts[T * ROWS * DIM] = { 0 };
+		int32_t ix[N * T * BAG];
+		const int zw = (T + 1) * DIM;
+
+		fill(tabs, T * ROWS * DIM, 6), fill(dz, N * zw, 7);
+		for (int i = 0; i < N * T * BAG; i++)
+			ix[i] = (i * 13 + i / 5) % ROWS;
+		for (int t = 0; t < T; t++) {
+			cpu_embbag_fwd(tabs + t * ROWS * DIM, ix + t * BAG, T * BAG, z + DIM * (t + 1), N, BAG, DIM, zw);
+			cpu_embbag_bwd(dz + DIM * (t + 1), zw, ix + t * BAG, T * BAG, dts + t * ROWS * DIM, ROWS, N, BAG,
+				       DIM, 0);
+		}
+		float *gtabs = up(tabs, T * ROWS * DIM), *gz = up(dz, N * zw), *gdz = up(dz, N * zw);
+		float *gdts = up(dts, T * ROWS * DIM);
+		int32_t *gix = NULL;
+
+		assert_int_equal(cudaMemset(gdts, 0, sizeof(dts)), 0);
+		assert_int_equal(cudaMalloc((void **)&gix, sizeof(ix)), 0);
+		assert_int_equal(cudaMemcpy(gix, ix, sizeof(ix), cudaMemcpyHostToDevice), 0);
+		assert_int_equal(cuda_embbag_multi_fwd(c, gtabs, ROWS, T, gix, gz + DIM, zw, N, BAG, DIM), 0);
+		/* columns 0..DIM-1 are not the kernel's: compare the table columns */
+		{
+			float *h = malloc(sizeof(z));
+
+			assert_int_equal(cudaMemcpy(h, gz, sizeof(z), cudaMemcpyDeviceToHost), 0);
+			for (int i = 0; i < N; i++)
+				for (int k = DIM; k < zw; k++)
+					if (fabsf(h[i * zw + k] - z[i * zw + k]) > 1e-5f)
+						fail_msg("multi-table forward [%d][%d]: gpu %g, cpu %g", i, k,
+							 (double)h[i * zw + k], (double)z[i * zw + k]);
+			free(h);
+		}
+		assert_int_equal(cuda_embbag_multi_bwd(c, gdz + DIM, zw, gix, gdts, ROWS, T, N, BAG, DIM), 0);
+		down_cmp(gdts, dts, T * ROWS * DIM, "multi-table backward");
+		cudaFree(gtabs), cudaFree(gz), cudaFree(gdz), cudaFree(gdts), cudaFree(gix);
+	}
+
 	memcpy(w2, W, sizeof(W));
 	cpu_sgd(w2, dW, OUT * IN, 0.1f);
 	assert_int_equal(cuda_sgd(c, gW, gdW, OUT * IN, 0.1f), 0);

@@ -49,6 +49,32 @@ static void test_bucket_caps(void **state)
 	ddp_free(d);
 }
 
+/* The plan the CPU and GPU reducers share: where each bucket ends. */
+static void test_plan_boundaries(void **state)
+{
+	const int rev[NP] = { 5, 4, 3, 2, 1, 0 }, fwd[NP] = { 0, 1, 2, 3, 4, 5 };
+	int end[NP];
+
+	(void)state;
+	/* as in test_bucket_caps: [f] [e] [d] [c] [b a] */
+	assert_int_equal(ddp_plan_buckets(params, NP, rev, 1, 2, end), 5);
+	assert_int_equal(end[0], 1);
+	assert_int_equal(end[1], 2);
+	assert_int_equal(end[2], 3);
+	assert_int_equal(end[3], 4);
+	assert_int_equal(end[4], 6);
+	/* forward: a fills the first MiB; [b], [c], [d], [e] alone, [f] */
+	assert_int_equal(ddp_plan_buckets(params, NP, fwd, 1, 2, end), 6);
+	/* one cap above everything: the first bucket, then all the rest */
+	assert_int_equal(ddp_plan_buckets(params, NP, rev, 1, 100, end), 2);
+	assert_int_equal(end[0], 1);
+	assert_int_equal(end[1], NP);
+	/* caps below every parameter: one bucket each */
+	assert_int_equal(ddp_plan_buckets(params, NP, rev, 0.0001, 0.0001, end), NP);
+	for (int i = 0; i < NP; i++)
+		assert_int_equal(end[i], i + 1);
+}
+
 static void test_reduce_and_rebuild(void **state)
 {
 	static float g[NW];
@@ -106,6 +132,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bucket_caps),
+		cmocka_unit_test(test_plan_boundaries),
 		cmocka_unit_test(test_reduce_and_rebuild),
 		cmocka_unit_test(test_no_overlap_reduces_after_backward),
 	};

@@ -36,6 +36,18 @@ static void check_sequence(struct loader_config c, int batches)
 		assert_memory_equal(b->data.label, want.label, (size_t)c.batch * 4);
 		if (c.pin && !c.frozen)
 			assert_int_equal((uintptr_t)b->data.dense % 64, 0);
+		/* the copy stage moves [base, base + bytes): every tensor is in it */
+		{
+			const char *lo = b->base, *hi = lo + b->bytes;
+
+			assert_true((const char *)b->data.dense >= lo &&
+				    (const char *)(b->data.dense + (size_t)c.batch * 13) <= hi);
+			assert_true((const char *)b->data.sparse >= lo &&
+				    (const char *)(b->data.sparse + (size_t)c.batch * 104) <= hi);
+			assert_true((const char *)b->data.label >= lo &&
+				    (const char *)(b->data.label + c.batch) <= hi);
+			assert_int_equal(b->bytes, batch_payload_size((uint32_t)c.batch, 13, 104));
+		}
 		loader_release(l, b);
 	}
 	loader_stop(l);
@@ -46,7 +58,7 @@ static void check_sequence(struct loader_config c, int batches)
 
 static void test_orders_and_configurations(void **state)
 {
-	struct loader_config c = { spec, 100, 1, 3, 3, 4, 0, true, false, NULL };
+	struct loader_config c = { spec, 100, 1, 3, 3, 4, 0, true, false, NULL, NULL, NULL };
 
 	(void)state;
 	check_sequence(c, 25);                  /* rank 1 of 3, 3 workers */
@@ -62,10 +74,64 @@ static void test_orders_and_configurations(void **state)
 	check_sequence(c, 5);
 }
 
+/* The GPU trainer's page-locked allocator: every pinned buffer comes from
+ * it and goes back to it, and batches are decoded into those buffers. */
+static int hook_allocs, hook_frees;
+static void *hook_bufs[16];
+
+static void *hook_alloc(size_t bytes)
+{
+	void *p = NULL;
+
+	if (hook_allocs >= 16 || posix_memalign(&p, 4096, bytes))
+		return NULL;
+	hook_bufs[hook_allocs++] = p;
+	return p;
+}
+
+static void hook_free(void *p)
+{
+	hook_frees++;
+	free(p);
+}
+
+static void test_host_alloc_hook(void **state)
+{
+	struct loader_config c = { spec, 50, 0, 1, 2, 3, 0, true, false, NULL, hook_alloc, hook_free };
+	char why[512];
+	struct loader *l;
+
+	(void)state;
+	hook_allocs = hook_frees = 0;
+	l = loader_start(&c, why, sizeof(why));
+	if (!l)
+		fail_msg("%s", why);
+	assert_int_equal(hook_allocs, 3);                /* --prefetch buffers */
+	for (int k = 0; k < 7; k++) {
+		struct loader_batch *b;
+		double wait;
+		bool ours = false;
+
+		assert_int_equal(loader_next(l, &b, &wait, why, sizeof(why)), 0);
+		for (int i = 0; i < hook_allocs; i++)
+			ours |= b->base == hook_bufs[i];
+		assert_true(ours);
+		loader_release(l, b);
+	}
+	loader_stop(l);
+	assert_int_equal(hook_frees, 3);
+	check_sequence(c, 6);                            /* same samples as without */
+
+	/* the allocator failing is an error at start, not a crash later */
+	hook_allocs = 16;
+	assert_null(loader_start(&c, why, sizeof(why)));
+	assert_non_null(strstr(why, "pinned buffers"));
+}
+
 static void test_shards_and_failure(void **state)
 {
 	char dir[64], why[512], path[128];
-	struct loader_config c = { spec, 64, 0, 1, 2, 2, 0, true, false, NULL };
+	struct loader_config c = { spec, 64, 0, 1, 2, 2, 0, true, false, NULL, NULL, NULL };
 	struct loader *l;
 	struct loader_batch *b;
 	double wait;
@@ -108,6 +174,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_orders_and_configurations),
 		cmocka_unit_test(test_shards_and_failure),
+		cmocka_unit_test(test_host_alloc_hook),
 	};
 
 	return cmocka_run_group_tests_name("loader", tests, NULL, NULL);

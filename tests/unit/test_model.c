@@ -258,6 +258,52 @@ static void test_init_is_deterministic(void **state)
 	model_free(NULL);
 }
 
+/* What the GPU trainer builds its copy from: DESIGN.md's layers, with the
+ * param indexes of the flat layout. */
+static void test_layer_info(void **state)
+{
+	struct model_config cfg = { MODEL_DLRM_SMALL, 0, 0, ROWS }, mc = { MODEL_MLP, 3, 64, 0 };
+	struct model *m = model_create(&cfg, 4, 1), *p = model_create(&mc, 4, 1);
+	struct model_layer_info li[8];
+	const struct model_param *pa;
+	int n, np;
+	static const int bot[] = { 13, 256, 128, 16 }, top[] = { 432, 256, 128, 1 };
+
+	(void)state;
+	pa = model_params(m, &np);
+	assert_int_equal(model_layers(m, false, li, 8), 3);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(li[i].in, bot[i]);
+		assert_int_equal(li[i].out, bot[i + 1]);
+		assert_true(li[i].relu);                       /* ReLU after every bottom layer */
+		assert_int_equal(pa[li[i].pw].count, (size_t)bot[i] * bot[i + 1]);
+		assert_int_equal(pa[li[i].pb].count, (size_t)bot[i + 1]);
+	}
+	assert_int_equal(model_layers(m, true, li, 8), 3);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(li[i].in, top[i]);
+		assert_int_equal(li[i].out, top[i + 1]);
+		assert_int_equal(li[i].relu, i < 2);           /* not after the last */
+	}
+	assert_int_equal(model_emb_param0(m), 6);
+	for (int t = 0; t < 26; t++) {
+		assert_int_equal(pa[6 + t].count, (size_t)ROWS * 16);
+		if (t)                                         /* tables back to back */
+			assert_int_equal(pa[6 + t].offset, pa[5 + t].offset + pa[5 + t].count);
+	}
+	assert_int_equal(model_config_of(m)->rows, ROWS);
+
+	assert_int_equal(model_layers(p, false, li, 8), 0);
+	n = model_layers(p, true, li, 8);
+	assert_int_equal(n, 4);
+	assert_int_equal(li[3].in, 64);
+	assert_int_equal(li[3].out, 1);
+	assert_false(li[3].relu);
+	assert_int_equal(model_emb_param0(p), -1);
+	model_free(m);
+	model_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -266,6 +312,7 @@ int main(void)
 		cmocka_unit_test(test_forward_matches_reference),
 		cmocka_unit_test(test_accumulation),
 		cmocka_unit_test(test_init_is_deterministic),
+		cmocka_unit_test(test_layer_info),
 	};
 
 	return cmocka_run_group_tests_name("model", tests, NULL, NULL);
