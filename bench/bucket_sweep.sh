@@ -4,8 +4,9 @@
 # $BATCH/rank.  Reports samples/s (median of $REPS, on/off interleaved), the
 # bucket count, exposed communication, and the overlap speedup.
 #   bench/bucket_sweep.sh [MODEL_ARGS...]   e.g. --model mlp --mlp-depth 8 --mlp-width 1024
+#   LAUNCH=torchrun bench/bucket_sweep.sh   the torchrun launch (TCP collectives)
 . "$(dirname "$0")/lib.sh"
-echo "# bucket sweep: ${*:-dlrm-small}, world $NP, batch $BATCH/rank, $STEPS steps ($WARMUP warm-up), median of $REPS"
+echo "# bucket sweep: ${*:-dlrm-small}, $LAUNCH, world $NP, batch $BATCH/rank, $STEPS steps ($WARMUP warm-up), median of $REPS"
 printf '%-9s %7s %12s %12s %10s %10s %8s\n' bucket_mb buckets sps_overlap sps_no_ovl exp_ms_on exp_ms_off speedup
 for mb in 1 2 5 10 25 50 100; do
 	: >"$TMP/on"; : >"$TMP/off"; : >"$TMP/eon"; : >"$TMP/eoff"

@@ -316,7 +316,10 @@ static int wait_event(gpu_train *t, cudaEvent_t ev, const char *what, char *why,
 		}
 		now = now_ms();
 		if (now > deadline) {
-			if (t->cm->world == 2)
+			if (t->cm->world == 1)
+				snprintf(why, why_size, "%s (step %d) not done after %.0f s: the GPU stopped making progress",
+					 what, t->step, t->cfg.timeout_s);
+			else if (t->cm->world == 2)
 				snprintf(why, why_size, "%s (step %d) not done after %.0f s: peer rank %d stopped responding",
 					 what, t->step, t->cfg.timeout_s, 1 - t->cm->rank);
 			else
