@@ -4,15 +4,12 @@
 # $STEPS measured steps after $WARMUP, $REPS interleaved pairs.
 #   bench/compare_torch.sh            (needs python3-torch: scripts/install-deps.sh bench)
 . "$(dirname "$0")/lib.sh"
-PY=/usr/bin/python3
 $PY -c 'import torch' 2>/dev/null || { echo "bench: python3-torch missing (scripts/install-deps.sh bench)" >&2; exit 2; }
 echo "# nodetune-harness vs PyTorch $($PY -c 'import torch; print(torch.__version__)') DDP (gloo): dlrm-small, world $NP, batch $BATCH/rank, $STEPS steps ($WARMUP warm-up), $REPS interleaved pairs"
 printf '%-4s %14s %14s %8s\n' rep harness_sps torch_sps ratio
 for r in $(seq 1 "$REPS"); do
 	h=$(harness | jq .samples_per_s)
-	mpirun -np "$NP" -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=$((29500 + r)) $PY bench/torch_dlrm.py \
-		--batch "$BATCH" --steps "$STEPS" --warmup "$WARMUP" >"$TMP/t.json" 2>"$TMP/t.err" || { cat "$TMP/t.err" >&2; exit 3; }
-	t=$(tail -n 1 "$TMP/t.json" | jq .samples_per_s)
+	t=$(pytorch $((29500 + r)))
 	echo "$h" >>"$TMP/hs"; echo "$t" >>"$TMP/ts"
 	printf '%-4s %14.0f %14.0f %8.2f\n' "$r" "$h" "$t" "$(echo "$h $t" | awk '{print $1 / $2}')"
 done

@@ -13,7 +13,6 @@
 [ "$NP" -ge 1 ] 2>/dev/null || { echo "bench: no GPU here (nvidia-smi -L lists none)" >&2; exit 2; }
 DEVICE=cuda
 . "$(dirname "$0")/lib.sh"
-: "${PY:=/usr/bin/python3}"
 "$HARNESS" --version | grep -q '^cuda: yes' || { echo "bench: $HARNESS was built without CUDA" >&2; exit 2; }
 echo "# GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1), world $NP, dlrm-small, batch $BATCH/rank, $STEPS steps ($WARMUP warm-up), $REPS interleaved reps"
 
@@ -23,9 +22,7 @@ if $PY -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2
 	: >"$TMP/hs"; : >"$TMP/ts"
 	for r in $(seq 1 "$REPS"); do
 		h=$(harness | jq .samples_per_s)
-		mpirun -np "$NP" -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=$((29600 + r)) $PY bench/torch_dlrm.py --device cuda \
-			--batch "$BATCH" --steps "$STEPS" --warmup "$WARMUP" >"$TMP/t.json" 2>"$TMP/t.err" || { cat "$TMP/t.err" >&2; exit 3; }
-		t=$(tail -n 1 "$TMP/t.json" | jq .samples_per_s)
+		t=$(pytorch $((29600 + r)) --device cuda)
 		echo "$h" >>"$TMP/hs"; echo "$t" >>"$TMP/ts"
 		printf '%-4s %14.0f %14.0f %8.2f\n' "$r" "$h" "$t" "$(echo "$h $t" | awk '{print $1 / $2}')"
 	done

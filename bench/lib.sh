@@ -41,5 +41,16 @@ harness() {
 	jq -c .summary "$TMP/h.json"
 }
 
+# pytorch PORT ARGS...: bench/torch_dlrm.py (the same dlrm-small in PyTorch
+# DDP) on $NP ranks under mpirun, batch, steps and warm-up as the harness's;
+# prints its samples/s
+: "${PY:=/usr/bin/python3}"
+pytorch() {
+	port=$1; shift
+	mpirun -np "$NP" -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT="$port" $PY bench/torch_dlrm.py \
+		--batch "$BATCH" --steps "$STEPS" --warmup "$WARMUP" "$@" >"$TMP/t.json" 2>"$TMP/t.err" || { cat "$TMP/t.err" >&2; exit 3; }
+	tail -n 1 "$TMP/t.json" | jq .samples_per_s
+}
+
 # median of numbers on stdin
 median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }

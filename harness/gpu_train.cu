@@ -698,6 +698,15 @@ static int alloc_layers(gpu_train *t, bool top, dev_layer **ret, int *ret_n, cha
 	return 0;
 }
 
+static void free_layers(dev_layer *ls, int n)
+{
+	for (int i = 0; ls && i < n; i++) {
+		cudaFree(ls[i].y);
+		cudaFree(ls[i].dy);
+	}
+	free(ls);
+}
+
 static void init_timeout(int sig)
 {
 	static const char msg[] = "nodetune-harness: NCCL set-up not done within --timeout: a peer rank stopped responding\n";
@@ -943,16 +952,8 @@ extern "C" void gpu_train_free(gpu_train *t)
 	for (cudaEvent_t e : evs)
 		if (e)
 			cudaEventDestroy(e);
-	for (int i = 0; t->bot && i < t->n_bot; i++) {
-		cudaFree(t->bot[i].y);
-		cudaFree(t->bot[i].dy);
-	}
-	for (int i = 0; t->top && i < t->n_top; i++) {
-		cudaFree(t->top[i].y);
-		cudaFree(t->top[i].dy);
-	}
-	free(t->bot);
-	free(t->top);
+	free_layers(t->bot, t->n_bot);
+	free_layers(t->top, t->n_top);
 	cudaFree(t->z);
 	cudaFree(t->dz);
 	cudaFree(t->loss);

@@ -604,70 +604,68 @@ int main(int argc, char **argv)
 			r->total = now_ms() - t0;
 			/* the loss is summed over ranks on the GPU (NCCL) */
 			r->loss = gs.loss_sum / ((double)o.batch * o.accum * comm.world);
-			final_loss = r->loss;
-			if (s >= o.warmup)
-				t_measured += r->total;
-			if (s + 1 == o.warmup)
-				c0 = rusage_now();
-			if (s == 0)
-				gpu_train_rebuild(gt);
-			continue;
-		}
-		/* no zeroing pass: the first micro-batch's backward writes g */
-		for (int k = 0; k < o.accum; k++) {
-			struct loader_batch *b;
-			struct batch_view v;
-			double wait, fwd, bwd;
+		} else {
+			/* no zeroing pass: the first micro-batch's backward writes g */
+			for (int k = 0; k < o.accum; k++) {
+				struct loader_batch *b;
+				struct batch_view v;
+				double wait, fwd, bwd;
 
-			if (loader_next(ld, &b, &wait, why, sizeof(why))) {
+				if (loader_next(ld, &b, &wait, why, sizeof(why))) {
+					fprintf(stderr, "nodetune-harness: rank %d: %s\n", comm.rank, why);
+					rc = EXIT_USAGE;
+					goto out_abort;
+				}
+				v = (struct batch_view){ (int)b->data.n, b->data.dense, b->data.sparse, b->data.label };
+				ddp_begin(dd, k == o.accum - 1);
+				/* each rank's loss is the mean over its own samples of the
+				 * step; averaging the gradients over ranks then gives the
+				 * mean over the global batch, as one process would */
+				loss += model_step(m, &v, (double)o.batch * o.accum, k == 0, ddp_on_ready, dd, &fwd,
+						   &bwd);
+				loader_release(ld, b);
+				r->data_wait += wait;
+				r->fwd += fwd;
+				r->bwd += bwd;
+				{
+					/* an injected slowdown stretches compute: count it there */
+					double ti = now_ms();
+
+					inject_after_compute(inj, s, fwd + bwd);
+					r->bwd += now_ms() - ti;
+				}
+			}
+			if (ddp_finish(dd, &r->comm_exposed, &r->comm, why, sizeof(why))) {
 				fprintf(stderr, "nodetune-harness: rank %d: %s\n", comm.rank, why);
-				rc = EXIT_USAGE;
+				rc = EXIT_RUNTIME;
 				goto out_abort;
 			}
-			v = (struct batch_view){ (int)b->data.n, b->data.dense, b->data.sparse, b->data.label };
-			ddp_begin(dd, k == o.accum - 1);
-			/* each rank's loss is the mean over its own samples of the
-			 * step; averaging the gradients over ranks then gives the
-			 * mean over the global batch, as one process would */
-			loss += model_step(m, &v, (double)o.batch * o.accum, k == 0, ddp_on_ready, dd, &fwd, &bwd);
-			loader_release(ld, b);
-			r->data_wait += wait;
-			r->fwd += fwd;
-			r->bwd += bwd;
-			{
-				/* an injected slowdown stretches compute: count it there */
-				double ti = now_ms();
-
-				inject_after_compute(inj, s, fwd + bwd);
-				r->bwd += now_ms() - ti;
+			inject_step_end(inj, s);
+			t1 = now_ms();
+			cpu_sgd_scaled(w, g, n_w, (float)o.lr, ddp_scale(dd));
+			r->opt = now_ms() - t1;
+			r->total = now_ms() - t0;
+			/* the global mean loss of the step (outside the timed part) */
+			stats[0] = loss;
+			stats[1] = (double)o.batch * o.accum;
+			if (ddp_allreduce_double(dd, stats, 2, why, sizeof(why))) {
+				fprintf(stderr, "nodetune-harness: rank %d: %s\n", comm.rank, why);
+				rc = EXIT_RUNTIME;
+				goto out_abort;
 			}
+			r->loss = stats[0] / stats[1];
 		}
-		if (ddp_finish(dd, &r->comm_exposed, &r->comm, why, sizeof(why))) {
-			fprintf(stderr, "nodetune-harness: rank %d: %s\n", comm.rank, why);
-			rc = EXIT_RUNTIME;
-			goto out_abort;
-		}
-		inject_step_end(inj, s);
-		t1 = now_ms();
-		cpu_sgd_scaled(w, g, n_w, (float)o.lr, ddp_scale(dd));
-		r->opt = now_ms() - t1;
-		r->total = now_ms() - t0;
-		/* the global mean loss of the step (outside the timed part) */
-		stats[0] = loss;
-		stats[1] = (double)o.batch * o.accum;
-		if (ddp_allreduce_double(dd, stats, 2, why, sizeof(why))) {
-			fprintf(stderr, "nodetune-harness: rank %d: %s\n", comm.rank, why);
-			rc = EXIT_RUNTIME;
-			goto out_abort;
-		}
-		r->loss = stats[0] / stats[1];
 		final_loss = r->loss;
 		if (s >= o.warmup)
 			t_measured += r->total;
 		if (s + 1 == o.warmup)
 			c0 = rusage_now();
-		if (s == 0)
-			ddp_rebuild(dd);
+		if (s == 0) {           /* buckets in the ready order just seen */
+			if (gt)
+				gpu_train_rebuild(gt);
+			else
+				ddp_rebuild(dd);
+		}
 	}
 
 	/* per-rank skew: each rank's median compute time per step (everything
