@@ -73,6 +73,12 @@ HOT static void embbag_fwd16(const float *table, const int32_t *idx, int idx_str
 		if (i + EMB_PREFETCH < n)
 			for (int j = 0; j < bag; j++)
 				__builtin_prefetch(table + (size_t)idx[(size_t)(i + EMB_PREFETCH) * idx_stride + j] * 16);
+		/* out's rows lie 1.7 KB apart (the concatenation), idx's 416 B:
+		 * too far apart for the hardware's stride prefetch within a page */
+		if (i + 2 * EMB_PREFETCH < n) {
+			__builtin_prefetch(out + (size_t)(i + 2 * EMB_PREFETCH) * out_stride, 1);
+			__builtin_prefetch(idx + (size_t)(i + 4 * EMB_PREFETCH) * idx_stride);
+		}
 		for (int j = 0; j < bag; j++) {
 			const float *row = table + (size_t)idx[(size_t)i * idx_stride + j] * 16;
 
@@ -113,6 +119,11 @@ HOT static void embbag_bwd16(const float *dout, int dout_stride, const int32_t *
 		if (i + EMB_PREFETCH < n)
 			for (int j = 0; j < bag; j++)
 				__builtin_prefetch(dtable + (size_t)idx[(size_t)(i + EMB_PREFETCH) * idx_stride + j] * 16, 1);
+		/* dout's rows are the concatenation's (1.7 KB apart), idx's 416 B */
+		if (i + 2 * EMB_PREFETCH < n) {
+			__builtin_prefetch(dout + (size_t)(i + 2 * EMB_PREFETCH) * dout_stride);
+			__builtin_prefetch(idx + (size_t)(i + 4 * EMB_PREFETCH) * idx_stride);
+		}
 		for (int j = 0; j < bag; j++) {
 			float *row = dtable + (size_t)idx[(size_t)i * idx_stride + j] * 16;
 
