@@ -638,6 +638,10 @@ int ab_run(const struct ab_config *cfg, struct ab_result *res, struct nt_err *er
 		analyse(cfg, tr, n, cfg->alpha / ++looks, res);
 		if (res->verdict != VERDICT_INCONCLUSIVE || now_s() - start > cfg->budget_s || n >= 400)
 			break;
+		/* bisect asks only "regression or not": once a slowdown beyond
+		 * the threshold is excluded, more trials cannot make it one */
+		if (cfg->regression_only && res->ci_lo >= 1 - cfg->threshold)
+			break;
 	}
 	res->elapsed_s = now_s() - start;
 	for (int i = 0; i < n; i++)

@@ -33,6 +33,8 @@ struct ab_config {
 	double threshold;             /* practical difference, as a fraction (0.02) */
 	double alpha;
 	double budget_s;              /* more trials while inconclusive, until this */
+	bool regression_only;         /* bisect: also stop once the CI excludes a
+				       * slowdown beyond threshold (lo >= 1 - threshold) */
 	unsigned long long seed;
 	const char *nodetune;         /* this program, for `nodetune exec` */
 	const char *harness;

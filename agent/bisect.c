@@ -104,6 +104,13 @@ static bool differs(const char *a, const char *b)
 	return (a == NULL) != (b == NULL) || (a && strcmp(a, b));
 }
 
+double bisect_alpha(double alpha, int k)
+{
+	const double pi = 3.14159265358979323846;
+
+	return k < 1 ? alpha : alpha * 6.0 / (pi * pi * (double)k * (double)k);
+}
+
 int bisect_delta(const struct policy *good, const struct policy *bad, int idx[BISECT_MAX])
 {
 	int n = 0;

@@ -33,6 +33,12 @@ typedef int (*bisect_test_fn)(uint64_t set, void *ctx);
  * run, or the test's -errno. */
 int bisect_ddmin(int n, bisect_test_fn test, void *ctx, uint64_t *ret, int *tests);
 
+/* The level of test k (1, 2, ...) of one bisection: alpha * 6 / (pi^2 k^2).
+ * These sum to alpha over any number of tests, so the chance that any test
+ * of the bisection raises a false alarm (and sends ddmin down a wrong
+ * subset) stays at or below alpha, as for one `ab`. */
+double bisect_alpha(double alpha, int k);
+
 /* The knobs (indexes into knob_table) whose values differ between good and
  * bad, [main] excluded; returns how many (at most BISECT_MAX). */
 int bisect_delta(const struct policy *good, const struct policy *bad, int idx[BISECT_MAX]);

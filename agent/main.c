@@ -1162,6 +1162,7 @@ struct bisect_ctx {
 	int idx[BISECT_MAX], n;
 	int tests;
 	json_t *log;            /* one record per test */
+	double alpha;           /* the bisection's, spent over its tests */
 	char msg[4096];         /* an arm's failure */
 };
 
@@ -1208,6 +1209,9 @@ static int bisect_test(uint64_t set, void *arg)
 	x->cfg->arm[1].policy = strdup(path);
 	if (!x->cfg->arm[1].policy)
 		return -ENOMEM;
+	/* every test is another chance of a false alarm, which would send
+	 * ddmin into a wrong subset: the tests share the bisection's alpha */
+	x->cfg->alpha = bisect_alpha(x->alpha, x->tests);
 	r = ab_run(x->cfg, &res, &err);
 	if (r < 0) {
 		snprintf(x->msg, sizeof(x->msg), "test %d {%s}: %s", x->tests, knobs, err.msg);
@@ -1218,11 +1222,13 @@ static int bisect_test(uint64_t set, void *arg)
 		ab_result_release(&res);
 		return -ECANCELED;
 	}
-	log_msg(LOG_NOTICE, "test %d {%s}: %s, B/A %.3f [%.3f, %.3f], p %.3g, %d + %d trials", x->tests, knobs,
-		stats_verdict_name(res.verdict), res.ratio, res.ci_lo, res.ci_hi, res.p, res.trials[0], res.trials[1]);
-	json_array_append_new(x->log, json_pack("{s:i, s:s, s:s, s:f, s:f, s:f, s:f}", "test", x->tests, "knobs",
+	log_msg(LOG_NOTICE, "test %d {%s}: %s, B/A %.3f [%.3f, %.3f], p %.3g (alpha %.2g), %d + %d trials", x->tests,
+		knobs, stats_verdict_name(res.verdict), res.ratio, res.ci_lo, res.ci_hi, res.p, x->cfg->alpha,
+		res.trials[0], res.trials[1]);
+	json_array_append_new(x->log, json_pack("{s:i, s:s, s:s, s:f, s:f, s:f, s:f, s:f}", "test", x->tests, "knobs",
 						knobs, "verdict", stats_verdict_name(res.verdict), "ratio", res.ratio,
-						"ci_low", res.ci_lo, "ci_high", res.ci_hi, "p_value", res.p));
+						"ci_low", res.ci_lo, "ci_high", res.ci_hi, "p_value", res.p, "alpha",
+						x->cfg->alpha));
 	r = res.verdict == VERDICT_REGRESSION ? BISECT_FAIL : BISECT_PASS;
 	ab_result_release(&res);
 	return r;
@@ -1269,7 +1275,9 @@ static int cmd_bisect(struct opts *o)
 	}
 	ab_defaults(o, &cfg, self, harness, work, state);
 	cfg.arm[0].policy = strdup(o->good);
+	cfg.regression_only = true;
 	x.cfg = &cfg;
+	x.alpha = cfg.alpha;
 	x.good = good;
 	x.bad = bad;
 	x.log = json_array();

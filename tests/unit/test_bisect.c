@@ -1,6 +1,7 @@
 /* test_bisect.c — ddmin finds 1-minimal failing sets (single knobs and
  * interactions) with each subset tested once; the delta of two policies;
  * candidates that load back as the policy they describe. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -164,10 +165,31 @@ static void test_delta_and_candidate(void **state)
 	assert_int_equal(rmdir(dir), 0);
 }
 
+/* The tests of one bisection share its alpha: the levels fall with the test
+ * number and their sum never exceeds it. */
+static void test_alpha_spending(void **state)
+{
+	double sum = 0;
+
+	(void)state;
+	assert_true(fabs(bisect_alpha(0.05, 1) - 0.05 * 6 / (M_PI * M_PI)) < 1e-12);
+	for (int k = 1; k <= 100000; k++) {
+		double a = bisect_alpha(0.05, k);
+
+		assert_true(a > 0);
+		if (k > 1)
+			assert_true(a < bisect_alpha(0.05, k - 1));
+		sum += a;
+	}
+	assert_true(sum <= 0.05);
+	assert_true(sum > 0.0499);             /* and it is spent, not wasted */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ddmin),
+		cmocka_unit_test(test_alpha_spending),
 		cmocka_unit_test(test_ddmin_unresolved_and_abort),
 		cmocka_unit_test(test_delta_and_candidate),
 	};
