@@ -942,9 +942,15 @@ static const char *sibling(const char *name, char *buf, size_t size)
 }
 
 /* The experiment's settings from the options; work is the trial directory. */
-static void ab_defaults(const struct opts *o, struct ab_config *cfg, char *self, char *harness, const char *work,
-			char *state)
+/* The experiment's settings, and its work directory made from the mkdtemp
+ * template in work.  0, or EXIT_RUNTIME (said). */
+static int ab_setup(const struct opts *o, struct ab_config *cfg, char *self, char *harness, char *work,
+		    char *state)
 {
+	if (!mkdtemp(work)) {
+		log_msg(LOG_ERR, "mkdtemp: %s", strerror(errno));
+		return EXIT_RUNTIME;
+	}
 	snprintf(state, 64, "%s/state", work);
 	cfg->trials = o->trials ? o->trials : 6;
 	cfg->steps = o->steps ? (int)o->steps : 30;
@@ -958,6 +964,7 @@ static void ab_defaults(const struct opts *o, struct ab_config *cfg, char *self,
 	cfg->harness = sibling("nodetune-harness", harness, 4096);
 	cfg->state_dir = state;
 	cfg->work_dir = work;
+	return 0;
 }
 
 /* Check an arm: its policy loads, its command exists.  0, or an exit code. */
@@ -1014,12 +1021,8 @@ static int cmd_ab(struct opts *o)
 		rc = ab_check_arm(&cfg.arm[a]);
 	if (rc)
 		goto out;
-	if (!mkdtemp(work)) {
-		log_msg(LOG_ERR, "mkdtemp: %s", strerror(errno));
-		rc = EXIT_RUNTIME;
+	if ((rc = ab_setup(o, &cfg, self, harness, work, state)))
 		goto out;
-	}
-	ab_defaults(o, &cfg, self, harness, work, state);
 	if (ab_run(&cfg, &res, &err) < 0) {
 		log_msg(LOG_ERR, "%s", err.msg);
 		rc = exit_code_for(err.code);
@@ -1268,12 +1271,8 @@ static int cmd_bisect(struct opts *o)
 		rc = EXIT_USAGE;
 		goto out;
 	}
-	if (!mkdtemp(work)) {
-		log_msg(LOG_ERR, "mkdtemp: %s", strerror(errno));
-		rc = EXIT_RUNTIME;
+	if ((rc = ab_setup(o, &cfg, self, harness, work, state)))
 		goto out;
-	}
-	ab_defaults(o, &cfg, self, harness, work, state);
 	cfg.arm[0].policy = strdup(o->good);
 	cfg.regression_only = true;
 	x.cfg = &cfg;

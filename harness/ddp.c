@@ -187,6 +187,22 @@ int ddp_plan_buckets(const struct model_param *params, int n_params, const int *
 	return n;
 }
 
+size_t ddp_bucket_span(const struct model_param *params, const int *idx, int n, size_t *ret_count)
+{
+	size_t count = 0, lo = (size_t)-1, hi = 0;
+
+	/* contiguous: lowest offset + count is the highest end */
+	for (int i = 0; i < n; i++) {
+		const struct model_param *p = &params[idx[i]];
+
+		count += p->count;
+		lo = p->offset < lo ? p->offset : lo;
+		hi = p->offset + p->count > hi ? p->offset + p->count : hi;
+	}
+	*ret_count = count;
+	return n > 0 && hi - lo == count ? lo : (size_t)-1;
+}
+
 /* Buckets over params in the given order (ddp_plan_buckets), each reduced
  * in place where its gradients are one contiguous range. */
 static int build_buckets(struct ddp *d, const int *order)
@@ -202,7 +218,7 @@ static int build_buckets(struct ddp *d, const int *order)
 	n = ddp_plan_buckets(d->params, d->n_params, order, d->cfg.first_bucket_mb, d->cfg.bucket_mb, end);
 	for (int bi = 0; bi < n; start = end[bi++]) {
 		struct bucket *b = &d->buckets[d->n_buckets];
-		size_t count = 0, lo = (size_t)-1, hi = 0;
+		size_t lo;
 
 		b->n_params = end[bi] - start;
 		b->params = malloc((size_t)b->n_params * sizeof(int));
@@ -211,18 +227,10 @@ static int build_buckets(struct ddp *d, const int *order)
 			return -ENOMEM;
 		}
 		memcpy(b->params, order + start, (size_t)b->n_params * sizeof(int));
-		/* contiguous: lowest offset + count is the highest end */
-		for (int i = 0; i < b->n_params; i++) {
-			const struct model_param *p = &d->params[b->params[i]];
-
-			count += p->count;
-			lo = p->offset < lo ? p->offset : lo;
-			hi = p->offset + p->count > hi ? p->offset + p->count : hi;
-		}
-		b->count = count;
-		if (hi - lo == count) {
+		lo = ddp_bucket_span(d->params, b->params, b->n_params, &b->count);
+		if (lo != (size_t)-1) {
 			b->view = d->grads + lo;
-		} else if (!(b->buf = malloc(count * sizeof(float)))) {
+		} else if (!(b->buf = malloc(b->count * sizeof(float)))) {
 			free(end);
 			return -ENOMEM;
 		}

@@ -60,6 +60,12 @@ int ddp_bucket_count(const struct ddp *d);
  * parameter larger than the cap gets a bucket of its own).  end[i] is one
  * past the last index into order of bucket i (end holds n_params).  Returns
  * the number of buckets. */
+/* The params idx[0..n) of one bucket: *ret_count floats in all; returns
+ * their lowest offset when they form one contiguous range of the gradient
+ * buffer (reduced in place there), else (size_t)-1 (copied through a
+ * bucket buffer). */
+size_t ddp_bucket_span(const struct model_param *params, const int *idx, int n, size_t *ret_count);
+
 int ddp_plan_buckets(const struct model_param *params, int n_params, const int *order, double first_mb,
 		     double cap_mb, int *end);
 

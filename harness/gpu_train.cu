@@ -113,6 +113,11 @@ static int cuda_fail(char *why, size_t why_size, const char *what, cudaError_t e
 	return -1;
 }
 
+static int cuda_try(cudaError_t e, const char *what, char *why, size_t why_size)
+{
+	return e == cudaSuccess ? 0 : cuda_fail(why, why_size, what, e);
+}
+
 #define CUDA_TRY(call, what)                                                                     \
 	do {                                                                                     \
 		cudaError_t e_ = (call);                                                         \
@@ -177,7 +182,7 @@ static void free_buckets(gpu_train *t)
 
 static int build_buckets(gpu_train *t, const int *order, char *why, size_t why_size)
 {
-	int *end = (int *)calloc((size_t)t->n_params, sizeof(int)), n, start = 0;
+	int *end = (int *)calloc((size_t)t->n_params, sizeof(int)), n, start = 0, r = 0;
 
 	free_buckets(t);
 	t->b = (gbucket *)calloc((size_t)t->n_params, sizeof(gbucket));
@@ -187,37 +192,36 @@ static int build_buckets(gpu_train *t, const int *order, char *why, size_t why_s
 		return -1;
 	}
 	n = ddp_plan_buckets(t->params, t->n_params, order, t->cfg.first_bucket_mb, t->cfg.bucket_mb, end);
-	for (int bi = 0; bi < n; start = end[bi++]) {
+	for (int bi = 0; bi < n && !r; start = end[bi++]) {
 		gbucket *b = &t->b[bi];
-		size_t lo = (size_t)-1, hi = 0;
+		size_t lo;
 
 		t->nb = bi + 1;
 		b->n_params = end[bi] - start;
 		b->params = (int *)malloc((size_t)b->n_params * sizeof(int));
 		if (!b->params) {
-			free(end);
 			snprintf(why, why_size, "out of memory");
-			return -1;
+			r = -1;
+			break;
 		}
 		memcpy(b->params, order + start, (size_t)b->n_params * sizeof(int));
-		for (int i = 0; i < b->n_params; i++) {
-			const model_param *p = &t->params[b->params[i]];
-
-			b->count += p->count;
-			lo = p->offset < lo ? p->offset : lo;
-			hi = p->offset + p->count > hi ? p->offset + p->count : hi;
+		for (int i = 0; i < b->n_params; i++)
 			t->bucket_of[b->params[i]] = bi;
-		}
-		if (hi - lo == b->count)
+		lo = ddp_bucket_span(t->params, b->params, b->n_params, &b->count);
+		if (lo != (size_t)-1)
 			b->view = t->g + lo;
 		else
-			CUDA_TRY(cudaMalloc((void **)&b->buf, b->count * sizeof(float)), "bucket buffer");
-		CUDA_TRY(cudaEventCreateWithFlags(&b->ready, cudaEventDisableTiming), "cudaEventCreate");
-		CUDA_TRY(cudaEventCreate(&b->c0), "cudaEventCreate");
-		CUDA_TRY(cudaEventCreate(&b->c1), "cudaEventCreate");
+			r = cuda_try(cudaMalloc((void **)&b->buf, b->count * sizeof(float)), "bucket buffer", why, why_size);
+		if (!r)
+			r = cuda_try(cudaEventCreateWithFlags(&b->ready, cudaEventDisableTiming), "cudaEventCreate", why,
+				     why_size);
+		if (!r)
+			r = cuda_try(cudaEventCreate(&b->c0), "cudaEventCreate", why, why_size);
+		if (!r)
+			r = cuda_try(cudaEventCreate(&b->c1), "cudaEventCreate", why, why_size);
 	}
 	free(end);
-	return 0;
+	return r;
 }
 
 // Hand bucket bi to the comm stream: it waits for the gradients (an event
