@@ -16,11 +16,15 @@ vm() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
 h base
 check "no injection: the counters are low" -- [ "$(s base counters.involuntary_switches)" -ge 0 ]
 
-# a rank is bound (nodetune exec): the busy thread lands on its CPU
+# a rank is bound (nodetune exec): the busy thread lands on its CPU.  The
+# training thread's run-queue wait is the signal (about 9 -> 150 ms here);
+# the process's involuntary switches are shown but not required to rise:
+# bound and clean, the loader's threads already preempt it about 180 times,
+# and with the neighbour the count came out 145 to 237 (2 of 5 runs lower).
 taskset -c 0 "$HARNESS" $A --json "$T_TMP/bound.json" 2>/dev/null
 taskset -c 0 "$HARNESS" $A --inject noisy-neighbor --json "$T_TMP/noisy.json" 2>/dev/null
-check "noisy-neighbor on a rank bound to one CPU: training thread's run-queue wait $(s bound counters.runqueue_wait_ms) -> $(s noisy counters.runqueue_wait_ms) ms, involuntary switches $(s bound counters.involuntary_switches) -> $(s noisy counters.involuntary_switches)" -- \
-	awk "BEGIN { exit !($(s noisy counters.runqueue_wait_ms) > 3 * $(s bound counters.runqueue_wait_ms) + 20 && $(s noisy counters.involuntary_switches) > $(s bound counters.involuntary_switches)) }"
+check "noisy-neighbor on a rank bound to one CPU: training thread's run-queue wait $(s bound counters.runqueue_wait_ms) -> $(s noisy counters.runqueue_wait_ms) ms (involuntary switches $(s bound counters.involuntary_switches) -> $(s noisy counters.involuntary_switches))" -- \
+	awk "BEGIN { exit !($(s noisy counters.runqueue_wait_ms) > 3 * $(s bound counters.runqueue_wait_ms) + 20) }"
 
 h churn --inject alloc-churn
 check "alloc-churn: minor faults $(s base counters.minor_faults) -> $(s churn counters.minor_faults) (64 MiB a step)" -- \
