@@ -422,8 +422,10 @@ int obs_read_interrupts(const struct fsroot *root, struct obs_irq *ret, struct n
 		}
 		if (numbered)
 			ret->device += sum;
-		else if (strstr(colon, "TLB shootdowns"))
+		else if (strstr(colon, "TLB shootdowns")) {
 			ret->tlb += sum;
+			ret->has_tlb_line = true;
+		}
 	}
 	return 0;
 }

@@ -90,7 +90,9 @@ void obs_read_psi(const struct fsroot *root, struct obs_psi *ret);
 /* ---- proc/interrupts --------------------------------------------------- */
 
 struct obs_irq {
-	uint64_t tlb;                 /* TLB shootdowns, all CPUs */
+	uint64_t tlb;                 /* TLB shootdowns, all CPUs (see tlb.h: the
+				       * line may exist and never move) */
+	bool has_tlb_line;
 	uint64_t device;              /* numbered (device) IRQs, all CPUs */
 	int n_cpus;
 };
