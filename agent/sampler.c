@@ -33,13 +33,36 @@ int sampler_init(struct sampler *s, const char *root, const int *pids, int n_pid
 	s->children = children;
 	s->t0 = now_s();
 	s->ticks_per_s = sysconf(_SC_CLK_TCK);
+	tlb_counter_open(&s->tlb, s->root, tlb_sources_from_env());
 	return 0;
 }
 
 void sampler_release(struct sampler *s)
 {
+	tlb_counter_close(&s->tlb);
 	fsroot_free(s->root);
 	s->root = NULL;
+}
+
+int sampler_uncountable(const struct sampler *s, char *buf, size_t size)
+{
+	struct obs_psi psi;
+	int n = 0;
+	size_t len;
+
+	buf[0] = '\0';
+	if (!tlb_counter_countable(&s->tlb)) {
+		snprintf(buf, size, "TLB shootdowns: not countable on this host (%s)", s->tlb.why);
+		n++;
+	}
+	obs_read_psi(s->root, &psi);
+	if (!psi.present) {
+		len = strlen(buf);
+		snprintf(buf + len, size - len, "%sPSI: not countable on this host (no proc/pressure: a kernel "
+			 "without CONFIG_PSI, or booted with psi=0)", n ? "; " : "");
+		n++;
+	}
+	return n;
 }
 
 void sampler_snap_release(struct sampler_snap *snap)
@@ -135,6 +158,7 @@ void sampler_take(struct sampler *s, struct sampler_snap *snap)
 	read_vm(s->root, snap->vm);
 	if (obs_read_interrupts(s->root, &snap->irq, &err) < 0)
 		memset(&snap->irq, 0, sizeof(snap->irq));
+	snap->tlb_ok = tlb_counter_read(&s->tlb, &snap->tlb) == 0;
 	obs_read_psi(s->root, &snap->psi);
 	if (snap->slow) {
 		snap->throttled = obs_total_throttled(s->root);
@@ -204,7 +228,8 @@ json_t *sampler_record(const struct sampler *s, const struct sampler_snap *a, co
 		if (a->vm[k] >= 0 && b->vm[k] >= 0)
 			json_object_set_new(vm, vm_keys[k], json_integer(b->vm[k] - a->vm[k]));
 	json_object_set_new(rec, "vmstat", vm);
-	json_object_set_new(rec, "tlb_shootdowns", json_integer((json_int_t)(b->irq.tlb - a->irq.tlb)));
+	json_object_set_new(rec, "tlb_shootdowns", a->tlb_ok && b->tlb_ok ? json_integer((json_int_t)(b->tlb - a->tlb))
+									 : json_null());
 	json_object_set_new(rec, "device_irqs", json_integer((json_int_t)(b->irq.device - a->irq.device)));
 	if (b->psi.present)
 		json_object_set_new(rec, "psi_ms", json_pack("{s:f, s:f, s:f, s:f, s:f}",
@@ -213,6 +238,8 @@ json_t *sampler_record(const struct sampler *s, const struct sampler_snap *a, co
 			"memory_full", (double)(b->psi.mem_full_us - a->psi.mem_full_us) / 1000,
 			"io_some", (double)(b->psi.io_some_us - a->psi.io_some_us) / 1000,
 			"io_full", (double)(b->psi.io_full_us - a->psi.io_full_us) / 1000));
+	else
+		json_object_set_new(rec, "psi_ms", json_null());
 	if (b->slow) {
 		json_object_set_new(rec, "nr_throttled_total", json_integer((json_int_t)b->throttled));
 		json_object_set_new(rec, "memcg", json_pack("{s:I, s:I}", "kernel", (json_int_t)b->memcg_kernel,
@@ -238,7 +265,12 @@ void sampler_line(const struct sampler *s, const struct sampler_snap *a, const s
 	double usr = 0, sys = 0, max_sys = 0, dt = b->t - a->t, cpu_pct = 0, runq = 0, u, sy;
 	int n = 0, max_cpu = -1, threads = 0;
 	uint64_t invol = 0;
+	char tlb[24] = "n/c", psi[24] = "n/c";
 
+	if (a->tlb_ok && b->tlb_ok)
+		snprintf(tlb, sizeof(tlb), "%llu", (unsigned long long)(b->tlb - a->tlb));
+	if (b->psi.present)
+		snprintf(psi, sizeof(psi), "%.1f ms", (double)(b->psi.cpu_some_us - a->psi.cpu_some_us) / 1000);
 	for (int c = 0; a->stat && b->stat && c < b->stat->n_cpus; c++)
 		if (cpu_delta(a, b, c, &u, &sy)) {
 			usr += u;
@@ -261,10 +293,9 @@ void sampler_line(const struct sampler *s, const struct sampler_snap *a, const s
 	}
 	snprintf(buf, size,
 		 "%7.2f s  usr %5.1f%% sys %5.1f%% (max cpu%d %5.1f%%)  pgfault %lld compact_stall %lld numa_hint %lld  "
-		 "tlb %llu irq %llu  psi cpu %.1f ms  procs %d/%d: %d threads %.0f%% cpu, %llu invol, runq %.1f ms",
+		 "tlb %s irq %llu  psi cpu %s  procs %d/%d: %d threads %.0f%% cpu, %llu invol, runq %.1f ms",
 		 b->t, n ? usr / n : 0, n ? sys / n : 0, max_cpu, max_sys,
 		 (long long)(b->vm[7] - a->vm[7]), (long long)(b->vm[2] - a->vm[2]), (long long)(b->vm[4] - a->vm[4]),
-		 (unsigned long long)(b->irq.tlb - a->irq.tlb), (unsigned long long)(b->irq.device - a->irq.device),
-		 (double)(b->psi.cpu_some_us - a->psi.cpu_some_us) / 1000, sampler_alive(b), b->n_procs, threads, cpu_pct,
+		 tlb, (unsigned long long)(b->irq.device - a->irq.device), psi, sampler_alive(b), b->n_procs, threads, cpu_pct,
 		 (unsigned long long)invol, runq);
 }

@@ -18,6 +18,7 @@
 
 #include "fsroot.h"
 #include "observe.h"
+#include "tlb.h"
 
 #define SAMPLER_MAX_PIDS 256
 #define SAMPLER_VM 9
@@ -28,7 +29,9 @@ struct sampler_snap {
 	double t;                     /* seconds since the sampler started */
 	struct obs_stat *stat;        /* NULL when /proc/stat could not be read */
 	int64_t vm[SAMPLER_VM];
-	struct obs_irq irq;
+	struct obs_irq irq;           /* irq.tlb is not used: see tlb below */
+	uint64_t tlb;                 /* TLB shootdowns so far, from the sampler's source */
+	bool tlb_ok;                  /* counted (the host can, and the read worked) */
 	struct obs_psi psi;
 	bool slow;                    /* the slow scans were taken */
 	uint64_t throttled;
@@ -45,17 +48,24 @@ struct sampler {
 	double t0;
 	unsigned n;                   /* samples taken */
 	long ticks_per_s;
+	struct tlb_counter tlb;       /* TLB shootdowns: the source this host has, if any */
 };
 
 /* 0, or -errno (the root cannot be opened). */
 int sampler_init(struct sampler *s, const char *root, const int *pids, int n_pids, bool children);
 void sampler_release(struct sampler *s);
+/* The counters this host cannot produce, each as "NAME: not countable on
+ * this host (WHY)", joined by "; " into buf.  Returns how many (0: buf is
+ * ""). */
+int sampler_uncountable(const struct sampler *s, char *buf, size_t size);
 /* Take a sample into snap (its stat buffer is allocated once and reused). */
 void sampler_take(struct sampler *s, struct sampler_snap *snap);
 void sampler_snap_release(struct sampler_snap *snap);
-/* What changed from a to b, as one JSON record. */
+/* What changed from a to b, as one JSON record (a counter the host cannot
+ * produce is null, never 0). */
 json_t *sampler_record(const struct sampler *s, const struct sampler_snap *a, const struct sampler_snap *b);
-/* The same as one line of text (no newline) into buf. */
+/* The same as one line of text (no newline) into buf ("n/c": not
+ * countable here). */
 void sampler_line(const struct sampler *s, const struct sampler_snap *a, const struct sampler_snap *b, char *buf,
 		  size_t size);
 /* Processes of the set still alive at b. */

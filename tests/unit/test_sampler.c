@@ -32,6 +32,7 @@ static void test_records(void **state)
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(rec, "vmstat"), "pgfault")), 0);
 	assert_non_null(json_object_get(json_object_get(rec, "vmstat"), "compact_stall"));
 	assert_non_null(json_object_get(json_object_get(rec, "psi_ms"), "cpu_some"));
+	assert_true(json_is_integer(json_object_get(rec, "tlb_shootdowns")));
 	assert_int_equal(json_integer_value(json_object_get(rec, "tlb_shootdowns")), 0);
 	assert_null(json_object_get(rec, "memcg"));                          /* only in slow samples */
 	p = json_array_get(json_object_get(rec, "procs"), 0);
@@ -55,10 +56,52 @@ static void test_records(void **state)
 	sampler_release(&s);
 }
 
+/* A host whose kernel cannot count TLB shootdowns or pressure: the
+ * record has null, the line "n/c", and the observer says why; never 0. */
+static void test_uncountable(void **state)
+{
+	char src[4096], dir[64], cmd[8300], why[1024], line[1024];
+	struct sampler s;
+	struct sampler_snap a = { 0 }, b = { 0 };
+	int pid = 22623;
+	json_t *rec;
+
+	(void)state;
+	test_path(src, sizeof(src), "tests/fixtures/sysroot/debian12-kvm-2cpu");
+	assert_non_null(test_tmpdir(dir, sizeof(dir)));
+	snprintf(cmd, sizeof(cmd), "cp -a '%s'/. '%s' && sed -i '/TLB/d' '%s/proc/interrupts' && rm -rf '%s/proc/pressure'",
+		 src, dir, dir, dir);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(sampler_init(&s, dir, &pid, 1, false), 0);
+	assert_int_equal(sampler_uncountable(&s, why, sizeof(why)), 2);
+	assert_non_null(strstr(why, "TLB shootdowns: not countable on this host (no TLB line"));
+	assert_non_null(strstr(why, "PSI: not countable on this host"));
+	sampler_take(&s, &a);
+	sampler_take(&s, &b);
+	rec = sampler_record(&s, &a, &b);
+	assert_true(json_is_null(json_object_get(rec, "tlb_shootdowns")));
+	assert_true(json_is_null(json_object_get(rec, "psi_ms")));
+	json_decref(rec);
+	sampler_line(&s, &a, &b, line, sizeof(line));
+	assert_non_null(strstr(line, "tlb n/c"));
+	assert_non_null(strstr(line, "psi cpu n/c"));
+	sampler_snap_release(&a);
+	sampler_snap_release(&b);
+	sampler_release(&s);
+	/* the captured tree as it was: everything countable */
+	test_path(src, sizeof(src), "tests/fixtures/sysroot/debian12-kvm-2cpu");
+	assert_int_equal(sampler_init(&s, src, &pid, 1, false), 0);
+	assert_int_equal(sampler_uncountable(&s, why, sizeof(why)), 0);
+	assert_string_equal(why, "");
+	sampler_release(&s);
+	test_rmrf(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_records),
+		cmocka_unit_test(test_uncountable),
 	};
 
 	return cmocka_run_group_tests_name("sampler", tests, NULL, NULL);
