@@ -12,6 +12,7 @@
 
 #include "cpulist.h"
 #include "observe.h"
+#include "tlb.h"
 #include "parse.h"
 
 /* ---- report helpers ---------------------------------------------------- */
@@ -338,6 +339,42 @@ static const struct {
 	{ "cgroup-throttling", check_throttling },
 };
 
+/* ---- counters a host may not produce ------------------------------------ */
+
+const char *doctor_counter_name(enum doctor_counter c)
+{
+	static const char *const names[DC_N] = { "TLB shootdowns", "PSI", "perf events" };
+
+	return (unsigned)c < DC_N ? names[c] : "?";
+}
+
+static void counter_states(const struct fsroot *root, struct doctor_counter_state st[DC_N])
+{
+	struct tlb_counter tlb;
+	struct obs_psi psi;
+
+	tlb_counter_open(&tlb, root, tlb_sources_from_env());
+	st[DC_TLB].countable = tlb_counter_countable(&tlb);
+	snprintf(st[DC_TLB].detail, sizeof(st[DC_TLB].detail), "%s", tlb.why);
+	tlb_counter_close(&tlb);
+
+	obs_read_psi(root, &psi);
+	st[DC_PSI].countable = psi.present;
+	snprintf(st[DC_PSI].detail, sizeof(st[DC_PSI].detail), "%s", psi.present ? "proc/pressure" :
+		 "no proc/pressure: a kernel without CONFIG_PSI, or booted with psi=0");
+
+	if (fsroot_is_host(root)) {
+		struct obs_perf perf;
+
+		/* this process: the software counters ab uses per trial */
+		obs_perf_open(&perf, 0);
+		st[DC_PERF].countable = perf.ok;
+		snprintf(st[DC_PERF].detail, sizeof(st[DC_PERF].detail), "%s",
+			 perf.ok ? "perf_event_open (cpu-migrations, context-switches, page-faults)" : perf.why);
+		obs_perf_close(&perf);
+	}       /* a captured tree: perf events are the live host's, not asked (detail "") */
+}
+
 int doctor_run(const struct fsroot *root, const struct topo *t, const struct kstate *ks,
 	       const struct doctor_config *cfg, struct doctor_report *rep, struct nt_err *err)
 {
@@ -354,6 +391,7 @@ int doctor_run(const struct fsroot *root, const struct topo *t, const struct kst
 			return r;
 		}
 	}
+	counter_states(root, rep->counters);
 	return 0;
 }
 
@@ -378,6 +416,16 @@ json_t *doctor_json(const struct doctor_report *rep)
 	json_object_set_new(doc, "checks", json_integer(rep->checks));
 	json_object_set_new(doc, "hazards", hz);
 	json_object_set_new(doc, "skipped", notes);
+	{
+		static const char *const keys[DC_N] = { "tlb_shootdowns", "psi", "perf_events" };
+		json_t *ctr = json_object();
+
+		for (int c = 0; c < DC_N; c++)
+			if (rep->counters[c].detail[0])
+				json_object_set_new(ctr, keys[c], json_pack("{s:b, s:s}", "countable", rep->counters[c].countable,
+								    "detail", rep->counters[c].detail));
+		json_object_set_new(doc, "counters", ctr);
+	}
 	return doc;
 }
 
@@ -391,5 +439,11 @@ int doctor_print(FILE *out, const struct doctor_report *rep)
 		fprintf(out, "\nskipped:\n");
 	for (unsigned i = 0; i < rep->n_notes; i++)
 		fprintf(out, "  - %s\n", rep->notes[i]);
+	fprintf(out, "\ncounters:\n");
+	for (int c = 0; c < DC_N; c++)
+		if (rep->counters[c].detail[0])
+			fprintf(out, "  - %s: %s%s%s\n", doctor_counter_name(c),
+				rep->counters[c].countable ? "counted from " : "not countable on this host (",
+				rep->counters[c].detail, rep->counters[c].countable ? "" : ")");
 	return ferror(out) ? -EIO : 0;
 }

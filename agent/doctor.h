@@ -10,6 +10,7 @@
 #define NODETUNE_DOCTOR_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "fsroot.h"
@@ -26,13 +27,27 @@ struct doctor_hazard {
 
 #define DOCTOR_MAX_NOTES 16
 
+/* The counters the hazards and the A/B engine rest on that a host may not
+ * produce (a VM's hypervisor flushing TLBs itself, a kernel without PSI,
+ * perf events refused): countable or not, and from where or why not. */
+enum doctor_counter { DC_TLB, DC_PSI, DC_PERF, DC_N };
+
+struct doctor_counter_state {
+	bool countable;
+	char detail[320];             /* its source, or why it is not countable */
+};
+
 struct doctor_report {
 	struct doctor_hazard *hazards;
 	unsigned n;
 	unsigned checks;              /* checks that ran */
 	char *notes[DOCTOR_MAX_NOTES];  /* checks skipped, and why */
 	unsigned n_notes;
+	struct doctor_counter_state counters[DC_N];
 };
+
+/* "TLB shootdowns", "PSI", "perf events" */
+const char *doctor_counter_name(enum doctor_counter c);
 
 struct doctor_config {
 	double window_s;              /* per-core %sys: how long to sample (live) */

@@ -111,12 +111,40 @@ static void test_without_policy_irqs_are_skipped(void **state)
 	release(&x);
 }
 
+/* The counters a host may not produce are reported as such, never as 0:
+ * these captured trees have no TLB line and no proc/pressure; perf events
+ * are the live host's and are not asked of a captured tree. */
+static void test_counters_not_countable(void **state)
+{
+	struct run x;
+	json_t *doc, *c;
+
+	(void)state;
+	doctor_on(&x, "tests/fixtures/sysroot/gpu-host-hazards", false);
+	assert_false(x.rep.counters[DC_TLB].countable);
+	assert_non_null(strstr(x.rep.counters[DC_TLB].detail, "no TLB line"));
+	assert_false(x.rep.counters[DC_PSI].countable);
+	assert_non_null(strstr(x.rep.counters[DC_PSI].detail, "no proc/pressure"));
+	assert_string_equal(x.rep.counters[DC_PERF].detail, "");
+	doc = doctor_json(&x.rep);
+	c = json_object_get(doc, "counters");
+	assert_true(json_is_false(json_object_get(json_object_get(c, "tlb_shootdowns"), "countable")));
+	assert_null(json_object_get(c, "perf_events"));
+	json_decref(doc);
+	release(&x);
+	doctor_on(&x, "tests/fixtures/sysroot/debian12-kvm-2cpu", false);
+	assert_true(x.rep.counters[DC_TLB].countable);          /* the captured line, as captured */
+	assert_true(x.rep.counters[DC_PSI].countable);
+	release(&x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_hazard),
 		cmocka_unit_test(test_tuned_host_is_clean),
 		cmocka_unit_test(test_without_policy_irqs_are_skipped),
+		cmocka_unit_test(test_counters_not_countable),
 	};
 
 	return cmocka_run_group_tests_name("doctor", tests, NULL, NULL);
