@@ -1,13 +1,54 @@
 /* comm.c — see comm.h. */
 #include "comm.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifdef HAVE_MPI
 #include <mpi.h>
 #endif
+
+/* ---- set-up deadline ---------------------------------------------------- */
+
+static char deadline_msg[256];
+static size_t deadline_len;
+static struct sigaction deadline_old;
+
+static void deadline_fired(int sig)
+{
+	(void)sig;
+	if (write(2, deadline_msg, deadline_len) < 0) {
+		/* nothing more can be said */
+	}
+	_exit(3);
+}
+
+void comm_deadline_set(double wait_s, int rank, const char *what)
+{
+	struct sigaction sa;
+	char who[32] = "";
+	int n;
+
+	if (rank >= 0)
+		snprintf(who, sizeof(who), "rank %d: ", rank);
+	n = snprintf(deadline_msg, sizeof(deadline_msg),
+		     "nodetune-harness: %s%s not done within --timeout (%.0f s): a peer rank stopped responding\n", who,
+		     what, wait_s);
+	deadline_len = n > 0 && (size_t)n < sizeof(deadline_msg) ? (size_t)n : strlen(deadline_msg);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = deadline_fired;
+	sigaction(SIGALRM, &sa, &deadline_old);
+	alarm(wait_s < 1 ? 1 : (unsigned)(wait_s + 0.5));
+}
+
+void comm_deadline_clear(void)
+{
+	alarm(0);
+	sigaction(SIGALRM, &deadline_old, NULL);
+}
 
 /* ---- none: one process -------------------------------------------------- */
 
@@ -114,12 +155,17 @@ static void mpi_fini(struct comm *c)
 	MPI_Finalize();
 }
 
-static int mpi_setup(struct comm *c, int *argc, char ***argv, char *why, size_t why_size)
+static int mpi_setup(struct comm *c, int *argc, char ***argv, double wait_s, char *why, size_t why_size)
 {
 	int provided = 0, rc;
 	MPI_Comm local;
 
+	/* MPI_Init waits for every rank (the launcher's fence), with no
+	 * timeout of its own: a peer stopped or lost before it would hang
+	 * this rank for ever */
+	comm_deadline_set(wait_s, -1, "MPI_Init (every rank's set-up)");
 	rc = MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+	comm_deadline_clear();
 	if (rc != MPI_SUCCESS)
 		return mpi_fail(rc, "MPI_Init_thread", why, why_size);
 	if (provided < MPI_THREAD_SERIALIZED) {
@@ -172,7 +218,7 @@ int comm_init(struct comm *c, const char *kind, int *argc, char ***argv, double 
 	memset(c, 0, sizeof(*c));
 	if (!strcmp(kind, "mpi") || (!strcmp(kind, "auto") && under_mpirun)) {
 #ifdef HAVE_MPI
-		return mpi_setup(c, argc, argv, why, why_size);
+		return mpi_setup(c, argc, argv, wait_s, why, why_size);
 #else
 		(void)argc, (void)argv;
 		snprintf(why, why_size, "built without MPI: run a single process (or build with libopenmpi-dev)");

@@ -23,12 +23,24 @@ struct comm {
 
 /* Set up the backend: "mpi", "tcp", "none" or "auto" (mpi under mpirun,
  * tcp in a torchrun environment of more than one rank, none alone).
- * wait_s bounds the TCP rendezvous.  0, or -1 with why. */
+ * wait_s bounds the TCP rendezvous and MPI_Init (comm_deadline_set).  0,
+ * or -1 with why. */
 int comm_init(struct comm *c, const char *kind, int *argc, char ***argv, double wait_s, char *why,
 	      size_t why_size);
 
 /* The TCP backend (comm_tcp.c): rendezvous at MASTER_ADDR:MASTER_PORT. */
 int comm_tcp_setup(struct comm *c, double wait_s, char *why, size_t why_size);
+
+/* A deadline on a blocking set-up step that has no timeout of its own
+ * (MPI_Init, which waits for every rank; the first broadcast; NCCL's
+ * init): when it is not cleared within wait_s seconds, SIGALRM writes
+ * "nodetune-harness: [rank R: ]WHAT not done within --timeout (N s): a peer
+ * rank stopped responding" to stderr and the process exits 3 (_exit: a
+ * library blocked inside a collective cannot be unwound).  rank < 0: not
+ * known yet.  One deadline at a time; comm_deadline_clear() ends it and
+ * restores the previous SIGALRM handler. */
+void comm_deadline_set(double wait_s, int rank, const char *what);
+void comm_deadline_clear(void);
 
 /* What was compiled in, e.g. "Open MPI 4.1.4" or "no". */
 const char *comm_mpi_version(void);

@@ -123,6 +123,8 @@ static void *comm_main(void *arg)
 	 * ddp_comm_boosted() says so (the summary reports it). */
 	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), d->cfg.comm_nice) == 0)
 		d->comm_boosted = true;
+	/* named, so that top -H, the observer and tests can tell it apart */
+	pthread_setname_np(pthread_self(), "nt-ddp-comm");
 
 	pthread_mutex_lock(&d->mu);
 	for (;;) {

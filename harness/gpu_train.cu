@@ -711,22 +711,10 @@ static void free_layers(dev_layer *ls, int n)
 	free(ls);
 }
 
-static void init_timeout(int sig)
-{
-	static const char msg[] = "nodetune-harness: NCCL set-up not done within --timeout: a peer rank stopped responding\n";
-
-	(void)sig;
-	if (write(2, msg, sizeof(msg) - 1) < 0) {
-		// nothing more to say
-	}
-	_exit(3);
-}
-
 static int setup_nccl(gpu_train *t, char *why, size_t why_size)
 {
 	ncclUniqueId id;
 	ncclResult_t r;
-	struct sigaction sa, old;
 
 	memset(&id, 0, sizeof(id));
 	if (t->cm->rank == 0 && (r = ncclGetUniqueId(&id)) != ncclSuccess) {
@@ -737,13 +725,9 @@ static int setup_nccl(gpu_train *t, char *why, size_t why_size)
 		return -1;
 	// ncclCommInitRank blocks until every rank has joined: bounded by
 	// --timeout (a rank that died after the id went out)
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = init_timeout;
-	sigaction(SIGALRM, &sa, &old);
-	alarm((unsigned)t->cfg.timeout_s);
+	comm_deadline_set(t->cfg.timeout_s, t->cm->rank, "NCCL set-up (ncclCommInitRank)");
 	r = ncclCommInitRank(&t->nccl, t->cm->world, id, t->cm->rank);
-	alarm(0);
-	sigaction(SIGALRM, &old, NULL);
+	comm_deadline_clear();
 	if (r != ncclSuccess) {
 		t->nccl = NULL;
 		snprintf(why, why_size, "ncclCommInitRank (rank %d of %d): %s", t->cm->rank, t->cm->world,

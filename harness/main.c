@@ -517,8 +517,13 @@ int main(int argc, char **argv)
 	params = model_params(m, &n_params);
 	w = model_weights(m, &n_w);
 	g = model_grads(m);
-	/* every rank starts from rank 0's weights, as DDP does */
-	if (comm.bcast(&comm, w, n_w * sizeof(float), 0, why, sizeof(why))) {
+	/* every rank starts from rank 0's weights, as DDP does (a peer
+	 * stopped or lost here must not hang this rank for ever) */
+	comm_deadline_set(o.timeout_s, comm.world > 1 ? comm.rank : -1, "the broadcast of the initial weights");
+	int bcast_failed = comm.bcast(&comm, w, n_w * sizeof(float), 0, why, sizeof(why));
+
+	comm_deadline_clear();
+	if (bcast_failed) {
 		fprintf(stderr, "nodetune-harness: rank %d: %s\n", comm.rank, why);
 		rc = EXIT_RUNTIME;
 		goto out;
