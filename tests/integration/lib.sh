@@ -14,7 +14,61 @@ cd "$SRCDIR" || exit 1
 SHARED=../shared/topologies
 T_N=0 T_FAIL=0 T_SKIP=0
 T_TMP=$(mktemp -d /tmp/nodetune-it-XXXXXX)
-trap 'rm -rf "$T_TMP"' EXIT
+trap 't_cleanup' EXIT
+
+# ---- cleaning up: a test leaves nothing behind ---------------------------
+# Every process a test starts inherits NODETUNE_TEST_RUN (mpirun passes it
+# on to the ranks it forks), so whatever is still running at the end, a
+# hung rank, a launcher's daemon, a background job, can be found, reported
+# and killed: the next test starts on a clean host whatever the order.
+# Other things to undo (a mount, a cgroup, a sysctl) are registered with
+# t_defer as they are made, and undone at the end, newest first.
+NODETUNE_TEST_RUN=$T_TMP
+export NODETUNE_TEST_RUN
+T_DEFER=""
+
+# t_defer CMD...: run CMD (eval'd) when the test ends, however it ends
+t_defer() {
+	T_DEFER="$*
+$T_DEFER"
+}
+
+# the processes carrying this run's tag, but this shell, into $T_TMP/.left
+# (the scan runs without the tag, so it does not find itself)
+t_leftovers() {
+	env -u NODETUNE_TEST_RUN TAG="NODETUNE_TEST_RUN=$T_TMP" SELF=$$ sh -c '
+		for e in /proc/[0-9]*/environ; do
+			p=${e#/proc/}; p=${p%/environ}
+			[ "$p" = "$SELF" ] && continue
+			tr "\0" "\n" <"$e" 2>/dev/null | grep -qxF "$TAG" && echo "$p"
+		done' >"$T_TMP/.left" 2>/dev/null
+}
+
+# t_reap: kill what is left (SIGCONT first: a stopped process); what was
+# left, as "pid(comm) ...", goes to $T_TMP/.reaped (empty: nothing)
+t_reap() {
+	: >"$T_TMP/.reaped"
+	t_leftovers
+	for p in $(cat "$T_TMP/.left"); do
+		printf '%s(%s) ' "$p" "$(cat "/proc/$p/comm" 2>/dev/null)" >>"$T_TMP/.reaped"
+		kill -CONT "$p" 2>/dev/null
+		kill -KILL "$p" 2>/dev/null
+	done
+}
+
+t_cleanup() {
+	printf '%s\n' "$T_DEFER" | while IFS= read -r c; do
+		[ -n "$c" ] && eval "$c"
+	done
+	T_DEFER=""
+	t_reap
+	[ -s "$T_TMP/.reaped" ] && echo "# cleanup: killed what the test left running: $(cat "$T_TMP/.reaped")"
+	# mounts below the test's directory (a tracefs, a bind mount)
+	awk -v d="$T_TMP" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo | sort -r | while read -r m; do
+		umount -l "$m" 2>/dev/null && echo "# cleanup: unmounted $m"
+	done
+	rm -rf "$T_TMP"
+}
 
 t_ok() { T_N=$((T_N + 1)); echo "ok $T_N - $*"; }
 t_not_ok() { T_N=$((T_N + 1)); T_FAIL=$((T_FAIL + 1)); echo "not ok $T_N - $*"; }
@@ -56,6 +110,12 @@ tree_hash() {
 }
 
 t_done() {
+	# a test that leaves a process running fails: the next one would
+	# run beside it (a stopped rank, a spinning neighbour)
+	t_reap
+	if [ -s "$T_TMP/.reaped" ]; then
+		t_not_ok "the test left processes running (now killed): $(cat "$T_TMP/.reaped")"
+	fi
 	echo "# $T_N checks, $T_FAIL failed, $T_SKIP skipped"
 	[ "$T_FAIL" -eq 0 ] || exit 1
 	[ "$T_SKIP" -lt "$T_N" ] || exit 77

@@ -101,27 +101,48 @@ check "a truncated shard: non-zero exit naming the shard" -- sh -c "[ $RC -ne 0 
 expect_fail 2 "nowhere/manifest: No such file" "--data of a directory that holds no data set" -- "$H" $Q --data "$T_TMP/nowhere"
 
 # ---- a peer that hangs, a peer that dies -------------------------------
-rank_pid() { # rank_pid N: the pid of world rank N of the running job
-	for p in $(pgrep -f "nodetune-harness --rows 1000 --steps 1000000"); do
-		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1" && echo "$p" && return
+# The rank is looked for among the job's own processes (not by name across
+# the host, where another run's ranks may be), and stopped only once it
+# trains: its communication thread (nt-ddp-comm) exists after the set-up.
+# A peer stopped during the set-up is the harness's set-up deadline's case.
+job_rank() { # job_rank JOBPID N: world rank N among JOBPID's descendants, once it trains
+	i=0
+	while [ $i -lt 600 ]; do
+		for p in $(ps -e -o pid= -o ppid= | awk -v root="$1" '
+			{ parent[$1] = $2 } END {
+				for (p in parent) for (q = p; q in parent && q != 1; q = parent[q])
+					if (parent[q] == root) { print p; break } }'); do
+			tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" &&
+				grep -qx nt-ddp-comm /proc/"$p"/task/*/comm 2>/dev/null && echo "$p" && return
+		done
+		sleep 0.1; i=$((i + 1))
 	done
 }
 start=$(date +%s)
-timeout 120 mpirun -np 2 "$H" --rows 1000 --steps 1000000 --batch 64 --timeout 5 --quiet >"$T_TMP/hang" 2>&1 &
+timeout -k 10 120 mpirun -np 2 "$H" --rows 1000 --steps 1000000 --batch 64 --timeout 5 --quiet >"$T_TMP/hang" 2>&1 &
 job=$!
-sleep 3
-p1=$(rank_pid 1)
+p1=$(job_rank $job 1)
 [ -n "$p1" ] && kill -STOP "$p1"
 wait $job; rc=$?
 elapsed=$(( $(date +%s) - start ))
-check "rank 1 hangs (SIGSTOP): rank 0 exits within --timeout naming peer rank 1 (exit $rc, ${elapsed}s)" -- sh -c \
-	"[ -n '$p1' ] && [ $rc -ne 0 ] && [ $elapsed -lt 40 ] && grep -q 'rank 0: .*peer rank 1 stopped responding' '$T_TMP/hang'"
-[ -n "$p1" ] && kill -9 "$p1" 2>/dev/null
+check "rank 1 hangs (SIGSTOP): rank 0 exits within --timeout naming peer rank 1 (exit $rc, ${elapsed}s; rank 1 ${p1:-never started training}): $(grep -m1 'rank 0' "$T_TMP/hang" | head -c 200)" -- sh -c \
+	"[ -n '$p1' ] && [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $elapsed -lt 90 ] && grep -q 'rank 0: .*peer rank 1 stopped responding' '$T_TMP/hang'"
+[ -n "$p1" ] && kill -CONT "$p1" 2>/dev/null && kill -9 "$p1" 2>/dev/null
 
-timeout 120 mpirun -np 2 "$H" --rows 1000 --steps 1000000 --batch 64 --timeout 30 --quiet >"$T_TMP/dead" 2>&1 &
+# stopped before it trains (here: before MPI_Init, by a wrapper that stops
+# itself): MPI_Init has no timeout of its own; the set-up deadline ends rank 0
+H_STOPPED=$T_TMP/stopped-harness.sh
+printf '#!/bin/sh\n[ "$OMPI_COMM_WORLD_RANK" = 1 ] && kill -STOP $$\nexec "%s" "$@"\n' "$H" >"$H_STOPPED"
+chmod +x "$H_STOPPED"
+start=$(date +%s)
+run timeout -k 10 120 mpirun -np 2 "$H_STOPPED" --rows 1000 --steps 10 --batch 64 --timeout 5 --quiet
+elapsed=$(( $(date +%s) - start ))
+check "rank 1 stopped before the set-up: rank 0 gives up after --timeout, saying why (exit $RC, ${elapsed}s): $(grep -m1 'not done within' "$OUT" "$ERR" | head -c 200)" -- sh -c \
+	"[ $RC -ne 0 ] && [ $RC -ne 124 ] && [ $elapsed -lt 90 ] && cat '$OUT' '$ERR' | grep -q 'MPI_Init (every rank.s set-up) not done within --timeout (5 s): a peer rank stopped responding'"
+
+timeout -k 10 120 mpirun -np 2 "$H" --rows 1000 --steps 1000000 --batch 64 --timeout 30 --quiet >"$T_TMP/dead" 2>&1 &
 job=$!
-sleep 3
-p1=$(rank_pid 1)
+p1=$(job_rank $job 1)
 [ -n "$p1" ] && kill -9 "$p1"
 wait $job; rc=$?
 check "rank 1 dies (SIGKILL): the job ends non-zero and the message names rank 1 (exit $rc)" -- sh -c \

@@ -100,7 +100,7 @@ printf '[main]\ninclude = %s/%s\n[cgroup]\nname = %s\n' "$SRCDIR" $GT $CG >"$T_T
 thp0=$(cat /sys/kernel/mm/transparent_hugepage/defrag) nb0=$(cat /proc/sys/kernel/numa_balancing)
 LST=$T_TMP/live-state
 cleanup_live() { "$NODETUNE" revert --state-dir "$LST" >/dev/null 2>&1; }
-trap 'cleanup_live; rm -rf "$T_TMP"' EXIT
+t_defer cleanup_live
 
 run "$NODETUNE" apply --policy "$T_TMP/live.conf" --state-dir "$LST"
 check "live apply: exit 0" -- [ "$RC" -eq 0 ]
