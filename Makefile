@@ -126,16 +126,26 @@ integration: $(NODETUNE) $(HARNESS) $(BUILD)/tests/wdiff
 # for them (AddressSanitizer and UBSan still stop on any memory error).
 # SANITIZED=1 tells the statistical end-to-end tests that everything runs
 # several times slower and noisier, so they inject a larger effect.
+#
+# Each step of `check` and `asan` runs even when an earlier one failed (a
+# red integration step must not hide what the ASan pass would find); the
+# target fails at the end, naming the steps that failed.
 asan:
-	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SAN=1 unit
-	@ASAN_OPTIONS=detect_leaks=0 SANITIZED=1 $(MAKE) --no-print-directory BUILD=$(BUILD)/asan SAN=1 integration
+	@fail=""; \
+	$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SAN=1 unit || fail="$$fail asan-unit"; \
+	ASAN_OPTIONS=detect_leaks=0 SANITIZED=1 $(MAKE) --no-print-directory BUILD=$(BUILD)/asan SAN=1 integration \
+		|| fail="$$fail asan-integration"; \
+	if [ -n "$$fail" ]; then echo "make asan: failed:$$fail" >&2; exit 1; fi
 
 check: deps-check
 	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory unit
-	@$(MAKE) --no-print-directory integration
-	@$(MAKE) --no-print-directory asan
-	@echo "make check: all test suites passed"
+	@start=$$(date +%s); fail=""; \
+	$(MAKE) --no-print-directory unit || fail="$$fail unit"; \
+	$(MAKE) --no-print-directory integration || fail="$$fail integration"; \
+	$(MAKE) --no-print-directory asan || fail="$$fail asan"; \
+	took=$$(( $$(date +%s) - start )); \
+	if [ -n "$$fail" ]; then echo "make check: failed:$$fail (after $$took s)" >&2; exit 1; fi; \
+	echo "make check: all test suites passed in $$took s"
 
 demo: deps all
 	@scripts/demo.sh $(abspath $(BUILD))
