@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,6 +48,19 @@
 
 enum { EXIT_PROBLEM = 1, EXIT_USAGE = 2, EXIT_RUNTIME = 3 };
 
+/* Flush stdout and report a failed write (a full disk, a closed pipe). */
+static int finish_stdout(int rc)
+{
+	int e;
+
+	errno = 0;
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return rc;
+	e = errno;    /* 0 when an earlier write failed and this flush had nothing left */
+	log_msg(LOG_ERR, "writing standard output failed%s%s", e ? ": " : "", e ? strerror(e) : "");
+	return rc ? rc : EXIT_RUNTIME;
+}
+
 /* ---- options ----------------------------------------------------------- */
 
 enum {
@@ -60,6 +74,7 @@ enum {
 	O_COMMAND = 1 << 16,   /* the verb takes "-- CMD..." */
 	O_COMMAND_OPTIONAL = 1 << 18,
 	O_POLICY_OPTIONAL = 1 << 17,  /* --policy allowed, not required */
+	O_QUIET = 1 << 19,     /* --quiet: only errors on stderr */
 };
 
 struct opts {
@@ -74,7 +89,7 @@ struct opts {
 	double threshold, alpha, budget;
 	unsigned long long seed;
 	bool has_ranks, has_local_rank, has_local_size;
-	bool json, dry_run, markdown;
+	bool json, dry_run, markdown, quiet;
 	char **command;       /* NULL-terminated, after "--" */
 };
 
@@ -105,6 +120,7 @@ static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'I' },
 	{ "interval", required_argument, NULL, 'V' },
 	{ "duration", required_argument, NULL, 'D' },
+	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
 };
@@ -124,6 +140,7 @@ static unsigned opt_flag(int c)
 	case 'l': return O_LOCAL_RANK;
 	case 'L': return O_LOCAL_SIZE;
 	case 'm': return O_MARKDOWN;
+	case 'q': return O_QUIET;
 	case 'w': return O_WINDOW;
 	case 'G': case 'Q': return O_BISECT;
 	case 'I': case 'V': case 'D': return O_OBSERVE;
@@ -133,6 +150,22 @@ static unsigned opt_flag(int c)
 	return 0;
 }
 
+/* The long name of option letter ch ("--policy"), for messages. */
+static const char *opt_name(int ch)
+{
+	static char buf[40];
+
+	for (const struct option *l = long_opts; l->name; l++)
+		if (l->val == ch) {
+			snprintf(buf, sizeof(buf), "--%s", l->name);
+			return buf;
+		}
+	snprintf(buf, sizeof(buf), "-%c", ch);
+	return buf;
+}
+
+/* A whole number in [min, max] (parse_u64: digits only, no sign, no
+ * spaces, no trailing garbage).  0, or -EINVAL (said). */
 static int opt_uint(const char *opt, const char *val, unsigned min, unsigned max, unsigned *ret)
 {
 	uint64_t v;
@@ -145,6 +178,118 @@ static int opt_uint(const char *opt, const char *val, unsigned min, unsigned max
 	return 0;
 }
 
+/* A finite decimal number in [min, max] (strtod + end pointer + range; no
+ * leading space, no trailing garbage, no inf/nan).  unit describes it in
+ * the message ("seconds", "a number").  0, or -EINVAL (said). */
+static int opt_double(const char *opt, const char *val, double min, double max, const char *unit, double *ret)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(val, &end);
+	if (!(val[0] == '.' || val[0] == '-' || val[0] == '+' || (val[0] >= '0' && val[0] <= '9')) ||
+	    end == val || *end || errno == ERANGE || !(v >= min && v <= max)) {
+		log_msg(LOG_ERR, "%s '%s': expected %s from %g to %g", opt, val, unit, min, max);
+		return -EINVAL;
+	}
+	*ret = v;
+	return 0;
+}
+
+/* --pid PID[,PID...]: each a process id, no empty items.  0 or -EINVAL. */
+static int opt_pids(const char *val, struct opts *o)
+{
+	const char *p = val;
+
+	do {
+		size_t n = strcspn(p, ",");
+		char item[16];
+		unsigned pid;
+
+		if (n == 0 || n >= sizeof(item)) {
+			log_msg(LOG_ERR, "--pid '%s': expected process ids separated by commas", val);
+			return -EINVAL;
+		}
+		snprintf(item, sizeof(item), "%.*s", (int)n, p);
+		if (opt_uint("--pid", item, 1, 4194304, &pid) < 0)
+			return -EINVAL;
+		if (o->n_pids == SAMPLER_MAX_PIDS) {
+			log_msg(LOG_ERR, "--pid: at most %d processes", SAMPLER_MAX_PIDS);
+			return -EINVAL;
+		}
+		o->pids[o->n_pids++] = (int)pid;
+		p += n;
+	} while (*p++ == ',');
+	return 0;
+}
+
+/* Options whose value names a file or directory: an empty one is a mistake
+ * (an unset shell variable), never "the current directory". */
+static bool opt_is_path(int ch)
+{
+	return strchr("ptrSRGQ", ch) != NULL;
+}
+
+/* Store the value of option ch in o.  0, or -EINVAL (said). */
+static int opt_set(int ch, const char *val, struct opts *o)
+{
+	const char *name = opt_name(ch);
+	double d;
+
+	if (opt_is_path(ch) && !val[0]) {
+		log_msg(LOG_ERR, "%s: empty path", name);
+		return -EINVAL;
+	}
+	switch (ch) {
+	case 'p': o->policy = val; return 0;
+	case 't': o->topology = val; return 0;
+	case 's': o->synthetic = val; return 0;
+	case 'r': o->sysroot = val; return 0;
+	case 'S': o->state_dir = val; return 0;
+	case 'j': o->json = true; return 0;
+	case 'd': o->dry_run = true; return 0;
+	case 'm': o->markdown = true; return 0;
+	case 'q': o->quiet = true; return 0;
+	case 'A': o->spec_a = val; return 0;
+	case 'B': o->spec_b = val; return 0;
+	case 'R': o->report = val; return 0;
+	case 'G': o->good = val; return 0;
+	case 'Q': o->bad = val; return 0;
+	case 'T': return opt_uint(name, val, 2, 1000, &o->trials);
+	case 'P': return opt_uint(name, val, 1, 1000000, &o->steps);
+	case 'E': {
+		unsigned s32;
+
+		if (opt_uint(name, val, 0, 4000000000u, &s32) < 0)
+			return -EINVAL;
+		o->seed = s32;
+		return 0;
+	}
+	case 'H':
+		if (opt_double(name, val, 0, 100, "a percentage", &d) < 0)
+			return -EINVAL;
+		o->threshold = d / 100;
+		return 0;
+	case 'X': return opt_double(name, val, 1e-6, 0.5, "a probability", &o->alpha);
+	case 'U': return opt_double(name, val, 1, 86400, "seconds", &o->budget);
+	case 'w': return opt_double(name, val, 0.2, 3600, "seconds", &o->window_s);
+	case 'D': return opt_double(name, val, 0.001, 86400 * 365, "seconds", &o->duration_s);
+	case 'I': return opt_pids(val, o);
+	case 'V': return opt_uint(name, val, 10, 60000, &o->interval_ms);
+	case 'n':
+		o->has_ranks = true;
+		return opt_uint(name, val, 1, PLAN_MAX_RANKS, &o->ranks);
+	case 'l':
+		o->has_local_rank = true;
+		return opt_uint(name, val, 0, PLAN_MAX_RANKS - 1, &o->local_rank);
+	case 'L':
+		o->has_local_size = true;
+		return opt_uint(name, val, 1, PLAN_MAX_RANKS, &o->local_size);
+	}
+	return 0;
+}
+
 struct cmd {
 	const char *name;
 	int (*fn)(struct opts *o);
@@ -154,151 +299,47 @@ struct cmd {
 	const char *help;      /* what it does, for --help */
 };
 
-/* Parse argv for verb c into o.  Returns -1 to go on, or an exit code. */
-static int parse_opts(const struct cmd *c, int argc, char **argv, struct opts *o)
+/* What follows the options: "-- CMD..." for the verbs that take one,
+ * nothing otherwise.  optind is getopt's.  0 or EXIT_USAGE (said). */
+static int parse_command(const struct cmd *c, int argc, char **argv, struct opts *o)
 {
-	int ch;
+	/* getopt stops at "--" and skips it; it must be there explicitly */
+	bool dashdash = optind > 1 && !strcmp(argv[optind - 1], "--");
 
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "+:hn:", long_opts, NULL)) != -1) {
-		const char *name = argv[optind - 1];
-
-		if (ch == 'h') {
-			printf("Usage: %s\n\n%s\n", c->usage, c->help);
-			return fflush(stdout) || ferror(stdout) ? EXIT_RUNTIME : 0;
-		}
-		if (ch == ':') {
-			log_msg(LOG_ERR, "option '%s' needs a value (see --help)", name);
+	if (!(c->allowed & (O_COMMAND | O_COMMAND_OPTIONAL))) {
+		if (optind < argc) {
+			log_msg(LOG_ERR, "unexpected argument '%s' (see --help)", argv[optind]);
 			return EXIT_USAGE;
 		}
-		if (ch == '?' || !(opt_flag(ch) & c->allowed)) {
-			log_msg(LOG_ERR, "unknown option '%s' (see --help)", name);
+		if (dashdash) {
+			log_msg(LOG_ERR, "unexpected argument '--': %s takes no command (see --help)", c->name);
 			return EXIT_USAGE;
 		}
-		switch (ch) {
-		case 'p': o->policy = optarg; break;
-		case 't': o->topology = optarg; break;
-		case 's': o->synthetic = optarg; break;
-		case 'r': o->sysroot = optarg; break;
-		case 'S': o->state_dir = optarg; break;
-		case 'j': o->json = true; break;
-		case 'd': o->dry_run = true; break;
-		case 'm': o->markdown = true; break;
-		case 'A': o->spec_a = optarg; break;
-		case 'B': o->spec_b = optarg; break;
-		case 'R': o->report = optarg; break;
-		case 'G': o->good = optarg; break;
-		case 'Q': o->bad = optarg; break;
-		case 'T':
-			if (opt_uint("--trials", optarg, 2, 1000, &o->trials) < 0)
-				return EXIT_USAGE;
-			break;
-		case 'P':
-			if (opt_uint("--steps", optarg, 1, 1000000, &o->steps) < 0)
-				return EXIT_USAGE;
-			break;
-		case 'E': {
-			unsigned s32;
-
-			if (opt_uint("--seed", optarg, 0, 4000000000u, &s32) < 0)
-				return EXIT_USAGE;
-			o->seed = s32;
-			break;
-		}
-		case 'H': case 'X': case 'U': {
-			char *end;
-			double v = strtod(optarg, &end);
-			double lo = ch == 'H' ? 0 : ch == 'X' ? 1e-6 : 1, hi = ch == 'H' ? 100 : ch == 'X' ? 0.5 : 86400;
-
-			if (*end || end == optarg || !(v >= lo && v <= hi)) {
-				log_msg(LOG_ERR, "%s '%s': expected a number from %g to %g", name, optarg, lo, hi);
-				return EXIT_USAGE;
-			}
-			if (ch == 'H')
-				o->threshold = v / 100;
-			else if (ch == 'X')
-				o->alpha = v;
-			else
-				o->budget = v;
-			break;
-		}
-		case 'w': {
-			char *end;
-
-			o->window_s = strtod(optarg, &end);
-			if (*end || end == optarg || !(o->window_s >= 0.2 && o->window_s <= 3600)) {
-				log_msg(LOG_ERR, "--window '%s': expected seconds from 0.2 to 3600", optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		}
-		case 'I': {
-			char *copy = strdup(optarg), *item, *save = NULL;
-
-			for (item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
-				unsigned pid;
-
-				if (o->n_pids == SAMPLER_MAX_PIDS || opt_uint("--pid", item, 1, 4194304, &pid) < 0) {
-					if (o->n_pids == SAMPLER_MAX_PIDS)
-						log_msg(LOG_ERR, "--pid: at most %d processes", SAMPLER_MAX_PIDS);
-					free(copy);
-					return EXIT_USAGE;
-				}
-				o->pids[o->n_pids++] = (int)pid;
-			}
-			free(copy);
-			break;
-		}
-		case 'V':
-			if (opt_uint("--interval", optarg, 10, 60000, &o->interval_ms) < 0)
-				return EXIT_USAGE;
-			break;
-		case 'D': {
-			char *end;
-
-			o->duration_s = strtod(optarg, &end);
-			if (*end || end == optarg || !(o->duration_s > 0 && o->duration_s <= 86400 * 365)) {
-				log_msg(LOG_ERR, "--duration '%s': expected seconds, more than 0", optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		}
-		case 'n':
-			if (opt_uint("--ranks", optarg, 1, PLAN_MAX_RANKS, &o->ranks) < 0)
-				return EXIT_USAGE;
-			o->has_ranks = true;
-			break;
-		case 'l':
-			if (opt_uint("--local-rank", optarg, 0, PLAN_MAX_RANKS - 1, &o->local_rank) < 0)
-				return EXIT_USAGE;
-			o->has_local_rank = true;
-			break;
-		case 'L':
-			if (opt_uint("--local-size", optarg, 1, PLAN_MAX_RANKS, &o->local_size) < 0)
-				return EXIT_USAGE;
-			o->has_local_size = true;
-			break;
-		}
+		return 0;
 	}
-	if ((c->allowed & O_COMMAND_OPTIONAL) && optind < argc && !strcmp(argv[optind - 1], "--")) {
-		o->command = argv + optind;
-	} else if ((c->allowed & O_COMMAND_OPTIONAL) && optind < argc) {
-		log_msg(LOG_ERR, "unexpected argument '%s' (see --help)", argv[optind]);
-		return EXIT_USAGE;
-	} else if (c->allowed & O_COMMAND_OPTIONAL) {
-		/* no command: fine */
-	} else if (c->allowed & O_COMMAND) {
-		if (optind >= argc || strcmp(argv[optind - 1], "--")) {
-			/* getopt stops at "--" and skips it; require it explicitly */
+	if (optind < argc && !dashdash) {
+		if (c->allowed & O_COMMAND)
 			log_msg(LOG_ERR, "expected '-- COMMAND [ARGS...]' (see --help)");
-			return EXIT_USAGE;
-		}
-		o->command = argv + optind;
-	} else if (optind < argc) {
-		log_msg(LOG_ERR, "unexpected argument '%s' (see --help)", argv[optind]);
+		else
+			log_msg(LOG_ERR, "unexpected argument '%s' (a command goes after '--'; see --help)",
+				argv[optind]);
 		return EXIT_USAGE;
 	}
+	if (optind >= argc && (dashdash || (c->allowed & O_COMMAND))) {
+		log_msg(LOG_ERR, "expected '-- COMMAND [ARGS...]'%s (see --help)", dashdash ? ", got '--' alone" : "");
+		return EXIT_USAGE;
+	}
+	if (optind < argc)
+		o->command = argv + optind;
+	return 0;
+}
+
+/* Checks that need the options together, and of the directories named,
+ * before any verb looks at them.  0 or EXIT_USAGE (said). */
+static int check_opts(const struct cmd *c, struct opts *o)
+{
+	struct stat st;
+
 	if ((c->allowed & O_POLICY) && !(c->allowed & O_POLICY_OPTIONAL) && !o->policy) {
 		log_msg(LOG_ERR, "--policy FILE is required");
 		return EXIT_USAGE;
@@ -307,8 +348,78 @@ static int parse_opts(const struct cmd *c, int argc, char **argv, struct opts *o
 		log_msg(LOG_ERR, "--topology and --synthetic are mutually exclusive");
 		return EXIT_USAGE;
 	}
+	if (o->sysroot && stat(o->sysroot, &st) < 0) {
+		log_msg(LOG_ERR, "--sysroot %s: %s", o->sysroot, strerror(errno));
+		return EXIT_USAGE;
+	}
+	if (o->sysroot && !S_ISDIR(st.st_mode)) {
+		log_msg(LOG_ERR, "--sysroot %s: not a directory", o->sysroot);
+		return EXIT_USAGE;
+	}
+	/* a state dir that does not exist yet is made by apply; one that is
+	 * something else is a mistake */
+	if (o->state_dir && stat(o->state_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+		log_msg(LOG_ERR, "--state-dir %s: not a directory", o->state_dir);
+		return EXIT_USAGE;
+	}
 	if (!o->state_dir)
 		o->state_dir = JOURNAL_DEFAULT_DIR;
+	if (o->quiet)
+		log_set_level(LOG_ERR);
+	return 0;
+}
+
+/* Parse argv for verb c into o.  Returns -1 to go on, or an exit code.
+ * Every option may be given once: a second one is refused, whatever it
+ * says (a root tool should not guess which of two policies was meant). */
+static int parse_opts(const struct cmd *c, int argc, char **argv, struct opts *o)
+{
+	bool seen[128] = { false };
+	int ch, r, li = -1;
+
+	optind = 1;
+	opterr = 0;
+	for (; (ch = getopt_long(argc, argv, "+:hqn:", long_opts, &li)) != -1; li = -1) {
+		/* the option as typed: a missing value ends argv, so the option
+		 * is its last word; a short one may sit in a cluster ("-qx") */
+		char typed[64];
+		const char *name = typed;
+
+		if (li >= 0)
+			snprintf(typed, sizeof(typed), "--%s", long_opts[li].name);
+		else if (ch != '?' && ch != ':')
+			snprintf(typed, sizeof(typed), "-%c", ch);
+		else if (ch == '?' && optopt)
+			snprintf(typed, sizeof(typed), "-%c", optopt);
+		else
+			name = argv[optind - 1];
+		if (ch == 'h') {
+			printf("Usage: %s\n\n%s\n", c->usage, c->help);
+			return finish_stdout(0);
+		}
+		if (ch == ':') {
+			log_msg(LOG_ERR, "option '%s' needs a value (see --help)", name);
+			return EXIT_USAGE;
+		}
+		if (ch == '?' && optopt && !strncmp(argv[optind - 1], "--", 2)) {
+			log_msg(LOG_ERR, "option '%.*s' takes no value (see --help)",
+				(int)strcspn(argv[optind - 1], "="), argv[optind - 1]);
+			return EXIT_USAGE;
+		}
+		if (ch == '?' || !(opt_flag(ch) & c->allowed)) {
+			log_msg(LOG_ERR, "unknown option '%s' (see --help)", name);
+			return EXIT_USAGE;
+		}
+		if (seen[ch]) {
+			log_msg(LOG_ERR, "%s given twice (each option may be given once)", opt_name(ch));
+			return EXIT_USAGE;
+		}
+		seen[ch] = true;
+		if (opt_set(ch, optarg, o) < 0)
+			return EXIT_USAGE;
+	}
+	if ((r = parse_command(c, argc, argv, o)) || (r = check_opts(c, o)))
+		return r;
 	return -1;
 }
 
@@ -330,22 +441,14 @@ static int exit_code_for(int err)
 	}
 }
 
-/* Flush stdout and report a failed write (a full disk, a closed pipe). */
-static int finish_stdout(int rc)
-{
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		log_msg(LOG_ERR, "writing standard output failed: %s", strerror(errno));
-		return rc ? rc : EXIT_RUNTIME;
-	}
-	return rc;
-}
-
 static int print_json(json_t *doc)
 {
 	int r = 0;
 
 	if (!doc || json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0) {
-		log_msg(LOG_ERR, "writing JSON failed");
+		/* a failed write is said once, by finish_stdout */
+		if (!ferror(stdout))
+			log_msg(LOG_ERR, "writing JSON failed%s", doc ? "" : ": out of memory");
 		r = EXIT_RUNTIME;
 	} else {
 		fputc('\n', stdout);
@@ -498,7 +601,11 @@ static int cmd_keys(struct opts *o)
 
 /* ---- apply, revert ------------------------------------------------------ */
 
-static void print_report(const struct apply_report *rep, const char *verb_done)
+/* Where a verb's closing summary ("applied ...: 2 changes") goes: stdout
+ * for apply and revert; stderr for run, whose stdout is the job's. */
+enum say { SAY_STDOUT, SAY_STDERR, SAY_NOTHING };
+
+static void print_report(const struct apply_report *rep, const char *verb_done, enum say say)
 {
 	for (unsigned i = 0; i < rep->n; i++)
 		log_msg(LOG_NOTICE, "%s%s: %s -> %s", strncmp(rep->changes[i].path, "cgroup:", 7) ? "/" : "",
@@ -506,8 +613,10 @@ static void print_report(const struct apply_report *rep, const char *verb_done)
 			rep->changes[i].to);
 	for (unsigned i = 0; i < rep->n_notes; i++)
 		log_msg(LOG_WARNING, "%s", rep->notes[i]);
-	if (verb_done)
+	if (say == SAY_STDOUT)
 		printf("%s: %u change%s\n", verb_done, rep->n, rep->n == 1 ? "" : "s");
+	else if (say == SAY_STDERR)
+		log_msg(LOG_NOTICE, "%s: %u change%s", verb_done, rep->n, rep->n == 1 ? "" : "s");
 }
 
 static json_t *report_json(const struct apply_report *rep, const char *key)
@@ -530,23 +639,26 @@ static json_t *report_json(const struct apply_report *rep, const char *key)
 	return doc;
 }
 
-/* Apply the host part of x->plan; shared by apply and run. */
-static int do_apply(const struct ctx *x, const struct opts *o, bool quiet)
+/* Apply the host part of x->plan; shared by apply and run.  Every change
+ * is logged (stderr); say is where the rest goes. */
+static int do_apply(const struct ctx *x, const struct opts *o, enum say say)
 {
 	struct apply_report rep = { 0 };
 	struct nt_err err = { 0 };
 	int r = apply_plan(x->plan, x->root, o->state_dir, o->dry_run, &rep, &err);
 
 	if (r < 0) {
+		bool rolled_back = rep.rolled_back;   /* release clears it */
+
 		for (unsigned i = 0; i < rep.n_notes; i++)
 			log_msg(LOG_WARNING, "%s", rep.notes[i]);
-		log_msg(LOG_ERR, "%s%s", err.msg, rep.rolled_back ? " (everything changed was rolled back)" : "");
+		log_msg(LOG_ERR, "%s%s", err.msg, rolled_back ? " (everything changed was rolled back)" : "");
 		apply_report_release(&rep);
-		return rep.rolled_back || r == -EBUSY ? EXIT_RUNTIME : exit_code_for(r);
+		return rolled_back || r == -EBUSY ? EXIT_RUNTIME : exit_code_for(r);
 	}
-	if (o->json && !quiet)
+	if (o->json && say == SAY_STDOUT)
 		r = print_json(report_json(&rep, o->dry_run ? "would_change" : "changed"));
-	else if (o->dry_run && !quiet) {
+	else if (o->dry_run && say == SAY_STDOUT) {
 		printf("dry run of %s: %u change%s, nothing written\n", x->plan->policy_path, rep.n,
 		       rep.n == 1 ? "" : "s");
 		for (unsigned i = 0; i < rep.n; i++) {
@@ -562,28 +674,34 @@ static int do_apply(const struct ctx *x, const struct opts *o, bool quiet)
 		snprintf(done, sizeof(done), "applied %s (undo: nodetune revert%s%s)", x->plan->policy_path,
 			 strcmp(o->state_dir, JOURNAL_DEFAULT_DIR) ? " --state-dir " : "",
 			 strcmp(o->state_dir, JOURNAL_DEFAULT_DIR) ? o->state_dir : "");
-		print_report(&rep, quiet ? NULL : done);
+		print_report(&rep, done, say);
 	}
 	apply_report_release(&rep);
 	return r;
 }
 
-static int do_revert(const struct opts *o, bool quiet)
+static int do_revert(const struct opts *o, enum say say)
 {
 	struct apply_report rep = { 0 };
 	struct nt_err err = { 0 };
 	int r = apply_revert(o->state_dir, o->sysroot, &rep, &err);
 
 	if (r < 0) {
-		print_report(&rep, NULL);
+		/* bad input (a journal or state dir not to be trusted, a
+		 * --sysroot the journal was not written for) when nothing was
+		 * restored yet; after a restore began, a runtime failure */
+		bool bad_input = rep.n == 0 && (r == -EINVAL || r == -ENOTDIR || r == -EPERM || r == -EACCES ||
+						 r == -ELOOP || r == -ENOENT);
+
+		print_report(&rep, NULL, SAY_NOTHING);
 		log_msg(LOG_ERR, "%s", err.msg);
 		apply_report_release(&rep);
-		return r == -EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
+		return bad_input ? EXIT_USAGE : EXIT_RUNTIME;
 	}
-	if (o->json && !quiet)
+	if (o->json && say == SAY_STDOUT)
 		r = print_json(report_json(&rep, "restored"));
 	else
-		print_report(&rep, quiet ? NULL : "reverted");
+		print_report(&rep, "reverted", say);
 	apply_report_release(&rep);
 	return r;
 }
@@ -600,14 +718,14 @@ static int cmd_apply(struct opts *o)
 		ctx_release(&x);
 		return EXIT_USAGE;
 	}
-	rc = do_apply(&x, o, false);
+	rc = do_apply(&x, o, SAY_STDOUT);
 	ctx_release(&x);
 	return finish_stdout(rc);
 }
 
 static int cmd_revert(struct opts *o)
 {
-	return finish_stdout(do_revert(o, false));
+	return finish_stdout(do_revert(o, SAY_STDOUT));
 }
 
 /* ---- verify ------------------------------------------------------------ */
@@ -674,21 +792,28 @@ static int cmd_verify(struct opts *o)
 
 /* ---- exec, run --------------------------------------------------------- */
 
-/* The first of the launchers' variables that is set, as a number. */
-static int env_uint(const char *const *names, unsigned *ret, const char **ret_name)
+/* The first of the launchers' variables that is set, as a number in
+ * [min, max].  1 with *ret and *ret_name; 0 when none is set; -EINVAL
+ * (said) for a value that is not such a number. */
+static int env_uint(const char *const *names, unsigned min, unsigned max, unsigned *ret, const char **ret_name)
 {
 	for (; *names; names++) {
 		const char *v = getenv(*names);
+		size_t len;
+		char buf[32];
 		uint64_t n;
 
 		if (!v)
 			continue;
-		/* SLURM_TASKS_PER_NODE looks like "2(x3),1": the first count */
-		char buf[32];
-
-		snprintf(buf, sizeof(buf), "%.*s", (int)strspn(v, "0123456789"), v);
-		if (parse_u64(buf, PLAN_MAX_RANKS, &n) < 0) {
-			log_msg(LOG_ERR, "%s='%s': not a number", *names, v);
+		/* SLURM_TASKS_PER_NODE looks like "2(x3),1": the first count;
+		 * any other variable is one number and nothing else */
+		len = strlen(v);
+		if (!strcmp(*names, "SLURM_TASKS_PER_NODE") && strchr("(,", v[strspn(v, "0123456789")]))
+			len = strspn(v, "0123456789");
+		if (len < sizeof(buf))
+			snprintf(buf, sizeof(buf), "%.*s", (int)len, v);
+		if (len >= sizeof(buf) || parse_u64(buf, max, &n) < 0 || n < min) {
+			log_msg(LOG_ERR, "%s='%s': expected a whole number from %u to %u", *names, v, min, max);
 			return -EINVAL;
 		}
 		*ret = (unsigned)n;
@@ -749,7 +874,7 @@ static int cmd_exec(struct opts *o)
 	int rc;
 
 	if (!o->has_local_rank) {
-		rc = env_uint(rank_vars, &o->local_rank, &from);
+		rc = env_uint(rank_vars, 0, PLAN_MAX_RANKS - 1, &o->local_rank, &from);
 		if (rc < 0)
 			return EXIT_USAGE;
 		if (rc == 0) {
@@ -757,7 +882,7 @@ static int cmd_exec(struct opts *o)
 			return EXIT_USAGE;
 		}
 	}
-	if (!o->has_local_size && env_uint(size_vars, &o->local_size, &size_from) < 0)
+	if (!o->has_local_size && env_uint(size_vars, 1, PLAN_MAX_RANKS, &o->local_size, &size_from) < 0)
 		return EXIT_USAGE;
 	if (!command_found(o->command[0])) {
 		log_msg(LOG_ERR, "%s: command not found", o->command[0]);
@@ -811,7 +936,7 @@ static int cmd_run(struct opts *o)
 		ctx_release(&x);
 		return EXIT_USAGE;
 	}
-	rc = do_apply(&x, o, false);
+	rc = do_apply(&x, o, SAY_STDERR);
 	if (rc) {
 		ctx_release(&x);
 		return rc;
@@ -866,7 +991,7 @@ static int cmd_run(struct opts *o)
 			log_msg(LOG_WARNING, "a rank (pid %d) ended with status %d", (int)p, code);
 	}
 	free(pids);
-	rc = do_revert(o, true);
+	rc = do_revert(o, SAY_STDERR);
 	ctx_release(&x);
 	if (rc)
 		return rc;
@@ -988,6 +1113,31 @@ static int ab_check_arm(const struct ab_arm *arm)
 	return 0;
 }
 
+/* An output file named by opt: not a directory, in a directory that exists
+ * and is writable, so that an experiment of minutes does not end in a
+ * failed write.  0, or EXIT_USAGE (said). */
+static int check_output_path(const char *opt, const char *path)
+{
+	const char *slash = strrchr(path, '/'), *why = NULL;
+	char dir[4096];
+	struct stat st;
+
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		log_msg(LOG_ERR, "%s %s: is a directory", opt, path);
+		return EXIT_USAGE;
+	}
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) + (slash == path) : 1, slash ? path : ".");
+	if (stat(dir, &st) < 0 || access(dir, W_OK) < 0)
+		why = strerror(errno);
+	else if (!S_ISDIR(st.st_mode))
+		why = "not a directory";
+	if (why) {
+		log_msg(LOG_ERR, "%s %s: cannot write in %s: %s", opt, path, dir, why);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
 /* `-- CMD...` is the command of the arms that name none */
 static void ab_default_command(const struct opts *o, struct ab_config *cfg)
 {
@@ -1017,6 +1167,8 @@ static int cmd_ab(struct opts *o)
 		goto out;
 	}
 	ab_default_command(o, &cfg);
+	if (o->report && (rc = check_output_path("--report", o->report)))
+		goto out;
 	for (int a = 0; a < 2 && !rc; a++)
 		rc = ab_check_arm(&cfg.arm[a]);
 	if (rc)
@@ -1384,8 +1536,8 @@ static const struct cmd commands[] = {
 	  "Read back every host setting, device IRQ affinity and the job cgroup the\n"
 	  "policy's plan asks for; list each drift as path, expected, actual; exit 1\n"
 	  "when there is one." },
-	{ "exec", cmd_exec, O_POLICY | O_LOCAL_RANK | O_LOCAL_SIZE | O_TOPOLOGY | O_COMMAND,
-	  "nodetune exec --policy FILE [--local-rank N] [--local-size N] -- COMMAND [ARGS...]",
+	{ "exec", cmd_exec, O_POLICY | O_LOCAL_RANK | O_LOCAL_SIZE | O_TOPOLOGY | O_QUIET | O_COMMAND,
+	  "nodetune exec --policy FILE [--local-rank N] [--local-size N] [--quiet] -- COMMAND [ARGS...]",
 	  "bind this process as one local rank, then exec the command",
 	  "For use under mpirun, srun and torchrun: the local rank comes from\n"
 	  "--local-rank, OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID or LOCAL_RANK; the\n"
@@ -1393,7 +1545,9 @@ static const struct cmd commands[] = {
 	  "LOCAL_WORLD_SIZE or SLURM_(N)TASKS_PER_NODE (default: one per GPU).  Joins the\n"
 	  "job cgroup, sets CPU affinity, the NUMA memory policy, scheduling policy and\n"
 	  "nice, exports CUDA_VISIBLE_DEVICES when the policy asks, and execvp's the\n"
-	  "command directly (no shell).  Threads and children inherit the binding." },
+	  "command directly (no shell).  Threads and children inherit the binding.\n\n"
+	  "Standard output is the command's alone: nodetune's own lines go to stderr.\n"
+	  "  -q, --quiet   print only errors (no warnings)" },
 	{ "doctor", cmd_doctor, O_POLICY_OPTIONAL | O_RANKS | O_TOPOLOGY | O_SYSROOT | O_WINDOW | O_JSON,
 	  "nodetune doctor [--sysroot DIR] [--topology FILE.xml] [--policy FILE] [--window SECONDS] [--json]",
 	  "named hazards on this host, with evidence and a fix (exit 1 when any)",
@@ -1443,13 +1597,16 @@ static const struct cmd commands[] = {
 	  "in it is needed, which finds knobs that regress only together.  Progress goes\n"
 	  "to stderr.  Exit 0 with the set printed; 1 when the bad policy does not\n"
 	  "regress against the good one here; 3 when a trial fails (nothing left applied)." },
-	{ "run", cmd_run, O_POLICY | O_RANKS | O_STATE_DIR | O_COMMAND,
-	  "nodetune run -n N --policy FILE [--state-dir DIR] -- COMMAND [ARGS...]",
+	{ "run", cmd_run, O_POLICY | O_RANKS | O_STATE_DIR | O_QUIET | O_COMMAND,
+	  "nodetune run -n N --policy FILE [--state-dir DIR] [--quiet] -- COMMAND [ARGS...]",
 	  "apply, start N bound local ranks, wait, revert",
 	  "Apply the host settings, start N local ranks of the command, each bound as\n"
 	  "`exec` would (LOCAL_RANK and LOCAL_WORLD_SIZE set), wait for all, revert, and\n"
 	  "exit with the worst status of the ranks.  SIGINT/SIGTERM are passed on to the\n"
-	  "ranks; the host is reverted either way." },
+	  "ranks; the host is reverted either way.\n\n"
+	  "Standard output is the ranks' alone: what nodetune changed and restored, and\n"
+	  "its summary lines, go to stderr.\n"
+	  "  -q, --quiet   print only errors (not the changes, not the ranks' statuses)" },
 };
 
 static void usage(FILE *f)
@@ -1457,14 +1614,15 @@ static void usage(FILE *f)
 	fprintf(f, "Usage: nodetune [-v] [--version] [--help] VERB [OPTIONS]\n\nVerbs:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-	fprintf(f, "\n'nodetune VERB --help' describes a verb. Exit codes: 0 ok, 1 problem found,\n"
-		   "2 bad usage or input (nothing changed), 3 runtime failure (rolled back).\n");
+	fprintf(f, "\n'nodetune VERB --help' describes a verb. Each option may be given once (a\n"
+		   "repeated one is refused). Exit codes: 0 ok, 1 problem found, 2 bad usage or\n"
+		   "input (nothing changed), 3 runtime failure (rolled back).\n");
 }
 
 int main(int argc, char **argv)
 {
 	static char prefix[64];
-	int i = 1;
+	int i = 1, verbose = 0;
 
 	log_set_prefix("nodetune");
 	for (; i < argc && argv[i][0] == '-'; i++) {
@@ -1476,6 +1634,10 @@ int main(int argc, char **argv)
 			       HWLOC_VERSION, JANSSON_VERSION);
 			return finish_stdout(0);
 		} else if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) {
+			if (verbose++) {
+				log_msg(LOG_ERR, "--verbose given twice (each option may be given once)");
+				return EXIT_USAGE;
+			}
 			log_set_level(LOG_DEBUG);
 		} else {
 			log_msg(LOG_ERR, "unknown option '%s' (see --help)", argv[i]);

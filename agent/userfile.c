@@ -17,7 +17,10 @@ int userfile_read(const char *path, size_t max, const char *kind,
 	char *buf;
 	int fd, e;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* O_NONBLOCK: a FIFO named by mistake must not hang the open (it is
+	 * refused below as not a regular file); for regular files it changes
+	 * nothing */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		e = -errno;
 		snprintf(why, why_size, "%s", strerror(-e));
@@ -40,6 +43,11 @@ int userfile_read(const char *path, size_t max, const char *kind,
 	}
 	if (check && (e = check(&st, why, why_size)) < 0)
 		goto out_close;
+	if (st.st_size == 0) {
+		e = -EINVAL;
+		snprintf(why, why_size, "empty file, expected %s", kind);
+		goto out_close;
+	}
 	if ((size_t)st.st_size > max) {
 		e = -EFBIG;
 		snprintf(why, why_size, "too large for %s (%lld bytes, limit %zu)", kind,

@@ -9,10 +9,12 @@
 
 /* Read path.  kind names the expected file in reasons ("a policy file").
  * check (may be NULL) vets the opened file's stat: 0, or -errno with a
- * reason.  Returns 0 with *ret_buf (malloc'd, NUL-terminated) and *ret_len;
- * or -errno (-ENOENT, -EACCES, -EISDIR, -EINVAL not regular, -EFBIG, -EIO,
- * -ENOMEM, or check's) with why: a reason without the path, for the caller
- * to place.  Nothing is returned on error. */
+ * reason.  A FIFO or device is refused without blocking; an empty file
+ * (0 bytes) is refused, as no file the user names may be empty.  Returns 0
+ * with *ret_buf (malloc'd, NUL-terminated) and *ret_len (> 0); or -errno
+ * (-ENOENT, -EACCES, -EISDIR, -EINVAL not regular or empty, -EFBIG, -EIO,
+ * -ENOMEM, or check's) with why: a reason without the path, for the
+ * caller to place.  Nothing is returned on error. */
 int userfile_read(const char *path, size_t max, const char *kind,
 		  int (*check)(const struct stat *st, char *why, size_t why_size),
 		  char **ret_buf, size_t *ret_len, char *why, size_t why_size);
