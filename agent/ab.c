@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 #include "plan.h"
 #include "policy.h"
 #include "topo.h"
+#include "userfile.h"
 
 /* ---- specs ------------------------------------------------------------- */
 
@@ -226,57 +228,166 @@ static void tail_of(const char *path, char *out, size_t size)
 			*p = '|';
 }
 
-static int read_harness_json(const char *path, struct trial *t)
+/* A duration or count of the summary: a finite number >= 0.  Missing or
+ * null (a counter the host cannot produce) reads as 0 when optional. */
+static int json_nonneg(const json_t *obj, const char *key, bool optional, double *ret)
 {
-	json_error_t je;
-	json_t *doc = json_load_file(path, 0, &je), *steps, *s;
-	size_t i;
+	const json_t *v = json_object_get(obj, key);
+	double x;
+
+	if (!v || json_is_null(v)) {
+		*ret = 0;
+		return optional ? 0 : -EINVAL;
+	}
+	if (!json_is_number(v))
+		return -EINVAL;
+	x = json_number_value(v);
+	if (!isfinite(x) || x < 0)
+		return -EINVAL;
+	*ret = x;
+	return 0;
+}
+
+static const char *const harness_phase[5] = { "data_wait_ms", "fwd_ms", "bwd_ms", "comm_exposed_ms", "opt_ms" };
+
+/* The summary's part of run: the metric, the ranks, the counters. */
+static int parse_harness_summary(const json_t *sum, struct ab_harness_run *run, struct nt_err *err)
+{
+	double world, batch, accum, p50;
+
+	/* throughput at the median step: robust to the occasional stall,
+	 * which the stall count reports on its own */
+	if (!json_is_object(sum))
+		return err_set(err, -EINVAL, "harness JSON: no \"summary\" object");
+	if (json_nonneg(sum, "world_size", false, &world) < 0 || json_nonneg(sum, "batch", false, &batch) < 0 ||
+	    json_nonneg(sum, "accum", false, &accum) < 0 || json_nonneg(sum, "step_ms_p50", false, &p50) < 0)
+		return err_set(err, -EINVAL, "harness JSON: world_size, batch, accum and step_ms_p50 must be numbers >= 0");
+	run->metric = p50 > 0 ? world * batch * accum * 1000.0 / p50 : 0;
+	if (!isfinite(run->metric) || run->metric <= 0)
+		return err_set(err, -EINVAL, "harness JSON: no throughput (world_size x batch x accum / step_ms_p50 is not > 0)");
+	if (world > 1) {
+		const json_t *slow = json_object_get(sum, "slowest_rank");
+
+		if (json_nonneg(sum, "rank_skew", true, &run->skew) < 0 ||
+		    (slow && !json_is_null(slow) &&
+		     (!json_is_integer(slow) || json_integer_value(slow) < 0 ||
+		      json_integer_value(slow) >= (json_int_t)fmin(world, INT_MAX))))
+			return err_set(err, -EINVAL, "harness JSON: rank_skew or slowest_rank out of range");
+		run->slowest = slow ? (int)json_integer_value(slow) : 0;
+	}
+	{
+		const json_t *c = json_object_get(sum, "counters");
+
+		if (json_nonneg(c, "involuntary_switches", true, &run->involuntary_switches) < 0 ||
+		    json_nonneg(c, "runqueue_wait_ms", true, &run->runqueue_wait_ms) < 0 ||
+		    json_nonneg(c, "minor_faults", true, &run->minor_faults) < 0)
+			return err_set(err, -EINVAL, "harness JSON: a counter is not a number >= 0");
+	}
+	return 0;
+}
+
+/* The measured (not warm-up) steps of the array into run. */
+static int parse_harness_steps(const json_t *steps, struct ab_harness_run *run, struct nt_err *err)
+{
+	size_t n = json_array_size(steps), i;
+	const json_t *s;
 	int k = 0;
 
-	if (!doc)
-		return -EINVAL;
-	{
-		/* throughput at the median step: robust to the occasional stall,
-		 * which the stall count reports on its own */
-		json_t *sum = json_object_get(doc, "summary");
-		double p50 = json_number_value(json_object_get(sum, "step_ms_p50"));
-
-		t->metric = p50 > 0 ? json_number_value(json_object_get(sum, "world_size")) *
-				      json_number_value(json_object_get(sum, "batch")) *
-				      json_number_value(json_object_get(sum, "accum")) * 1000.0 / p50 : 0;
-	}
-	{
-		json_t *sum = json_object_get(doc, "summary");
-
-		if (json_integer_value(json_object_get(sum, "world_size")) > 1) {
-			t->skew = json_number_value(json_object_get(sum, "rank_skew"));
-			t->slowest = (int)json_integer_value(json_object_get(sum, "slowest_rank"));
-		}
-	}
-	steps = json_object_get(doc, "steps");
-	t->steps = calloc(json_array_size(steps) + 1, sizeof(double));
+	if (!json_is_array(steps))
+		return err_set(err, -EINVAL, "harness JSON: \"steps\" is not an array");
+	if (n > AB_HARNESS_MAX_STEPS)
+		return err_set(err, -E2BIG, "harness JSON: %zu steps (at most %d)", n, AB_HARNESS_MAX_STEPS);
+	run->steps = calloc(n + 1, sizeof(double));
 	for (int p = 0; p < 5; p++)
-		t->phase[p] = calloc(json_array_size(steps) + 1, sizeof(double));
+		run->phase[p] = calloc(n + 1, sizeof(double));
+	if (!run->steps || !run->phase[0] || !run->phase[1] || !run->phase[2] || !run->phase[3] || !run->phase[4])
+		return err_set(err, -ENOMEM, "out of memory");
 	json_array_foreach(steps, i, s) {
-		static const char *const ph[5] = { "data_wait_ms", "fwd_ms", "bwd_ms", "comm_exposed_ms", "opt_ms" };
+		const json_t *warm = json_object_get(s, "warmup");
 
-		if (json_is_true(json_object_get(s, "warmup")))
+		if (!json_is_object(s) || (warm && !json_is_boolean(warm)))
+			return err_set(err, -EINVAL, "harness JSON: step %zu is not an object with a boolean warmup", i);
+		if (json_is_true(warm))
 			continue;
-		t->steps[k] = json_number_value(json_object_get(s, "total_ms"));
+		if (json_nonneg(s, "total_ms", false, &run->steps[k]) < 0)
+			return err_set(err, -EINVAL, "harness JSON: step %zu: total_ms is not a number >= 0", i);
 		for (int p = 0; p < 5; p++)
-			t->phase[p][k] = json_number_value(json_object_get(s, ph[p]));
+			if (json_nonneg(s, harness_phase[p], true, &run->phase[p][k]) < 0)
+				return err_set(err, -EINVAL, "harness JSON: step %zu: %s is not a number >= 0", i,
+					       harness_phase[p]);
 		k++;
 	}
-	t->n_steps = k;
-	{
-		json_t *c = json_object_get(json_object_get(doc, "summary"), "counters");
+	if (!k)
+		return err_set(err, -EINVAL, "harness JSON: no measured step");
+	run->n_steps = k;
+	return 0;
+}
 
-		t->counter[0] = json_number_value(json_object_get(c, "involuntary_switches"));
-		t->counter[1] = json_number_value(json_object_get(c, "runqueue_wait_ms"));
-		t->counter[6] = json_number_value(json_object_get(c, "minor_faults"));
-	}
+int ab_parse_harness_json(const char *buf, size_t len, struct ab_harness_run *ret, struct nt_err *err)
+{
+	struct ab_harness_run run = { 0 };
+	json_error_t je;
+	json_t *doc;
+	int r;
+
+	if (len > AB_HARNESS_JSON_MAX)
+		return err_set(err, -E2BIG, "harness JSON: %zu bytes (at most %u)", len, AB_HARNESS_JSON_MAX);
+	doc = json_loadb(buf, len, 0, &je);
+	if (!doc)
+		return err_set(err, -EINVAL, "harness JSON: line %d: %s", je.line, je.text);
+	r = json_is_object(doc) ? 0 : err_set(err, -EINVAL, "harness JSON: not an object");
+	if (!r)
+		r = parse_harness_summary(json_object_get(doc, "summary"), &run, err);
+	if (!r)
+		r = parse_harness_steps(json_object_get(doc, "steps"), &run, err);
 	json_decref(doc);
-	return t->metric > 0 && k > 0 ? 0 : -EINVAL;
+	if (r < 0) {
+		ab_harness_run_release(&run);
+		return r;
+	}
+	*ret = run;
+	return 0;
+}
+
+void ab_harness_run_release(struct ab_harness_run *run)
+{
+	free(run->steps);
+	run->steps = NULL;
+	for (int p = 0; p < 5; p++) {
+		free(run->phase[p]);
+		run->phase[p] = NULL;
+	}
+}
+
+/* Read the harness's JSON at path into t: 0, or -errno (logged at debug). */
+static int read_harness_json(const char *path, struct trial *t)
+{
+	struct ab_harness_run run;
+	struct nt_err err = { 0 };
+	char *buf, why[320];
+	size_t len;
+	int r = userfile_read(path, AB_HARNESS_JSON_MAX, "a harness JSON summary", NULL, &buf, &len, why, sizeof(why));
+
+	if (r < 0) {
+		log_msg(LOG_DEBUG, "%s: %s", path, why);
+		return r;
+	}
+	r = ab_parse_harness_json(buf, len, &run, &err);
+	free(buf);
+	if (r < 0) {
+		log_msg(LOG_DEBUG, "%s: %s", path, err.msg);
+		return r;
+	}
+	t->metric = run.metric;
+	t->skew = run.skew;
+	t->slowest = run.slowest;
+	t->steps = run.steps;
+	memcpy(t->phase, run.phase, sizeof(t->phase));
+	t->n_steps = run.n_steps;
+	t->counter[0] = run.involuntary_switches;
+	t->counter[1] = run.runqueue_wait_ms;
+	t->counter[6] = run.minor_faults;
+	return 0;
 }
 
 /* Apply the arm's policy (if any) and return the journal state dir. */

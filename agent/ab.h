@@ -84,6 +84,34 @@ struct ab_result {
 	char perf_note[160];          /* why perf events are not counted ("" when they are) */
 };
 
+/* What ab reads back from one run of the harness (its --json summary). */
+struct ab_harness_run {
+	double metric;                /* samples/s at the median step:
+				       * world_size x batch x accum x 1000 / step_ms_p50 */
+	double *steps;                /* total ms of each measured (not warm-up) step */
+	double *phase[5];             /* data wait, fwd, bwd, exposed comm, opt ms, per step */
+	int n_steps;                  /* > 0 */
+	double skew;                  /* rank_skew when world_size > 1, else 0 */
+	int slowest;                  /* slowest_rank when world_size > 1, else 0 */
+	double involuntary_switches, runqueue_wait_ms, minor_faults; /* null or missing: 0 */
+};
+
+/* ab asks for at most 1M steps (--steps) and 3 warm-up steps; the harness
+ * writes ~250 bytes a step */
+#define AB_HARNESS_MAX_STEPS 2000000
+#define AB_HARNESS_JSON_MAX (512u << 20)
+
+/* Parse the harness's JSON summary buf[0..len) (need not be NUL-terminated;
+ * untrusted: the workload wrote it).  Every number ab uses must be finite
+ * and >= 0, "steps" an array of objects with at least one measured step,
+ * and the throughput > 0.  Returns 0 with *ret filled (release it with
+ * ab_harness_run_release); -EINVAL (not such a document), -E2BIG (over the
+ * bounds above) or -ENOMEM, with err, and *ret untouched. */
+int ab_parse_harness_json(const char *buf, size_t len, struct ab_harness_run *ret, struct nt_err *err);
+
+/* Free run's arrays (and NULL them); a zeroed run is a no-op. */
+void ab_harness_run_release(struct ab_harness_run *run);
+
 /* Run the experiment.  0 with res filled (res->verdict), or -errno with err
  * for bad input (exit 2); an arm that fails gives res->error (exit 3). */
 int ab_run(const struct ab_config *cfg, struct ab_result *res, struct nt_err *err);
