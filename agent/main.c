@@ -48,7 +48,9 @@
 
 enum { EXIT_PROBLEM = 1, EXIT_USAGE = 2, EXIT_RUNTIME = 3 };
 
-/* Flush stdout and report a failed write (a full disk, a closed pipe). */
+/* Flush stdout and report a failed write (a full disk, a closed pipe):
+ * then the exit code is 3, unless rc is already 2 or 3 (a result that
+ * could not be written is not "a problem found", exit 1). */
 static int finish_stdout(int rc)
 {
 	int e;
@@ -58,7 +60,7 @@ static int finish_stdout(int rc)
 		return rc;
 	e = errno;    /* 0 when an earlier write failed and this flush had nothing left */
 	log_msg(LOG_ERR, "writing standard output failed%s%s", e ? ": " : "", e ? strerror(e) : "");
-	return rc ? rc : EXIT_RUNTIME;
+	return rc >= EXIT_USAGE ? rc : EXIT_RUNTIME;
 }
 
 /* ---- options ----------------------------------------------------------- */
@@ -720,6 +722,16 @@ static int cmd_apply(struct opts *o)
 	}
 	rc = do_apply(&x, o, SAY_STDOUT);
 	ctx_release(&x);
+	errno = 0;
+	if (rc == 0 && !o->dry_run && (fflush(stdout) != 0 || ferror(stdout))) {
+		/* whoever reads the result (a --json consumer) cannot learn
+		 * what was applied: all or nothing, so nothing */
+		log_msg(LOG_ERR, "writing standard output failed%s%s; rolling back", errno ? ": " : "",
+			errno ? strerror(errno) : "");
+		if (do_revert(o, SAY_NOTHING) == 0)
+			log_msg(LOG_ERR, "everything changed was rolled back");
+		return EXIT_RUNTIME;
+	}
 	return finish_stdout(rc);
 }
 
