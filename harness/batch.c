@@ -1,4 +1,11 @@
-/* batch.c — see batch.h. */
+/* batch.c — see batch.h.
+ *
+ *   checksum           batch_checksum
+ *   layout             tensor_table, batch_payload_size (overflow-checked)
+ *   encode             batch_encode
+ *   decode             batch_decode: header, stored bytes, zstd frame,
+ *                      tensor table, each checked before it is used
+ */
 #include "batch.h"
 
 #include <errno.h>
@@ -7,7 +14,7 @@
 #include <string.h>
 #include <zstd.h>
 
-#define ALIGN64(x) (((x) + 63) & ~(size_t)63)
+#define ALIGN64(x) (((x) + 63) & ~(uint64_t)63)
 
 uint64_t batch_checksum(const void *p, size_t n)
 {
@@ -28,37 +35,66 @@ uint64_t batch_checksum(const void *p, size_t n)
 	return h * 0xff51afd7ed558ccdull;
 }
 
-static void tensor_table(uint32_t n, uint32_t dw, uint32_t sw, struct batch_tensor t[BATCH_TENSORS])
+/* The tensor table of n samples of these widths, and the payload bytes it
+ * implies (*ret_payload).  0, or -EOVERFLOW when a size does not fit in 64
+ * bits. */
+static int tensor_table(uint32_t n, uint32_t dw, uint32_t sw, struct batch_tensor t[BATCH_TENSORS],
+			uint64_t *ret_payload)
 {
-	size_t off = ALIGN64(BATCH_TENSORS * sizeof(struct batch_tensor));
+	static const uint32_t dtype[BATCH_TENSORS] = { 0, 1, 0 };
+	const uint32_t per[BATCH_TENSORS] = { dw, sw, 1 };
+	uint64_t off = ALIGN64(BATCH_TENSORS * sizeof(struct batch_tensor));
 
-	t[0] = (struct batch_tensor){ 0, dw, off, (uint64_t)n * dw * 4 };
-	off = ALIGN64(off + t[0].nbytes);
-	t[1] = (struct batch_tensor){ 1, sw, off, (uint64_t)n * sw * 4 };
-	off = ALIGN64(off + t[1].nbytes);
-	t[2] = (struct batch_tensor){ 0, 1, off, (uint64_t)n * 4 };
+	for (int i = 0; i < BATCH_TENSORS; i++) {
+		uint64_t nbytes, end;
+
+		if (__builtin_mul_overflow((uint64_t)n, (uint64_t)per[i] * 4, &nbytes) ||
+		    __builtin_add_overflow(off, nbytes, &end) || end > UINT64_MAX - 63)
+			return -EOVERFLOW;
+		t[i] = (struct batch_tensor){ dtype[i], per[i], off, nbytes };
+		off = ALIGN64(end);
+	}
+	*ret_payload = off;
+	return 0;
 }
 
 size_t batch_payload_size(uint32_t n, uint32_t dense_width, uint32_t sparse_width)
 {
 	struct batch_tensor t[BATCH_TENSORS];
+	uint64_t plen;
 
-	tensor_table(n, dense_width, sparse_width, t);
-	return ALIGN64(t[2].offset + t[2].nbytes);
+	if (tensor_table(n, dense_width, sparse_width, t, &plen) || plen > SIZE_MAX)
+		return SIZE_MAX;
+	return (size_t)plen;
+}
+
+size_t batch_encoded_max(uint32_t n, uint32_t dense_width, uint32_t sparse_width)
+{
+	size_t plen = batch_payload_size(n, dense_width, sparse_width), bound;
+
+	if (plen == SIZE_MAX || plen > SIZE_MAX / 2)
+		return SIZE_MAX;
+	bound = ZSTD_compressBound(plen);
+	if (ZSTD_isError(bound) || bound > SIZE_MAX / 2)
+		return SIZE_MAX;
+	return sizeof(struct batch_header) + (bound > plen ? bound : plen);
 }
 
 int batch_encode(const struct batch_data *d, uint64_t id, int zstd_level,
 		 void **ret_buf, size_t *ret_len)
 {
 	struct batch_tensor t[BATCH_TENSORS];
-	size_t plen = batch_payload_size(d->n, d->dense_width, d->sparse_width);
 	struct batch_header h = { .version = BATCH_VERSION, .n_samples = d->n,
-				  .n_tensors = BATCH_TENSORS, .batch_id = id, .payload_len = plen };
+				  .n_tensors = BATCH_TENSORS, .batch_id = id };
 	unsigned char *payload, *out;
-	size_t cap, stored;
+	size_t plen, cap, stored;
+	uint64_t plen64;
 
+	if (tensor_table(d->n, d->dense_width, d->sparse_width, t, &plen64) || plen64 > SIZE_MAX / 2)
+		return -ENOMEM;
+	plen = (size_t)plen64;
+	h.payload_len = plen;
 	memcpy(h.magic, BATCH_MAGIC, 4);
-	tensor_table(d->n, d->dense_width, d->sparse_width, t);
 	cap = zstd_level ? ZSTD_compressBound(plen) : plen;
 	out = malloc(sizeof(h) + cap);
 	if (!out)
@@ -95,63 +131,143 @@ int batch_encode(const struct batch_data *d, uint64_t id, int zstd_level,
 	return 0;
 }
 
+/* Decompress the stored bytes (one zstd frame that records its content
+ * size, exactly payload_len bytes) into o.  0 or -EINVAL with why. */
+static int unzstd(const unsigned char *src, size_t stored, unsigned char *o, size_t payload_len,
+		  char *why, size_t why_size)
+{
+	unsigned long long fcs = ZSTD_getFrameContentSize(src, stored);
+	size_t csz, n;
+
+	if (fcs == ZSTD_CONTENTSIZE_ERROR) {
+		snprintf(why, why_size, "zstd: not a zstd frame");
+		return -EINVAL;
+	}
+	if (fcs == ZSTD_CONTENTSIZE_UNKNOWN) {
+		snprintf(why, why_size, "zstd: the frame does not record its content size");
+		return -EINVAL;
+	}
+	if (fcs != payload_len) {
+		snprintf(why, why_size, "zstd: the frame holds %llu bytes, the batch header says %zu",
+			 fcs, payload_len);
+		return -EINVAL;
+	}
+	csz = ZSTD_findFrameCompressedSize(src, stored);
+	if (ZSTD_isError(csz)) {
+		snprintf(why, why_size, "zstd: %s", ZSTD_getErrorName(csz));
+		return -EINVAL;
+	}
+	if (csz != stored) {
+		snprintf(why, why_size, "zstd: %zu bytes after the %zu-byte frame", stored - csz, csz);
+		return -EINVAL;
+	}
+	/* a capacity of exactly payload_len: nothing beyond it is written */
+	n = ZSTD_decompress(o, payload_len, src, stored);
+	if (ZSTD_isError(n)) {
+		snprintf(why, why_size, "zstd: %s", ZSTD_getErrorName(n));
+		return -EINVAL;
+	}
+	if (n != payload_len) {
+		snprintf(why, why_size, "zstd: decompressed %zu bytes, the batch header says %zu", n, payload_len);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The header of buf (len bytes) checked against len, out_size and the
+ * checksum.  0 or -EINVAL with why; *ret filled either way. */
+static int check_header(const unsigned char *b, size_t len, size_t out_size, struct batch_header *h,
+			char *why, size_t why_size)
+{
+	size_t follow;
+
+	if (len < sizeof(*h)) {
+		snprintf(why, why_size, "truncated: %zu bytes, less than a batch header", len);
+		return -EINVAL;
+	}
+	memcpy(h, b, sizeof(*h));
+	follow = len - sizeof(*h);
+	if (memcmp(h->magic, BATCH_MAGIC, 4)) {
+		snprintf(why, why_size, "not a batch (bad magic)");
+		return -EINVAL;
+	}
+	if (h->version != BATCH_VERSION || h->n_tensors != BATCH_TENSORS || (h->flags & ~BATCH_FLAG_ZSTD)) {
+		snprintf(why, why_size, "unsupported batch version %u (tensors %u, flags %#x)",
+			 h->version, h->n_tensors, h->flags);
+		return -EINVAL;
+	}
+	if (h->stored_len > follow) {
+		snprintf(why, why_size, "truncated: header says %llu bytes follow, %zu do",
+			 (unsigned long long)h->stored_len, follow);
+		return -EINVAL;
+	}
+	if (h->stored_len < follow) {
+		snprintf(why, why_size, "%llu bytes after the batch's %llu stored bytes",
+			 (unsigned long long)(follow - h->stored_len), (unsigned long long)h->stored_len);
+		return -EINVAL;
+	}
+	if (batch_checksum(b + sizeof(*h), h->stored_len) != h->checksum) {
+		snprintf(why, why_size, "checksum mismatch (corrupt data)");
+		return -EINVAL;
+	}
+	if (h->payload_len > out_size) {
+		snprintf(why, why_size, "payload of %llu bytes exceeds the %zu-byte buffer",
+			 (unsigned long long)h->payload_len, out_size);
+		return -EINVAL;
+	}
+	if (h->payload_len < BATCH_TENSORS * sizeof(struct batch_tensor)) {
+		snprintf(why, why_size, "payload of %llu bytes cannot hold the tensor table",
+			 (unsigned long long)h->payload_len);
+		return -EINVAL;
+	}
+	if (!(h->flags & BATCH_FLAG_ZSTD) && h->stored_len != h->payload_len) {
+		snprintf(why, why_size, "stored and payload lengths differ (%llu, %llu) in an uncompressed batch",
+			 (unsigned long long)h->stored_len, (unsigned long long)h->payload_len);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int batch_decode(const void *buf, size_t len, void *out, size_t out_size,
 		 struct batch_data *ret, uint64_t *ret_id, char *why, size_t why_size)
 {
 	const unsigned char *b = buf;
-	struct batch_tensor t[BATCH_TENSORS];
+	struct batch_tensor t[BATCH_TENSORS], want[BATCH_TENSORS];
 	struct batch_header h;
 	unsigned char *o = out;
+	uint64_t plen;
+	int e;
 
-	if (len < sizeof(h)) {
-		snprintf(why, why_size, "truncated: %zu bytes, less than a batch header", len);
-		return -EINVAL;
-	}
-	memcpy(&h, b, sizeof(h));
-	if (memcmp(h.magic, BATCH_MAGIC, 4)) {
-		snprintf(why, why_size, "not a batch (bad magic)");
-		return -EINVAL;
-	}
-	if (h.version != BATCH_VERSION || h.n_tensors != BATCH_TENSORS || (h.flags & ~BATCH_FLAG_ZSTD)) {
-		snprintf(why, why_size, "unsupported batch version %u (tensors %u, flags %#x)",
-			 h.version, h.n_tensors, h.flags);
-		return -EINVAL;
-	}
-	if (h.stored_len > len - sizeof(h)) {
-		snprintf(why, why_size, "truncated: header says %llu bytes follow, %zu do",
-			 (unsigned long long)h.stored_len, len - sizeof(h));
-		return -EINVAL;
-	}
-	if (batch_checksum(b + sizeof(h), h.stored_len) != h.checksum) {
-		snprintf(why, why_size, "checksum mismatch (corrupt data)");
-		return -EINVAL;
-	}
-	if (h.payload_len > out_size) {
-		snprintf(why, why_size, "payload of %llu bytes exceeds the %zu-byte buffer",
-			 (unsigned long long)h.payload_len, out_size);
-		return -EINVAL;
-	}
+	e = check_header(b, len, out_size, &h, why, why_size);
+	if (e)
+		return e;
+	/* from here on payload_len <= out_size and stored_len == len - 64 */
 	if (h.flags & BATCH_FLAG_ZSTD) {
-		size_t n = ZSTD_decompress(o, out_size, b + sizeof(h), h.stored_len);
-
-		if (ZSTD_isError(n) || n != h.payload_len) {
-			snprintf(why, why_size, "zstd: %s", ZSTD_isError(n) ? ZSTD_getErrorName(n) : "wrong length");
-			return -EINVAL;
-		}
+		e = unzstd(b + sizeof(h), (size_t)h.stored_len, o, (size_t)h.payload_len, why, why_size);
+		if (e)
+			return e;
 	} else {
-		if (h.stored_len != h.payload_len) {
-			snprintf(why, why_size, "stored and payload lengths differ");
-			return -EINVAL;
-		}
-		memcpy(o, b + sizeof(h), h.payload_len);
+		memcpy(o, b + sizeof(h), (size_t)h.payload_len);
 	}
+	/* the table must be the one the sample count and widths imply */
 	memcpy(t, o, sizeof(t));
+	if (tensor_table(h.n_samples, t[0].per_sample, t[1].per_sample, want, &plen)) {
+		snprintf(why, why_size, "bad tensor table: %u samples of widths %u and %u overflow",
+			 h.n_samples, t[0].per_sample, t[1].per_sample);
+		return -EINVAL;
+	}
 	for (int i = 0; i < BATCH_TENSORS; i++) {
-		if (t[i].offset % 64 || t[i].offset + t[i].nbytes > h.payload_len ||
-		    t[i].nbytes != (uint64_t)h.n_samples * t[i].per_sample * 4 || t[i].dtype > 1) {
-			snprintf(why, why_size, "bad tensor table entry %d", i);
+		if (memcmp(&t[i], &want[i], sizeof(t[i]))) {
+			snprintf(why, why_size, "bad tensor table entry %d (dtype %u, %u per sample, %llu bytes at %llu)",
+				 i, t[i].dtype, t[i].per_sample, (unsigned long long)t[i].nbytes,
+				 (unsigned long long)t[i].offset);
 			return -EINVAL;
 		}
+	}
+	if (plen != h.payload_len) {
+		snprintf(why, why_size, "payload of %llu bytes, its tensor table needs %llu",
+			 (unsigned long long)h.payload_len, (unsigned long long)plen);
+		return -EINVAL;
 	}
 	ret->n = h.n_samples;
 	ret->dense_width = t[0].per_sample;

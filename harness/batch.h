@@ -52,17 +52,29 @@ struct batch_data {
 	float *label;
 };
 
-/* Payload bytes for n samples of these widths. */
+/* Payload bytes for n samples of these widths; SIZE_MAX when that does not
+ * fit in a size_t (a caller given untrusted widths checks for it). */
 size_t batch_payload_size(uint32_t n, uint32_t dense_width, uint32_t sparse_width);
+
+/* The most bytes batch_encode can make of n samples of these widths (the
+ * header and a zstd frame's worst case); SIZE_MAX when that does not fit. */
+size_t batch_encoded_max(uint32_t n, uint32_t dense_width, uint32_t sparse_width);
 
 /* Serialize d as batch id into a new buffer (*ret_buf, freed by the caller,
  * *ret_len bytes).  zstd_level 0: stored uncompressed.  0 or -ENOMEM/-EIO. */
 int batch_encode(const struct batch_data *d, uint64_t id, int zstd_level,
 		 void **ret_buf, size_t *ret_len);
 
-/* Check buf (len bytes) and decode its payload into out (out_size bytes,
- * 64-byte aligned), pointing *ret at the tensors inside out.  Returns 0, or
- * -EINVAL with why (bad magic, version, checksum, truncation, bad table). */
+/* Check buf (len bytes: one batch, nothing after it) and decode its payload
+ * into out (out_size bytes, 64-byte aligned), pointing *ret at the tensors
+ * inside out.  Every header field is checked before it is used: the stored
+ * length against len, the payload length against out_size, the checksum,
+ * a zstd frame's recorded content size against the payload length (a frame
+ * that records none is refused), the decompressed length, and the tensor
+ * table against the one the sample count and widths imply (sizes computed
+ * with overflow checks).  Nothing is written past out + payload length.
+ * Returns 0, or -EINVAL with why (one line, no file name: the caller adds
+ * where the batch came from); *ret and *ret_id are unchanged on error. */
 int batch_decode(const void *buf, size_t len, void *out, size_t out_size,
 		 struct batch_data *ret, uint64_t *ret_id, char *why, size_t why_size);
 
