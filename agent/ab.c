@@ -21,6 +21,7 @@
 #include "observe.h"
 #include "plan.h"
 #include "policy.h"
+#include "tlb.h"
 #include "topo.h"
 #include "userfile.h"
 
@@ -96,52 +97,87 @@ static const struct {
 	const char *name;
 	const char *mechanism;
 } counters[AB_COUNTERS] = {
-	{ "involuntary_switches", "CPU contention" },
-	{ "runqueue_wait_ms", "CPU contention" },
-	{ "tlb_shootdowns", "munmap/madvise churn" },
-	{ "compact_stall", "THP compaction" },
-	{ "numa_hint_faults", "automatic NUMA balancing" },
-	{ "numa_pages_migrated", "automatic NUMA balancing" },
-	{ "minor_faults", "allocation churn (page faults)" },
-	{ "numa_miss", "placement (remote memory)" },
-	{ "cpu_migrations", "lost affinity" },
-	{ "context_switches", "CPU contention" },
-	{ "cpu_pressure_ms", "CPU contention (PSI: runnable, no CPU)" },
-	{ "nr_throttled", "cgroup CPU quota" },
-	{ "page_faults", "allocation churn (page faults)" },
+	[AB_C_INVOL_SWITCHES] = { "involuntary_switches", "CPU contention" },
+	[AB_C_RUNQ_WAIT_MS] = { "runqueue_wait_ms", "CPU contention" },
+	[AB_C_TLB_SHOOTDOWNS] = { "tlb_shootdowns", "munmap/madvise churn" },
+	[AB_C_COMPACT_STALL] = { "compact_stall", "THP compaction" },
+	[AB_C_NUMA_HINT_FAULTS] = { "numa_hint_faults", "automatic NUMA balancing" },
+	[AB_C_NUMA_PAGES_MIGRATED] = { "numa_pages_migrated", "automatic NUMA balancing" },
+	[AB_C_MINOR_FAULTS] = { "minor_faults", "allocation churn (page faults)" },
+	[AB_C_NUMA_MISS] = { "numa_miss", "placement (remote memory)" },
+	[AB_C_CPU_MIGRATIONS] = { "cpu_migrations", "lost affinity" },
+	[AB_C_CONTEXT_SWITCHES] = { "context_switches", "CPU contention" },
+	[AB_C_CPU_PRESSURE_MS] = { "cpu_pressure_ms", "CPU contention (PSI: runnable, no CPU)" },
+	[AB_C_NR_THROTTLED] = { "nr_throttled", "cgroup CPU quota" },
+	[AB_C_PAGE_FAULTS] = { "page_faults", "allocation churn (page faults)" },
 };
 
 /* counters of the trial's process tree from perf events (obs_perf order) */
-static const int perf_slot[OBS_PERF_N] = { 8, 9, 12 };
+static const enum ab_counter perf_slot[OBS_PERF_N] = {
+	AB_C_CPU_MIGRATIONS, AB_C_CONTEXT_SWITCHES, AB_C_PAGE_FAULTS,
+};
 
-static double tlb_total(const struct fsroot *root)
+/* host counters from vmstat */
+static const struct {
+	enum ab_counter c;
+	const char *key;
+} vm_rows[] = {
+	{ AB_C_COMPACT_STALL, "compact_stall" },
+	{ AB_C_NUMA_HINT_FAULTS, "numa_hint_faults" },
+	{ AB_C_NUMA_PAGES_MIGRATED, "numa_pages_migrated" },
+	{ AB_C_NUMA_MISS, "numa_miss" },
+};
+
+const char *ab_counter_name(enum ab_counter c)
 {
-	struct obs_irq irq;
-	struct nt_err err = { 0 };
-
-	return obs_read_interrupts(root, &irq, &err) == 0 ? (double)irq.tlb : 0;
+	return (unsigned)c < AB_COUNTERS ? counters[c].name : "?";
 }
 
-static void host_counters(double out[AB_COUNTERS])
+static bool perf_counter(int c)
+{
+	for (int k = 0; k < OBS_PERF_N; k++)
+		if (perf_slot[k] == (enum ab_counter)c)
+			return true;
+	return false;
+}
+
+/* Mark c not countable here (the first reason given stays). */
+static void not_countable(struct ab_result *res, enum ab_counter c, const char *why)
+{
+	if (!res->not_countable[c][0])
+		snprintf(res->not_countable[c], sizeof(res->not_countable[c]), "%s", why);
+}
+
+/* The host counters' running totals into out; the ones this host cannot
+ * produce are marked in res. */
+static void host_counters(const struct tlb_counter *tlb, double out[AB_COUNTERS], struct ab_result *res)
 {
 	struct fsroot *root = fsroot_open("/");
+	uint64_t v;
+	struct obs_psi psi;
 
 	memset(out, 0, sizeof(double) * AB_COUNTERS);
-	if (root) {
-		out[2] = tlb_total(root);
-		out[3] = (double)obs_vmstat(root, "compact_stall");
-		out[4] = (double)obs_vmstat(root, "numa_hint_faults");
-		out[5] = (double)obs_vmstat(root, "numa_pages_migrated");
-		out[7] = (double)obs_vmstat(root, "numa_miss");
-		{
-			struct obs_psi psi;
+	if (!root)
+		return;
+	if (tlb_counter_read(tlb, &v) == 0)
+		out[AB_C_TLB_SHOOTDOWNS] = (double)v;
+	else
+		not_countable(res, AB_C_TLB_SHOOTDOWNS, tlb->why);
+	for (size_t i = 0; i < sizeof(vm_rows) / sizeof(vm_rows[0]); i++) {
+		int64_t x = obs_vmstat(root, vm_rows[i].key);
 
-			obs_read_psi(root, &psi);
-			out[10] = psi.cpu_some_us / 1000.0;
-		}
-		out[11] = (double)obs_total_throttled(root);
-		fsroot_free(root);
+		if (x >= 0)
+			out[vm_rows[i].c] = (double)x;
+		else
+			not_countable(res, vm_rows[i].c, "not in /proc/vmstat (a kernel without it)");
 	}
+	obs_read_psi(root, &psi);
+	if (psi.present)
+		out[AB_C_CPU_PRESSURE_MS] = psi.cpu_some_us / 1000.0;
+	else
+		not_countable(res, AB_C_CPU_PRESSURE_MS, "no /proc/pressure (a kernel without CONFIG_PSI, or psi=0)");
+	out[AB_C_NR_THROTTLED] = (double)obs_total_throttled(root);
+	fsroot_free(root);
 }
 
 static double now_s(void)
@@ -384,9 +420,9 @@ static int read_harness_json(const char *path, struct trial *t)
 	t->steps = run.steps;
 	memcpy(t->phase, run.phase, sizeof(t->phase));
 	t->n_steps = run.n_steps;
-	t->counter[0] = run.involuntary_switches;
-	t->counter[1] = run.runqueue_wait_ms;
-	t->counter[6] = run.minor_faults;
+	t->counter[AB_C_INVOL_SWITCHES] = run.involuntary_switches;
+	t->counter[AB_C_RUNQ_WAIT_MS] = run.runqueue_wait_ms;
+	t->counter[AB_C_MINOR_FAULTS] = run.minor_faults;
 	return 0;
 }
 
@@ -434,8 +470,8 @@ static int trial_revert(const struct ab_config *cfg, struct nt_err *err)
 
 /* Run one trial of arm a.  0; -errno with err (bad input); 1 when the arm's
  * command failed (res->error filled). */
-static int run_trial(const struct ab_config *cfg, int a, int index, struct trial *t, struct ab_result *res,
-		     struct nt_err *err)
+static int run_trial(const struct ab_config *cfg, const struct tlb_counter *tlb, int a, int index, struct trial *t,
+		     struct ab_result *res, struct nt_err *err)
 {
 	const struct ab_arm *arm = &cfg->arm[a];
 	char json[4096], out[4096], errf[4096], *argv[AB_MAX_ARGS + 32], *bufs[16] = { 0 }, tail[600];
@@ -461,7 +497,7 @@ static int run_trial(const struct ab_config *cfg, int a, int index, struct trial
 	r = trial_apply(cfg, arm, err);
 	if (r < 0)
 		goto out;
-	host_counters(c0);
+	host_counters(tlb, c0, res);
 	t0 = now_s();
 	if (pipe2(go, O_CLOEXEC) < 0) {
 		r = err_set(err, -errno, "pipe: %s", strerror(errno));
@@ -491,6 +527,8 @@ static int run_trial(const struct ab_config *cfg, int a, int index, struct trial
 		obs_perf_open(&perf, pid);
 		if (!perf.ok && !res->perf_note[0])
 			snprintf(res->perf_note, sizeof(res->perf_note), "%s", perf.why);
+		for (int k = 0; k < OBS_PERF_N && !perf.ok; k++)
+			not_countable(res, perf_slot[k], perf.why);
 	}
 	/* the child waits on the pipe; with no child (fork failed) there is
 	 * no reader, and a write would raise SIGPIPE */
@@ -500,7 +538,7 @@ static int run_trial(const struct ab_config *cfg, int a, int index, struct trial
 	if (pid < 0 || waitpid(pid, &status, 0) < 0)
 		status = -1;
 	wall = now_s() - t0;
-	host_counters(c1);
+	host_counters(tlb, c1, res);
 	if (obs_perf_read(&perf, pc) == 0)
 		for (int k = 0; k < OBS_PERF_N; k++)
 			c1[perf_slot[k]] = (double)pc[k];     /* c0 is 0 there */
@@ -521,9 +559,12 @@ static int run_trial(const struct ab_config *cfg, int a, int index, struct trial
 	if (!t->n_steps) {          /* a foreign command: its wall time */
 		t->metric = 1.0 / wall;
 		res->metric_is_wall = true;
+		not_countable(res, AB_C_INVOL_SWITCHES, "only the harness reports its training thread's switches");
+		not_countable(res, AB_C_RUNQ_WAIT_MS, "only the harness reports its training thread's run-queue wait");
+		not_countable(res, AB_C_MINOR_FAULTS, "only the harness reports its minor faults (see page_faults)");
 	}
-	for (int k = 2; k < AB_COUNTERS; k++)
-		if (k != 6)
+	for (int k = 0; k < AB_COUNTERS; k++)
+		if (k != AB_C_INVOL_SWITCHES && k != AB_C_RUNQ_WAIT_MS && k != AB_C_MINOR_FAULTS)
 			t->counter[k] = c1[k] - c0[k];
 	for (int k = 0; k < AB_COUNTERS; k++)
 		t->counter[k] /= t->n_steps ? t->n_steps : 1;
@@ -660,6 +701,9 @@ static void analyse(const struct ab_config *cfg, struct trial *tr, int n, double
 		int na = 0, nb = 0;
 		struct ab_explanation *e;
 
+		if (res->not_countable[c][0])
+			continue;       /* a 0 that means "cannot see" explains nothing */
+
 		for (int i = 0; i < n && na < 256 && nb < 256; i++) {
 			if (tr[i].arm == 0)
 				ca[na++] = tr[i].counter[c];
@@ -693,15 +737,21 @@ int ab_run(const struct ab_config *cfg, struct ab_result *res, struct nt_err *er
 	int n = 0, cap = 0, r = 0, looks = 0;
 	uint64_t rng = cfg->seed * 0x9e3779b97f4a7c15ull + 1;
 	double start = now_s();
+	struct fsroot *host = fsroot_open("/");
+	struct tlb_counter tlb = { .source = TLB_SRC_NONE, .why = "/ cannot be opened" };
 
 	memset(res, 0, sizeof(*res));
+	/* TLB shootdowns from the source this host has (a probe decides,
+	 * once for the experiment), or not countable, said so */
+	if (host)
+		tlb_counter_open(&tlb, host, tlb_sources_from_env());
 	/* warm-up: one trial of each arm, discarded.  The first runs of an
 	 * experiment are cold (binaries, page cache, allocator), a one-time
 	 * effect that ABBA blocks, which cancel linear drift, do not remove. */
 	for (int a = 0; a < 2 && !r; a++) {
 		struct trial w;
 
-		r = run_trial(cfg, a, -1 - a, &w, res, err);
+		r = run_trial(cfg, &tlb, a, -1 - a, &w, res, err);
 		trial_free(&w);
 	}
 	for (;;) {
@@ -734,7 +784,7 @@ int ab_run(const struct ab_config *cfg, struct ab_result *res, struct nt_err *er
 					}
 					tr = tmp;
 				}
-				r = run_trial(cfg, order[k] ^ first, n, &tr[n], res, err);
+				r = run_trial(cfg, &tlb, order[k] ^ first, n, &tr[n], res, err);
 				if (r == 0)
 					n++;
 				else
@@ -758,6 +808,8 @@ int ab_run(const struct ab_config *cfg, struct ab_result *res, struct nt_err *er
 	for (int i = 0; i < n; i++)
 		trial_free(&tr[i]);
 	free(tr);
+	tlb_counter_close(&tlb);
+	fsroot_free(host);
 	return r < 0 ? r : 0;
 }
 
@@ -811,6 +863,14 @@ json_t *ab_json(const struct ab_config *cfg, const struct ab_result *res)
 				res->slowest_rank[1], "slowest_share_a", res->slowest_share[0], "slowest_share_b",
 				res->slowest_share[1]));
 		json_object_set_new(doc, "perf_events", res->perf_note[0] ? json_string(res->perf_note) : json_true());
+		{
+			json_t *nc = json_object();
+
+			for (int c = 0; c < AB_COUNTERS; c++)
+				if (res->not_countable[c][0])
+					json_object_set_new(nc, counters[c].name, json_string(res->not_countable[c]));
+			json_object_set_new(doc, "not_countable", nc);
+		}
 	}
 	return doc;
 }
@@ -842,5 +902,8 @@ int ab_print(FILE *out, const struct ab_config *cfg, const struct ab_result *res
 	for (int i = 0; i < res->n_expl && i < 3; i++)
 		fprintf(out, "  %d. %-22s %10.3f -> %10.3f  p = %.3g  => %s\n", i + 1, res->expl[i].counter,
 			res->expl[i].a, res->expl[i].b, res->expl[i].p, res->expl[i].mechanism);
+	for (int c = 0; c < AB_COUNTERS; c++)
+		if (res->not_countable[c][0] && !(perf_counter(c) && res->perf_note[0]))
+			fprintf(out, "  (%s: not countable on this host: %s)\n", counters[c].name, res->not_countable[c]);
 	return ferror(out) ? -EIO : 0;
 }

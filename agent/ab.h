@@ -47,7 +47,28 @@ struct ab_config {
 int ab_parse_spec(const char *spec, struct ab_arm *arm, struct nt_err *err);
 void ab_arm_release(struct ab_arm *arm);
 
-#define AB_COUNTERS 13
+/* The counters an A/B explains with, per step of the trial.  The first
+ * three come from the harness's own summary, the perf ones from the
+ * trial's process tree, the rest from the host. */
+enum ab_counter {
+	AB_C_INVOL_SWITCHES,          /* harness: training thread */
+	AB_C_RUNQ_WAIT_MS,            /* harness */
+	AB_C_TLB_SHOOTDOWNS,          /* host: tlb.h's source */
+	AB_C_COMPACT_STALL,           /* host: vmstat */
+	AB_C_NUMA_HINT_FAULTS,
+	AB_C_NUMA_PAGES_MIGRATED,
+	AB_C_MINOR_FAULTS,            /* harness */
+	AB_C_NUMA_MISS,               /* host: vmstat */
+	AB_C_CPU_MIGRATIONS,          /* perf: the trial's process tree */
+	AB_C_CONTEXT_SWITCHES,        /* perf */
+	AB_C_CPU_PRESSURE_MS,         /* host: PSI */
+	AB_C_NR_THROTTLED,            /* host: cgroup cpu.stat */
+	AB_C_PAGE_FAULTS,             /* perf */
+	AB_COUNTERS
+};
+
+/* "involuntary_switches", ... (the JSON and report name) */
+const char *ab_counter_name(enum ab_counter c);
 
 struct ab_explanation {
 	const char *counter;
@@ -82,6 +103,9 @@ struct ab_result {
 	double elapsed_s;
 	bool metric_is_wall;          /* foreign commands: 1 / wall time */
 	char perf_note[160];          /* why perf events are not counted ("" when they are) */
+	/* why a counter is not countable here ("" when it is): such a
+	 * counter is left out of the explanations, never taken as 0 */
+	char not_countable[AB_COUNTERS][320];
 };
 
 /* What ab reads back from one run of the harness (its --json summary). */

@@ -347,6 +347,13 @@ int report_html(FILE *f, const struct ab_config *cfg, const struct ab_result *re
 		fprintf(f, "<tr><td>%s</td><td class=\"n\">%.3f</td><td class=\"n\">%.3f</td><td class=\"n\">%.3g</td>"
 			   "<td>%s</td></tr>\n", res->expl[i].counter, res->expl[i].a, res->expl[i].b, res->expl[i].p,
 			res->expl[i].mechanism);
+	for (int c = 0; c < AB_COUNTERS; c++)
+		if (res->not_countable[c][0]) {
+			fprintf(f, "<tr class=\"nc\"><td>%s</td><td colspan=\"4\">not countable on this host: ",
+				ab_counter_name(c));
+			report_escape(f, res->not_countable[c]);
+			fputs("</td></tr>\n", f);
+		}
 	fputs("</table>\n</body>\n</html>\n", f);
 	return ferror(f) ? -EIO : 0;
 }

@@ -26,6 +26,10 @@ trap 't_cleanup' EXIT
 NODETUNE_TEST_RUN=$T_TMP
 export NODETUNE_TEST_RUN
 T_DEFER=""
+# nodetune's cgroups (a job cgroup per apply): those there when the test
+# started, to find the ones it leaves (rmdir'd, and the test fails)
+t_cgroups() { find /sys/fs/cgroup -maxdepth 3 -type d -name 'nodetune*' 2>/dev/null | sort; }
+T_CG0=$(t_cgroups)
 
 # t_defer CMD...: run CMD (eval'd) when the test ends, however it ends
 t_defer() {
@@ -115,6 +119,11 @@ t_done() {
 	t_reap
 	if [ -s "$T_TMP/.reaped" ]; then
 		t_not_ok "the test left processes running (now killed): $(cat "$T_TMP/.reaped")"
+	fi
+	cg_left=$(t_cgroups | grep -vxF "$T_CG0" | sort -r)
+	if [ -n "$cg_left" ]; then
+		t_not_ok "the test left cgroups (now removed): $(echo $cg_left)"
+		for d in $cg_left; do rmdir "$d" 2>/dev/null; done
 	fi
 	echo "# $T_N checks, $T_FAIL failed, $T_SKIP skipped"
 	[ "$T_FAIL" -eq 0 ] || exit 1

@@ -121,6 +121,13 @@ static void test_page(void **state)
 	assert_non_null(strstr(html, "./train --tag=&lt;b&gt;&amp;&#39;&quot;</code>"));
 	assert_non_null(strstr(html, "<td>tlb_shootdowns</td>"));
 	assert_non_null(strstr(html, "A 1.020, B 1.610; slowest in B: rank 3 (75% of trials)"));
+	assert_null(strstr(html, "not countable"));
+	free(html);
+	/* a counter this host cannot produce: said so, with the reason */
+	snprintf(res.not_countable[AB_C_CPU_PRESSURE_MS], sizeof(res.not_countable[0]), "no /proc/pressure <psi=0>");
+	html = render(&cfg, &res);
+	assert_non_null(strstr(html, "<tr class=\"nc\"><td>cpu_pressure_ms</td><td colspan=\"4\">not countable on "
+				     "this host: no /proc/pressure &lt;psi=0&gt;</td></tr>"));
 	free(html);
 	release(&res);
 }
