@@ -1275,6 +1275,13 @@ static int cmd_observe(struct opts *o)
 		log_msg(LOG_ERR, "/: %s", strerror(errno));
 		return EXIT_RUNTIME;
 	}
+	{
+		char nc[1024];
+
+		/* once, before the records: which fields read n/c (null) here */
+		if (sampler_uncountable(&s, nc, sizeof(nc)))
+			log_msg(LOG_NOTICE, "%s", nc);
+	}
 	sampler_take(&s, &snap[cur]);
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	while (!observe_stop) {
