@@ -11,7 +11,21 @@ run "$NODETUNE" observe --json --duration 0.6
 check "host only: a record per 100 ms, each with every CPU's %usr/%sys, vmstat, TLB, IRQs ($(wc -l <"$OUT") records)" -- sh -c \
 	"[ $RC -eq 0 ] && [ \$(wc -l <'$OUT') -ge 5 ] && [ \$(wc -l <'$OUT') -le 7 ] &&
 	 jq -se 'all(.[]; (.cpus | length) == $ncpu and (.vmstat | has(\"compact_stall\") and has(\"numa_hint_faults\"))
-	         and (.tlb_shootdowns >= 0) and (.device_irqs >= 0) and .procs == [])' '$OUT'"
+	         and (.tlb_shootdowns == null or .tlb_shootdowns >= 0) and (.device_irqs >= 0) and .procs == [])' '$OUT'"
+# TLB shootdowns: counted (a number) unless the host cannot (tlb.h), and then
+# null in every record and said once on stderr, never 0
+if grep -q 'TLB shootdowns: not countable on this host' "$ERR"; then
+	check "TLB shootdowns not countable here, said once, null in the records: $(head -c 300 "$ERR")" -- \
+		jq -se 'all(.[]; .tlb_shootdowns == null)' "$OUT"
+else
+	check "TLB shootdowns counted: a number in every record" -- jq -se 'all(.[]; .tlb_shootdowns | type == "number")' "$OUT"
+fi
+run env NODETUNE_TLB_SOURCES=none "$NODETUNE" observe --json --duration 0.3
+check "a host that cannot count TLB shootdowns: null in every record (not 0) and one line saying why" -- sh -c \
+	"[ $RC -eq 0 ] && jq -se 'all(.[]; .tlb_shootdowns == null)' '$OUT' &&
+	 [ \$(grep -c 'TLB shootdowns: not countable on this host (no source allowed' '$ERR') -eq 1 ]"
+run env NODETUNE_TLB_SOURCES=none "$NODETUNE" observe --duration 0.3
+check "... and 'tlb n/c' in the text lines" -- grep -q ' tlb n/c ' "$OUT"
 if [ -r /proc/pressure/cpu ]; then
 	check "PSI where present" -- jq -se 'all(.[]; .psi_ms.cpu_some >= 0)' "$OUT"
 fi
