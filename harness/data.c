@@ -494,11 +494,16 @@ int shard_decode_chunk(const void *raw, const struct shard_index *ix, uint32_t c
 		       struct batch_data *ret, char *why, size_t why_size)
 {
 	const uint64_t chunk = l->first_chunk + c, first = chunk * m->chunk_samples;
-	const uint32_t n = (uint32_t)(m->samples - first < m->chunk_samples ? m->samples - first : m->chunk_samples);
+	uint32_t n;
 	struct batch_data d;
 	char reason[200];
 	uint64_t id;
 
+	if (c >= l->n_chunks || first >= m->samples) {
+		snprintf(reason, sizeof(reason), "no such chunk (the shard holds %u)", l->n_chunks);
+		goto bad;
+	}
+	n = (uint32_t)(m->samples - first < m->chunk_samples ? m->samples - first : m->chunk_samples);
 	if (batch_decode(raw, (size_t)ix->len, out, out_size, &d, &id, reason, sizeof(reason)))
 		goto bad;
 	if (id != chunk) {

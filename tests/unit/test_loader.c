@@ -169,11 +169,43 @@ static void test_shards_and_failure(void **state)
 	test_rmrf(dir);
 }
 
+/* A chunk index whose length runs past the file (it used to size a
+ * realloc): the loader fails with the reader's message, nothing aborts. */
+static void test_corrupt_index(void **state)
+{
+	char dir[64], why[512], path[128];
+	struct loader_config c = { spec, 64, 0, 1, 2, 2, 0, true, false, NULL, NULL, NULL };
+	struct loader *l;
+	struct loader_batch *b;
+	uint64_t io, big = UINT64_MAX / 2;
+	double wait;
+	int fd;
+
+	(void)state;
+	assert_non_null(test_tmpdir(dir, sizeof(dir)));
+	assert_int_equal(data_write_shards(dir, &spec, 1024, 64, 4, 1, why, sizeof(why)), 0);
+	snprintf(path, sizeof(path), "%s/shard-00000.nts", dir);
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &io, 8, 24), 8);                      /* the index's offset */
+	assert_int_equal(pwrite(fd, &big, 8, (off_t)(io + 16 + 8)), 8);  /* chunk 1's length */
+	close(fd);
+	c.data_dir = dir;
+	l = loader_start(&c, why, sizeof(why));
+	assert_non_null(l);
+	assert_int_equal(loader_next(l, &b, &wait, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "shard-00000.nts: offset "));
+	assert_non_null(strstr(why, ": chunk 1: length 9223372036854775807 runs past the end of the file (size "));
+	loader_stop(l);
+	test_rmrf(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_orders_and_configurations),
 		cmocka_unit_test(test_shards_and_failure),
+		cmocka_unit_test(test_corrupt_index),
 		cmocka_unit_test(test_host_alloc_hook),
 	};
 
