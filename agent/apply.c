@@ -73,6 +73,16 @@ void apply_report_release(struct apply_report *rep)
 
 #define RAW_MAX (PLAN_VALUE_MAX * 4)
 
+/* what is journaled must fit what the journal reader takes back */
+_Static_assert(RAW_MAX <= JOURNAL_RAW_MAX && PLAN_VALUE_MAX <= JOURNAL_VALUE_MAX &&
+	       sizeof(((struct plan_host *)0)->path) <= JOURNAL_PATH_MAX, "journal bounds");
+
+/* strerror, with the answer of a path leading out of the root spelled out */
+static const char *write_strerror(int r)
+{
+	return r == -EXDEV ? "the path leads out of the root (a symlink); not written" : strerror(-r);
+}
+
 /* Effective value of path now; its exact bytes too when raw is not NULL
  * (RAW_MAX bytes). */
 static int current_value(const struct fsroot *root, const char *path, char *out, size_t size,
@@ -99,7 +109,7 @@ static int set_file(const struct fsroot *root, const char *path, const char *val
 	fsroot_display(root, path, disp, sizeof(disp));
 	r = fsroot_write(root, path, value);
 	if (r < 0)
-		return err_set(err, r, "%s: writing '%s' failed: %s", disp, value, strerror(-r));
+		return err_set(err, r, "%s: writing '%s' failed: %s", disp, value, write_strerror(r));
 	r = current_value(root, path, now, sizeof(now), NULL);
 	if (r < 0)
 		return err_set(err, r, "%s: reading back failed: %s", disp, strerror(-r));
@@ -123,13 +133,46 @@ static int restore_file(const struct fsroot *root, const struct journal_entry *e
 	fsroot_display(root, e->a, disp, sizeof(disp));
 	r = fsroot_write_exact(root, e->a, e->raw);
 	if (r < 0)
-		return err_set(err, r, "%s: restoring failed: %s", disp, strerror(-r));
+		return err_set(err, r, "%s: restoring failed: %s", disp, write_strerror(r));
 	if (fsroot_read_exact(root, e->a, back, sizeof(back)) < 0 || strcmp(back, e->raw))
 		return err_set(err, -EIO, "%s: restored content does not read back", disp);
 	return 0;
 }
 
 /* ---- restoring from a journal ------------------------------------------ */
+
+/* Can every entry of st be restored under root, as apply could have
+ * written it?  journal_read took only paths below sys/, proc/sys/ and
+ * proc/irq/ without "." or ".."; here each must also resolve beneath the
+ * root (no symlink out of it), and a job cgroup, created on the live host
+ * only, cannot be in a captured tree's journal.  The whole journal is
+ * checked before anything is restored: 0, or -EINVAL naming its file and
+ * line. */
+static int check_entries(const struct fsroot *root, const struct journal_state *st, const char *jpath,
+			 struct nt_err *err)
+{
+	for (unsigned i = 0; i < st->n; i++) {
+		const struct journal_entry *e = &st->entries[i];
+		int r;
+
+		if (e->kind == JE_CGROUP) {
+			if (!fsroot_is_host(root))
+				return err_set(err, -EINVAL,
+					       "%s:%u: a job cgroup (%s) in the journal of %s, not the live host, "
+					       "where apply never creates one; nothing was restored",
+					       jpath, e->line, e->a, fsroot_path(root));
+			continue;
+		}
+		r = fsroot_check_beneath(root, e->a);
+		if (r == -EXDEV || r == -ELOOP)
+			return err_set(err, -EINVAL,
+				       "%s:%u: %s leads out of %s (a symlink); nothing was restored",
+				       jpath, e->line, e->a, fsroot_path(root));
+		/* missing (noted when restoring) or unreadable (a restore
+		 * failure): not a path steered out of the root */
+	}
+	return 0;
+}
 
 /* Restore every entry of st, last first.  Failures do not stop the others;
  * the first is returned. */
@@ -276,12 +319,15 @@ int apply_plan(const struct plan *pl, const struct fsroot *root, const char *sta
 		struct nt_err e2 = { 0 };
 
 		if (journal_read(j, &st, &e2) == 0) {
-			if (restore_entries(root, &st, &undo, &e2) == 0)
+			if (check_entries(root, &st, journal_path(j), &e2) == 0 &&
+			    restore_entries(root, &st, &undo, &e2) == 0)
 				journal_remove(j, NULL);
 			else
 				report_note(rep, "rollback incomplete: %s; journal kept at %s (run `nodetune revert`)",
 					    e2.msg, journal_path(j));
 			journal_state_release(&st);
+		} else {
+			report_note(rep, "rollback impossible: %s; journal kept at %s", e2.msg, journal_path(j));
 		}
 		apply_report_release(&undo);
 		free(rep->changes);
@@ -327,6 +373,9 @@ int apply_revert(const char *state_dir, const char *sysroot, struct apply_report
 		r = err_set(err, -errno, "%s (from the journal): %s", st.root, strerror(errno));
 		goto out;
 	}
+	r = check_entries(root, &st, journal_path(j), err);
+	if (r < 0)
+		goto out;
 	if (!st.committed)
 		report_note(rep, "the apply that wrote %s did not complete (killed?); restoring what it changed",
 			    journal_path(j));

@@ -4,10 +4,18 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#ifndef SYS_openat2
+#define SYS_openat2 437   /* the same number on every architecture */
+#endif
 
 #define CACHE_SLOTS 1024     /* hash slots of a sampling root's open files (power of 2) */
 #define CACHE_MAX 512        /* files kept open at most (well below RLIMIT_NOFILE's 1024) */
@@ -30,8 +38,14 @@ struct fsroot {
 	struct fsroot_cache *cache; /* NULL unless fsroot_cache_enable() */
 };
 
+static long sys_openat2(int dirfd, const char *path, struct open_how *how, size_t size)
+{
+	return syscall(SYS_openat2, dirfd, path, how, size);
+}
+
 struct fsroot_syscalls fsroot_sys = {
 	.openat = openat,
+	.openat2 = sys_openat2,
 	.read = read,
 	.write = write,
 	.close = close,
@@ -94,6 +108,167 @@ static int fsroot_openat(const struct fsroot *root, const char *relpath,
 		fd = fsroot_sys.openat(root->dirfd, relpath, flags | O_CLOEXEC);
 	while (fd < 0 && errno == EINTR);
 	return fd < 0 ? -errno : fd;
+}
+
+/* ---- opening beneath the root ------------------------------------------ */
+
+#define WALK_MAX_DEPTH 128  /* directories below the root a walk may hold open */
+#define WALK_MAX_LINKS 40   /* symlinks followed in one walk (the kernel's MAXSYMLINKS) */
+
+/* Without openat2: resolve relpath one component at a time from rootfd,
+ * each opened O_NOFOLLOW relative to the directory before it, so no
+ * component is looked up by a path the kernel resolves on its own.  A
+ * symlink is read and its (relative) target walked the same way; ".."
+ * pops a directory and may not pop the root (-EXDEV), nor may a symlink be
+ * absolute (-EXDEV).  The same answers as openat2 with RESOLVE_BENEATH. */
+static int walk_beneath(int rootfd, const char *relpath, int flags)
+{
+	int stack[WALK_MAX_DEPTH];
+	unsigned depth = 0, links = 0;
+	char *todo = strdup(relpath), *p = todo, target[PATH_MAX], comp[NAME_MAX + 1];
+	int r = 0;
+
+	if (!todo)
+		return -ENOMEM;
+	for (;;) {
+		int cur = depth ? stack[depth - 1] : rootfd, fd;
+		size_t n;
+		bool last;
+		struct stat sb;
+		ssize_t len;
+		char *next;
+
+		while (*p == '/')
+			p++;
+		if (!*p) {
+			/* "dir/" or "dir/..": the directory reached is the file */
+			do
+				fd = fsroot_sys.openat(cur, ".", flags | O_CLOEXEC);
+			while (fd < 0 && errno == EINTR);
+			r = fd < 0 ? -errno : fd;
+			break;
+		}
+		n = strcspn(p, "/");
+		if (n > NAME_MAX) {
+			r = -ENAMETOOLONG;
+			break;
+		}
+		memcpy(comp, p, n);
+		comp[n] = '\0';
+		p += n;
+		last = !*p;
+		if (!strcmp(comp, "."))
+			continue;
+		if (!strcmp(comp, "..")) {
+			if (depth == 0) {
+				r = -EXDEV;
+				break;
+			}
+			close(stack[--depth]);
+			continue;
+		}
+		if (last) {
+			do
+				fd = fsroot_sys.openat(cur, comp, flags | O_NOFOLLOW | O_CLOEXEC);
+			while (fd < 0 && errno == EINTR);
+			if (fd < 0 && errno != ELOOP) {
+				r = -errno;
+				break;
+			}
+			if (fd >= 0 && (!(flags & O_PATH) || (fstat(fd, &sb) == 0 && !S_ISLNK(sb.st_mode)))) {
+				r = fd;
+				break;
+			}
+			if (fd >= 0)
+				close(fd);   /* O_PATH opened the symlink itself */
+		} else {
+			do
+				fd = fsroot_sys.openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+			while (fd < 0 && errno == EINTR);
+			if (fd < 0 || fstat(fd, &sb) < 0) {
+				r = -errno;
+				if (fd >= 0)
+					close(fd);
+				break;
+			}
+			if (S_ISDIR(sb.st_mode)) {
+				if (depth == WALK_MAX_DEPTH) {
+					close(fd);
+					r = -ENAMETOOLONG;
+					break;
+				}
+				stack[depth++] = fd;
+				continue;
+			}
+			close(fd);
+			if (!S_ISLNK(sb.st_mode)) {
+				r = -ENOTDIR;
+				break;
+			}
+		}
+		/* comp is a symlink: walk its target, then the rest */
+		if (++links > WALK_MAX_LINKS) {
+			r = -ELOOP;
+			break;
+		}
+		len = readlinkat(cur, comp, target, sizeof(target) - 1);
+		if (len < 0) {
+			r = -errno;
+			break;
+		}
+		target[len] = '\0';
+		if (target[0] == '/' || len == 0) {
+			r = len ? -EXDEV : -ENOENT;
+			break;
+		}
+		if (asprintf(&next, "%s%s", target, p) < 0) {
+			r = -ENOMEM;
+			break;
+		}
+		free(todo);
+		todo = p = next;
+	}
+	while (depth > 0)
+		close(stack[--depth]);
+	free(todo);
+	return r;
+}
+
+int fsroot_open_beneath(const struct fsroot *root, const char *relpath, int flags)
+{
+	/* symlinks are followed while they stay beneath the root: the live
+	 * sysfs has them mid-path (cpuN/cpufreq -> ../cpufreq/policyN), which
+	 * RESOLVE_NO_SYMLINKS would refuse; /proc's magic links never */
+	struct open_how how = {
+		.flags = (unsigned long long)(flags | O_CLOEXEC),
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+	};
+	int tries = 0;
+	long fd;
+
+	while (*relpath == '/')
+		relpath++;
+	if (!*relpath)
+		return -EINVAL;
+	/* EAGAIN: a rename raced the lookup; the kernel asks for a retry */
+	do
+		fd = fsroot_sys.openat2(root->dirfd, relpath, &how, sizeof(how));
+	while (fd < 0 && (errno == EINTR || (errno == EAGAIN && ++tries < 8)));
+	if (fd >= 0)
+		return (int)fd;
+	if (errno != ENOSYS)
+		return -errno;
+	return walk_beneath(root->dirfd, relpath, flags);
+}
+
+int fsroot_check_beneath(const struct fsroot *root, const char *relpath)
+{
+	int fd = fsroot_open_beneath(root, relpath, O_PATH);
+
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return 0;
 }
 
 /* ---- the open-file cache of a sampling root ----------------------------- */
@@ -292,7 +467,7 @@ int fsroot_write_exact(const struct fsroot *root, const char *relpath, const cha
 	ssize_t n;
 	int fd, err = 0;
 
-	fd = fsroot_openat(root, relpath, O_WRONLY | O_TRUNC);
+	fd = fsroot_open_beneath(root, relpath, O_WRONLY | O_TRUNC);
 	if (fd < 0)
 		return fd;
 	do

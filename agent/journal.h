@@ -13,15 +13,35 @@
  *                             and its exact bytes (restored into captured trees)
  *   cgroup NAME               a job cgroup this apply created
  *   commit                    the apply completed
+ *
+ * Trust (DESIGN.md "Trust"): the journal steers writes made as root, so it
+ * is read only from a state dir owned by the effective uid and writable by
+ * no one else (not a symlink), and only when the journal itself is a
+ * regular file of that uid with no group or other permission bits.  Each
+ * entry must be one apply can write: a file path below sys/, proc/sys/ or
+ * proc/irq/ (the knob table's and the IRQ planner's paths, agent/knob.c and
+ * agent/plan.c; the cgroup roots are below sys/fs/cgroup), relative, with no
+ * "." or ".." component; a cgroup name as the [cgroup] name knob accepts.
+ * One bad line refuses the whole journal.
  */
 #ifndef NODETUNE_JOURNAL_H
 #define NODETUNE_JOURNAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "log.h"
 
 #define JOURNAL_DEFAULT_DIR "/run/nodetune"
+
+/* Bounds of what a journal may hold (the reader refuses more, the writer
+ * never writes more). */
+#define JOURNAL_LINE_MAX 32768      /* bytes of one line, newline excluded */
+#define JOURNAL_MAX_ENTRIES 65536   /* file and cgroup entries */
+#define JOURNAL_PATH_MAX 256        /* a file entry's path, NUL included (plan_host.path) */
+#define JOURNAL_VALUE_MAX 256       /* its effective value, NUL included (PLAN_VALUE_MAX) */
+#define JOURNAL_RAW_MAX 1024        /* its exact bytes, NUL included (apply.c's RAW_MAX) */
+#define JOURNAL_NAME_MAX 65         /* a cgroup name, NUL included (knob.c's KT_NAME) */
 
 enum journal_kind { JE_FILE, JE_CGROUP };
 
@@ -30,6 +50,7 @@ struct journal_entry {
 	char *a;       /* path, or cgroup name */
 	char *b;       /* original effective value (JE_FILE) */
 	char *raw;     /* original bytes (JE_FILE) */
+	unsigned line; /* its line in the journal, for messages */
 };
 
 struct journal_state {
@@ -44,8 +65,11 @@ struct journal_state {
 struct journal; /* opaque: the open state dir, holding the lock */
 
 /* Open (creating, mode 0700) state_dir and take its lock without waiting.
- * Returns NULL with err: -EBUSY when another nodetune holds the lock,
- * -EACCES, -ENOTDIR, ... */
+ * An existing state_dir must be a directory (not a symlink) owned by the
+ * effective uid and not writable by group or others, and a journal in it a
+ * regular file of that uid with mode 0600 or stricter: otherwise NULL with
+ * err -EPERM (-ENOTDIR: not a directory), and nothing is created in it.
+ * Other errors: -EBUSY when another nodetune holds the lock, -EACCES, ... */
 struct journal *journal_open(const char *state_dir, struct nt_err *err);
 /* Release the lock and free; NULL is a no-op. */
 void journal_close(struct journal *j);
@@ -58,14 +82,27 @@ const char *journal_path(const struct journal *j);
 /* Start a new journal (fails with -EEXIST when one exists). */
 int journal_begin(struct journal *j, const char *root, const char *policy, struct nt_err *err);
 /* Append one entry and make it durable before returning.  b and raw are
- * for JE_FILE (NULL otherwise). */
+ * for JE_FILE (NULL otherwise).  -E2BIG when the line or the entry count
+ * would pass the bounds above (nothing written). */
 int journal_record(struct journal *j, enum journal_kind kind, const char *a, const char *b,
 		   const char *raw, struct nt_err *err);
 /* Mark the apply complete. */
 int journal_commit(struct journal *j, struct nt_err *err);
-/* Read the journal.  -ENOENT when there is none; -EINVAL (with file:line)
- * when it is corrupt.  Free with journal_state_release(). */
+/* Read the journal.  -ENOENT when there is none; -EPERM when the file is
+ * not to be trusted (owner, mode, type: see journal_open); -EINVAL (with
+ * file:line) when any line is corrupt or not one apply writes: then
+ * nothing is returned.  Memory stays bounded (JOURNAL_LINE_MAX) whatever
+ * the file holds.  Free with journal_state_release(); *ret is untouched on
+ * error. */
 int journal_read(struct journal *j, struct journal_state *ret, struct nt_err *err);
+/* Parse a journal's text: buf[0..len) (NUL bytes allowed, refused as
+ * corrupt), name for "name:line: ..." messages.  A torn last line (no
+ * newline: the process died appending it) is dropped, unless it is the
+ * header.  Returns 0 with *ret (free with journal_state_release()), or
+ * -EINVAL (corrupt; every check journal_read makes on a line), -ENOMEM,
+ * with err; *ret is untouched on error.  Pure: no I/O. */
+int journal_parse(const char *buf, size_t len, const char *name, struct journal_state *ret,
+		  struct nt_err *err);
 void journal_state_release(struct journal_state *st);
 /* Delete the journal (after a complete revert). */
 int journal_remove(struct journal *j, struct nt_err *err);

@@ -1,5 +1,7 @@
-/* test_fsroot.c — reads relative to a root, and their failure paths. */
+/* test_fsroot.c — reads relative to a root, and their failure paths; writes
+ * that stay beneath the root, with openat2 and with the walk used without it. */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -204,6 +206,128 @@ static void test_cache(void **state)
 	assert_int_equal(fsroot_read(fx->root, "sys/a", buf, sizeof(buf)), 22);
 }
 
+/* ---- opening beneath the root ------------------------------------------ */
+
+static int enosys_calls;
+static long openat2_enosys(int dirfd, const char *path, struct open_how *how, size_t size)
+{
+	enosys_calls++;
+	(void)dirfd;
+	(void)path;
+	(void)how;
+	(void)size;
+	errno = ENOSYS;
+	return -1;
+}
+
+/* D/root is the root, D/outside/passwd a file beside it. */
+static void beneath_tree(char *dir, size_t size, struct fsroot **ret)
+{
+	char path[256];
+
+	assert_non_null(test_tmpdir(dir, size));
+	test_write(dir, "outside/passwd", "root:x:0:0\n");
+	test_write(dir, "root/sys/kernel/a", "0\n");
+	test_write(dir, "root/sys/devices/system/cpu/cpufreq/policy0/scaling_governor", "powersave\n");
+	test_write(dir, "root/proc/sys/vm/swappiness", "60\n");
+#define LINK(target, rel)                                                   \
+	do {                                                                \
+		snprintf(path, sizeof(path), "%s/root/%s", dir, rel);       \
+		test_mkdirs(path);                                          \
+		assert_int_equal(symlink(target, path), 0);                 \
+	} while (0)
+	/* as the live sysfs has them: relative, mid-path, staying beneath */
+	LINK("../cpufreq/policy0", "sys/devices/system/cpu/cpu0/cpufreq");
+	LINK("a", "sys/kernel/same_dir");
+	LINK("../../proc/sys", "sys/kernel/procsys");
+	/* leading out */
+	LINK("../../../outside/passwd", "sys/kernel/climb");
+	snprintf(path, sizeof(path), "%s/outside/passwd", dir);
+	LINK(path, "sys/kernel/absolute");
+	snprintf(path, sizeof(path), "%s/outside", dir);
+	LINK(path, "sys/kernel/absdir");
+	LINK("../../..", "sys/kernel/up");
+	LINK("loop", "sys/kernel/loop");
+	LINK("/proc/self/fd/0", "sys/kernel/magic");
+#undef LINK
+	snprintf(path, sizeof(path), "%s/root", dir);
+	*ret = fsroot_open(path);
+	assert_non_null(*ret);
+}
+
+static void check_beneath(struct fsroot *root, const char *outside)
+{
+	static const struct {
+		const char *rel;
+		int want;
+	} cases[] = {
+		{ "sys/kernel/a", 0 },
+		{ "/sys/kernel/a", 0 },                       /* leading '/' skipped, as everywhere */
+		{ "sys/kernel/same_dir", 0 },
+		{ "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", 0 },
+		{ "sys/kernel/procsys/vm/swappiness", 0 },
+		{ "sys/kernel/../kernel/a", 0 },              /* ".." that stays beneath */
+		{ "sys/kernel/climb", -EXDEV },
+		{ "sys/kernel/absolute", -EXDEV },
+		{ "sys/kernel/absdir/passwd", -EXDEV },
+		{ "sys/kernel/up/outside/passwd", -EXDEV },
+		{ "../outside/passwd", -EXDEV },
+		{ "sys/../../outside/passwd", -EXDEV },
+		{ "sys/kernel/loop", -ELOOP },
+		{ "sys/kernel/missing", -ENOENT },
+		{ "sys/kernel/a/b", -ENOTDIR },
+		{ "", -EINVAL },
+	};
+	char buf[64];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int fd = fsroot_open_beneath(root, cases[i].rel, O_RDONLY);
+
+		if ((fd >= 0 ? 0 : fd) != cases[i].want)
+			fail_msg("%s: got %d, want %d", cases[i].rel, fd >= 0 ? 0 : fd, cases[i].want);
+		if (fd >= 0)
+			close(fd);
+		assert_int_equal(fsroot_check_beneath(root, cases[i].rel), cases[i].want);
+	}
+	/* /proc/self/fd/0 is a magic link: refused, whatever it points at */
+	assert_true(fsroot_open_beneath(root, "sys/kernel/magic", O_RDONLY) < 0);
+	/* writes go beneath: one through a symlink that stays, none out */
+	assert_int_equal(fsroot_write(root, "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", "performance"), 0);
+	assert_int_equal(fsroot_read(root, "sys/devices/system/cpu/cpufreq/policy0/scaling_governor", buf, sizeof(buf)),
+			 11);
+	assert_int_equal(fsroot_write(root, "sys/kernel/climb", "pwned"), -EXDEV);
+	assert_int_equal(fsroot_write_exact(root, "sys/kernel/absolute", "pwned\n"), -EXDEV);
+	assert_int_equal(fsroot_write(root, "../outside/passwd", "pwned"), -EXDEV);
+	assert_int_equal(fsroot_write(root, "sys/kernel/up/outside/passwd", "pwned"), -EXDEV);
+	/* the file outside is as it was */
+	{
+		FILE *f = fopen(outside, "r");
+
+		assert_non_null(f);
+		assert_non_null(fgets(buf, sizeof(buf), f));
+		fclose(f);
+		assert_string_equal(buf, "root:x:0:0\n");
+	}
+}
+
+static void test_open_beneath(void **state)
+{
+	struct fsroot_syscalls saved = fsroot_sys;
+	struct fsroot *root;
+	char dir[64], outside[128];
+
+	(void)state;
+	beneath_tree(dir, sizeof(dir), &root);
+	snprintf(outside, sizeof(outside), "%s/outside/passwd", dir);
+	check_beneath(root, outside);            /* openat2 */
+	fsroot_sys.openat2 = openat2_enosys;     /* a kernel before 5.6 */
+	check_beneath(root, outside);            /* the component walk */
+	fsroot_sys = saved;
+	assert_true(enosys_calls > 20);
+	fsroot_free(root);
+	test_rmrf(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -213,6 +337,7 @@ int main(void)
 		cmocka_unit_test(test_list_sorted),
 		cmocka_unit_test(test_display_and_open),
 		cmocka_unit_test(test_cache),
+		cmocka_unit_test(test_open_beneath),
 	};
 
 	return cmocka_run_group_tests_name("fsroot", tests, setup, teardown);
