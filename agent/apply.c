@@ -277,6 +277,14 @@ int apply_plan(const struct plan *pl, const struct fsroot *root, const char *sta
 		char now[PLAN_VALUE_MAX], want[PLAN_VALUE_MAX], disp[512], raw[RAW_MAX];
 
 		apply_normalize(items[i].to, want, sizeof(want));
+		/* a path that leads out of the root is neither read nor
+		 * journaled (its write would be refused: fsroot_write) */
+		r = fsroot_check_beneath(root, items[i].path);
+		if (r == -EXDEV || r == -ELOOP) {
+			err_set(err, -EXDEV, "%s: leads out of %s (a symlink); not written",
+				fsroot_display(root, items[i].path, disp, sizeof(disp)), fsroot_path(root));
+			break;
+		}
 		r = current_value(root, items[i].path, now, sizeof(now), raw);
 		if (r < 0) {
 			err_set(err, r, "%s: %s", fsroot_display(root, items[i].path, disp, sizeof(disp)),
@@ -318,9 +326,10 @@ int apply_plan(const struct plan *pl, const struct fsroot *root, const char *sta
 		struct apply_report undo = { 0 };
 		struct nt_err e2 = { 0 };
 
+		/* the journal this process just wrote, from the plan: no
+		 * check_entries (its writes go beneath the root anyway) */
 		if (journal_read(j, &st, &e2) == 0) {
-			if (check_entries(root, &st, journal_path(j), &e2) == 0 &&
-			    restore_entries(root, &st, &undo, &e2) == 0)
+			if (restore_entries(root, &st, &undo, &e2) == 0)
 				journal_remove(j, NULL);
 			else
 				report_note(rep, "rollback incomplete: %s; journal kept at %s (run `nodetune revert`)",

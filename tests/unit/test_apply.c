@@ -1,5 +1,7 @@
 /* test_apply.c — apply/revert on copied sysroot trees: round trips are
- * byte-for-byte, failures roll back, refusals and clamps are failures. */
+ * byte-for-byte, failures roll back, refusals and clamps are failures; a
+ * forged journal restores nothing, a symlink out of the tree is never
+ * written through. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -278,6 +280,146 @@ static void test_revert_wrong_root(void **state)
 	plan_free(pl);
 }
 
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = calloc(1, 1 << 16);
+	size_t n;
+
+	assert_non_null(f);
+	assert_non_null(buf);
+	n = fread(buf, 1, (1 << 16) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/* Overwrite path (mode kept: fopen "w" on an existing file) with a then b. */
+static void put(const char *path, const char *a, const char *b)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs(a, f);
+	fputs(b, f);
+	fclose(f);
+}
+
+static void test_forged_journal_restores_nothing(void **state)
+{
+	struct fx *fx = *state;
+	struct plan *pl = make_plan(fx, GPU_TRAIN);
+	struct apply_report rep = { 0 };
+	struct nt_err err = { 0 };
+	char before[128], applied[128], now[128], jpath[128], decoy[128], link[160], abs_line[256];
+	char *saved, *decoy0, *d;
+	const struct {
+		const char *line, *why;
+	} forged[] = {
+		{ "file\tsys/../../etc/passwd\tx\tpwned%0A\n", "path 'sys/../../etc/passwd' has a '..' component" },
+		{ abs_line, "is absolute" },
+		{ "file\tetc/passwd\tx\tpwned%0A\n", "is not below sys/, proc/sys/ or proc/irq/" },
+		{ "file\tsys/kernel/evil\tx\tpwned%0A\n", "sys/kernel/evil leads out of" },
+		{ "cgroup\tjob\n", "a job cgroup (job) in the journal of" },
+		{ "exec\trm -rf /\n", "unknown entry 'exec'" },
+	};
+
+	snprintf(jpath, sizeof(jpath), "%s/journal", fx->state);
+	snprintf(decoy, sizeof(decoy), "%s/etc/passwd", fx->dir);
+	snprintf(abs_line, sizeof(abs_line), "file\t%s\tx\tpwned%%0A\n", decoy);
+	test_write(fx->dir, "etc/passwd", "root:x:0:0:root:/root:/bin/sh\n");
+	decoy0 = slurp(decoy);
+	/* a symlink inside the tree to the decoy beside it */
+	snprintf(link, sizeof(link), "%s/sys/kernel/evil", fx->root);
+	assert_int_equal(symlink("../../../etc/passwd", link), 0);
+
+	tree_hash(fx->root, before, sizeof(before));
+	assert_int_equal(apply_plan(pl, fx->fs, fx->state, false, &rep, &err), 0);
+	apply_report_release(&rep);
+	tree_hash(fx->root, applied, sizeof(applied));
+	assert_string_not_equal(before, applied);
+	saved = slurp(jpath);
+	assert_non_null(strstr(saved, "\ncommit\n"));
+	*strstr(saved, "commit\n") = '\0';         /* the entries, then a forged one, then commit */
+
+	for (size_t i = 0; i < sizeof(forged) / sizeof(forged[0]); i++) {
+		char want[160];
+		unsigned line = 1;
+
+		for (const char *c = saved; *c; c++)
+			line += *c == '\n';
+		put(jpath, saved, forged[i].line);
+		FILE *f = fopen(jpath, "a");
+		fputs("commit\n", f);
+		fclose(f);
+		assert_int_equal(apply_revert(fx->state, fx->root, &rep, &err), -EINVAL);
+		snprintf(want, sizeof(want), "%s:%u: ", jpath, line);
+		if (strncmp(err.msg, want, strlen(want)) || !strstr(err.msg, forged[i].why) ||
+		    !strstr(err.msg, "nothing was restored") || strchr(err.msg, '\n'))
+			fail_msg("forged '%s': got '%s'", forged[i].line, err.msg);
+		assert_int_equal(rep.n, 0);
+		assert_int_equal(rep.n_notes, 0);
+		apply_report_release(&rep);
+		tree_hash(fx->root, now, sizeof(now));
+		assert_string_equal(now, applied);      /* nothing restored */
+		d = slurp(decoy);
+		assert_string_equal(d, decoy0);          /* nothing written outside */
+		free(d);
+		assert_int_equal(access(jpath, F_OK), 0);   /* the journal kept */
+	}
+	/* the real journal back: revert restores everything */
+	put(jpath, saved, "commit\n");
+	assert_int_equal(apply_revert(fx->state, fx->root, &rep, &err), 0);
+	apply_report_release(&rep);
+	tree_hash(fx->root, now, sizeof(now));
+	assert_string_equal(now, before);
+	unlink(link);
+	free(saved);
+	free(decoy0);
+	plan_free(pl);
+}
+
+/* A knob file that is a symlink out of the tree: apply neither reads it
+ * into the journal nor writes through it, and rolls back what it did. */
+static void test_apply_symlink_out(void **state)
+{
+	struct fx *fx = *state;
+	struct plan *pl;
+	struct apply_report rep = { 0 };
+	struct nt_err err = { 0 };
+	char before[128], now[128], link[160], decoy[128], jpath[128];
+	char *decoy0, *d, *kept;
+
+	snprintf(decoy, sizeof(decoy), "%s/etc/passwd", fx->dir);
+	snprintf(jpath, sizeof(jpath), "%s/journal", fx->state);
+	test_write(fx->dir, "etc/passwd", "root:x:0:0:root:/root:/bin/sh\n");
+	decoy0 = slurp(decoy);
+	snprintf(link, sizeof(link), "%s/proc/sys/vm/swappiness", fx->root);
+	test_write(fx->root, "proc/sys/vm/swappiness", "60\n");
+	kept = slurp(link);
+	unlink(link);
+	assert_int_equal(symlink("../../../../etc/passwd", link), 0);
+	pl = make_plan(fx, GPU_TRAIN);
+
+	tree_hash(fx->root, before, sizeof(before));
+	assert_int_equal(apply_plan(pl, fx->fs, fx->state, false, &rep, &err), -EXDEV);
+	assert_true(rep.rolled_back);
+	assert_non_null(strstr(err.msg, "proc/sys/vm/swappiness: leads out of"));
+	apply_report_release(&rep);
+	tree_hash(fx->root, now, sizeof(now));
+	assert_string_equal(now, before);
+	d = slurp(decoy);
+	assert_string_equal(d, decoy0);
+	free(d);
+	assert_int_equal(access(jpath, F_OK), -1);
+
+	unlink(link);
+	test_write(fx->root, "proc/sys/vm/swappiness", kept);
+	free(kept);
+	free(decoy0);
+	plan_free(pl);
+}
+
 static void test_normalize(void **state)
 {
 	char out[64];
@@ -304,6 +446,8 @@ int main(void)
 		cmocka_unit_test(test_failure_rolls_back),
 		cmocka_unit_test(test_revert_after_crash),
 		cmocka_unit_test(test_revert_wrong_root),
+		cmocka_unit_test(test_forged_journal_restores_nothing),
+		cmocka_unit_test(test_apply_symlink_out),
 	};
 
 	return cmocka_run_group_tests_name("apply", tests, setup, teardown);
