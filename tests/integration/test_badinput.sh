@@ -1,4 +1,5 @@
 #!/bin/sh
+# shellcheck disable=SC2034 # BASE, A, GT...: used by the rows, which are eval'd
 # Bad input, every verb: a missing, empty, unreadable file, a directory or a
 # FIFO where a file belongs, a file where a directory belongs, numbers out of
 # range or with trailing garbage, an option given twice, arguments a verb
@@ -8,7 +9,6 @@
 # tree, hashed after every row.
 . "$(dirname "$0")/lib.sh"
 
-# shellcheck disable=SC2034 # BASE and A are used by the rows (eval'd)
 HGX=tests/fixtures/topologies/hgx-2s8g8n.xml
 GT=policies/gpu-train.conf
 BASE=policies/baseline.conf           # run's rows: a policy that changes nothing
