@@ -378,6 +378,9 @@ static const char *path_problem(const char *rel)
 		return "is absolute (entries are relative to the root)";
 	if (strlen(rel) >= JOURNAL_PATH_MAX)
 		return "is too long";
+	for (const char *q = rel; *q; q++)
+		if ((unsigned char)*q < 0x20 || *q == 0x7f)
+			return "has a control character";
 	for (;;) {
 		size_t n = strcspn(c, "/");
 
@@ -443,7 +446,7 @@ static int parse_entry(struct jparser *p, char **f, int nf)
 		else if ((why = path_problem(e.a)))
 			r = corrupt(p, "path '%s' %s", shown(e.a, show, sizeof(show)), why);
 		else if (strlen(e.b) >= JOURNAL_VALUE_MAX || strlen(e.raw) >= JOURNAL_RAW_MAX)
-			r = corrupt(p, "the value of %s is longer than apply records", e.a);
+			r = corrupt(p, "the value of %s is longer than apply records", shown(e.a, show, sizeof(show)));
 	} else if (nf == 2 && !strcmp(f[0], "cgroup")) {
 		e.kind = JE_CGROUP;
 		e.a = journal_unescape(f[1]);

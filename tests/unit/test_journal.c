@@ -197,6 +197,7 @@ static void test_parse_forged(void **state)
 		{ HDR "file\tsys/a/\tx\tx%0A\n", 2, "has an empty component" },
 		{ HDR "file\t\tx\tx%0A\n", 2, "is empty" },
 		{ HDR "file\tsys/%2E%2E/%2E%2E/etc/passwd\tx\tx\n", 2, "has a '..' component" },
+		{ HDR "file\tsys/%1B[2Ja\tx\tx\n", 2, "path 'sys/?[2Ja' has a control character" },
 		{ HDR "file\tsys/a\tx\n", 2, "a file entry with 3 fields" },
 		{ HDR "file\tsys/a\tx\tx\tx\n", 2, "a file entry with 5 fields" },
 		{ HDR "file\tsys/a\tx\tx%zz\n", 2, "bad %-escape" },
