@@ -90,7 +90,7 @@ struct opts {
 	unsigned trials, steps;
 	double threshold, alpha, budget;
 	unsigned long long seed;
-	bool has_ranks, has_local_rank, has_local_size;
+	bool has_ranks, has_local_rank, has_local_size, has_threshold;
 	bool json, dry_run, markdown, quiet;
 	char **command;       /* NULL-terminated, after "--" */
 };
@@ -230,7 +230,7 @@ static int opt_pids(const char *val, struct opts *o)
  * (an unset shell variable), never "the current directory". */
 static bool opt_is_path(int ch)
 {
-	return strchr("ptrSRGQ", ch) != NULL;
+	return ch > 0 && strchr("ptrSRGQ", ch) != NULL;
 }
 
 /* Store the value of option ch in o.  0, or -EINVAL (said). */
@@ -263,7 +263,8 @@ static int opt_set(int ch, const char *val, struct opts *o)
 	case 'E': {
 		unsigned s32;
 
-		if (opt_uint(name, val, 0, 4000000000u, &s32) < 0)
+		/* from 1: 0 would be a degenerate generator state */
+		if (opt_uint(name, val, 1, 4000000000u, &s32) < 0)
 			return -EINVAL;
 		o->seed = s32;
 		return 0;
@@ -272,6 +273,7 @@ static int opt_set(int ch, const char *val, struct opts *o)
 		if (opt_double(name, val, 0, 100, "a percentage", &d) < 0)
 			return -EINVAL;
 		o->threshold = d / 100;
+		o->has_threshold = true;    /* 0 is a threshold, not "unset" */
 		return 0;
 	case 'X': return opt_double(name, val, 1e-6, 0.5, "a probability", &o->alpha);
 	case 'U': return opt_double(name, val, 1, 86400, "seconds", &o->budget);
@@ -1093,7 +1095,7 @@ static int ab_setup(const struct opts *o, struct ab_config *cfg, char *self, cha
 	cfg->steps = o->steps ? (int)o->steps : 30;
 	cfg->warmup = 3;
 	cfg->batch = 2048;
-	cfg->threshold = o->threshold ? o->threshold : 0.02;
+	cfg->threshold = o->has_threshold ? o->threshold : 0.02;
 	cfg->alpha = o->alpha ? o->alpha : 0.05;
 	cfg->budget_s = o->budget ? o->budget : 300;
 	cfg->seed = o->seed ? o->seed : 1;

@@ -155,6 +155,8 @@ ab|--a cmd=true --b cmd=true --threshold 2x|--threshold '2x': expected a percent
 ab|--a cmd=true --b cmd=true --alpha 0|--alpha '0': expected a probability|--alpha 0
 ab|--a cmd=true --b cmd=true --budget -5|--budget '-5': expected seconds|negative --budget
 ab|--a cmd=true --b cmd=true --seed 1e3|--seed '1e3': expected a whole number|--seed in exponent notation
+ab|--a cmd=true --b cmd=true --seed 0|--seed '0': expected a whole number from 1|--seed 0 (never silently replaced)
+ab|--a cmd=true --b cmd=true --threshold 101|--threshold '101': expected a percentage from 0 to 100|--threshold above 100%
 ab|--a cmd=true --b cmd=true --report $D/dir|--report .*/dir: is a directory|a directory as --report
 ab|--a cmd=true --b cmd=true --report $D/missing/r.html|--report .*/missing/r.html: cannot write in .*/missing: No such file or directory|--report in a missing directory
 ab|--a cmd=true --b cmd=true extra|unexpected argument 'extra'|a stray argument
