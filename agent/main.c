@@ -660,9 +660,11 @@ static int do_apply(const struct ctx *x, const struct opts *o, enum say say)
 		apply_report_release(&rep);
 		return rolled_back || r == -EBUSY ? EXIT_RUNTIME : exit_code_for(r);
 	}
-	if (o->json && say == SAY_STDOUT)
+	if (o->json && say == SAY_STDOUT) {
+		if (!o->dry_run)   /* every host change is logged, JSON or not */
+			print_report(&rep, NULL, SAY_NOTHING);
 		r = print_json(report_json(&rep, o->dry_run ? "would_change" : "changed"));
-	else if (o->dry_run && say == SAY_STDOUT) {
+	} else if (o->dry_run && say == SAY_STDOUT) {
 		printf("dry run of %s: %u change%s, nothing written\n", x->plan->policy_path, rep.n,
 		       rep.n == 1 ? "" : "s");
 		for (unsigned i = 0; i < rep.n; i++) {
@@ -702,10 +704,12 @@ static int do_revert(const struct opts *o, enum say say)
 		apply_report_release(&rep);
 		return bad_input ? EXIT_USAGE : EXIT_RUNTIME;
 	}
-	if (o->json && say == SAY_STDOUT)
+	if (o->json && say == SAY_STDOUT) {
+		print_report(&rep, NULL, SAY_NOTHING);
 		r = print_json(report_json(&rep, "restored"));
-	else
+	} else {
 		print_report(&rep, "reverted", say);
+	}
 	apply_report_release(&rep);
 	return r;
 }
