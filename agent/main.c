@@ -192,7 +192,7 @@ static int opt_double(const char *opt, const char *val, double min, double max, 
 	v = strtod(val, &end);
 	if (!(val[0] == '.' || val[0] == '-' || val[0] == '+' || (val[0] >= '0' && val[0] <= '9')) ||
 	    end == val || *end || errno == ERANGE || !(v >= min && v <= max)) {
-		log_msg(LOG_ERR, "%s '%s': expected %s from %g to %g", opt, val, unit, min, max);
+		log_msg(LOG_ERR, "%s '%s': expected %s from %.10g to %.10g", opt, val, unit, min, max);
 		return -EINVAL;
 	}
 	*ret = v;
