@@ -12,6 +12,9 @@ check "host only: a record per 100 ms, each with every CPU's %usr/%sys, vmstat, 
 	"[ $RC -eq 0 ] && [ \$(wc -l <'$OUT') -ge 5 ] && [ \$(wc -l <'$OUT') -le 7 ] &&
 	 jq -se 'all(.[]; (.cpus | length) == $ncpu and (.vmstat | has(\"compact_stall\") and has(\"numa_hint_faults\"))
 	         and (.tlb_shootdowns == null or .tlb_shootdowns >= 0) and (.device_irqs >= 0) and .procs == [])' '$OUT'"
+if [ -r /proc/pressure/cpu ]; then
+	check "PSI where present" -- jq -se 'all(.[]; .psi_ms.cpu_some >= 0)' "$OUT"
+fi
 # TLB shootdowns: counted (a number) unless the host cannot (tlb.h), and then
 # null in every record and said once on stderr, never 0
 if grep -q 'TLB shootdowns: not countable on this host' "$ERR"; then
@@ -26,9 +29,6 @@ check "a host that cannot count TLB shootdowns: null in every record (not 0) and
 	 [ \$(grep -c 'TLB shootdowns: not countable on this host (no source allowed' '$ERR') -eq 1 ]"
 run env NODETUNE_TLB_SOURCES=none "$NODETUNE" observe --duration 0.3
 check "... and 'tlb n/c' in the text lines" -- grep -q ' tlb n/c ' "$OUT"
-if [ -r /proc/pressure/cpu ]; then
-	check "PSI where present" -- jq -se 'all(.[]; .psi_ms.cpu_some >= 0)' "$OUT"
-fi
 
 run "$NODETUNE" observe --json --interval 50 -- mpirun -np 2 --oversubscribe "$HARNESS" --steps 30 --batch 512 --quiet
 check "a command under mpirun: mpirun and both ranks sampled with their threads, exit 0" -- sh -c \
