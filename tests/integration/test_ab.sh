@@ -71,7 +71,10 @@ check "noisy-neighbor: explained as CPU contention ($(jq -c '[.explanations[:3][
 	  (.perf_events == true or (.perf_events | type) == \"string\")' '$OUT'"
 
 # TLB shootdowns are a counter a host may not produce (tlb.h): explained
-# where countable; where not (a hypervisor that flushes remote TLBs itself,
+# where countable (how many reach the training thread's CPU depends on it
+# running beside the unmapping thread: 60x more here, 4x under the
+# sanitizers on a busy 2-CPU host, so the check asks for a significant
+# doubling); where not (a hypervisor that flushes remote TLBs itself,
 # acted here by allowing no source) left out of the explanations with the
 # reason, never counted as 0
 CT="$HARNESS --comm none --rows 1000 --batch 128 --steps 15 --warmup 2 --blas-threads 1 --quiet"
@@ -80,7 +83,7 @@ if jq -e '.not_countable.tlb_shootdowns' "$OUT" >/dev/null; then
 	t_skip "tlb-shootdown explained by TLB shootdowns: not countable on this host: $(jq -r .not_countable.tlb_shootdowns "$OUT")"
 else
 	check "tlb-shootdown: explained by tlb_shootdowns ($(jq -c '[.explanations[] | select(.counter == "tlb_shootdowns")][0] | [.a_per_step, .b_per_step, .p_value]' "$OUT"))" -- \
-		jq -e '[.explanations[] | select(.counter == "tlb_shootdowns" and .b_per_step > 10 * .a_per_step + 1 and .p_value < 0.05)] | length == 1' "$OUT"
+		jq -e '[.explanations[] | select(.counter == "tlb_shootdowns" and .b_per_step > 2 * .a_per_step + 0.5 and .p_value < 0.05)] | length == 1' "$OUT"
 fi
 run env NODETUNE_TLB_SOURCES=none "$NODETUNE" ab --a "cmd=$C" --b "cmd=$C --inject tlb-shootdown" --trials 2 --budget 1 --json
 check "a host that cannot count TLB shootdowns: not_countable says why, the explanations leave them out, the text says so" -- sh -c \
