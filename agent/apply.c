@@ -6,6 +6,7 @@
 #include "apply.h"
 
 #include <errno.h>
+#include <sys/stat.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -359,8 +360,14 @@ int apply_revert(const char *state_dir, const char *sysroot, struct apply_report
 	struct fsroot *root = NULL;
 	struct journal *j;
 	char real[PATH_MAX];
+	struct stat sb;
 	int r;
 
+	/* nothing was ever applied there: say so, and create nothing */
+	if (lstat(state_dir, &sb) < 0 && errno == ENOENT) {
+		report_note(rep, "nothing to revert (no state directory %s)", state_dir);
+		return 0;
+	}
 	j = journal_open(state_dir, err);
 	if (!j)
 		return err->code;

@@ -137,6 +137,17 @@ static void test_roundtrip_byte_identical(void **state)
 	assert_non_null(strstr(rep.notes[0], "nothing to revert"));
 	apply_report_release(&rep);
 	plan_free(pl);
+	/* a state dir that never existed: nothing to revert, and not created */
+	{
+		char none[4200];
+		struct stat sb;
+
+		snprintf(none, sizeof(none), "%s/never-applied", fx->state);
+		assert_int_equal(apply_revert(none, NULL, &rep, &err), 0);
+		assert_non_null(strstr(rep.notes[0], "nothing to revert (no state directory"));
+		assert_int_equal(lstat(none, &sb), -1);
+		apply_report_release(&rep);
+	}
 }
 
 static void test_dry_run_touches_nothing(void **state)
