@@ -1,7 +1,8 @@
 /* policy.c — see policy.h.
  *
  * Divisions: reading one file safely; the line parser; includes and the
- * chain of files (cycles); cross-key rules; accessors.
+ * chain of files (cycles); cross-key rules; accessors.  A file and a buffer
+ * go through the same parser (load_text); only files may include.
  */
 #include "policy.h"
 
@@ -23,6 +24,7 @@ struct chain {
 	const char *real[POLICY_MAX_DEPTH + 1];
 	const char *shown[POLICY_MAX_DEPTH + 1];
 	unsigned depth;
+	bool from_buffer;           /* policy_parse_buffer: includes refused */
 };
 
 /* ---- reading one file -------------------------------------------------- */
@@ -266,39 +268,18 @@ static int set_value(struct policy *p, int knob, const char *value, const char *
 }
 
 static int load_file(struct policy *p, const char *path, unsigned flags, const char *from,
-		     int from_line, struct chain *chain, struct nt_err *err)
+		     int from_line, struct chain *chain, struct nt_err *err);
+
+/* Parse text (path's content: len bytes, and a writable byte at text[len])
+ * and its includes into p: the one parser behind files and buffers. */
+static int load_text(struct policy *p, const char *path, const char *real, char *text, size_t len,
+		     unsigned flags, struct chain *chain, struct nt_err *err)
 {
 	struct entry *ents = NULL;
 	unsigned n = 0;
-	char *buf = NULL, real[PATH_MAX];
-	size_t len = 0;
 	int r, inc = knob_find("main", "include");
 
-	r = read_policy_file(path, flags, from, from_line, &buf, &len, err);
-	if (r < 0)
-		return r;
-	if (!realpath(path, real))
-		snprintf(real, sizeof(real), "%s", path);
-	for (unsigned i = 0; i < chain->depth; i++) {
-		if (strcmp(chain->real[i], real))
-			continue;
-		char cyc[2048];
-		size_t c = 0;
-
-		for (unsigned j = i; j < chain->depth && c < sizeof(cyc); j++)
-			c += (size_t)snprintf(cyc + c, sizeof(cyc) - c, "%s -> ", chain->shown[j]);
-		snprintf(cyc + (c < sizeof(cyc) ? c : sizeof(cyc) - 1),
-			 sizeof(cyc) - (c < sizeof(cyc) ? c : sizeof(cyc) - 1), "%s", path);
-		free(buf);
-		return err_set(err, -EINVAL, "%s:%d: include cycle: %s", from, from_line, cyc);
-	}
-	if (chain->depth >= POLICY_MAX_DEPTH) {
-		free(buf);
-		return err_set(err, -EINVAL, "%s:%d: includes nested deeper than %d", from, from_line,
-			       POLICY_MAX_DEPTH);
-	}
-	r = parse_lines(path, buf, len, &ents, &n, err);
-	free(buf);
+	r = parse_lines(path, text, len, &ents, &n, err);
 	if (r < 0)
 		return r;
 	chain->real[chain->depth] = real;
@@ -311,6 +292,11 @@ static int load_file(struct policy *p, const char *path, unsigned flags, const c
 
 		if (ents[i].knob != inc)
 			continue;
+		if (chain->from_buffer) {
+			r = err_set(err, -EINVAL, "%s:%d: include in a policy given as a buffer: includes need a policy file to resolve against",
+				    path, ents[i].line);
+			break;
+		}
 		list = strdup(ents[i].value);
 		if (!list) {
 			r = err_set(err, -ENOMEM, "out of memory");
@@ -341,6 +327,41 @@ static int load_file(struct policy *p, const char *path, unsigned flags, const c
 	return r;
 }
 
+static int load_file(struct policy *p, const char *path, unsigned flags, const char *from,
+		     int from_line, struct chain *chain, struct nt_err *err)
+{
+	char *buf = NULL, real[PATH_MAX];
+	size_t len = 0;
+	int r;
+
+	r = read_policy_file(path, flags, from, from_line, &buf, &len, err);
+	if (r < 0)
+		return r;
+	if (!realpath(path, real))
+		snprintf(real, sizeof(real), "%s", path);
+	for (unsigned i = 0; i < chain->depth; i++) {
+		if (strcmp(chain->real[i], real))
+			continue;
+		char cyc[2048];
+		size_t c = 0;
+
+		for (unsigned j = i; j < chain->depth && c < sizeof(cyc); j++)
+			c += (size_t)snprintf(cyc + c, sizeof(cyc) - c, "%s -> ", chain->shown[j]);
+		snprintf(cyc + (c < sizeof(cyc) ? c : sizeof(cyc) - 1),
+			 sizeof(cyc) - (c < sizeof(cyc) ? c : sizeof(cyc) - 1), "%s", path);
+		free(buf);
+		return err_set(err, -EINVAL, "%s:%d: include cycle: %s", from, from_line, cyc);
+	}
+	if (chain->depth >= POLICY_MAX_DEPTH) {
+		free(buf);
+		return err_set(err, -EINVAL, "%s:%d: includes nested deeper than %d", from, from_line,
+			       POLICY_MAX_DEPTH);
+	}
+	r = load_text(p, path, real, buf, len, flags, chain, err);
+	free(buf);
+	return r;
+}
+
 /* ---- cross-key rules --------------------------------------------------- */
 
 static int check_rules(const struct policy *p, struct nt_err *err)
@@ -366,20 +387,60 @@ static int check_rules(const struct policy *p, struct nt_err *err)
 
 /* ---- public ------------------------------------------------------------ */
 
-struct policy *policy_load(const char *path, unsigned flags, struct nt_err *err)
+/* An empty policy named name, or NULL (out of memory, with err). */
+static struct policy *policy_new(const char *name, struct nt_err *err)
 {
-	struct chain chain = { .depth = 0 };
 	struct policy *p = calloc(1, sizeof(*p));
 
-	if (!p || !(p->path = strdup(path)) || !(p->v = calloc(knob_count, sizeof(*p->v)))) {
+	if (!p || !(p->path = strdup(name)) || !(p->v = calloc(knob_count, sizeof(*p->v)))) {
 		policy_free(p);
 		err_set(err, -ENOMEM, "out of memory");
 		return NULL;
 	}
+	return p;
+}
+
+struct policy *policy_load(const char *path, unsigned flags, struct nt_err *err)
+{
+	struct chain chain = { .depth = 0 };
+	struct policy *p = policy_new(path, err);
+
+	if (!p)
+		return NULL;
 	if (load_file(p, path, flags, NULL, 0, &chain, err) < 0 || check_rules(p, err) < 0) {
 		policy_free(p);
 		return NULL;
 	}
+	return p;
+}
+
+struct policy *policy_parse_buffer(const char *buf, size_t len, const char *name, struct nt_err *err)
+{
+	struct chain chain = { .depth = 0, .from_buffer = true };
+	struct policy *p;
+	char *text;
+
+	if (len > POLICY_MAX_SIZE) {
+		err_set(err, -EFBIG, "%s: too large for a policy (%zu bytes, limit %u)", name, len, POLICY_MAX_SIZE);
+		return NULL;
+	}
+	p = policy_new(name, err);
+	text = malloc(len + 1);     /* the parser writes a NUL at the end of each line */
+	if (!p || !text) {
+		if (p)
+			err_set(err, -ENOMEM, "out of memory");
+		policy_free(p);
+		free(text);
+		return NULL;
+	}
+	if (len)
+		memcpy(text, buf, len);
+	text[len] = '\0';
+	if (load_text(p, name, name, text, len, 0, &chain, err) < 0 || check_rules(p, err) < 0) {
+		policy_free(p);
+		p = NULL;
+	}
+	free(text);
 	return p;
 }
 

@@ -42,6 +42,15 @@ struct policy {
  * file), -ENOMEM, and err->msg one line "file:line: what". */
 struct policy *policy_load(const char *path, unsigned flags, struct nt_err *err);
 
+/* Parse a policy from memory: buf[0..len) (untrusted; need not be
+ * NUL-terminated, is not modified), named name in messages ("name:line:
+ * what") and in p->path.  The same parser and rules as policy_load, except
+ * that include= is refused (-EINVAL): a buffer has no directory to resolve
+ * a relative include against and no file whose owner could be checked.
+ * Returns the policy, or NULL with err->code -EINVAL (bad content), -EFBIG
+ * (len > POLICY_MAX_SIZE) or -ENOMEM. */
+struct policy *policy_parse_buffer(const char *buf, size_t len, const char *name, struct nt_err *err);
+
 /* Free; NULL is a no-op. */
 void policy_free(struct policy *p);
 
