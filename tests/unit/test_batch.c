@@ -329,6 +329,33 @@ static void test_zstd_frames(void **state)
 	enc_free(&e);
 }
 
+/* Regression, found by fuzz_batch on the old decoder: a zstd batch with no
+ * stored bytes and a payload length of 0 "decompressed" to nothing, and the
+ * tensor table was then read from the 0-byte out buffer (72 bytes past it). */
+static void test_empty_payload(void **state)
+{
+	struct batch_header h = { .version = BATCH_VERSION, .flags = BATCH_FLAG_ZSTD, .n_samples = 4,
+				  .n_tensors = BATCH_TENSORS, .batch_id = 0xb100000102ull };
+	struct batch_data out = { .n = 99 };
+	unsigned char buf[sizeof(h)] = { 0 };
+	void *o;
+	char why[128];
+
+	(void)state;
+	memcpy(h.magic, BATCH_MAGIC, 4);
+	h.checksum = batch_checksum(buf, 0);
+	memcpy(buf, &h, sizeof(h));
+	assert_int_equal(posix_memalign(&o, 64, 64), 0);
+	assert_int_equal(batch_decode(buf, sizeof(buf), o, 0, &out, NULL, why, sizeof(why)), -EINVAL);
+	assert_string_equal(why, "payload of 0 bytes cannot hold the tensor table");
+	h.flags = 0;
+	memcpy(buf, &h, sizeof(h));
+	assert_int_equal(batch_decode(buf, sizeof(buf), o, 0, &out, NULL, why, sizeof(why)), -EINVAL);
+	assert_string_equal(why, "payload of 0 bytes cannot hold the tensor table");
+	assert_int_equal(out.n, 99);
+	free(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -339,6 +366,7 @@ int main(void)
 		cmocka_unit_test(test_header_counts_exceed_buffer),
 		cmocka_unit_test(test_tensor_table_overflow),
 		cmocka_unit_test(test_zstd_frames),
+		cmocka_unit_test(test_empty_payload),
 	};
 
 	return cmocka_run_group_tests_name("batch", tests, NULL, NULL);
