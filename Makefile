@@ -1,7 +1,9 @@
 # nodetune — build, test, install, demo.
 #
 #   make            build build/nodetune and build/nodetune-harness
-#   make check      deps, build, unit + integration tests, then both again under ASan+UBSan
+#   make check      deps, build, unit + integration tests, then both again under ASan+UBSan,
+#                   then each fuzz target for FUZZ_SMOKE_TIME seconds
+#   make fuzz       each libFuzzer target (tests/fuzz/fuzz_*.c) for FUZZ_TIME seconds
 #   make demo       deps, build, run the main job on this machine
 #   make install    PREFIX=/usr/local DESTDIR=
 #
@@ -14,6 +16,9 @@ PREFIX   ?= /usr/local
 DESTDIR  ?=
 CC       ?= cc
 SAN      ?=
+# libFuzzer targets: tests/fuzz/fuzz_<name>.c, seeds in tests/fuzz/corpus/<name>/
+FUZZ_TIME       ?= 60
+FUZZ_SMOKE_TIME ?= 10
 
 PKGS      := hwloc jansson libcgroup numa
 # -D_GNU_SOURCE: openat/faccessat, vasprintf, getopt_long and sched_* come
@@ -25,7 +30,9 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -MMD -MP -Iagent \
              $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LIBS       = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 
-ifeq ($(SAN),1)
+# SAN=1: ASan + UBSan.  SAN=fuzz: the same, plus libFuzzer's coverage
+# instrumentation (clang only; see "fuzzing" below).
+ifneq ($(filter 1 fuzz,$(SAN)),)
 ALL_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDSAN      := -fsanitize=address,undefined
 # hwloc dlopen()s its pci plugin and dlclose()s it at exit; libpciaccess goes
@@ -35,6 +42,9 @@ LDSAN      := -fsanitize=address,undefined
 ifneq ($(shell ldconfig -p 2>/dev/null | grep -c 'libpciaccess.so.0 '),0)
 LDSAN      += -Wl,--no-as-needed -l:libpciaccess.so.0 -Wl,--as-needed
 endif
+endif
+ifeq ($(SAN),fuzz)
+ALL_CFLAGS += -fsanitize=fuzzer-no-link
 endif
 
 # The agent's core library: everything but main.c.
@@ -83,15 +93,20 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 UNIT_LIBS  = $(shell pkg-config --libs cmocka 2>/dev/null) $(LIBS)
 
-.PHONY: all deps deps-check check unit integration asan demo install clean
+.PHONY: all deps deps-check deps-fuzz check unit integration asan fuzz fuzz-smoke fuzz-build fuzz-bins \
+	demo install clean
 .DEFAULT_GOAL := all
 
 deps:
 	@scripts/install-deps.sh core
 
-# the tests also open an HTML report in headless Chromium
+# the tests also open an HTML report in headless Chromium, and run the
+# fuzz targets (clang + libFuzzer)
 deps-check:
-	@scripts/install-deps.sh core browser
+	@scripts/install-deps.sh core browser fuzz
+
+deps-fuzz:
+	@scripts/install-deps.sh core fuzz
 
 $(BUILD)/%.o: %.c | deps
 	@mkdir -p $(dir $@)
@@ -143,9 +158,39 @@ check: deps-check
 	$(MAKE) --no-print-directory unit || fail="$$fail unit"; \
 	$(MAKE) --no-print-directory integration || fail="$$fail integration"; \
 	$(MAKE) --no-print-directory asan || fail="$$fail asan"; \
+	$(MAKE) --no-print-directory fuzz-smoke || fail="$$fail fuzz-smoke"; \
 	took=$$(( $$(date +%s) - start )); \
 	if [ -n "$$fail" ]; then echo "make check: failed:$$fail (after $$took s)" >&2; exit 1; fi; \
 	echo "make check: all test suites passed in $$took s"
+
+# ---- fuzzing ---------------------------------------------------------------
+# Each parser of untrusted input has a libFuzzer target,
+# tests/fuzz/fuzz_<name>.c, with seeds in tests/fuzz/corpus/<name>/.  Both
+# libraries are built again with clang into $(BUILD)/fuzz (SAN=fuzz: ASan,
+# UBSan and coverage; no CUDA, as under SAN=1), and each target is linked
+# with libFuzzer's main into $(BUILD)/fuzz/fuzz_<name>.  The runner works on
+# a copy of the seeds and leaves crash reproducers in $(BUILD)/fuzz/artifacts.
+FUZZ_NAMES := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BINS  := $(addprefix $(BUILD)/fuzz/,$(FUZZ_NAMES))
+
+fuzz-build: deps-fuzz
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/fuzz CC=clang SAN=fuzz CFLAGS='-g -O1' fuzz-bins
+
+fuzz: fuzz-build
+	@tests/fuzz/run-fuzz.sh $(FUZZ_TIME) $(FUZZ_BINS)
+
+fuzz-smoke: fuzz-build
+	@tests/fuzz/run-fuzz.sh $(FUZZ_SMOKE_TIME) $(FUZZ_BINS)
+
+# (inside the SAN=fuzz make that fuzz-build starts, where $(BUILD) is
+# the outer $(BUILD)/fuzz)
+ifeq ($(SAN),fuzz)
+fuzz-bins: $(addprefix $(BUILD)/,$(FUZZ_NAMES))
+
+$(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(LIB) $(HLIB) | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(H_CFLAGS) -Iharness -o $@ $< $(LIB) $(HLIB) -fsanitize=fuzzer $(LDSAN) $(LIBS) $(H_LIBS)
+endif
 
 demo: deps all
 	@scripts/demo.sh $(abspath $(BUILD))

@@ -5,6 +5,8 @@
 #   core     (default) what `make`, `make check` and `make demo` need
 #   bench    adds the reference implementations for bench/ (python3-torch)
 #   browser  adds headless Chromium, used to look at HTML reports
+#   fuzz     adds clang and its runtimes (libFuzzer, ASan, UBSan), for
+#            `make fuzz` and the fuzzing pass of `make check`
 #
 # Idempotent: when every package of the asked groups is already installed it
 # returns at once without touching apt.  Needs root (or sudo) otherwise.
@@ -23,6 +25,9 @@ core="build-essential pkg-config
       python3"
 bench="python3-torch python3-numpy"
 browser="chromium"
+# libclang-rt-dev (libclang-rt-14-dev on Debian 12) holds libFuzzer and the
+# sanitizer runtimes; clang alone does not pull it in
+fuzz="clang libclang-rt-dev"
 
 [ $# -gt 0 ] || set -- core
 want=""
@@ -31,7 +36,8 @@ for group in "$@"; do
 	core)    want="$want $core" ;;
 	bench)   want="$want $core $bench" ;;
 	browser) want="$want $browser" ;;
-	*) echo "install-deps.sh: unknown group '$group' (core, bench, browser)" >&2; exit 2 ;;
+	fuzz)    want="$want $fuzz" ;;
+	*) echo "install-deps.sh: unknown group '$group' (core, bench, browser, fuzz)" >&2; exit 2 ;;
 	esac
 done
 
