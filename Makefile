@@ -5,7 +5,8 @@
 #                   then each fuzz target for FUZZ_SMOKE_TIME seconds
 #   make fuzz       each libFuzzer target (tests/fuzz/fuzz_*.c) for FUZZ_TIME seconds
 #   make demo       deps, build, run the main job on this machine
-#   make install    PREFIX=/usr/local DESTDIR=
+#   make demo-fleet deps, build, roll policies over 12 simulated hosts on a local etcd
+#   make install    PREFIX=/usr/local DESTDIR= (UNITDIR, SYSCONFDIR, SPANKDIR: see "install")
 #
 # Everything is built out of tree into $(BUILD).  Entry points that need the
 # Debian packages run scripts/install-deps.sh first (a quick no-op when they
@@ -20,15 +21,16 @@ SAN      ?=
 FUZZ_TIME       ?= 60
 FUZZ_SMOKE_TIME ?= 10
 
-PKGS      := hwloc jansson libcgroup numa
+PKGS      := hwloc jansson libcgroup libcurl libmd libmicrohttpd libsystemd numa
 # -D_GNU_SOURCE: openat/faccessat, vasprintf, getopt_long and sched_* come
 # from glibc's GNU set.  -Wformat=2 -Wshadow catch printf and scoping bugs
 # that -Wall -Wextra let through.
 WARN      := -Wall -Wextra -Werror -Wformat=2 -Wshadow -Wstrict-prototypes
 CFLAGS    ?= -O2 -g
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -MMD -MP -Iagent \
+# -fPIC: the library is linked into the Slurm plugin (a shared object) too
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC $(WARN) $(CFLAGS) -MMD -MP -Icommon -Iagent/lib \
              $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LIBS       = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+LIBS       = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
 
 # SAN=1: ASan + UBSan.  SAN=fuzz: the same, plus libFuzzer's coverage
 # instrumentation (clang only; see "fuzzing" below).
@@ -47,8 +49,11 @@ ifeq ($(SAN),fuzz)
 ALL_CFLAGS += -fsanitize=fuzzer-no-link
 endif
 
-# The agent's core library: everything but main.c.
-LIB_SRCS  := $(filter-out agent/main.c,$(wildcard agent/*.c))
+# libnodetune: the agent's engine (agent/lib/, no main(), no exit()), linked
+# by the CLI (agent/cli/), the tests and the fuzz targets.
+LIB_SRCS  := $(wildcard agent/lib/*.c) common/nt_err.c
+CLI_SRCS  := $(wildcard agent/cli/*.c)
+CLI_OBJS  := $(CLI_SRCS:%.c=$(BUILD)/%.o)
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 LIB       := $(BUILD)/libnodetune.a
 NODETUNE  := $(BUILD)/nodetune
@@ -66,7 +71,7 @@ H_LIBS     = $(shell pkg-config --libs $(HPKGS) 2>/dev/null) -lpthread -lm $(if 
 NVFLAGS   := -O2 -std=c++17 -MD -MP -Xcompiler -Wall,-Wextra -gencode arch=compute_80,code=sm_80 \
              -gencode arch=compute_90,code=[sm_90,compute_90]
 H_SRCS    := $(filter-out harness/main.c $(if $(NVCC),harness/cuda_none.c),$(wildcard harness/*.c)) \
-             $(wildcard kernels/cpu/*.c)
+             $(wildcard kernels/cpu/*.c) common/nt_err.c
 H_CU      := $(if $(NVCC),$(wildcard harness/*.cu kernels/cuda/*.cu))
 H_OBJS    := $(H_SRCS:%.c=$(BUILD)/h/%.o) $(H_CU:%.cu=$(BUILD)/h/%.cu.o)
 HLIB      := $(BUILD)/libharness.a
@@ -78,7 +83,7 @@ $(BUILD)/h/%.o: %.c | deps
 
 $(BUILD)/h/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVFLAGS) -I$(dir $<) -Iharness -c $< -o $@
+	$(NVCC) $(NVFLAGS) -I$(dir $<) -Iharness -Icommon -c $< -o $@
 
 $(HLIB): $(H_OBJS)
 	@rm -f $@
@@ -87,23 +92,48 @@ $(HLIB): $(H_OBJS)
 $(HARNESS): $(BUILD)/h/harness/main.o $(HLIB)
 	$(CC) $(LDSAN) -o $@ $^ $(H_LIBS)
 
-all: $(NODETUNE) $(HARNESS)
+# ---- the Slurm SPANK plugin: built when <slurm/spank.h> is there (the
+# slurm group of install-deps.sh), over libnodetune.  Only the plugin's
+# slurm_spank_* entry points are exported, and the library's symbols are
+# bound inside it (-Bsymbolic, --exclude-libs): slurmstepd's own log_* and
+# friends never interpose.  Never under the sanitizers: slurmstepd, which
+# dlopen()s it, is not instrumented, so an ASan plugin cannot load there
+# (the ASan pass of test_slurm.sh uses build/nodetune_spank.so).
+# Its default nodetune= (the binary the job prolog/epilog run) is the one
+# `make install` puts in $(PREFIX)/bin: a stamp holding PREFIX rebuilds it
+# when PREFIX changes.
+SPANK_H   := $(wildcard /usr/include/slurm/spank.h)
+PLUGIN    := $(if $(SPANK_H),$(if $(SAN),,$(BUILD)/nodetune_spank.so))
+
+$(BUILD)/.prefix: FORCE
+	@mkdir -p $(BUILD); echo '$(PREFIX)' | cmp -s - $@ || echo '$(PREFIX)' >$@
+
+$(BUILD)/nodetune_spank.so: deploy/slurm/nodetune_spank.c $(LIB) $(BUILD)/.prefix | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -DNODETUNE_BIN='"$(PREFIX)/bin/nodetune"' -shared -Wl,-Bsymbolic \
+		-Wl,--exclude-libs,ALL -o $@ $< $(LIB) $(LIBS)
+
+all: $(NODETUNE) $(HARNESS) $(PLUGIN)
 
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 UNIT_LIBS  = $(shell pkg-config --libs cmocka 2>/dev/null) $(LIBS)
 
 .PHONY: all deps deps-check deps-fuzz check unit integration asan fuzz fuzz-smoke fuzz-build fuzz-bins \
-	demo install clean
+	demo demo-fleet install clean
 .DEFAULT_GOAL := all
 
 deps:
 	@scripts/install-deps.sh core
 
-# the tests also open an HTML report in headless Chromium, and run the
-# fuzz targets (clang + libFuzzer)
+# the tests also open an HTML report in headless Chromium, run the fuzz
+# targets (clang + libFuzzer), check deploy/ (systemd-analyze, YAML, the
+# Kubernetes schemas through npm), the /metrics text with promtool, and
+# the etcd client against a real 3-member etcd cluster, and the SPANK
+# plugin on a real one-node Slurm (test_slurm.sh), and launch `nodetune
+# exec` under torch's elastic agent (python3-torch)
 deps-check:
-	@scripts/install-deps.sh core browser fuzz
+	@scripts/install-deps.sh core browser fuzz deploy daemon fleet slurm torch
 
 deps-fuzz:
 	@scripts/install-deps.sh core fuzz
@@ -112,11 +142,18 @@ $(BUILD)/%.o: %.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
+# the objects are rebuilt when the flags change (-fPIC, SAN): a stamp
+# holding them
+$(BUILD)/.cflags: FORCE
+	@mkdir -p $(BUILD); echo '$(ALL_CFLAGS)' | cmp -s - $@ || echo '$(ALL_CFLAGS)' >$@
+$(LIB_OBJS) $(CLI_OBJS): $(BUILD)/.cflags
+.PHONY: FORCE
+
 $(LIB): $(LIB_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(NODETUNE): $(BUILD)/agent/main.o $(LIB)
+$(NODETUNE): $(CLI_OBJS) $(LIB)
 	$(CC) $(LDSAN) -o $@ $^ $(LIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(LIB) $(HLIB) | deps
@@ -127,11 +164,18 @@ $(BUILD)/tests/wdiff: tests/tools/wdiff.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDSAN) -o $@ $< -lm
 
+# real remote TLB flushes on demand, made by the library's own probe
+# (tlb_probe_storm), for test_inject.sh
+$(BUILD)/tests/tlbstorm: tests/tools/tlbstorm.c $(LIB) | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB) $(LDSAN) $(LIBS)
+
 unit: $(UNIT_BINS) $(NODETUNE) $(HARNESS)
 	@tests/run-unit.sh $(UNIT_BINS)
 
-integration: $(NODETUNE) $(HARNESS) $(BUILD)/tests/wdiff
+integration: $(NODETUNE) $(HARNESS) $(PLUGIN) $(BUILD)/tests/wdiff $(BUILD)/tests/tlbstorm
 	@NODETUNE=$(abspath $(NODETUNE)) HARNESS=$(abspath $(HARNESS)) WDIFF=$(abspath $(BUILD)/tests/wdiff) \
+		TLBSTORM=$(abspath $(BUILD)/tests/tlbstorm) \
 		tests/run-integration.sh tests/integration/test_*.sh
 
 # The unit tests run with LeakSanitizer (they cover all of our library
@@ -195,12 +239,49 @@ endif
 demo: deps all
 	@scripts/demo.sh $(abspath $(BUILD))
 
-install: all
+demo-fleet: deps all
+	@scripts/demo-fleet.sh $(abspath $(BUILD))
+
+# ---- install ---------------------------------------------------------------
+# The systemd unit goes to $(PREFIX)/lib/systemd/system: /usr/local/lib/...
+# for the default PREFIX (a directory systemd searches), /usr/lib/... for
+# PREFIX=/usr (the same directory as /lib/systemd/system on Debian 12's
+# merged /usr); UNITDIR= overrides it.  Its ExecStart names the installed
+# binary ($(PREFIX)/bin, without DESTDIR).  The default policy goes to
+# /etc/nodetune/policy.conf (the daemon's default, whatever PREFIX), from
+# policies/gpu-train.conf, mode 0644, and never over an existing one: that
+# is the admin's.  The SPANK plugin (when built) goes to $(PREFIX)/lib/slurm,
+# or for PREFIX=/usr to Debian's PluginDir, /usr/lib/MULTIARCH/slurm-wlm
+# (where slurmd finds a plugstack.conf line that names it without a
+# directory); SPANKDIR= overrides it.
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+MULTIARCH  := $(shell $(CC) -print-multiarch 2>/dev/null)
+SPANKDIR   ?= $(if $(and $(filter /usr,$(PREFIX)),$(MULTIARCH)),/usr/lib/$(MULTIARCH)/slurm-wlm,$(PREFIX)/lib/slurm)
+SYSCONFDIR ?= /etc
+DOCDIR     ?= $(PREFIX)/share/doc/nodetune
+
+$(BUILD)/nodetune.service: deploy/systemd/nodetune.service.in Makefile
+	@mkdir -p $(dir $@)
+	sed -e 's|@BINDIR@|$(PREFIX)/bin|g' -e 's|@DOCDIR@|$(DOCDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' $< >$@.tmp && mv $@.tmp $@
+
+# the unit depends on PREFIX: regenerated on every install
+.PHONY: $(BUILD)/nodetune.service
+
+install: all $(BUILD)/nodetune.service
 	install -D -m 0755 $(NODETUNE) $(DESTDIR)$(PREFIX)/bin/nodetune
 	install -D -m 0755 $(HARNESS) $(DESTDIR)$(PREFIX)/bin/nodetune-harness
 	install -d -m 0755 $(DESTDIR)$(PREFIX)/share/nodetune/policies
 	install -m 0644 policies/*.conf $(DESTDIR)$(PREFIX)/share/nodetune/policies/
-	install -D -m 0644 docs/policy-keys.md $(DESTDIR)$(PREFIX)/share/doc/nodetune/policy-keys.md
+	install -D -m 0644 docs/policy-keys.md $(DESTDIR)$(DOCDIR)/policy-keys.md
+	install -D -m 0644 $(BUILD)/nodetune.service $(DESTDIR)$(UNITDIR)/nodetune.service
+	$(if $(PLUGIN),install -D -m 0755 $(PLUGIN) $(DESTDIR)$(SPANKDIR)/nodetune_spank.so)
+	install -d -m 0755 $(DESTDIR)$(SYSCONFDIR)/nodetune
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/nodetune/policy.conf ]; then \
+		echo "install: keeping $(DESTDIR)$(SYSCONFDIR)/nodetune/policy.conf (exists)"; \
+	else \
+		echo "install -m 0644 policies/gpu-train.conf $(DESTDIR)$(SYSCONFDIR)/nodetune/policy.conf"; \
+		install -m 0644 policies/gpu-train.conf $(DESTDIR)$(SYSCONFDIR)/nodetune/policy.conf; \
+	fi
 
 clean:
 	rm -rf $(BUILD)

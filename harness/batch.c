@@ -132,104 +132,88 @@ int batch_encode(const struct batch_data *d, uint64_t id, int zstd_level,
 }
 
 /* Decompress the stored bytes (one zstd frame that records its content
- * size, exactly payload_len bytes) into o.  0 or -EINVAL with why. */
+ * size, exactly payload_len bytes) into o.  0 or -EINVAL with err. */
 static int unzstd(const unsigned char *src, size_t stored, unsigned char *o, size_t payload_len,
-		  char *why, size_t why_size)
+		  struct nt_err *err)
 {
 	unsigned long long fcs = ZSTD_getFrameContentSize(src, stored);
 	size_t csz, n;
 
 	if (fcs == ZSTD_CONTENTSIZE_ERROR) {
-		snprintf(why, why_size, "zstd: not a zstd frame");
-		return -EINVAL;
+		return err_set(err, -EINVAL, "zstd: not a zstd frame");
 	}
 	if (fcs == ZSTD_CONTENTSIZE_UNKNOWN) {
-		snprintf(why, why_size, "zstd: the frame does not record its content size");
-		return -EINVAL;
+		return err_set(err, -EINVAL, "zstd: the frame does not record its content size");
 	}
 	if (fcs != payload_len) {
-		snprintf(why, why_size, "zstd: the frame holds %llu bytes, the batch header says %zu",
+		return err_set(err, -EINVAL, "zstd: the frame holds %llu bytes, the batch header says %zu",
 			 fcs, payload_len);
-		return -EINVAL;
 	}
 	csz = ZSTD_findFrameCompressedSize(src, stored);
 	if (ZSTD_isError(csz)) {
-		snprintf(why, why_size, "zstd: %s", ZSTD_getErrorName(csz));
-		return -EINVAL;
+		return err_set(err, -EINVAL, "zstd: %s", ZSTD_getErrorName(csz));
 	}
 	if (csz != stored) {
-		snprintf(why, why_size, "zstd: %zu bytes after the %zu-byte frame", stored - csz, csz);
-		return -EINVAL;
+		return err_set(err, -EINVAL, "zstd: %zu bytes after the %zu-byte frame", stored - csz, csz);
 	}
 	/* a capacity of exactly payload_len: nothing beyond it is written */
 	n = ZSTD_decompress(o, payload_len, src, stored);
 	if (ZSTD_isError(n)) {
-		snprintf(why, why_size, "zstd: %s", ZSTD_getErrorName(n));
-		return -EINVAL;
+		return err_set(err, -EINVAL, "zstd: %s", ZSTD_getErrorName(n));
 	}
 	if (n != payload_len) {
-		snprintf(why, why_size, "zstd: decompressed %zu bytes, the batch header says %zu", n, payload_len);
-		return -EINVAL;
+		return err_set(err, -EINVAL, "zstd: decompressed %zu bytes, the batch header says %zu", n, payload_len);
 	}
 	return 0;
 }
 
 /* The header of buf (len bytes) checked against len, out_size and the
- * checksum.  0 or -EINVAL with why; *ret filled either way. */
+ * checksum.  0 or -EINVAL with err; *ret filled either way. */
 static int check_header(const unsigned char *b, size_t len, size_t out_size, struct batch_header *h,
-			char *why, size_t why_size)
+			struct nt_err *err)
 {
 	size_t follow;
 
 	if (len < sizeof(*h)) {
-		snprintf(why, why_size, "truncated: %zu bytes, less than a batch header", len);
-		return -EINVAL;
+		return err_set(err, -EINVAL, "truncated: %zu bytes, less than a batch header", len);
 	}
 	memcpy(h, b, sizeof(*h));
 	follow = len - sizeof(*h);
 	if (memcmp(h->magic, BATCH_MAGIC, 4)) {
-		snprintf(why, why_size, "not a batch (bad magic)");
-		return -EINVAL;
+		return err_set(err, -EINVAL, "not a batch (bad magic)");
 	}
 	if (h->version != BATCH_VERSION || h->n_tensors != BATCH_TENSORS || (h->flags & ~BATCH_FLAG_ZSTD)) {
-		snprintf(why, why_size, "unsupported batch version %u (tensors %u, flags %#x)",
+		return err_set(err, -EINVAL, "unsupported batch version %u (tensors %u, flags %#x)",
 			 h->version, h->n_tensors, h->flags);
-		return -EINVAL;
 	}
 	if (h->stored_len > follow) {
-		snprintf(why, why_size, "truncated: header says %llu bytes follow, %zu do",
+		return err_set(err, -EINVAL, "truncated: header says %llu bytes follow, %zu do",
 			 (unsigned long long)h->stored_len, follow);
-		return -EINVAL;
 	}
 	if (h->stored_len < follow) {
-		snprintf(why, why_size, "%llu bytes after the batch's %llu stored bytes",
+		return err_set(err, -EINVAL, "%llu bytes after the batch's %llu stored bytes",
 			 (unsigned long long)(follow - h->stored_len), (unsigned long long)h->stored_len);
-		return -EINVAL;
 	}
 	if (batch_checksum(b + sizeof(*h), h->stored_len) != h->checksum) {
-		snprintf(why, why_size, "checksum mismatch (corrupt data)");
-		return -EINVAL;
+		return err_set(err, -EINVAL, "checksum mismatch (corrupt data)");
 	}
 	if (h->payload_len > out_size) {
-		snprintf(why, why_size, "payload of %llu bytes exceeds the %zu-byte buffer",
+		return err_set(err, -EINVAL, "payload of %llu bytes exceeds the %zu-byte buffer",
 			 (unsigned long long)h->payload_len, out_size);
-		return -EINVAL;
 	}
 	if (h->payload_len < BATCH_TENSORS * sizeof(struct batch_tensor)) {
-		snprintf(why, why_size, "payload of %llu bytes cannot hold the tensor table",
+		return err_set(err, -EINVAL, "payload of %llu bytes cannot hold the tensor table",
 			 (unsigned long long)h->payload_len);
-		return -EINVAL;
 	}
 	if (!(h->flags & BATCH_FLAG_ZSTD) && h->stored_len != h->payload_len) {
-		snprintf(why, why_size, "stored and payload lengths differ (%llu, %llu) in an uncompressed batch",
+		return err_set(err, -EINVAL, "stored and payload lengths differ (%llu, %llu) in an uncompressed batch",
 			 (unsigned long long)h->stored_len, (unsigned long long)h->payload_len);
-		return -EINVAL;
 	}
 	return 0;
 }
 
 int batch_decode(const void *buf, size_t len, void *out, size_t out_size,
-		 struct batch_data *ret, uint64_t *ret_id, char *why, size_t why_size)
+		 struct batch_data *ret, uint64_t *ret_id, struct nt_err *err)
 {
 	const unsigned char *b = buf;
 	struct batch_tensor t[BATCH_TENSORS], want[BATCH_TENSORS];
@@ -238,12 +222,12 @@ int batch_decode(const void *buf, size_t len, void *out, size_t out_size,
 	uint64_t plen;
 	int e;
 
-	e = check_header(b, len, out_size, &h, why, why_size);
+	e = check_header(b, len, out_size, &h, err);
 	if (e)
 		return e;
 	/* from here on payload_len <= out_size and stored_len == len - 64 */
 	if (h.flags & BATCH_FLAG_ZSTD) {
-		e = unzstd(b + sizeof(h), (size_t)h.stored_len, o, (size_t)h.payload_len, why, why_size);
+		e = unzstd(b + sizeof(h), (size_t)h.stored_len, o, (size_t)h.payload_len, err);
 		if (e)
 			return e;
 	} else {
@@ -252,22 +236,19 @@ int batch_decode(const void *buf, size_t len, void *out, size_t out_size,
 	/* the table must be the one the sample count and widths imply */
 	memcpy(t, o, sizeof(t));
 	if (tensor_table(h.n_samples, t[0].per_sample, t[1].per_sample, want, &plen)) {
-		snprintf(why, why_size, "bad tensor table: %u samples of widths %u and %u overflow",
+		return err_set(err, -EINVAL, "bad tensor table: %u samples of widths %u and %u overflow",
 			 h.n_samples, t[0].per_sample, t[1].per_sample);
-		return -EINVAL;
 	}
 	for (int i = 0; i < BATCH_TENSORS; i++) {
 		if (memcmp(&t[i], &want[i], sizeof(t[i]))) {
-			snprintf(why, why_size, "bad tensor table entry %d (dtype %u, %u per sample, %llu bytes at %llu)",
+			return err_set(err, -EINVAL, "bad tensor table entry %d (dtype %u, %u per sample, %llu bytes at %llu)",
 				 i, t[i].dtype, t[i].per_sample, (unsigned long long)t[i].nbytes,
 				 (unsigned long long)t[i].offset);
-			return -EINVAL;
 		}
 	}
 	if (plen != h.payload_len) {
-		snprintf(why, why_size, "payload of %llu bytes, its tensor table needs %llu",
+		return err_set(err, -EINVAL, "payload of %llu bytes, its tensor table needs %llu",
 			 (unsigned long long)h.payload_len, (unsigned long long)plen);
-		return -EINVAL;
 	}
 	ret->n = h.n_samples;
 	ret->dense_width = t[0].per_sample;

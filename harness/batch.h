@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nt_err.h"
+
 #define BATCH_MAGIC "NTB1"
 #define BATCH_VERSION 1
 #define BATCH_FLAG_ZSTD 1u
@@ -73,10 +75,10 @@ int batch_encode(const struct batch_data *d, uint64_t id, int zstd_level,
  * that records none is refused), the decompressed length, and the tensor
  * table against the one the sample count and widths imply (sizes computed
  * with overflow checks).  Nothing is written past out + payload length.
- * Returns 0, or -EINVAL with why (one line, no file name: the caller adds
+ * Returns 0, or -EINVAL with err (one line, no file name: the caller adds
  * where the batch came from); *ret and *ret_id are unchanged on error. */
 int batch_decode(const void *buf, size_t len, void *out, size_t out_size,
-		 struct batch_data *ret, uint64_t *ret_id, char *why, size_t why_size);
+		 struct batch_data *ret, uint64_t *ret_id, struct nt_err *err);
 
 /* The checksum used (64-bit, word-wise multiply-xor). */
 uint64_t batch_checksum(const void *p, size_t n);

@@ -1,6 +1,7 @@
 /* comm.c — see comm.h. */
 #include "comm.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,21 +53,21 @@ void comm_deadline_clear(void)
 
 /* ---- none: one process -------------------------------------------------- */
 
-static int none_allreduce(struct comm *c, float *buf, size_t n, char *why, size_t why_size)
+static int none_allreduce(struct comm *c, float *buf, size_t n, struct nt_err *err)
 {
-	(void)c, (void)buf, (void)n, (void)why, (void)why_size;
+	(void)c, (void)buf, (void)n, (void)err;
 	return 0;
 }
 
-static int none_allreduce_d(struct comm *c, double *buf, size_t n, char *why, size_t why_size)
+static int none_allreduce_d(struct comm *c, double *buf, size_t n, struct nt_err *err)
 {
-	(void)c, (void)buf, (void)n, (void)why, (void)why_size;
+	(void)c, (void)buf, (void)n, (void)err;
 	return 0;
 }
 
-static int none_bcast(struct comm *c, void *buf, size_t bytes, int root, char *why, size_t why_size)
+static int none_bcast(struct comm *c, void *buf, size_t bytes, int root, struct nt_err *err)
 {
-	(void)c, (void)buf, (void)bytes, (void)root, (void)why, (void)why_size;
+	(void)c, (void)buf, (void)bytes, (void)root, (void)err;
 	return 0;
 }
 
@@ -87,22 +88,25 @@ static void none_fini(struct comm *c)
 	(void)c;
 }
 
+static const struct comm_ops none_ops = {
+	"none", none_allreduce, none_allreduce_d, none_bcast, none_barrier, none_abort, none_fini,
+};
+
 /* ---- MPI ---------------------------------------------------------------- */
 
 #ifdef HAVE_MPI
 #define MPI_CHUNK ((size_t)1 << 30)   /* counts are int */
 
-static int mpi_fail(int rc, const char *what, char *why, size_t why_size)
+static int mpi_fail(int rc, const char *what, struct nt_err *err)
 {
 	char msg[MPI_MAX_ERROR_STRING];
 	int len = 0;
 
 	MPI_Error_string(rc, msg, &len);
-	snprintf(why, why_size, "%s: %.*s", what, len, msg);
-	return -1;
+	return err_set(err, -EIO, "%s: %.*s", what, len, msg);
 }
 
-static int mpi_allreduce(struct comm *c, float *buf, size_t n, char *why, size_t why_size)
+static int mpi_allreduce(struct comm *c, float *buf, size_t n, struct nt_err *err)
 {
 	(void)c;
 	for (size_t off = 0; off < n; off += MPI_CHUNK) {
@@ -110,20 +114,20 @@ static int mpi_allreduce(struct comm *c, float *buf, size_t n, char *why, size_t
 		int rc = MPI_Allreduce(MPI_IN_PLACE, buf + off, cnt, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
 
 		if (rc != MPI_SUCCESS)
-			return mpi_fail(rc, "MPI_Allreduce", why, why_size);
+			return mpi_fail(rc, "MPI_Allreduce", err);
 	}
 	return 0;
 }
 
-static int mpi_allreduce_d(struct comm *c, double *buf, size_t n, char *why, size_t why_size)
+static int mpi_allreduce_d(struct comm *c, double *buf, size_t n, struct nt_err *err)
 {
 	int rc = MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
 
 	(void)c;
-	return rc == MPI_SUCCESS ? 0 : mpi_fail(rc, "MPI_Allreduce", why, why_size);
+	return rc == MPI_SUCCESS ? 0 : mpi_fail(rc, "MPI_Allreduce", err);
 }
 
-static int mpi_bcast(struct comm *c, void *buf, size_t bytes, int root, char *why, size_t why_size)
+static int mpi_bcast(struct comm *c, void *buf, size_t bytes, int root, struct nt_err *err)
 {
 	(void)c;
 	for (size_t off = 0; off < bytes; off += MPI_CHUNK) {
@@ -131,7 +135,7 @@ static int mpi_bcast(struct comm *c, void *buf, size_t bytes, int root, char *wh
 		int rc = MPI_Bcast((char *)buf + off, cnt, MPI_BYTE, root, MPI_COMM_WORLD);
 
 		if (rc != MPI_SUCCESS)
-			return mpi_fail(rc, "MPI_Bcast", why, why_size);
+			return mpi_fail(rc, "MPI_Bcast", err);
 	}
 	return 0;
 }
@@ -155,7 +159,11 @@ static void mpi_fini(struct comm *c)
 	MPI_Finalize();
 }
 
-static int mpi_setup(struct comm *c, int *argc, char ***argv, double wait_s, char *why, size_t why_size)
+static const struct comm_ops mpi_ops = {
+	"mpi", mpi_allreduce, mpi_allreduce_d, mpi_bcast, mpi_barrier, mpi_abort, mpi_fini,
+};
+
+static int mpi_setup(struct comm *c, int *argc, char ***argv, double wait_s, struct nt_err *err)
 {
 	int provided = 0, rc;
 	MPI_Comm local;
@@ -167,12 +175,12 @@ static int mpi_setup(struct comm *c, int *argc, char ***argv, double wait_s, cha
 	rc = MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
 	comm_deadline_clear();
 	if (rc != MPI_SUCCESS)
-		return mpi_fail(rc, "MPI_Init_thread", why, why_size);
+		return mpi_fail(rc, "MPI_Init_thread", err);
 	if (provided < MPI_THREAD_SERIALIZED) {
-		snprintf(why, why_size, "MPI provides thread level %d; the communication thread needs SERIALIZED",
-			 provided);
+		err_set(err, -ENOTSUP, "MPI provides thread level %d; the communication thread needs SERIALIZED",
+			provided);
 		MPI_Finalize();
-		return -1;
+		return -ENOTSUP;
 	}
 	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 	MPI_Comm_rank(MPI_COMM_WORLD, &c->rank);
@@ -181,13 +189,7 @@ static int mpi_setup(struct comm *c, int *argc, char ***argv, double wait_s, cha
 	MPI_Comm_rank(local, &c->local_rank);
 	MPI_Comm_size(local, &c->local_size);
 	MPI_Comm_free(&local);
-	c->name = "mpi";
-	c->allreduce_sum = mpi_allreduce;
-	c->allreduce_sum_d = mpi_allreduce_d;
-	c->bcast = mpi_bcast;
-	c->barrier = mpi_barrier;
-	c->abort = mpi_abort;
-	c->fini = mpi_fini;
+	c->ops = &mpi_ops;
 	return 0;
 }
 #endif
@@ -210,38 +212,29 @@ const char *comm_mpi_version(void)
 #endif
 }
 
-int comm_init(struct comm *c, const char *kind, int *argc, char ***argv, double wait_s, char *why,
-	      size_t why_size)
+int comm_init(struct comm *c, const char *kind, int *argc, char ***argv, double wait_s, struct nt_err *err)
 {
 	int under_mpirun = getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK");
 
 	memset(c, 0, sizeof(*c));
 	if (!strcmp(kind, "mpi") || (!strcmp(kind, "auto") && under_mpirun)) {
 #ifdef HAVE_MPI
-		return mpi_setup(c, argc, argv, wait_s, why, why_size);
+		return mpi_setup(c, argc, argv, wait_s, err);
 #else
 		(void)argc, (void)argv;
-		snprintf(why, why_size, "built without MPI: run a single process (or build with libopenmpi-dev)");
-		return -1;
+		return err_set(err, -ENOTSUP, "built without MPI: run a single process (or build with libopenmpi-dev)");
 #endif
 	}
 	if (strcmp(kind, "none") && strcmp(kind, "auto") && strcmp(kind, "tcp")) {
-		snprintf(why, why_size, "--comm %s: expected auto, mpi, tcp or none", kind);
-		return -1;
+		return err_set(err, -EINVAL, "--comm %s: expected auto, mpi, tcp or none", kind);
 	}
 	/* the torchrun environment without mpirun: a TCP rendezvous */
 	const char *ws = getenv("WORLD_SIZE");
 
 	if (!strcmp(kind, "tcp") || (!strcmp(kind, "auto") && ws && strcmp(ws, "1") && strcmp(ws, "0")))
-		return comm_tcp_setup(c, wait_s, why, why_size);
+		return comm_tcp_setup(c, wait_s, err);
 	(void)argc, (void)argv;
-	c->name = "none";
+	c->ops = &none_ops;
 	c->world = c->local_size = 1;
-	c->allreduce_sum = none_allreduce;
-	c->allreduce_sum_d = none_allreduce_d;
-	c->bcast = none_bcast;
-	c->barrier = none_barrier;
-	c->abort = none_abort;
-	c->fini = none_fini;
 	return 0;
 }

@@ -7,29 +7,37 @@
 
 #include <stddef.h>
 
-struct comm {
+#include "nt_err.h"
+
+struct comm;
+
+/* What a backend does: one const table per backend (mpi, tcp, none). */
+struct comm_ops {
 	const char *name;          /* "mpi", "tcp", "none" */
-	void *priv;                /* the backend's own state */
-	int rank, world;
-	int local_rank, local_size;
-	/* in-place sum over all ranks; 0 or -1 with why */
-	int (*allreduce_sum)(struct comm *c, float *buf, size_t n, char *why, size_t why_size);
-	int (*allreduce_sum_d)(struct comm *c, double *buf, size_t n, char *why, size_t why_size);
-	int (*bcast)(struct comm *c, void *buf, size_t bytes, int root, char *why, size_t why_size);
+	/* in-place sum over all ranks; 0 or -errno with err */
+	int (*allreduce_sum)(struct comm *c, float *buf, size_t n, struct nt_err *err);
+	int (*allreduce_sum_d)(struct comm *c, double *buf, size_t n, struct nt_err *err);
+	int (*bcast)(struct comm *c, void *buf, size_t bytes, int root, struct nt_err *err);
 	int (*barrier)(struct comm *c);
 	void (*abort)(struct comm *c, int code);
 	void (*fini)(struct comm *c);
 };
 
+struct comm {
+	const struct comm_ops *ops;
+	void *priv;                /* the backend's own state */
+	int rank, world;
+	int local_rank, local_size;
+};
+
 /* Set up the backend: "mpi", "tcp", "none" or "auto" (mpi under mpirun,
  * tcp in a torchrun environment of more than one rank, none alone).
  * wait_s bounds the TCP rendezvous and MPI_Init (comm_deadline_set).  0,
- * or -1 with why. */
-int comm_init(struct comm *c, const char *kind, int *argc, char ***argv, double wait_s, char *why,
-	      size_t why_size);
+ * or -errno with err. */
+int comm_init(struct comm *c, const char *kind, int *argc, char ***argv, double wait_s, struct nt_err *err);
 
 /* The TCP backend (comm_tcp.c): rendezvous at MASTER_ADDR:MASTER_PORT. */
-int comm_tcp_setup(struct comm *c, double wait_s, char *why, size_t why_size);
+int comm_tcp_setup(struct comm *c, double wait_s, struct nt_err *err);
 
 /* A deadline on a blocking set-up step that has no timeout of its own
  * (MPI_Init, which waits for every rank; the first broadcast; NCCL's

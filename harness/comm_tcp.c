@@ -90,19 +90,20 @@ static int recv_all(int fd, void *buf, size_t n)
 	return 0;
 }
 
-static int peer_fail(int r, int peer, const char *what, char *why, size_t why_size)
+static int peer_fail(int r, int peer, const char *what, struct nt_err *err)
 {
+	int e = errno;
+
 	/* a peer killed with data still unread resets the connection rather
 	 * than closing it: the same event */
-	if (r == 1 || errno == ECONNRESET || errno == EPIPE)
-		snprintf(why, why_size, "tcp: rank %d closed the connection during %s (it exited or failed)", peer, what);
-	else
-		snprintf(why, why_size, "tcp: %s with rank %d: %s", what, peer, strerror(errno));
-	return -1;
+	if (r == 1 || e == ECONNRESET || e == EPIPE)
+		return err_set(err, -ECONNRESET, "tcp: rank %d closed the connection during %s (it exited or failed)",
+			       peer, what);
+	return err_set(err, e ? -e : -EIO, "tcp: %s with rank %d: %s", what, peer, strerror(e));
 }
 
 /* in-place sum over all ranks of n elements of size es (float or double) */
-static int tcp_allreduce_any(struct comm *c, void *buf, size_t n, size_t es, char *why, size_t why_size)
+static int tcp_allreduce_any(struct comm *c, void *buf, size_t n, size_t es, struct nt_err *err)
 {
 	struct tcp *t = c->priv;
 	unsigned char *b = buf;
@@ -114,14 +115,14 @@ static int tcp_allreduce_any(struct comm *c, void *buf, size_t n, size_t es, cha
 
 		if (c->rank != 0) {
 			if (send_all(t->fd[0], b + off, len) < 0)
-				return peer_fail(-1, 0, "all-reduce", why, why_size);
+				return peer_fail(-1, 0, "all-reduce", err);
 			if ((r = recv_all(t->fd[0], b + off, len)))
-				return peer_fail(r, 0, "all-reduce", why, why_size);
+				return peer_fail(r, 0, "all-reduce", err);
 			continue;
 		}
 		for (int p = 1; p < c->world; p++) {
 			if ((r = recv_all(t->fd[p], t->tmp, len)))
-				return peer_fail(r, p, "all-reduce", why, why_size);
+				return peer_fail(r, p, "all-reduce", err);
 			if (es == sizeof(float)) {
 				float *x = (float *)(void *)(b + off), *y = (float *)(void *)t->tmp;
 
@@ -136,36 +137,35 @@ static int tcp_allreduce_any(struct comm *c, void *buf, size_t n, size_t es, cha
 		}
 		for (int p = 1; p < c->world; p++)
 			if (send_all(t->fd[p], b + off, len) < 0)
-				return peer_fail(-1, p, "all-reduce", why, why_size);
+				return peer_fail(-1, p, "all-reduce", err);
 	}
 	return 0;
 }
 
-static int tcp_allreduce(struct comm *c, float *buf, size_t n, char *why, size_t why_size)
+static int tcp_allreduce(struct comm *c, float *buf, size_t n, struct nt_err *err)
 {
-	return tcp_allreduce_any(c, buf, n, sizeof(float), why, why_size);
+	return tcp_allreduce_any(c, buf, n, sizeof(float), err);
 }
 
-static int tcp_allreduce_d(struct comm *c, double *buf, size_t n, char *why, size_t why_size)
+static int tcp_allreduce_d(struct comm *c, double *buf, size_t n, struct nt_err *err)
 {
-	return tcp_allreduce_any(c, buf, n, sizeof(double), why, why_size);
+	return tcp_allreduce_any(c, buf, n, sizeof(double), err);
 }
 
-static int tcp_bcast(struct comm *c, void *buf, size_t bytes, int root, char *why, size_t why_size)
+static int tcp_bcast(struct comm *c, void *buf, size_t bytes, int root, struct nt_err *err)
 {
 	struct tcp *t = c->priv;
 	int r;
 
 	if (root != 0) {
-		snprintf(why, why_size, "tcp: broadcast from rank %d: only rank 0 is the root", root);
-		return -1;
+		return err_set(err, -EINVAL, "tcp: broadcast from rank %d: only rank 0 is the root", root);
 	}
 	if (c->rank == 0) {
 		for (int p = 1; p < c->world; p++)
 			if (send_all(t->fd[p], buf, bytes) < 0)
-				return peer_fail(-1, p, "broadcast", why, why_size);
+				return peer_fail(-1, p, "broadcast", err);
 	} else if ((r = recv_all(t->fd[0], buf, bytes))) {
-		return peer_fail(r, 0, "broadcast", why, why_size);
+		return peer_fail(r, 0, "broadcast", err);
 	}
 	return 0;
 }
@@ -173,9 +173,8 @@ static int tcp_bcast(struct comm *c, void *buf, size_t bytes, int root, char *wh
 static int tcp_barrier(struct comm *c)
 {
 	double x = 0;
-	char why[256];
 
-	return tcp_allreduce_d(c, &x, 1, why, sizeof(why));
+	return tcp_allreduce_d(c, &x, 1, NULL);
 }
 
 static void tcp_close(struct comm *c)
@@ -204,6 +203,10 @@ static void tcp_fini(struct comm *c)
 	tcp_close(c);
 }
 
+static const struct comm_ops tcp_ops = {
+	"tcp", tcp_allreduce, tcp_allreduce_d, tcp_bcast, tcp_barrier, tcp_abort, tcp_fini,
+};
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -222,19 +225,19 @@ static void tune(int fd)
 }
 
 /* rank 0: listen, take world-1 hellos, answer each */
-static int rendezvous_root(struct comm *c, struct tcp *t, const struct addrinfo *ai, double wait_s, char *why,
-			   size_t why_size)
+static int rendezvous_root(struct comm *c, struct tcp *t, const struct addrinfo *ai, double wait_s, struct nt_err *err)
 {
 	int one = 1, ls = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	double end = now_s() + wait_s;
 
 	if (ls < 0 || setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
 	    bind(ls, ai->ai_addr, ai->ai_addrlen) < 0 || listen(ls, c->world) < 0) {
-		snprintf(why, why_size, "tcp: rank 0 cannot listen on MASTER_ADDR:MASTER_PORT (%s:%s): %s",
-			 getenv("MASTER_ADDR"), getenv("MASTER_PORT"), strerror(errno));
+		int e = err_set(err, -errno, "tcp: rank 0 cannot listen on MASTER_ADDR:MASTER_PORT (%s:%s): %s",
+				getenv("MASTER_ADDR"), getenv("MASTER_PORT"), strerror(errno));
+
 		if (ls >= 0)
 			close(ls);
-		return -1;
+		return e;
 	}
 	for (int got = 0; got < c->world - 1;) {
 		struct timeval tv = { 1, 0 };
@@ -243,10 +246,10 @@ static int rendezvous_root(struct comm *c, struct tcp *t, const struct addrinfo 
 		int fd;
 
 		if (now_s() > end) {
-			snprintf(why, why_size, "tcp: rendezvous: %d of %d ranks came within %.0f s", got + 1, c->world,
+			err_set(err, -ETIMEDOUT, "tcp: rendezvous: %d of %d ranks came within %.0f s", got + 1, c->world,
 				 wait_s);
 			close(ls);
-			return -1;
+			return -ETIMEDOUT;
 		}
 		FD_ZERO(&fds);
 		FD_SET(ls, &fds);
@@ -257,13 +260,13 @@ static int rendezvous_root(struct comm *c, struct tcp *t, const struct addrinfo 
 			continue;
 		if (recv_all(fd, &h, sizeof(h)) || h.magic != TCP_MAGIC || h.world != c->world || h.rank < 1 ||
 		    h.rank >= c->world || t->fd[h.rank] >= 0) {
-			snprintf(why, why_size, "tcp: rendezvous: a bad hello (rank %d of %d; this job has WORLD_SIZE=%d)%s",
+			err_set(err, -EPROTO, "tcp: rendezvous: a bad hello (rank %d of %d; this job has WORLD_SIZE=%d)%s",
 				 h.magic == TCP_MAGIC ? h.rank : -1, h.magic == TCP_MAGIC ? h.world : -1, c->world,
 				 h.magic == TCP_MAGIC && h.rank > 0 && h.rank < c->world && t->fd[h.rank] >= 0 ?
 				 ": that rank came twice" : "");
 			close(fd);
 			close(ls);
-			return -1;
+			return -EPROTO;
 		}
 		tune(fd);
 		t->fd[h.rank] = fd;
@@ -274,14 +277,13 @@ static int rendezvous_root(struct comm *c, struct tcp *t, const struct addrinfo 
 		struct hello go = { TCP_MAGIC, 0, c->world };
 
 		if (send_all(t->fd[p], &go, sizeof(go)) < 0)
-			return peer_fail(-1, p, "rendezvous", why, why_size);
+			return peer_fail(-1, p, "rendezvous", err);
 	}
 	return 0;
 }
 
 /* other ranks: connect to rank 0 (retrying while it starts), hello, wait */
-static int rendezvous_peer(struct comm *c, struct tcp *t, const struct addrinfo *ai, double wait_s, char *why,
-			   size_t why_size)
+static int rendezvous_peer(struct comm *c, struct tcp *t, const struct addrinfo *ai, double wait_s, struct nt_err *err)
 {
 	double end = now_s() + wait_s;
 	struct hello h = { TCP_MAGIC, c->rank, c->world }, go;
@@ -294,27 +296,25 @@ static int rendezvous_peer(struct comm *c, struct tcp *t, const struct addrinfo 
 		if (fd >= 0)
 			close(fd);
 		if (now_s() > end) {
-			snprintf(why, why_size, "tcp: rank 0 at MASTER_ADDR:MASTER_PORT (%s:%s) did not answer within %.0f s",
+			return err_set(err, -ETIMEDOUT, "tcp: rank 0 at MASTER_ADDR:MASTER_PORT (%s:%s) did not answer within %.0f s",
 				 getenv("MASTER_ADDR"), getenv("MASTER_PORT"), wait_s);
-			return -1;
 		}
 		usleep(50000);
 	}
 	tune(fd);
 	t->fd[0] = fd;
 	if (send_all(fd, &h, sizeof(h)) < 0)
-		return peer_fail(-1, 0, "rendezvous", why, why_size);
+		return peer_fail(-1, 0, "rendezvous", err);
 	if ((r = recv_all(fd, &go, sizeof(go))))
-		return peer_fail(r, 0, "rendezvous", why, why_size);
+		return peer_fail(r, 0, "rendezvous", err);
 	if (go.magic != TCP_MAGIC || go.world != c->world) {
-		snprintf(why, why_size, "tcp: rendezvous: rank 0 answered for a job of %d ranks, this one has %d",
+		return err_set(err, -EPROTO, "tcp: rendezvous: rank 0 answered for a job of %d ranks, this one has %d",
 			 go.world, c->world);
-		return -1;
 	}
 	return 0;
 }
 
-int comm_tcp_setup(struct comm *c, double wait_s, char *why, size_t why_size)
+int comm_tcp_setup(struct comm *c, double wait_s, struct nt_err *err)
 {
 	const char *addr = getenv("MASTER_ADDR"), *port = getenv("MASTER_PORT");
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai = NULL;
@@ -322,17 +322,14 @@ int comm_tcp_setup(struct comm *c, double wait_s, char *why, size_t why_size)
 	int rank = env_int("RANK", -1), world = env_int("WORLD_SIZE", -1), r, g;
 
 	if (rank < 0 || world < 1 || rank >= world) {
-		snprintf(why, why_size, "tcp: RANK=%s WORLD_SIZE=%s: expected 0 <= RANK < WORLD_SIZE (the torchrun environment)",
+		return err_set(err, -EINVAL, "tcp: RANK=%s WORLD_SIZE=%s: expected 0 <= RANK < WORLD_SIZE (the torchrun environment)",
 			 getenv("RANK") ? getenv("RANK") : "(unset)", getenv("WORLD_SIZE") ? getenv("WORLD_SIZE") : "(unset)");
-		return -1;
 	}
 	if (!addr || !*addr || !port || !*port) {
-		snprintf(why, why_size, "tcp: MASTER_ADDR and MASTER_PORT must be set (the torchrun environment)");
-		return -1;
+		return err_set(err, -EINVAL, "tcp: MASTER_ADDR and MASTER_PORT must be set (the torchrun environment)");
 	}
 	if ((g = getaddrinfo(addr, port, &hints, &ai)) != 0) {
-		snprintf(why, why_size, "tcp: MASTER_ADDR:MASTER_PORT (%s:%s): %s", addr, port, gai_strerror(g));
-		return -1;
+		return err_set(err, -EINVAL, "tcp: MASTER_ADDR:MASTER_PORT (%s:%s): %s", addr, port, gai_strerror(g));
 	}
 	t = calloc(1, sizeof(*t));
 	if (t) {
@@ -341,14 +338,14 @@ int comm_tcp_setup(struct comm *c, double wait_s, char *why, size_t why_size)
 		t->tmp = rank == 0 ? malloc(TCP_CHUNK) : NULL;
 	}
 	if (!t || !t->fd || (rank == 0 && !t->tmp)) {
-		snprintf(why, why_size, "tcp: out of memory");
+		err_set(err, -ENOMEM, "tcp: out of memory");
 		freeaddrinfo(ai);
 		if (t) {
 			free(t->fd);
 			free(t->tmp);
 			free(t);
 		}
-		return -1;
+		return -ENOMEM;
 	}
 	for (int i = 0; i < t->n_fd; i++)
 		t->fd[i] = -1;
@@ -361,19 +358,13 @@ int comm_tcp_setup(struct comm *c, double wait_s, char *why, size_t why_size)
 		c->local_rank = rank;           /* unset or garbage: one host */
 		c->local_size = world;
 	}
-	r = world == 1 ? 0 : rank == 0 ? rendezvous_root(c, t, ai, wait_s, why, why_size)
-				       : rendezvous_peer(c, t, ai, wait_s, why, why_size);
+	r = world == 1 ? 0 : rank == 0 ? rendezvous_root(c, t, ai, wait_s, err)
+				       : rendezvous_peer(c, t, ai, wait_s, err);
 	freeaddrinfo(ai);
 	if (r) {
 		tcp_close(c);
-		return -1;
+		return r;
 	}
-	c->name = "tcp";
-	c->allreduce_sum = tcp_allreduce;
-	c->allreduce_sum_d = tcp_allreduce_d;
-	c->bcast = tcp_bcast;
-	c->barrier = tcp_barrier;
-	c->abort = tcp_abort;
-	c->fini = tcp_fini;
+	c->ops = &tcp_ops;
 	return 0;
 }

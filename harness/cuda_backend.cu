@@ -1,6 +1,7 @@
 // cuda_backend.cu — CUDA build information and the GPU probe.
 #include "cuda_backend.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -23,24 +24,21 @@ extern "C" const char *cuda_nccl_info(void)
 	return s;
 }
 
-extern "C" int cuda_probe(char *why, size_t why_size)
+extern "C" int cuda_probe(struct nt_err *err)
 {
 	int n = 0;
 	cudaError_t e = cudaGetDeviceCount(&n);
 	cudaDeviceProp prop;
 
 	if (e != cudaSuccess) {
-		snprintf(why, why_size, "no usable GPU: %s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
-		return -1;
+		return err_set(err, -ENODEV, "no usable GPU: %s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
 	}
 	if (n == 0) {
-		snprintf(why, why_size, "no usable GPU: CUDA sees no device");
-		return -1;
+		return err_set(err, -ENODEV, "no usable GPU: CUDA sees no device");
 	}
 	if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
-		snprintf(why, why_size, "no usable GPU: cannot query device 0");
-		return -1;
+		return err_set(err, -ENODEV, "no usable GPU: cannot query device 0");
 	}
-	snprintf(why, why_size, "%d GPU(s), device 0: %s (sm_%d%d)", n, prop.name, prop.major, prop.minor);
+	err_set(err, 0, "%d GPU(s), device 0: %s (sm_%d%d)", n, prop.name, prop.major, prop.minor);
 	return 0;
 }

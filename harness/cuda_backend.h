@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "nt_err.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -13,8 +15,9 @@ extern "C" {
 const char *cuda_build_info(void);
 /* "2.28.x" or "no". */
 const char *cuda_nccl_info(void);
-/* 0 when a usable GPU exists (why then names it), -1 with why otherwise. */
-int cuda_probe(char *why, size_t why_size);
+/* 0 when a usable GPU exists (err->msg then names it, err->code 0),
+ * -ENODEV with err otherwise. */
+int cuda_probe(struct nt_err *err);
 
 #ifdef __cplusplus
 }

@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nt_err.h"
+
 #include "batch.h"
 
 struct data_spec {
@@ -32,17 +34,14 @@ struct data_spec {
 	uint64_t seed;
 };
 
-/* Fill sample g (dense[dense_width], sparse[sparse_width], *label). */
-void data_synth(const struct data_spec *s, uint64_t g, float *dense, int32_t *sparse, float *label);
-
 /* Fill d (n samples, buffers of d already allocated) with samples g0.. */
 void data_synth_batch(const struct data_spec *s, uint64_t g0, struct batch_data *d);
 
 /* Write `samples` synthetic samples into dir as shards.  0 or -errno with
- * why. */
+ * err. */
 int data_write_shards(const char *dir, const struct data_spec *s, uint64_t samples,
 		      uint32_t chunk_samples, uint32_t chunks_per_shard, int zstd_level,
-		      char *why, size_t why_size);
+		      struct nt_err *err);
 
 /* ---- the format and its limits ------------------------------------------ */
 
@@ -93,10 +92,10 @@ struct shard_layout {
  * must appear once; unknown keys, non-numbers, values outside the limits
  * above, lines of DATA_LINE_MAX bytes or more and NUL bytes are refused, and
  * so are chunks whose decoded size would pass DATA_MAX_CHUNK_PAYLOAD.
- * Returns 0, or -EINVAL with why ("NAME: line 3: duplicate key 'rows'");
+ * Returns 0, or -EINVAL with err ("NAME: line 3: duplicate key 'rows'");
  * *ret is unchanged on error. */
 int data_parse_manifest(const char *buf, size_t len, const char *name, struct data_manifest *ret,
-			char *why, size_t why_size);
+			struct nt_err *err);
 
 /* The layout of shard number `shard` of the data set m (a parsed manifest).
  * 0, or -ERANGE when the data set has no such shard (*ret unchanged). */
@@ -106,44 +105,44 @@ int data_shard_layout(const struct data_manifest *m, uint64_t shard, struct shar
  * a shorter file, all of it), file_size is the file's size.  The header must
  * match want (chunk count, chunk size, first sample) and place the index
  * after the header and exactly at the end of the file.  Returns 0 with *ret
- * filled, or -EINVAL with why naming name and the field's offset (*ret
+ * filled, or -EINVAL with err naming name and the field's offset (*ret
  * unchanged). */
 int shard_parse_header(const void *buf, size_t len, uint64_t file_size, const char *name,
-		       const struct shard_layout *want, struct shard_header *ret, char *why, size_t why_size);
+		       const struct shard_layout *want, struct shard_header *ret, struct nt_err *err);
 
 /* Check a shard's chunk index: buf holds the len bytes read at
  * h->index_offset (h from shard_parse_header).  Every chunk must lie between
  * the header and the index, after the chunk before it, with a length from a
  * batch header's size to want->max_chunk_len; offset + length is computed
  * with an overflow check.  Returns 0 with ret[0..h->n_chunks) filled, or
- * -EINVAL with why naming name, the chunk and its offset (ret unchanged). */
+ * -EINVAL with err naming name, the chunk and its offset (ret unchanged). */
 int shard_parse_index(const void *buf, size_t len, const struct shard_header *h, uint64_t file_size,
 		      const struct shard_layout *want, const char *name, struct shard_index *ret,
-		      char *why, size_t why_size);
+		      struct nt_err *err);
 
 /* Decode chunk c of a shard (raw: the ix->len bytes at ix->offset) into out
  * (out_size bytes, 64-byte aligned) and check it against the data set: its
  * batch id, sample count, widths, and every sparse index below m->rows.
- * Returns 0 with *ret pointing into out, or -EINVAL with why naming name,
+ * Returns 0 with *ret pointing into out, or -EINVAL with err naming name,
  * the chunk's offset and the chunk (*ret unchanged). */
 int shard_decode_chunk(const void *raw, const struct shard_index *ix, uint32_t c, const struct data_manifest *m,
 		       const struct shard_layout *l, const char *name, void *out, size_t out_size,
-		       struct batch_data *ret, char *why, size_t why_size);
+		       struct batch_data *ret, struct nt_err *err);
 
 /* ---- reading a data set -------------------------------------------------- */
 
 struct shard_reader;
 
 /* Open dir for reading samples of spec s (widths must match).  NULL with
- * why on error: the manifest missing, unreadable, corrupt, or for another
+ * err on error: the manifest missing, unreadable, corrupt, or for another
  * model. */
-struct shard_reader *shard_open(const char *dir, const struct data_spec *s, char *why, size_t why_size);
+struct shard_reader *shard_open(const char *dir, const struct data_spec *s, struct nt_err *err);
 void shard_close(struct shard_reader *r);
 uint64_t shard_samples(const struct shard_reader *r);
 
 /* Read samples g0..g0+d->n (modulo the data set size) into d.  0, or
  * -EINVAL (corrupt or truncated data) / -EIO (a read failed) / -ENOMEM, with
- * why naming the shard file and byte offset. */
-int shard_read(struct shard_reader *r, uint64_t g0, struct batch_data *d, char *why, size_t why_size);
+ * err naming the shard file and byte offset. */
+int shard_read(struct shard_reader *r, uint64_t g0, struct batch_data *d, struct nt_err *err);
 
 #endif

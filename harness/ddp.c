@@ -51,7 +51,7 @@ struct ddp {
 	bool dbl_done;
 	int done_count;
 	bool failed;
-	char err[256];
+	struct nt_err err;
 	double comm_ms;
 	const char *current;       /* what the thread is doing, for timeouts */
 };
@@ -71,7 +71,7 @@ static double now_ms(void)
 static void reduce_bucket(struct ddp *d, struct bucket *b)
 {
 	float *data = b->view;
-	char why[200];
+	struct nt_err e;
 	size_t off = 0;
 	double t0;
 
@@ -87,10 +87,10 @@ static void reduce_bucket(struct ddp *d, struct bucket *b)
 		data = b->buf;
 	}
 	t0 = now_ms();
-	if (d->comm->allreduce_sum(d->comm, data, b->count, why, sizeof(why))) {
+	if (d->comm->ops->allreduce_sum(d->comm, data, b->count, &e)) {
 		pthread_mutex_lock(&d->mu);
 		d->failed = true;
-		snprintf(d->err, sizeof(d->err), "%s", why);
+		d->err = e;
 		pthread_cond_broadcast(&d->cv);
 		pthread_mutex_unlock(&d->mu);
 		return;
@@ -112,7 +112,7 @@ static void reduce_bucket(struct ddp *d, struct bucket *b)
 static void *comm_main(void *arg)
 {
 	struct ddp *d = arg;
-	char why[200];
+	struct nt_err e;
 
 	/* A shared-memory all-reduce needs every rank's communication thread
 	 * on a CPU at the same time.  When ranks fill all cores with compute,
@@ -133,14 +133,14 @@ static void *comm_main(void *arg)
 		if (d->job == JOB_QUIT)
 			break;
 		if (d->job == JOB_DOUBLES) {
-			int e;
+			int r;
 
 			pthread_mutex_unlock(&d->mu);
-			e = d->comm->allreduce_sum_d(d->comm, d->dbl, d->n_dbl, why, sizeof(why));
+			r = d->comm->ops->allreduce_sum_d(d->comm, d->dbl, d->n_dbl, &e);
 			pthread_mutex_lock(&d->mu);
-			if (e) {
+			if (r) {
 				d->failed = true;
-				snprintf(d->err, sizeof(d->err), "%s", why);
+				d->err = e;
 			}
 			d->job = JOB_BUCKET;
 			d->dbl_done = true;
@@ -340,7 +340,7 @@ void ddp_on_ready(void *ctx, int p)
 	}
 }
 
-int ddp_finish(struct ddp *d, double *exposed_ms, double *comm_ms, char *why, size_t why_size)
+int ddp_finish(struct ddp *d, double *exposed_ms, double *comm_ms, struct nt_err *err)
 {
 	double t0 = now_ms();
 	struct timespec deadline;
@@ -357,18 +357,17 @@ int ddp_finish(struct ddp *d, double *exposed_ms, double *comm_ms, char *why, si
 			int next = d->q_head < d->q_tail ? d->queue[d->q_head % d->n_buckets] : -1;
 
 			if (d->comm->world == 2)
-				snprintf(why, why_size, "all-reduce of gradient bucket %d (step %d) not done after %.0f s: peer rank %d stopped responding",
+				err_set(err, -ETIMEDOUT, "all-reduce of gradient bucket %d (step %d) not done after %.0f s: peer rank %d stopped responding",
 					 next, d->step, d->cfg.timeout_s, 1 - d->comm->rank);
 			else
-				snprintf(why, why_size, "all-reduce of gradient bucket %d (step %d) not done after %.0f s: one of the %d peer ranks stopped responding",
+				err_set(err, -ETIMEDOUT, "all-reduce of gradient bucket %d (step %d) not done after %.0f s: one of the %d peer ranks stopped responding",
 					 next, d->step, d->cfg.timeout_s, d->comm->world - 1);
-			r = -1;
+			r = -ETIMEDOUT;
 			break;
 		}
 	}
 	if (!r && d->failed) {
-		snprintf(why, why_size, "%s", d->err);
-		r = -1;
+		r = err_set(err, d->err.code, "%s", d->err.msg);
 	}
 	if (comm_ms)
 		*comm_ms = d->comm_ms;
@@ -384,7 +383,7 @@ void ddp_rebuild(struct ddp *d)
 		build_buckets(d, d->order);
 }
 
-int ddp_allreduce_double(struct ddp *d, double *x, size_t n, char *why, size_t why_size)
+int ddp_allreduce_double(struct ddp *d, double *x, size_t n, struct nt_err *err)
 {
 	int r = 0;
 
@@ -402,15 +401,14 @@ int ddp_allreduce_double(struct ddp *d, double *x, size_t n, char *why, size_t w
 	pthread_cond_broadcast(&d->cv);
 	while (!d->dbl_done && !d->failed)
 		if (pthread_cond_timedwait(&d->cv, &d->mu, &deadline) == ETIMEDOUT) {
-			snprintf(why, why_size, "loss all-reduce (step %d) not done after %.0f s: %s stopped responding",
+			err_set(err, -ETIMEDOUT, "loss all-reduce (step %d) not done after %.0f s: %s stopped responding",
 				 d->step, d->cfg.timeout_s, d->comm->world == 2 ? (d->comm->rank ? "peer rank 0" : "peer rank 1")
 										 : "a peer rank");
 			pthread_mutex_unlock(&d->mu);
-			return -1;
+			return -ETIMEDOUT;
 		}
 	if (d->failed) {
-		snprintf(why, why_size, "%s", d->err);
-		r = -1;
+		r = err_set(err, d->err.code, "%s", d->err.msg);
 	}
 	pthread_mutex_unlock(&d->mu);
 	return r;

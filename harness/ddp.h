@@ -44,14 +44,15 @@ void ddp_on_ready(void *ctx, int p);
 /* Wait until every bucket of this step is reduced.  *exposed_ms: the time
  * spent waiting here (communication not hidden behind backward);
  * *comm_ms: the time the communication thread spent in all-reduces.
- * Returns 0, or -1 with why (a failed or timed-out reduction). */
-int ddp_finish(struct ddp *d, double *exposed_ms, double *comm_ms, char *why, size_t why_size);
+ * Returns 0, or -errno with err (-ETIMEDOUT: a reduction not done within
+ * timeout_s; else the code of the failed collective). */
+int ddp_finish(struct ddp *d, double *exposed_ms, double *comm_ms, struct nt_err *err);
 
 /* Rebuild the buckets in the ready order seen in the last synced step. */
 void ddp_rebuild(struct ddp *d);
 
 /* Sum of x over ranks (through the communication thread). */
-int ddp_allreduce_double(struct ddp *d, double *x, size_t n, char *why, size_t why_size);
+int ddp_allreduce_double(struct ddp *d, double *x, size_t n, struct nt_err *err);
 
 int ddp_bucket_count(const struct ddp *d);
 

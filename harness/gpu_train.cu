@@ -1,11 +1,33 @@
-// gpu_train.cu — see gpu_train.h.
+/* gpu_train.cu — the CUDA trainer row (trainer.h: cuda_trainer); a build
+ * without nvcc gets cuda_none.c's row, which fails cleanly.
+ *
+ * The model is the CPU model's: same params, same flat weight layout, same
+ * initial weights (copied from struct model), run with kernels/cuda/ops.h and
+ * cuBLAS on a compute stream.
+ *
+ *   loader (pinned host buffers from gpu_host_alloc)
+ *     └─ preload thread: cudaMemcpyAsync of each batch's payload on a copy
+ *        stream into one of --prefetch device buffers, ahead of use
+ *   compute stream: forward, loss, backward; an event per ready bucket
+ *   comm stream:   waits on that event, ncclAllReduce of the bucket (in place
+ *                  where its gradients are contiguous, else through a bucket
+ *                  buffer), overlapping the rest of backward
+ *   compute stream: waits for the comm stream, SGD (lr / world: NCCL sums)
+ *
+ * Buckets follow ddp_plan_buckets (ddp.h): reverse parameter order, then
+ * rebuilt after the first step in the ready order seen.  Every wait on the
+ * GPU is a poll with a deadline (--timeout): a peer that died or hangs makes
+ * the waiting rank abort its NCCL communicator and fail with a message
+ * naming the peer, as PyTorch's NCCL watchdog does.
+ */
 extern "C" {
 #include "comm.h"
+#include "cuda_backend.h"
 #include "ddp.h"
 #include "loader.h"
 #include "model.h"
+#include "trainer.h"
 }
-#include "gpu_train.h"
 
 #include <cerrno>
 #include <csignal>
@@ -62,8 +84,15 @@ double now_ms()
 
 } // namespace
 
+// What one step took.  GPU phases are timed with CUDA events on their own
+// streams; data_wait_ms is host time waiting for a batch on the device.
+struct gpu_step {
+	double data_wait_ms, h2d_ms, fwd_ms, bwd_ms, comm_exposed_ms, comm_ms, opt_ms;
+	double loss_sum;           // sum of this rank's sample losses
+};
+
 struct gpu_train {
-	gpu_train_config cfg;
+	trainer_config cfg;
 	model *m;
 	comm *cm;
 	loader *ld;
@@ -99,57 +128,61 @@ struct gpu_train {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool stop, failed, bad_data;
-	char err[512];
+	nt_err err;                // the preload thread's failure
 	dslot *slots;
 	int n_slots;
 	unsigned long long next_fill, next_take;
 	double h2d_bytes, h2d_ms;
 	double pinned_gbps;
+	double loss_sum;           // this rank's step_loss of the last step, over ranks
 };
 
-static int cuda_fail(char *why, size_t why_size, const char *what, cudaError_t e)
+static int cuda_fail(struct nt_err *err, const char *what, cudaError_t e)
 {
-	snprintf(why, why_size, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
-	return -1;
+	return err_set(err, -EIO, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
-static int cuda_try(cudaError_t e, const char *what, char *why, size_t why_size)
+static int cuda_try(cudaError_t e, const char *what, struct nt_err *err)
 {
-	return e == cudaSuccess ? 0 : cuda_fail(why, why_size, what, e);
+	return e == cudaSuccess ? 0 : cuda_fail(err, what, e);
+}
+
+// the code of the failure a callee recorded in err
+static int err_code(const nt_err *err)
+{
+	return err && err->code ? err->code : -EIO;
 }
 
 #define CUDA_TRY(call, what)                                                                     \
 	do {                                                                                     \
 		cudaError_t e_ = (call);                                                         \
 		if (e_ != cudaSuccess)                                                           \
-			return cuda_fail(why, why_size, what, e_);                              \
+			return cuda_fail(err, what, e_);                              \
 	} while (0)
 
 #define OPS_TRY(call, what)                                                                      \
 	do {                                                                                     \
 		if ((call) != 0)                                                                 \
-			return cuda_fail(why, why_size, what, cudaGetLastError());              \
+			return cuda_fail(err, what, cudaGetLastError());              \
 	} while (0)
 
-extern "C" int gpu_select(int local_rank, char *why, size_t why_size)
+static int gpu_select(int local_rank, struct nt_err *err)
 {
 	int n = 0, dev;
 	cudaDeviceProp prop;
 
 	CUDA_TRY(cudaGetDeviceCount(&n), "no usable GPU");
-	if (n == 0) {
-		snprintf(why, why_size, "no usable GPU: CUDA sees no device");
-		return -1;
-	}
+	if (n == 0)
+		return err_set(err, -ENODEV, "no usable GPU: CUDA sees no device");
 	dev = (local_rank < 0 ? 0 : local_rank) % n;
 	CUDA_TRY(cudaSetDevice(dev), "cudaSetDevice");
 	CUDA_TRY(cudaGetDeviceProperties(&prop, dev), "cudaGetDeviceProperties");
-	snprintf(why, why_size, "GPU %d of %d: %s (sm_%d%d, %.0f GiB)", dev, n, prop.name, prop.major, prop.minor,
+	err_set(err, 0, "GPU %d of %d: %s (sm_%d%d, %.0f GiB)", dev, n, prop.name, prop.major, prop.minor,
 		 prop.totalGlobalMem / 1073741824.0);
 	return 0;
 }
 
-extern "C" void *gpu_host_alloc(size_t bytes)
+static void *gpu_host_alloc(size_t bytes)
 {
 	void *p = NULL;
 
@@ -159,7 +192,7 @@ extern "C" void *gpu_host_alloc(size_t bytes)
 	return p;
 }
 
-extern "C" void gpu_host_free(void *p)
+static void gpu_host_free(void *p)
 {
 	cudaFreeHost(p);
 }
@@ -180,7 +213,7 @@ static void free_buckets(gpu_train *t)
 	t->nb = 0;
 }
 
-static int build_buckets(gpu_train *t, const int *order, char *why, size_t why_size)
+static int build_buckets(gpu_train *t, const int *order, struct nt_err *err)
 {
 	int *end = (int *)calloc((size_t)t->n_params, sizeof(int)), n, start = 0, r = 0;
 
@@ -188,8 +221,7 @@ static int build_buckets(gpu_train *t, const int *order, char *why, size_t why_s
 	t->b = (gbucket *)calloc((size_t)t->n_params, sizeof(gbucket));
 	if (!end || !t->b) {
 		free(end);
-		snprintf(why, why_size, "out of memory");
-		return -1;
+		return err_set(err, -ENOMEM, "out of memory");
 	}
 	n = ddp_plan_buckets(t->params, t->n_params, order, t->cfg.first_bucket_mb, t->cfg.bucket_mb, end);
 	for (int bi = 0; bi < n && !r; start = end[bi++]) {
@@ -200,7 +232,7 @@ static int build_buckets(gpu_train *t, const int *order, char *why, size_t why_s
 		b->n_params = end[bi] - start;
 		b->params = (int *)malloc((size_t)b->n_params * sizeof(int));
 		if (!b->params) {
-			snprintf(why, why_size, "out of memory");
+			err_set(err, -ENOMEM, "out of memory");
 			r = -1;
 			break;
 		}
@@ -211,14 +243,13 @@ static int build_buckets(gpu_train *t, const int *order, char *why, size_t why_s
 		if (lo != (size_t)-1)
 			b->view = t->g + lo;
 		else
-			r = cuda_try(cudaMalloc((void **)&b->buf, b->count * sizeof(float)), "bucket buffer", why, why_size);
+			r = cuda_try(cudaMalloc((void **)&b->buf, b->count * sizeof(float)), "bucket buffer", err);
 		if (!r)
-			r = cuda_try(cudaEventCreateWithFlags(&b->ready, cudaEventDisableTiming), "cudaEventCreate", why,
-				     why_size);
+			r = cuda_try(cudaEventCreateWithFlags(&b->ready, cudaEventDisableTiming), "cudaEventCreate", err);
 		if (!r)
-			r = cuda_try(cudaEventCreate(&b->c0), "cudaEventCreate", why, why_size);
+			r = cuda_try(cudaEventCreate(&b->c0), "cudaEventCreate", err);
 		if (!r)
-			r = cuda_try(cudaEventCreate(&b->c1), "cudaEventCreate", why, why_size);
+			r = cuda_try(cudaEventCreate(&b->c1), "cudaEventCreate", err);
 	}
 	free(end);
 	return r;
@@ -226,7 +257,7 @@ static int build_buckets(gpu_train *t, const int *order, char *why, size_t why_s
 
 // Hand bucket bi to the comm stream: it waits for the gradients (an event
 // on the compute stream) and all-reduces them while backward goes on.
-static int launch_bucket(gpu_train *t, int bi, char *why, size_t why_size)
+static int launch_bucket(gpu_train *t, int bi, struct nt_err *err)
 {
 	gbucket *b = &t->b[bi];
 	float *data = b->view ? b->view : b->buf;
@@ -246,9 +277,8 @@ static int launch_bucket(gpu_train *t, int bi, char *why, size_t why_size)
 	CUDA_TRY(cudaEventRecord(b->c0, t->commst), "cudaEventRecord");
 	r = ncclAllReduce(data, data, b->count, ncclFloat, ncclSum, t->nccl, t->commst);
 	if (r != ncclSuccess) {
-		snprintf(why, why_size, "ncclAllReduce of bucket %d: %s (%s)", bi, ncclGetErrorString(r),
+		return err_set(err, -EIO, "ncclAllReduce of bucket %d: %s (%s)", bi, ncclGetErrorString(r),
 			 ncclGetLastError(t->nccl));
-		return -1;
 	}
 	CUDA_TRY(cudaEventRecord(b->c1, t->commst), "cudaEventRecord");
 	off = 0;
@@ -263,7 +293,7 @@ static int launch_bucket(gpu_train *t, int bi, char *why, size_t why_size)
 }
 
 // param p's gradient is final (its kernels are queued on the compute stream)
-static int ready(gpu_train *t, int p, char *why, size_t why_size)
+static int ready(gpu_train *t, int p, struct nt_err *err)
 {
 	gbucket *b;
 
@@ -272,7 +302,7 @@ static int ready(gpu_train *t, int p, char *why, size_t why_size)
 	t->order[t->n_order++] = p;
 	b = &t->b[t->bucket_of[p]];
 	if (--b->pending == 0 && t->cfg.overlap && t->nccl)
-		return launch_bucket(t, t->bucket_of[p], why, why_size);
+		return launch_bucket(t, t->bucket_of[p], err);
 	return 0;
 }
 
@@ -289,7 +319,7 @@ static void abort_nccl(gpu_train *t)
 // Wait for ev: a poll (yield, then short sleeps) that also watches NCCL's
 // asynchronous errors and the deadline; the waiting rank aborts its
 // communicator rather than hang on a dead peer.
-static int wait_event(gpu_train *t, cudaEvent_t ev, const char *what, char *why, size_t why_size)
+static int wait_event(gpu_train *t, cudaEvent_t ev, const char *what, struct nt_err *err)
 {
 	double t0 = now_ms(), deadline = t0 + t->cfg.timeout_s * 1e3;
 
@@ -300,7 +330,7 @@ static int wait_event(gpu_train *t, cudaEvent_t ev, const char *what, char *why,
 		if (e == cudaSuccess)
 			return 0;
 		if (e != cudaErrorNotReady)
-			return cuda_fail(why, why_size, what, e);
+			return cuda_fail(err, what, e);
 		if (t->nccl && !t->nccl_aborted) {
 			ncclResult_t ae = ncclSuccess;
 
@@ -312,25 +342,25 @@ static int wait_event(gpu_train *t, cudaEvent_t ev, const char *what, char *why,
 					snprintf(peer, sizeof(peer), "peer rank %d", 1 - t->cm->rank);
 				else
 					snprintf(peer, sizeof(peer), "a peer rank");
-				snprintf(why, why_size, "%s (step %d) failed: %s failed or exited (NCCL: %s: %s)", what,
+				err_set(err, -EIO, "%s (step %d) failed: %s failed or exited (NCCL: %s: %s)", what,
 					 t->step, peer, ncclGetErrorString(ae), ncclGetLastError(t->nccl));
 				abort_nccl(t);
-				return -1;
+				return err_code(err);
 			}
 		}
 		now = now_ms();
 		if (now > deadline) {
 			if (t->cm->world == 1)
-				snprintf(why, why_size, "%s (step %d) not done after %.0f s: the GPU stopped making progress",
+				err_set(err, -ETIMEDOUT, "%s (step %d) not done after %.0f s: the GPU stopped making progress",
 					 what, t->step, t->cfg.timeout_s);
 			else if (t->cm->world == 2)
-				snprintf(why, why_size, "%s (step %d) not done after %.0f s: peer rank %d stopped responding",
+				err_set(err, -ETIMEDOUT, "%s (step %d) not done after %.0f s: peer rank %d stopped responding",
 					 what, t->step, t->cfg.timeout_s, 1 - t->cm->rank);
 			else
-				snprintf(why, why_size, "%s (step %d) not done after %.0f s: one of the %d peer ranks stopped responding",
+				err_set(err, -ETIMEDOUT, "%s (step %d) not done after %.0f s: one of the %d peer ranks stopped responding",
 					 what, t->step, t->cfg.timeout_s, t->cm->world - 1);
 			abort_nccl(t);
-			return -1;
+			return err_code(err);
 		}
 		if (now - t0 < 2.0) {
 			sched_yield();
@@ -344,13 +374,13 @@ static int wait_event(gpu_train *t, cudaEvent_t ev, const char *what, char *why,
 
 // ---- the preload thread -------------------------------------------------------
 
-static void preload_fail(gpu_train *t, const char *msg, bool bad_data)
+static void preload_fail(gpu_train *t, const nt_err *e, bool bad_data)
 {
 	pthread_mutex_lock(&t->mu);
 	if (!t->failed) {
 		t->failed = true;
 		t->bad_data = bad_data;
-		snprintf(t->err, sizeof(t->err), "%s", msg);
+		t->err = *e;
 	}
 	pthread_cond_broadcast(&t->cv);
 	pthread_mutex_unlock(&t->mu);
@@ -358,7 +388,7 @@ static void preload_fail(gpu_train *t, const char *msg, bool bad_data)
 
 // Copy loader batch lb into device slot s on the copy stream; the tensors'
 // device addresses are their offsets in the host buffer.
-static int copy_batch(gpu_train *t, dslot *s, const loader_batch *lb, char *why, size_t why_size)
+static int copy_batch(gpu_train *t, dslot *s, const loader_batch *lb, struct nt_err *err)
 {
 	const char *base = (const char *)lb->base;
 	char *d = (char *)s->mem;
@@ -377,10 +407,11 @@ static int copy_batch(gpu_train *t, dslot *s, const loader_batch *lb, char *why,
 static void *preload_main(void *arg)
 {
 	gpu_train *t = (gpu_train *)arg;
-	char why[512];
+	nt_err e;
 
 	if (cudaSetDevice(t->dev) != cudaSuccess) {
-		preload_fail(t, "preload thread: cudaSetDevice failed", false);
+		err_set(&e, -EIO, "preload thread: cudaSetDevice failed");
+		preload_fail(t, &e, false);
 		return NULL;
 	}
 	for (;;) {
@@ -389,7 +420,7 @@ static void *preload_main(void *arg)
 		double wait;
 		size_t bytes;
 		float ms = 0;
-		cudaError_t e;
+		cudaError_t ce;
 
 		pthread_mutex_lock(&t->mu);
 		s = &t->slots[t->next_fill % (unsigned long long)t->n_slots];
@@ -401,28 +432,28 @@ static void *preload_main(void *arg)
 		}
 		pthread_mutex_unlock(&t->mu);
 
-		if (loader_next(t->ld, &lb, &wait, why, sizeof(why))) {
-			preload_fail(t, why, true);
+		if (loader_next(t->ld, &lb, &wait, &e)) {
+			preload_fail(t, &e, true);
 			break;
 		}
-		if (copy_batch(t, s, lb, why, sizeof(why))) {
+		if (copy_batch(t, s, lb, &e)) {
 			loader_release(t->ld, lb);
-			preload_fail(t, why, false);
+			preload_fail(t, &e, false);
 			break;
 		}
 		bytes = lb->bytes;
 		// the host buffer goes back once the copy is done; poll so that a
 		// stop is seen even while the GPU is stuck
-		while ((e = cudaEventQuery(s->copied)) == cudaErrorNotReady && !t->stop) {
+		while ((ce = cudaEventQuery(s->copied)) == cudaErrorNotReady && !t->stop) {
 			struct timespec ts = { 0, 20000 };
 
 			nanosleep(&ts, NULL);
 		}
 		loader_release(t->ld, lb);
-		if (e != cudaSuccess) {
+		if (ce != cudaSuccess) {
 			if (!t->stop) {
-				cuda_fail(why, sizeof(why), "batch copy to the GPU", e);
-				preload_fail(t, why, false);
+				cuda_fail(&e, "batch copy to the GPU", ce);
+				preload_fail(t, &e, false);
 			}
 			break;
 		}
@@ -440,7 +471,7 @@ static void *preload_main(void *arg)
 }
 
 // The next device batch, in order; *wait_ms: how long the host waited.
-static dslot *take_batch(gpu_train *t, double *wait_ms, bool *bad_data, char *why, size_t why_size)
+static dslot *take_batch(gpu_train *t, double *wait_ms, bool *bad_data, struct nt_err *err)
 {
 	double t0 = now_ms();
 	struct timespec deadline;
@@ -456,13 +487,13 @@ static dslot *take_batch(gpu_train *t, double *wait_ms, bool *bad_data, char *wh
 	s = &t->slots[t->next_take % (unsigned long long)t->n_slots];
 	while (!s->ready && !t->failed)
 		if (pthread_cond_timedwait(&t->cv, &t->mu, &deadline) == ETIMEDOUT) {
-			snprintf(why, why_size, "no batch from the loader after %.0f s (step %d)", t->cfg.timeout_s,
+			err_set(err, -ETIMEDOUT, "no batch from the loader after %.0f s (step %d)", t->cfg.timeout_s,
 				 t->step);
 			pthread_mutex_unlock(&t->mu);
 			return NULL;
 		}
 	if (!s->ready) {       // batches copied before a failure are still used
-		snprintf(why, why_size, "%s", t->err);
+		err_set(err, t->err.code, "%s", t->err.msg);
 		*bad_data = t->bad_data;
 		pthread_mutex_unlock(&t->mu);
 		return NULL;
@@ -474,7 +505,7 @@ static dslot *take_batch(gpu_train *t, double *wait_ms, bool *bad_data, char *wh
 
 // The kernels that read s are queued: the copy stream may refill it after
 // them.
-static int give_back(gpu_train *t, dslot *s, char *why, size_t why_size)
+static int give_back(gpu_train *t, dslot *s, struct nt_err *err)
 {
 	if (t->cfg.frozen)
 		return 0;
@@ -492,7 +523,7 @@ static int give_back(gpu_train *t, dslot *s, char *why, size_t why_size)
 #define DW(t, p) ((t)->w + (t)->params[p].offset)
 #define DG(t, p) ((t)->g + (t)->params[p].offset)
 
-static int mlp_fwd(gpu_train *t, dev_layer *ls, int nl, const float *x, int n, char *why, size_t why_size)
+static int mlp_fwd(gpu_train *t, dev_layer *ls, int nl, const float *x, int n, struct nt_err *err)
 {
 	for (int i = 0; i < nl; i++) {
 		OPS_TRY(cuda_linear_fwd(t->ops, x, DW(t, ls[i].pw), DW(t, ls[i].pb), ls[i].y, n, ls[i].in, ls[i].out,
@@ -502,8 +533,7 @@ static int mlp_fwd(gpu_train *t, dev_layer *ls, int nl, const float *x, int n, c
 	return 0;
 }
 
-static int mlp_bwd(gpu_train *t, dev_layer *ls, int nl, const float *x, float *dx, int n, char *why,
-		   size_t why_size)
+static int mlp_bwd(gpu_train *t, dev_layer *ls, int nl, const float *x, float *dx, int n, struct nt_err *err)
 {
 	for (int i = nl - 1; i >= 0; i--) {
 		const float *in = i ? ls[i - 1].y : x;
@@ -511,14 +541,14 @@ static int mlp_bwd(gpu_train *t, dev_layer *ls, int nl, const float *x, float *d
 
 		OPS_TRY(cuda_linear_bwd(t->ops, in, DW(t, ls[i].pw), ls[i].y, ls[i].dy, din, DG(t, ls[i].pw),
 					DG(t, ls[i].pb), n, ls[i].in, ls[i].out, ls[i].relu), "linear backward");
-		if (ready(t, ls[i].pb, why, why_size) || ready(t, ls[i].pw, why, why_size))
-			return -1;
+		if (ready(t, ls[i].pb, err) || ready(t, ls[i].pw, err))
+			return err_code(err);
 	}
 	return 0;
 }
 
 // forward, loss (into t->loss), backward of one micro-batch
-static int micro_batch(gpu_train *t, const dslot *s, int k, double scale_n, bool last, char *why, size_t why_size)
+static int micro_batch(gpu_train *t, const dslot *s, int k, double scale_n, bool last, struct nt_err *err)
 {
 	const int zw = DLRM_DIM * (DLRM_TABLES + 1), n = s->n;
 	dev_layer *out = &t->top[t->n_top - 1];
@@ -526,18 +556,18 @@ static int micro_batch(gpu_train *t, const dslot *s, int k, double scale_n, bool
 	CUDA_TRY(cudaStreamWaitEvent(t->compute, s->copied, 0), "cudaStreamWaitEvent");
 	CUDA_TRY(cudaEventRecord(t->f0[k], t->compute), "cudaEventRecord");
 	if (t->emb0 < 0) {
-		if (mlp_fwd(t, t->top, t->n_top, s->dense, n, why, why_size))
-			return -1;
+		if (mlp_fwd(t, t->top, t->n_top, s->dense, n, err))
+			return err_code(err);
 	} else {
-		if (mlp_fwd(t, t->bot, t->n_bot, s->dense, n, why, why_size))
-			return -1;
+		if (mlp_fwd(t, t->bot, t->n_bot, s->dense, n, err))
+			return err_code(err);
 		CUDA_TRY(cudaMemcpy2DAsync(t->z, zw * sizeof(float), t->bot[t->n_bot - 1].y, DLRM_DIM * sizeof(float),
 					   DLRM_DIM * sizeof(float), (size_t)n, cudaMemcpyDeviceToDevice, t->compute),
 			 "concatenation");
 		OPS_TRY(cuda_embbag_multi_fwd(t->ops, DW(t, t->emb0), t->rows, DLRM_TABLES, s->sparse, t->z + DLRM_DIM,
 					      zw, n, DLRM_BAG, DLRM_DIM), "embedding-bag forward");
-		if (mlp_fwd(t, t->top, t->n_top, t->z, n, why, why_size))
-			return -1;
+		if (mlp_fwd(t, t->top, t->n_top, t->z, n, err))
+			return err_code(err);
 	}
 	CUDA_TRY(cudaEventRecord(t->f1[k], t->compute), "cudaEventRecord");
 	OPS_TRY(cuda_bce_logits(t->ops, out->y, s->label, out->dy, t->loss, n, scale_n), "loss");
@@ -550,29 +580,28 @@ static int micro_batch(gpu_train *t, const dslot *s, int k, double scale_n, bool
 		CUDA_TRY(cudaStreamWaitEvent(t->commst, t->ev_loss, 0), "cudaStreamWaitEvent");
 		r = ncclAllReduce(t->loss, t->loss, 1, ncclDouble, ncclSum, t->nccl, t->commst);
 		if (r != ncclSuccess) {
-			snprintf(why, why_size, "ncclAllReduce of the loss: %s (%s)", ncclGetErrorString(r),
+			return err_set(err, -EIO, "ncclAllReduce of the loss: %s (%s)", ncclGetErrorString(r),
 				 ncclGetLastError(t->nccl));
-			return -1;
 		}
 	}
 	if (t->emb0 < 0) {
-		if (mlp_bwd(t, t->top, t->n_top, s->dense, NULL, n, why, why_size))
-			return -1;
+		if (mlp_bwd(t, t->top, t->n_top, s->dense, NULL, n, err))
+			return err_code(err);
 	} else {
 		dev_layer *l3 = &t->bot[t->n_bot - 1];
 
-		if (mlp_bwd(t, t->top, t->n_top, t->z, t->dz, n, why, why_size))
-			return -1;
+		if (mlp_bwd(t, t->top, t->n_top, t->z, t->dz, n, err))
+			return err_code(err);
 		OPS_TRY(cuda_embbag_multi_bwd(t->ops, t->dz + DLRM_DIM, zw, s->sparse, DG(t, t->emb0), t->rows,
 					      DLRM_TABLES, n, DLRM_BAG, DLRM_DIM), "embedding-bag backward");
 		for (int tb = DLRM_TABLES - 1; tb >= 0; tb--)
-			if (ready(t, t->emb0 + tb, why, why_size))
-				return -1;
+			if (ready(t, t->emb0 + tb, err))
+				return err_code(err);
 		CUDA_TRY(cudaMemcpy2DAsync(l3->dy, DLRM_DIM * sizeof(float), t->dz, zw * sizeof(float),
 					   DLRM_DIM * sizeof(float), (size_t)n, cudaMemcpyDeviceToDevice, t->compute),
 			 "concatenation gradient");
-		if (mlp_bwd(t, t->bot, t->n_bot, s->dense, NULL, n, why, why_size))
-			return -1;
+		if (mlp_bwd(t, t->bot, t->n_bot, s->dense, NULL, n, err))
+			return err_code(err);
 	}
 	CUDA_TRY(cudaEventRecord(t->b1[k], t->compute), "cudaEventRecord");
 	return 0;
@@ -585,7 +614,7 @@ static float elapsed(cudaEvent_t a, cudaEvent_t b)
 	return cudaEventElapsedTime(&ms, a, b) == cudaSuccess ? ms : 0.0f;
 }
 
-extern "C" int gpu_train_step(gpu_train *t, gpu_step *out, bool *bad_data, char *why, size_t why_size)
+static int gpu_train_step(gpu_train *t, gpu_step *out, bool *bad_data, struct nt_err *err)
 {
 	const double scale_n = (double)t->cfg.batch * t->cfg.accum;
 
@@ -596,11 +625,11 @@ extern "C" int gpu_train_step(gpu_train *t, gpu_step *out, bool *bad_data, char 
 	CUDA_TRY(cudaMemsetAsync(t->loss, 0, sizeof(double), t->compute), "cudaMemsetAsync");
 	for (int k = 0; k < t->cfg.accum; k++) {
 		double wait = 0;
-		dslot *s = take_batch(t, &wait, bad_data, why, why_size);
+		dslot *s = take_batch(t, &wait, bad_data, err);
 		bool last = k == t->cfg.accum - 1;
 
 		if (!s)
-			return -1;
+			return err_code(err);
 		out->data_wait_ms += wait;
 		out->h2d_ms += t->cfg.frozen ? 0 : s->h2d_ms;
 		t->sync = last;
@@ -611,25 +640,25 @@ extern "C" int gpu_train_step(gpu_train *t, gpu_step *out, bool *bad_data, char 
 				t->b[i].launched = false;
 			}
 		}
-		if (micro_batch(t, s, k, scale_n, last, why, why_size) || give_back(t, s, why, why_size))
-			return -1;
+		if (micro_batch(t, s, k, scale_n, last, err) || give_back(t, s, err))
+			return err_code(err);
 	}
 	if (t->nccl) {
 		for (int i = 0; i < t->nb; i++)
-			if (!t->b[i].launched && launch_bucket(t, i, why, why_size))
-				return -1;
+			if (!t->b[i].launched && launch_bucket(t, i, err))
+				return err_code(err);
 		CUDA_TRY(cudaEventRecord(t->comm_done, t->commst), "cudaEventRecord");
 		CUDA_TRY(cudaStreamWaitEvent(t->compute, t->comm_done, 0), "cudaStreamWaitEvent");
 	}
 	CUDA_TRY(cudaEventRecord(t->synced, t->compute), "cudaEventRecord");
 	// NCCL summed the gradients: the averaging is folded into the step size
-	OPS_TRY(cuda_sgd(t->ops, t->w, t->g, t->n_w, t->cfg.lr / (float)t->cm->world), "SGD");
+	OPS_TRY(cuda_sgd(t->ops, t->w, t->g, t->n_w, (float)t->cfg.lr / (float)t->cm->world), "SGD");
 	CUDA_TRY(cudaEventRecord(t->opt_end, t->compute), "cudaEventRecord");
 	CUDA_TRY(cudaMemcpyAsync(t->h_loss, t->loss, sizeof(double), cudaMemcpyDeviceToHost, t->compute),
 		 "loss copy");
 	CUDA_TRY(cudaEventRecord(t->done, t->compute), "cudaEventRecord");
-	if (wait_event(t, t->done, t->nccl ? "gradient all-reduce" : "training step", why, why_size))
-		return -1;
+	if (wait_event(t, t->done, t->nccl ? "gradient all-reduce" : "training step", err))
+		return err_code(err);
 	for (int k = 0; k < t->cfg.accum; k++) {
 		out->fwd_ms += elapsed(t->f0[k], t->f1[k]);
 		out->bwd_ms += elapsed(t->f1[k], t->b1[k]);
@@ -643,40 +672,42 @@ extern "C" int gpu_train_step(gpu_train *t, gpu_step *out, bool *bad_data, char 
 	return 0;
 }
 
-extern "C" void gpu_train_rebuild(gpu_train *t)
+static void gpu_train_rebuild(gpu_train *t)
 {
-	char why[256];
+	nt_err err;
 
-	if (t->n_order == t->n_params && build_buckets(t, t->order, why, sizeof(why)))
-		fprintf(stderr, "nodetune-harness: rebuilding buckets: %s\n", why);
+	if (t->n_order == t->n_params && build_buckets(t, t->order, &err))
+		fprintf(stderr, "nodetune-harness: rebuilding buckets: %s\n", err.msg);
 }
 
-extern "C" int gpu_train_buckets(const gpu_train *t)
+static int gpu_train_buckets(const gpu_train *t)
 {
 	return t->nb;
 }
 
-extern "C" int gpu_train_fetch_weights(gpu_train *t, char *why, size_t why_size)
+static int gpu_train_fetch_weights(gpu_train *t, struct nt_err *err)
 {
 	CUDA_TRY(cudaMemcpy(model_weights(t->m, NULL), t->w, t->n_w * sizeof(float), cudaMemcpyDeviceToHost),
 		 "weights copy");
 	return 0;
 }
 
-extern "C" void gpu_train_h2d(const gpu_train *t, double *loader_gbps, double *pinned_gbps)
+static void gpu_train_h2d(const gpu_train *t, double *loader_gbps, double *pinned_gbps)
 {
 	*loader_gbps = t->h2d_ms > 0 ? t->h2d_bytes / (t->h2d_ms * 1e6) : 0;
 	*pinned_gbps = t->pinned_gbps;
 }
 
-extern "C" const char *gpu_train_device(const gpu_train *t)
+static const char *gpu_train_device(const gpu_train *t)
 {
 	return t->devname;
 }
 
+static void gpu_train_free(gpu_train *t);
+
 // ---- setup ------------------------------------------------------------------
 
-static int alloc_layers(gpu_train *t, bool top, dev_layer **ret, int *ret_n, char *why, size_t why_size)
+static int alloc_layers(gpu_train *t, bool top, dev_layer **ret, int *ret_n, struct nt_err *err)
 {
 	model_layer_info info[1024];
 	int n = model_layers(t->m, top, info, 1024);
@@ -684,13 +715,11 @@ static int alloc_layers(gpu_train *t, bool top, dev_layer **ret, int *ret_n, cha
 
 	*ret_n = n;
 	if (n > 1024) {
-		snprintf(why, why_size, "too many layers (%d)", n);
-		return -1;
+		return err_set(err, -EIO, "too many layers (%d)", n);
 	}
 	ls = *ret = (dev_layer *)calloc((size_t)(n ? n : 1), sizeof(dev_layer));
 	if (!ls) {
-		snprintf(why, why_size, "out of memory");
-		return -1;
+		return err_set(err, -ENOMEM, "out of memory");
 	}
 	for (int i = 0; i < n; i++) {
 		size_t bytes = (size_t)t->cfg.batch * info[i].out * sizeof(float);
@@ -711,18 +740,17 @@ static void free_layers(dev_layer *ls, int n)
 	free(ls);
 }
 
-static int setup_nccl(gpu_train *t, char *why, size_t why_size)
+static int setup_nccl(gpu_train *t, struct nt_err *err)
 {
 	ncclUniqueId id;
 	ncclResult_t r;
 
 	memset(&id, 0, sizeof(id));
 	if (t->cm->rank == 0 && (r = ncclGetUniqueId(&id)) != ncclSuccess) {
-		snprintf(why, why_size, "ncclGetUniqueId: %s", ncclGetErrorString(r));
-		return -1;
+		return err_set(err, -EIO, "ncclGetUniqueId: %s", ncclGetErrorString(r));
 	}
-	if (t->cm->bcast(t->cm, &id, sizeof(id), 0, why, why_size))
-		return -1;
+	if (t->cm->ops->bcast(t->cm, &id, sizeof(id), 0, err))
+		return err_code(err);
 	// ncclCommInitRank blocks until every rank has joined: bounded by
 	// --timeout (a rank that died after the id went out)
 	comm_deadline_set(t->cfg.timeout_s, t->cm->rank, "NCCL set-up (ncclCommInitRank)");
@@ -730,9 +758,8 @@ static int setup_nccl(gpu_train *t, char *why, size_t why_size)
 	comm_deadline_clear();
 	if (r != ncclSuccess) {
 		t->nccl = NULL;
-		snprintf(why, why_size, "ncclCommInitRank (rank %d of %d): %s", t->cm->rank, t->cm->world,
+		return err_set(err, -EIO, "ncclCommInitRank (rank %d of %d): %s", t->cm->rank, t->cm->world,
 			 ncclGetErrorString(r));
-		return -1;
 	}
 	return 0;
 }
@@ -769,63 +796,53 @@ static void measure_pinned(gpu_train *t, size_t bytes)
 	gpu_host_free(h);
 }
 
-extern "C" gpu_train *gpu_train_create(const gpu_train_config *cfg, model *m, comm *cm, loader *ld, char *why,
-				       size_t why_size)
+// the device, its streams, the weights and the activations
+static int setup_device(gpu_train *t, const trainer_config *cfg, model *m, struct nt_err *err)
 {
-	gpu_train *t = (gpu_train *)calloc(1, sizeof(gpu_train));
 	const model_config *mc = model_config_of(m);
-	size_t payload;
-	int *rev = NULL;
 	cudaDeviceProp prop;
 
-	if (!t) {
-		snprintf(why, why_size, "out of memory");
-		return NULL;
-	}
-	t->cfg = *cfg;
-	t->m = m;
-	t->cm = cm;
-	t->ld = ld;
-	pthread_mutex_init(&t->mu, NULL);
-	pthread_cond_init(&t->cv, NULL);
 	if (cudaGetDevice(&t->dev) != cudaSuccess || cudaGetDeviceProperties(&prop, t->dev) != cudaSuccess) {
-		snprintf(why, why_size, "no current GPU");
-		goto fail;
+		return err_set(err, -EIO, "no current GPU");
 	}
 	snprintf(t->devname, sizeof(t->devname), "%s", prop.name);
 	if (cudaStreamCreateWithFlags(&t->compute, cudaStreamNonBlocking) != cudaSuccess ||
 	    cudaStreamCreateWithFlags(&t->copy, cudaStreamNonBlocking) != cudaSuccess ||
 	    cudaStreamCreateWithFlags(&t->commst, cudaStreamNonBlocking) != cudaSuccess ||
 	    !(t->ops = cuda_ops_create(t->compute))) {
-		snprintf(why, why_size, "cannot create CUDA streams or the cuBLAS handle");
-		goto fail;
+		return err_set(err, -EIO, "cannot create CUDA streams or the cuBLAS handle");
 	}
 	t->params = model_params(m, &t->n_params);
 	model_weights(m, &t->n_w);
 	if (cudaMalloc((void **)&t->w, t->n_w * sizeof(float)) != cudaSuccess ||
 	    cudaMalloc((void **)&t->g, t->n_w * sizeof(float)) != cudaSuccess ||
 	    cudaMemcpy(t->w, model_weights(m, NULL), t->n_w * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess) {
-		snprintf(why, why_size, "cannot place %zu weights on the GPU", t->n_w);
-		goto fail;
+		return err_set(err, -EIO, "cannot place %zu weights on the GPU", t->n_w);
 	}
-	if (alloc_layers(t, false, &t->bot, &t->n_bot, why, why_size) ||
-	    alloc_layers(t, true, &t->top, &t->n_top, why, why_size))
-		goto fail;
+	if (alloc_layers(t, false, &t->bot, &t->n_bot, err) ||
+	    alloc_layers(t, true, &t->top, &t->n_top, err))
+		return err_code(err);
 	t->emb0 = model_emb_param0(m);
 	t->rows = mc->rows;
 	if (t->emb0 >= 0) {
 		size_t zb = (size_t)cfg->batch * DLRM_DIM * (DLRM_TABLES + 1) * sizeof(float);
 
 		if (cudaMalloc((void **)&t->z, zb) != cudaSuccess || cudaMalloc((void **)&t->dz, zb) != cudaSuccess) {
-			snprintf(why, why_size, "out of GPU memory for activations");
-			goto fail;
+			return err_set(err, -ENOMEM, "out of GPU memory for activations");
 		}
 	}
 	if (cudaMalloc((void **)&t->loss, sizeof(double)) != cudaSuccess ||
 	    !(t->h_loss = (double *)gpu_host_alloc(sizeof(double)))) {
-		snprintf(why, why_size, "out of memory for the loss");
-		goto fail;
+		return err_set(err, -ENOMEM, "out of memory for the loss");
 	}
+	return 0;
+}
+
+// the per-micro-batch events, the buckets (reverse parameter order) and NCCL
+static int setup_buckets(gpu_train *t, const trainer_config *cfg, comm *cm, struct nt_err *err)
+{
+	int *rev = NULL, r = -1;
+
 	t->f0 = (cudaEvent_t *)calloc((size_t)cfg->accum, sizeof(cudaEvent_t));
 	t->f1 = (cudaEvent_t *)calloc((size_t)cfg->accum, sizeof(cudaEvent_t));
 	t->b1 = (cudaEvent_t *)calloc((size_t)cfg->accum, sizeof(cudaEvent_t));
@@ -833,43 +850,51 @@ extern "C" gpu_train *gpu_train_create(const gpu_train_config *cfg, model *m, co
 	t->order = (int *)calloc((size_t)t->n_params, sizeof(int));
 	rev = (int *)calloc((size_t)t->n_params, sizeof(int));
 	if (!t->f0 || !t->f1 || !t->b1 || !t->bucket_of || !t->order || !rev) {
-		snprintf(why, why_size, "out of memory");
-		goto fail;
+		err_set(err, -ENOMEM, "out of memory");
+		goto out_free_rev;
 	}
 	for (int k = 0; k < cfg->accum; k++)
 		if (cudaEventCreate(&t->f0[k]) || cudaEventCreate(&t->f1[k]) || cudaEventCreate(&t->b1[k])) {
-			snprintf(why, why_size, "cannot create CUDA events");
-			goto fail;
+			err_set(err, -EIO, "cannot create CUDA events");
+			goto out_free_rev;
 		}
 	if (cudaEventCreateWithFlags(&t->ev_loss, cudaEventDisableTiming) || cudaEventCreate(&t->comm_done) ||
 	    cudaEventCreate(&t->synced) || cudaEventCreate(&t->opt_end) ||
 	    cudaEventCreateWithFlags(&t->done, cudaEventDisableTiming)) {
-		snprintf(why, why_size, "cannot create CUDA events");
-		goto fail;
+		err_set(err, -EIO, "cannot create CUDA events");
+		goto out_free_rev;
 	}
 	for (int i = 0; i < t->n_params; i++)
 		rev[i] = t->n_params - 1 - i;
-	if (build_buckets(t, rev, why, why_size))
-		goto fail;
-	if (cm->world > 1 && setup_nccl(t, why, why_size))
-		goto fail;
+	if (build_buckets(t, rev, err))
+		goto out_free_rev;
+	if (cm->world > 1 && setup_nccl(t, err))
+		goto out_free_rev;
+	r = 0;
+out_free_rev:
+	free(rev);
+	return r;
+}
 
-	// device batch buffers, and the copy stage
+// device batch buffers, and the copy stage
+static int setup_slots(gpu_train *t, const trainer_config *cfg, loader *ld, struct nt_err *err)
+{
+	const model_config *mc = model_config_of(t->m);
+	size_t payload;
+
 	payload = batch_payload_size((uint32_t)cfg->batch, (uint32_t)model_dense_width(mc),
 				     mc->kind == MODEL_DLRM_SMALL ? DLRM_TABLES * DLRM_BAG : 0);
 	t->n_slots = cfg->frozen ? 1 : cfg->prefetch;
 	t->slots = (dslot *)calloc((size_t)t->n_slots, sizeof(dslot));
 	if (!t->slots) {
-		snprintf(why, why_size, "out of memory");
-		goto fail;
+		return err_set(err, -ENOMEM, "out of memory");
 	}
 	for (int i = 0; i < t->n_slots; i++) {
 		dslot *s = &t->slots[i];
 
 		if (cudaMalloc(&s->mem, payload) || cudaEventCreate(&s->h0) || cudaEventCreate(&s->copied) ||
 		    cudaEventCreateWithFlags(&s->consumed, cudaEventDisableTiming)) {
-			snprintf(why, why_size, "out of GPU memory for %d batch buffers of %zu bytes", t->n_slots, payload);
-			goto fail;
+			return err_set(err, -ENOMEM, "out of GPU memory for %d batch buffers of %zu bytes", t->n_slots, payload);
 		}
 	}
 	measure_pinned(t, payload);
@@ -878,29 +903,44 @@ extern "C" gpu_train *gpu_train_create(const gpu_train_config *cfg, model *m, co
 		loader_batch *lb;
 		double wait;
 
-		if (loader_next(ld, &lb, &wait, why, why_size) || copy_batch(t, &t->slots[0], lb, why, why_size) ||
+		if (loader_next(ld, &lb, &wait, err) || copy_batch(t, &t->slots[0], lb, err) ||
 		    cudaStreamSynchronize(t->copy) != cudaSuccess) {
-			if (!why[0])
-				snprintf(why, why_size, "placing the frozen batch on the GPU failed");
-			goto fail;
+			if (!err->msg[0])
+				return err_set(err, -EIO, "placing the frozen batch on the GPU failed");
+			return err_code(err);
 		}
 		t->slots[0].ready = true;
 	} else {
-		if (pthread_create(&t->th, NULL, preload_main, t)) {
-			snprintf(why, why_size, "cannot start the preload thread");
-			goto fail;
-		}
+		if (pthread_create(&t->th, NULL, preload_main, t))
+			return err_set(err, -EIO, "cannot start the preload thread");
 		t->th_started = true;
 	}
-	free(rev);
-	return t;
-fail:
-	free(rev);
-	gpu_train_free(t);
-	return NULL;
+	return 0;
 }
 
-extern "C" void gpu_train_free(gpu_train *t)
+static gpu_train *gpu_train_create(const trainer_config *cfg, model *m, comm *cm, loader *ld, struct nt_err *err)
+{
+	gpu_train *t = (gpu_train *)calloc(1, sizeof(gpu_train));
+
+	if (!t) {
+		err_set(err, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	t->cfg = *cfg;
+	t->m = m;
+	t->cm = cm;
+	t->ld = ld;
+	pthread_mutex_init(&t->mu, NULL);
+	pthread_cond_init(&t->cv, NULL);
+	if (setup_device(t, cfg, m, err) || setup_buckets(t, cfg, cm, err) ||
+	    setup_slots(t, cfg, ld, err)) {
+		gpu_train_free(t);
+		return NULL;
+	}
+	return t;
+}
+
+static void gpu_train_free(gpu_train *t)
 {
 	if (!t)
 		return;
@@ -962,3 +1002,102 @@ extern "C" void gpu_train_free(gpu_train *t)
 	pthread_cond_destroy(&t->cv);
 	free(t);
 }
+
+// ---- the trainer row (trainer.h) ---------------------------------------------
+
+static gpu_train *gpu(trainer *t)
+{
+	return (gpu_train *)t;
+}
+
+static int row_probe(nt_err *err)
+{
+	nt_err e = {};
+	int r = cuda_probe(&e);
+
+	if (r < 0)
+		return err_set(err, r, "--device cuda: %s", e.msg);
+	return 0;
+}
+
+// this rank's GPU (local rank modulo the GPUs)
+static int row_select(const comm *c, nt_err *err)
+{
+	nt_err e = {};
+	int r = gpu_select(c->local_rank, &e);
+
+	if (r)
+		return err_set(err, r, "--device cuda: %s", e.msg);
+	return 0;
+}
+
+static trainer *row_create(const trainer_config *cfg, model *m, comm *c, loader *ld, nt_err *err)
+{
+	nt_err e = {};
+	gpu_train *t = gpu_train_create(cfg, m, c, ld, &e);
+
+	if (!t)
+		err_set(err, e.code ? e.code : -EIO, "--device cuda: %s", e.msg);
+	return (trainer *)t;
+}
+
+static int row_step(trainer *tr, int s, inject *inj, step_rec *r, bool *ret_bad_data, nt_err *err)
+{
+	gpu_train *t = gpu(tr);
+	gpu_step gs;
+
+	int e = gpu_train_step(t, &gs, ret_bad_data, err);
+
+	if (e)
+		return e;
+	*r = step_rec{ gs.data_wait_ms, gs.h2d_ms, gs.fwd_ms, gs.bwd_ms, gs.comm_exposed_ms, gs.comm_ms, gs.opt_ms, 0, 0 };
+	trainer_inject_compute(inj, s, gs.fwd_ms + gs.bwd_ms, r);
+	inject_step_end(inj, s);
+	t->loss_sum = gs.loss_sum;
+	return 0;
+}
+
+// the loss is summed over ranks on the GPU (NCCL)
+static int row_loss(trainer *tr, step_rec *r, nt_err *err)
+{
+	gpu_train *t = gpu(tr);
+
+	(void)err;
+	r->loss = t->loss_sum / ((double)t->cfg.batch * t->cfg.accum * t->cm->world);
+	return 0;
+}
+
+static void row_rebuild(trainer *tr)
+{
+	gpu_train_rebuild(gpu(tr));
+}
+
+static int row_allreduce_d(trainer *tr, double *x, size_t n, nt_err *err)
+{
+	gpu_train *t = gpu(tr);
+
+	return t->cm->ops->allreduce_sum_d(t->cm, x, n, err);
+}
+
+static void row_info(const trainer *tr, trainer_info *ret)
+{
+	const gpu_train *t = (const gpu_train *)tr;
+
+	*ret = trainer_info{ gpu_train_buckets(t), false, gpu_train_device(t), 0, 0 };
+	gpu_train_h2d(t, &ret->h2d_gbps, &ret->pinned_gbps);
+}
+
+static int row_fetch_weights(trainer *tr, nt_err *err)
+{
+	return gpu_train_fetch_weights(gpu(tr), err);
+}
+
+static void row_free(trainer *tr)
+{
+	gpu_train_free(gpu(tr));
+}
+
+extern "C" const trainer_ops cuda_trainer = {
+	"cuda", row_probe, row_select, gpu_host_alloc, gpu_host_free, row_create, row_step, row_loss, row_rebuild,
+	row_allreduce_d, row_info, row_fetch_weights, row_free,
+};

@@ -24,7 +24,6 @@ struct inject {
 	pthread_t thread;
 	bool running;
 	volatile bool stop;
-	char name[32];
 };
 
 static double now_ms(void)
@@ -44,7 +43,7 @@ static void spin_ms(double ms)
 		x++;
 }
 
-struct inject *inject_create(const char *spec, char *why, size_t why_size)
+struct inject *inject_create(const char *spec, struct nt_err *err)
 {
 	struct inject *in;
 
@@ -52,17 +51,16 @@ struct inject *inject_create(const char *spec, char *why, size_t why_size)
 		return NULL;
 	in = calloc(1, sizeof(*in));
 	if (!in) {
-		snprintf(why, why_size, "out of memory");
+		err_set(err, -ENOMEM, "out of memory");
 		return NULL;
 	}
-	snprintf(in->name, sizeof(in->name), "%s", spec);
 	if (!strncmp(spec, "slow:", 5)) {
 		char *end;
 
 		in->kind = K_SLOW;
 		in->pct = strtod(spec + 5, &end);
 		if (*end || end == spec + 5 || !(in->pct > 0 && in->pct <= 1000)) {
-			snprintf(why, why_size, "--inject '%s': slow:PCT needs a percentage from 0 to 1000", spec);
+			err_set(err, -EINVAL, "--inject '%s': slow:PCT needs a percentage from 0 to 1000", spec);
 			free(in);
 			return NULL;
 		}
@@ -73,7 +71,7 @@ struct inject *inject_create(const char *spec, char *why, size_t why_size)
 			in->kind = (enum kind)k;
 			return in;
 		}
-	snprintf(why, why_size, "--inject '%s': expected thp-compaction, tlb-shootdown, noisy-neighbor, remote-numa, alloc-churn, host-sync or slow:PCT",
+	err_set(err, -EINVAL, "--inject '%s': expected thp-compaction, tlb-shootdown, noisy-neighbor, remote-numa, alloc-churn, host-sync or slow:PCT",
 		 spec);
 	free(in);
 	return NULL;
@@ -123,9 +121,9 @@ static void *side_thread(void *arg)
 	return NULL;
 }
 
-int inject_start(struct inject *in, void *weights, void *grads, size_t bytes, char *note, size_t note_size)
+int inject_start(struct inject *in, void *weights, void *grads, size_t bytes, struct nt_err *err)
 {
-	note[0] = '\0';
+	err_set(err, 0, "%s", "");
 	if (!in)
 		return 0;
 	if (in->kind == K_REMOTE) {
@@ -145,19 +143,20 @@ int inject_start(struct inject *in, void *weights, void *grads, size_t bytes, ch
 			}
 		}
 		if (nodes < 2 || !mask) {
-			snprintf(note, note_size, "remote-numa skipped: this host has %d NUMA node%s", nodes, nodes == 1 ? "" : "s");
-			return 0;
+			return err_set(err, 0, "remote-numa skipped: this host has %d NUMA node%s", nodes,
+				       nodes == 1 ? "" : "s");
 		}
 		if (mbind(weights, bytes, MPOL_BIND, &mask, 64, MPOL_MF_MOVE) ||
 		    mbind(grads, bytes, MPOL_BIND, &mask, 64, MPOL_MF_MOVE)) {
-			snprintf(note, note_size, "remote-numa: mbind failed: %s", strerror(errno));
-			return -1;
+			return err_set(err, -errno, "remote-numa: mbind failed: %s", strerror(errno));
 		}
 		return 0;
 	}
 	if (in->kind == K_NOISY || in->kind == K_TLB || in->kind == K_THP) {
-		if (pthread_create(&in->thread, NULL, side_thread, in))
-			return -1;
+		int e = pthread_create(&in->thread, NULL, side_thread, in);
+
+		if (e)
+			return err_set(err, -e, "cannot start");
 		in->running = true;
 	}
 	return 0;
@@ -198,9 +197,4 @@ void inject_stop(struct inject *in)
 	if (in->running)
 		pthread_join(in->thread, NULL);
 	free(in);
-}
-
-const char *inject_name(const struct inject *in)
-{
-	return in ? in->name : "none";
 }

@@ -22,20 +22,23 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "nt_err.h"
+
 struct inject;
 
-/* Parse spec (NULL: nothing).  NULL with why on a bad spec. */
-struct inject *inject_create(const char *spec, char *why, size_t why_size);
+/* Parse spec (NULL: nothing, err untouched).  NULL with err on a bad
+ * spec (-EINVAL) or out of memory. */
+struct inject *inject_create(const char *spec, struct nt_err *err);
 
-/* Start side threads; weights/grads for remote-numa.  A cause the host
- * cannot have is skipped: *note says why (empty otherwise). */
-int inject_start(struct inject *in, void *weights, void *grads, size_t bytes, char *note, size_t note_size);
+/* Start side threads; weights/grads for remote-numa.  Returns 0, with
+ * err->msg a note when a cause the host cannot have was skipped (empty
+ * otherwise), or -errno with err. */
+int inject_start(struct inject *in, void *weights, void *grads, size_t bytes, struct nt_err *err);
 
 /* Per-step hooks of the training loop. */
 void inject_after_compute(struct inject *in, int step, double compute_ms);
 void inject_step_end(struct inject *in, int step);
 
 void inject_stop(struct inject *in);
-const char *inject_name(const struct inject *in);
 
 #endif

@@ -30,7 +30,7 @@ struct loader {
 	int n_workers;
 	bool pinner_started;
 	bool stop;
-	char err[512];
+	struct nt_err err;         /* the first failure of a worker or the pin thread */
 	bool failed;
 	uint64_t next_produce;      /* next id a worker takes */
 	uint64_t next_pin;          /* next id the pin thread decodes */
@@ -51,12 +51,12 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static void fail(struct loader *l, const char *msg)
+static void fail(struct loader *l, int code, const char *msg)
 {
 	pthread_mutex_lock(&l->mu);
 	if (!l->failed) {
 		l->failed = true;
-		snprintf(l->err, sizeof(l->err), "%s", msg);
+		err_set(&l->err, code, "%s", msg);
 	}
 	pthread_cond_broadcast(&l->cv);
 	pthread_mutex_unlock(&l->mu);
@@ -86,17 +86,17 @@ static void *worker_main(void *arg)
 	struct batch_data d = { .n = (uint32_t)c->batch, .dense_width = c->spec.dense_width,
 				.sparse_width = c->spec.sparse_width };
 	struct shard_reader *sr = NULL;
-	char why[512];
+	struct nt_err err;
 
 	d.dense = malloc((size_t)c->batch * c->spec.dense_width * 4 + 4);
 	d.sparse = c->spec.sparse_width ? malloc((size_t)c->batch * c->spec.sparse_width * 4) : NULL;
 	d.label = malloc((size_t)c->batch * 4);
 	if (!d.dense || (c->spec.sparse_width && !d.sparse) || !d.label) {
-		fail(l, "loader: out of memory");
+		fail(l, -ENOMEM, "loader: out of memory");
 		goto out;
 	}
-	if (c->data_dir && !(sr = shard_open(c->data_dir, &c->spec, why, sizeof(why)))) {
-		fail(l, why);
+	if (c->data_dir && !(sr = shard_open(c->data_dir, &c->spec, &err))) {
+		fail(l, err.code, err.msg);
 		goto out;
 	}
 	for (;;) {
@@ -116,16 +116,16 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&l->mu);
 
 		if (sr) {
-			e = shard_read(sr, first_sample(c, id), &d, why, sizeof(why));
+			e = shard_read(sr, first_sample(c, id), &d, &err);
 			if (e) {
-				fail(l, why);
+				fail(l, err.code, err.msg);
 				break;
 			}
 		} else {
 			data_synth_batch(&c->spec, first_sample(c, id), &d);
 		}
 		if (batch_encode(&d, id, c->zstd_level, &buf, &len)) {
-			fail(l, "loader: encoding a batch failed");
+			fail(l, -EIO, "loader: encoding a batch failed");
 			break;
 		}
 		pthread_mutex_lock(&l->mu);
@@ -144,7 +144,8 @@ out:
 static void *pin_main(void *arg)
 {
 	struct loader *l = arg;
-	char why[256], msg[400];
+	struct nt_err err;
+	char msg[1100];
 
 	for (;;) {
 		uint64_t id;
@@ -172,13 +173,13 @@ static void *pin_main(void *arg)
 		s = &l->slots[si];
 		if (!l->cfg.pin && !(s->mem = malloc(l->payload))) {
 			free(e.buf);
-			fail(l, "loader: out of memory");
+			fail(l, -ENOMEM, "loader: out of memory");
 			break;
 		}
-		if (batch_decode(e.buf, e.len, s->mem, l->payload, &s->b.data, &s->b.id, why, sizeof(why))) {
-			snprintf(msg, sizeof(msg), "loader: batch %llu: %s", (unsigned long long)id, why);
+		if (batch_decode(e.buf, e.len, s->mem, l->payload, &s->b.data, &s->b.id, &err)) {
+			snprintf(msg, sizeof(msg), "loader: batch %llu: %s", (unsigned long long)id, err.msg);
 			free(e.buf);
-			fail(l, msg);
+			fail(l, err.code, msg);
 			break;
 		}
 		free(e.buf);
@@ -193,19 +194,19 @@ static void *pin_main(void *arg)
 	return NULL;
 }
 
-struct loader *loader_start(const struct loader_config *cfg, char *why, size_t why_size)
+struct loader *loader_start(const struct loader_config *cfg, struct nt_err *err)
 {
 	struct loader *l = calloc(1, sizeof(*l));
 
 	if (!l) {
-		snprintf(why, why_size, "out of memory");
+		err_set(err, -ENOMEM, "out of memory");
 		return NULL;
 	}
 	l->cfg = *cfg;
 	pthread_mutex_init(&l->mu, NULL);
 	if (cfg->data_dir) {
 		/* a bad data set is reported now, not at the first batch */
-		struct shard_reader *r = shard_open(cfg->data_dir, &cfg->spec, why, why_size);
+		struct shard_reader *r = shard_open(cfg->data_dir, &cfg->spec, err);
 
 		if (!r) {
 			pthread_mutex_destroy(&l->mu);
@@ -222,7 +223,7 @@ struct loader *loader_start(const struct loader_config *cfg, char *why, size_t w
 	l->slots = calloc((size_t)l->n_slots, sizeof(*l->slots));
 	l->enc = calloc((size_t)l->n_enc, sizeof(*l->enc));
 	if (!l->slots || !l->enc) {
-		snprintf(why, why_size, "out of memory");
+		err_set(err, -ENOMEM, "out of memory");
 		loader_stop(l);
 		return NULL;
 	}
@@ -231,7 +232,7 @@ struct loader *loader_start(const struct loader_config *cfg, char *why, size_t w
 		for (int i = 0; i < l->n_slots; i++) {
 			l->slots[i].mem = alloc_buffer(l);
 			if (!l->slots[i].mem) {
-				snprintf(why, why_size, "out of memory for %d pinned buffers of %zu bytes",
+				err_set(err, -ENOMEM, "out of memory for %d pinned buffers of %zu bytes",
 					 l->n_slots, l->payload);
 				loader_stop(l);
 				return NULL;
@@ -246,7 +247,7 @@ struct loader *loader_start(const struct loader_config *cfg, char *why, size_t w
 					.sparse_width = cfg->spec.sparse_width };
 		void *buf = NULL;
 		size_t len;
-		int e = -1;
+		int e = -ENOMEM;
 
 		d.dense = malloc((size_t)cfg->batch * cfg->spec.dense_width * 4 + 4);
 		d.sparse = cfg->spec.sparse_width ? malloc((size_t)cfg->batch * cfg->spec.sparse_width * 4) : NULL;
@@ -257,7 +258,9 @@ struct loader *loader_start(const struct loader_config *cfg, char *why, size_t w
 		}
 		if (!e)
 			e = batch_decode(buf, len, l->slots[0].mem, l->payload, &l->slots[0].b.data, &l->slots[0].b.id,
-					 why, why_size);
+					 err);
+		else
+			err_set(err, e, "cannot make the frozen batch: %s", strerror(-e));
 		l->slots[0].b.base = l->slots[0].mem;
 		l->slots[0].b.bytes = l->payload;
 		free(buf);
@@ -272,20 +275,20 @@ struct loader *loader_start(const struct loader_config *cfg, char *why, size_t w
 	}
 	l->workers = calloc((size_t)cfg->workers, sizeof(*l->workers));
 	if (!l->workers) {
-		snprintf(why, why_size, "out of memory");
+		err_set(err, -ENOMEM, "out of memory");
 		loader_stop(l);
 		return NULL;
 	}
 	for (int i = 0; i < cfg->workers; i++) {
 		if (pthread_create(&l->workers[i], NULL, worker_main, l)) {
-			snprintf(why, why_size, "cannot start loader worker %d", i);
+			err_set(err, -EIO, "cannot start loader worker %d", i);
 			loader_stop(l);
 			return NULL;
 		}
 		l->n_workers++;
 	}
 	if (pthread_create(&l->pinner, NULL, pin_main, l)) {
-		snprintf(why, why_size, "cannot start the pin thread");
+		err_set(err, -EIO, "cannot start the pin thread");
 		loader_stop(l);
 		return NULL;
 	}
@@ -293,7 +296,7 @@ struct loader *loader_start(const struct loader_config *cfg, char *why, size_t w
 	return l;
 }
 
-int loader_next(struct loader *l, struct loader_batch **ret, double *wait_ms, char *why, size_t why_size)
+int loader_next(struct loader *l, struct loader_batch **ret, double *wait_ms, struct nt_err *err)
 {
 	double t0 = now_ms();
 	struct slot *s;
@@ -309,9 +312,10 @@ int loader_next(struct loader *l, struct loader_batch **ret, double *wait_ms, ch
 		pthread_cond_wait(&l->cv, &l->mu);
 	/* batches decoded before a failure are still good: hand them out */
 	if (!s->ready) {
-		snprintf(why, why_size, "%s", l->err);
+		int e = err_set(err, l->err.code, "%s", l->err.msg);
+
 		pthread_mutex_unlock(&l->mu);
-		return -1;
+		return e;
 	}
 	s->ready = false;
 	s->in_use = true;

@@ -23,6 +23,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "nt_err.h"
+
 #include "batch.h"
 #include "data.h"
 
@@ -52,14 +54,14 @@ struct loader_batch {
 
 struct loader;
 
-/* Start the threads.  NULL with why on error (bad data dir, no memory). */
-struct loader *loader_start(const struct loader_config *cfg, char *why, size_t why_size);
+/* Start the threads.  NULL with err on error (bad data dir, no memory). */
+struct loader *loader_start(const struct loader_config *cfg, struct nt_err *err);
 
 /* The next batch in order; blocks.  *wait_ms: how long it blocked.
- * Returns 0, or -1 with why (a worker failed: corrupt shard, ...).  A
+ * Returns 0, or -errno with err (a worker failed: -EINVAL a corrupt shard, ...).  A
  * failure stops the pipeline where it is met: batches already decoded are
  * still handed out, later ones never. */
-int loader_next(struct loader *l, struct loader_batch **ret, double *wait_ms, char *why, size_t why_size);
+int loader_next(struct loader *l, struct loader_batch **ret, double *wait_ms, struct nt_err *err);
 
 /* Give a batch's buffer back. */
 void loader_release(struct loader *l, struct loader_batch *b);

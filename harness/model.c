@@ -1,5 +1,6 @@
 /* model.c — see model.h. */
 #include "model.h"
+#include "model_test.h"
 
 #include <math.h>
 #include <stdio.h>

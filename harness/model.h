@@ -85,7 +85,4 @@ int model_layers(const struct model *m, bool top, struct model_layer_info *out, 
 int model_emb_param0(const struct model *m);
 const struct model_config *model_config_of(const struct model *m);
 
-/* Forward only: logits of b into out[n] (for tests). */
-void model_forward(struct model *m, const struct batch_view *b, float *out);
-
 #endif

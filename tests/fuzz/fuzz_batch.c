@@ -19,14 +19,14 @@ static void decode(const uint8_t *buf, size_t len, size_t out_size)
 {
 	struct batch_data d;
 	uint64_t id;
-	char why[256];
+	struct nt_err err;
 	unsigned char *out = NULL;
 	volatile float sink = 0;
 
 	if (posix_memalign((void **)&out, 64, out_size ? out_size : 64))
 		return;
-	if (batch_decode(buf, len, out, out_size, &d, &id, why, sizeof(why))) {
-		if (!memchr(why, '\0', sizeof(why)) || strchr(why, '\n'))
+	if (batch_decode(buf, len, out, out_size, &d, &id, &err)) {
+		if (!memchr(err.msg, '\0', sizeof(err.msg)) || strchr(err.msg, '\n'))
 			__builtin_trap();
 		free(out);
 		return;

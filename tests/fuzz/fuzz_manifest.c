@@ -18,10 +18,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct data_manifest m;
 	struct shard_layout first, last;
 	uint64_t chunks, shards;
-	char why[512];
+	struct nt_err err;
 
-	if (data_parse_manifest((const char *)data, size, name, &m, why, sizeof(why))) {
-		if (!memchr(why, '\0', sizeof(why)) || strchr(why, '\n') || strncmp(why, name, sizeof(name) - 1))
+	if (data_parse_manifest((const char *)data, size, name, &m, &err)) {
+		if (!memchr(err.msg, '\0', sizeof(err.msg)) || strchr(err.msg, '\n') || strncmp(err.msg, name, sizeof(name) - 1))
 			__builtin_trap();
 		return 0;
 	}

@@ -32,7 +32,7 @@ static void chunks(const uint8_t *data, const struct shard_header *h, const stru
 {
 	size_t cap = batch_payload_size(fuzz_set.chunk_samples, fuzz_set.dense_width, fuzz_set.sparse_width);
 	unsigned char *out = NULL;
-	char why[512];
+	struct nt_err err;
 
 	if (posix_memalign((void **)&out, 64, cap))
 		return;
@@ -40,9 +40,8 @@ static void chunks(const uint8_t *data, const struct shard_header *h, const stru
 		struct batch_data d;
 		volatile float sink = 0;
 
-		if (shard_decode_chunk(data + ix[c].offset, &ix[c], c, &fuzz_set, l, name, out, cap, &d, why,
-				       sizeof(why))) {
-			check_why(why, sizeof(why));
+		if (shard_decode_chunk(data + ix[c].offset, &ix[c], c, &fuzz_set, l, name, out, cap, &d, &err)) {
+			check_why(err.msg, sizeof(err.msg));
 			continue;
 		}
 		for (size_t i = 0; i < (size_t)d.n * d.dense_width; i++)
@@ -63,13 +62,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct shard_layout l;
 		struct shard_header h;
 		struct shard_index *ix;
-		char why[512];
+		struct nt_err err;
 
 		if (data_shard_layout(&fuzz_set, shard, &l))
 			__builtin_trap();
-		if (shard_parse_header(data, size < sizeof(h) ? size : sizeof(h), size, name, &l, &h, why,
-				       sizeof(why))) {
-			check_why(why, sizeof(why));
+		if (shard_parse_header(data, size < sizeof(h) ? size : sizeof(h), size, name, &l, &h, &err)) {
+			check_why(err.msg, sizeof(err.msg));
 			continue;
 		}
 		/* the header placed the index at the end of the buffer */
@@ -78,9 +76,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		ix = malloc((size_t)h.n_chunks * sizeof(*ix) + 1);
 		if (!ix)
 			return 0;
-		if (shard_parse_index(data + h.index_offset, size - h.index_offset, &h, size, &l, name, ix, why,
-				      sizeof(why)))
-			check_why(why, sizeof(why));
+		if (shard_parse_index(data + h.index_offset, size - h.index_offset, &h, size, &l, name, ix, &err))
+			check_why(err.msg, sizeof(err.msg));
 		else
 			chunks(data, &h, ix, &l);
 		free(ix);

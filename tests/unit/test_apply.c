@@ -95,7 +95,7 @@ static void test_roundtrip_byte_identical(void **state)
 {
 	struct fx *fx = *state;
 	struct plan *pl = make_plan(fx, GPU_TRAIN "[cgroup]\nname = job\n");
-	struct apply_report rep = { 0 };
+	struct apply_changes rep = { 0 };
 	struct nt_err err = { 0 };
 	char before[128], after[128], buf[256];
 
@@ -110,7 +110,7 @@ static void test_roundtrip_byte_identical(void **state)
 	/* THP x2, numa_balancing, 2 hugepage pools, swappiness, IRQ 40 */
 	assert_int_equal(rep.n, 7);
 	assert_int_equal(rep.n_notes, 1);   /* cgroup: not the live host */
-	apply_report_release(&rep);
+	apply_changes_release(&rep);
 	fsroot_read(fx->fs, "sys/kernel/mm/transparent_hugepage/defrag", buf, sizeof(buf));
 	assert_string_equal(buf, "defer+madvise");
 	fsroot_read(fx->fs, "proc/irq/40/smp_affinity_list", buf, sizeof(buf));
@@ -121,13 +121,13 @@ static void test_roundtrip_byte_identical(void **state)
 	/* applying again over an applied host is refused, nothing changes */
 	tree_hash(fx->root, after, sizeof(after));
 	assert_int_equal(apply_plan(pl, fx->fs, fx->state, false, &rep, &err), -EEXIST);
-	apply_report_release(&rep);
+	apply_changes_release(&rep);
 	tree_hash(fx->root, buf, sizeof(buf));
 	assert_string_equal(buf, after);
 
 	assert_int_equal(apply_revert(fx->state, fx->root, &rep, &err), 0);
 	assert_int_equal(rep.n, 7);
-	apply_report_release(&rep);
+	apply_changes_release(&rep);
 	tree_hash(fx->root, after, sizeof(after));
 	assert_string_equal(before, after);
 
@@ -135,7 +135,7 @@ static void test_roundtrip_byte_identical(void **state)
 	assert_int_equal(apply_revert(fx->state, NULL, &rep, &err), 0);
 	assert_int_equal(rep.n, 0);
 	assert_non_null(strstr(rep.notes[0], "nothing to revert"));
-	apply_report_release(&rep);
+	apply_changes_release(&rep);
 	plan_free(pl);
 	/* a state dir that never existed: nothing to revert, and not created */
 	{
@@ -146,7 +146,7 @@ static void test_roundtrip_byte_identical(void **state)
 		assert_int_equal(apply_revert(none, NULL, &rep, &err), 0);
 		assert_non_null(strstr(rep.notes[0], "nothing to revert (no state directory"));
 		assert_int_equal(lstat(none, &sb), -1);
-		apply_report_release(&rep);
+		apply_changes_release(&rep);
 	}
 }
 
@@ -154,7 +154,7 @@ static void test_dry_run_touches_nothing(void **state)
 {
 	struct fx *fx = *state;
 	struct plan *pl = make_plan(fx, GPU_TRAIN);
-	struct apply_report rep = { 0 };
+	struct apply_changes rep = { 0 };
 	struct nt_err err = { 0 };
 	char before[128], after[128];
 
@@ -165,7 +165,7 @@ static void test_dry_run_touches_nothing(void **state)
 	assert_string_equal(before, after);
 	snprintf(after, sizeof(after), "%s/journal", fx->state);
 	assert_int_equal(access(after, F_OK), -1);  /* no journal */
-	apply_report_release(&rep);
+	apply_changes_release(&rep);
 	plan_free(pl);
 }
 
@@ -200,7 +200,7 @@ static void test_failure_rolls_back(void **state)
 	struct fx *fx = *state;
 	struct plan *pl = make_plan(fx, GPU_TRAIN);
 	struct fsroot_syscalls saved = fsroot_sys;
-	struct apply_report rep = { 0 };
+	struct apply_changes rep = { 0 };
 	struct nt_err err = { 0 };
 	char before[128], after[128];
 
@@ -213,7 +213,7 @@ static void test_failure_rolls_back(void **state)
 		assert_true(rep.rolled_back);
 		assert_int_equal(rep.n, 0);
 		assert_non_null(strstr(err.msg, "writing"));
-		apply_report_release(&rep);
+		apply_changes_release(&rep);
 		tree_hash(fx->root, after, sizeof(after));
 		assert_string_equal(before, after);
 		snprintf(after, sizeof(after), "%s/journal", fx->state);
@@ -225,7 +225,7 @@ static void test_failure_rolls_back(void **state)
 	fsroot_sys = saved;
 	assert_non_null(strstr(err.msg, "wrote '64' but the kernel holds '10' (refused or clamped)"));
 	assert_true(rep.rolled_back);
-	apply_report_release(&rep);
+	apply_changes_release(&rep);
 	tree_hash(fx->root, after, sizeof(after));
 	assert_string_equal(before, after);
 	plan_free(pl);
@@ -243,7 +243,7 @@ static void test_revert_after_crash(void **state)
 {
 	struct fx *fx = *state;
 	struct plan *pl = make_plan(fx, GPU_TRAIN);
-	struct apply_report rep = { 0 };
+	struct apply_changes rep = { 0 };
 	struct nt_err err = { 0 };
 	char before[128], after[128];
 	pid_t pid;
@@ -268,7 +268,7 @@ static void test_revert_after_crash(void **state)
 	 * write, restores it too */
 	assert_int_equal(rep.n, 3);
 	assert_non_null(strstr(rep.notes[0], "did not complete"));
-	apply_report_release(&rep);
+	apply_changes_release(&rep);
 	tree_hash(fx->root, after, sizeof(after));
 	assert_string_equal(before, after);
 	plan_free(pl);
@@ -278,16 +278,16 @@ static void test_revert_wrong_root(void **state)
 {
 	struct fx *fx = *state;
 	struct plan *pl = make_plan(fx, "[thp]\nenabled = never\n");
-	struct apply_report rep = { 0 };
+	struct apply_changes rep = { 0 };
 	struct nt_err err = { 0 };
 
 	assert_int_equal(apply_plan(pl, fx->fs, fx->state, false, &rep, &err), 0);
-	apply_report_release(&rep);
+	apply_changes_release(&rep);
 	assert_int_equal(apply_revert(fx->state, fx->dir, &rep, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "was written for"));
-	apply_report_release(&rep);
+	apply_changes_release(&rep);
 	assert_int_equal(apply_revert(fx->state, fx->root, &rep, &err), 0);
-	apply_report_release(&rep);
+	apply_changes_release(&rep);
 	plan_free(pl);
 }
 
@@ -320,7 +320,7 @@ static void test_forged_journal_restores_nothing(void **state)
 {
 	struct fx *fx = *state;
 	struct plan *pl = make_plan(fx, GPU_TRAIN);
-	struct apply_report rep = { 0 };
+	struct apply_changes rep = { 0 };
 	struct nt_err err = { 0 };
 	char before[128], applied[128], now[128], jpath[128], decoy[128], link[160], abs_line[256];
 	char *saved, *decoy0, *d;
@@ -346,7 +346,7 @@ static void test_forged_journal_restores_nothing(void **state)
 
 	tree_hash(fx->root, before, sizeof(before));
 	assert_int_equal(apply_plan(pl, fx->fs, fx->state, false, &rep, &err), 0);
-	apply_report_release(&rep);
+	apply_changes_release(&rep);
 	tree_hash(fx->root, applied, sizeof(applied));
 	assert_string_not_equal(before, applied);
 	saved = slurp(jpath);
@@ -370,7 +370,7 @@ static void test_forged_journal_restores_nothing(void **state)
 			fail_msg("forged '%s': got '%s'", forged[i].line, err.msg);
 		assert_int_equal(rep.n, 0);
 		assert_int_equal(rep.n_notes, 0);
-		apply_report_release(&rep);
+		apply_changes_release(&rep);
 		tree_hash(fx->root, now, sizeof(now));
 		assert_string_equal(now, applied);      /* nothing restored */
 		d = slurp(decoy);
@@ -381,7 +381,7 @@ static void test_forged_journal_restores_nothing(void **state)
 	/* the real journal back: revert restores everything */
 	put(jpath, saved, "commit\n");
 	assert_int_equal(apply_revert(fx->state, fx->root, &rep, &err), 0);
-	apply_report_release(&rep);
+	apply_changes_release(&rep);
 	tree_hash(fx->root, now, sizeof(now));
 	assert_string_equal(now, before);
 	unlink(link);
@@ -396,7 +396,7 @@ static void test_apply_symlink_out(void **state)
 {
 	struct fx *fx = *state;
 	struct plan *pl;
-	struct apply_report rep = { 0 };
+	struct apply_changes rep = { 0 };
 	struct nt_err err = { 0 };
 	char before[128], now[128], link[160], decoy[128], jpath[128];
 	char *decoy0, *d, *kept;
@@ -416,7 +416,7 @@ static void test_apply_symlink_out(void **state)
 	assert_int_equal(apply_plan(pl, fx->fs, fx->state, false, &rep, &err), -EXDEV);
 	assert_true(rep.rolled_back);
 	assert_non_null(strstr(err.msg, "proc/sys/vm/swappiness: leads out of"));
-	apply_report_release(&rep);
+	apply_changes_release(&rep);
 	tree_hash(fx->root, now, sizeof(now));
 	assert_string_equal(now, before);
 	d = slurp(decoy);
@@ -448,6 +448,158 @@ static void test_normalize(void **state)
 	assert_string_equal(out, "");
 }
 
+/* ---- the daemon's apply_converge ---------------------------------------- */
+
+static bool skip_swappiness(const char *path, void *arg)
+{
+	(*(int *)arg)++;
+	return !strcmp(path, "proc/sys/vm/swappiness");
+}
+
+static unsigned converge(struct fx *fx, const struct plan *pl, bool (*skip)(const char *, void *), void *arg)
+{
+	struct apply_changes rep = { 0 };
+	struct nt_err err = { 0 };
+	struct journal *j = journal_open(fx->state, &err);
+	unsigned n;
+	int r;
+
+	assert_non_null(j);
+	r = apply_converge(pl, fx->fs, j, skip, arg, &rep, &err);
+	if (r < 0)
+		fail_msg("apply_converge: %s", err.msg);
+	n = rep.n;
+	apply_changes_release(&rep);
+	journal_close(j);
+	return n;
+}
+
+static void journal_of(struct fx *fx, struct journal_state *st)
+{
+	struct nt_err err = { 0 };
+	struct journal *j = journal_open(fx->state, &err);
+
+	assert_non_null(j);
+	assert_int_equal(journal_read(j, st, &err), 0);
+	journal_close(j);
+}
+
+static void test_converge_drift_and_revert(void **state)
+{
+	struct fx *fx = *state;
+	struct plan *pl;
+	struct apply_changes rep = { 0 };
+	struct nt_err err = { 0 };
+	struct journal_state st = { 0 };
+	char before[128], after[128], buf[64];
+	int calls = 0;
+
+	test_write(fx->root, "proc/sys/vm/swappiness", "60\n");
+	test_write(fx->root, "sys/kernel/mm/transparent_hugepage/enabled", "always [madvise] never\n");
+	tree_hash(fx->root, before, sizeof(before));
+	pl = make_plan(fx, GPU_TRAIN);
+	/* THP defrag, numa_balancing, 2 hugepage pools, swappiness, IRQ 40;
+	 * THP enabled is madvise already: journaled, not written */
+	assert_int_equal(converge(fx, pl, NULL, NULL), 6);
+	journal_of(fx, &st);
+	assert_true(st.committed);
+	assert_int_equal(st.n, pl->n_host + pl->n_irqs);
+	journal_state_release(&st);
+	assert_int_equal(converge(fx, pl, NULL, NULL), 0);          /* nothing differs: nothing written */
+
+	test_write(fx->root, "proc/sys/vm/swappiness", "30\n");     /* drift */
+	assert_int_equal(converge(fx, pl, skip_swappiness, &calls), 0);   /* contested: left alone */
+	assert_true(calls > 0);
+	fsroot_read(fx->fs, "proc/sys/vm/swappiness", buf, sizeof(buf));
+	assert_string_equal(buf, "30");
+	assert_int_equal(converge(fx, pl, NULL, NULL), 1);          /* corrected */
+	fsroot_read(fx->fs, "proc/sys/vm/swappiness", buf, sizeof(buf));
+	assert_string_equal(buf, "10");
+	test_write(fx->root, "sys/kernel/mm/transparent_hugepage/enabled", "[always] madvise never\n");
+	assert_int_equal(converge(fx, pl, NULL, NULL), 1);          /* one that matched at the start */
+
+	/* revert restores the originals of before the first converge */
+	assert_int_equal(apply_revert(fx->state, fx->root, &rep, &err), 0);
+	apply_changes_release(&rep);
+	tree_hash(fx->root, after, sizeof(after));
+	assert_string_equal(before, after);
+	plan_free(pl);
+}
+
+static void test_converge_policy_change(void **state)
+{
+	struct fx *fx = *state;
+	struct plan *a, *b;
+	struct apply_changes rep = { 0 };
+	struct nt_err err = { 0 };
+	struct journal_state st = { 0 };
+	char before[128], after[128], buf[128];
+
+	test_write(fx->root, "proc/sys/vm/swappiness", "60\n");
+	test_write(fx->root, "sys/kernel/mm/transparent_hugepage/enabled", "[always] madvise never\n");
+	tree_hash(fx->root, before, sizeof(before));
+	a = make_plan(fx, GPU_TRAIN);
+	b = make_plan(fx, "[thp]\nenabled = never\n[sysctl]\nvm.swappiness = 5\n");
+	assert_int_equal(converge(fx, a, NULL, NULL), 7);
+	/* b: THP enabled and swappiness written (originals kept from a's
+	 * journal), a's other five restored and dropped */
+	assert_int_equal(converge(fx, b, NULL, NULL), 2 + 5);
+	journal_of(fx, &st);
+	assert_int_equal(st.n, 2);
+	for (unsigned i = 0; i < st.n; i++)
+		if (!strcmp(st.entries[i].a, "proc/sys/vm/swappiness"))
+			assert_string_equal(st.entries[i].b, "60");       /* the first original */
+	journal_state_release(&st);
+	fsroot_read(fx->fs, "sys/kernel/mm/transparent_hugepage/defrag", buf, sizeof(buf));
+	assert_string_equal(buf, "[always] defer defer+madvise madvise never");   /* a's only: restored */
+	assert_int_equal(apply_revert(fx->state, fx->root, &rep, &err), 0);
+	apply_changes_release(&rep);
+	tree_hash(fx->root, after, sizeof(after));
+	assert_string_equal(before, after);
+	plan_free(a);
+	plan_free(b);
+}
+
+/* An apply killed mid-way (its journal has no commit): converge keeps the
+ * originals it recorded, says so, and revert still restores the tree. */
+static void test_converge_after_crash(void **state)
+{
+	struct fx *fx = *state;
+	struct plan *pl;
+	struct apply_changes rep = { 0 };
+	struct nt_err err = { 0 };
+	struct journal *j;
+	char before[128], after[128];
+	pid_t child;
+	int status;
+
+	test_write(fx->root, "proc/sys/vm/swappiness", "60\n");
+	tree_hash(fx->root, before, sizeof(before));
+	pl = make_plan(fx, GPU_TRAIN);
+	writes_seen = 0;
+	child = fork();
+	if (child == 0) {
+		fsroot_sys.write = die_on_third;
+		apply_plan(pl, fx->fs, fx->state, false, &rep, &err);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(child, &status, 0), child);
+	assert_true(WIFSIGNALED(status));
+	j = journal_open(fx->state, &err);
+	assert_non_null(j);
+	assert_int_equal(apply_converge(pl, fx->fs, j, NULL, NULL, &rep, &err), 0);
+	assert_int_equal(rep.n, 5);          /* 2 were written before the kill */
+	assert_int_equal(rep.n_notes, 1);
+	assert_non_null(strstr(rep.notes[0], "did not complete"));
+	apply_changes_release(&rep);
+	journal_close(j);
+	assert_int_equal(apply_revert(fx->state, fx->root, &rep, &err), 0);
+	apply_changes_release(&rep);
+	tree_hash(fx->root, after, sizeof(after));
+	assert_string_equal(before, after);
+	plan_free(pl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -459,6 +611,9 @@ int main(void)
 		cmocka_unit_test(test_revert_wrong_root),
 		cmocka_unit_test(test_forged_journal_restores_nothing),
 		cmocka_unit_test(test_apply_symlink_out),
+		cmocka_unit_test(test_converge_drift_and_revert),
+		cmocka_unit_test(test_converge_policy_change),
+		cmocka_unit_test(test_converge_after_crash),
 	};
 
 	return cmocka_run_group_tests_name("apply", tests, setup, teardown);

@@ -37,11 +37,11 @@ static void roundtrip(int level)
 	size_t cap = batch_payload_size(300, 13, 104), len;
 	void *buf, *payload;
 	uint64_t id;
-	char why[128];
+	struct nt_err err;
 
 	assert_int_equal(posix_memalign(&payload, 64, cap), 0);
 	assert_int_equal(batch_encode(&d, 77, level, &buf, &len), 0);
-	assert_int_equal(batch_decode(buf, len, payload, cap, &out, &id, why, sizeof(why)), 0);
+	assert_int_equal(batch_decode(buf, len, payload, cap, &out, &id, &err), 0);
 	assert_int_equal(id, 77);
 	assert_int_equal(out.n, 300);
 	assert_int_equal(out.dense_width, 13);
@@ -67,7 +67,7 @@ static void test_corruption(void **state)
 	size_t cap = batch_payload_size(64, 16, 0), len;
 	unsigned char *buf;
 	void *payload;
-	char why[128];
+	struct nt_err err;
 
 	(void)state;
 	assert_int_equal(posix_memalign(&payload, 64, cap), 0);
@@ -75,27 +75,27 @@ static void test_corruption(void **state)
 		assert_int_equal(batch_encode(&d, 1, level, (void **)&buf, &len), 0);
 		/* a flipped payload byte */
 		buf[len / 2] ^= 0x40;
-		assert_int_equal(batch_decode(buf, len, payload, cap, &out, NULL, why, sizeof(why)), -EINVAL);
-		assert_string_equal(why, "checksum mismatch (corrupt data)");
+		assert_int_equal(batch_decode(buf, len, payload, cap, &out, NULL, &err), -EINVAL);
+		assert_string_equal(err.msg, "checksum mismatch (corrupt data)");
 		buf[len / 2] ^= 0x40;
 		/* truncated */
-		assert_int_equal(batch_decode(buf, len - 10, payload, cap, &out, NULL, why, sizeof(why)), -EINVAL);
-		assert_non_null(strstr(why, "truncated"));
-		assert_int_equal(batch_decode(buf, 20, payload, cap, &out, NULL, why, sizeof(why)), -EINVAL);
-		assert_non_null(strstr(why, "less than a batch header"));
+		assert_int_equal(batch_decode(buf, len - 10, payload, cap, &out, NULL, &err), -EINVAL);
+		assert_non_null(strstr(err.msg, "truncated"));
+		assert_int_equal(batch_decode(buf, 20, payload, cap, &out, NULL, &err), -EINVAL);
+		assert_non_null(strstr(err.msg, "less than a batch header"));
 		/* not a batch, wrong version */
 		buf[0] = 'X';
-		assert_int_equal(batch_decode(buf, len, payload, cap, &out, NULL, why, sizeof(why)), -EINVAL);
-		assert_string_equal(why, "not a batch (bad magic)");
+		assert_int_equal(batch_decode(buf, len, payload, cap, &out, NULL, &err), -EINVAL);
+		assert_string_equal(err.msg, "not a batch (bad magic)");
 		buf[0] = 'N';
 		buf[4] = 9;
-		assert_int_equal(batch_decode(buf, len, payload, cap, &out, NULL, why, sizeof(why)), -EINVAL);
-		assert_non_null(strstr(why, "unsupported batch version 9"));
+		assert_int_equal(batch_decode(buf, len, payload, cap, &out, NULL, &err), -EINVAL);
+		assert_non_null(strstr(err.msg, "unsupported batch version 9"));
 		buf[4] = 1;
 		/* too small an output buffer */
-		assert_int_equal(batch_decode(buf, len, payload, 64, &out, NULL, why, sizeof(why)), -EINVAL);
-		assert_non_null(strstr(why, "exceeds"));
-		assert_int_equal(batch_decode(buf, len, payload, cap, &out, NULL, why, sizeof(why)), 0);
+		assert_int_equal(batch_decode(buf, len, payload, 64, &out, NULL, &err), -EINVAL);
+		assert_non_null(strstr(err.msg, "exceeds"));
+		assert_int_equal(batch_decode(buf, len, payload, cap, &out, NULL, &err), 0);
 		assert_null(out.sparse);
 		free(buf);
 	}
@@ -155,11 +155,11 @@ static void expect_decode_error(const struct enc *e, const char *msg)
 {
 	struct batch_data out = { .n = 12345 };
 	uint64_t id = 777;
-	char why[256];
+	struct nt_err err;
 
-	assert_int_equal(batch_decode(e->buf, e->len, e->out, e->cap, &out, &id, why, sizeof(why)), -EINVAL);
-	if (!strstr(why, msg))
-		fail_msg("'%s' does not contain '%s'", why, msg);
+	assert_int_equal(batch_decode(e->buf, e->len, e->out, e->cap, &out, &id, &err), -EINVAL);
+	if (!strstr(err.msg, msg))
+		fail_msg("'%s' does not contain '%s'", err.msg, msg);
 	assert_int_equal(out.n, 12345);       /* unchanged */
 	assert_int_equal(id, 777);
 }
@@ -320,8 +320,9 @@ static void test_zstd_frames(void **state)
 	reseal(&e);
 	{
 		struct batch_data out;
+		struct nt_err err;
 
-		assert_int_equal(batch_decode(e.buf, e.len, e.out, e.cap, &out, NULL, msg, sizeof(msg)), 0);
+		assert_int_equal(batch_decode(e.buf, e.len, e.out, e.cap, &out, NULL, &err), 0);
 		e.buf[64 + n / 2] ^= 1;
 		expect_decode_error(&e, "checksum mismatch (corrupt data)");
 	}
@@ -339,19 +340,19 @@ static void test_empty_payload(void **state)
 	struct batch_data out = { .n = 99 };
 	unsigned char buf[sizeof(h)] = { 0 };
 	void *o;
-	char why[128];
+	struct nt_err err;
 
 	(void)state;
 	memcpy(h.magic, BATCH_MAGIC, 4);
 	h.checksum = batch_checksum(buf, 0);
 	memcpy(buf, &h, sizeof(h));
 	assert_int_equal(posix_memalign(&o, 64, 64), 0);
-	assert_int_equal(batch_decode(buf, sizeof(buf), o, 0, &out, NULL, why, sizeof(why)), -EINVAL);
-	assert_string_equal(why, "payload of 0 bytes cannot hold the tensor table");
+	assert_int_equal(batch_decode(buf, sizeof(buf), o, 0, &out, NULL, &err), -EINVAL);
+	assert_string_equal(err.msg, "payload of 0 bytes cannot hold the tensor table");
 	h.flags = 0;
 	memcpy(buf, &h, sizeof(h));
-	assert_int_equal(batch_decode(buf, sizeof(buf), o, 0, &out, NULL, why, sizeof(why)), -EINVAL);
-	assert_string_equal(why, "payload of 0 bytes cannot hold the tensor table");
+	assert_int_equal(batch_decode(buf, sizeof(buf), o, 0, &out, NULL, &err), -EINVAL);
+	assert_string_equal(err.msg, "payload of 0 bytes cannot hold the tensor table");
 	assert_int_equal(out.n, 99);
 	free(o);
 }

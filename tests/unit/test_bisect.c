@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "bisect.h"
+#include "bisect_test.h"
 #include "knob.h"
 #include "policy.h"
 #include "test_util.h"
@@ -185,6 +186,44 @@ static void test_alpha_spending(void **state)
 	assert_true(sum > 0.0499);             /* and it is spent, not wasted */
 }
 
+/* The trial runner's set-up: the delta, the good arm, regression-only
+ * A/Bs, the bisection's alpha kept; the knob list it says progress with. */
+static void test_run_init_and_knob_list(void **state)
+{
+	char dir[] = "/tmp/nodetune-test-bisect-XXXXXX", buf[256], *good_path;
+	struct ab_config cfg = { .alpha = 0.05 };
+	struct bisect_run b = { 0 };
+	struct nt_err err = { 0 };
+	struct policy *good, *bad;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	good_path = strdup(write_file(dir, "good.conf", "[thp]\nenabled = madvise\n[sched]\nnice = 0\n"));
+	good = policy_load(good_path, 0, &err);
+	bad = policy_load(write_file(dir, "bad.conf", "[thp]\nenabled = always\n[sched]\nnice = 5\n"), 0, &err);
+	assert_non_null(good);
+	assert_non_null(bad);
+	assert_int_equal(bisect_run_init(&b, &cfg, good_path, good, bad, &err), 0);
+	assert_int_equal(b.n, 2);
+	assert_string_equal(cfg.arm[0].policy, good_path);
+	assert_true(cfg.regression_only);
+	assert_true(b.alpha == 0.05);
+	assert_int_equal(json_array_size(b.log), 0);
+	bisect_knob_list(buf, sizeof(buf), b.idx, b.n, ~0ull);
+	assert_string_equal(buf, "thp.enabled, sched.nice");
+	bisect_knob_list(buf, sizeof(buf), b.idx, b.n, 0x2);
+	assert_string_equal(buf, "sched.nice");
+	bisect_knob_list(buf, sizeof(buf), b.idx, b.n, 0);
+	assert_string_equal(buf, "");
+	bisect_run_release(&b);
+	bisect_run_release(&b);    /* twice: a no-op */
+	ab_arm_release(&cfg.arm[0]);
+	policy_free(good);
+	policy_free(bad);
+	free(good_path);
+	test_rmrf(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -192,6 +231,7 @@ int main(void)
 		cmocka_unit_test(test_alpha_spending),
 		cmocka_unit_test(test_ddmin_unresolved_and_abort),
 		cmocka_unit_test(test_delta_and_candidate),
+		cmocka_unit_test(test_run_init_and_knob_list),
 	};
 
 	return cmocka_run_group_tests_name("bisect", tests, NULL, NULL);

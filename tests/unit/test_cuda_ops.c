@@ -47,11 +47,11 @@ static void fill(float *p, size_t n, unsigned seed)
 
 static void test_kernels_match_cpu(void **state)
 {
-	char why[256];
+	struct nt_err err;
 
 	(void)state;
-	if (cuda_probe(why, sizeof(why)) < 0) {
-		print_message("skip: %s\n", why);
+	if (cuda_probe(&err) < 0) {
+		print_message("skip: %s\n", err.msg);
 		skip();
 	}
 #ifdef HAVE_CUDA

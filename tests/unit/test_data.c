@@ -54,25 +54,26 @@ static void test_synth_deterministic_per_sample(void **state)
 
 static void test_shards_roundtrip(void **state)
 {
-	char dir[64], why[512];
+	struct nt_err err;
+	char dir[64];
 	struct shard_reader *r;
 	struct batch_data got = alloc_batch(300), want = alloc_batch(300);
 
 	(void)state;
 	assert_non_null(test_tmpdir(dir, sizeof(dir)));
 	/* 1000 samples in chunks of 64, 4 chunks a shard: 4 shards, last partial */
-	assert_int_equal(data_write_shards(dir, &spec, 1000, 64, 4, 1, why, sizeof(why)), 0);
-	r = shard_open(dir, &spec, why, sizeof(why));
+	assert_int_equal(data_write_shards(dir, &spec, 1000, 64, 4, 1, &err), 0);
+	r = shard_open(dir, &spec, &err);
 	if (!r)
-		fail_msg("%s", why);
+		fail_msg("%s", err.msg);
 	assert_int_equal(shard_samples(r), 1000);
-	assert_int_equal(shard_read(r, 200, &got, why, sizeof(why)), 0);  /* spans shards */
+	assert_int_equal(shard_read(r, 200, &got, &err), 0);  /* spans shards */
 	data_synth_batch(&spec, 200, &want);
 	assert_memory_equal(got.dense, want.dense, 300 * 13 * 4);
 	assert_memory_equal(got.sparse, want.sparse, 300 * 104 * 4);
 	assert_memory_equal(got.label, want.label, 300 * 4);
 	/* reading past the end wraps around (epochs) */
-	assert_int_equal(shard_read(r, 900, &got, why, sizeof(why)), 0);
+	assert_int_equal(shard_read(r, 900, &got, &err), 0);
 	data_synth_batch(&spec, 0, &want);
 	assert_memory_equal(got.dense + 100 * 13, want.dense, 200 * 13 * 4);
 	shard_close(r);
@@ -83,7 +84,8 @@ static void test_shards_roundtrip(void **state)
 
 static void test_corrupt_and_truncated_shards(void **state)
 {
-	char dir[64], why[512], path[128], cmd[300];
+	struct nt_err err;
+	char dir[64], path[128], cmd[300];
 	struct shard_reader *r;
 	struct batch_data got = alloc_batch(100);
 	struct data_spec other = spec;
@@ -91,37 +93,37 @@ static void test_corrupt_and_truncated_shards(void **state)
 
 	(void)state;
 	assert_non_null(test_tmpdir(dir, sizeof(dir)));
-	assert_int_equal(data_write_shards(dir, &spec, 512, 64, 4, 0, why, sizeof(why)), 0);
+	assert_int_equal(data_write_shards(dir, &spec, 512, 64, 4, 0, &err), 0);
 	/* flip a byte inside shard 1's first chunk */
 	snprintf(path, sizeof(path), "%s/shard-00001.nts", dir);
 	fd = open(path, O_RDWR);
 	assert_true(fd >= 0);
 	assert_int_equal(pwrite(fd, "\xff\xff", 2, 5000), 2);
 	close(fd);
-	r = shard_open(dir, &spec, why, sizeof(why));
+	r = shard_open(dir, &spec, &err);
 	assert_non_null(r);
-	assert_int_equal(shard_read(r, 0, &got, why, sizeof(why)), 0);      /* shard 0 is fine */
-	assert_int_equal(shard_read(r, 256, &got, why, sizeof(why)), -EINVAL);
-	assert_non_null(strstr(why, "shard-00001.nts: offset 64: chunk 0: checksum mismatch"));
+	assert_int_equal(shard_read(r, 0, &got, &err), 0);      /* shard 0 is fine */
+	assert_int_equal(shard_read(r, 256, &got, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "shard-00001.nts: offset 64: chunk 0: checksum mismatch"));
 	shard_close(r);
 
 	/* shard 0 cut short */
 	snprintf(cmd, sizeof(cmd), "truncate -s 3000 '%s/shard-00000.nts'", dir);
 	assert_int_equal(system(cmd), 0);
-	r = shard_open(dir, &spec, why, sizeof(why));
-	assert_int_equal(shard_read(r, 0, &got, why, sizeof(why)), -EINVAL);
-	assert_non_null(strstr(why, "shard-00000.nts: offset"));
-	assert_non_null(strstr(why, "truncated"));
+	r = shard_open(dir, &spec, &err);
+	assert_int_equal(shard_read(r, 0, &got, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "shard-00000.nts: offset"));
+	assert_non_null(strstr(err.msg, "truncated"));
 	shard_close(r);
 
 	/* a data set for another model, a missing manifest */
 	other.dense_width = 16;
-	assert_null(shard_open(dir, &other, why, sizeof(why)));
-	assert_non_null(strstr(why, "does not fit this model"));
+	assert_null(shard_open(dir, &other, &err));
+	assert_non_null(strstr(err.msg, "does not fit this model"));
 	snprintf(cmd, sizeof(cmd), "%s/manifest", dir);
 	unlink(cmd);
-	assert_null(shard_open(dir, &spec, why, sizeof(why)));
-	assert_non_null(strstr(why, "manifest: No such file"));
+	assert_null(shard_open(dir, &spec, &err));
+	assert_non_null(strstr(err.msg, "manifest: No such file"));
 	free_batch(&got);
 	test_rmrf(dir);
 }
@@ -132,10 +134,10 @@ static const char good_manifest[] =
 	"format=nodetune-shards-1\nsamples=1000\nchunk_samples=64\nchunks_per_shard=4\n"
 	"dense_width=13\nsparse_width=104\nrows=1000\nseed=5\n";
 
-/* parse text as manifest "M"; 0 or the error, its message in why */
-static int parse_manifest(const char *text, struct data_manifest *m, char *why, size_t why_size)
+/* parse text as manifest "M"; 0 or the error, its message in err.msg */
+static int parse_manifest(const char *text, struct data_manifest *m, struct nt_err *err)
 {
-	return data_parse_manifest(text, strlen(text), "M", m, why, why_size);
+	return data_parse_manifest(text, strlen(text), "M", m, err);
 }
 
 /* good_manifest with the line starting with `key=` replaced by repl (NULL:
@@ -151,20 +153,21 @@ static void manifest_with(char *buf, size_t size, const char *key, const char *r
 static void expect_manifest_error(const char *text, const char *msg)
 {
 	struct data_manifest m = { .samples = 42 };
-	char why[512];
+	struct nt_err err;
 
-	assert_int_equal(parse_manifest(text, &m, why, sizeof(why)), -EINVAL);
-	assert_string_equal(why, msg);
+	assert_int_equal(parse_manifest(text, &m, &err), -EINVAL);
+	assert_string_equal(err.msg, msg);
 	assert_int_equal(m.samples, 42);   /* unchanged */
 }
 
 static void test_manifest_parse(void **state)
 {
 	struct data_manifest m;
-	char why[512], text[2048], big[400];
+	struct nt_err err;
+	char text[2048], big[400];
 
 	(void)state;
-	assert_int_equal(parse_manifest(good_manifest, &m, why, sizeof(why)), 0);
+	assert_int_equal(parse_manifest(good_manifest, &m, &err), 0);
 	assert_int_equal(m.samples, 1000);
 	assert_int_equal(m.chunk_samples, 64);
 	assert_int_equal(m.chunks_per_shard, 4);
@@ -174,7 +177,7 @@ static void test_manifest_parse(void **state)
 	assert_int_equal(m.seed, 5);
 	/* a blank line is fine, so is a missing final newline */
 	snprintf(text, sizeof(text), "\n%.*s", (int)strlen(good_manifest) - 1, good_manifest);
-	assert_int_equal(parse_manifest(text, &m, why, sizeof(why)), 0);
+	assert_int_equal(parse_manifest(text, &m, &err), 0);
 
 	expect_manifest_error("hello world\n", "M: line 1: expected key=value, got 'hello world'");
 	expect_manifest_error("\x01\x02garbage\x7f\n", "M: line 1: expected key=value, got '??garbage?'");
@@ -217,30 +220,31 @@ static void test_manifest_parse(void **state)
 	{
 		char nul[] = "samples=1\0\n";
 
-		assert_int_equal(data_parse_manifest(nul, sizeof(nul) - 1, "M", &m, why, sizeof(why)), -EINVAL);
-		assert_string_equal(why, "M: line 1: a NUL byte");
+		assert_int_equal(data_parse_manifest(nul, sizeof(nul) - 1, "M", &m, &err), -EINVAL);
+		assert_string_equal(err.msg, "M: line 1: a NUL byte");
 	}
 	{
 		char *huge = calloc(1, DATA_MANIFEST_MAX + 2);
 
 		memset(huge, '\n', DATA_MANIFEST_MAX + 1);
-		assert_int_equal(data_parse_manifest(huge, DATA_MANIFEST_MAX + 1, "M", &m, why, sizeof(why)), -EINVAL);
-		assert_string_equal(why, "M: 65537 bytes, more than a manifest's 65536");
+		assert_int_equal(data_parse_manifest(huge, DATA_MANIFEST_MAX + 1, "M", &m, &err), -EINVAL);
+		assert_string_equal(err.msg, "M: 65537 bytes, more than a manifest's 65536");
 		free(huge);
 	}
 }
 
 static void test_manifest_files(void **state)
 {
-	char dir[64], why[512], path[128];
+	struct nt_err err;
+	char dir[64], path[128];
 	FILE *f;
 
 	(void)state;
 	assert_non_null(test_tmpdir(dir, sizeof(dir)));
 	assert_int_equal(test_write(dir, "manifest", "samples=1000\nsamples=1000\n"), 0);
-	assert_null(shard_open(dir, &spec, why, sizeof(why)));
+	assert_null(shard_open(dir, &spec, &err));
 	snprintf(path, sizeof(path), "%s/manifest: line 2: duplicate key 'samples'", dir);
-	assert_string_equal(why, path);
+	assert_string_equal(err.msg, path);
 	/* a giant manifest is refused before it is read */
 	snprintf(path, sizeof(path), "%s/manifest", dir);
 	f = fopen(path, "w");
@@ -248,13 +252,13 @@ static void test_manifest_files(void **state)
 	for (int i = 0; i < 20000; i++)
 		fputs("seed=1\n", f);
 	fclose(f);
-	assert_null(shard_open(dir, &spec, why, sizeof(why)));
-	assert_non_null(strstr(why, "/manifest: larger than any manifest"));
+	assert_null(shard_open(dir, &spec, &err));
+	assert_non_null(strstr(err.msg, "/manifest: larger than any manifest"));
 	/* a directory where the manifest should be */
 	unlink(path);
 	mkdir(path, 0755);
-	assert_null(shard_open(dir, &spec, why, sizeof(why)));
-	assert_non_null(strstr(why, "/manifest: not a file"));
+	assert_null(shard_open(dir, &spec, &err));
+	assert_non_null(strstr(err.msg, "/manifest: not a file"));
 	test_rmrf(dir);
 }
 
@@ -272,18 +276,19 @@ struct shard_file {
 /* 512 samples in chunks of 64, 4 a shard, uncompressed: shard 0 in memory */
 static void shard_file_make(struct shard_file *s)
 {
-	char why[512], mpath[128], mbuf[1024];
+	struct nt_err err;
+	char mpath[128], mbuf[1024];
 	FILE *f;
 	size_t n;
 
 	assert_non_null(test_tmpdir(s->dir, sizeof(s->dir)));
-	assert_int_equal(data_write_shards(s->dir, &spec, 512, 64, 4, 0, why, sizeof(why)), 0);
+	assert_int_equal(data_write_shards(s->dir, &spec, 512, 64, 4, 0, &err), 0);
 	snprintf(mpath, sizeof(mpath), "%s/manifest", s->dir);
 	f = fopen(mpath, "r");
 	assert_non_null(f);
 	n = fread(mbuf, 1, sizeof(mbuf), f);
 	fclose(f);
-	assert_int_equal(data_parse_manifest(mbuf, n, mpath, &s->m, why, sizeof(why)), 0);
+	assert_int_equal(data_parse_manifest(mbuf, n, mpath, &s->m, &err), 0);
 	assert_int_equal(data_shard_layout(&s->m, 0, &s->layout), 0);
 	assert_int_equal(s->layout.n_chunks, 4);
 	assert_int_equal(data_shard_layout(&s->m, 2, &s->layout), -ERANGE);
@@ -297,7 +302,7 @@ static void shard_file_make(struct shard_file *s)
 	s->buf = malloc(s->len);
 	assert_int_equal(fread(s->buf, 1, s->len, f), s->len);
 	fclose(f);
-	assert_int_equal(shard_parse_header(s->buf, 64, s->len, "S", &s->layout, &s->h, why, sizeof(why)), 0);
+	assert_int_equal(shard_parse_header(s->buf, 64, s->len, "S", &s->layout, &s->h, &err), 0);
 	assert_int_equal(s->h.index_offset + 4 * 16, s->len);
 }
 
@@ -314,10 +319,10 @@ static void expect_header_error(const struct shard_file *s, const unsigned char 
 				uint64_t file_size, const char *msg)
 {
 	struct shard_header h = { .n_chunks = 99 };
-	char why[512];
+	struct nt_err err;
 
-	assert_int_equal(shard_parse_header(hb, len, file_size, "S", &s->layout, &h, why, sizeof(why)), -EINVAL);
-	assert_string_equal(why, msg);
+	assert_int_equal(shard_parse_header(hb, len, file_size, "S", &s->layout, &h, &err), -EINVAL);
+	assert_string_equal(err.msg, msg);
 	assert_int_equal(h.n_chunks, 99);
 }
 
@@ -367,10 +372,10 @@ static void test_shard_header_corruptions(void **state)
 static void expect_index_error(const struct shard_file *s, const unsigned char *ib, size_t len, const char *msg)
 {
 	struct shard_index ix[4] = { { 1, 2 } };
-	char why[512];
+	struct nt_err err;
 
-	assert_int_equal(shard_parse_index(ib, len, &s->h, s->len, &s->layout, "S", ix, why, sizeof(why)), -EINVAL);
-	assert_string_equal(why, msg);
+	assert_int_equal(shard_parse_index(ib, len, &s->h, s->len, &s->layout, "S", ix, &err), -EINVAL);
+	assert_string_equal(err.msg, msg);
 	assert_int_equal(ix[0].offset, 1);   /* unchanged */
 }
 
@@ -379,14 +384,15 @@ static void test_shard_index_corruptions(void **state)
 	struct shard_file s;
 	struct shard_index ix[4];
 	unsigned char ib[64];
-	char why[512], msg[300];
+	struct nt_err err;
+	char msg[300];
 	uint64_t io, c2;
 
 	(void)state;
 	shard_file_make(&s);
 	io = s.h.index_offset;
 	memcpy(ib, s.buf + io, 64);
-	assert_int_equal(shard_parse_index(ib, 64, &s.h, s.len, &s.layout, "S", ix, why, sizeof(why)), 0);
+	assert_int_equal(shard_parse_index(ib, 64, &s.h, s.len, &s.layout, "S", ix, &err), 0);
 	assert_int_equal(ix[0].offset, 64);
 	memcpy(&c2, ib + 32, 8);                             /* chunk 2's offset */
 
@@ -446,7 +452,8 @@ static void test_shard_files_corrupt_index(void **state)
 	struct shard_reader *r;
 	struct batch_data got = alloc_batch(100);
 	uint64_t io, c2, big = 0xffffffffull;
-	char why[512], msg[400], cmd[300];
+	struct nt_err err;
+	char msg[400], cmd[300];
 	int fd;
 
 	(void)state;
@@ -457,42 +464,42 @@ static void test_shard_files_corrupt_index(void **state)
 	assert_true(fd >= 0);
 	assert_int_equal(pwrite(fd, &big, 8, (off_t)(io + 32 + 8)), 8);
 	close(fd);
-	r = shard_open(s.dir, &spec, why, sizeof(why));
+	r = shard_open(s.dir, &spec, &err);
 	assert_non_null(r);
-	assert_int_equal(shard_read(r, 0, &got, why, sizeof(why)), -EINVAL);
+	assert_int_equal(shard_read(r, 0, &got, &err), -EINVAL);
 	snprintf(msg, sizeof(msg), "%s: offset %llu: chunk 2: length 4294967295 runs past the end of the file (size %zu)",
 		 s.path, (unsigned long long)c2, s.len);
-	assert_string_equal(why, msg);
+	assert_string_equal(err.msg, msg);
 	/* shard 1 is untouched */
-	assert_int_equal(shard_read(r, 256, &got, why, sizeof(why)), 0);
+	assert_int_equal(shard_read(r, 256, &got, &err), 0);
 	shard_close(r);
 
 	/* a header cut short, an index cut short, a wrong magic */
 	snprintf(cmd, sizeof(cmd), "truncate -s 40 '%s'", s.path);
 	assert_int_equal(system(cmd), 0);
-	r = shard_open(s.dir, &spec, why, sizeof(why));
-	assert_int_equal(shard_read(r, 0, &got, why, sizeof(why)), -EINVAL);
+	r = shard_open(s.dir, &spec, &err);
+	assert_int_equal(shard_read(r, 0, &got, &err), -EINVAL);
 	snprintf(msg, sizeof(msg), "%s: offset 0: truncated header (the file holds 40 bytes, a header 64)", s.path);
-	assert_string_equal(why, msg);
+	assert_string_equal(err.msg, msg);
 	fd = open(s.path, O_WRONLY | O_TRUNC);
 	assert_int_equal(write(fd, s.buf, s.len - 8), (ssize_t)(s.len - 8));
 	close(fd);
-	assert_int_equal(shard_read(r, 0, &got, why, sizeof(why)), -EINVAL);
+	assert_int_equal(shard_read(r, 0, &got, &err), -EINVAL);
 	snprintf(msg, sizeof(msg), "%s: offset 24: truncated: the chunk index (4 entries at offset %llu) runs past the end of the file (size %zu)",
 		 s.path, (unsigned long long)io, s.len - 8);
-	assert_string_equal(why, msg);
+	assert_string_equal(err.msg, msg);
 	fd = open(s.path, O_WRONLY | O_TRUNC);
 	assert_int_equal(write(fd, "XXXX", 4), 4);
 	assert_int_equal(write(fd, s.buf + 4, s.len - 4), (ssize_t)(s.len - 4));
 	close(fd);
-	assert_int_equal(shard_read(r, 0, &got, why, sizeof(why)), -EINVAL);
+	assert_int_equal(shard_read(r, 0, &got, &err), -EINVAL);
 	snprintf(msg, sizeof(msg), "%s: offset 0: not a shard (bad magic)", s.path);
-	assert_string_equal(why, msg);
+	assert_string_equal(err.msg, msg);
 	/* a shard missing from the set */
 	unlink(s.path);
-	assert_int_equal(shard_read(r, 0, &got, why, sizeof(why)), -EINVAL);
+	assert_int_equal(shard_read(r, 0, &got, &err), -EINVAL);
 	snprintf(msg, sizeof(msg), "%s: No such file or directory", s.path);
-	assert_string_equal(why, msg);
+	assert_string_equal(err.msg, msg);
 	shard_close(r);
 	free_batch(&got);
 	shard_file_free(&s);
@@ -508,35 +515,31 @@ static void test_shard_chunk_mismatch(void **state)
 	struct data_manifest m;
 	void *out;
 	size_t cap;
-	char why[512], msg[300];
+	struct nt_err err;
+	char msg[300];
 
 	(void)state;
 	shard_file_make(&s);
-	assert_int_equal(shard_parse_index(s.buf + s.h.index_offset, 64, &s.h, s.len, &s.layout, "S", ix, why,
-					   sizeof(why)), 0);
+	assert_int_equal(shard_parse_index(s.buf + s.h.index_offset, 64, &s.h, s.len, &s.layout, "S", ix, &err), 0);
 	cap = batch_payload_size(64, 13, 104);
 	assert_int_equal(posix_memalign(&out, 64, cap), 0);
-	assert_int_equal(shard_decode_chunk(s.buf + ix[1].offset, &ix[1], 1, &s.m, &s.layout, "S", out, cap, &d, why,
-					    sizeof(why)), 0);
+	assert_int_equal(shard_decode_chunk(s.buf + ix[1].offset, &ix[1], 1, &s.m, &s.layout, "S", out, cap, &d, &err), 0);
 	assert_int_equal(d.n, 64);
 	/* chunk 1's bytes where chunk 2 should be */
 	snprintf(msg, sizeof(msg), "S: offset %llu: chunk 2: batch id 1, expected 2", (unsigned long long)ix[1].offset);
-	assert_int_equal(shard_decode_chunk(s.buf + ix[1].offset, &ix[1], 2, &s.m, &s.layout, "S", out, cap, &d, why,
-					    sizeof(why)), -EINVAL);
-	assert_string_equal(why, msg);
+	assert_int_equal(shard_decode_chunk(s.buf + ix[1].offset, &ix[1], 2, &s.m, &s.layout, "S", out, cap, &d, &err), -EINVAL);
+	assert_string_equal(err.msg, msg);
 	/* a data set of fewer rows than its indices address */
 	m = s.m;
 	m.rows = 3;
-	assert_int_equal(shard_decode_chunk(s.buf + ix[0].offset, &ix[0], 0, &m, &s.layout, "S", out, cap, &d, why,
-					    sizeof(why)), -EINVAL);
-	assert_non_null(strstr(why, "S: offset 64: chunk 0: sample 0 has sparse index"));
-	assert_non_null(strstr(why, "outside 0..2"));
+	assert_int_equal(shard_decode_chunk(s.buf + ix[0].offset, &ix[0], 0, &m, &s.layout, "S", out, cap, &d, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "S: offset 64: chunk 0: sample 0 has sparse index"));
+	assert_non_null(strstr(err.msg, "outside 0..2"));
 	/* a different width than the manifest's */
 	m = s.m;
 	m.dense_width = 12;
-	assert_int_equal(shard_decode_chunk(s.buf + ix[0].offset, &ix[0], 0, &m, &s.layout, "S", out, cap, &d, why,
-					    sizeof(why)), -EINVAL);
-	assert_string_equal(why, "S: offset 64: chunk 0: 64 samples of widths 13 and 104, expected 64 of 12 and 104");
+	assert_int_equal(shard_decode_chunk(s.buf + ix[0].offset, &ix[0], 0, &m, &s.layout, "S", out, cap, &d, &err), -EINVAL);
+	assert_string_equal(err.msg, "S: offset 64: chunk 0: 64 samples of widths 13 and 104, expected 64 of 12 and 104");
 	free(out);
 	shard_file_free(&s);
 }

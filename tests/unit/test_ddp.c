@@ -21,9 +21,9 @@ static struct model_param params[] = {
 static struct comm one(void)
 {
 	struct comm c;
-	char why[64];
+	struct nt_err err;
 
-	assert_int_equal(comm_init(&c, "none", NULL, NULL, 10, why, sizeof(why)), 0);
+	assert_int_equal(comm_init(&c, "none", NULL, NULL, 10, &err), 0);
 	return c;
 }
 
@@ -82,7 +82,7 @@ static void test_reduce_and_rebuild(void **state)
 	struct ddp_config cfg = { 2, 1, true, 10, 0 };
 	struct ddp *d = ddp_create(&cfg, &c, params, NP, g);
 	double exposed, comm_ms;
-	char why[128];
+	struct nt_err err;
 	static const int ready[NP] = { 0, 1, 2, 3, 4, 5 };  /* the opposite of the guess */
 
 	(void)state;
@@ -91,7 +91,7 @@ static void test_reduce_and_rebuild(void **state)
 	ddp_begin(d, true);
 	for (int i = 0; i < NP; i++)
 		ddp_on_ready(d, ready[i]);
-	assert_int_equal(ddp_finish(d, &exposed, &comm_ms, why, sizeof(why)), 0);
+	assert_int_equal(ddp_finish(d, &exposed, &comm_ms, &err), 0);
 	for (size_t i = 0; i < NW; i += 4099)
 		assert_true(g[i] == (float)(i % 7));        /* world 1: the average is the value */
 	ddp_rebuild(d);
@@ -106,7 +106,7 @@ static void test_reduce_and_rebuild(void **state)
 	ddp_begin(d, true);
 	for (int i = 0; i < NP; i++)
 		ddp_on_ready(d, i);
-	assert_int_equal(ddp_finish(d, &exposed, &comm_ms, why, sizeof(why)), 0);
+	assert_int_equal(ddp_finish(d, &exposed, &comm_ms, &err), 0);
 	ddp_free(d);
 	ddp_free(NULL);
 }
@@ -118,13 +118,13 @@ static void test_no_overlap_reduces_after_backward(void **state)
 	struct ddp_config cfg = { 2, 1, false, 10, 0 };
 	struct ddp *d = ddp_create(&cfg, &c, params, NP, g);
 	double exposed, comm_ms;
-	char why[128];
+	struct nt_err err;
 
 	(void)state;
 	ddp_begin(d, true);
 	for (int i = NP - 1; i >= 0; i--)
 		ddp_on_ready(d, i);
-	assert_int_equal(ddp_finish(d, &exposed, &comm_ms, why, sizeof(why)), 0);
+	assert_int_equal(ddp_finish(d, &exposed, &comm_ms, &err), 0);
 	ddp_free(d);
 }
 

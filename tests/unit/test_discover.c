@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "discover.h"
+#include "discover_test.h"
 #include "test_util.h"
 
 static struct topo *load(const char *rel)

@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "doctor.h"
+#include "doctor_test.h"
 #include "test_util.h"
 
 struct run {
@@ -16,7 +17,7 @@ struct run {
 	struct kstate ks;
 	struct policy *p;
 	struct plan *pl;
-	struct doctor_report rep;
+	struct doctor_findings rep;
 };
 
 static void doctor_on(struct run *x, const char *tree, bool with_policy)
@@ -43,7 +44,7 @@ static void doctor_on(struct run *x, const char *tree, bool with_policy)
 
 static void release(struct run *x)
 {
-	doctor_report_release(&x->rep);
+	doctor_findings_release(&x->rep);
 	plan_free(x->pl);
 	policy_free(x->p);
 	kstate_release(&x->ks);
@@ -51,7 +52,7 @@ static void release(struct run *x)
 	fsroot_free(x->root);
 }
 
-static const struct doctor_hazard *find(const struct doctor_report *r, const char *code)
+static const struct doctor_hazard *find(const struct doctor_findings *r, const char *code)
 {
 	for (unsigned i = 0; i < r->n; i++)
 		if (!strcmp(r->hazards[i].code, code))
@@ -138,6 +139,18 @@ static void test_counters_not_countable(void **state)
 	release(&x);
 }
 
+/* Every counter id has its row. */
+static void test_counter_rows(void **state)
+{
+	(void)state;
+	assert_string_equal(doctor_counter_name(DC_TLB), "TLB shootdowns");
+	assert_string_equal(doctor_counter_name(DC_PSI), "PSI");
+	assert_string_equal(doctor_counter_name(DC_PERF), "perf events");
+	for (enum doctor_counter c = 0; c < DC_N; c++)
+		assert_string_not_equal(doctor_counter_name(c), "?");
+	assert_string_equal(doctor_counter_name(DC_N), "?");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -145,6 +158,7 @@ int main(void)
 		cmocka_unit_test(test_tuned_host_is_clean),
 		cmocka_unit_test(test_without_policy_irqs_are_skipped),
 		cmocka_unit_test(test_counters_not_countable),
+		cmocka_unit_test(test_counter_rows),
 	};
 
 	return cmocka_run_group_tests_name("doctor", tests, NULL, NULL);

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "fsroot.h"
+#include "fsroot_test.h"
 #include "test_util.h"
 
 struct fixture {

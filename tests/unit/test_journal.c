@@ -10,6 +10,7 @@
 #include <stdbool.h>
 
 #include "journal.h"
+#include "journal_test.h"
 #include "test_util.h"
 
 /* dir/rel with content, mode 0600 as the journal must be */

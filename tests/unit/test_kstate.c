@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "knob.h"
+#include "knob_test.h"
 #include "kstate.h"
 #include "test_util.h"
 
@@ -26,22 +28,22 @@ static void test_choice(void **state)
 	char out[16];
 
 	(void)state;
-	assert_int_equal(kstate_parse_choice("always [madvise] never", kstate_thp_enabled_values, out, sizeof(out)), 0);
+	assert_int_equal(knob_parse_choice("always [madvise] never", knob_table[KNOB_THP_ENABLED].values, out, sizeof(out)), 0);
 	assert_string_equal(out, "madvise");
-	assert_int_equal(kstate_parse_choice("[always] madvise never", kstate_thp_enabled_values, out, sizeof(out)), 0);
+	assert_int_equal(knob_parse_choice("[always] madvise never", knob_table[KNOB_THP_ENABLED].values, out, sizeof(out)), 0);
 	assert_string_equal(out, "always");
 	/* a sysroot file holds what was written: a plain value */
-	assert_int_equal(kstate_parse_choice("never", kstate_thp_enabled_values, out, sizeof(out)), 0);
+	assert_int_equal(knob_parse_choice("never", knob_table[KNOB_THP_ENABLED].values, out, sizeof(out)), 0);
 	assert_string_equal(out, "never");
-	assert_int_equal(kstate_parse_choice("always defer [defer+madvise] madvise never",
-					     kstate_thp_defrag_values, out, sizeof(out)), 0);
+	assert_int_equal(knob_parse_choice("always defer [defer+madvise] madvise never",
+					     knob_table[KNOB_THP_DEFRAG].values, out, sizeof(out)), 0);
 	assert_string_equal(out, "defer+madvise");
-	assert_int_equal(kstate_parse_choice("sometimes", kstate_thp_enabled_values, out, sizeof(out)), -EINVAL);
-	assert_int_equal(kstate_parse_choice("always madvise never", kstate_thp_enabled_values, out, sizeof(out)), -EINVAL);
-	assert_int_equal(kstate_parse_choice("[always] [never]", kstate_thp_enabled_values, out, sizeof(out)), -EINVAL);
-	assert_int_equal(kstate_parse_choice("[always", kstate_thp_enabled_values, out, sizeof(out)), -EINVAL);
-	assert_int_equal(kstate_parse_choice("", kstate_thp_enabled_values, out, sizeof(out)), -EINVAL);
-	assert_int_equal(kstate_parse_choice("[defer]", kstate_thp_enabled_values, out, sizeof(out)), -EINVAL);
+	assert_int_equal(knob_parse_choice("sometimes", knob_table[KNOB_THP_ENABLED].values, out, sizeof(out)), -EINVAL);
+	assert_int_equal(knob_parse_choice("always madvise never", knob_table[KNOB_THP_ENABLED].values, out, sizeof(out)), -EINVAL);
+	assert_int_equal(knob_parse_choice("[always] [never]", knob_table[KNOB_THP_ENABLED].values, out, sizeof(out)), -EINVAL);
+	assert_int_equal(knob_parse_choice("[always", knob_table[KNOB_THP_ENABLED].values, out, sizeof(out)), -EINVAL);
+	assert_int_equal(knob_parse_choice("", knob_table[KNOB_THP_ENABLED].values, out, sizeof(out)), -EINVAL);
+	assert_int_equal(knob_parse_choice("[defer]", knob_table[KNOB_THP_ENABLED].values, out, sizeof(out)), -EINVAL);
 }
 
 static void test_untuned(void **state)

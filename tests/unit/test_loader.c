@@ -1,5 +1,6 @@
 /* test_loader.c — the prefetching loader delivers exactly the samples of
  * this rank, in order, from every configuration; failures surface. */
+#include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,20 +15,20 @@ static const struct data_spec spec = { 13, 104, 1000, 5 };
 
 static void check_sequence(struct loader_config c, int batches)
 {
-	char why[512];
-	struct loader *l = loader_start(&c, why, sizeof(why));
+	struct nt_err err;
+	struct loader *l = loader_start(&c, &err);
 	struct batch_data want = { (uint32_t)c.batch, 13, 104, malloc((size_t)c.batch * 13 * 4),
 				   malloc((size_t)c.batch * 104 * 4), malloc((size_t)c.batch * 4) };
 
 	if (!l)
-		fail_msg("%s", why);
+		fail_msg("%s", err.msg);
 	for (int k = 0; k < batches; k++) {
 		struct loader_batch *b;
 		double wait;
 		uint64_t g0 = c.frozen ? (uint64_t)c.rank * c.batch
 				       : ((uint64_t)k * c.world + c.rank) * (uint64_t)c.batch;
 
-		assert_int_equal(loader_next(l, &b, &wait, why, sizeof(why)), 0);
+		assert_int_equal(loader_next(l, &b, &wait, &err), 0);
 		assert_true(wait >= 0);
 		data_synth_batch(&spec, g0, &want);
 		assert_int_equal(b->data.n, c.batch);
@@ -98,21 +99,21 @@ static void hook_free(void *p)
 static void test_host_alloc_hook(void **state)
 {
 	struct loader_config c = { spec, 50, 0, 1, 2, 3, 0, true, false, NULL, hook_alloc, hook_free };
-	char why[512];
+	struct nt_err err;
 	struct loader *l;
 
 	(void)state;
 	hook_allocs = hook_frees = 0;
-	l = loader_start(&c, why, sizeof(why));
+	l = loader_start(&c, &err);
 	if (!l)
-		fail_msg("%s", why);
+		fail_msg("%s", err.msg);
 	assert_int_equal(hook_allocs, 3);                /* --prefetch buffers */
 	for (int k = 0; k < 7; k++) {
 		struct loader_batch *b;
 		double wait;
 		bool ours = false;
 
-		assert_int_equal(loader_next(l, &b, &wait, why, sizeof(why)), 0);
+		assert_int_equal(loader_next(l, &b, &wait, &err), 0);
 		for (int i = 0; i < hook_allocs; i++)
 			ours |= b->base == hook_bufs[i];
 		assert_true(ours);
@@ -124,13 +125,14 @@ static void test_host_alloc_hook(void **state)
 
 	/* the allocator failing is an error at start, not a crash later */
 	hook_allocs = 16;
-	assert_null(loader_start(&c, why, sizeof(why)));
-	assert_non_null(strstr(why, "pinned buffers"));
+	assert_null(loader_start(&c, &err));
+	assert_non_null(strstr(err.msg, "pinned buffers"));
 }
 
 static void test_shards_and_failure(void **state)
 {
-	char dir[64], why[512], path[128];
+	struct nt_err err;
+	char dir[64], path[128];
 	struct loader_config c = { spec, 64, 0, 1, 2, 2, 0, true, false, NULL, NULL, NULL };
 	struct loader *l;
 	struct loader_batch *b;
@@ -139,7 +141,7 @@ static void test_shards_and_failure(void **state)
 
 	(void)state;
 	assert_non_null(test_tmpdir(dir, sizeof(dir)));
-	assert_int_equal(data_write_shards(dir, &spec, 1024, 64, 4, 1, why, sizeof(why)), 0);
+	assert_int_equal(data_write_shards(dir, &spec, 1024, 64, 4, 1, &err), 0);
 	c.data_dir = dir;
 	check_sequence(c, 16);                  /* read from disk = generated */
 
@@ -148,10 +150,10 @@ static void test_shards_and_failure(void **state)
 	fd = open(path, O_RDWR);
 	assert_int_equal(pwrite(fd, "garbage!", 8, 200), 8);
 	close(fd);
-	l = loader_start(&c, why, sizeof(why));
+	l = loader_start(&c, &err);
 	assert_non_null(l);
 	for (k = 0; k < 16; k++) {
-		if (loader_next(l, &b, &wait, why, sizeof(why)))
+		if (loader_next(l, &b, &wait, &err))
 			break;
 		loader_release(l, b);
 	}
@@ -159,13 +161,13 @@ static void test_shards_and_failure(void **state)
 	 * as a worker meets it, so how many of those get out first depends on
 	 * timing (none, under ASan); nothing from past it is ever given */
 	assert_true(k >= 0 && k <= 4);
-	assert_non_null(strstr(why, "shard-00001.nts: offset 64: chunk 0:"));
+	assert_non_null(strstr(err.msg, "shard-00001.nts: offset 64: chunk 0:"));
 	loader_stop(l);
 
 	/* a data directory that is not one fails at start, not at the first batch */
 	c.data_dir = "/nonexistent/data";
-	assert_null(loader_start(&c, why, sizeof(why)));
-	assert_non_null(strstr(why, "/nonexistent/data/manifest: No such file"));
+	assert_null(loader_start(&c, &err));
+	assert_non_null(strstr(err.msg, "/nonexistent/data/manifest: No such file"));
 	test_rmrf(dir);
 }
 
@@ -173,7 +175,8 @@ static void test_shards_and_failure(void **state)
  * realloc): the loader fails with the reader's message, nothing aborts. */
 static void test_corrupt_index(void **state)
 {
-	char dir[64], why[512], path[128];
+	struct nt_err err;
+	char dir[64], path[128];
 	struct loader_config c = { spec, 64, 0, 1, 2, 2, 0, true, false, NULL, NULL, NULL };
 	struct loader *l;
 	struct loader_batch *b;
@@ -183,7 +186,7 @@ static void test_corrupt_index(void **state)
 
 	(void)state;
 	assert_non_null(test_tmpdir(dir, sizeof(dir)));
-	assert_int_equal(data_write_shards(dir, &spec, 1024, 64, 4, 1, why, sizeof(why)), 0);
+	assert_int_equal(data_write_shards(dir, &spec, 1024, 64, 4, 1, &err), 0);
 	snprintf(path, sizeof(path), "%s/shard-00000.nts", dir);
 	fd = open(path, O_RDWR);
 	assert_true(fd >= 0);
@@ -191,11 +194,11 @@ static void test_corrupt_index(void **state)
 	assert_int_equal(pwrite(fd, &big, 8, (off_t)(io + 16 + 8)), 8);  /* chunk 1's length */
 	close(fd);
 	c.data_dir = dir;
-	l = loader_start(&c, why, sizeof(why));
+	l = loader_start(&c, &err);
 	assert_non_null(l);
-	assert_int_equal(loader_next(l, &b, &wait, why, sizeof(why)), -1);
-	assert_non_null(strstr(why, "shard-00000.nts: offset "));
-	assert_non_null(strstr(why, ": chunk 1: length 9223372036854775807 runs past the end of the file (size "));
+	assert_int_equal(loader_next(l, &b, &wait, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "shard-00000.nts: offset "));
+	assert_non_null(strstr(err.msg, ": chunk 1: length 9223372036854775807 runs past the end of the file (size "));
 	loader_stop(l);
 	test_rmrf(dir);
 }

@@ -14,6 +14,7 @@
 #include "../../kernels/cpu/ops.h"
 #include "data.h"
 #include "model.h"
+#include "model_test.h"
 
 #define N 3          /* samples */
 #define ROWS 50      /* embedding rows, small so finite differences are cheap */

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 
 #include "observe.h"
+#include "observe_test.h"
 #include "test_util.h"
 
 #define HAZ "tests/fixtures/sysroot/gpu-host-hazards"

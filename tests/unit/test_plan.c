@@ -271,6 +271,92 @@ static void test_impossible_plans(void **state)
 	policy_free(p);
 }
 
+static struct plan *build_gpus(const struct policy *p, const struct topo *t, unsigned n, const unsigned *gpus,
+			       unsigned n_gpus)
+{
+	struct nt_err err = { 0 };
+	struct plan *pl = plan_build_gpus(p, t, n, gpus, n_gpus, NULL, &err);
+
+	if (!pl)
+		fail_msg("%s", err.msg);
+	return pl;
+}
+
+/* A Slurm step's GPUs: rank r uses gpus[r mod n], and its CPUs, memory
+ * node and NIC are those of that GPU, not of GPU r. */
+static void test_given_gpus(void **state)
+{
+	static const unsigned far[] = { 5, 6 }, mixed[] = { 1, 5 };
+	char path[4096];
+	struct policy *p = pol("policies/gpu-train.conf");
+	struct topo *t = xml(test_path(path, sizeof(path), "tests/fixtures/topologies/hgx-2s8g8n.xml"));
+	struct plan *pl = build_gpus(p, t, 2, far, 2);
+	hwloc_bitmap_t seen = hwloc_bitmap_alloc();
+
+	(void)state;
+	assert_int_equal(pl->ranks[0].gpu, 5);
+	assert_int_equal(pl->ranks[1].gpu, 6);
+	for (unsigned i = 0; i < 2; i++) {
+		assert_true(hwloc_bitmap_isincluded(pl->ranks[i].cpus, t->gpus[far[i]].cpus));
+		assert_list(pl->ranks[i].mems, "1");
+	}
+	assert_string_equal(pl->ranks[0].nic, "ibp173s0");
+	assert_string_equal(pl->ranks[1].nic, "ibp190s0");
+	assert_list(pl->housekeeping, "0,24,48,72"); /* the machine's, whatever the job holds */
+	plan_free(pl);
+
+	/* 4 ranks on GPUs 1 and 5: 0 and 2 on socket 0, 1 and 3 on socket 1 */
+	pl = build_gpus(p, t, 4, mixed, 2);
+	for (unsigned i = 0; i < 4; i++) {
+		const struct plan_rank *rk = &pl->ranks[i];
+
+		assert_int_equal(rk->gpu, (int)mixed[i % 2]);
+		assert_false(hwloc_bitmap_iszero(rk->cpus));
+		assert_true(hwloc_bitmap_isincluded(rk->cpus, t->gpus[mixed[i % 2]].cpus));
+		assert_false(hwloc_bitmap_intersects(rk->cpus, pl->housekeeping));
+		assert_false(hwloc_bitmap_intersects(rk->cpus, seen));
+		hwloc_bitmap_or(seen, seen, rk->cpus);
+		assert_list(rk->mems, i % 2 ? "1" : "0");
+	}
+	assert_non_null(strstr(pl->notes[0], "4 ranks on the job's 2 GPUs: ranks share GPUs"));
+	plan_free(pl);
+	hwloc_bitmap_free(seen);
+
+	/* no GPUs given: all of the machine's, as plan_build */
+	pl = build_gpus(p, t, 8, NULL, 0);
+	check_gpu_local(pl, t);
+	plan_free(pl);
+	topo_free(t);
+	policy_free(p);
+}
+
+static void test_given_gpus_refused(void **state)
+{
+	static const unsigned past[] = { 8 }, one_bad[] = { 0, 3, 99 };
+	char path[4096];
+	struct nt_err err = { 0 };
+	struct policy *p = pol("policies/gpu-train.conf");
+	struct topo *t = xml(test_path(path, sizeof(path), "tests/fixtures/topologies/hgx-2s8g8n.xml"));
+
+	(void)state;
+	assert_null(plan_build_gpus(p, t, 1, past, 1, NULL, &err));
+	assert_int_equal(err.code, -EINVAL);
+	assert_non_null(strstr(err.msg, "GPU 8: "));
+	assert_non_null(strstr(err.msg, "has 8 GPU(s)"));
+	assert_null(plan_build_gpus(p, t, 3, one_bad, 3, NULL, &err));
+	assert_int_equal(err.code, -EINVAL);
+	assert_non_null(strstr(err.msg, "GPU 99: "));
+	topo_free(t);
+
+	t = synth("pack:1 core:2 pu:1"); /* no GPUs: every index is refused */
+	assert_null(plan_build_gpus(p, t, 1, one_bad, 1, NULL, &err));
+	assert_int_equal(err.code, -EINVAL);
+	assert_non_null(strstr(err.msg, "GPU 0: "));
+	assert_non_null(strstr(err.msg, "has 0 GPU(s)"));
+	topo_free(t);
+	policy_free(p);
+}
+
 static void test_baseline_binds_nothing(void **state)
 {
 	char path[4096];
@@ -417,6 +503,8 @@ int main(void)
 		cmocka_unit_test(test_cpu_only_fallback),
 		cmocka_unit_test(test_whole_cores_then_threads),
 		cmocka_unit_test(test_impossible_plans),
+		cmocka_unit_test(test_given_gpus),
+		cmocka_unit_test(test_given_gpus_refused),
 		cmocka_unit_test(test_baseline_binds_nothing),
 		cmocka_unit_test(test_cross_numa),
 		cmocka_unit_test(test_host_settings_from_sysroot),

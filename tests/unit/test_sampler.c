@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <cmocka.h>
 
 #include "sampler.h"
@@ -97,11 +98,31 @@ static void test_uncountable(void **state)
 	test_rmrf(dir);
 }
 
+/* Every vmstat counter id has its row, and reads the field it is named for. */
+static void test_vm_table(void **state)
+{
+	(void)state;
+	for (enum sampler_vm k = 0; k < SAMPLER_VM; k++) {
+		const struct sampler_counter *c = &sampler_vm_counters[k];
+		char want[96];
+
+		assert_non_null(c->name);
+		assert_non_null(c->unit);
+		assert_non_null(c->source);
+		snprintf(want, sizeof(want), "/proc/vmstat %s", c->name);
+		assert_string_equal(c->source, want);
+	}
+	assert_string_equal(sampler_vm_counters[SV_PGFAULT].name, "pgfault");
+	assert_string_equal(sampler_vm_counters[SV_COMPACT_STALL].name, "compact_stall");
+	assert_string_equal(sampler_vm_counters[SV_NUMA_HINT_FAULTS].name, "numa_hint_faults");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_records),
 		cmocka_unit_test(test_uncountable),
+		cmocka_unit_test(test_vm_table),
 	};
 
 	return cmocka_run_group_tests_name("sampler", tests, NULL, NULL);

@@ -88,6 +88,66 @@ static void test_verdicts(void **state)
 	assert_string_equal(stats_verdict_name(VERDICT_INCONCLUSIVE), "inconclusive");
 }
 
+/* Student's t against printed tables (two-sided 5% and 1% points) and
+ * mpmath's regularized incomplete beta (p of t = 0.480384 at df 3:
+ * 0.663808). */
+static void test_student_t(void **state)
+{
+	(void)state;
+	assert_true(fabs(stats_t_quantile(0.05, 1) - 12.7062) < 1e-3);
+	assert_true(fabs(stats_t_quantile(0.05, 3) - 3.182446) < 1e-5);
+	assert_true(fabs(stats_t_quantile(0.05, 10) - 2.228139) < 1e-5);
+	assert_true(fabs(stats_t_quantile(0.01, 5) - 4.032143) < 1e-5);
+	assert_true(fabs(stats_t_quantile(0.05, 1e6) - 1.959966) < 1e-4);
+	assert_true(fabs(stats_t_p2(2.228139, 10) - 0.05) < 1e-6);
+	assert_true(fabs(stats_t_p2(0.480384, 3) - 0.663808) < 1e-5);
+	assert_true(fabs(stats_t_p2(-0.480384, 3) - 0.663808) < 1e-5);
+	assert_true(stats_t_p2(0, 7) == 1.0);
+	assert_true(isnan(stats_t_p2(1, 0)) && isnan(stats_t_quantile(0, 4)) && isnan(stats_t_quantile(0.05, -1)));
+}
+
+/* Four blocks with B/A differences (logs) 0.01, -0.02, 0.03, 0: mean
+ * 0.005, sd 0.020817, t 0.480384 at 3 df. */
+static void test_block_ratio(void **state)
+{
+	const double d[] = { 0.01, -0.02, 0.03, 0.0 }, same[] = { 0.02, 0.02, 0.02 }, bad[] = { 0.01, NAN };
+	struct stats_blocks b;
+
+	(void)state;
+	assert_int_equal(stats_block_ratio(d, 4, 0.05, &b), 0);
+	assert_int_equal(b.n, 4);
+	assert_true(fabs(b.ratio - exp(0.005)) < 1e-12);
+	assert_true(fabs(b.sd - 0.0208167) < 1e-6);
+	assert_true(fabs(b.p - 0.663808) < 1e-5);
+	assert_true(fabs(b.ci_lo - exp(0.005 - 3.182446 * 0.0208167 / 2)) < 1e-5);
+	assert_true(fabs(b.ci_hi - exp(0.005 + 3.182446 * 0.0208167 / 2)) < 1e-5);
+	/* no spread at all: the interval is the point, p 0 for a shift */
+	assert_int_equal(stats_block_ratio(same, 3, 0.05, &b), 0);
+	assert_true(b.sd == 0 && b.p == 0 && fabs(b.ci_lo - exp(0.02)) < 1e-12 && fabs(b.ci_hi - exp(0.02)) < 1e-12);
+	assert_int_equal(stats_block_ratio(d, 1, 0.05, &b), -EINVAL);
+	assert_int_equal(stats_block_ratio(bad, 2, 0.05, &b), -EINVAL);
+	assert_int_equal(stats_block_ratio(d, 4, 0, &b), -EINVAL);
+}
+
+/* The blocks an A/A needs: more noise, more blocks (quadratically, once
+ * the t quantile settles); a noiseless one needs the minimum. */
+static void test_blocks_needed(void **state)
+{
+	int n1, n2, n3;
+
+	(void)state;
+	assert_int_equal(stats_blocks_needed(0, 0.05, 0.02), 2);
+	n1 = stats_blocks_needed(0.01, 0.05, 0.02);
+	n2 = stats_blocks_needed(0.02, 0.05, 0.02);
+	n3 = stats_blocks_needed(0.04, 0.05, 0.02);
+	assert_true(n1 >= 4 && n1 <= 8);
+	assert_true(n2 > n1 && n3 > 3 * n2 && n3 < 5 * n2);
+	/* n1 is the first n that fits */
+	assert_true(stats_t_quantile(0.05, n1 - 1) * 0.01 / sqrt(n1) <= log1p(0.02) * 2 / 3);
+	assert_true(stats_t_quantile(0.05, n1 - 2) * 0.01 / sqrt(n1 - 1) > log1p(0.02) * 2 / 3);
+	assert_int_equal(stats_blocks_needed(NAN, 0.05, 0.02), 2147483647);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -95,6 +155,9 @@ int main(void)
 		cmocka_unit_test(test_median_mad_hl),
 		cmocka_unit_test(test_bootstrap),
 		cmocka_unit_test(test_verdicts),
+		cmocka_unit_test(test_student_t),
+		cmocka_unit_test(test_block_ratio),
+		cmocka_unit_test(test_blocks_needed),
 	};
 
 	return cmocka_run_group_tests_name("stats", tests, NULL, NULL);

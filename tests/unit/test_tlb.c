@@ -15,6 +15,7 @@
 
 #include "test_util.h"
 #include "tlb.h"
+#include "tlb_test.h"
 
 /* cmocka's skip() says nothing: print the reason first */
 #define skip_msg(msg) do { print_message("skipped: %s\n", (msg)); skip(); } while (0)
@@ -31,7 +32,7 @@ static void check_source(unsigned allow, enum tlb_source want)
 {
 	struct fsroot *root = fsroot_open("/");
 	struct tlb_counter c;
-	uint64_t v0, v1;
+	uint64_t v0, v1, best = 0;
 
 	assert_non_null(root);
 	assert_int_equal(tlb_counter_open(&c, root, allow), 0);
@@ -48,12 +49,16 @@ static void check_source(unsigned allow, enum tlb_source want)
 		skip_msg(msg);
 	}
 	assert_int_equal(c.source, want);
-	assert_int_equal(tlb_counter_read(&c, &v0), 0);
-	assert_int_equal(tlb_probe_storm(TLB_PROBE_FLUSHES), 0);
-	assert_int_equal(tlb_counter_read(&c, &v1), 0);
-	print_message("%s: %s; a second burst: +%llu\n", tlb_source_name(c.source), c.why,
-		      (unsigned long long)(v1 - v0));
-	assert_true(v1 - v0 >= TLB_PROBE_MIN_SEEN);
+	/* as the probe: a burst on a busy host may be missed (lazy TLB), so
+	 * the best of TLB_PROBE_TRIES counts */
+	for (int i = 0; i < TLB_PROBE_TRIES && best < TLB_PROBE_MIN_SEEN; i++) {
+		assert_int_equal(tlb_counter_read(&c, &v0), 0);
+		assert_int_equal(tlb_probe_storm(TLB_PROBE_FLUSHES), 0);
+		assert_int_equal(tlb_counter_read(&c, &v1), 0);
+		best = v1 - v0 > best ? v1 - v0 : best;
+	}
+	print_message("%s: %s; a second burst: +%llu\n", tlb_source_name(c.source), c.why, (unsigned long long)best);
+	assert_true(best >= TLB_PROBE_MIN_SEEN);
 	tlb_counter_close(&c);
 	fsroot_free(root);
 }

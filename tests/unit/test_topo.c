@@ -15,6 +15,7 @@
 
 #include "cpulist.h"
 #include "topo.h"
+#include "topo_test.h"
 #include "test_util.h"
 
 struct dev_expect {

@@ -1,0 +1,154 @@
+/* cli.c — helpers the verbs share (see cli.h). */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "launch.h"
+#include "log.h"
+
+int finish_stdout(int rc)
+{
+	int e;
+
+	errno = 0;
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return rc;
+	e = errno;    /* 0 when an earlier write failed and this flush had nothing left */
+	log_msg(LOG_ERR, "writing standard output failed%s%s", e ? ": " : "", e ? strerror(e) : "");
+	return rc >= EXIT_USAGE ? rc : EXIT_RUNTIME;
+}
+
+int exit_code_for(int err)
+{
+	switch (err) {
+	case -ENOMEM:
+	case -EIO:
+	case -EAGAIN:
+	case -EINTR:
+	case -EBUSY:
+	case -ERANGE:
+		return EXIT_RUNTIME;
+	default:
+		return EXIT_USAGE;
+	}
+}
+
+int print_json(json_t *doc)
+{
+	int r = 0;
+
+	if (!doc || json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0) {
+		/* a failed write is said once, by finish_stdout */
+		if (!ferror(stdout))
+			log_msg(LOG_ERR, "writing JSON failed%s", doc ? "" : ": out of memory");
+		r = EXIT_RUNTIME;
+	} else {
+		fputc('\n', stdout);
+	}
+	json_decref(doc);
+	return r;
+}
+
+unsigned cli_policy_flags(void)
+{
+	return geteuid() == 0 ? POLICY_TRUSTED_ONLY : 0;
+}
+
+void cli_note(int level, const char *msg, void *arg)
+{
+	(void)arg;
+	log_msg(level, "%s", msg);
+}
+
+void ctx_release(struct ctx *x)
+{
+	plan_free(x->plan);
+	topo_free(x->topo);
+	policy_free(x->policy);
+	fsroot_free(x->root);
+	memset(x, 0, sizeof(*x));
+}
+
+int ctx_load(struct ctx *x, const struct opts *o, unsigned nranks, bool want_root)
+{
+	struct nt_err err = { 0 };
+
+	memset(x, 0, sizeof(*x));
+	if (o->policy) {
+		x->policy = policy_load(o->policy, cli_policy_flags(), &err);
+		if (!x->policy)
+			goto out_err;
+	}
+	if (o->topology)
+		x->topo = topo_load_xml(o->topology, &err);
+	else if (o->synthetic)
+		x->topo = topo_load_synthetic(o->synthetic, &err);
+	else
+		x->topo = topo_load_host(o->sysroot, &err);
+	if (!x->topo)
+		goto out_err;
+	if (want_root && (o->sysroot || (!o->topology && !o->synthetic))) {
+		x->root = fsroot_open(o->sysroot ? o->sysroot : "/");
+		if (!x->root) {
+			err_set(&err, -EINVAL, "--sysroot %s: %s", o->sysroot, strerror(errno));
+			goto out_err;
+		}
+	}
+	if (x->policy) {
+		if (!nranks)
+			nranks = x->topo->n_gpus ? x->topo->n_gpus : 1;
+		x->plan = plan_build(x->policy, x->topo, nranks, x->root, &err);
+		if (!x->plan)
+			goto out_err;
+	}
+	return -1;
+out_err:
+	log_msg(LOG_ERR, "%s", err.msg);
+	ctx_release(x);
+	return exit_code_for(err.code);
+}
+
+int cli_check_arm(const struct ab_arm *arm)
+{
+	struct nt_err err = { 0 };
+	struct policy *p;
+
+	if (arm->policy) {
+		p = policy_load(arm->policy, cli_policy_flags(), &err);
+		if (!p) {
+			log_msg(LOG_ERR, "arm %s: %s", arm->name, err.msg);
+			return exit_code_for(err.code);
+		}
+		policy_free(p);
+	}
+	if (arm->argv[0] && !launch_command_found(arm->argv[0])) {
+		log_msg(LOG_ERR, "arm %s: %s: command not found", arm->name, arm->argv[0]);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+void cli_ab_config(const struct opts *o, struct ab_config *cfg)
+{
+	ab_config_defaults(cfg);
+	if (o->given[OPT_TRIALS])
+		cfg->trials = (int)o->trials;
+	if (o->given[OPT_STEPS])
+		cfg->steps = (int)o->steps;
+	if (o->given[OPT_THRESHOLD])
+		cfg->threshold = o->threshold;
+	if (o->given[OPT_ALPHA])
+		cfg->alpha = o->alpha;
+	if (o->given[OPT_BUDGET])
+		cfg->budget_s = o->budget;
+	if (o->given[OPT_SEED])
+		cfg->seed = o->seed;
+	if (o->given[OPT_SKIP_STEPS])
+		cfg->skip_steps = o->skip_steps;
+	cfg->metric = o->metric;
+	if (o->metric_kind && !strcmp(o->metric_kind, "time"))
+		cfg->metric_kind = ABFIG_TIME;
+}

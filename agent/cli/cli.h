@@ -1,0 +1,107 @@
+/* cli.h — what the verbs of the nodetune command share: the exit codes of
+ * DESIGN.md's contract, loading a policy verb's inputs, and writing the
+ * result.  Each verb is one cmd_<verb>.c: its option table, its usage and
+ * help, and its output; the work is libnodetune's.
+ */
+#ifndef NODETUNE_CLI_H
+#define NODETUNE_CLI_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "ab.h"
+#include "fsroot.h"
+#include "opts.h"
+#include "plan.h"
+#include "policy.h"
+#include "topo.h"
+
+/* 0 success, 1 the check found a problem, 2 bad usage or input (nothing
+ * changed), 3 runtime failure (what was changed is rolled back). */
+enum { EXIT_PROBLEM = 1, EXIT_USAGE = 2, EXIT_RUNTIME = 3 };
+
+/* Flush stdout and report a failed write (a full disk, a closed pipe):
+ * then the exit code is 3, unless rc is already 2 or 3 (a result that
+ * could not be written is not "a problem found", exit 1). */
+int finish_stdout(int rc);
+
+/* The exit code for a library error: out of memory, I/O, a busy or
+ * interrupted resource, a result out of range are runtime failures (3);
+ * anything else is bad usage or input (2). */
+int exit_code_for(int err);
+
+/* Write doc (consumed; NULL: out of memory) to stdout, indented, and a
+ * newline.  0, or EXIT_RUNTIME (said, unless stdout failed: finish_stdout
+ * says that). */
+int print_json(json_t *doc);
+
+/* Everything a policy verb works from. */
+struct ctx {
+	struct fsroot *root;     /* NULL for a foreign topology without --sysroot */
+	struct policy *policy;
+	struct topo *topo;
+	struct plan *plan;
+};
+
+/* Load the policy (refusing untrusted files as root), the machine and,
+ * with a policy, the plan for nranks local ranks (0: one per GPU, or 1);
+ * the host's or --sysroot's fsroot when want_root.  Returns -1 to go on,
+ * or an exit code (said; x released). */
+int ctx_load(struct ctx *x, const struct opts *o, unsigned nranks, bool want_root);
+void ctx_release(struct ctx *x);
+
+/* The policy trust flags for this process: untrusted files are refused
+ * when running as root. */
+unsigned cli_policy_flags(void);
+
+/* A launch_note_fn / watch note: log msg at level. */
+void cli_note(int level, const char *msg, void *arg);
+
+/* An A/B arm can run: its policy loads, its command exists.  0, or an exit
+ * code (said). */
+int cli_check_arm(const struct ab_arm *arm);
+
+/* Set cfg from the defaults (ab_config_defaults) and the A/B options the
+ * user gave (--trials --steps --threshold --alpha --budget --seed). */
+void cli_ab_config(const struct opts *o, struct ab_config *cfg);
+
+/* Where apply's and revert's closing summary ("applied ...: 2 changes")
+ * goes: stdout for apply and revert; stderr for run, whose stdout is the
+ * job's; nowhere (a rollback after a failed write). */
+enum say { SAY_STDOUT, SAY_STDERR, SAY_NOTHING };
+
+/* Apply the host part of x->plan (cmd_apply.c; shared by apply and run).
+ * Every change is logged (stderr); say is where the rest goes.  0, or an
+ * exit code (said). */
+int cli_apply(const struct ctx *x, const struct opts *o, enum say say);
+
+/* Revert what the journal in o->state_dir records (cmd_apply.c; shared by
+ * revert, apply's rollback and run).  0, or an exit code (said). */
+int cli_revert(const struct opts *o, enum say say);
+
+/* The verbs, one per cmd_<verb>.c: the spec (options, usage, help) and
+ * the function that runs it with the parsed options. */
+#define VERB(v) extern const struct verb_spec v##_spec; int cmd_##v(struct opts *o)
+VERB(discover);
+VERB(plan);
+VERB(keys);
+VERB(apply);
+VERB(revert);
+VERB(verify);
+VERB(exec);
+VERB(run);
+VERB(doctor);
+VERB(ab);
+VERB(observe);
+VERB(bisect);
+VERB(daemon);
+VERB(status);
+VERB(fleet_rollout);
+VERB(fleet_resume);
+VERB(fleet_abort);
+VERB(fleet_status);
+VERB(fleet_hosts);
+VERB(slurm);
+#undef VERB
+
+#endif

@@ -1,0 +1,61 @@
+/* cmd_run.c — `nodetune run`: apply, start N bound local ranks (launch.h),
+ * wait, revert. */
+#include "cli.h"
+#include "launch.h"
+#include "log.h"
+
+static const struct opt_row run_opts[] = {
+	/* checked in this order: --policy, --state-dir, then -n */
+	{ OPT_POLICY, OPT_REQUIRED },
+	{ OPT_STATE_DIR, OPT_OPTIONAL },
+	{ OPT_RANKS, OPT_REQUIRED },
+	{ OPT_QUIET, OPT_OPTIONAL },
+	OPT_TABLE_END,
+};
+
+const struct verb_spec run_spec = {
+	run_opts, VERB_COMMAND,
+	"nodetune run -n N --policy FILE [--state-dir DIR] [--quiet] -- COMMAND [ARGS...]",
+	"apply, start N bound local ranks, wait, revert",
+	"Apply the host settings, start N local ranks of the command, each bound as\n"
+	"`exec` would (LOCAL_RANK and LOCAL_WORLD_SIZE set), wait for all, revert, and\n"
+	"exit with the worst status of the ranks.  SIGINT/SIGTERM are passed on to the\n"
+	"ranks; the host is reverted either way.\n\n"
+	"Standard output is the ranks' alone: what nodetune changed and restored, and\n"
+	"its summary lines, go to stderr.\n"
+	"  -q, --quiet   print only errors (not the changes, not the ranks' statuses)",
+};
+
+int cmd_run(struct opts *o)
+{
+	struct nt_err err = { 0 };
+	struct ctx x;
+	int rc, worst = 0;
+
+	if (!launch_command_found(o->command[0])) {
+		log_msg(LOG_ERR, "%s: command not found", o->command[0]);
+		return EXIT_USAGE;
+	}
+	rc = ctx_load(&x, o, o->ranks, true);
+	if (rc >= 0)
+		return rc;
+	if (!fsroot_is_host(x.root)) {
+		log_msg(LOG_ERR, "run starts ranks on this host: --sysroot/--topology are for plan and apply");
+		ctx_release(&x);
+		return EXIT_USAGE;
+	}
+	rc = cli_apply(&x, o, SAY_STDERR);
+	if (rc) {
+		ctx_release(&x);
+		return rc;
+	}
+	if (launch_ranks(x.plan, o->command, cli_note, NULL, &worst, &err) < 0) {
+		log_msg(LOG_ERR, "%s", err.msg);
+		worst = EXIT_RUNTIME;
+	}
+	rc = cli_revert(o, SAY_STDERR);
+	ctx_release(&x);
+	if (rc)
+		return rc;
+	return finish_stdout(worst);
+}

@@ -1,0 +1,81 @@
+/* stats.h — the statistics of the A/B engine.
+ *
+ * The verdict's estimate comes from paired ABBA blocks (stats_block_ratio,
+ * a t interval); the counters' tests use Mann-Whitney U (two-sided, normal approximation with tie and continuity
+ * corrections), the Hodges-Lehmann shift (median of all pairwise
+ * differences), a seeded percentile bootstrap of the ratio of means, and the
+ * verdict: regression, improvement, no-difference or inconclusive, against
+ * a practical threshold. */
+#ifndef NODETUNE_STATS_H
+#define NODETUNE_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Median of x[0..n) (x is not modified); NAN for n = 0. */
+double stats_median(const double *x, size_t n);
+
+/* Median absolute deviation from the median. */
+double stats_mad(const double *x, size_t n);
+
+/* Mann-Whitney U of a against b: *ret_u is U of a; returns the two-sided
+ * p-value (1 when either sample is empty or all values are tied). */
+double stats_mann_whitney(const double *a, size_t na, const double *b, size_t nb, double *ret_u);
+
+/* Hodges-Lehmann estimate of the shift b - a: the median of all b_j - a_i. */
+double stats_hodges_lehmann(const double *a, size_t na, const double *b, size_t nb);
+
+/* Percentile bootstrap (resamples, seed) of mean(b) / mean(a): the point
+ * ratio in *ret_ratio, the (1-alpha) interval in *ret_lo, *ret_hi.
+ * Returns 0, or -EINVAL for an empty sample or a zero mean. */
+int stats_bootstrap_ratio(const double *a, size_t na, const double *b, size_t nb, int resamples,
+			  double alpha, uint64_t seed, double *ret_ratio, double *ret_lo, double *ret_hi);
+
+/* Student's t: the two-sided p-value of t with df degrees of freedom
+ * (df > 0; NAN otherwise), and the quantile q with P(|T| > q) = p2 (p2 in
+ * (0, 1)). */
+double stats_t_p2(double t, double df);
+double stats_t_quantile(double p2, double df);
+
+/* The paired estimate of B/A.  A block is a run of trials of both arms
+ * close in time (the A/B engine uses each adjacent AB or BA pair of its
+ * ABBA blocks); d[i] is the difference of block i: the mean log metric of
+ * its B trials minus that of its A trials.  Drift and the load of the
+ * moment, shared within a block, cancel in d; what is left varies from
+ * block to block and is what the interval is made of (a t interval on the
+ * mean of d, n - 1 degrees of freedom), so trials that are not independent
+ * of one another do not shrink it.  Needs n >= 2. */
+struct stats_blocks {
+	int n;                        /* blocks */
+	double ratio;                 /* exp(mean d): B/A */
+	double ci_lo, ci_hi;          /* the (1 - alpha) interval of the ratio */
+	double p;                     /* two-sided, of mean d = 0 */
+	double sd;                    /* of d: the noise of one block's B/A, as a log */
+};
+int stats_block_ratio(const double *d, size_t n, double alpha, struct stats_blocks *ret);
+
+/* Blocks needed for a (1 - alpha) interval of half width at most w (a
+ * log) at block noise sd.  At least 2; INT_MAX when sd is not finite or
+ * w not > 0. */
+int stats_blocks_for_width(double sd, double alpha, double w);
+
+/* Blocks needed so that a (1 - alpha) interval of an A/A with that block
+ * noise sd (a log, as above) fits within +-threshold, with room for the
+ * estimate to wander by a third of it: the noise floor's verdict on what a
+ * budget can decide. */
+int stats_blocks_needed(double sd, double alpha, double threshold);
+
+enum stats_verdict { VERDICT_NO_DIFFERENCE, VERDICT_IMPROVEMENT, VERDICT_REGRESSION, VERDICT_INCONCLUSIVE };
+
+/* For a higher-is-better metric (throughput) of B over A, ratio = B/A with
+ * its interval: regression when the rank test is significant (p < alpha),
+ * the interval lies below 1 and the ratio is below 1 - threshold (a real
+ * and practically large loss); improvement the mirror image; no-difference
+ * when the whole interval lies within 1 +- threshold (equivalence);
+ * inconclusive otherwise: more trials would decide. */
+enum stats_verdict stats_verdict(double p, double ratio, double ci_lo, double ci_hi, double alpha,
+				 double threshold);
+
+const char *stats_verdict_name(enum stats_verdict v);
+
+#endif

@@ -1,0 +1,34 @@
+/* nt_err.h — the project's one error convention, shared by the agent
+ * (libnodetune, the CLI) and the harness.
+ *
+ * A function named as an action returns 0 or a negative errno.  When it can
+ * say more than the errno, it also fills a struct nt_err that the caller
+ * passes in (NULL when the caller does not want the message): the code and a
+ * message fit for one line, which the program's main() prints behind its
+ * prefix ("nodetune: VERB: ..." or "nodetune-harness: ...").  Constructors
+ * return NULL and fill err.  Library code never exits and never prints an
+ * error itself.
+ */
+#ifndef NODETUNE_NT_ERR_H
+#define NODETUNE_NT_ERR_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One error: its code (negative errno) and a message fit for one line. */
+struct nt_err {
+	int code;
+	char msg[1024];
+};
+
+/* Record code and message in err (which may be NULL). Returns code, so
+ * callers write `return err_set(err, -EINVAL, "...")`. */
+int err_set(struct nt_err *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,44 @@
+#!/bin/sh
+# `nodetune exec` under real launchers: mpirun (Open MPI) and torchrun (the
+# torch elastic agent; tests/tools/torchrun.py says why not Debian's
+# torchrun script).  srun is tested in test_slurm.sh, on a real Slurm.
+# Each local rank must find its rank in the launcher's environment and get
+# its own CPUs from the plan (this machine: 2 CPUs, no GPU, so gpu-train's
+# gpu-local falls back to cores: one CPU per rank).
+. "$(dirname "$0")/lib.sh"
+
+GT=policies/gpu-train.conf
+# prints "RANK-VARIABLE=N CPUS"
+SHOW='echo "$0=$(printenv "$0") $(sed -n "s/^Cpus_allowed_list:[[:space:]]*//p" /proc/self/status)"'
+two_cpus() { # FILE: two lines, two distinct single CPUs, ranks 0 and 1
+	[ "$(wc -l <"$1")" -eq 2 ] && [ "$(awk '{ print $2 }' "$1" | sort -u | wc -l)" -eq 2 ] &&
+		[ "$(awk '{ print $1 }' "$1" | sed 's/.*=//' | sort | tr '\n' ' ')" = "0 1 " ] &&
+		! awk '{ print $2 }' "$1" | grep -q '[-,]'
+}
+
+if command -v mpirun >/dev/null; then
+	run mpirun --allow-run-as-root --oversubscribe -np 2 "$NODETUNE" exec -q --policy $GT -- \
+		sh -c "$SHOW" OMPI_COMM_WORLD_LOCAL_RANK
+	if [ "$RC" -eq 0 ] && two_cpus "$OUT"; then
+		t_ok "mpirun -np 2 nodetune exec: each rank bound to its own CPU: $(sort "$OUT" | tr '\n' ' ')"
+	else
+		t_not_ok "mpirun -np 2 nodetune exec: exit $RC: $(sort "$OUT" | tr '\n' ' ') $(head -3 "$ERR")"
+	fi
+else
+	t_skip "mpirun: not installed"
+fi
+
+if /usr/bin/python3 -c 'import torch.distributed.launcher.api' 2>/dev/null; then
+	run /usr/bin/python3 tests/tools/torchrun.py 2 "$NODETUNE" exec -q --policy $GT -- sh -c "$SHOW" LOCAL_RANK
+	if [ "$RC" -eq 0 ] && two_cpus "$OUT"; then
+		t_ok "torchrun (torch's elastic agent), 2 workers of nodetune exec: each bound to its own CPU: $(sort "$OUT" | tr '\n' ' ')"
+	else
+		t_not_ok "torchrun, 2 workers of nodetune exec: exit $RC: $(sort "$OUT" | tr '\n' ' ') $(tail -3 "$ERR")"
+	fi
+	run /usr/bin/python3 tests/tools/torchrun.py 2 "$NODETUNE" exec -q --policy $GT -- sh -c 'test "$LOCAL_WORLD_SIZE" = 2'
+	check "torchrun: LOCAL_WORLD_SIZE=2 in each worker's environment" -- [ "$RC" -eq 0 ]
+else
+	t_skip "torchrun: python3-torch not installed (scripts/install-deps.sh bench)"
+fi
+
+t_done
