@@ -1,0 +1,133 @@
+/* cmd_daemon.c — `nodetune daemon`: keep a policy applied on this host
+ * (daemon.h does it; this takes the options, says what happens on stderr
+ * with syslog priorities, and maps the result to an exit code). */
+#include <errno.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "ctlsock.h"
+#include "daemon.h"
+#include "flap.h"
+#include "fleet_host.h"
+#include "log.h"
+#include "metrics.h"
+
+static const struct opt_row daemon_opts[] = {
+	{ OPT_POLICY, OPT_OPTIONAL },
+	{ OPT_TOPOLOGY, OPT_OPTIONAL },
+	{ OPT_SYSROOT, OPT_OPTIONAL },
+	{ OPT_STATE_DIR, OPT_OPTIONAL },
+	{ OPT_INTERVAL_S, OPT_OPTIONAL },
+	{ OPT_FLAP, OPT_OPTIONAL },
+	{ OPT_METRICS, OPT_OPTIONAL },
+	{ OPT_NO_METRICS, OPT_OPTIONAL },
+	{ OPT_TEXTFILE_DIR, OPT_OPTIONAL },
+	{ OPT_SOCKET, OPT_OPTIONAL },
+	{ OPT_REVERT_ON_EXIT, OPT_OPTIONAL },
+	{ OPT_FLEET, OPT_OPTIONAL },
+	{ OPT_HOST, OPT_OPTIONAL },
+	OPT_TABLE_END,
+};
+
+const struct verb_spec daemon_spec = {
+	daemon_opts, VERB_NO_COMMAND,
+	"nodetune daemon [--policy FILE] [--topology XML] [--sysroot DIR] [--state-dir DIR]\n"
+	"                       [--interval SECONDS] [--flap N/SECONDS] [--metrics ADDR:PORT | --no-metrics]\n"
+	"                       [--textfile-dir DIR] [--socket PATH] [--revert-on-exit]\n"
+	"                       [--fleet ENDPOINTS --host NAME]",
+	"keep a policy applied, correct drift and name who caused it, export metrics",
+	"Runs in the foreground (systemd Type=notify, a Kubernetes DaemonSet).  At start it\n"
+	"takes the state dir's lock (a second daemon there exits 2), finishes an apply\n"
+	"that died from its journal, applies the policy (writing only what differs),\n"
+	"verifies, and only then says READY=1.  Every --interval it verifies every\n"
+	"setting; a drift is logged as 'PATH: want X, found Y' with the other writers it\n"
+	"can find (TuneD, irqbalance, sysctl.d files, the kubelet's CPU manager, a process\n"
+	"holding the file open) and corrected.  A setting that drifts N times within\n"
+	"--flap's window is contested: no longer corrected, said once and exported.\n"
+	"SIGHUP reloads the policy (validated first: a bad one is refused and counted).\n"
+	"SIGTERM leaves the host as it is (undo: nodetune revert), unless --revert-on-exit.\n\n"
+	"  --policy FILE        default /etc/nodetune/policy.conf\n"
+	"  --state-dir DIR      the journal of originals, default /var/lib/nodetune\n"
+	"  --interval SECONDS   between verifies, default 30\n"
+	"  --flap N/SECONDS     contested after N drifts within SECONDS, default 3/600\n"
+	"  --metrics ADDR:PORT  Prometheus /metrics, default 127.0.0.1:9477; --no-metrics: none\n"
+	"  --textfile-dir DIR   also write DIR/nodetune.prom for node_exporter\n"
+	"  --socket PATH        the status socket (nodetune status), default\n"
+	"                       /run/nodetune/nodetune.sock\n"
+	"  --revert-on-exit     restore the host when stopped\n"
+	"  --fleet ENDPOINTS    join a fleet: etcd client URLs, comma-separated; the host\n"
+	"                       registers under a lease (5 intervals, 3 to 60 s), publishes its\n"
+	"                       hardware class and what it runs, and follows the policy the\n"
+	"                       store names for it (nodetune fleet); --policy is its own until\n"
+	"                       then.  A store out of reach changes nothing: the last policy\n"
+	"                       the store named (kept in the state dir) stays, also across a\n"
+	"                       restart.\n"
+	"  --host NAME          this host's name in the fleet ([A-Za-z0-9._-])\n\n"
+	"Lines go to stderr with <N> syslog priorities (journald reads them).",
+};
+
+static void daemon_note(int level, const char *msg, void *arg)
+{
+	(void)arg;
+	log_msg(level, "%s", msg);
+}
+
+/* The status socket's directory: made (0755) when it is the default's and
+ * missing; systemd's RuntimeDirectory= makes it otherwise. */
+static void socket_dir(const char *path)
+{
+	char copy[512];
+
+	snprintf(copy, sizeof(copy), "%s", path);
+	if (mkdir(dirname(copy), 0755) < 0 && errno != EEXIST)
+		log_msg(LOG_DEBUG, "%s: %s", copy, strerror(errno));
+}
+
+int cmd_daemon(struct opts *o)
+{
+	char cached[4096];
+	struct daemon_config cfg = {
+		.policy_path = o->policy ? o->policy : DAEMON_DEFAULT_POLICY,
+		.policy_flags = cli_policy_flags(),
+		.topology = o->topology,
+		.sysroot = o->sysroot,
+		.state_dir = o->given[OPT_STATE_DIR] ? o->state_dir : DAEMON_DEFAULT_STATE_DIR,
+		.interval_s = o->given[OPT_INTERVAL_S] ? o->interval_s : DAEMON_DEFAULT_INTERVAL_S,
+		.flap_n = FLAP_DEFAULT_N,
+		.flap_window_s = FLAP_DEFAULT_WINDOW_S,
+		.metrics_addr = o->no_metrics ? NULL : o->metrics ? o->metrics : METRICS_DEFAULT_LISTEN,
+		.textfile_dir = o->textfile_dir,
+		.socket_path = o->socket ? o->socket : CTLSOCK_DEFAULT_PATH,
+		.revert_on_exit = o->revert_on_exit,
+		.fleet_endpoints = o->fleet,
+		.fleet_host = o->host,
+		.note = daemon_note,
+	};
+	struct nt_err err = { 0 };
+	bool runtime = false;
+	int r;
+
+	if (o->flap)
+		flap_parse(o->flap, &cfg.flap_n, &cfg.flap_window_s);   /* checked by the option */
+	if (!o->socket)
+		socket_dir(cfg.socket_path);
+	/* in a fleet, the policy the store named last (kept in the state dir)
+	 * wins over the file: a restart while the store is out of reach keeps it */
+	if (o->fleet && fleet_host_cached_policy(cfg.state_dir, cached, sizeof(cached))) {
+		cfg.local_policy = cfg.policy_path;
+		cfg.policy_path = cached;
+		log_msg(LOG_NOTICE, "fleet: starting with the policy the store named last (%s), not %s", cached,
+			cfg.local_policy);
+	}
+	r = daemon_run(&cfg, &runtime, &err);
+	if (r == 0)
+		return 0;
+	log_msg(LOG_ERR, "%s", err.msg);
+	if (runtime)
+		return EXIT_RUNTIME;
+	return r == -EBUSY || r == -EADDRINUSE ? EXIT_USAGE : exit_code_for(r);
+}

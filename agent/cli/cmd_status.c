@@ -1,0 +1,87 @@
+/* cmd_status.c — `nodetune status`: what the daemon on this host is doing,
+ * asked over its status socket (ctlsock.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "ctlsock.h"
+#include "log.h"
+
+static const struct opt_row status_opts[] = {
+	{ OPT_SOCKET, OPT_OPTIONAL },
+	{ OPT_JSON, OPT_OPTIONAL },
+	OPT_TABLE_END,
+};
+
+const struct verb_spec status_spec = {
+	status_opts, VERB_NO_COMMAND,
+	"nodetune status [--socket PATH] [--json]",
+	"what the daemon on this host keeps applied, its drift and findings",
+	"Asks the daemon over its status socket (default /run/nodetune/nodetune.sock,\n"
+	"root or the daemon's user only): the policy and its sha256, the last verify\n"
+	"(when, how long, settings checked and drifted), drift counts per setting, the\n"
+	"contested settings, the doctor's findings and the latest drifts with the other\n"
+	"writers found.  Exit 3 when no daemon answers.",
+};
+
+static void print_text(json_t *doc)
+{
+	json_t *lv = json_object_get(doc, "last_verify"), *v;
+	const char *key;
+	size_t i;
+	time_t t = (time_t)json_number_value(json_object_get(lv, "time"));
+	char when[64];
+
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime(&t));
+	printf("policy:       %s (sha256 %.12s)\n", json_string_value(json_object_get(doc, "policy")),
+	       json_string_value(json_object_get(doc, "sha256")));
+	printf("last verify:  %s, %.1f ms, %lld settings, %lld drifted\n", when,
+	       json_number_value(json_object_get(lv, "duration_s")) * 1e3,
+	       json_integer_value(json_object_get(lv, "checked")), json_integer_value(json_object_get(lv, "drifted")));
+	printf("corrections:  %lld; reloads %lld, refused %lld\n", json_integer_value(json_object_get(doc, "corrections")),
+	       json_integer_value(json_object_get(doc, "reloads")),
+	       json_integer_value(json_object_get(doc, "reload_failures")));
+	json_object_foreach(json_object_get(doc, "drift"), key, v)
+		printf("drift:        /%s: %lld times\n", key, json_integer_value(v));
+	json_array_foreach(json_object_get(doc, "contested"), i, v)
+		printf("contested:    /%s (no longer corrected)\n", json_string_value(v));
+	json_array_foreach(json_object_get(doc, "doctor"), i, v)
+		printf("doctor:       %s: %s\n", json_string_value(json_object_get(v, "check")),
+		       json_string_value(json_object_get(v, "summary")));
+	json_array_foreach(json_object_get(doc, "recent"), i, v) {
+		const char *w = json_string_value(json_object_get(v, "writers"));
+
+		printf("recent drift: /%s: want %s, found %s%s%s\n", json_string_value(json_object_get(v, "path")),
+		       json_string_value(json_object_get(v, "want")), json_string_value(json_object_get(v, "found")),
+		       w && w[0] ? "; " : "", w ? w : "");
+	}
+}
+
+int cmd_status(struct opts *o)
+{
+	const char *path = o->socket ? o->socket : CTLSOCK_DEFAULT_PATH;
+	struct nt_err err = { 0 };
+	char *reply = NULL;
+	json_t *doc;
+	int rc = 0;
+
+	if (ctlsock_query(path, "status", 5000, &reply, &err) < 0) {
+		log_msg(LOG_ERR, "%s", err.msg);
+		return EXIT_RUNTIME;
+	}
+	doc = json_loads(reply, 0, NULL);
+	free(reply);
+	if (!doc) {
+		log_msg(LOG_ERR, "%s: the daemon's answer is not JSON", path);
+		return EXIT_RUNTIME;
+	}
+	if (o->json)
+		rc = print_json(json_incref(doc));
+	else
+		print_text(doc);
+	json_decref(doc);
+	return finish_stdout(rc);
+}

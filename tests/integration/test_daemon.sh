@@ -1,0 +1,500 @@
+#!/bin/sh
+# The daemon (DESIGN.md "Daemon"): real daemons on copied sysroot trees and,
+# as root, on this host.  Drift corrected within two intervals, counted
+# (status, metrics, log) and its other writer named (a sysctl.d file, a
+# process holding the knob open); a knob flipped by another writer becomes
+# contested and is left alone; kill -9 mid-apply, restart, revert restores
+# the tree byte for byte; SIGTERM keeps the tuning (--revert-on-exit undoes
+# it); SIGHUP with a broken policy keeps the old one, a good one takes
+# effect; one daemon per state dir; bad input changes nothing; sd_notify
+# READY=1 only after the first verify, STATUS=, WATCHDOG=1; a real
+# Prometheus scrapes it and promtool accepts /metrics and the textfile; a
+# hostile status-socket client does not stall the loop.
+#
+# Every wait polls for its condition (a 2-vCPU host shared with other work,
+# slower still under ASan), and every port is chosen at run time.
+. "$(dirname "$0")/lib.sh"
+
+HGX=tests/fixtures/topologies/hgx-2s8g8n.xml
+UNTUNED=tests/fixtures/sysroot/gpu-host-untuned
+IV=1                                    # --interval of the daemons below
+SLOW=1
+[ -z "${SANITIZED:-}" ] || SLOW=4
+# a correction is due within two intervals; the slack is for a loaded host
+# (the test polls every 0.1 s and the daemon logs before it writes)
+CORRECT_S=$(awk -v i=$IV -v k=$SLOW 'BEGIN { print 2 * i + 0.5 * k }')
+SW=proc/sys/vm/swappiness DEFRAG=sys/kernel/mm/transparent_hugepage/defrag
+ENABLED=sys/kernel/mm/transparent_hugepage/enabled NB=proc/sys/kernel/numa_balancing
+
+# ---- helpers ---------------------------------------------------------------
+
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
+
+# wait_until SECONDS CMD...: poll CMD every 0.1 s until it succeeds, for up
+# to SECONDS (times SLOW); 1 when it never did
+wait_until() {
+	n=$(awk -v s="$1" -v k=$SLOW 'BEGIN { print int(s * k * 10) }')
+	shift
+	until "$@" >/dev/null 2>&1; do
+		[ "$n" -gt 0 ] || return 1
+		n=$((n - 1))
+		sleep 0.1
+	done
+}
+
+# is FILE VALUE: the knob file holds VALUE (a THP file: VALUE bracketed or plain)
+is() { v=$(cat "$1" 2>/dev/null) && { [ "$v" = "$2" ] || case $v in *"[$2]"*) true ;; *) false ;; esac; }; }
+
+# mkroot DIR: the untuned tree plus vm.swappiness 60
+mkroot() {
+	cp -r "$UNTUNED" "$1" && mkdir -p "$1/proc/sys/vm" && echo 60 >"$1/$SW"
+}
+
+# the policy most daemons below keep (four knobs the tree has)
+POLICY=$T_TMP/policy.conf
+printf '[thp]\nenabled = madvise\ndefrag = defer+madvise\n[sched]\nnuma_balancing = 0\n[sysctl]\nvm.swappiness = 10\n' >"$POLICY"
+chmod 0600 "$POLICY"
+
+# start NAME ARGS...: `nodetune daemon ARGS` in the background, stderr to
+# $T_TMP/NAME.log; DPID is its pid (killed at the end, whatever happens)
+start() {
+	name=$1
+	shift
+	"$NODETUNE" daemon "$@" >"$T_TMP/$name.out" 2>"$T_TMP/$name.log" &
+	DPID=$!
+	t_defer "kill -9 $DPID 2>/dev/null"
+}
+# ready NAME: the daemon said it is ready
+ready() { grep -q '^<5>nodetune: daemon: ready: ' "$T_TMP/$1.log"; }
+# stop_daemon PID: SIGTERM and wait (up to 20 s, then SIGKILL); DRC: its status
+stop_daemon() {
+	kill -TERM "$1" 2>/dev/null
+	wait_until 20 sh -c "! kill -0 $1" || kill -9 "$1" 2>/dev/null
+	wait "$1"
+	DRC=$?
+}
+# port NAME: the /metrics port the daemon bound (it logs it)
+port() { sed -n 's/^<5>nodetune: daemon: metrics: .*(port \([0-9]*\))$/\1/p' "$T_TMP/$1.log"; }
+# metric PORT SAMPLE: the value of one sample (name{labels}) on /metrics
+metric() { curl -sf --max-time 5 "http://127.0.0.1:$1/metrics" | awk -v m="$2" '$1 == m { print $2 }'; }
+# metric_is PORT SAMPLE VALUE
+metric_is() { [ "$(metric "$1" "$2")" = "$3" ]; }
+# status_json SOCK: nodetune status --json into $T_TMP/status.json
+status_json() { "$NODETUNE" status --socket "$1" --json >"$T_TMP/status.json" 2>"$T_TMP/status.err"; }
+# status_is SOCK JQ: status answers and the jq expression holds
+status_is() { status_json "$1" && jq -e "$2" "$T_TMP/status.json" >/dev/null; }
+# free_port: a loopback port free right now (for programs that cannot
+# bind port 0 and say which port they got)
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# ---- drift: corrected, counted, the other writer named ---------------------
+R1=$T_TMP/root1 S1=$T_TMP/d1.sock
+mkroot "$R1"
+h1=$(tree_hash "$R1")
+mkdir "$T_TMP/textfile"
+start d1 --policy "$POLICY" --topology $HGX --sysroot "$R1" --state-dir "$T_TMP/st1" --interval $IV \
+	--metrics 127.0.0.1:0 --socket "$S1" --textfile-dir "$T_TMP/textfile"
+D1=$DPID
+wait_until 30 ready d1
+P1=$(port d1)
+check "daemon on a tree: ready, /metrics port logged ($P1), the policy applied (THP, numa_balancing, swappiness)" -- \
+	sh -c "[ -n '$P1' ] && grep -q 'ready: 4 settings verified every 1 s' '$T_TMP/d1.log' &&
+	       [ \"\$(cat '$R1/$DEFRAG')\" = defer+madvise ] && [ \"\$(cat '$R1/$ENABLED')\" = madvise ] &&
+	       [ \"\$(cat '$R1/$NB')\" = 0 ] && [ \"\$(cat '$R1/$SW')\" = 10 ]"
+
+# another writer: a sysctl.d file that sets the key
+mkdir -p "$R1/etc/sysctl.d"
+printf '# another tuner\nvm.swappiness = 33\n' >"$R1/etc/sysctl.d/99-other.conf"
+t0=$(now)
+echo 33 >"$R1/$SW"
+wait_until "$CORRECT_S" is "$R1/$SW" 10
+el=$(since "$t0")
+check "a drift by hand (swappiness 10 -> 33) is corrected within two intervals (${el} s, limit ${CORRECT_S} s)" -- \
+	is "$R1/$SW" 10
+check "the drift is logged as 'drift: /PATH: want X, found Y' naming the sysctl.d file and its line" -- \
+	grep -qxF '<5>nodetune: daemon: drift: /proc/sys/vm/swappiness: want 10, found 33; other writers: /etc/sysctl.d/99-other.conf:2 sets vm.swappiness = 33' "$T_TMP/d1.log"
+check "the correction is logged as 'corrected: /PATH: 33 -> 10'" -- \
+	grep -qxF '<5>nodetune: daemon: corrected: /proc/sys/vm/swappiness: 33 -> 10' "$T_TMP/d1.log"
+wait_until 5 status_is "$S1" '.drift["proc/sys/vm/swappiness"] == 1'
+check "status --json counts it: drift 1, corrections 1, the writer in recent[]" -- status_is "$S1" \
+	'.drift["proc/sys/vm/swappiness"] == 1 and .corrections == 1 and (.recent[-1].writers | test("99-other.conf:2"))'
+wait_until 5 metric_is "$P1" 'nodetune_drift_total{path="/proc/sys/vm/swappiness"}' 1
+check "/metrics counts it: nodetune_drift_total{path=\"/proc/sys/vm/swappiness\"} 1, contested 0" -- sh -c \
+	"[ \"\$(curl -sf http://127.0.0.1:$P1/metrics | grep '^nodetune_drift_total{path=\"/proc/sys/vm/swappiness\"} 1$')\" ] &&
+	 curl -sf http://127.0.0.1:$P1/metrics | grep -qx 'nodetune_knob_contested{path=\"/proc/sys/vm/swappiness\"} 0'"
+rm -r "$R1/etc"
+
+# another writer: a process holding the knob open for writing (the scan
+# reads the tree's proc/: pid 4242 with an fd link to the knob)
+mkdir -p "$R1/proc/4242/fd"
+echo other-tuner >"$R1/proc/4242/comm"
+ln -s /proc/sys/vm/swappiness "$R1/proc/4242/fd/3"
+t0=$(now)
+echo 44 >"$R1/$SW"
+wait_until "$CORRECT_S" is "$R1/$SW" 10
+el=$(since "$t0")
+check "a second drift is corrected within two intervals too (${el} s)" -- is "$R1/$SW" 10
+check "the process holding the knob open is named: pid 4242 (other-tuner)" -- \
+	grep -qxF '<5>nodetune: daemon: drift: /proc/sys/vm/swappiness: want 10, found 44; other writers: pid 4242 (other-tuner) has /proc/sys/vm/swappiness open for writing' "$T_TMP/d1.log"
+wait_until 5 metric_is "$P1" 'nodetune_drift_total{path="/proc/sys/vm/swappiness"}' 2
+check "the counters say 2 drifts (metrics and status)" -- sh -c \
+	"[ \"\$(curl -sf http://127.0.0.1:$P1/metrics | awk '\$1 == \"nodetune_drift_total{path=\\\"/proc/sys/vm/swappiness\\\"}\" { print \$2 }')\" = 2 ] &&
+	 '$NODETUNE' status --socket '$S1' --json | jq -e '.drift[\"proc/sys/vm/swappiness\"] == 2' >/dev/null"
+rm -r "$R1/proc/4242"
+# status_text_ok: the text form, once a verify after the correction ran
+status_text_ok() {
+	run "$NODETUNE" status --socket "$S1"
+	[ $RC -eq 0 ] && grep -q "^policy: *$POLICY (sha256 [0-9a-f]\{12\})\$" "$OUT" &&
+		grep -q '^last verify: .* 4 settings, 0 drifted$' "$OUT" &&
+		grep -qx 'drift: */proc/sys/vm/swappiness: 2 times' "$OUT" &&
+		grep -qx 'recent drift: /proc/sys/vm/swappiness: want 10, found 44; pid 4242 (other-tuner) has /proc/sys/vm/swappiness open for writing' "$OUT"
+}
+wait_until 5 status_text_ok
+check "status (text) answers: the policy, the last verify (0 drifted), drift counts, the recent drift and its writer" -- \
+	status_text_ok
+
+# promtool on /metrics and on the textfile
+if command -v promtool >/dev/null; then
+	curl -sf "http://127.0.0.1:$P1/metrics" >"$T_TMP/metrics.txt"
+	run promtool check metrics <"$T_TMP/metrics.txt"
+	check "promtool check metrics: /metrics is clean" -- sh -c "[ $RC -eq 0 ] && [ ! -s '$OUT' ] && [ ! -s '$ERR' ]"
+	run promtool check metrics <"$T_TMP/textfile/nodetune.prom"
+	check "promtool check metrics: the textfile (--textfile-dir) is clean, mode 0644, no temp file left" -- sh -c \
+		"[ $RC -eq 0 ] && [ ! -s '$OUT' ] && [ ! -s '$ERR' ] && [ \"\$(stat -c %a '$T_TMP/textfile/nodetune.prom')\" = 644 ] &&
+		 [ \"\$(ls -A '$T_TMP/textfile')\" = nodetune.prom ]"
+else
+	t_skip "promtool: not installed (scripts/install-deps.sh daemon)"
+fi
+
+# ---- a real Prometheus scrapes the daemon --------------------------------
+# prom_up: Prometheus answers and has scraped the daemon's job with up == 1
+prom_q() { curl -sf --max-time 5 -G "http://127.0.0.1:$PP/api/v1/query" --data-urlencode "query=$1"; }
+# prom_val QUERY: the value of the query's first result ("" for none;
+# jq -e is not used on what curl may leave empty: jq 1.6 passes no input)
+prom_val() { prom_q "$1" | jq -r '.data.result[0].value[1] // empty'; }
+prom_up() { [ "$(prom_val 'up{job="nodetune"}')" = 1 ]; }
+PROM=$(command -v prometheus || echo /usr/bin/prometheus)
+if [ -x "$PROM" ]; then
+	cat >"$T_TMP/prometheus.yml" <<EOF
+global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: nodetune
+    static_configs:
+      - targets: ['127.0.0.1:$P1']
+EOF
+	for try in 1 2 3; do        # a port free a moment ago may be taken since
+		PP=$(free_port)
+		"$PROM" --config.file="$T_TMP/prometheus.yml" --storage.tsdb.path="$T_TMP/tsdb" \
+			--web.listen-address="127.0.0.1:$PP" >"$T_TMP/prometheus.log" 2>&1 &
+		PROM_PID=$!
+		t_defer "kill -9 $PROM_PID 2>/dev/null"
+		wait_until 60 prom_up && break
+		kill -9 $PROM_PID 2>/dev/null
+		wait $PROM_PID 2>/dev/null
+	done
+	check "Prometheus (127.0.0.1:$PP) scrapes the daemon: up{job=\"nodetune\"} == 1" -- prom_up
+	for s in nodetune_build_info nodetune_policy_info nodetune_verify_last_timestamp_seconds \
+		nodetune_verify_duration_seconds nodetune_drift_total nodetune_knob_contested \
+		nodetune_reload_failures_total nodetune_doctor_finding; do
+		[ -n "$(prom_val "count($s{job=\"nodetune\"})")" ] || echo $s
+	done >"$T_TMP/prom-missing"
+	check "Prometheus has build_info, policy_info, verify_last_timestamp_seconds, verify_duration_seconds, drift_total, knob_contested, reload_failures_total, doctor_finding (missing: $(echo $(cat "$T_TMP/prom-missing")))" -- \
+		[ ! -s "$T_TMP/prom-missing" ]
+	check "Prometheus sees the drift count: nodetune_drift_total{path=\"/proc/sys/vm/swappiness\"} == 2" -- \
+		[ "$(prom_val 'nodetune_drift_total{path="/proc/sys/vm/swappiness"}')" = 2 ]
+	kill -TERM $PROM_PID
+	wait_until 30 sh -c "! kill -0 $PROM_PID" || kill -9 $PROM_PID
+	wait $PROM_PID
+	check "Prometheus stopped (SIGTERM: exit 0)" -- [ $? -eq 0 ]
+else
+	t_skip "Prometheus: /usr/bin/prometheus not installed (scripts/install-deps.sh daemon)"
+fi
+
+# ---- SIGTERM keeps the tuning; revert restores the tree ------------------
+stop_daemon $D1
+check "SIGTERM: exit 0, every value still applied, the socket removed, the journal kept" -- sh -c \
+	"[ $DRC -eq 0 ] && [ \"\$(cat '$R1/$DEFRAG')\" = defer+madvise ] && [ \"\$(cat '$R1/$SW')\" = 10 ] &&
+	 [ \"\$(cat '$R1/$NB')\" = 0 ] && [ ! -e '$S1' ] && [ -s '$T_TMP/st1/journal' ] &&
+	 grep -q 'Terminated: stopping; the host stays as it is (undo: nodetune revert)' '$T_TMP/d1.log'"
+run "$NODETUNE" revert --sysroot "$R1" --state-dir "$T_TMP/st1"
+check "nodetune revert after the daemon: the tree byte for byte as before" -- sh -c \
+	"[ $RC -eq 0 ] && [ '$h1' = '$(tree_hash "$R1")' ]"
+
+# ---- a writer that keeps flipping a knob: contested, then left alone ------
+R2=$T_TMP/root2 S2=$T_TMP/d2.sock
+mkroot "$R2"
+start d2 --policy "$POLICY" --topology $HGX --sysroot "$R2" --state-dir "$T_TMP/st2" --interval $IV \
+	--metrics 127.0.0.1:0 --socket "$S2"
+D2=$DPID
+wait_until 30 ready d2
+P2=$(port d2)
+# the other writer: 33 every half interval
+( while :; do echo 33 >"$R2/$SW"; sleep 0.5; done ) &
+FLIPPER=$!
+t_defer "kill $FLIPPER 2>/dev/null"
+wait_until 30 grep -q 'is contested' "$T_TMP/d2.log"
+check "a knob flipped every half interval becomes contested after 3 drifts (the default --flap 3/600), said as a warning" -- \
+	grep -qx '<4>nodetune: daemon: warning: /proc/sys/vm/swappiness is contested: it drifted 3 times, 3 within the flap window; no longer corrected (stop the other writer, or change the policy and reload)' "$T_TMP/d2.log"
+n0=$(grep -c 'corrected: /proc/sys/vm/swappiness' "$T_TMP/d2.log")
+v0=$(metric "$P2" nodetune_verify_total)
+wait_until 20 sh -c "[ \$(curl -sf http://127.0.0.1:$P2/metrics | awk '\$1 == \"nodetune_verify_total\" { print \$2 }') -ge $((v0 + 3)) ]"
+check "then left alone: said once, no correction in 3 more verifies, the value stays the writer's (33)" -- sh -c \
+	"[ \$(grep -c 'is contested' '$T_TMP/d2.log') -eq 1 ] && [ \$(grep -c 'corrected: /proc/sys/vm/swappiness' '$T_TMP/d2.log') -eq $n0 ] &&
+	 [ \"\$(cat '$R2/$SW')\" = 33 ] && [ \$(grep -c 'drift: /proc/sys/vm/swappiness' '$T_TMP/d2.log') -eq 3 ]"
+check "contested is exported: nodetune_knob_contested 1, status .contested" -- sh -c \
+	"curl -sf http://127.0.0.1:$P2/metrics | grep -qx 'nodetune_knob_contested{path=\"/proc/sys/vm/swappiness\"} 1' &&
+	 '$NODETUNE' status --socket '$S2' --json | jq -e '.contested == [\"proc/sys/vm/swappiness\"]' >/dev/null"
+kill $FLIPPER
+wait $FLIPPER 2>/dev/null
+t0=$(now)
+echo always >"$R2/$DEFRAG"
+wait_until "$CORRECT_S" is "$R2/$DEFRAG" defer+madvise
+check "the other knobs are still corrected ($(since "$t0") s)" -- is "$R2/$DEFRAG" defer+madvise
+stop_daemon $D2
+check "SIGTERM: exit 0" -- [ "$DRC" -eq 0 ]
+
+# ---- kill -9 in the middle of the first apply, restart --------------------
+# numa_balancing (the 3rd setting written) is a FIFO: a feeder answers each
+# read with the original "1\n" (0.3 s apart, so each read sees one), and
+# the daemon's write blocks in open() with no reader: THP already written,
+# the journal already holding every original.  Killed there.
+R3=$T_TMP/root3
+mkroot "$R3"
+h3=$(tree_hash "$R3")
+rm "$R3/$NB" && mkfifo "$R3/$NB"
+( while :; do printf '1\n' >"$R3/$NB"; sleep 0.3; done ) &
+FEEDER=$!
+t_defer "kill $FEEDER 2>/dev/null"
+start d3 --policy "$POLICY" --topology $HGX --sysroot "$R3" --state-dir "$T_TMP/st3" --interval $IV --no-metrics \
+	--socket "$T_TMP/d3.sock"
+D3=$DPID
+wait_until 30 sh -c "[ \"\$(cat '$R3/$DEFRAG')\" = defer+madvise ] && grep -q '^file.proc/sys/kernel/numa_balancing.1' '$T_TMP/st3/journal'"
+sleep 0.5
+check "the daemon is held mid-apply: THP written, numa_balancing not, journal has the originals, not ready" -- sh -c \
+	"[ \"\$(cat '$R3/$ENABLED')\" = madvise ] && [ \$(grep -c '^file' '$T_TMP/st3/journal') -eq 4 ] && ! grep -q ready: '$T_TMP/d3.log'"
+kill -9 $D3
+wait $D3 2>/dev/null
+kill $FEEDER
+wait $FEEDER 2>/dev/null
+rm "$R3/$NB" && cp "$UNTUNED/$NB" "$R3/$NB"
+start d3b --policy "$POLICY" --topology $HGX --sysroot "$R3" --state-dir "$T_TMP/st3" --interval $IV --no-metrics \
+	--socket "$T_TMP/d3.sock"
+D3=$DPID
+wait_until 30 ready d3b
+check "restarted: says the apply that died did not complete, converges (numa_balancing 1 -> 0), ready" -- sh -c \
+	"grep -q 'did not complete: its originals are kept' '$T_TMP/d3b.log' && grep -qx '<5>nodetune: daemon: /proc/sys/kernel/numa_balancing: 1 -> 0' '$T_TMP/d3b.log' &&
+	 [ \"\$(cat '$R3/$NB')\" = 0 ] && [ \"\$(cat '$R3/$SW')\" = 10 ] && grep -q ready: '$T_TMP/d3b.log'"
+stop_daemon $D3
+check "the journal is consistent: the four originals as they were before the first apply, committed" -- sh -c \
+	"grep -qx 'file	proc/sys/kernel/numa_balancing	1	1%0A' '$T_TMP/st3/journal' &&
+	 grep -qx 'file	proc/sys/vm/swappiness	60	60%0A' '$T_TMP/st3/journal' &&
+	 grep -q '^file	sys/kernel/mm/transparent_hugepage/defrag	always	' '$T_TMP/st3/journal' &&
+	 [ \$(grep -c '^file' '$T_TMP/st3/journal') -eq 4 ] && [ \"\$(tail -1 '$T_TMP/st3/journal')\" = commit ]"
+run "$NODETUNE" revert --sysroot "$R3" --state-dir "$T_TMP/st3"
+check "nodetune revert after kill -9 + restart: the tree byte for byte as before" -- sh -c \
+	"[ $RC -eq 0 ] && [ '$h3' = '$(tree_hash "$R3")' ]"
+
+# ---- SIGHUP: a broken policy is refused, a good one takes effect ----------
+R4=$T_TMP/root4 S4=$T_TMP/d4.sock P4=$T_TMP/reload.conf
+mkroot "$R4"
+h4=$(tree_hash "$R4")
+cp "$POLICY" "$P4"
+start d4 --policy "$P4" --topology $HGX --sysroot "$R4" --state-dir "$T_TMP/st4" --interval $IV \
+	--metrics 127.0.0.1:0 --socket "$S4" --revert-on-exit
+D4=$DPID
+wait_until 30 ready d4
+P4P=$(port d4)
+printf '[thp]\nenabled = madvise\ndefrag = defer+madvise\n[afinity]\nmode = numa\n' >"$P4"
+kill -HUP $D4
+wait_until 10 grep -q 'reload refused' "$T_TMP/d4.log"
+check "SIGHUP with a broken policy: refused, the log names file:line, the old policy kept" -- sh -c \
+	"grep -q '^<3>nodetune: daemon: reload refused: $P4:4: unknown section \[afinity\]' '$T_TMP/d4.log' &&
+	 [ \"\$(cat '$R4/$SW')\" = 10 ] && [ \"\$(cat '$R4/$NB')\" = 0 ]"
+wait_until 5 metric_is "$P4P" nodetune_reload_failures_total 1
+check "the failed reload is counted: status reload_failures 1, nodetune_reload_failures_total 1" -- sh -c \
+	"'$NODETUNE' status --socket '$S4' --json | jq -e '.reload_failures == 1 and .reloads == 0' >/dev/null &&
+	 curl -sf http://127.0.0.1:$P4P/metrics | grep -qx 'nodetune_reload_failures_total 1'"
+t0=$(now)
+echo 33 >"$R4/$SW"
+wait_until "$CORRECT_S" is "$R4/$SW" 10
+check "the old policy is still kept after the refused reload (a drift corrected, $(since "$t0") s)" -- is "$R4/$SW" 10
+# the new policy: defrag madvise, swappiness no longer governed
+printf '[thp]\nenabled = madvise\ndefrag = madvise\n[sched]\nnuma_balancing = 0\n' >"$P4"
+kill -HUP $D4
+wait_until 10 grep -q 'reloaded ' "$T_TMP/d4.log"
+check "SIGHUP with a good policy: it takes effect (defrag madvise), swappiness, no longer governed, restored to 60" -- sh -c \
+	"grep -q '^<5>nodetune: daemon: reloaded $P4 (sha256 [0-9a-f]*): 2 changes' '$T_TMP/d4.log' &&
+	 [ \"\$(cat '$R4/$DEFRAG')\" = madvise ] && [ \"\$(cat '$R4/$SW')\" = 60 ] && [ \"\$(cat '$R4/$NB')\" = 0 ]"
+wait_until 5 status_is "$S4" '.reloads == 1'
+check "status: reloads 1, reload_failures 1, the new sha256" -- \
+	status_is "$S4" ".reloads == 1 and .reload_failures == 1 and .sha256 == \"$(sha256sum "$P4" | cut -d' ' -f1)\""
+
+# ---- one daemon per state dir ----------------------------------------------
+expect_fail 2 "^<3>nodetune: daemon: $T_TMP/st4 is held by another nodetune .*: one daemon per state dir" \
+	"a second daemon on the same state dir exits 2" -- \
+	timeout 30 "$NODETUNE" daemon --policy "$POLICY" --topology $HGX --sysroot "$R4" --state-dir "$T_TMP/st4" \
+	--interval $IV --no-metrics --socket "$T_TMP/other.sock"
+check "the first daemon still runs, its socket answers" -- status_is "$S4" '.reloads == 1'
+
+# ---- --revert-on-exit ------------------------------------------------------
+stop_daemon $D4
+check "SIGTERM with --revert-on-exit: exit 0, the tree byte for byte as before, the journal gone" -- sh -c \
+	"[ $DRC -eq 0 ] && [ '$h4' = '$(tree_hash "$R4")' ] && [ ! -e '$T_TMP/st4/journal' ]"
+
+# ---- bad input: exit 2, one line, nothing changed --------------------------
+R5=$T_TMP/root5
+mkroot "$R5"
+h5=$(tree_hash "$R5")
+bad() {
+	desc=$1 pat=$2
+	shift 3
+	expect_fail 2 "$pat" "$desc" -- timeout 30 "$NODETUNE" daemon --topology $HGX --sysroot "$R5" \
+		--state-dir "$T_TMP/st5" --interval $IV --socket "$T_TMP/d5.sock" "$@"
+}
+bad "a missing policy" "nope.conf: No such file or directory" -- --policy "$T_TMP/nope.conf" --no-metrics
+bad "a bad --flap" "--flap" -- --policy "$POLICY" --flap 3/x --no-metrics
+bad "--flap 0/600" "--flap" -- --policy "$POLICY" --flap 0/600 --no-metrics
+bad "a bad --metrics address" "--metrics" -- --policy "$POLICY" --metrics 127.0.0.1:99999
+bad "a --metrics host name" "--metrics" -- --policy "$POLICY" --metrics localhost:9477
+bad "--metrics with --no-metrics" "--metrics and --no-metrics are mutually exclusive" -- \
+	--policy "$POLICY" --metrics 127.0.0.1:0 --no-metrics
+bad "--no-metrics with --metrics" "--metrics and --no-metrics are mutually exclusive" -- \
+	--policy "$POLICY" --no-metrics --metrics 127.0.0.1:0
+expect_fail 2 "^<3>nodetune: daemon: --interval '0'" "a bad --interval (0)" -- timeout 30 "$NODETUNE" daemon \
+	--policy "$POLICY" --topology $HGX --sysroot "$R5" --state-dir "$T_TMP/st5" --socket "$T_TMP/d5.sock" \
+	--no-metrics --interval 0
+check "none of those changed the tree, left a journal or a socket" -- sh -c \
+	"[ '$h5' = '$(tree_hash "$R5")' ] && [ ! -e '$T_TMP/st5/journal' ] && [ ! -e '$T_TMP/d5.sock' ]"
+
+# ---- sd_notify: READY=1 after the first verify, STATUS=, WATCHDOG=1 --------
+cat >"$T_TMP/notify.py" <<'EOF'
+# notify.py SOCKET LOG FILE...: what systemd would hear; on READY=1 the
+# FILEs' contents are logged too (the tree as it is when READY=1 arrives)
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+log = open(sys.argv[2], "a", buffering=1)
+while True:
+    lines = s.recv(65536).decode(errors="replace").split("\n")
+    for l in lines:
+        if l:
+            log.write("msg %.3f %s\n" % (time.time(), l))
+    if "READY=1" in lines:
+        for p in sys.argv[3:]:
+            log.write("tree %s %s\n" % (p, open(p).read().strip()))
+EOF
+R6=$T_TMP/root6 NS=$T_TMP/notify.sock NL=$T_TMP/notify.log
+mkroot "$R6"
+python3 "$T_TMP/notify.py" "$NS" "$NL" "$R6/$DEFRAG" "$R6/$SW" "$R6/$NB" &
+NPID=$!
+t_defer "kill $NPID 2>/dev/null"
+wait_until 10 test -S "$NS"
+NOTIFY_SOCKET=$NS WATCHDOG_USEC=2000000 start d6 --policy "$POLICY" --topology $HGX --sysroot "$R6" \
+	--state-dir "$T_TMP/st6" --interval $IV --no-metrics --socket "$T_TMP/d6.sock"
+D6=$DPID
+wait_until 30 grep -q 'READY=1' "$NL"
+check "READY=1 arrives once the tree holds the policy's values (defrag, swappiness, numa_balancing)" -- sh -c \
+	"grep -qx 'tree $R6/$DEFRAG defer+madvise' '$NL' && grep -qx 'tree $R6/$SW 10' '$NL' && grep -qx 'tree $R6/$NB 0' '$NL'"
+check "READY=1 comes after the first verify's STATUS= line ('4 settings, 0 drifted at the last verify')" -- sh -c \
+	"sed -n '/READY=1/q; p' '$NL' | grep -q 'STATUS=$POLICY: 4 settings, 0 drifted at the last verify, 0 corrected in all'"
+wait_until 15 sh -c "[ \$(grep -c ' WATCHDOG=1$' '$NL') -ge 3 ]"
+check "WATCHDOG=1 pings (WATCHDOG_USEC=2 s: $(grep -c ' WATCHDOG=1$' "$NL") so far) and STATUS= lines each verify" -- sh -c \
+	"[ \$(grep -c ' WATCHDOG=1$' '$NL') -ge 3 ] && [ \$(grep -c ' STATUS=' '$NL') -ge 2 ]"
+stop_daemon $D6
+check "SIGTERM: STOPPING=1, exit 0" -- sh -c "[ $DRC -eq 0 ] && grep -q ' STOPPING=1$' '$NL'"
+kill $NPID
+wait $NPID 2>/dev/null
+
+# ---- a hostile status-socket client does not stall the loop ---------------
+cat >"$T_TMP/hostile.py" <<'EOF'
+# hostile.py SOCKET SECONDS STARTED: garbage, a 1 MB line, clients that ask
+# and never read, 20 that connect and never send; held SECONDS
+import socket, sys, time
+def conn():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(sys.argv[1])
+    return s
+held = []
+s = conn(); s.sendall(b"\x00\xff\xfe garbage \x1b[31m\r\n\n"); held.append(s)
+s = conn(); s.settimeout(5)
+try:
+    s.sendall(b"x" * (1 << 20))
+except OSError:
+    pass
+held.append(s)
+for _ in range(3):
+    s = conn(); s.sendall(b"status\n"); held.append(s)
+for _ in range(20):
+    try:
+        held.append(conn())
+    except OSError:
+        pass
+open(sys.argv[3], "w").write("started\n")
+time.sleep(float(sys.argv[2]))
+EOF
+R7=$T_TMP/root7 S7=$T_TMP/d7.sock
+mkroot "$R7"
+start d7 --policy "$POLICY" --topology $HGX --sysroot "$R7" --state-dir "$T_TMP/st7" --interval $IV \
+	--metrics 127.0.0.1:0 --socket "$S7"
+D7=$DPID
+wait_until 30 ready d7
+P7=$(port d7)
+python3 "$T_TMP/hostile.py" "$S7" $((15 * SLOW)) "$T_TMP/hostile.started" 2>"$T_TMP/hostile.err" &
+HPID=$!
+t_defer "kill $HPID 2>/dev/null"
+wait_until 20 test -e "$T_TMP/hostile.started"
+v0=$(metric "$P7" nodetune_verify_total)
+t0=$(now)
+echo always >"$R7/$DEFRAG"
+wait_until "$CORRECT_S" is "$R7/$DEFRAG" defer+madvise
+el=$(since "$t0")
+check "with garbage, a 1 MB line and clients that never read on the socket, a drift is corrected within two intervals (${el} s)" -- \
+	is "$R7/$DEFRAG" defer+madvise
+wait_until 5 sh -c "[ \$(curl -sf http://127.0.0.1:$P7/metrics | awk '\$1 == \"nodetune_verify_total\" { print \$2 }') -ge $((v0 + 3)) ]"
+v1=$(metric "$P7" nodetune_verify_total)
+check "verifies keep coming on time (nodetune_verify_total $v0 -> $v1 in $(since "$t0") s)" -- [ "$v1" -ge $((v0 + 3)) ]
+wait_until 10 status_is "$S7" '.last_verify.ok'
+check "nodetune status still answers (within the clients' deadline)" -- status_is "$S7" '.last_verify.ok'
+check "the hostile clients were still connected then" -- kill -0 $HPID
+kill $HPID
+wait $HPID 2>/dev/null
+stop_daemon $D7
+check "SIGTERM after all that: exit 0" -- [ "$DRC" -eq 0 ]
+
+# ---- live on this host (root): applied, a drift corrected, SIGTERM, revert --
+LSW=/proc/sys/vm/swappiness LDF=/sys/kernel/mm/transparent_hugepage/defrag
+if [ "$(id -u)" -ne 0 ] || [ ! -w $LSW ] || [ ! -w $LDF ]; then
+	t_skip "live daemon: needs root and writable vm.swappiness and THP defrag"
+else
+	sw0=$(cat $LSW) df0=$(sed 's/.*\[\(.*\)\].*/\1/' $LDF)
+	# put them back whatever happens (the revert below is what is tested)
+	t_defer "echo $sw0 >$LSW; echo $df0 >$LDF"
+	sw1=10 df1=defer+madvise
+	[ "$sw0" != $sw1 ] || sw1=20
+	[ "$df0" != $df1 ] || df1=madvise
+	LP=$T_TMP/live.conf LS=$T_TMP/live.sock
+	printf '[thp]\ndefrag = %s\n[sysctl]\nvm.swappiness = %s\n' $df1 $sw1 >"$LP"
+	start live --policy "$LP" --state-dir "$T_TMP/live-state" --interval $IV --no-metrics --socket "$LS"
+	DL=$DPID
+	wait_until 30 ready live
+	check "live: ready, swappiness $sw0 -> $sw1 and THP defrag $df0 -> $df1 applied" -- sh -c \
+		"grep -q 'ready: 2 settings' '$T_TMP/live.log' && [ \"\$(cat $LSW)\" = $sw1 ] && grep -qF '[$df1]' $LDF"
+	t0=$(now)
+	echo $sw0 >$LSW
+	wait_until "$CORRECT_S" is $LSW $sw1
+	check "live: a hand drift (swappiness back to $sw0) is corrected within two intervals ($(since "$t0") s), logged" -- sh -c \
+		"[ \"\$(cat $LSW)\" = $sw1 ] && grep -q 'drift: /proc/sys/vm/swappiness: want $sw1, found $sw0' '$T_TMP/live.log'"
+	stop_daemon $DL
+	check "live: SIGTERM, exit 0, the values still applied" -- sh -c \
+		"[ $DRC -eq 0 ] && [ \"\$(cat $LSW)\" = $sw1 ] && grep -qF '[$df1]' $LDF"
+	run "$NODETUNE" revert --state-dir "$T_TMP/live-state"
+	check "live: nodetune revert --state-dir restores swappiness $sw0 and THP defrag $df0" -- sh -c \
+		"[ $RC -eq 0 ] && [ \"\$(cat $LSW)\" = $sw0 ] && grep -qF '[$df0]' $LDF"
+fi
+
+t_done
