@@ -1,0 +1,424 @@
+/* cmd_fleet.c — `nodetune fleet rollout|resume|abort|status|hosts`: roll a
+ * policy through the fleet in waves (fleet_ctl.h does it over etcd; this
+ * takes the options, prints the timeline as it happens and the result as
+ * a table or JSON, and maps the end state to an exit code). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "fleet_ctl.h"
+#include "log.h"
+#include "userfile.h"
+
+#define DEFAULT_WAVES "1/class,1%,10%,50%,100%"
+#define DEFAULT_WAVE_TIMEOUT_S 600.0
+
+#define FLEET_OPTS_COMMON { OPT_ENDPOINTS, OPT_REQUIRED }
+
+static const struct opt_row rollout_opts[] = {
+	FLEET_OPTS_COMMON,
+	{ OPT_POLICY, OPT_REQUIRED },
+	{ OPT_NAME, OPT_REQUIRED },
+	{ OPT_WAVES, OPT_OPTIONAL },
+	{ OPT_GATE_CMD, OPT_OPTIONAL },
+	{ OPT_GATE_BUDGET, OPT_OPTIONAL },
+	{ OPT_WAVE_TIMEOUT, OPT_OPTIONAL },
+	{ OPT_SHADOW, OPT_OPTIONAL },
+	{ OPT_GATE_ALLOW_INCONCLUSIVE, OPT_OPTIONAL },
+	{ OPT_JSON, OPT_OPTIONAL },
+	OPT_TABLE_END,
+};
+
+static const struct opt_row name_opts[] = {
+	FLEET_OPTS_COMMON,
+	{ OPT_NAME, OPT_REQUIRED },
+	{ OPT_JSON, OPT_OPTIONAL },
+	OPT_TABLE_END,
+};
+
+static const struct opt_row status_opts[] = {
+	FLEET_OPTS_COMMON,
+	{ OPT_NAME, OPT_OPTIONAL },
+	{ OPT_JSON, OPT_OPTIONAL },
+	OPT_TABLE_END,
+};
+
+static const struct opt_row hosts_opts[] = {
+	FLEET_OPTS_COMMON,
+	{ OPT_JSON, OPT_OPTIONAL },
+	OPT_TABLE_END,
+};
+
+#define EXITS "Exit: 0 done, 1 rolled back or aborted (or a shadow found an invalid plan), 2 bad\n" \
+	      "usage or input (nothing written), 3 the store failed or the rollout ended failed."
+
+const struct verb_spec fleet_rollout_spec = {
+	rollout_opts, VERB_NO_COMMAND,
+	"nodetune fleet rollout --endpoints URLS --policy FILE --name NAME\n"
+	"                   [--waves 1/class,1%,10%,50%,100%] [--gate-cmd CMD] [--gate-budget SECONDS]\n"
+	"                   [--wave-timeout SECONDS] [--shadow] [--gate-allow-inconclusive] [--json]",
+	"roll a policy out to the fleet's hosts in waves (canary gate, automatic rollback)",
+	"Validates FILE as every host will, stores it, plans the waves over the hosts alive\n"
+	"now (the first: one host of each hardware class; each P%: up to P% of the fleet,\n"
+	"cumulative; the last must be 100%), then leads the rollout: each wave's hosts are\n"
+	"told to run it, and the wave passes when every one reports it applied and\n"
+	"verified within --wave-timeout (default 600 s).  A host whose lease expired by\n"
+	"then is reported and skipped; a host that failed, or a live one that did not\n"
+	"verify, rolls back every host touched to what it ran before.  With --gate-cmd,\n"
+	"each first-wave host first A/Bs its current policy against FILE on CMD (nodetune\n"
+	"ab, --gate-budget seconds): a regression (or inconclusive, unless\n"
+	"--gate-allow-inconclusive) rolls back.  --shadow: every host plans and verifies\n"
+	"FILE and reports what it would change, or why it is invalid there; nothing is\n"
+	"written to any host.  Every step is a compare-and-swap in etcd: a controller\n"
+	"killed anywhere goes on with `fleet resume`.\n" EXITS,
+};
+
+const struct verb_spec fleet_resume_spec = {
+	name_opts, VERB_NO_COMMAND,
+	"nodetune fleet resume --endpoints URLS --name NAME [--json]",
+	"go on with a rollout whose controller stopped",
+	"Waits for a dead controller's lease to expire (at most its TTL), then leads the\n"
+	"rollout from where the store says it is; no step is taken twice.\n" EXITS,
+};
+
+const struct verb_spec fleet_abort_spec = {
+	name_opts, VERB_NO_COMMAND,
+	"nodetune fleet abort --endpoints URLS --name NAME [--json]",
+	"stop a rollout and put back what it changed",
+	"Every host the rollout touched goes back to the policy it ran before; a running\n"
+	"controller does it, or this command when there is none.\n" EXITS,
+};
+
+const struct verb_spec fleet_status_spec = {
+	status_opts, VERB_NO_COMMAND,
+	"nodetune fleet status --endpoints URLS [--name NAME] [--json]",
+	"a rollout's waves, hosts, verdicts and timeline (all rollouts without --name)",
+	"A table per rollout: its state, policy, reason, and per wave each host's class,\n"
+	"state and gate verdict; then its timeline.  --json: the rollout documents.",
+};
+
+const struct verb_spec fleet_hosts_spec = {
+	hosts_opts, VERB_NO_COMMAND,
+	"nodetune fleet hosts --endpoints URLS [--json]",
+	"the fleet's hosts: alive, hardware class, policy, last verify",
+	"Every host with keys in the store: whether its lease lives, its hardware class,\n"
+	"the policy it runs and how its last verify went, and what it was told to run.",
+};
+
+/* ---- output ------------------------------------------------------------ */
+
+static void clock_of(double t, char *buf, size_t size)
+{
+	time_t s = (time_t)t;
+
+	strftime(buf, size, "%H:%M:%S", localtime(&s));
+}
+
+/* The timeline, as it happens: stdout in text mode, stderr with --json. */
+static void fleet_note(int level, const char *msg, void *arg)
+{
+	const struct opts *o = arg;
+	char when[16];
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_of((double)ts.tv_sec, when, sizeof(when));
+	if (level <= LOG_WARNING || o->json)
+		log_msg(level, "%s", msg);
+	else if (level <= log_get_level()) {
+		printf("%s %s\n", when, msg);
+		fflush(stdout);
+	}
+}
+
+static void print_rollout(const struct fleet_rollout *r)
+{
+	char when[16];
+
+	printf("rollout %s: %s  policy %s (sha256 %.12s)  waves %s%s%s\n", r->name, fleet_state_names[r->state],
+	       r->policy, r->sha256, r->waves_spec, *r->gate_cmd ? "  gate: " : "", r->gate_cmd);
+	if (r->reason)
+		printf("reason: %s\n", r->reason);
+	printf("%-4s %-8s %-12s %-16s %-34s %-12s %-13s %s\n", "WAVE", "SPEC", "WAVE STATE", "HOST", "CLASS", "STATE",
+	       "VERDICT", "RATIO");
+	for (unsigned w = 0; w < r->n_waves; w++)
+		for (unsigned i = 0; i < r->waves[w].n; i++) {
+			const struct fleet_rhost *h = &r->waves[w].hosts[i];
+			char cls[96], ratio[16] = "-";
+
+			snprintf(cls, sizeof(cls), "%s (%.6s)", h->label, h->class_id);
+			if (*h->verdict)
+				snprintf(ratio, sizeof(ratio), "%.3f", h->ratio);
+			printf("%-4u %-8s %-12s %-16s %-34s %-12s %-13s %s%s%s\n", w, i ? "" : r->waves[w].spec,
+			       i ? "" : fleet_wstate_names[r->waves[w].state], h->host, cls, fleet_rstate_names[h->state],
+			       *h->verdict ? h->verdict : "-", ratio, h->note ? "  " : "", h->note ? h->note : "");
+		}
+	printf("timeline:\n");
+	for (unsigned i = 0; i < r->n_events; i++) {
+		clock_of(r->events[i].t, when, sizeof(when));
+		printf("  %s %s\n", when, r->events[i].what);
+	}
+}
+
+/* Print rollouts (text or a JSON array / one object). */
+static int print_rollouts(const struct opts *o, const struct fleet_rollout *r, unsigned n, bool one)
+{
+	json_t *all = json_array();
+
+	if (!o->json) {
+		for (unsigned i = 0; i < n; i++) {
+			if (i)
+				printf("\n");
+			print_rollout(&r[i]);
+		}
+		if (!n)
+			printf("no rollouts\n");
+		json_decref(all);
+		return finish_stdout(0);
+	}
+	for (unsigned i = 0; all && i < n; i++) {
+		char *s = fleet_rollout_json(&r[i]);
+
+		json_array_append_new(all, s ? json_loads(s, 0, NULL) : NULL);
+		free(s);
+	}
+	if (one && all) {
+		json_t *first = json_incref(json_array_get(all, 0));
+
+		json_decref(all);
+		all = first;
+	}
+	return print_json(all);
+}
+
+static int exit_for_state(const struct fleet_rollout *r)
+{
+	bool invalid = false;
+
+	for (unsigned w = 0; r->shadow && w < r->n_waves; w++)
+		for (unsigned i = 0; i < r->waves[w].n; i++)
+			invalid |= r->waves[w].hosts[i].state == FLEET_R_LOST ||
+				   (r->waves[w].hosts[i].state == FLEET_R_SHADOWED && !r->waves[w].hosts[i].shadow_valid);
+	switch (r->state) {
+	case FLEET_DONE:
+		return invalid ? EXIT_PROBLEM : 0;
+	case FLEET_ROLLED_BACK:
+	case FLEET_ABORTED:
+		return EXIT_PROBLEM;
+	default:
+		return EXIT_RUNTIME;
+	}
+}
+
+/* ---- the verbs --------------------------------------------------------- */
+
+static struct fleet_ctl *ctl_open(struct opts *o)
+{
+	struct nt_err err = { 0 };
+	struct fleet_ctl *c = fleet_ctl_open(o->endpoints, fleet_note, o, &err);
+
+	if (!c)
+		log_msg(LOG_ERR, "--endpoints: %s", err.msg);
+	return c;
+}
+
+static int store_error(const struct nt_err *err)
+{
+	log_msg(LOG_ERR, "%s", err->msg);
+	switch (err->code) {
+	case -EINVAL:
+	case -EEXIST:
+	case -ENOENT:
+		return EXIT_USAGE;
+	default:
+		return EXIT_RUNTIME;
+	}
+}
+
+/* Lead rollout name to its end (abort: roll it back) and print it. */
+static int lead(struct opts *o, struct fleet_ctl *c, bool abort, bool wait)
+{
+	struct fleet_rollout r = { 0 };
+	struct nt_err err = { 0 };
+	enum fleet_state final;
+	int rc = abort ? fleet_ctl_abort(c, o->name, &final, &err) : fleet_ctl_run(c, o->name, false, wait, &final, &err);
+
+	if (rc == 0)
+		rc = fleet_ctl_get(c, o->name, &r, &err);
+	if (rc < 0)
+		return store_error(&err);
+	rc = print_rollouts(o, &r, 1, true);
+	if (rc == 0)
+		rc = exit_for_state(&r);
+	fleet_rollout_release(&r);
+	return rc;
+}
+
+/* The policy file, checked as a host will check it (without a machine to
+ * plan on: each host plans it on its own). */
+static int read_policy(const struct opts *o, char **ret, size_t *ret_len)
+{
+	struct nt_err err = { 0 };
+	struct policy *p;
+	char why[256];
+	int r = userfile_read(o->policy, POLICY_MAX_SIZE, "a policy file", NULL, ret, ret_len, why, sizeof(why));
+
+	if (r < 0) {
+		log_msg(LOG_ERR, "--policy %s: %s", o->policy, why);
+		return EXIT_USAGE;
+	}
+	p = policy_parse_buffer(*ret, *ret_len, o->policy, &err);
+	if (!p) {
+		log_msg(LOG_ERR, "%s", err.msg);
+		free(*ret);
+		return EXIT_USAGE;
+	}
+	policy_free(p);
+	return 0;
+}
+
+int cmd_fleet_rollout(struct opts *o)
+{
+	const char *base = strrchr(o->policy, '/');
+	struct fleet_rollout_opts ro = {
+		o->name, base ? base + 1 : o->policy, NULL, 0, o->waves ? o->waves : DEFAULT_WAVES, o->gate_cmd,
+		o->gate_budget, o->given[OPT_WAVE_TIMEOUT] ? o->wave_timeout : DEFAULT_WAVE_TIMEOUT_S, o->shadow,
+		o->gate_allow_inconclusive,
+	};
+	struct fleet_wave_spec spec[FLEET_WAVES_MAX];
+	struct nt_err err = { 0 };
+	struct fleet_ctl *c;
+	char *content;
+	unsigned n;
+	int rc;
+
+	if (fleet_waves_parse(ro.waves, spec, &n, &err) < 0) {
+		log_msg(LOG_ERR, "%s", err.msg);
+		return EXIT_USAGE;
+	}
+	if ((rc = read_policy(o, &content, &ro.content_len)))
+		return rc;
+	ro.content = content;
+	if (!(c = ctl_open(o))) {
+		free(content);
+		return EXIT_USAGE;
+	}
+	rc = fleet_ctl_create(c, &ro, &err) < 0 ? store_error(&err) : lead(o, c, false, false);
+	fleet_ctl_close(c);
+	free(content);
+	return rc;
+}
+
+/* resume and abort: lead rollout --name to its end. */
+static int lead_named(struct opts *o, bool abort)
+{
+	struct fleet_ctl *c = ctl_open(o);
+	int rc;
+
+	if (!c)
+		return EXIT_USAGE;
+	rc = lead(o, c, abort, true);
+	fleet_ctl_close(c);
+	return rc;
+}
+
+int cmd_fleet_resume(struct opts *o)
+{
+	return lead_named(o, false);
+}
+
+int cmd_fleet_abort(struct opts *o)
+{
+	return lead_named(o, true);
+}
+
+int cmd_fleet_status(struct opts *o)
+{
+	struct fleet_rollout one = { 0 }, *all = NULL;
+	struct nt_err err = { 0 };
+	struct fleet_ctl *c = ctl_open(o);
+	unsigned n = 0;
+	int rc;
+
+	if (!c)
+		return EXIT_USAGE;
+	rc = o->name ? fleet_ctl_get(c, o->name, &one, &err) : fleet_ctl_list(c, &all, &n, &err);
+	if (rc < 0)
+		rc = store_error(&err);
+	else
+		rc = o->name ? print_rollouts(o, &one, 1, true) : print_rollouts(o, all, n, false);
+	fleet_rollout_release(&one);
+	for (unsigned i = 0; i < n; i++)
+		fleet_rollout_release(&all[i]);
+	free(all);
+	fleet_ctl_close(c);
+	return rc;
+}
+
+static json_t *host_json(const struct fleet_host_row *h)
+{
+	json_t *o = json_pack("{s:s, s:b}", "host", h->host, "alive", h->alive);
+
+	if (h->alive)
+		json_object_set_new(o, "class", json_pack("{s:s, s:s}", "id", h->info.class_id, "label", h->info.label));
+	if (h->has_status)
+		json_object_set_new(o, "status", json_pack("{s:s, s:s, s:s, s:I, s:b, s:i, s:f, s:s}", "policy",
+							   h->status.policy, "sha256", h->status.sha256, "state",
+							   fleet_hstate_names[h->status.state], "desired_rev",
+							   (json_int_t)h->status.desired_rev, "verify_ok",
+							   h->status.verify_ok, "drifted", (int)h->status.drifted,
+							   "verify_time", h->status.verify_time, "error", h->status.error));
+	if (h->has_desired)
+		json_object_set_new(o, "desired", json_pack("{s:s, s:s, s:s}", "rollout", h->desired.rollout, "policy",
+							    h->desired.policy, "sha256", h->desired.sha256));
+	if (*h->bad)
+		json_object_set_new(o, "bad_value", json_string(h->bad));
+	return o;
+}
+
+static void print_host(const struct fleet_host_row *h)
+{
+	char when[16] = "-", cls[96] = "-";
+
+	if (h->has_status && h->status.verify_time > 0)
+		clock_of(h->status.verify_time, when, sizeof(when));
+	if (h->alive)
+		snprintf(cls, sizeof(cls), "%s (%.6s)", h->info.label, h->info.class_id);
+	printf("%-16s %-5s %-34s %-22s %-12.12s %-9s %-8s %s%s%s\n", h->host, h->alive ? "yes" : "no", cls,
+	       h->has_status ? h->status.policy : "-", h->has_status ? h->status.sha256 : "-",
+	       h->has_status ? fleet_hstate_names[h->status.state] : "-", when,
+	       h->has_desired ? h->desired.rollout : "-", *h->bad ? "  bad value: " : "", h->bad);
+}
+
+int cmd_fleet_hosts(struct opts *o)
+{
+	struct fleet_host_row *rows = NULL;
+	struct nt_err err = { 0 };
+	struct fleet_ctl *c = ctl_open(o);
+	unsigned n = 0;
+	int rc;
+
+	if (!c)
+		return EXIT_USAGE;
+	rc = fleet_ctl_hosts(c, &rows, &n, &err);
+	fleet_ctl_close(c);
+	if (rc < 0)
+		return store_error(&err);
+	if (o->json) {
+		json_t *a = json_array();
+
+		for (unsigned i = 0; a && i < n; i++)
+			json_array_append_new(a, host_json(&rows[i]));
+		free(rows);
+		return print_json(a);
+	}
+	printf("%-16s %-5s %-34s %-22s %-12s %-9s %-8s %s\n", "HOST", "ALIVE", "CLASS", "POLICY", "SHA256", "STATE",
+	       "VERIFIED", "DESIRED BY");
+	for (unsigned i = 0; i < n; i++)
+		print_host(&rows[i]);
+	free(rows);
+	return finish_stdout(0);
+}

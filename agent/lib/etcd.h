@@ -1,0 +1,249 @@
+/* etcd.h — a client of etcd 3.4's v3 JSON gateway (gRPC-gateway over HTTP,
+ * POST /v3/kv/range, /v3/kv/put, /v3/kv/deleterange, /v3/kv/txn,
+ * /v3/lease/grant, /v3/lease/keepalive, /v3/lease/revoke, /v3/watch) with
+ * libcurl and jansson: the fleet's store.
+ *
+ * What it owns: one HTTP handle and a list of member endpoints.  A request
+ * that cannot connect, times out, or is answered "unavailable" (no leader)
+ * goes to the next endpoint, so one member of three down does not stop the
+ * client; the endpoint that answered is tried first next time.  Every
+ * request has a timeout (etcd_set_timeout) and every response a size bound
+ * (ETCD_RESPONSE_MAX).  A retried write may have been applied by the member
+ * that timed out: a put is then applied twice (same value), and a txn's
+ * compare sees its own first write and fails — a compare-and-swap is never
+ * taken twice, but its caller must re-read after a conflict.
+ *
+ * Everything from the store is untrusted: base64 decodes strictly, JSON
+ * fields must have their types (int64s as decimal strings or integers),
+ * keys and values are bounded; a bad one is -EINVAL with a message naming
+ * the key.  The pure parsers (etcd_parse_*) take a response body and touch
+ * no network, for the tests and the fuzz target.
+ *
+ * Keys are NUL-free strings (a key with a NUL byte from the store is
+ * refused); values are byte strings with a length (always NUL-terminated
+ * as well, for text).  Errors: -EINVAL bad input or response, -ENOENT no
+ * such lease, -ECANCELED a compare failed (etcd_cas), -ESTALE a watch
+ * revision compacted, -EMSGSIZE a response over the bound, -ETIMEDOUT /
+ * -ECONNREFUSED / -EHOSTUNREACH every endpoint failed, -EPROTO an
+ * unexpected HTTP status, -ENOMEM.
+ *
+ * A struct etcd is not thread-safe: use one per thread.
+ */
+#ifndef NODETUNE_ETCD_H
+#define NODETUNE_ETCD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nt_err.h"
+
+#define ETCD_KEY_MAX      4096         /* bytes of a key */
+#define ETCD_VALUE_MAX    (1 << 20)    /* bytes of a decoded value */
+#define ETCD_KVS_MAX      100000       /* key-values in one response */
+#define ETCD_RESPONSE_MAX (64u << 20)  /* bytes of one response body */
+#define ETCD_ENDPOINTS_MAX 16
+#define ETCD_TIMEOUT_MS   5000         /* default per-request timeout */
+
+struct etcd;
+
+/* One key-value as the store holds it. */
+struct etcd_kv {
+	char *key;              /* NUL-terminated */
+	char *value;            /* value_len bytes + a NUL (not counted) */
+	size_t value_len;
+	int64_t create_revision;
+	int64_t mod_revision;
+	int64_t version;        /* 0 only in a DELETE event */
+	int64_t lease;          /* 0: none */
+};
+
+/* The answer to a range (get) request. */
+struct etcd_range {
+	int64_t revision;       /* the store's revision when it answered */
+	size_t n_kvs;
+	struct etcd_kv *kvs;    /* sorted by key */
+};
+
+enum etcd_cmp_target {
+	ETCD_CMP_MOD,           /* the key's mod_revision == number */
+	ETCD_CMP_VERSION,       /* version == number (0: the key does not exist) */
+	ETCD_CMP_CREATE,        /* create_revision == number */
+	ETCD_CMP_VALUE,         /* value == value[0..value_len) */
+};
+
+/* One compare of a txn (always "equal"). */
+struct etcd_compare {
+	enum etcd_cmp_target target;
+	const char *key;
+	int64_t number;
+	const char *value;
+	size_t value_len;
+};
+
+enum etcd_op_type { ETCD_OP_PUT, ETCD_OP_DELETE, ETCD_OP_GET };
+
+/* One operation of a txn branch.  prefix: DELETE and GET act on every key
+ * that starts with key. */
+struct etcd_op {
+	enum etcd_op_type type;
+	const char *key;
+	const char *value;      /* PUT */
+	size_t value_len;
+	int64_t lease;          /* PUT; 0: none */
+	bool prefix;
+};
+
+/* The answer to a txn. */
+struct etcd_txn_result {
+	bool succeeded;         /* every compare held: the success ops ran */
+	int64_t revision;       /* the store's revision after the txn */
+	struct etcd_range get;  /* the key-values of the GET ops of the branch
+	                           that ran, in order (get.revision unused) */
+};
+
+enum etcd_event_type { ETCD_EVENT_PUT, ETCD_EVENT_DELETE };
+
+struct etcd_event {
+	enum etcd_event_type type;
+	struct etcd_kv kv;      /* a DELETE has the key and mod_revision only */
+};
+
+/* The events of one watch answer. */
+struct etcd_events {
+	int64_t revision;       /* the header revision of that answer */
+	size_t n_events;
+	struct etcd_event *events;
+};
+
+/* ---- connection ---------------------------------------------------------- */
+
+/* Open a client of the comma-separated endpoints ("http://127.0.0.1:2379,
+ * http://..."; at most ETCD_ENDPOINTS_MAX, each http:// or https://).  Does
+ * not connect.  Returns NULL and fills err (-EINVAL, -ENOMEM) on failure. */
+struct etcd *etcd_open(const char *endpoints, struct nt_err *err);
+
+/* Close the client; NULL is a no-op. */
+void etcd_close(struct etcd *e);
+
+/* Set the per-request timeout in milliseconds (> 0; default
+ * ETCD_TIMEOUT_MS).  Each endpoint tried gets the whole timeout. */
+void etcd_set_timeout(struct etcd *e, long timeout_ms);
+
+/* ---- key-values ---------------------------------------------------------- */
+
+/* Read key, or with prefix every key that starts with key (an empty key
+ * with prefix: every key).  Returns 0 and fills *ret_range (free it with
+ * etcd_range_free; n_kvs 0 when nothing matched), or a negative errno; the
+ * range is untouched on error. */
+int etcd_get(struct etcd *e, const char *key, bool prefix, struct etcd_range *ret_range,
+	     struct nt_err *err);
+
+/* Put value (value_len bytes) at key, attached to lease (0: none).  Returns
+ * 0 and sets *ret_revision (may be NULL) to the key's new mod_revision, or
+ * a negative errno (-ENOENT: no such lease). */
+int etcd_put(struct etcd *e, const char *key, const void *value, size_t value_len, int64_t lease,
+	     int64_t *ret_revision, struct nt_err *err);
+
+/* Delete key (with prefix: every key that starts with key).  Returns 0 and
+ * sets *ret_deleted (may be NULL) to how many keys went, or a negative
+ * errno. */
+int etcd_delete(struct etcd *e, const char *key, bool prefix, int64_t *ret_deleted,
+		struct nt_err *err);
+
+/* Free what a range holds and zero it; NULL is a no-op. */
+void etcd_range_free(struct etcd_range *r);
+
+/* ---- transactions -------------------------------------------------------- */
+
+/* If every compare holds, run the success ops, else the failure ops, as
+ * one atomic step.  Returns 0 and fills *ret (free with
+ * etcd_txn_result_free) whether or not the compares held, or a negative
+ * errno; *ret is untouched on error. */
+int etcd_txn(struct etcd *e, const struct etcd_compare *cmp, size_t n_cmp,
+	     const struct etcd_op *success, size_t n_success, const struct etcd_op *failure,
+	     size_t n_failure, struct etcd_txn_result *ret, struct nt_err *err);
+
+void etcd_txn_result_free(struct etcd_txn_result *r);
+
+/* Compare-and-swap: put value at key (attached to lease, 0: none) if the
+ * key's mod_revision is still expected_mod_revision, or, when that is 0, if
+ * the key does not exist.  Returns 0 and sets *ret_revision (may be NULL)
+ * to the key's new mod_revision; -ECANCELED when the key had changed (err
+ * says its mod_revision now, 0 when absent), or another negative errno. */
+int etcd_cas(struct etcd *e, const char *key, int64_t expected_mod_revision, const void *value,
+	     size_t value_len, int64_t lease, int64_t *ret_revision, struct nt_err *err);
+
+/* ---- leases -------------------------------------------------------------- */
+
+/* Grant a lease of ttl_s seconds (1 .. 9e9).  Returns 0 and sets *ret_id, or
+ * a negative errno. */
+int etcd_lease_grant(struct etcd *e, int64_t ttl_s, int64_t *ret_id, struct nt_err *err);
+
+/* Renew lease id once (call it well within its TTL).  Returns 0 and sets
+ * *ret_ttl (may be NULL) to its remaining seconds, -ENOENT when the lease
+ * expired or was revoked (its keys are gone), or another negative errno. */
+int etcd_lease_keepalive(struct etcd *e, int64_t id, int64_t *ret_ttl, struct nt_err *err);
+
+/* Revoke lease id, deleting its keys.  Returns 0, -ENOENT when there is no
+ * such lease, or another negative errno. */
+int etcd_lease_revoke(struct etcd *e, int64_t id, struct nt_err *err);
+
+/* ---- watch --------------------------------------------------------------- */
+
+/* Wait up to timeout_ms for changes of key (with prefix: of every key that
+ * starts with key) at or after start_revision (0: from now on).  Returns 0
+ * and fills *ret (free with etcd_events_free) with the events of the first
+ * answer that has some — or with none (n_events 0) when timeout_ms passed
+ * first; -ESTALE when start_revision was compacted (re-read with etcd_get
+ * and watch from its revision + 1), or another negative errno.  To follow a
+ * key, watch again from the last event's mod_revision + 1 (or from the
+ * same start_revision after a timeout). */
+int etcd_watch(struct etcd *e, const char *key, bool prefix, int64_t start_revision,
+	       long timeout_ms, struct etcd_events *ret, struct nt_err *err);
+
+void etcd_events_free(struct etcd_events *ev);
+
+/* ---- pure parsers of response bodies (no network) ------------------------ */
+
+/* A /v3/kv/range body.  Returns 0 and fills *ret (etcd_range_free), or
+ * -EINVAL / -ENOMEM; *ret untouched on error. */
+int etcd_parse_range_response(const char *buf, size_t len, struct etcd_range *ret,
+			      struct nt_err *err);
+
+/* A /v3/kv/put or /v3/kv/deleterange body: the header revision and the
+ * "deleted" count (0 when absent).  Either output may be NULL. */
+int etcd_parse_write_response(const char *buf, size_t len, int64_t *ret_revision,
+			      int64_t *ret_deleted, struct nt_err *err);
+
+/* A /v3/kv/txn body.  Returns 0 and fills *ret (etcd_txn_result_free). */
+int etcd_parse_txn_response(const char *buf, size_t len, struct etcd_txn_result *ret,
+			    struct nt_err *err);
+
+/* A /v3/lease/grant, /v3/lease/keepalive ({"result": ...}) or
+ * /v3/lease/revoke body: the lease ID and TTL (0 when absent: for a
+ * keepalive, the lease is gone).  Either output may be NULL. */
+int etcd_parse_lease_response(const char *buf, size_t len, int64_t *ret_id, int64_t *ret_ttl,
+			      struct nt_err *err);
+
+/* One message of a /v3/watch stream ({"result": ...} or {"error": ...}).
+ * Returns 0 and fills *ret (n_events 0 for a "created" or progress
+ * message), -ESTALE for a watch canceled as compacted, -ECANCELED for one
+ * canceled otherwise, -EINVAL for a bad message. */
+int etcd_parse_watch_message(const char *buf, size_t len, struct etcd_events *ret,
+			     struct nt_err *err);
+
+/* A whole /v3/watch stream: newline-delimited messages.  Fills *ret with
+ * the events of the first message that has some (none when none has); the
+ * first bad or canceled message ends it with its error. */
+int etcd_parse_watch_stream(const char *buf, size_t len, struct etcd_events *ret,
+			    struct nt_err *err);
+
+/* An error body ({"error": "...", "code": N}, N a gRPC status) as a
+ * negative errno, with its message in err: NOT_FOUND -ENOENT, OUT_OF_RANGE
+ * (compacted) -ESTALE, INVALID_ARGUMENT -EINVAL, UNAVAILABLE -EAGAIN,
+ * DEADLINE_EXCEEDED -ETIMEDOUT, FAILED_PRECONDITION -ECANCELED, others
+ * -EPROTO (and -EPROTO when buf is not such a body). */
+int etcd_parse_error(const char *buf, size_t len, struct nt_err *err);
+
+#endif

@@ -1,0 +1,108 @@
+#!/bin/sh
+# fleet_scale.sh — `nodetune fleet` over $HOSTS simulated hosts (default 200):
+# a local 3-member etcd (tests/tools/etcd-cluster.sh) and one real
+# `nodetune daemon --fleet` per host, each on its own copy of the
+# gpu-host-untuned tree with a real topology (three hardware classes:
+# g4dnmetal, nvidiaDGX2, 96em64t-4n4d3ca2co-pci), at the daemon's default
+# --interval ($INTERVAL, 30 s: a lease of 60 s, a keepalive every 20 s).
+# No gate (a gate's time is the A/B's budget, nothing of the fleet's).
+#
+# Reported:
+#  - the rollout's wall time through the waves $WAVES (5 waves), and the
+#    controller's CPU time (utime + stime of `nodetune fleet rollout`);
+#  - etcd requests per host per minute, idle ($IDLE_S seconds with every
+#    host registered and nothing rolling out) and during the rollout:
+#    grpc_server_handled_total summed over the 3 members' /metrics (the
+#    v3 JSON gateway's calls are gRPC calls inside etcd, so they count;
+#    the members' own raft traffic is not gRPC and does not), divided by
+#    the hosts and the minutes.  During the rollout it includes the
+#    controller's requests;
+#  - the rollout document's size (/nodetune/rollouts/NAME) against etcd's
+#    request limit.
+set -eu
+cd "$(dirname "$0")/.."
+: "${NODETUNE:=build/nodetune}" "${HOSTS:=200}" "${INTERVAL:=30}" "${IDLE_S:=120}"
+: "${WAVES:=1/class,1%,10%,50%,100%}" "${ETCD:=/usr/bin/etcd}"
+export ETCD
+TMP=$(mktemp -d /tmp/nodetune-bench-XXXXXX)
+topos=../shared/topologies
+cleanup() {
+	trap - EXIT INT TERM
+	for p in "$TMP"/h*/pid; do [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null; done
+	for p in "$TMP"/h*/pid; do [ -f "$p" ] && while kill -0 "$(cat "$p")" 2>/dev/null; do sleep 0.1; done; done
+	tests/tools/etcd-cluster.sh stop "$TMP/etcd" 2>/dev/null || true
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'cleanup; exit 130' INT TERM
+[ -x "$NODETUNE" ] || { echo "bench: $NODETUNE not built (run make)" >&2; exit 2; }
+[ -x "$ETCD" ] || { echo "bench: no etcd ($ETCD)" >&2; exit 2; }
+
+EP=$(tests/tools/etcd-cluster.sh start "$TMP/etcd")
+# requests handled so far by the whole cluster
+handled() {
+	for u in $(echo "$EP" | tr , ' '); do curl -s "$u/metrics"; done |
+		awk '/^grpc_server_handled_total/ { s += $NF } END { printf "%d\n", s }'
+}
+alive() { "$NODETUNE" fleet hosts --endpoints "$EP" --json | python3 -c '
+import json, sys; print(sum(1 for h in json.load(sys.stdin) if h["alive"]))'; }
+
+i=0
+while [ $i -lt "$HOSTS" ]; do
+	i=$((i + 1)); d=$TMP/h$i
+	case $((i % 3)) in 0) x=g4dnmetal.xml ;; 1) x=nvidiaDGX2.xml ;; *) x=96em64t-4n4d3ca2co-pci.xml ;; esac
+	mkdir -p "$d" && cp -a tests/fixtures/sysroot/gpu-host-untuned "$d/root"
+	"$NODETUNE" daemon --sysroot "$d/root" --topology "$topos/$x" --policy policies/baseline.conf \
+		--fleet "$EP" --host "h$i" --no-metrics --socket "$d/sock" --state-dir "$d/state" \
+		--interval "$INTERVAL" >"$d/log" 2>&1 &
+	echo $! >"$d/pid"
+done
+n=0
+while [ "$(alive 2>/dev/null || echo 0)" != "$HOSTS" ] && [ $n -lt 240 ]; do sleep 0.5; n=$((n + 1)); done
+[ "$(alive)" = "$HOSTS" ] || { echo "bench: only $(alive) of $HOSTS hosts registered" >&2; exit 3; }
+rss=$(for p in "$TMP"/h*/pid; do awk '/VmRSS/ { print $2 }' "/proc/$(cat "$p")/status"; done |
+	awk '{ s += $1 } END { printf "%.0f", s / NR }')
+
+# idle: every host registered, its first status written; nothing rolls out
+sleep 5
+h0=$(handled); t0=$(date +%s.%N)
+sleep "$IDLE_S"
+h1=$(handled); t1=$(date +%s.%N)
+
+printf '[main]\nsummary = fleet_scale\n[thp]\ndefrag = madvise\n' >"$TMP/p.conf"
+chmod 644 "$TMP/p.conf"
+h2=$(handled)
+python3 - "$NODETUNE" "$EP" "$TMP/p.conf" "$WAVES" >"$TMP/ctl" <<'EOF'
+import resource, subprocess, sys, time
+nt, ep, pol, waves = sys.argv[1:]
+t = time.monotonic()
+p = subprocess.run([nt, "fleet", "rollout", "--endpoints", ep, "--policy", pol, "--name", "scale",
+                    "--waves", waves, "--wave-timeout", "120"], stdout=subprocess.DEVNULL)
+wall = time.monotonic() - t
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(p.returncode, "%.2f" % wall, "%.2f" % (ru.ru_utime + ru.ru_stime))
+EOF
+h3=$(handled)
+read -r rc wall cpu <"$TMP/ctl"
+"$NODETUNE" fleet status --endpoints "$EP" --name scale --json >"$TMP/r.json"
+docsz=$(env ETCDCTL_API=3 etcdctl --endpoints "$EP" get /nodetune/rollouts/scale --print-value-only | wc -c)
+waves=$(python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(r["state"], "/".join(str(len(w["hosts"])) for w in r["waves"]),
+      sum(1 for w in r["waves"] for h in w["hosts"] if h["state"] == "verified"))' "$TMP/r.json")
+bad=0
+for d in "$TMP"/h*; do [ "$(cat "$d/root/sys/kernel/mm/transparent_hugepage/defrag")" = madvise ] || bad=$((bad + 1)); done
+
+echo "# fleet_scale: $HOSTS daemons (--interval $INTERVAL), 3-member etcd on loopback, waves $WAVES, no gate"
+echo "# host: $(nproc) CPUs, $(uname -r); $("$ETCD" --version | head -1)"
+echo "daemon RSS (mean): ${rss} kB"
+python3 -c '
+import sys
+h0, h1, t0, t1, h2, h3, hosts, wall = map(float, sys.argv[1:9])
+print("idle: %d requests in %.0f s = %.2f requests/host/min" % (h1 - h0, t1 - t0, (h1 - h0) / hosts / ((t1 - t0) / 60)))
+print("rollout: %d requests in %.1f s = %.2f requests/host/min (controller included)" % (h3 - h2, wall, (h3 - h2) / hosts / (wall / 60)))
+' "$h0" "$h1" "$t0" "$t1" "$h2" "$h3" "$HOSTS" "$wall"
+echo "rollout: exit $rc, $waves (state, hosts per wave, verified); wall ${wall} s; controller CPU ${cpu} s"
+echo "rollout document: $docsz bytes (etcd's default request limit: 1572864)"
+echo "hosts whose tree does not have the policy: $bad"

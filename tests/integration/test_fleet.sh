@@ -1,0 +1,311 @@
+#!/bin/sh
+# test_fleet.sh — `nodetune fleet` against a real 3-member etcd
+# (tests/tools/etcd-cluster.sh) and real daemons on simulated hosts: each
+# host is `nodetune daemon --fleet --host hN` on its own copy of the
+# gpu-host-untuned tree, with a real topology from ../shared/topologies
+# (two hardware classes: g4dnmetal, nvidiaDGX2).
+#
+# Checks: a rollout over 8 hosts (waves in order, one host per class
+# first, every host verified once); faults (the controller killed after
+# each step and resumed, an etcd member stopped mid-rollout, a host's
+# daemon killed: lost, skipped, converging when back; two controllers);
+# shadow mode (an invalid plan on one class, no tree changed); the canary
+# gate (a regressing canary rolls back, a passing gate goes on); bad input
+# (a store out of reach, a policy that fails validation, store values
+# that are not JSON or base64).
+. "$(dirname "$0")/lib.sh"
+
+ETCD=${ETCD:-/usr/bin/etcd}
+if [ ! -x "$ETCD" ]; then
+	t_skip "etcd not installed ($ETCD): apt-get install etcd-server"
+	t_done
+fi
+TOPO_A=$SHARED/g4dnmetal.xml
+TOPO_B=$SHARED/nvidiaDGX2.xml
+if [ ! -f "$TOPO_A" ] || [ ! -f "$TOPO_B" ]; then
+	t_skip "no $SHARED topologies"
+	t_done
+fi
+CL=$T_TMP/etcd
+EP=$(tests/tools/etcd-cluster.sh start "$CL") || { t_not_ok "the etcd cluster started"; t_done; }
+# everything this test starts is stopped before t_done looks for leftovers
+fleet_cleanup() {
+	for p in "$T_TMP"/h*/pid; do
+		[ -f "$p" ] || continue
+		kill -CONT "$(cat "$p")" 2>/dev/null
+		kill "$(cat "$p")" 2>/dev/null
+	done
+	for p in "$T_TMP"/h*/pid; do [ -f "$p" ] && wait "$(cat "$p")" 2>/dev/null; done
+	tests/tools/etcd-cluster.sh stop "$CL"
+}
+t_defer fleet_cleanup
+THP=sys/kernel/mm/transparent_hugepage
+ETCDCTL="env ETCDCTL_API=3 etcdctl --endpoints $EP"
+
+# ---- the simulated hosts ----------------------------------------------------
+
+policy() { # NAME SECTION KEY VALUE: a policy file
+	printf '[main]\nsummary = test %s\n[%s]\n%s = %s\n' "$1" "$2" "$3" "$4" >"$T_TMP/$1.conf"
+	chmod 644 "$T_TMP/$1.conf"
+}
+policy thp thp enabled madvise
+policy defrag thp defrag madvise
+policy nobal sched numa_balancing 0
+policy hk affinity housekeeping 40-47
+
+# host_start N TOPO: start host hN's daemon (its tree made at first start)
+host_start() {
+	d=$T_TMP/h$1
+	if [ ! -d "$d/root" ]; then
+		mkdir -p "$d" && cp -a tests/fixtures/sysroot/gpu-host-untuned "$d/root"
+		echo "$2" >"$d/topo"
+	fi
+	"$NODETUNE" daemon --sysroot "$d/root" --topology "$(cat "$d/topo")" --policy policies/baseline.conf \
+		--fleet "$EP" --host "h$1" --no-metrics --socket "$d/sock" --state-dir "$d/state" \
+		--interval 1 >>"$d/log" 2>&1 &
+	echo $! >"$d/pid"
+}
+host_kill() { kill "-${2:-TERM}" "$(cat "$T_TMP/h$1/pid")" 2>/dev/null; wait "$(cat "$T_TMP/h$1/pid")" 2>/dev/null; }
+
+# alive_count: hosts whose lease lives
+alive_count() { "$NODETUNE" fleet hosts --endpoints "$EP" --json | python3 -c '
+import json, sys; print(sum(1 for h in json.load(sys.stdin) if h["alive"]))'; }
+wait_alive() { # N [SECONDS]
+	i=0
+	while [ "$(alive_count 2>/dev/null)" != "$1" ] && [ $i -lt $((${2:-20} * 4)) ]; do sleep 0.25; i=$((i + 1)); done
+	[ "$(alive_count 2>/dev/null)" = "$1" ]
+}
+# applied N NAME: how many times host N's daemon applied policy NAME
+applied() { grep -c "fleet: applied $2.conf" "$T_TMP/h$1/log"; }
+all_trees() { for n in 1 2 3 4 5 6 7 8; do tree_hash "$T_TMP/h$n/root"; done | sha256sum; }
+
+for n in 1 2 3 4; do host_start $n "$TOPO_A"; done
+for n in 5 6 7 8; do host_start $n "$TOPO_B"; done
+if wait_alive 8; then t_ok "8 hosts registered under their leases"
+else t_not_ok "8 hosts registered"; "$NODETUNE" fleet hosts --endpoints "$EP"; t_done; fi
+classes=$("$NODETUNE" fleet hosts --endpoints "$EP" --json | python3 -c '
+import json, sys; print(" ".join(sorted({h["class"]["label"] for h in json.load(sys.stdin)})))')
+[ "$classes" = "2s-2n-48c-8gpu-T4 2s-2n-4c-16gpu-V100" ] && t_ok "two hardware classes published: $classes" ||
+	t_not_ok "hardware classes: got '$classes'"
+
+# ---- a rollout over 8 hosts ----------------------------------------------------
+
+run "$NODETUNE" fleet rollout --endpoints "$EP" --policy "$T_TMP/thp.conf" --name r-thp --waves 1/class,50%,100% \
+	--wave-timeout 30 --json
+cp "$OUT" "$T_TMP/r-thp.json"
+python3 - "$T_TMP/r-thp.json" <<'EOF' >"$T_TMP/check" 2>&1
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["state"] == "done", r["state"]
+w = r["waves"]
+assert [x["index"] for x in w] == [0, 1, 2] and all(x["state"] == "passed" for x in w), w
+assert [x["started"] for x in w] == sorted(x["started"] for x in w), "waves out of order"
+first = [h["class"] for h in w[0]["hosts"]]
+assert len(first) == 2 and len(set(first)) == 2, "first wave: one host per class: %s" % first
+hosts = [h["host"] for x in w for h in x["hosts"]]
+assert sorted(hosts) == ["h%d" % i for i in range(1, 9)], "every host in exactly one wave: %s" % hosts
+assert all(h["state"] == "verified" for x in w for h in x["hosts"])
+print("waves:", [[h["host"] for h in x["hosts"]] for x in w])
+EOF
+if [ "$RC" -eq 0 ] && [ -s "$T_TMP/check" ] && ! grep -q Error "$T_TMP/check"; then
+	t_ok "rollout over 8 hosts: done, waves in order, one host per class first, every host in one wave ($(cat "$T_TMP/check"))"
+else
+	t_not_ok "rollout over 8 hosts (exit $RC)"; sed 's/^/#   /' "$T_TMP/check" "$ERR" | head -20
+fi
+bad=""
+for n in 1 2 3 4 5 6 7 8; do
+	[ "$(cat "$T_TMP/h$n/root/$THP/enabled")" = madvise ] && [ "$(applied $n thp)" = 1 ] || bad="$bad h$n"
+done
+[ -z "$bad" ] && t_ok "every host runs the new policy (THP madvise), applied exactly once" ||
+	t_not_ok "hosts not on the new policy or applied more than once:$bad"
+run "$NODETUNE" fleet status --endpoints "$EP" --name r-thp
+grep -q "rollout r-thp: done" "$OUT" && grep -Eq "^0 +1/class +passed" "$OUT" && t_ok "fleet status: a table" ||
+	{ t_not_ok "fleet status table"; head -5 "$OUT" | sed 's/^/#   /'; }
+
+# ---- the controller killed after each step, then resumed -------------------------
+
+# each pass kills the controller during the pause after a step; resume goes on
+export NODETUNE_FLEET_PAUSE=1.5
+"$NODETUNE" fleet rollout --endpoints "$EP" --policy "$T_TMP/defrag.conf" --name r-kill --waves 1/class,50%,100% \
+	--wave-timeout 30 >"$T_TMP/kill.0" 2>&1 &
+pid=$!
+kills=0 final=""
+for pass in 1 2 3 4 5 6 7 8 9 10 11 12; do
+	# wait for this controller's first step (its line), then kill it in the pause after
+	i=0
+	while ! grep -q "r-kill: " "$T_TMP/kill.$((pass - 1))" && [ $i -lt 60 ] && kill -0 $pid 2>/dev/null; do
+		sleep 0.25; i=$((i + 1))
+	done
+	sleep 0.3
+	kill -9 $pid 2>/dev/null && kills=$((kills + 1))
+	wait $pid 2>/dev/null
+	final=$("$NODETUNE" fleet status --endpoints "$EP" --name r-kill --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')
+	[ "$final" = running ] || break
+	"$NODETUNE" fleet resume --endpoints "$EP" --name r-kill >"$T_TMP/kill.$pass" 2>&1 &
+	pid=$!
+done
+wait $pid 2>/dev/null
+unset NODETUNE_FLEET_PAUSE
+bad=""
+for n in 1 2 3 4 5 6 7 8; do
+	[ "$(applied $n defrag)" = 1 ] && [ "$(cat "$T_TMP/h$n/root/$THP/defrag")" = madvise ] || bad="$bad h$n:$(applied $n defrag)"
+done
+if [ "$final" = done ] && [ "$kills" -ge 3 ] && [ -z "$bad" ]; then
+	t_ok "controller killed -9 $kills times between steps, resumed each time: done, each host applied once"
+else
+	t_not_ok "kill/resume: final '$final' after $kills kills; hosts with applies != 1:$bad"
+	tail -3 "$T_TMP"/kill.* | sed 's/^/#   /'
+fi
+
+# ---- one etcd member stopped mid-rollout ------------------------------------------
+
+NODETUNE_FLEET_PAUSE=1 "$NODETUNE" fleet rollout --endpoints "$EP" --policy "$T_TMP/nobal.conf" --name r-member \
+	--waves 1/class,50%,100% --wave-timeout 30 >"$T_TMP/member.out" 2>&1 &
+pid=$!
+sleep 1.5
+tests/tools/etcd-cluster.sh kill-member "$CL" 1
+wait $pid
+rc=$?
+tests/tools/etcd-cluster.sh start-member "$CL" 1 >/dev/null
+bad=""
+for n in 1 2 3 4 5 6 7 8; do
+	[ "$(cat "$T_TMP/h$n/root/proc/sys/kernel/numa_balancing")" = 0 ] || bad="$bad h$n"
+done
+[ $rc -eq 0 ] && [ -z "$bad" ] && t_ok "one etcd member stopped mid-rollout: the rollout went on to done" ||
+	{ t_not_ok "member stopped mid-rollout: exit $rc, hosts not on it:$bad"; tail -5 "$T_TMP/member.out" | sed 's/^/#   /'; }
+
+# ---- shadow: an invalid plan on one class, nothing written -------------------------
+
+before=$(all_trees)
+run "$NODETUNE" fleet rollout --endpoints "$EP" --policy "$T_TMP/hk.conf" --name r-shadow --shadow --wave-timeout 20 --json
+after=$(all_trees)
+inv=$(python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+bad = sorted({h["label"] for w in r["waves"] for h in w["hosts"] if not h["shadow"]["valid"]})
+print(" ".join(bad), "|", sum(1 for w in r["waves"] for h in w["hosts"] if "not CPUs of this machine" in (h.get("note") or "")))' "$OUT" 2>&1)
+if [ "$RC" -eq 1 ] && [ "$inv" = "2s-2n-4c-16gpu-V100 | 4" ] && [ "$before" = "$after" ]; then
+	t_ok "shadow: the invalid plan reported on the V100 class only (4 hosts, why), no tree changed (exit 1)"
+else
+	t_not_ok "shadow: exit $RC, invalid '$inv', trees $( [ "$before" = "$after" ] && echo same || echo CHANGED)"
+fi
+
+# ---- a host's daemon killed: lost, skipped after the timeout, converges when back ---
+
+host_kill 8 KILL
+NODETUNE_FLEET_PAUSE=0 run "$NODETUNE" fleet rollout --endpoints "$EP" --policy "$T_TMP/thp.conf" --name r-lost \
+	--waves 100% --wave-timeout 8 --json
+# (thp runs already on h1..h7 from r-thp: this rollout re-states it; h8's lease expires within 5 s)
+st=$(python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(r["state"], " ".join(h["host"] + "=" + h["state"] for w in r["waves"] for h in w["hosts"] if h["state"] != "verified"))' "$OUT")
+[ "$RC" -eq 0 ] && [ "$st" = "done h8=lost" ] && grep -q "h8 .*lost its lease" "$OUT" &&
+	t_ok "a host killed -9: reported lost and skipped after the wave timeout; the rollout done" ||
+	{ t_not_ok "killed host: exit $RC, '$st'"; head -c 600 "$ERR"; }
+# h8 comes back (on the policy it ran before, from its state dir): it follows its desired key
+host_start 8
+i=0; while [ "$(cat "$T_TMP/h8/root/$THP/enabled")" != madvise ] && [ $i -lt 40 ]; do sleep 0.25; i=$((i + 1)); done
+[ "$(cat "$T_TMP/h8/root/$THP/enabled")" = madvise ] && t_ok "the killed host, started again, converged to its desired policy" ||
+	t_not_ok "h8 did not converge: $(cat "$T_TMP/h8/root/$THP/enabled")"
+wait_alive 8 >/dev/null
+
+# ---- two controllers at once ----------------------------------------------------------
+
+policy two thp defrag never
+NODETUNE_FLEET_PAUSE=2 "$NODETUNE" fleet rollout --endpoints "$EP" --policy "$T_TMP/two.conf" --name r-two \
+	--waves 1/class,100% --wave-timeout 30 >"$T_TMP/two.a" 2>&1 &
+pa=$!
+sleep 0.5
+"$NODETUNE" fleet resume --endpoints "$EP" --name r-two >"$T_TMP/two.b" 2>&1 &
+pb=$!
+wait $pa; ra=$?
+wait $pb; rb=$?
+bad=""
+for n in 1 2 3 4 5 6 7 8; do [ "$(applied $n two)" = 1 ] || bad="$bad h$n"; done
+# the second said it waits for the leader, and took no step (a step is said as "HH:MM:SS r-two: ...")
+if [ $ra -eq 0 ] && [ -z "$bad" ] && grep -q "led by another controller" "$T_TMP/two.b" &&
+	! grep -Eq '^[0-9:]{8} r-two: ' "$T_TMP/two.b"; then
+	t_ok "two controllers: one leads, the other waits and takes no step (exit $rb); each host applied once"
+else
+	t_not_ok "two controllers: exits $ra/$rb, applies != 1:$bad"; tail -3 "$T_TMP/two.b" | sed 's/^/#   /'
+fi
+expect_fail 2 "rollout r-two exists already" "the same rollout name twice" -- \
+	"$NODETUNE" fleet rollout --endpoints "$EP" --policy "$T_TMP/two.conf" --name r-two
+
+# ---- the canary gate: a regressing canary rolls back, a passing gate goes on --------
+
+# the job runs slower on a tree with numa_balancing 0, faster on one with THP defrag madvise
+printf '%s\n' '#!/bin/sh' \
+	'if [ "$(cat "$NODETUNE_SYSROOT/proc/sys/kernel/numa_balancing")" = 0 ]; then sleep 0.3' \
+	'elif [ "$(cat "$NODETUNE_SYSROOT/sys/kernel/mm/transparent_hugepage/defrag")" = madvise ]; then sleep 0.05' \
+	'else sleep 0.15; fi' >"$T_TMP/gatejob.sh"
+chmod 755 "$T_TMP/gatejob.sh"
+policy slow sched numa_balancing 0
+policy fast thp defrag madvise
+desired_of() { $ETCDCTL get "/nodetune/hosts/h$1/desired" --print-value-only | sha256sum; }
+fleet_snap() { for n in 1 2 3 4 5 6 7 8; do echo "h$n $(tree_hash "$T_TMP/h$n/root") $(desired_of $n)"; done; }
+fleet_snap >"$T_TMP/gate.before"
+run "$NODETUNE" fleet rollout --endpoints "$EP" --policy "$T_TMP/slow.conf" --name r-gate-slow --waves 1/class,100% \
+	--gate-cmd "$T_TMP/gatejob.sh" --gate-budget 60 --wave-timeout 120 --json
+fleet_snap >"$T_TMP/gate.after"
+gs=$(python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+c = r["waves"][0]["hosts"]
+# the first regression rolls back: a canary still in its A/B then has no verdict
+print(r["state"], " ".join(sorted(h["host"] + "=" + h["state"] for h in c)), any(h["verdict"] == "regression" for h in c),
+      all(h["state"] == "pending" for w in r["waves"][1:] for h in w["hosts"]), "regression" in (r.get("reason") or ""))' "$OUT" 2>&1)
+if [ "$RC" -eq 1 ] && [ "$gs" = "rolled-back h1=restored h5=restored True True True" ] &&
+	cmp -s "$T_TMP/gate.before" "$T_TMP/gate.after"; then
+	t_ok "gate: regressing canaries: rolled-back, verdict and reason recorded; every tree and desired key as before (no host beyond the canaries touched)"
+else
+	t_not_ok "gate regression: exit $RC, '$gs'"
+	diff "$T_TMP/gate.before" "$T_TMP/gate.after" | sed 's/^/#   /'
+	head -c 800 "$ERR" | sed 's/^/#   /'
+fi
+run "$NODETUNE" fleet rollout --endpoints "$EP" --policy "$T_TMP/fast.conf" --name r-gate-fast --waves 1/class,100% \
+	--gate-cmd "$T_TMP/gatejob.sh" --gate-budget 60 --wave-timeout 120 --json
+gs=$(python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(r["state"], " ".join(sorted(h["host"] + "=" + h["verdict"] for h in r["waves"][0]["hosts"])))' "$OUT" 2>&1)
+bad=""
+for n in 1 2 3 4 5 6 7 8; do
+	[ "$(cat "$T_TMP/h$n/root/$THP/defrag")" = madvise ] && [ "$(applied $n fast)" = 1 ] || bad="$bad h$n"
+done
+if [ "$RC" -eq 0 ] && [ "$gs" = "done h1=improvement h5=improvement" ] && [ -z "$bad" ]; then
+	t_ok "gate: a passing gate (improvement on both canaries): the waves went on, every host on it, applied once"
+else
+	t_not_ok "passing gate: exit $RC, '$gs', hosts not on it:$bad"; head -c 800 "$ERR" | sed 's/^/#   /'
+fi
+
+# ---- bad input --------------------------------------------------------------------------
+
+before=$(all_trees)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+expect_fail 3 "fleet rollout: .*(refused|connect|reach)" "a store out of reach: one line, exit 3" -- \
+	"$NODETUNE" fleet rollout --endpoints "http://127.0.0.1:$port" --policy "$T_TMP/thp.conf" --name r-x
+printf '[thp]\nenabled = sometimes\n' >"$T_TMP/badval.conf"
+expect_fail 2 "badval.conf:2: .*sometimes" "a policy that fails validation: file:line, exit 2" -- \
+	"$NODETUNE" fleet rollout --endpoints "$EP" --policy "$T_TMP/badval.conf" --name r-bad
+expect_fail 2 "--waves '1/class,50%': the last wave must be 100%" "waves that do not end at 100%" -- \
+	"$NODETUNE" fleet rollout --endpoints "$EP" --policy "$T_TMP/thp.conf" --name r-w --waves 1/class,50%
+# a desired value that is not JSON, and a policy whose content is not base64: refused on the host's key
+$ETCDCTL put /nodetune/hosts/h1/desired 'not json{' >/dev/null
+sha=0000000000000000000000000000000000000000000000000000000000000000
+$ETCDCTL put /nodetune/policies/$sha "{\"name\":\"x\",\"sha256\":\"$sha\",\"content\":\"@@not base64@@\"}" >/dev/null
+$ETCDCTL put /nodetune/hosts/h2/desired "{\"rollout\":\"manual\",\"mode\":\"apply\",\"policy\":\"x\",\"sha256\":\"$sha\"}" >/dev/null
+sleep 2
+e1=$($ETCDCTL get /nodetune/hosts/h1/status --print-value-only | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["state"], d["error"])')
+e2=$($ETCDCTL get /nodetune/hosts/h2/status --print-value-only | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["state"], d["error"])')
+case $e1 in "invalid /nodetune/hosts/h1/desired: not valid JSON"*) t_ok "a desired value that is not JSON: reported on the host's key ($e1)" ;;
+*) t_not_ok "non-JSON desired: '$e1'" ;; esac
+case $e2 in *"content\": not valid base64"*) t_ok "a policy that is not base64: reported on the host's key ($e2)" ;;
+*) t_not_ok "non-base64 policy: '$e2'" ;; esac
+grep -q "fleet: .*refused, nothing applied: .*not valid JSON" "$T_TMP/h1/log" &&
+	t_ok "the host's log says it in one line" || t_not_ok "no line in h1's log"
+[ "$before" = "$(all_trees)" ] && t_ok "bad input: no tree changed" || t_not_ok "bad input changed a tree"
+
+fleet_cleanup
+t_done
