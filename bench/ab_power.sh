@@ -10,11 +10,11 @@
 # others, power is the share of `regression` verdicts.  The cases run
 # round-robin (verdict 1 of every case, then verdict 2, ...) so that drift on
 # the machine hits all of them alike; each verdict has its own --seed (its
-# own ABBA order and bootstrap).  The workload is the CPU harness, one
+# own ABBA order).  The workload is the CPU harness, one
 # process (--comm none), as in tests/integration/test_ab.sh.  Raw results:
 # one TSV line per verdict on stderr and in $OUT.
 . "$(dirname "$0")/lib.sh"
-: "${VERDICTS:=10}" "${BUDGET:=90}" "${THRESHOLD:=1}" "${CASES:=0 2 5 10}" "${TRIALS:=6}"
+: "${VERDICTS:=10}" "${BUDGET:=90}" "${THRESHOLD:=1}" "${CASES:=0 2 5 10}" "${TRIALS:=8}"
 : "${NODETUNE:=build/nodetune}" "${OUT:=$TMP/ab_power.tsv}"
 C="$HARNESS --comm none --rows 1000 --batch 512 --steps 15 --warmup 2 --blas-threads 1 --quiet"
 

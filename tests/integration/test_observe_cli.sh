@@ -38,6 +38,23 @@ run "$NODETUNE" observe --interval 50 -- sh -c 'sleep 0.2; exit 3'
 check "the command's exit status (3), text lines with the processes (sh and its sleep)" -- sh -c \
 	"[ $RC -eq 3 ] && grep -Eq 'procs [12]/[12]: [12] threads' '$OUT'"
 
+# a job's own step reports (the Python helper, no dependencies): 20 steps of
+# about 20 ms, every fifth 150 ms long, counted in the records that saw them
+cat >"$T_TMP/steps.py" <<'EOF'
+import sys, time
+sys.path.insert(0, "contrib/python")
+from nodetune_steps import StepReporter
+r = StepReporter()
+for i in range(20):
+    with r.step(samples=8) as s:
+        with s.phase("compute"):
+            time.sleep(0.15 if i % 5 == 4 else 0.02)
+EOF
+run "$NODETUNE" observe --json --interval 100 -- python3 "$T_TMP/steps.py"
+check "a job's step reports in the records: $(jq -sc '[.[-1].steps.total, ([.[].steps.max_ms] | max), ([.[].steps.n] | add)]' "$OUT" 2>/dev/null) (total, longest ms, lines)" -- \
+	jq -se '.[-1].steps.total == 20 and ([.[].steps.n] | add) == 20 and ([.[].steps.max_ms] | max) >= 140 and
+	  ([.[].steps.p50_ms | select(. > 0)] | min) < 60 and .[-1].steps.bad_lines == 0' "$OUT"
+
 expect_fail 2 "--pid 4194303: no such process" "a pid that does not exist" -- "$NODETUNE" observe --pid 4194303
 expect_fail 2 "--pid 'x': expected a whole number" "a pid that is not a number" -- "$NODETUNE" observe --pid 1,x
 expect_fail 2 "--interval '5': expected a whole number from 10 to 60000" "an interval too short" -- "$NODETUNE" observe --interval 5

@@ -1,0 +1,142 @@
+#!/bin/sh
+# nodetune ab on causes made with ordinary tools (taskset, chrt, a cgroup
+# quota, a busy process), not the harness's --inject, against the harness
+# run through a wrapper script (a foreign command: no argv[0] to sniff) and
+# against a real PyTorch DDP job reporting its steps through
+# contrib/python/nodetune_steps.py.  Each must be detected (a regression),
+# given the right mechanism (a counter claimed beyond its A/A noise), and
+# have its culprit named in the evidence.  A runs on CPU 1, B on CPU 0,
+# where the trouble is.
+. "$(dirname "$0")/lib.sh"
+: "${HARNESS:=$SRCDIR/build/nodetune-harness}"
+C="$HARNESS --comm none --rows 1000 --batch 512 --steps 15 --warmup 2 --blas-threads 1 --quiet"
+PY=/usr/bin/python3
+TORCH="$PY $SRCDIR/contrib/examples/ddp_train.py --steps 30 --batch 128 --width 256 --log-every 5"
+
+if [ "$(id -u)" -ne 0 ] || [ "$(nproc)" -lt 2 ]; then
+	t_skip "culprit scenarios: need root (cgroups, SCHED_FIFO) and 2 CPUs"
+	t_done
+fi
+
+# on0/on1 CMD...: the job pinned to CPU 0 or 1; quota0 CMD...: on CPU 0
+# under a CPU quota of 30% written into the job's own cgroup (v2 cpu.max,
+# else v1 cpu.cfs_quota_us), as a container runtime would
+for c in 0 1; do
+	printf '#!/bin/sh\nexec taskset -c %s "$@"\n' $c >"$T_TMP/on$c"
+done
+cat >"$T_TMP/quota0" <<'EOF'
+#!/bin/sh
+v1=$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ { print $3 }' /proc/self/cgroup)
+v2=$(awk -F: '$1 == 0 { print $3 }' /proc/self/cgroup)
+m1=$(awk '$3 == "cgroup" && $4 ~ /(^|,)cpu(,|$)/ { print $2; exit }' /proc/self/mounts)
+m2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
+if [ -n "$m1" ] && [ -w "$m1$v1/cpu.cfs_quota_us" ]; then
+	echo 30000 >"$m1$v1/cpu.cfs_quota_us" || exit 99
+elif [ -n "$m2" ] && [ -w "$m2$v2/cpu.max" ]; then
+	echo "30000 100000" >"$m2$v2/cpu.max" || exit 99
+else
+	echo "quota0: no writable cpu controller for this job's cgroup" >&2
+	exit 99
+fi
+exec taskset -c 0 "$@"
+EOF
+# burst: SCHED_FIFO 50 on CPU 0, 30 ms of spinning every 100 ms
+cat >"$T_TMP/burst.py" <<'EOF'
+import time
+while True:
+    t = time.monotonic()
+    while time.monotonic() - t < 0.03:
+        pass
+    time.sleep(0.07)
+EOF
+chmod +x "$T_TMP/on0" "$T_TMP/on1" "$T_TMP/quota0"
+
+# ab_pair NAME WORKLOAD...: A on CPU 1, B on CPU 0 (through the wrappers)
+ab_pair() {
+	name=$1
+	shift
+	run "$NODETUNE" ab --a "cmd=$T_TMP/on1 $*" --b "cmd=$T_TMP/${BWRAP:-on0} $*" --trials 4 --budget 60 --json
+	cp "$OUT" "$T_TMP/$name.json"
+}
+# judged NAME MECH-REGEX EVIDENCE-REGEX: the three claims, and what backs them
+judged() {
+	check "$1: $(jq -c '{verdict, ratio, source: .metric.source,
+		claimed: [.explanations[] | select(.claimed) | .counter][:3], evidence: .evidence[:2]}' "$T_TMP/$1.json" 2>/dev/null)" -- \
+		jq -e --arg m "$2" --arg e "$3" '.verdict == "regression" and .metric.source == "step reports" and
+		  ([.explanations[] | select(.claimed and (.mechanism | test($m)))] | length >= 1) and
+		  ([.evidence[] | select(test($e))] | length >= 1)' "$T_TMP/$1.json"
+}
+
+# the workloads: the harness through a wrapper, and PyTorch when installed
+workloads="harness"
+if $PY -c 'import torch' 2>/dev/null; then
+	workloads="harness torch"
+else
+	t_skip "the PyTorch job: python3-torch is not installed (scripts/install-deps.sh torch)"
+fi
+cmd_of() { if [ "$1" = torch ]; then echo "$TORCH"; else echo "$C"; fi; }
+
+# 1. a process competing for a rank's CPU
+taskset -c 0 sh -c 'while :; do :; done' &
+busy=$!
+for w in $workloads; do
+	ab_pair "busy-$w" $(cmd_of $w)
+	judged "busy-$w" "contention" "^pid $busy \\(sh, SCHED_OTHER"
+done
+kill $busy
+wait $busy 2>/dev/null
+
+# 2. a real-time task preempting a rank
+chrt -f 50 taskset -c 0 $PY "$T_TMP/burst.py" &
+rt=$!
+for w in $workloads; do
+	ab_pair "rt-$w" $(cmd_of $w)
+	judged "rt-$w" "contention" "^pid $rt \\(python3, SCHED_FIFO 50\\)"
+done
+kill $rt
+wait $rt 2>/dev/null
+
+# 3. a CPU quota on the job
+for w in $workloads; do
+	BWRAP=quota0 ab_pair "quota-$w" $(cmd_of $w)
+	judged "quota-$w" "quota" "throttled in [0-9]+ of [0-9]+ periods"
+done
+
+# 4. IRQ or softirq load on a rank CPU: a host without a device whose
+# interrupts can be steered to one CPU and driven from here cannot make one
+# that is not also a task's CPU time (ping -f's softirqs run in its own
+# context on loopback): not made here
+t_skip "IRQ/softirq load on a rank CPU: no steerable interrupt source on this host (loopback softirqs run in the sender's context)"
+
+# The PyTorch job's own step reports: stalls (a 100 ms pause every 10 steps
+# in B) counted per step, phases named by the job, and --metric on its log
+if [ "${workloads#*torch}" != "$workloads" ]; then
+	run "$NODETUNE" ab --a "cmd=$TORCH" --b "cmd=$TORCH --pause-every 10" --trials 4 --budget 60 --json
+	check "PyTorch job: per-step stalls counted from its step reports ($(jq -c '{stalls: .stalls, source: .metric.source}' "$OUT" 2>/dev/null))" -- \
+		jq -e '.metric.source == "step reports" and .metric.name == "samples/s over the reported steps" and
+		  .stalls.b.count >= .trials_b and .stalls.a.count < .stalls.b.count and .stalls.grown_phase == "pause"' "$OUT"
+	run "$NODETUNE" ab --a "cmd=$TORCH" --b "cmd=$TORCH --width 768" --trials 4 --budget 60 \
+		--metric 'throughput: ([0-9.]+) samples/s' --json
+	check "PyTorch job: --metric from its log, a wider model a regression ($(jq -c '{verdict, ratio, metric: .metric.name}' "$OUT" 2>/dev/null))" -- \
+		jq -e '.metric.source == "--metric" and .verdict == "regression" and .ratio < 0.9' "$OUT"
+	run "$NODETUNE" ab --a "cmd=$TORCH" --b "cmd=$TORCH" --trials 2 --budget 1 --metric 'no such line: ([0-9]+)'
+	check "--metric that matches nothing: the arm fails and says so (exit 3)" -- sh -c \
+		"[ $RC -eq 3 ] && grep -q 'metric matched no line of its output' '$OUT' && d=\$(sed -n 's/.*trial outputs in \\(.*\\))\$/\\1/p' '$ERR') && rm -rf \"\$d\""
+fi
+# Ctrl-C (SIGINT to nodetune alone, as a terminal's would be: the job runs in
+# a process group of its own) stops the job, reverts, exits 3 and leaves no
+# process, trial cgroup or work directory behind
+"$NODETUNE" ab --a "cmd=sleep 300" --b "cmd=sleep 300" --trials 2 >"$T_TMP/int.out" 2>"$T_TMP/int.err" &
+abpid=$!
+sleep 3
+kill -INT $abpid
+t0=$(date +%s)
+wait $abpid
+rc=$?
+check "SIGINT during a trial: exit $rc in $(( $(date +%s) - t0 )) s, no sleep, trial cgroup or work dir left ($(tail -n 1 "$T_TMP/int.err"))" -- sh -c \
+	"[ $rc -eq 3 ] && [ $(( $(date +%s) - t0 )) -le 10 ] && grep -q 'stopped by signal 2 during warmup-A' '$T_TMP/int.err' &&
+	 ! pgrep -f '^sleep 300' >/dev/null && [ -z \"\$(find /sys/fs/cgroup -maxdepth 3 -path '*nodetune-ab/$abpid-*')\" ] &&
+	 [ -z \"\$(ls -d /tmp/nodetune-ab-* 2>/dev/null | while read d; do [ -d \"\$d/state\" ] && [ \"\$(stat -c %Y \"\$d\")\" -ge $t0 ] && echo \"\$d\"; done)\" ]"
+expect_fail 2 "--metric 'x': 0 capture groups" "--metric without a capture group" -- "$NODETUNE" ab --a "cmd=$C" --b "cmd=$C" --metric x
+expect_fail 2 "--metric-kind 'fast': expected throughput" "a bad --metric-kind" -- "$NODETUNE" ab --a "cmd=$C" --b "cmd=$C" --metric '(x)' --metric-kind fast
+t_done
