@@ -173,10 +173,11 @@ $(BUILD)/tests/tlbstorm: tests/tools/tlbstorm.c $(LIB) | deps
 unit: $(UNIT_BINS) $(NODETUNE) $(HARNESS)
 	@tests/run-unit.sh $(UNIT_BINS)
 
+# make integration TESTS=tests/integration/test_slurm.sh runs those files only
 integration: $(NODETUNE) $(HARNESS) $(PLUGIN) $(BUILD)/tests/wdiff $(BUILD)/tests/tlbstorm
 	@NODETUNE=$(abspath $(NODETUNE)) HARNESS=$(abspath $(HARNESS)) WDIFF=$(abspath $(BUILD)/tests/wdiff) \
 		TLBSTORM=$(abspath $(BUILD)/tests/tlbstorm) \
-		tests/run-integration.sh tests/integration/test_*.sh
+		tests/run-integration.sh $(or $(TESTS),$(wildcard tests/integration/test_*.sh))
 
 # The unit tests run with LeakSanitizer (they cover all of our library
 # code).  The integration tests start whole programs under mpirun, where Open
