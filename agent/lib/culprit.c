@@ -630,7 +630,9 @@ static void check_affinity(struct culprit *c, const struct cu_task *t, double no
 	}
 	if (!strcmp(a->list, line))
 		return;
-	if (c->n_changes < CULPRIT_MAX_CHANGES) {
+	/* nodetune exec binding its rank before it execs the job is the
+	 * policy at work, the same in every trial: not a change to report */
+	if (c->n_changes < CULPRIT_MAX_CHANGES && strcmp(p->comm, "nodetune")) {
 		struct culprit_affinity_change *ch = &c->changes[c->n_changes++];
 
 		*ch = (struct culprit_affinity_change){ .pid = p->pid, .tid = t->tid, .t = now - c->t0 };

@@ -67,6 +67,8 @@ static void write_tree(const char *dir, int end)
 		{ JOB, JOB, 1, "trainer", 0x400040, 0, 1, 0, 0, NS(10 + 1.5 * end), "1" },
 		{ JOB, 101, 1, "trainer", 0x400040, 0, 1, 0, 0, NS(1), end ? "0-1" : "1" },
 		{ 150, 150, JOB, "worker", 0x400040, 0, 1, 0, 0, NS(5 + 0.2 * end), "1" },
+		/* nodetune exec binding the rank it is about to exec: the policy, not a change */
+		{ 160, 160, JOB, "nodetune", 0x400040, 0, 1, 0, 0, NS(1), end ? "1" : "0-3" },
 		/* a SCHED_FIFO 50 neighbour on CPU 1: 0.4 s */
 		{ 200, 200, 1, "stress", 0x400040, 0, 1, 50, SCHED_FIFO, NS(3 + 0.4 * end), NULL },
 		/* ksoftirqd/1: 0.1 s */
@@ -280,13 +282,8 @@ static pid_t child(int cpu, bool busy)
 
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		cpu_set_t set;
-
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		alarm(20);               /* never outlive a broken test */
-		CPU_ZERO(&set);
-		CPU_SET(cpu, &set);
-		sched_setaffinity(0, sizeof(set), &set);
 		for (;;) {
 			struct timespec t0, t;
 
@@ -296,6 +293,16 @@ static pid_t child(int cpu, bool busy)
 			while (busy || (t.tv_nsec - t0.tv_nsec + 1000000000L * (t.tv_sec - t0.tv_sec)) < 1000000L);
 			usleep(10000);   /* the job: 1 ms of work every ~11 ms */
 		}
+	}
+	/* pinned by the parent, before the first sample: a child pinning
+	 * itself may run late (behind a SCHED_FIFO hog on its CPU), after the
+	 * test's own change, and undo it */
+	{
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(cpu, &set);
+		assert_int_equal(sched_setaffinity(pid, sizeof(set), &set), 0);
 	}
 	return pid;
 }
