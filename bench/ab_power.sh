@@ -19,7 +19,7 @@
 C="$HARNESS --comm none --rows 1000 --batch 512 --steps 15 --warmup 2 --blas-threads 1 --quiet"
 
 echo "# ab_power: $VERDICTS verdicts per case, --threshold $THRESHOLD --budget $BUDGET --trials $TRIALS, $(nproc) CPUs"
-printf 'case\tverdict_no\tverdict\tratio\tci_low\tci_high\tp\ttrials_a\ttrials_b\telapsed_s\n' >"$OUT"
+printf 'case\tverdict_no\tverdict\tratio\tci_low\tci_high\tp\ttrials_a\ttrials_b\telapsed_s\tpairs\tpair_noise_pct\trefused\n' >"$OUT"
 for i in $(seq 1 "$VERDICTS"); do
 	for c in $CASES; do
 		if [ "$c" -eq 0 ]; then b="cmd=$C"; else b="cmd=$C --inject slow:$c"; fi
@@ -28,14 +28,15 @@ for i in $(seq 1 "$VERDICTS"); do
 			--seed "$i" --json >"$TMP/v.json" 2>"$TMP/v.err" || rc=$?
 		[ "$rc" -le 1 ] || { echo "bench: nodetune ab failed (exit $rc):" >&2; cat "$TMP/v.err" >&2; exit 3; }
 		line=$(jq -r --arg c "$c" --arg i "$i" \
-			'[$c, $i, .verdict, .ratio, .ci_low, .ci_high, .p_value, .trials_a, .trials_b, .elapsed_s] | @tsv' "$TMP/v.json")
+			'[$c, $i, .verdict, .ratio, .ci_low, .ci_high, .p_value, .trials_a, .trials_b, .elapsed_s, .pairs,
+		  ((.noise | exp) - 1) * 100, .refused] | @tsv' "$TMP/v.json")
 		echo "$line" >>"$OUT"
 		echo "$line" >&2
 	done
 done
 
-echo "| case | verdicts | regression | improvement | no-difference | inconclusive | rate | median s/verdict | median trials/arm | median B/A |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+echo "| case | verdicts | regression | improvement | no-difference | inconclusive (refused) | rate | median s/verdict | median trials/arm | median B/A | median pair noise |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for c in $CASES; do
 	awk -F'\t' -v c="$c" 'NR > 1 && $1 == c' "$OUT" >"$TMP/c"
 	n=$(wc -l <"$TMP/c")
@@ -46,6 +47,8 @@ for c in $CASES; do
 	else
 		name="slow:$c"; rate="power $(awk -v r="$reg" -v n="$n" 'BEGIN { printf "%.0f%%", 100 * r / n }')"
 	fi
-	printf '| %s | %d | %d | %d | %d | %d | %s | %.0f | %.0f | %.4f |\n' "$name" "$n" "$reg" "$imp" "$nod" "$inc" "$rate" \
-		"$(cut -f10 "$TMP/c" | median)" "$(cut -f8 "$TMP/c" | median)" "$(cut -f4 "$TMP/c" | median)"
+	ref=$(awk -F'\t' '$13 == "true"' "$TMP/c" | wc -l)
+	printf '| %s | %d | %d | %d | %d | %d (%d) | %s | %.0f | %.0f | %.4f | %.1f%% |\n' "$name" "$n" "$reg" "$imp" "$nod" "$inc" \
+		"$ref" "$rate" "$(cut -f10 "$TMP/c" | median)" "$(cut -f8 "$TMP/c" | median)" "$(cut -f4 "$TMP/c" | median)" \
+		"$(cut -f12 "$TMP/c" | median)"
 done

@@ -1049,6 +1049,34 @@ static bool refuse(const struct ab_config *cfg, double start, double trials_s, i
 	return res->refused;
 }
 
+/* One block of four trials, ABBA (first 0) or BAAB (first 1), appended to
+ * *tr (n used, cap allocated).  Returns 0, or a trial's error (its trial
+ * freed, the block cut short). */
+static int run_block(const struct ab_config *cfg, const regex_t *re, const struct tlb_counter *tlb, int first,
+		     struct trial **tr, int *n, int *cap, struct ab_result *res, struct nt_err *err)
+{
+	static const int order[4] = { 0, 1, 1, 0 };
+	int r = 0;
+
+	for (int k = 0; k < 4 && !r; k++) {
+		if (*n == *cap) {
+			int c = *cap ? 2 * *cap : 16;
+			struct trial *tmp = realloc(*tr, (size_t)c * sizeof(**tr));
+
+			if (!tmp)
+				return err_set(err, -ENOMEM, "out of memory");
+			*tr = tmp;
+			*cap = c;
+		}
+		r = run_trial(cfg, re, res->source, tlb, order[k] ^ first, *n, &(*tr)[*n], res, err);
+		if (r == 0)
+			(*n)++;
+		else
+			trial_free(&(*tr)[*n]);
+	}
+	return r;
+}
+
 int ab_run(const struct ab_config *cfg, struct ab_result *res, struct nt_err *err)
 {
 	struct trial *tr = NULL;
@@ -1082,34 +1110,14 @@ int ab_run(const struct ab_config *cfg, struct ab_result *res, struct nt_err *er
 			break;
 
 		for (int b = 0; b < blocks && !r; b++) {
-			static const int order[4] = { 0, 1, 1, 0 };
 			double t0 = now_s();
-			int first;
 
 			if (n > 0 && b > 0 && now_s() - start > cfg->budget_s)
 				break;      /* out of time: look at the whole blocks run */
-			/* ABBA or BAAB */
 			rng ^= rng << 13;
 			rng ^= rng >> 7;
 			rng ^= rng << 17;
-			first = (int)(rng & 1);
-			for (int k = 0; k < 4 && !r; k++) {
-				if (n == cap) {
-					struct trial *tmp = realloc(tr, (size_t)(cap = cap ? 2 * cap : 16) * sizeof(*tr));
-
-					if (!tmp) {
-						r = err_set(err, -ENOMEM, "out of memory");
-						break;
-					}
-					tr = tmp;
-				}
-				r = run_trial(cfg, cfg->metric ? &re : NULL, res->source, &tlb, order[k] ^ first, n,
-					      &tr[n], res, err);
-				if (r == 0)
-					n++;
-				else
-					trial_free(&tr[n]);
-			}
+			r = run_block(cfg, cfg->metric ? &re : NULL, &tlb, (int)(rng & 1), &tr, &n, &cap, res, err);
 			trials_s += now_s() - t0;
 		}
 		if (r)

@@ -22,6 +22,7 @@
 #include "cpulist.h"
 #include "observe.h"
 #include "parse.h"
+#include "textbuf.h"
 
 #define PROCS_BUF (1u << 16)      /* a trial group's cgroup.procs: ~9000 pids */
 
@@ -731,27 +732,6 @@ int abw_arm_add(struct abw_arm *a, const struct abw_trial *t)
 
 /* ---- explain -------------------------------------------------------------- */
 
-/* Append one formatted line to buf; false when it did not fit (buf then
- * ends with the lines before it). */
-__attribute__((format(printf, 4, 5)))
-static bool append(char *buf, size_t size, size_t *len, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (*len >= size)
-		return false;
-	va_start(ap, fmt);
-	n = vsnprintf(buf + *len, size - *len, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= size - *len) {
-		buf[*len] = '\0';
-		return false;
-	}
-	*len += (size_t)n;
-	return true;
-}
-
 static uint64_t cg_sum(const struct trialcg_stats *s, enum trialcg_counter c)
 {
 	return trialcg_has(s, c) ? s->v[c] : 0;
@@ -777,7 +757,7 @@ static bool explain_limits(const struct abw_arm *arm[2], char *buf, size_t size,
 		if (!arm[s]->cg_trials)
 			continue;
 		(void)trialcg_describe(NULL, &arm[s]->cg, text, sizeof(text));   /* -ENOBUFS: truncated, still one line */
-		if (!append(buf, size, len, "%c: %s (%d trial%s)\n", s ? 'B' : 'A', text, arm[s]->cg_trials,
+		if (!textbuf_appendf(buf, size, len, "%c: %s (%d trial%s)\n", s ? 'B' : 'A', text, arm[s]->cg_trials,
 			    arm[s]->cg_trials == 1 ? "" : "s"))
 			return false;
 		++*lines;
@@ -823,7 +803,7 @@ static void irq_names(const struct culprit_cpu_irq *o, bool soft, char *out, siz
 	for (int i = 0; i < n && i < 2; i++) {
 		bool device = !soft && rows[i].name[0] && strspn(rows[i].label, "0123456789") == strlen(rows[i].label);
 
-		if (!append(out, size, &len, "%s%s%s%s %llu", i ? ", " : "", rows[i].label, device ? "/" : "",
+		if (!textbuf_appendf(out, size, &len, "%s%s%s%s %llu", i ? ", " : "", rows[i].label, device ? "/" : "",
 			    device ? rows[i].name : "", (unsigned long long)rows[i].count))
 			break;
 	}
@@ -880,7 +860,7 @@ static int explain_irqs(const struct abw_arm *arm[2], char *buf, size_t size, si
 			snprintf(lo, sizeof(lo), "not a rank CPU during %c", hi ? 'A' : 'B');
 		else
 			snprintf(lo, sizeof(lo), "%.1f%% during %c", 100.0 * l[i].share[!hi], hi ? 'A' : 'B');
-		ok = append(buf, size, len, "CPU %d: %s %.1f%% of the time during %c%s%s%s, %s\n", l[i].cpu,
+		ok = textbuf_appendf(buf, size, len, "CPU %d: %s %.1f%% of the time during %c%s%s%s, %s\n", l[i].cpu,
 			    l[i].soft ? "softirq" : "irq", 100.0 * l[i].share[hi], hi ? 'B' : 'A', names[0] ? " (" : "",
 			    names, names[0] ? ")" : "", lo);
 		*lines += ok;

@@ -8,7 +8,6 @@
 #include "culprit.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +18,7 @@
 #include "cpulist.h"
 #include "observe.h"
 #include "parse.h"
+#include "textbuf.h"
 
 #define PF_KTHREAD 0x00200000u     /* include/linux/sched.h */
 #define IRQ_FILE_MAX (1u << 22)    /* proc/interrupts of a 4096-CPU host fits */
@@ -103,6 +103,16 @@ static bool has_controller(const char *ctl, size_t len, const char *controller)
 		p += n + 1;
 	}
 	return false;
+}
+
+/* Any process names itself (prctl PR_SET_NAME) and its cgroups: what
+ * reaches a terminal, a JSON string or an HTML page is printable ASCII,
+ * other bytes shown as '?'. */
+static void printable(char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
+			*s = '?';
 }
 
 /* The cgroup path that says where a process's CPU time is accounted: the
@@ -443,6 +453,8 @@ static int proc_new(struct culprit *c, int pid)
 	p->priority = st.priority;
 	snprintf(p->comm, sizeof(p->comm), "%s", st.comm);
 	read_cgroup(c->root, pid, p->cgroup, sizeof(p->cgroup));
+	printable(p->comm);
+	printable(p->cgroup);
 	c->job_dirty = true;
 	return c->n_procs++;
 }
@@ -1234,27 +1246,6 @@ static const char *pct(double share, char *buf, size_t size)
 	return buf;
 }
 
-/* Append one formatted line to buf; false when it did not fit. */
-static bool append(char *buf, size_t size, size_t *len, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-static bool append(char *buf, size_t size, size_t *len, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (*len >= size)
-		return false;
-	va_start(ap, fmt);
-	n = vsnprintf(buf + *len, size - *len, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= size - *len) {
-		buf[*len] = '\0';       /* only whole lines */
-		return false;
-	}
-	*len += (size_t)n;
-	return true;
-}
-
 int culprit_describe_top(const struct culprit_result *a, const struct culprit_result *b, char *buf, size_t size)
 {
 	struct cmp_line *l = calloc((size_t)((a ? a->n_tasks : 0) + (b ? b->n_tasks : 0)) + 1, sizeof(*l));
@@ -1275,9 +1266,11 @@ int culprit_describe_top(const struct culprit_result *a, const struct culprit_re
 
 		if (l[i].share[hi] - l[i].share[!hi] < 0.005)
 			break;          /* less than half a percent of a CPU apart: background, not a culprit */
-		ok = append(buf, size, &len, "pid %d (%s%s, %s %d) ran %s of CPU %d during %c trials, %s during %c\n",
+		ok = textbuf_appendf(buf, size, &len,
+				     "pid %d (%s%s, %s %d)%s%s ran %s of CPU %d during %c trials, %s during %c\n",
 			    l[i].t->pid, l[i].t->comm, l[i].t->kthread ? ", kernel thread" : "",
 			    culprit_policy_name(l[i].t->policy), l[i].t->priority,
+			    l[i].t->cgroup[0] ? " in cgroup " : "", l[i].t->cgroup,
 			    pct(l[i].share[hi], p[0], sizeof(p[0])), l[i].cpu, hi ? 'B' : 'A',
 			    pct(l[i].share[!hi], p[1], sizeof(p[1])), hi ? 'A' : 'B');
 		lines += ok;
@@ -1286,7 +1279,7 @@ int culprit_describe_top(const struct culprit_result *a, const struct culprit_re
 		for (int i = 0; arm[s] && i < arm[s]->n_changes && ok; i++) {
 			const struct culprit_affinity_change *ch = &arm[s]->changes[i];
 
-			ok = append(buf, size, &len, "pid %d (%s) thread %d: allowed CPUs %s -> %s, %.1f s into %s trial\n",
+			ok = textbuf_appendf(buf, size, &len, "pid %d (%s) thread %d: allowed CPUs %s -> %s, %.1f s into %s trial\n",
 				    ch->pid, ch->comm, ch->tid, ch->before, ch->after, ch->t, s ? "a B" : "an A");
 			lines += ok;
 		}

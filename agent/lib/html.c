@@ -280,6 +280,27 @@ static const char css[] =
 	".limit{stroke-dasharray:5 4;stroke-width:1}.median{stroke-dasharray:2 3;stroke-width:1.5}"
 	".stall{fill:#d00;stroke-width:1.5}.stall-key{fill:#d00}";
 
+/* The counters, A against B, claimed ones bold; then those not countable. */
+static void explanations(FILE *f, const struct ab_result *res)
+{
+	fprintf(f, "<h2>Explanations</h2>\n<p>Counters %s of trial, A against B, each with its own Mann-Whitney p; "
+		   "claimed (bold) only beyond their noise within an arm.</p>\n<table>\n<tr><th>counter</th><th>A</th>"
+		   "<th>B</th><th>noise</th><th>p</th><th>mechanism</th></tr>\n", res->per_step ? "per step" : "per second");
+	for (int i = 0; i < res->n_expl; i++)
+		fprintf(f, "<tr%s><td>%s</td><td class=\"n\">%.3f</td><td class=\"n\">%.3f</td><td class=\"n\">%.3g</td>"
+			   "<td class=\"n\">%.3g</td><td>%s</td></tr>\n", res->expl[i].claimed ? " style=\"font-weight:bold\"" : "",
+			res->expl[i].counter, res->expl[i].a, res->expl[i].b, res->expl[i].noise, res->expl[i].p,
+			res->expl[i].mechanism);
+	for (int c = 0; c < AB_COUNTERS; c++)
+		if (res->not_countable[c][0]) {
+			fprintf(f, "<tr class=\"nc\"><td>%s</td><td colspan=\"5\">not countable on this host: ",
+				ab_counter_name(c));
+			html_escape(f, res->not_countable[c]);
+			fputs("</td></tr>\n", f);
+		}
+	fputs("</table>\n", f);
+}
+
 int html_ab_page(FILE *f, const struct ab_config *cfg, const struct ab_result *res)
 {
 	const char *verdict = res->error ? "error" : stats_verdict_name(res->verdict);
@@ -338,22 +359,7 @@ int html_ab_page(FILE *f, const struct ab_config *cfg, const struct ab_result *r
 	}
 	fputs("<h2>Trials</h2>\n", f);
 	chart_trials(f, res);
-	fprintf(f, "<h2>Explanations</h2>\n<p>Counters %s of trial, A against B, each with its own Mann-Whitney p; "
-		   "claimed (bold) only beyond their noise within an arm.</p>\n<table>\n<tr><th>counter</th><th>A</th>"
-		   "<th>B</th><th>noise</th><th>p</th><th>mechanism</th></tr>\n", res->per_step ? "per step" : "per second");
-	for (int i = 0; i < res->n_expl; i++)
-		fprintf(f, "<tr%s><td>%s</td><td class=\"n\">%.3f</td><td class=\"n\">%.3f</td><td class=\"n\">%.3g</td>"
-			   "<td class=\"n\">%.3g</td><td>%s</td></tr>\n", res->expl[i].claimed ? " style=\"font-weight:bold\"" : "",
-			res->expl[i].counter, res->expl[i].a, res->expl[i].b, res->expl[i].noise, res->expl[i].p,
-			res->expl[i].mechanism);
-	for (int c = 0; c < AB_COUNTERS; c++)
-		if (res->not_countable[c][0]) {
-			fprintf(f, "<tr class=\"nc\"><td>%s</td><td colspan=\"5\">not countable on this host: ",
-				ab_counter_name(c));
-			html_escape(f, res->not_countable[c]);
-			fputs("</td></tr>\n", f);
-		}
-	fputs("</table>\n", f);
+	explanations(f, res);
 	if (res->evidence && res->evidence[0]) {
 		fputs("<h2>Evidence</h2>\n<pre id=\"evidence\">", f);
 		html_escape(f, res->evidence);

@@ -193,6 +193,12 @@ elif command -v setpriv >/dev/null; then
 	chmod 755 "$T_TMP" "$D"
 	chmod -R a+rX "$SR"
 	AS="setpriv --reuid=nobody --regid=nogroup --clear-groups"
+	# a build below a directory only root may enter (a clone in a mktemp
+	# -d): nobody runs a copy (the failures sought are the policy's)
+	if ! $AS test -x "$NODETUNE"; then
+		mkdir -m 755 "$T_TMP/bin" && cp "$NODETUNE" "$T_TMP/bin/nodetune" && chmod 755 "$T_TMP/bin/nodetune"
+		NODETUNE=$T_TMP/bin/nodetune
+	fi
 else
 	AS=skip
 fi

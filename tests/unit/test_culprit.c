@@ -70,7 +70,7 @@ static void write_tree(const char *dir, int end)
 		/* nodetune exec binding the rank it is about to exec: the policy, not a change */
 		{ 160, 160, JOB, "nodetune", 0x400040, 0, 1, 0, 0, NS(1), end ? "1" : "0-3" },
 		/* a SCHED_FIFO 50 neighbour on CPU 1: 0.4 s */
-		{ 200, 200, 1, "stress", 0x400040, 0, 1, 50, SCHED_FIFO, NS(3 + 0.4 * end), NULL },
+		{ 200, 200, 1, "str\033[2Jess", 0x400040, 0, 1, 50, SCHED_FIFO, NS(3 + 0.4 * end), NULL },
 		/* ksoftirqd/1: 0.1 s */
 		{ 300, 300, 2, "ksoftirqd/1", 0x208040, 0, 1, 0, SCHED_OTHER, NS(2 + 0.1 * end), NULL },
 		/* busy, but on CPU 3, not a rank CPU */
@@ -79,11 +79,11 @@ static void write_tree(const char *dir, int end)
 		{ 500, 500, 1, "sleepy", 0x400000, -5, 1, 0, SCHED_BATCH, NS(7), NULL },
 	};
 	/* a thread of stress born between the samples: 0.1 s, all counted */
-	const struct fake_task born = { 200, 201, 1, "stress", 0x400040, 0, 1, 50, SCHED_FIFO, NS(0.1), NULL };
+	const struct fake_task born = { 200, 201, 1, "str\033[2Jess", 0x400040, 0, 1, 50, SCHED_FIFO, NS(0.1), NULL };
 	char buf[1024];
 
 	for (size_t i = 0; i < sizeof(tasks) / sizeof(tasks[0]); i++)
-		write_task(dir, &tasks[i], tasks[i].pid == 200 ? "12:cpu,cpuacct:/noisy\n1:name=systemd:/sys\n0::/v2\n"
+		write_task(dir, &tasks[i], tasks[i].pid == 200 ? "12:cpu,cpuacct:/noisy\007\n1:name=systemd:/sys\n0::/v2\n"
 					 : tasks[i].pid == 300 ? "0::/\n" : "1:name=systemd:/user\n");
 	if (end)
 		write_task(dir, &born, "");
@@ -130,8 +130,8 @@ static void check_tree_tasks(const struct culprit_result *r)
 	assert_int_equal(r->n_tasks, 2);
 	t = &r->tasks[0];
 	assert_int_equal(t->pid, 200);
-	assert_string_equal(t->comm, "stress");
-	assert_string_equal(t->cgroup, "/noisy");
+	assert_string_equal(t->comm, "str?[2Jess");    /* a name is anyone's: printable only */
+	assert_string_equal(t->cgroup, "/noisy?");
 	assert_string_equal(culprit_policy_name(t->policy), "SCHED_FIFO");
 	assert_int_equal(t->priority, 50);
 	assert_false(t->kthread);
@@ -404,7 +404,7 @@ static void test_describe(void **state)
 	struct culprit_cpu_time on1 = { 1, 0.98, 0.098 }, k1 = { 1, 0.3, 0.03 }, k1a = { 1, 0.003, 0.0003 };
 	struct culprit_result a = { 0 }, b = { 0 };
 	struct culprit_task tb[2] = {
-		{ .pid = 4242, .comm = "stress", .policy = SCHED_FIFO, .priority = 50, .top_cpu = 1,
+		{ .pid = 4242, .comm = "stress", .cgroup = "/noisy", .policy = SCHED_FIFO, .priority = 50, .top_cpu = 1,
 		  .top_share = 0.098, .n_cpus = 1, .cpus = &on1 },
 		{ .pid = 12, .comm = "ksoftirqd/1", .kthread = true, .top_cpu = 1, .top_share = 0.0003, .n_cpus = 1,
 		  .cpus = &k1a },
@@ -417,19 +417,19 @@ static void test_describe(void **state)
 	b.tasks = tb;
 	b.n_tasks = 2;
 	assert_int_equal(culprit_describe_top(&a, &b, buf, sizeof(buf)), 1);
-	assert_string_equal(buf, "pid 4242 (stress, SCHED_FIFO 50) ran 9.8% of CPU 1 during B trials, 0% during A\n");
+	assert_string_equal(buf, "pid 4242 (stress, SCHED_FIFO 50) in cgroup /noisy ran 9.8% of CPU 1 during B trials, 0% during A\n");
 	a.tasks = &ta;
 	a.n_tasks = 1;
 	a.n_changes = 1;
 	a.changes[0] = (struct culprit_affinity_change){ .pid = 7, .tid = 8, .comm = "python3", .before = "1",
 							 .after = "0-1", .t = 0.5 };
 	assert_int_equal(culprit_describe_top(&a, &b, buf, sizeof(buf)), 3);
-	assert_string_equal(buf, "pid 4242 (stress, SCHED_FIFO 50) ran 9.8% of CPU 1 during B trials, 0% during A\n"
+	assert_string_equal(buf, "pid 4242 (stress, SCHED_FIFO 50) in cgroup /noisy ran 9.8% of CPU 1 during B trials, 0% during A\n"
 			    "pid 12 (ksoftirqd/1, kernel thread, SCHED_OTHER 0) ran 3.0% of CPU 1 during A trials, "
 			    "0.0% during B\n"
 			    "pid 7 (python3) thread 8: allowed CPUs 1 -> 0-1, 0.5 s into an A trial\n");
 	assert_int_equal(culprit_describe_top(&a, &b, buf, 100), -ENOSPC);
-	assert_string_equal(buf, "pid 4242 (stress, SCHED_FIFO 50) ran 9.8% of CPU 1 during B trials, 0% during A\n");
+	assert_string_equal(buf, "pid 4242 (stress, SCHED_FIFO 50) in cgroup /noisy ran 9.8% of CPU 1 during B trials, 0% during A\n");
 	assert_int_equal(culprit_describe_top(&b, &b, buf, sizeof(buf)), 0);   /* no difference */
 	assert_string_equal(buf, "");
 }

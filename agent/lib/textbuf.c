@@ -1,0 +1,23 @@
+/* textbuf.c — see textbuf.h. */
+#include "textbuf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+bool textbuf_appendf(char *buf, size_t size, size_t *len, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (*len >= size)
+		return false;
+	va_start(ap, fmt);
+	n = vsnprintf(buf + *len, size - *len, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= size - *len) {
+		buf[*len] = '\0';
+		return false;
+	}
+	*len += (size_t)n;
+	return true;
+}
