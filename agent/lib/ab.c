@@ -1032,20 +1032,16 @@ static void needed_budget(const struct ab_config *cfg, double start, double tria
 	res->needed_s = need == INT_MAX ? -1 : (now_s() - start - trials_s) + need * pair_s;
 }
 
-/* Refuse when not even the budget would decide: neither the interval
- * separating the estimate from 1 (a regression or an improvement) nor its
- * fitting within the threshold (no difference), at the noise seen so far,
- * after at least 12 pairs. */
+/* Refuse when not even the budget would decide: when an A/A at the noise
+ * seen so far (after at least 12 pairs) would need more than the budget to
+ * fit its interval within the threshold.  The point estimate is not used:
+ * early on it wanders, and an A/A whose first pairs happened to read 0.986
+ * would look undecidable at a 2% threshold when it is not. */
 static bool refuse(const struct ab_config *cfg, double start, double trials_s, int looks, struct ab_result *res)
 {
-	double lr = fabs(log(res->ratio)), thr = log1p(cfg->threshold), pair_s;
-	double w = fmax(lr > thr ? lr : 0, thr - lr);
-	int need = stats_blocks_for_width(res->noise, cfg->alpha / (looks + 1), w);
-
 	needed_budget(cfg, start, trials_s, looks, res);
-	pair_s = res->blocks ? trials_s / res->blocks : 0;
 	res->refused = res->verdict == VERDICT_INCONCLUSIVE && res->blocks >= 12 &&
-		       (need == INT_MAX || (now_s() - start - trials_s) + need * pair_s > cfg->budget_s);
+		       (res->needed_s < 0 || res->needed_s > cfg->budget_s);
 	return res->refused;
 }
 
