@@ -579,6 +579,7 @@ static void trial_failed(const struct ab_arm *arm, const struct trial_files *f, 
 	res->error = true;
 }
 
+#define AB_MAX_TRIALS 400          /* both arms, warm-ups not counted: the last look */
 #define AB_OUTPUT_MAX (256u << 20)    /* what --metric reads of a trial's output, and of its step file */
 
 /* --metric over the trial's stdout and stderr: the median value, 0 when
@@ -1023,9 +1024,10 @@ static int warm_up(const struct ab_config *cfg, const regex_t *re, const struct 
 
 /* Would an A/A at this noise decide within the budget?  Else refuse: the
  * verdict stays inconclusive and the report says the budget it needs. */
-static void needed_budget(const struct ab_config *cfg, double start, double trials_s, int looks, struct ab_result *res)
+static void needed_budget(const struct ab_config *cfg, double start, double trials_s, double alpha_look,
+			  struct ab_result *res)
 {
-	int need = stats_blocks_needed(res->noise, cfg->alpha / (looks + 1), cfg->threshold);
+	int need = stats_blocks_needed(res->noise, alpha_look, cfg->threshold);
 	double pair_s = res->blocks ? trials_s / res->blocks : 0;
 
 	/* the warm-up and the looks' own time, then the pairs (-1: never) */
@@ -1037,9 +1039,9 @@ static void needed_budget(const struct ab_config *cfg, double start, double tria
  * fit its interval within the threshold.  The point estimate is not used:
  * early on it wanders, and an A/A whose first pairs happened to read 0.986
  * would look undecidable at a 2% threshold when it is not. */
-static bool refuse(const struct ab_config *cfg, double start, double trials_s, int looks, struct ab_result *res)
+static bool refuse(const struct ab_config *cfg, double start, double trials_s, double alpha_look, struct ab_result *res)
 {
-	needed_budget(cfg, start, trials_s, looks, res);
+	needed_budget(cfg, start, trials_s, alpha_look, res);
 	res->refused = res->verdict == VERDICT_INCONCLUSIVE && res->blocks >= 12 &&
 		       (res->needed_s < 0 || res->needed_s > cfg->budget_s);
 	return res->refused;
@@ -1073,12 +1075,36 @@ static int run_block(const struct ab_config *cfg, const regex_t *re, const struc
 	return r;
 }
 
+/* The blocks to run before the next look, n trials run: the first look
+ * after --trials per arm; each later one after half as many trials again,
+ * so that the looks grow only with log n. */
+static int look_blocks(const struct ab_config *cfg, int n)
+{
+	return n == 0 ? (cfg->trials + 1) / 2 : (n / 8 > 1 ? n / 8 : 1);
+}
+
+/* Every look at the growing data is another chance of a false alarm: alpha
+ * is split evenly over the most looks the schedule can take before
+ * AB_MAX_TRIALS (Bonferroni: 10 looks at the default 8 trials), so that
+ * the experiment's false-alarm rate is at most alpha, however many looks
+ * the budget allows. */
+static double look_alpha(const struct ab_config *cfg)
+{
+	int n = 0, k = 0;
+
+	do {
+		n += 4 * look_blocks(cfg, n);
+		k++;
+	} while (n < AB_MAX_TRIALS);
+	return cfg->alpha / k;
+}
+
 int ab_run(const struct ab_config *cfg, struct ab_result *res, struct nt_err *err)
 {
 	struct trial *tr = NULL;
-	int n = 0, cap = 0, r = 0, looks = 0;
+	int n = 0, cap = 0, r = 0;
 	uint64_t rng = cfg->seed * 0x9e3779b97f4a7c15ull + 1;
-	double start = now_s(), trials_s = 0;
+	double start = now_s(), trials_s = 0, alpha_look = look_alpha(cfg);
 	struct fsroot *host = fsroot_open("/");
 	struct tlb_counter tlb = { .source = TLB_SRC_NONE, .why = "/ cannot be opened" };
 	struct sigaction old[3];
@@ -1097,10 +1123,7 @@ int ab_run(const struct ab_config *cfg, struct ab_result *res, struct nt_err *er
 		tlb_counter_open(&tlb, host, tlb_sources_from_env());
 	r = warm_up(cfg, cfg->metric ? &re : NULL, &tlb, res, err);
 	for (;;) {
-		/* the first look after --trials per arm; each later one after
-		 * half as many trials again (n grows geometrically), so that the
-		 * number of looks, which divides alpha, grows only with log n */
-		int blocks = n == 0 ? (cfg->trials + 1) / 2 : (n / 8 > 1 ? n / 8 : 1);
+		int blocks = look_blocks(cfg, n);
 
 		if (r)
 			break;
@@ -1118,13 +1141,10 @@ int ab_run(const struct ab_config *cfg, struct ab_result *res, struct nt_err *er
 		}
 		if (r)
 			break;
-		/* every look at the growing data is another chance of a false
-		 * alarm: spend alpha over the looks (Bonferroni), which keeps the
-		 * experiment's false-alarm rate at or below alpha */
-		analyse(cfg, tr, n, cfg->alpha / ++looks, res);
-		if (res->verdict != VERDICT_INCONCLUSIVE || now_s() - start > cfg->budget_s || n >= 400)
+		analyse(cfg, tr, n, alpha_look, res);
+		if (res->verdict != VERDICT_INCONCLUSIVE || now_s() - start > cfg->budget_s || n >= AB_MAX_TRIALS)
 			break;
-		if (refuse(cfg, start, trials_s, looks, res))
+		if (refuse(cfg, start, trials_s, alpha_look, res))
 			break;
 		/* bisect asks only "regression or not": once a slowdown beyond
 		 * the threshold is excluded, more trials cannot make it one */
@@ -1132,7 +1152,7 @@ int ab_run(const struct ab_config *cfg, struct ab_result *res, struct nt_err *er
 			break;
 	}
 	if (!r && res->verdict == VERDICT_INCONCLUSIVE && !res->refused)
-		needed_budget(cfg, start, trials_s, looks, res);
+		needed_budget(cfg, start, trials_s, alpha_look, res);
 	res->elapsed_s = now_s() - start;
 	for (int i = 0; i < n; i++)
 		trial_free(&tr[i]);
