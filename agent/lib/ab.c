@@ -766,6 +766,9 @@ static void analyse_metric(const struct ab_config *cfg, const struct trial *tr, 
 	res->ci_hi = sb.ci_hi;
 	res->p = sb.p;
 	res->noise = sb.sd;
+	/* the typical pair's spread, one outlier pair left out (1.4826 MAD:
+	 * the sd of a normal) */
+	res->noise_typical = 1.4826 * stats_mad(d, (size_t)nb);
 	res->verdict = stats_verdict(res->p, res->ratio, res->ci_lo, res->ci_hi, alpha, cfg->threshold);
 }
 
@@ -1036,14 +1039,23 @@ static void needed_budget(const struct ab_config *cfg, double start, double tria
 
 /* Refuse when not even the budget would decide: when an A/A at the noise
  * seen so far (after at least 12 pairs) would need more than the budget to
- * fit its interval within the threshold.  The point estimate is not used:
- * early on it wanders, and an A/A whose first pairs happened to read 0.986
- * would look undecidable at a 2% threshold when it is not. */
+ * fit its interval within the threshold, both at the sd and at the typical
+ * pair's spread (one stalled pair among 12 inflates the sd; more pairs
+ * dilute it).  The point estimate is not used: early on it wanders, and an
+ * A/A whose first pairs happened to read 0.986 would look undecidable at a
+ * 2% threshold when it is not. */
 static bool refuse(const struct ab_config *cfg, double start, double trials_s, double alpha_look, struct ab_result *res)
 {
+	double noise = res->noise, needed;
+
+	res->noise = fmin(noise, res->noise_typical);
 	needed_budget(cfg, start, trials_s, alpha_look, res);
+	needed = res->needed_s;
+	res->noise = noise;
 	res->refused = res->verdict == VERDICT_INCONCLUSIVE && res->blocks >= 12 &&
-		       (res->needed_s < 0 || res->needed_s > cfg->budget_s);
+		       (needed < 0 || needed > cfg->budget_s);
+	if (res->refused)
+		needed_budget(cfg, start, trials_s, alpha_look, res);   /* the budget said: at the sd */
 	return res->refused;
 }
 

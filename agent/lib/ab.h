@@ -130,6 +130,7 @@ struct ab_result {
 	double alpha_used;            /* the level of the last look: alpha / looks */
 	int blocks;                   /* AB pairs (two in each ABBA block) behind the interval */
 	double noise;                 /* sd of one pair's B/A (a log): the noise floor */
+	double noise_typical;         /* 1.4826 MAD of the same: the typical pair's */
 	bool refused;                 /* the noise needs more than the budget: no verdict */
 	double needed_s;              /* the budget an A/A at this noise needs to decide (-1: none would) */
 	double hl_shift_ms;           /* Hodges-Lehmann shift of step times B - A */
