@@ -580,6 +580,7 @@ static void trial_failed(const struct ab_arm *arm, const struct trial_files *f, 
 }
 
 #define AB_MAX_TRIALS 400          /* both arms, warm-ups not counted: the last look */
+#define AB_REFUSE_PAIRS 24         /* before a refusal: the sd of 12 pairs is off by 20% (one sd) */
 #define AB_OUTPUT_MAX (256u << 20)    /* what --metric reads of a trial's output, and of its step file */
 
 /* --metric over the trial's stdout and stderr: the median value, 0 when
@@ -1038,12 +1039,12 @@ static void needed_budget(const struct ab_config *cfg, double start, double tria
 }
 
 /* Refuse when not even the budget would decide: when an A/A at the noise
- * seen so far (after at least 12 pairs) would need more than the budget to
- * fit its interval within the threshold, both at the sd and at the typical
- * pair's spread (one stalled pair among 12 inflates the sd; more pairs
- * dilute it).  The point estimate is not used: early on it wanders, and an
- * A/A whose first pairs happened to read 0.986 would look undecidable at a
- * 2% threshold when it is not. */
+ * seen so far (after AB_REFUSE_PAIRS pairs at least) would need more than
+ * the budget to fit its interval within the threshold, both at the sd and
+ * at the typical pair's spread (one stalled pair inflates the sd; more
+ * pairs dilute it).  The point estimate is not used: early on it wanders,
+ * and an A/A whose first pairs happened to read 0.986 would look
+ * undecidable at a 2% threshold when it is not. */
 static bool refuse(const struct ab_config *cfg, double start, double trials_s, double alpha_look, struct ab_result *res)
 {
 	double noise = res->noise, needed;
@@ -1052,7 +1053,7 @@ static bool refuse(const struct ab_config *cfg, double start, double trials_s, d
 	needed_budget(cfg, start, trials_s, alpha_look, res);
 	needed = res->needed_s;
 	res->noise = noise;
-	res->refused = res->verdict == VERDICT_INCONCLUSIVE && res->blocks >= 12 &&
+	res->refused = res->verdict == VERDICT_INCONCLUSIVE && res->blocks >= AB_REFUSE_PAIRS &&
 		       (needed < 0 || needed > cfg->budget_s);
 	if (res->refused)
 		needed_budget(cfg, start, trials_s, alpha_look, res);   /* the budget said: at the sd */

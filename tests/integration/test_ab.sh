@@ -87,6 +87,21 @@ check "a host that cannot count TLB shootdowns: not_countable says why, the expl
 	"jq -e '(.not_countable.tlb_shootdowns | startswith(\"no source allowed\")) and ([.explanations[].counter] | index(\"tlb_shootdowns\") == null)' '$OUT' &&
 	 env NODETUNE_TLB_SOURCES=none '$NODETUNE' ab --a 'cmd=$C' --b 'cmd=$C' --trials 2 --budget 1 | grep -q '^  (tlb_shootdowns: not countable on this host: no source allowed'"
 
+# A job far noisier than the threshold asked for (its wall time is 50 to
+# 250 ms at random: a pair's B/A varies by about 50%): after the pairs a
+# refusal waits for, ab refuses to judge, says so and the budget an A/A
+# would need, well before its own budget ends
+cat >"$T_TMP/jitter.sh" <<'EOF'
+#!/bin/sh
+sleep "$(printf '0.%02d' $(( $(od -An -N1 -tu1 /dev/urandom) % 20 + 5 )))"
+EOF
+chmod 755 "$T_TMP/jitter.sh"
+t0=$(date +%s)
+run "$NODETUNE" ab --a "cmd=$T_TMP/jitter.sh" --b "cmd=$T_TMP/jitter.sh" --threshold 1 --budget 60
+check "noise beyond the threshold: refused after $(( $(date +%s) - t0 )) s of a 60 s budget, saying the budget needed ($(grep -m1 '^refused' "$OUT"); $(grep -m1 'budget' "$OUT"))" -- sh -c \
+	"[ $RC -eq 0 ] && [ $(( $(date +%s) - t0 )) -lt 50 ] && grep -q '^verdict: inconclusive' '$OUT' &&
+	 grep -q '^refused: the noise exceeds what --threshold 1.0% can judge within --budget 60 s' '$OUT'"
+
 run "$NODETUNE" ab --a "cmd=$C" --b "cmd=$C --inject gremlins" --trials 2
 check "an arm that fails: verdict error with its stderr tail, exit 3, its outputs kept" -- sh -c \
 	"[ $RC -eq 3 ] && grep -q \"^verdict: error — arm B (warmup-B) failed (exit 2): nodetune-harness: --inject 'gremlins'\" '$OUT' &&
