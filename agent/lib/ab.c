@@ -1038,25 +1038,31 @@ static void needed_budget(const struct ab_config *cfg, double start, double tria
 	res->needed_s = need == INT_MAX ? -1 : (now_s() - start - trials_s) + need * pair_s;
 }
 
-/* Refuse when not even the budget would decide: when an A/A at the noise
- * seen so far (after AB_REFUSE_PAIRS pairs at least) would need more than
- * the budget to fit its interval within the threshold, both at the sd and
- * at the typical pair's spread (one stalled pair inflates the sd; more
- * pairs dilute it).  The point estimate is not used: early on it wanders,
- * and an A/A whose first pairs happened to read 0.986 would look
- * undecidable at a 2% threshold when it is not. */
+/* Refuse when the budget cannot resolve the threshold at all: when, at the
+ * noise seen so far (after AB_REFUSE_PAIRS pairs; the smaller of the sd and
+ * the typical pair's spread, since one stalled pair inflates the sd and
+ * more pairs dilute it), the interval after every pair the budget still
+ * has room for would be wider (its half width) than the threshold.  Then
+ * neither a no-difference nor an effect of the threshold's size can be
+ * called, only a far larger effect, which would have shown by now.  The
+ * point estimate is not used: early on it wanders (an A/A whose first pairs
+ * read 0.986, a true 2% slowdown read as 0.991 after 26 pairs).  The budget
+ * the report states is the one an A/A at this noise needs. */
 static bool refuse(const struct ab_config *cfg, double start, double trials_s, double alpha_look, struct ab_result *res)
 {
-	double noise = res->noise, needed;
+	double sd = fmin(res->noise, res->noise_typical), pair_s, left, hw = INFINITY;
+	int n;
 
-	res->noise = fmin(noise, res->noise_typical);
 	needed_budget(cfg, start, trials_s, alpha_look, res);
-	needed = res->needed_s;
-	res->noise = noise;
-	res->refused = res->verdict == VERDICT_INCONCLUSIVE && res->blocks >= AB_REFUSE_PAIRS &&
-		       (needed < 0 || needed > cfg->budget_s);
-	if (res->refused)
-		needed_budget(cfg, start, trials_s, alpha_look, res);   /* the budget said: at the sd */
+	res->refused = false;
+	if (res->verdict != VERDICT_INCONCLUSIVE || res->blocks < AB_REFUSE_PAIRS)
+		return false;
+	pair_s = trials_s / res->blocks;
+	left = cfg->budget_s - (now_s() - start);
+	n = res->blocks + (pair_s > 0 && left > 0 ? (int)fmin(left / pair_s, AB_MAX_TRIALS / 2) : 0);
+	if (isfinite(sd))
+		hw = stats_t_quantile(alpha_look, n - 1) * sd / sqrt(n);
+	res->refused = !(hw <= log1p(cfg->threshold));
 	return res->refused;
 }
 

@@ -637,17 +637,6 @@ static int cmp_cpu_time(const void *a, const void *b)
 	return (x->cpu > y->cpu) - (x->cpu < y->cpu);
 }
 
-static int cmp_task_share(const void *a, const void *b)
-{
-	const struct culprit_task *x = a, *y = b;
-
-	if (x->top_share != y->top_share)
-		return x->top_share < y->top_share ? 1 : -1;
-	if (x->seconds != y->seconds)
-		return x->seconds < y->seconds ? 1 : -1;
-	return (x->pid > y->pid) - (x->pid < y->pid);
-}
-
 /* Shares over the merged seconds, top CPUs, the order. */
 static void merge_settle(struct culprit_result *m)
 {
@@ -668,7 +657,7 @@ static void merge_settle(struct culprit_result *m)
 		}
 	}
 	if (m->n_tasks)
-		qsort(m->tasks, (size_t)m->n_tasks, sizeof(*m->tasks), cmp_task_share);
+		qsort(m->tasks, (size_t)m->n_tasks, sizeof(*m->tasks), culprit_task_cmp);
 	for (int i = 0; i < m->n_irq_cpus; i++) {
 		struct culprit_cpu_irq *o = &m->irq_cpus[i];
 

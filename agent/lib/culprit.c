@@ -855,7 +855,7 @@ static int rank_list(const struct culprit *c, char *buf, size_t size)
 	return r;
 }
 
-static int cmp_culprit(const void *a, const void *b)
+int culprit_task_cmp(const void *a, const void *b)
 {
 	const struct culprit_task *x = a, *y = b;
 
@@ -927,7 +927,7 @@ static int result_tasks(const struct culprit *c, double seconds, struct culprit_
 		}
 		n += k == 0;
 	}
-	qsort(all, (size_t)n, sizeof(*all), cmp_culprit);
+	qsort(all, (size_t)n, sizeof(*all), culprit_task_cmp);
 	r->n_culprits = n;
 	r->n_tasks = n < CULPRIT_MAX_TASKS ? n : CULPRIT_MAX_TASKS;
 	for (int i = r->n_tasks; i < n; i++)

@@ -173,13 +173,17 @@ const char *culprit_policy_name(int policy);
 /* The lines that explain A against B, one per culprit whose share of a
  * rank CPU differs most between the two, by half a percent of a CPU or
  * more (at most 3, largest first), e.g.
- *   pid 4242 (stress, SCHED_FIFO 50) ran 9.8% of CPU 1 during B trials, 0% during A
+ *   pid 4242 (stress, SCHED_FIFO 50) in cgroup /noisy ran 9.8% of CPU 1 during B trials, 0% during A
  * (a kernel thread reads "(ksoftirqd/1, kernel thread, SCHED_OTHER 0)"),
  * then one line per affinity change.  A process is the same in both when
  * its pid and comm are.  Lines end in '\n'.  Returns the number of lines
  * (0: nothing to say, buf ""), or -ENOSPC when buf was too small (it then
  * holds the lines that fit). */
 int culprit_describe_top(const struct culprit_result *a, const struct culprit_result *b, char *buf, size_t size);
+
+/* qsort order of culprit_task: the largest share of a rank CPU first, then
+ * the most seconds, then the pid. */
+int culprit_task_cmp(const void *a, const void *b);
 
 /* ---- the per-CPU tables of proc/interrupts and proc/softirqs ----------- */
 
