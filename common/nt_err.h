@@ -22,8 +22,10 @@ struct nt_err {
 	char msg[1024];
 };
 
-/* Record code and message in err (which may be NULL). Returns code, so
- * callers write `return err_set(err, -EINVAL, "...")`. */
+/* Record code and message in err (which may be NULL), truncated to fit,
+ * with every control character (newline, tab, ESC, DEL) shown as '?', so
+ * that an argument someone else wrote cannot start a log line of its own.
+ * Returns code, so callers write `return err_set(err, -EINVAL, "...")`. */
 int err_set(struct nt_err *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

@@ -105,16 +105,6 @@ static bool has_controller(const char *ctl, size_t len, const char *controller)
 	return false;
 }
 
-/* Any process names itself (prctl PR_SET_NAME) and its cgroups: what
- * reaches a terminal, a JSON string or an HTML page is printable ASCII,
- * other bytes shown as '?'. */
-static void printable(char *s)
-{
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
-			*s = '?';
-}
-
 /* The cgroup path that says where a process's CPU time is accounted: the
  * cpu controller's line, else the v2 line, else the first. */
 static void read_cgroup(const struct fsroot *root, int pid, char *out, size_t size)
@@ -453,8 +443,9 @@ static int proc_new(struct culprit *c, int pid)
 	p->priority = st.priority;
 	snprintf(p->comm, sizeof(p->comm), "%s", st.comm);
 	read_cgroup(c->root, pid, p->cgroup, sizeof(p->cgroup));
-	printable(p->comm);
-	printable(p->cgroup);
+	/* any process names itself (prctl PR_SET_NAME), and its cgroups */
+	text_printable(p->comm);
+	text_printable(p->cgroup);
 	c->job_dirty = true;
 	return c->n_procs++;
 }

@@ -15,6 +15,7 @@
 
 #include "base64.h"
 #include "fleet.h"
+#include "textbuf.h"
 
 const char *const fleet_hstate_names[FLEET_H__COUNT] = { "verified", "drift", "failed", "invalid", "gated" };
 const char *const fleet_state_names[FLEET_S__COUNT] = { "running", "rolling-back", "done", "rolled-back",
@@ -277,7 +278,7 @@ static int reader_open(struct reader *rd, const char *key, const char *buf, size
 	*rd = (struct reader){ key, NULL, err, 0 };
 	rd->o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
 	if (!rd->o)
-		return err_set(err, -EINVAL, "%s: not valid JSON: %s (byte %d)", key, je.text, je.position);
+		return err_set(err, -EINVAL, "%s: not valid JSON: %s (byte %d)", key, text_printable(je.text), je.position);
 	if (!json_is_object(rd->o)) {
 		json_decref(rd->o);
 		rd->o = NULL;

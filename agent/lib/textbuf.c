@@ -21,3 +21,11 @@ bool textbuf_appendf(char *buf, size_t size, size_t *len, const char *fmt, ...)
 	*len += (size_t)n;
 	return true;
 }
+
+char *text_printable(char *s)
+{
+	for (char *c = s; *c; c++)
+		if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
+			*c = '?';
+	return s;
+}

@@ -1,4 +1,6 @@
-/* textbuf.h — lines appended to a caller's fixed buffer, whole or not at all. */
+/* textbuf.h — lines appended to a caller's fixed buffer, whole or not at
+ * all; text from outside made fit for one line of a terminal or a JSON
+ * string. */
 #ifndef NODETUNE_TEXTBUF_H
 #define NODETUNE_TEXTBUF_H
 
@@ -10,5 +12,11 @@
  * what was there before. */
 __attribute__((format(printf, 4, 5)))
 bool textbuf_appendf(char *buf, size_t size, size_t *len, const char *fmt, ...);
+
+/* Replace in s every byte that is not printable ASCII (control characters,
+ * DEL, bytes >= 0x80) by '?': text someone else wrote (a process's name, a
+ * cgroup, the input quoted by a JSON parser's error) that goes into one
+ * line of a message, a JSON string or a page.  Returns s. */
+char *text_printable(char *s);
 
 #endif

@@ -199,6 +199,12 @@ static void test_documents(void **state)
 	free(s);
 	assert_int_equal(fleet_parse_desired("k", "not json", 8, &back, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "k: not valid JSON"));
+	/* the parser quotes the input near its error: a raw newline or escape
+	 * there is shown as '?', the message stays one line (fuzz_fleet) */
+	assert_int_equal(fleet_parse_desired("k", "{\"a\\\n\033\":1}", 10, &back, &err), -EINVAL);
+	assert_null(strchr(err.msg, '\n'));
+	assert_null(strchr(err.msg, '\033'));
+	assert_non_null(strstr(err.msg, "invalid escape near '\"a\\?' (byte 5)"));
 	assert_int_equal(fleet_parse_desired("k", "{\"rollout\":\"a/b\",\"sha256\":\"x\"}", 31, &back, &err), -EINVAL);
 	assert_int_equal(fleet_parse_desired("k", "{\"rollout\":\"r\",\"mode\":\"gate\",\"sha256\":\"" SHA_A "\"}", 107,
 					     &back, &err), -EINVAL);
