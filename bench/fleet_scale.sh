@@ -5,10 +5,14 @@
 # gpu-host-untuned tree with a real topology (three hardware classes:
 # g4dnmetal, nvidiaDGX2, 96em64t-4n4d3ca2co-pci), at the daemon's default
 # --interval ($INTERVAL, 30 s: a lease of 60 s, a keepalive every 20 s).
-# No gate (a gate's time is the A/B's budget, nothing of the fleet's).
+# A trivial gate on the first wave: each canary A/Bs the current policy
+# against the new one on $GATE_CMD (`sleep 0.1`: the same job either way,
+# so an A/A), --gate-allow-inconclusive; GATE_CMD= runs no gate.
 #
 # Reported:
-#  - the rollout's wall time through the waves $WAVES (5 waves), and the
+#  - the rollout's wall time through the waves $WAVES (5 waves), the gate's
+#    time (from the rollout's own timeline: the first wave sent to "every
+#    canary passed its gate"), the wall time minus the gate's, and the
 #    controller's CPU time (utime + stime of `nodetune fleet rollout`);
 #  - etcd requests per host per minute, idle ($IDLE_S seconds with every
 #    host registered and nothing rolling out) and during the rollout:
@@ -23,6 +27,7 @@ set -eu
 cd "$(dirname "$0")/.."
 : "${NODETUNE:=build/nodetune}" "${HOSTS:=200}" "${INTERVAL:=30}" "${IDLE_S:=120}"
 : "${WAVES:=1/class,1%,10%,50%,100%}" "${ETCD:=/usr/bin/etcd}"
+: "${GATE_CMD=sleep 0.1}" "${GATE_BUDGET:=60}"
 export ETCD
 TMP=$(mktemp -d /tmp/nodetune-bench-XXXXXX)
 topos=../shared/topologies
@@ -72,12 +77,15 @@ h1=$(handled); t1=$(date +%s.%N)
 printf '[main]\nsummary = fleet_scale\n[thp]\ndefrag = madvise\n' >"$TMP/p.conf"
 chmod 644 "$TMP/p.conf"
 h2=$(handled)
-python3 - "$NODETUNE" "$EP" "$TMP/p.conf" "$WAVES" >"$TMP/ctl" <<'EOF'
+python3 - "$NODETUNE" "$EP" "$TMP/p.conf" "$WAVES" "$GATE_CMD" "$GATE_BUDGET" >"$TMP/ctl" <<'EOF'
 import resource, subprocess, sys, time
-nt, ep, pol, waves = sys.argv[1:]
+nt, ep, pol, waves, gate, budget = sys.argv[1:]
+cmd = [nt, "fleet", "rollout", "--endpoints", ep, "--policy", pol, "--name", "scale", "--waves", waves,
+       "--wave-timeout", "120"]
+if gate:
+    cmd += ["--gate-cmd", gate, "--gate-budget", budget, "--gate-allow-inconclusive"]
 t = time.monotonic()
-p = subprocess.run([nt, "fleet", "rollout", "--endpoints", ep, "--policy", pol, "--name", "scale",
-                    "--waves", waves, "--wave-timeout", "120"], stdout=subprocess.DEVNULL)
+p = subprocess.run(cmd, stdout=subprocess.DEVNULL)
 wall = time.monotonic() - t
 ru = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(p.returncode, "%.2f" % wall, "%.2f" % (ru.ru_utime + ru.ru_stime))
@@ -85,16 +93,29 @@ EOF
 h3=$(handled)
 read -r rc wall cpu <"$TMP/ctl"
 "$NODETUNE" fleet status --endpoints "$EP" --name scale --json >"$TMP/r.json"
-docsz=$(env ETCDCTL_API=3 etcdctl --endpoints "$EP" get /nodetune/rollouts/scale --print-value-only | wc -c)
+env ETCDCTL_API=3 etcdctl --endpoints "$EP" get /nodetune/rollouts/scale --print-value-only >"$TMP/doc.json"
+docsz=$(wc -c <"$TMP/doc.json")
 waves=$(python3 -c '
 import json, sys
 r = json.load(open(sys.argv[1]))
 print(r["state"], "/".join(str(len(w["hosts"])) for w in r["waves"]),
       sum(1 for w in r["waves"] for h in w["hosts"] if h["state"] == "verified"))' "$TMP/r.json")
+# the gate's time from the rollout's timeline; its verdicts from the canaries
+gate=$(python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+ev = r["events"]
+sent = [e["t"] for e in ev if e["what"].startswith("wave 0 ")]
+passed = [e["t"] for e in ev if e["what"].startswith("wave 0: every canary passed")]
+verdicts = ",".join(h.get("verdict") or "-" for h in r["waves"][0]["hosts"])
+print("%.2f %s" % (passed[0] - sent[0], verdicts) if sent and passed else "0 none")' "$TMP/doc.json")
+read -r gate_s verdicts <<EOF2
+$gate
+EOF2
 bad=0
 for d in "$TMP"/h*; do [ "$(cat "$d/root/sys/kernel/mm/transparent_hugepage/defrag")" = madvise ] || bad=$((bad + 1)); done
 
-echo "# fleet_scale: $HOSTS daemons (--interval $INTERVAL), 3-member etcd on loopback, waves $WAVES, no gate"
+echo "# fleet_scale: $HOSTS daemons (--interval $INTERVAL), 3-member etcd on loopback, waves $WAVES, gate: ${GATE_CMD:-none}"
 echo "# host: $(nproc) CPUs, $(uname -r); $("$ETCD" --version | head -1)"
 echo "daemon RSS (mean): ${rss} kB"
 python3 -c '
@@ -104,5 +125,6 @@ print("idle: %d requests in %.0f s = %.2f requests/host/min" % (h1 - h0, t1 - t0
 print("rollout: %d requests in %.1f s = %.2f requests/host/min (controller included)" % (h3 - h2, wall, (h3 - h2) / hosts / (wall / 60)))
 ' "$h0" "$h1" "$t0" "$t1" "$h2" "$h3" "$HOSTS" "$wall"
 echo "rollout: exit $rc, $waves (state, hosts per wave, verified); wall ${wall} s; controller CPU ${cpu} s"
+echo "gate: ${gate_s} s (canary verdicts: $verdicts); rollout wall minus gate: $(python3 -c "print('%.2f' % ($wall - $gate_s))") s"
 echo "rollout document: $docsz bytes (etcd's default request limit: 1572864)"
 echo "hosts whose tree does not have the policy: $bad"

@@ -410,7 +410,7 @@ char *fleet_policy_doc_json(const char *name, const char *content, size_t len, c
 static void parse_status_gate(struct reader *rd, struct fleet_status *s)
 {
 	struct reader g = reader_sub(rd, "gate");
-	json_t *ci, *ex;
+	json_t *ci;
 
 	if (rd->r || !g.o)
 		return;
@@ -426,8 +426,6 @@ static void parse_status_gate(struct reader *rd, struct fleet_status *s)
 		s->ci_hi = json_number_value(json_array_get(ci, 1));
 	}
 	get_str(&g, "explanation", s->explanation, sizeof(s->explanation), false);
-	ex = json_object_get(g.o, "explanation");
-	(void)ex;
 	rd->r = g.r;
 }
 
