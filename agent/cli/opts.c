@@ -296,6 +296,12 @@ static int check_gate(const struct opts *o)
 		log_msg(LOG_ERR, "--shadow changes nothing, so it has no gate: drop --gate-cmd or --shadow");
 		return EXIT_USAGE;
 	}
+	for (const char *c = o->gate_cmd; c && *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f) {
+			log_msg(LOG_ERR, "--gate-cmd: a control character at byte %td (one line of sh, as the "
+					 "hosts show and log it)", c - o->gate_cmd);
+			return EXIT_USAGE;
+		}
 	return 0;
 }
 

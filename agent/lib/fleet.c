@@ -180,6 +180,17 @@ static int bad(struct reader *rd, const char *member, const char *what)
 }
 
 /* A string member into out (size bytes with the NUL); required or "". */
+/* Text from the store is shown in `fleet status` tables and logged by
+ * controllers and hosts: a control character in it is shown as '?' (UTF-8
+ * stays; jansson has checked it). */
+static char *unctrl(char *s)
+{
+	for (char *c = s; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+	return s;
+}
+
 static void get_str(struct reader *rd, const char *member, char *out, size_t size, bool required)
 {
 	json_t *v = json_object_get(rd->o, member);
@@ -194,7 +205,7 @@ static void get_str(struct reader *rd, const char *member, char *out, size_t siz
 	else if (json_string_length(v) >= size || strlen(json_string_value(v)) != json_string_length(v))
 		bad(rd, member, "too long, or holds a NUL");
 	else
-		memcpy(out, json_string_value(v), json_string_length(v) + 1);
+		unctrl(memcpy(out, json_string_value(v), json_string_length(v) + 1));
 }
 
 /* A name member (fleet_name_valid). */
@@ -883,6 +894,15 @@ static char *get_dup(struct reader *rd, const char *member, size_t max)
 	return s;
 }
 
+/* A text member shown to people (a note, an event, a reason): get_dup's,
+ * with control characters as '?'. */
+static char *get_text(struct reader *rd, const char *member)
+{
+	char *s = get_dup(rd, member, FLEET_TEXT_MAX * 4);
+
+	return s ? unctrl(s) : NULL;
+}
+
 static void parse_rhost(struct reader *rd, json_t *o, struct fleet_rhost *h)
 {
 	struct reader hr = { rd->key, o, rd->err, 0 };
@@ -908,7 +928,7 @@ static void parse_rhost(struct reader *rd, json_t *o, struct fleet_rhost *h)
 		h->ci_lo = json_number_value(json_array_get(ci, 0));
 		h->ci_hi = json_number_value(json_array_get(ci, 1));
 	}
-	h->note = get_dup(&hr, "note", FLEET_TEXT_MAX * 4);
+	h->note = get_text(&hr, "note");
 	if (json_is_object(sh)) {
 		h->shadow_valid = json_is_true(json_object_get(sh, "valid"));
 		h->shadow_changes = (unsigned)json_integer_value(json_object_get(sh, "changes"));
@@ -981,7 +1001,7 @@ static void parse_events(struct reader *rd, struct fleet_rollout *r)
 			return;
 		}
 		t = get_num(&er, "t", 0, 1e12);
-		what = get_dup(&er, "what", FLEET_TEXT_MAX * 4);
+		what = get_text(&er, "what");
 		if (er.r || !what) {
 			free(what);
 			rd->r = er.r ? er.r : bad(rd, "events", "an event without what");
@@ -1018,7 +1038,7 @@ int fleet_parse_rollout(const char *key, const char *buf, size_t len, struct fle
 	r.created = get_num(&rd, "created", 0, 1e12);
 	r.updated = get_num(&rd, "updated", 0, 1e12);
 	r.phase_started = get_num(&rd, "phase_started", 0, 1e12);
-	r.reason = get_dup(&rd, "reason", FLEET_TEXT_MAX * 4);
+	r.reason = get_text(&rd, "reason");
 	if (!rd.r)
 		parse_waves(&rd, &r);
 	if (!rd.r)

@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "fleet_gate.h"
+#include "textbuf.h"
 
 #define GATE_OUTPUT_MAX (4u << 20)
 
@@ -48,6 +49,8 @@ int fleet_gate_parse(const char *buf, size_t len, struct fleet_gate_result *ret,
 				n += (size_t)snprintf(g.explanation + n, sizeof(g.explanation) - n, "%s%s (%s)",
 						      n ? "; " : "", c, m ? m : "");
 		}
+		text_printable(g.verdict);
+		text_printable(g.explanation);
 		*ret = g;
 	}
 	json_decref(o);

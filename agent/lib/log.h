@@ -21,6 +21,8 @@ void log_set_prefix(const char *prefix);
  * SD_ERR...), which journald reads and strips: for the daemon. */
 void log_set_syslog(bool on);
 
+/* One line on stderr: prefix, message, '\n'; a control character in the
+ * message (from a path, a store value, a process's name) is shown as '?'. */
 void log_msg_impl(int level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 

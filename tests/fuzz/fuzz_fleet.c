@@ -2,7 +2,8 @@
  * (fleet.h: a desired or shadow key, a policy document, a host's status,
  * its liveness key, a rollout) and of the gate's ab report (fleet_gate.h)
  * over arbitrary bytes: what a host or a controller reads from etcd.  A
- * parse that succeeds must hold valid names and bounded text, and a
+ * parse that succeeds must hold valid names and bounded text with no
+ * control character (it is shown in `fleet status` and logged), and a
  * rollout must serialize and parse back; a refusal is a negative errno
  * with a one-line message. */
 #include <stddef.h>
@@ -15,9 +16,18 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* A control character in s (a NULL s has none). */
+static int has_ctrl(const char *s)
+{
+	for (; s && *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return 1;
+	return 0;
+}
+
 static void check_refusal(int rc, const struct nt_err *err)
 {
-	if (rc < 0 && (err->code != rc || strchr(err->msg, '\n')))
+	if (rc < 0 && (err->code != rc || has_ctrl(err->msg)))
 		__builtin_trap();
 }
 
@@ -29,6 +39,15 @@ static void check_rollout(const struct fleet_rollout *r)
 
 	if (!fleet_name_valid(r->name) || r->wave > r->n_waves || r->n_waves > FLEET_WAVES_MAX)
 		__builtin_trap();
+	if (has_ctrl(r->reason) || has_ctrl(r->gate_cmd) || has_ctrl(r->policy))
+		__builtin_trap();
+	for (unsigned i = 0; i < r->n_events; i++)
+		if (has_ctrl(r->events[i].what))
+			__builtin_trap();
+	for (unsigned w = 0; w < r->n_waves; w++)
+		for (unsigned i = 0; i < r->waves[w].n; i++)
+			if (has_ctrl(r->waves[w].hosts[i].note) || has_ctrl(r->waves[w].hosts[i].label))
+				__builtin_trap();
 	s = fleet_rollout_json(r);
 	if (s && fleet_parse_rollout("k", s, strlen(s), &back, &err) != 0)
 		__builtin_trap();
@@ -62,6 +81,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_refusal(rc, &err);
 		if (rc == 0 && (!fleet_name_valid(st->host) || st->state >= FLEET_H__COUNT))
 			__builtin_trap();
+		if (rc == 0 && (has_ctrl(st->error) || has_ctrl(st->label) || has_ctrl(st->explanation) ||
+				has_ctrl(st->shadow_text)))
+			__builtin_trap();
 		free(st);
 	}
 	check_refusal(fleet_parse_hostinfo("k", buf, size, &h, &err), &err);
@@ -70,6 +92,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rc == 0)
 		check_rollout(&r);
 	fleet_rollout_release(&r);
-	check_refusal(fleet_gate_parse(buf, size, &g, &err), &err);
+	rc = fleet_gate_parse(buf, size, &g, &err);
+	check_refusal(rc, &err);
+	if (rc == 0 && (has_ctrl(g.verdict) || has_ctrl(g.explanation)))
+		__builtin_trap();
 	return 0;
 }

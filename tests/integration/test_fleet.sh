@@ -291,11 +291,15 @@ expect_fail 2 "badval.conf:2: .*sometimes" "a policy that fails validation: file
 	"$NODETUNE" fleet rollout --endpoints "$EP" --policy "$T_TMP/badval.conf" --name r-bad
 expect_fail 2 "--waves '1/class,50%': the last wave must be 100%" "waves that do not end at 100%" -- \
 	"$NODETUNE" fleet rollout --endpoints "$EP" --policy "$T_TMP/thp.conf" --name r-w --waves 1/class,50%
+expect_fail 2 "--gate-cmd: a control character at byte 7" "a --gate-cmd of two lines (hosts show and log it as one)" -- \
+	"$NODETUNE" fleet rollout --endpoints "$EP" --policy "$T_TMP/thp.conf" --name r-g --gate-cmd "$(printf 'sleep 1\nreboot')"
 # a desired value that is not JSON, and a policy whose content is not base64: refused on the host's key
 $ETCDCTL put /nodetune/hosts/h1/desired 'not json{' >/dev/null
 sha=0000000000000000000000000000000000000000000000000000000000000000
 $ETCDCTL put /nodetune/policies/$sha "{\"name\":\"x\",\"sha256\":\"$sha\",\"content\":\"@@not base64@@\"}" >/dev/null
 $ETCDCTL put /nodetune/hosts/h2/desired "{\"rollout\":\"manual\",\"mode\":\"apply\",\"policy\":\"x\",\"sha256\":\"$sha\"}" >/dev/null
+# one whose error quotes a raw newline and an escape sequence back (jansson quotes the input)
+$ETCDCTL put /nodetune/hosts/h3/desired "$(printf '{"a\\\n\033[2J":1}')" >/dev/null
 sleep 2
 e1=$($ETCDCTL get /nodetune/hosts/h1/status --print-value-only | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["state"], d["error"])')
 e2=$($ETCDCTL get /nodetune/hosts/h2/status --print-value-only | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["state"], d["error"])')
@@ -305,6 +309,14 @@ case $e2 in *"content\": not valid base64"*) t_ok "a policy that is not base64: 
 *) t_not_ok "non-base64 policy: '$e2'" ;; esac
 grep -q "fleet: .*refused, nothing applied: .*not valid JSON" "$T_TMP/h1/log" &&
 	t_ok "the host's log says it in one line" || t_not_ok "no line in h1's log"
+e3=$($ETCDCTL get /nodetune/hosts/h3/status --print-value-only | python3 -c 'import json,sys; print(json.load(sys.stdin)["error"])')
+if grep -q "fleet: .*refused, nothing applied: .*not valid JSON: invalid escape near '\"a\\\\?'" "$T_TMP/h3/log" &&
+	! grep -q "$(printf '\033')" "$T_TMP/h3/log" && ! grep -q '^\[2J' "$T_TMP/h3/log" &&
+	case $e3 in *"invalid escape near '\"a\\?'"*) true ;; *) false ;; esac; then
+	t_ok "a store value's newline and escape sequence quoted back: '?' in the host's key and its log, one line"
+else
+	t_not_ok "control characters from the store: key '$e3'"; grep -a 'h3/desired' "$T_TMP/h3/log" | cat -A | sed 's/^/#   /'
+fi
 [ "$before" = "$(all_trees)" ] && t_ok "bad input: no tree changed" || t_not_ok "bad input changed a tree"
 
 fleet_cleanup

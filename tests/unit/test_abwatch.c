@@ -18,6 +18,7 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <cmocka.h>
 
 #include "abwatch.h"
@@ -348,7 +349,8 @@ static void test_live_culprit_named(void **state)
 	assert_int_equal(abw_arm_add(&arm[1], &t->trial), 0);
 	assert_true(abw_explain(&arm[0], &arm[1], text, sizeof(text)) >= 1);
 	print_message("%s", text);
-	snprintf(want, sizeof(want), "pid %d (" BURNER_COMM ", SCHED_OTHER 0) in cgroup ", (int)t->burner);
+	snprintf(want, sizeof(want), "pid %d (" BURNER_COMM ", SCHED_OTHER %d) in cgroup ", (int)t->burner,
+		 getpriority(PRIO_PROCESS, 0));   /* the nice value this test runs at */
 	assert_non_null(strstr(text, want));
 	assert_non_null(strstr(text, "of CPU 0 during B trials, 0% during A"));
 	abw_arm_release(&arm[0]);

@@ -205,6 +205,17 @@ static void test_documents(void **state)
 	assert_null(strchr(err.msg, '\n'));
 	assert_null(strchr(err.msg, '\033'));
 	assert_non_null(strstr(err.msg, "invalid escape near '\"a\\?' (byte 5)"));
+	{
+		/* a host's text reaches `fleet status` tables and logs: its
+		 * control characters are shown as '?', UTF-8 stays */
+		static const char st[] = "{\"host\":\"h1\",\"state\":\"failed\",\"label\":\"caf\u00e9\","
+					 "\"error\":\"a\\nb\\u001b[2J\\t\\u007f\"}";
+		struct fleet_status fs;
+
+		assert_int_equal(fleet_parse_status("k", st, sizeof(st) - 1, &fs, &err), 0);
+		assert_string_equal(fs.error, "a?b?[2J?" "?");
+		assert_string_equal(fs.label, "caf\xc3\xa9");
+	}
 	assert_int_equal(fleet_parse_desired("k", "{\"rollout\":\"a/b\",\"sha256\":\"x\"}", 31, &back, &err), -EINVAL);
 	assert_int_equal(fleet_parse_desired("k", "{\"rollout\":\"r\",\"mode\":\"gate\",\"sha256\":\"" SHA_A "\"}", 107,
 					     &back, &err), -EINVAL);

@@ -1,35 +1,40 @@
-/* test_log.c — error carrier and log level. */
+/* test_log.c — log lines: one line each, the level checked before the
+ * arguments are evaluated.  (The error carrier is test_nt_err.c.) */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "log.h"
 
-static void test_err_set(void **state)
+/* A log line is one line whatever its arguments hold (a path, a store
+ * value, a process's name): control characters are shown as '?'. */
+static void test_one_line(void **state)
 {
-	struct nt_err err = { 0 };
+	char buf[256] = { 0 };
+	FILE *f = tmpfile();
+	int saved = dup(2);
+	ssize_t n;
 
 	(void)state;
-	assert_int_equal(err_set(&err, -EINVAL, "%s:%d: bad value '%s'", "f.conf", 12, "x"), -EINVAL);
-	assert_int_equal(err.code, -EINVAL);
-	assert_string_equal(err.msg, "f.conf:12: bad value 'x'");
-	assert_int_equal(err_set(NULL, -ENOENT, "ignored"), -ENOENT);
-}
-
-static void test_err_set_truncates(void **state)
-{
-	struct nt_err err;
-	char big[4000];
-
-	(void)state;
-	memset(big, 'a', sizeof(big) - 1);
-	big[sizeof(big) - 1] = '\0';
-	err_set(&err, -E2BIG, "%s", big);
-	assert_int_equal(strlen(err.msg), sizeof(err.msg) - 1);
+	assert_non_null(f);
+	assert_true(saved >= 0);
+	fflush(stderr);
+	assert_int_equal(dup2(fileno(f), 2), 2);
+	log_set_prefix("nodetune");
+	log_msg(LOG_ERR, "bad value '%s' in %s", "x\nnodetune: applied\033[2J", "k\t");
+	fflush(stderr);
+	assert_int_equal(dup2(saved, 2), 2);
+	close(saved);
+	n = pread(fileno(f), buf, sizeof(buf) - 1, 0);
+	fclose(f);
+	assert_true(n > 0);
+	assert_string_equal(buf, "nodetune: bad value 'x?nodetune: applied?[2J' in k?\n");
 }
 
 static int evaluated;
@@ -54,8 +59,7 @@ static void test_level_checked_before_arguments(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_err_set),
-		cmocka_unit_test(test_err_set_truncates),
+		cmocka_unit_test(test_one_line),
 		cmocka_unit_test(test_level_checked_before_arguments),
 	};
 
