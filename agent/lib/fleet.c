@@ -180,17 +180,6 @@ static int bad(struct reader *rd, const char *member, const char *what)
 }
 
 /* A string member into out (size bytes with the NUL); required or "". */
-/* Text from the store is shown in `fleet status` tables and logged by
- * controllers and hosts: a control character in it is shown as '?' (UTF-8
- * stays; jansson has checked it). */
-static char *unctrl(char *s)
-{
-	for (char *c = s; *c; c++)
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			*c = '?';
-	return s;
-}
-
 static void get_str(struct reader *rd, const char *member, char *out, size_t size, bool required)
 {
 	json_t *v = json_object_get(rd->o, member);
@@ -205,7 +194,9 @@ static void get_str(struct reader *rd, const char *member, char *out, size_t siz
 	else if (json_string_length(v) >= size || strlen(json_string_value(v)) != json_string_length(v))
 		bad(rd, member, "too long, or holds a NUL");
 	else
-		unctrl(memcpy(out, json_string_value(v), json_string_length(v) + 1));
+		/* shown in `fleet status` tables and logged: one line (UTF-8
+		 * stays; jansson has checked it) */
+		text_unctrl(memcpy(out, json_string_value(v), json_string_length(v) + 1));
 }
 
 /* A name member (fleet_name_valid). */
@@ -900,7 +891,7 @@ static char *get_text(struct reader *rd, const char *member)
 {
 	char *s = get_dup(rd, member, FLEET_TEXT_MAX * 4);
 
-	return s ? unctrl(s) : NULL;
+	return s ? text_unctrl(s) : NULL;
 }
 
 static void parse_rhost(struct reader *rd, json_t *o, struct fleet_rhost *h)

@@ -1,5 +1,6 @@
 /* log.c — see log.h. */
 #include "log.h"
+#include "textbuf.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -46,9 +47,7 @@ void log_msg_impl(int level, const char *fmt, ...)
 	/* One line, whatever the arguments held (a path, a store value, a
 	 * process's name): no one else's text starts a line of its own in the
 	 * journal or moves a terminal's cursor. */
-	for (char *c = line; *c; c++)
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			*c = '?';
+	text_unctrl(line);
 	/* One write per message, so lines from several ranks do not interleave. */
 	if (log_syslog)
 		fprintf(stderr, "<%d>%s: %s%s\n", level & LOG_PRIMASK, log_prefix, tag, line);

@@ -29,3 +29,11 @@ char *text_printable(char *s)
 			*c = '?';
 	return s;
 }
+
+char *text_unctrl(char *s)
+{
+	for (char *c = s; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+	return s;
+}

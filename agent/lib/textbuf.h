@@ -19,4 +19,9 @@ bool textbuf_appendf(char *buf, size_t size, size_t *len, const char *fmt, ...);
  * line of a message, a JSON string or a page.  Returns s. */
 char *text_printable(char *s);
 
+/* Replace in s every control character (C0, DEL) by '?', leaving UTF-8 as
+ * it is: text that must stay one line, a log line or a store value shown
+ * in a table.  Returns s.  (common/nt_err.c does the same to messages.) */
+char *text_unctrl(char *s);
+
 #endif

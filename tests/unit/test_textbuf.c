@@ -1,5 +1,5 @@
-/* test_textbuf.c — lines appended whole or not at all, and text from outside
- * made printable ASCII. */
+/* test_textbuf.c — lines appended whole or not at all; text from outside
+ * made printable ASCII, or one line with its UTF-8 kept. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -40,11 +40,21 @@ static void test_printable(void **state)
 	assert_string_equal(s, "ok name?" "?[31m?" "?" "?" "?!"); /* split: no trigraphs */
 }
 
+static void test_unctrl(void **state)
+{
+	char s[] = "a\nb\033[2J\t\x7f caf\xc3\xa9";
+
+	(void)state;
+	assert_ptr_equal(text_unctrl(s), s);
+	assert_string_equal(s, "a?b?[2J?? caf\xc3\xa9");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_append_whole_or_not),
 		cmocka_unit_test(test_printable),
+		cmocka_unit_test(test_unctrl),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
