@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "parse.h"
+#include "textbuf.h"
 #include "writers.h"
 
 /* What one search collects. */
@@ -253,6 +254,7 @@ static void find_process(const struct fsroot *root, const char *path, struct fou
 		snprintf(rel, sizeof(rel), "proc/%d/comm", pid);
 		if (fsroot_read(root, rel, comm, sizeof(comm)) < 0)
 			snprintf(comm, sizeof(comm), "?");
+		text_printable(comm);   /* any process names itself (PR_SET_NAME) */
 		if ((w = found_add(f, "process", pid)))
 			snprintf(w->detail, sizeof(w->detail), "pid %d (%s) has /%s open for writing", pid, comm, path);
 	}

@@ -166,6 +166,10 @@ static void test_open_descriptor(void **state)
 	assert_string_equal(w[0].kind, "process");
 	assert_int_equal(w[0].pid, 4242);
 	assert_string_equal(w[0].detail, "pid 4242 (echo) has /proc/sys/vm/dirty_ratio open for writing");
+	/* a process names itself: its name is shown in printable ASCII */
+	put("proc/4242/comm", "e\033[2Jvil\xc3\xa9\n");
+	assert_int_equal(find("proc/sys/vm/dirty_ratio", w), 1);
+	assert_string_equal(w[0].detail, "pid 4242 (e?[2Jvil?" "?) has /proc/sys/vm/dirty_ratio open for writing");
 }
 
 static void test_bounded(void **state)
