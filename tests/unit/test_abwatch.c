@@ -6,7 +6,6 @@
  * Every process and cgroup a test makes is removed in its teardown, also
  * when it fails. */
 #include <errno.h>
-#include <glob.h>
 #include <math.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -53,17 +52,7 @@ static int live_setup(void **state)
 /* Trial groups of this process left in any hierarchy. */
 static size_t leftovers(void)
 {
-	char pat[128];
-	glob_t g;
-	size_t n = 0;
-
-	snprintf(pat, sizeof(pat), "/sys/fs/cgroup/{,*/}" TRIALCG_PARENT "/%d-*", (int)getpid());
-	if (glob(pat, GLOB_BRACE | GLOB_ONLYDIR, NULL, &g) == 0)
-		n = g.gl_pathc;
-	if (n)
-		fprintf(stderr, "left: %s\n", g.gl_pathv[0]);
-	globfree(&g);
-	return n;
+	return test_cgroup_leftovers(TRIALCG_PARENT);
 }
 
 static void reap(pid_t *pid)

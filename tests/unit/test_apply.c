@@ -26,16 +26,14 @@ struct fx {
 static int setup(void **state)
 {
 	static struct fx fx;
-	char src[4096], cmd[8400], path[4096];
+	char path[4096];
 	struct nt_err err = { 0 };
 
 	if (!test_tmpdir(fx.dir, sizeof(fx.dir)))
 		return -1;
 	snprintf(fx.root, sizeof(fx.root), "%s/root", fx.dir);
 	snprintf(fx.state, sizeof(fx.state), "%s/state", fx.dir);
-	snprintf(cmd, sizeof(cmd), "cp -r '%s' '%s'",
-		 test_path(src, sizeof(src), "tests/fixtures/sysroot/gpu-host-untuned"), fx.root);
-	if (system(cmd))
+	if (test_copy_fixture("tests/fixtures/sysroot/gpu-host-untuned", fx.root) < 0)
 		return -1;
 	test_write(fx.root, "proc/irq/40/smp_affinity_list", "0-95\n");
 	test_write(fx.root, "sys/bus/pci/devices/0000:1b:00.0/msi_irqs/40", "msix\n");

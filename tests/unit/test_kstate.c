@@ -172,10 +172,7 @@ static void test_garbage_is_an_error(void **state)
 		{ "sys/devices/system/cpu/cpu1/cpufreq/scaling_governor", "perf ormance\n",
 		  "scaling_governor: expected a governor name" },
 	};
-	char src[4096], cmd[8400];
-
 	(void)state;
-	test_path(src, sizeof(src), "tests/fixtures/sysroot/gpu-host-tuned");
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char dir[64];
 		struct fsroot *root;
@@ -183,8 +180,7 @@ static void test_garbage_is_an_error(void **state)
 		struct nt_err err = { 0 };
 
 		assert_non_null(test_tmpdir(dir, sizeof(dir)));
-		snprintf(cmd, sizeof(cmd), "cp -r '%s/.' '%s/'", src, dir);
-		assert_int_equal(system(cmd), 0);
+		assert_int_equal(test_copy_fixture("tests/fixtures/sysroot/gpu-host-tuned", dir), 0);
 		assert_int_equal(test_write(dir, cases[i].file, cases[i].content), 0);
 		root = fsroot_open(dir);
 		assert_int_equal(kstate_read(root, &ks, &err), -EINVAL);

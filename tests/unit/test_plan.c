@@ -408,8 +408,7 @@ static void test_host_settings_from_sysroot(void **state)
 
 	(void)state;
 	assert_non_null(test_tmpdir(dir, sizeof(dir)));
-	snprintf(cmd, sizeof(cmd), "cp -r '%s/.' '%s/'", test_path(path, sizeof(path), "tests/fixtures/sysroot/gpu-host-untuned"), dir);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(test_copy_fixture("tests/fixtures/sysroot/gpu-host-untuned", dir), 0);
 	/* IRQs of GPU 0 (MSI-X 40, 41) and of its NIC */
 	test_write(dir, "sys/bus/pci/devices/0000:1b:00.0/msi_irqs/40", "msix\n");
 	test_write(dir, "sys/bus/pci/devices/0000:1b:00.0/msi_irqs/41", "msix\n");

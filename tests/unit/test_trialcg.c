@@ -4,7 +4,6 @@
  * and described.  Every group a test makes is removed in its teardown, also
  * when it fails. */
 #include <errno.h>
-#include <glob.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -33,20 +32,10 @@ static int live_setup(void **state)
 	return 0;
 }
 
-/* Groups of this process left in any hierarchy (glob of the directories). */
+/* Trial groups of this process left in any hierarchy. */
 static size_t leftovers(void)
 {
-	char pat[128];
-	glob_t g;
-	size_t n = 0;
-
-	snprintf(pat, sizeof(pat), "/sys/fs/cgroup/{,*/}" TRIALCG_PARENT "/%d-*", (int)getpid());
-	if (glob(pat, GLOB_BRACE | GLOB_ONLYDIR, NULL, &g) == 0)
-		n = g.gl_pathc;
-	if (n)
-		fprintf(stderr, "left: %s\n", g.gl_pathv[0]);
-	globfree(&g);
-	return n;
+	return test_cgroup_leftovers(TRIALCG_PARENT);
 }
 
 static int live_teardown(void **state)

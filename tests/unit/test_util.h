@@ -3,6 +3,7 @@
 #define NODETUNE_TEST_UTIL_H
 
 #include <errno.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,36 @@ static inline void test_rmrf(const char *dir)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "warning: could not remove %s\n", dir);
+}
+
+/* Copy the repository's tree rel (a captured sysroot) into dst, made if
+ * need be. Returns 0 or -1. */
+static inline int test_copy_fixture(const char *rel, const char *dst)
+{
+	char src[4096], cmd[8400];
+
+	test_path(src, sizeof(src), rel);
+	if (mkdir(dst, 0755) < 0 && errno != EEXIST)
+		return -1;
+	snprintf(cmd, sizeof(cmd), "cp -r '%s/.' '%s/'", src, dst);
+	return system(cmd) ? -1 : 0;
+}
+
+/* Cgroups of this process (named "PID-...") left below parent in any
+ * hierarchy; the first is named on stderr. */
+static inline size_t test_cgroup_leftovers(const char *parent)
+{
+	char pat[256];
+	glob_t g;
+	size_t n = 0;
+
+	snprintf(pat, sizeof(pat), "/sys/fs/cgroup/{,*/}%s/%d-*", parent, (int)getpid());
+	if (glob(pat, GLOB_BRACE | GLOB_ONLYDIR, NULL, &g) == 0)
+		n = g.gl_pathc;
+	if (n)
+		fprintf(stderr, "left: %s\n", g.gl_pathv[0]);
+	globfree(&g);
+	return n;
 }
 
 #endif
