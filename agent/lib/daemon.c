@@ -36,6 +36,7 @@
 #include "topo.h"
 #include "verify.h"
 #include "writers.h"
+#include "launch.h"
 
 #ifndef NODETUNE_VERSION
 #define NODETUNE_VERSION "0.2.0"
@@ -80,20 +81,8 @@ struct daemon {
 	char policy_name[FLEET_NAME_MAX];
 };
 
-static void say(const struct daemon *d, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void say(const struct daemon *d, int level, const char *fmt, ...)
-{
-	char msg[2048];
-	va_list ap;
-
-	if (!d->cfg->note)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	d->cfg->note(level, msg, d->cfg->note_arg);
-}
+/* One line for the caller's note callback (none: nothing). */
+#define say(d, level, ...) launch_notef((d)->cfg->note, (d)->cfg->note_arg, (level), __VA_ARGS__)
 
 static double now_mono(void)
 {

@@ -14,6 +14,7 @@
 
 #include "etcd.h"
 #include "fleet_ctl.h"
+#include "launch.h"
 
 struct fleet_ctl {
 	struct etcd *e;
@@ -25,20 +26,8 @@ struct fleet_ctl {
 	double pause_s;               /* NODETUNE_FLEET_PAUSE: tests kill the controller between steps */
 };
 
-static void say(const struct fleet_ctl *c, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void say(const struct fleet_ctl *c, int level, const char *fmt, ...)
-{
-	char msg[2048];
-	va_list ap;
-
-	if (!c->note)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	c->note(level, msg, c->arg);
-}
+/* One line for the caller's note callback (none: nothing). */
+#define say(c, level, ...) launch_notef((c)->note, (c)->arg, (level), __VA_ARGS__)
 
 /* NODETUNE_FLEET_PAUSE as seconds from 0 to 10; 0 when unset or not a number. */
 static double pause_from_env(void)

@@ -23,6 +23,7 @@
 #include "fleet_gate.h"
 #include "fleet_host.h"
 #include "verify.h"
+#include "launch.h"
 
 #define STATUS_EVERY_S 30.0
 #define POLL_EVERY_S 30.0      /* read the keys even without a watch event */
@@ -50,20 +51,8 @@ struct fleet_host {
 	size_t running_len;
 };
 
-static void say(const struct fleet_host *fh, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void say(const struct fleet_host *fh, int level, const char *fmt, ...)
-{
-	char msg[2048];
-	va_list ap;
-
-	if (!fh->cfg.note)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	fh->cfg.note(level, msg, fh->cfg.note_arg);
-}
+/* One line for the caller's note callback (none: nothing). */
+#define say(fh, level, ...) launch_notef((fh)->cfg.note, (fh)->cfg.note_arg, (level), __VA_ARGS__)
 
 static void wake(struct fleet_host *fh)
 {

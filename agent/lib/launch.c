@@ -19,7 +19,7 @@
 
 void launch_notef(launch_note_fn note, void *arg, int level, const char *fmt, ...)
 {
-	char msg[1024];
+	char msg[2048];   /* as long as a log line (log.c) */
 	va_list ap;
 
 	if (!note)

@@ -27,7 +27,7 @@ enum { LAUNCH_EXIT_USAGE = 2, LAUNCH_EXIT_RUNTIME = 3 };
  * msg is valid during the call only.  May be called in a forked rank. */
 typedef void (*launch_note_fn)(int level, const char *msg, void *arg);
 
-/* Format a message (at most 1023 bytes) and pass it to note; note NULL:
+/* Format a message (at most 2047 bytes) and pass it to note; note NULL:
  * nothing. */
 void launch_notef(launch_note_fn note, void *arg, int level, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
