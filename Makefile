@@ -1,7 +1,7 @@
 # nodetune — build, test, install, demo.
 #
 #   make            build build/nodetune and build/nodetune-harness
-#   make check      deps, build, unit + integration tests, then both again under ASan+UBSan,
+#   make check      deps, build, lint, unit + integration tests, then both again under ASan+UBSan,
 #                   then each fuzz target for FUZZ_SMOKE_TIME seconds
 #   make fuzz       each libFuzzer target (tests/fuzz/fuzz_*.c) for FUZZ_TIME seconds
 #   make demo       deps, build, run the main job on this machine
@@ -51,7 +51,7 @@ endif
 
 # libnodetune: the agent's engine (agent/lib/, no main(), no exit()), linked
 # by the CLI (agent/cli/), the tests and the fuzz targets.
-LIB_SRCS  := $(wildcard agent/lib/*.c) common/nt_err.c
+LIB_SRCS  := $(wildcard agent/lib/*/*.c) common/nt_err.c
 CLI_SRCS  := $(wildcard agent/cli/*.c)
 CLI_OBJS  := $(CLI_SRCS:%.c=$(BUILD)/%.o)
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o)
@@ -115,11 +115,11 @@ $(BUILD)/nodetune_spank.so: deploy/slurm/nodetune_spank.c $(LIB) $(BUILD)/.prefi
 
 all: $(NODETUNE) $(HARNESS) $(PLUGIN)
 
-UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_SRCS := $(wildcard tests/unit/*/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 UNIT_LIBS  = $(shell pkg-config --libs cmocka 2>/dev/null) $(LIBS)
 
-.PHONY: all deps deps-check deps-fuzz check unit integration asan fuzz fuzz-smoke fuzz-build fuzz-bins \
+.PHONY: all deps deps-check deps-fuzz check lint unit integration asan fuzz fuzz-smoke fuzz-build fuzz-bins \
 	demo demo-fleet install clean
 .DEFAULT_GOAL := all
 
@@ -158,7 +158,7 @@ $(NODETUNE): $(CLI_OBJS) $(LIB)
 
 $(BUILD)/tests/%: tests/unit/%.c $(LIB) $(HLIB) | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(H_CFLAGS) -Iharness -o $@ $< $(LIB) $(HLIB) $(LDSAN) $(UNIT_LIBS) $(H_LIBS)
+	$(CC) $(H_CFLAGS) -Iharness -Itests/unit -o $@ $< $(LIB) $(HLIB) $(LDSAN) $(UNIT_LIBS) $(H_LIBS)
 
 $(BUILD)/tests/wdiff: tests/tools/wdiff.c
 	@mkdir -p $(dir $@)
@@ -169,6 +169,11 @@ $(BUILD)/tests/wdiff: tests/tools/wdiff.c
 $(BUILD)/tests/tlbstorm: tests/tools/tlbstorm.c $(LIB) | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB) $(LDSAN) $(LIBS)
+
+# checks of the source itself (tests/lint/test_*.sh): the layering of
+# agent/lib (scripts/check-layout.sh), each shown to fail on planted faults
+lint:
+	@fail=0; for t in tests/lint/test_*.sh; do $$t || fail=1; done; exit $$fail
 
 unit: $(UNIT_BINS) $(NODETUNE) $(HARNESS)
 	@tests/run-unit.sh $(UNIT_BINS)
@@ -200,6 +205,7 @@ asan:
 check: deps-check
 	@$(MAKE) --no-print-directory all
 	@start=$$(date +%s); fail=""; \
+	$(MAKE) --no-print-directory lint || fail="$$fail lint"; \
 	$(MAKE) --no-print-directory unit || fail="$$fail unit"; \
 	$(MAKE) --no-print-directory integration || fail="$$fail integration"; \
 	$(MAKE) --no-print-directory asan || fail="$$fail asan"; \

@@ -1,5 +1,5 @@
 /* model_test.h — what the unit tests reach in model.c and the program does
- * not (tests/unit/test_model.c). */
+ * not (tests/unit/harness/test_model.c). */
 #ifndef NODETUNE_HARNESS_MODEL_TEST_H
 #define NODETUNE_HARNESS_MODEL_TEST_H
 

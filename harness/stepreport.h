@@ -1,5 +1,5 @@
 /* stepreport.h — the harness's side of the step-report protocol
- * (agent/lib/steps.h): when nodetune gives the job NODETUNE_STEP_FD or
+ * (agent/lib/base/steps.h): when nodetune gives the job NODETUNE_STEP_FD or
  * NODETUNE_STEP_FILE, every rank writes one JSON line per measured step,
  * in one write(), as any job may.  Not given: nothing is written. */
 #ifndef NODETUNE_STEPREPORT_H

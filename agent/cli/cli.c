@@ -6,8 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "launch.h"
-#include "log.h"
+#include "tune/launch.h"
+#include "base/log.h"
 
 int finish_stdout(int rc)
 {

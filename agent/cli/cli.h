@@ -9,12 +9,12 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "ab.h"
-#include "fsroot.h"
+#include "ab/ab.h"
+#include "base/fsroot.h"
 #include "opts.h"
-#include "plan.h"
-#include "policy.h"
-#include "topo.h"
+#include "tune/plan.h"
+#include "tune/policy.h"
+#include "machine/topo.h"
 
 /* 0 success, 1 the check found a problem, 2 bad usage or input (nothing
  * changed), 3 runtime failure (what was changed is rolled back). */

@@ -7,10 +7,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ab.h"
+#include "ab/ab.h"
 #include "cli.h"
-#include "log.h"
-#include "html.h"
+#include "base/log.h"
+#include "ab/html.h"
 
 static const struct opt_row ab_opts[] = {
 	{ OPT_A, OPT_REQUIRED },

@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "apply.h"
+#include "tune/apply.h"
 #include "cli.h"
-#include "journal.h"
-#include "log.h"
+#include "tune/journal.h"
+#include "base/log.h"
 
 static const struct opt_row apply_opts[] = {
 	{ OPT_POLICY, OPT_REQUIRED },

@@ -4,10 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bisect.h"
+#include "ab/bisect.h"
 #include "cli.h"
-#include "knob.h"
-#include "log.h"
+#include "machine/knob.h"
+#include "base/log.h"
 
 static const struct opt_row bisect_opts[] = {
 	{ OPT_GOOD, OPT_REQUIRED },

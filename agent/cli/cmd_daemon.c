@@ -9,12 +9,12 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "ctlsock.h"
-#include "daemon.h"
-#include "flap.h"
-#include "fleet_host.h"
-#include "log.h"
-#include "metrics.h"
+#include "daemon/ctlsock.h"
+#include "daemon/daemon.h"
+#include "daemon/flap.h"
+#include "fleet/fleet_host.h"
+#include "base/log.h"
+#include "daemon/metrics.h"
 
 static const struct opt_row daemon_opts[] = {
 	{ OPT_POLICY, OPT_OPTIONAL },

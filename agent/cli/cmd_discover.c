@@ -4,9 +4,9 @@
 #include <string.h>
 
 #include "cli.h"
-#include "discover.h"
-#include "kstate.h"
-#include "log.h"
+#include "machine/discover.h"
+#include "machine/kstate.h"
+#include "base/log.h"
 
 static const struct opt_row discover_opts[] = {
 	{ OPT_TOPOLOGY, OPT_OPTIONAL },

@@ -3,9 +3,9 @@
 #include <stdio.h>
 
 #include "cli.h"
-#include "doctor.h"
-#include "kstate.h"
-#include "log.h"
+#include "observe/doctor.h"
+#include "machine/kstate.h"
+#include "base/log.h"
 
 static const struct opt_row doctor_opts[] = {
 	{ OPT_POLICY, OPT_OPTIONAL },

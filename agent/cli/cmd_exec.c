@@ -1,8 +1,8 @@
 /* cmd_exec.c — `nodetune exec`: bind this process as one local rank (under
  * mpirun, srun or torchrun), then exec the command (launch.h does both). */
 #include "cli.h"
-#include "launch.h"
-#include "log.h"
+#include "tune/launch.h"
+#include "base/log.h"
 
 static const struct opt_row exec_opts[] = {
 	{ OPT_POLICY, OPT_REQUIRED },

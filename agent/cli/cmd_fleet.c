@@ -9,9 +9,9 @@
 #include <time.h>
 
 #include "cli.h"
-#include "fleet_ctl.h"
-#include "log.h"
-#include "userfile.h"
+#include "fleet/fleet_ctl.h"
+#include "base/log.h"
+#include "base/userfile.h"
 
 #define DEFAULT_WAVES "1/class,1%,10%,50%,100%"
 #define DEFAULT_WAVE_TIMEOUT_S 600.0

@@ -2,7 +2,7 @@
 #include <stdio.h>
 
 #include "cli.h"
-#include "knob.h"
+#include "machine/knob.h"
 
 static const struct opt_row keys_opts[] = {
 	{ OPT_MARKDOWN, OPT_OPTIONAL },

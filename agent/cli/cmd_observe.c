@@ -9,9 +9,9 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "launch.h"
-#include "log.h"
-#include "watch.h"
+#include "tune/launch.h"
+#include "base/log.h"
+#include "observe/watch.h"
 
 static const struct opt_row observe_opts[] = {
 	{ OPT_PID, OPT_OPTIONAL },

@@ -1,8 +1,8 @@
 /* cmd_run.c — `nodetune run`: apply, start N bound local ranks (launch.h),
  * wait, revert. */
 #include "cli.h"
-#include "launch.h"
-#include "log.h"
+#include "tune/launch.h"
+#include "base/log.h"
 
 static const struct opt_row run_opts[] = {
 	/* checked in this order: --policy, --state-dir, then -n */

@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "gres.h"
-#include "log.h"
+#include "machine/gres.h"
+#include "base/log.h"
 
 static const struct opt_row slurm_opts[] = {
 	{ OPT_TOPOLOGY, OPT_OPTIONAL },

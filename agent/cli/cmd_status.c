@@ -7,8 +7,8 @@
 #include <time.h>
 
 #include "cli.h"
-#include "ctlsock.h"
-#include "log.h"
+#include "daemon/ctlsock.h"
+#include "base/log.h"
 
 static const struct opt_row status_opts[] = {
 	{ OPT_SOCKET, OPT_OPTIONAL },

@@ -3,8 +3,8 @@
 #include <stdio.h>
 
 #include "cli.h"
-#include "log.h"
-#include "verify.h"
+#include "base/log.h"
+#include "tune/verify.h"
 
 static const struct opt_row verify_opts[] = {
 	{ OPT_POLICY, OPT_REQUIRED },

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "log.h"
+#include "base/log.h"
 
 #ifndef NODETUNE_VERSION
 #define NODETUNE_VERSION "0.2.0"

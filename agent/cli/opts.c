@@ -15,14 +15,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "abfigure.h"
+#include "ab/abfigure.h"
 #include "cli.h"
-#include "flap.h"
-#include "journal.h"
-#include "log.h"
-#include "metrics.h"
-#include "parse.h"
-#include "plan.h"
+#include "daemon/flap.h"
+#include "tune/journal.h"
+#include "base/log.h"
+#include "daemon/metrics.h"
+#include "base/parse.h"
+#include "tune/plan.h"
 
 struct opt_def;
 

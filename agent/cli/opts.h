@@ -15,7 +15,7 @@
 
 #include <stdbool.h>
 
-#include "sampler.h"   /* SAMPLER_MAX_PIDS */
+#include "observe/sampler.h"   /* SAMPLER_MAX_PIDS */
 
 /* Every option, by what it is; the index of its definition. */
 enum opt_id {

@@ -21,7 +21,7 @@ FIFO or file); each step becomes one JSON line, written in one write():
 
 t is the step's wall time; phases are the times of the phases timed inside
 it.  The rank comes from RANK (torchrun), OMPI_COMM_WORLD_RANK (mpirun),
-SLURM_PROCID (srun), else 0.  The protocol is agent/lib/steps.h's.
+SLURM_PROCID (srun), else 0.  The protocol is agent/lib/base/steps.h's.
 """
 
 import json

@@ -33,12 +33,12 @@
 
 #include <slurm/spank.h>
 
-#include "bind.h"
-#include "cpulist.h"
-#include "gres.h"
-#include "plan.h"
-#include "policy.h"
-#include "topo.h"
+#include "tune/bind.h"
+#include "base/cpulist.h"
+#include "machine/gres.h"
+#include "tune/plan.h"
+#include "tune/policy.h"
+#include "machine/topo.h"
 
 SPANK_PLUGIN(nodetune, 1);
 

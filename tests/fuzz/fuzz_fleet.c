@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fleet.h"
-#include "fleet_gate.h"
+#include "fleet/fleet.h"
+#include "fleet/fleet_gate.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -6,8 +6,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "knob.h"
-#include "policy.h"
+#include "machine/knob.h"
+#include "tune/policy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

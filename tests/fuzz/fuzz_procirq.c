@@ -7,8 +7,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "culprit.h"
-#include "observe.h"
+#include "ab/culprit.h"
+#include "observe/observe.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

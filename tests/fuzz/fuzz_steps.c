@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "abfigure.h"
-#include "steps.h"
+#include "ab/abfigure.h"
+#include "base/steps.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

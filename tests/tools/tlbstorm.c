@@ -31,10 +31,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fsroot.h"
-#include "observe.h"
-#include "parse.h"
-#include "tlb_test.h"
+#include "base/fsroot.h"
+#include "observe/observe.h"
+#include "base/parse.h"
+#include "observe/tlb_test.h"
 
 #define BURST_GAP_MS 10
 #define AFTER_MAX_S 60

@@ -1,0 +1,923 @@
+/* abwatch.c — see abwatch.h.
+ *
+ * The file in order:
+ *   rows        the counters, their sources and mechanisms
+ *   the watch   begin, set_cpus, child, started, tick (the cgroup's
+ *               processes made the job's), end
+ *   a trial     its counters from the cgroup reads, perf and culprit, each
+ *               with its reason when it could not be counted
+ *   an arm      cgroup deltas summed; culprit results merged (reserve
+ *               first, then merge: an -ENOMEM leaves the arm as it was)
+ *   explain     the evidence lines, A against B
+ *   JSON
+ */
+#include "ab/abwatch.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/cpulist.h"
+#include "observe/observe.h"
+#include "base/parse.h"
+#include "base/textbuf.h"
+
+#define PROCS_BUF (1u << 16)      /* a trial group's cgroup.procs: ~9000 pids */
+
+/* ---- rows --------------------------------------------------------------- */
+
+const struct abw_row abw_rows[ABW_N] = {
+	[ABW_THROTTLED_PERIODS] = { "throttled_periods", "", "CPU quota throttling" },
+	[ABW_THROTTLED_MS] = { "throttled_ms", "ms", "CPU quota throttling" },
+	[ABW_CG_CPU_PRESSURE_MS] = { "cg_cpu_pressure_ms", "ms", "CPU contention of the job (its cgroup's PSI)" },
+	[ABW_CG_MEM_PRESSURE_MS] = { "cg_memory_pressure_ms", "ms", "memory limit reclaim (its cgroup's PSI)" },
+	[ABW_MEM_EVENTS] = { "memory_limit_events", "", "memory limit reclaim" },
+	[ABW_CG_SWITCHES] = { "cg_context_switches", "", "preemption or blocking of the job (context switches)" },
+	[ABW_CG_MIGRATIONS] = { "cg_cpu_migrations", "", "the job's threads moving between CPUs" },
+	[ABW_CG_FAULTS] = { "cg_page_faults", "", "page faults of the job (memory management)" },
+	[ABW_FOREIGN_CPU_SHARE] = { "foreign_cpu_share", "share", "CPU contention by another task" },
+	[ABW_IRQ_SHARE] = { "irq_share", "share", "IRQ/softirq load on rank CPUs" },
+	[ABW_AFFINITY_CHANGES] = { "affinity_changes", "", "affinity or cpuset change of a rank" },
+};
+
+/* Where each counter comes from: a part of the watch that may be missing
+ * as a whole (its reason then stands for all of its counters). */
+enum abw_source { SRC_CGROUP, SRC_PERF, SRC_CULPRIT, SRC_N };
+
+static const enum abw_source row_source[ABW_N] = {
+	[ABW_THROTTLED_PERIODS] = SRC_CGROUP, [ABW_THROTTLED_MS] = SRC_CGROUP,
+	[ABW_CG_CPU_PRESSURE_MS] = SRC_CGROUP, [ABW_CG_MEM_PRESSURE_MS] = SRC_CGROUP,
+	[ABW_MEM_EVENTS] = SRC_CGROUP, [ABW_CG_SWITCHES] = SRC_PERF, [ABW_CG_MIGRATIONS] = SRC_PERF,
+	[ABW_CG_FAULTS] = SRC_PERF, [ABW_FOREIGN_CPU_SHARE] = SRC_CULPRIT, [ABW_IRQ_SHARE] = SRC_CULPRIT,
+	[ABW_AFFINITY_CHANGES] = SRC_CULPRIT,
+};
+
+/* The perf event behind each perf counter. */
+static const enum trialcg_perf_event row_perf[ABW_N] = {
+	[ABW_CG_SWITCHES] = TCG_PERF_SWITCHES, [ABW_CG_MIGRATIONS] = TCG_PERF_MIGRATIONS,
+	[ABW_CG_FAULTS] = TCG_PERF_FAULTS,
+};
+
+/* ---- the watch ---------------------------------------------------------- */
+
+struct abwatch {
+	const struct fsroot *root;       /* borrowed */
+	struct trialcg *cg;              /* NULL: none (why[SRC_CGROUP]) */
+	char procs_rel[1024];            /* the group's cgroup.procs below root ("" none) */
+	char *procs_buf;                 /* PROCS_BUF, for reading it each tick */
+	bool started;
+	pid_t pid;                       /* the job, as forked */
+	bool have_before;
+	struct trialcg_stats before;
+	struct trialcg_perf perf;        /* fd NULL: not open */
+	struct culprit *cu;              /* NULL: not started, or failed (why) */
+	char cpus[CULPRIT_LIST_LEN];     /* given by abwatch_set_cpus ("" none) */
+	int *known, n_known, cap_known;  /* pids taken from the group, sorted */
+	char why[SRC_N][ABW_WHY_LEN];    /* a part that is missing, and why */
+};
+
+/* Say why a counter (or a part of the watch) is missing: a reason cut to
+ * ABW_WHY_LEN, on purpose. */
+__attribute__((format(printf, 2, 3)))
+static void why_set(char out[ABW_WHY_LEN], const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(out, ABW_WHY_LEN, fmt, ap);
+	va_end(ap);
+}
+
+/* Keep the first error of several parts: into err and *first (when it is
+ * still 0); returns code. */
+static int keep_first(int *first, struct nt_err *err, int code, const char *msg)
+{
+	if (!*first) {
+		*first = code;
+		err_set(err, code, "%s", msg);
+	}
+	return code;
+}
+
+struct abwatch *abwatch_begin(const struct fsroot *root, const char *label, struct nt_err *err)
+{
+	struct abwatch *w = calloc(1, sizeof(*w));
+	struct nt_err e = { 0 };
+	const char *paths, *sep;
+
+	if (!w) {
+		err_set(err, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	w->root = root;
+	w->cg = trialcg_create(root, label, &e);
+	if (!w->cg && e.code == -ENOMEM) {
+		free(w);
+		err_set(err, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	if (!w->cg) {
+		why_set(w->why[SRC_CGROUP], "no trial cgroup: %s", e.msg);
+		why_set(w->why[SRC_PERF], "perf counts the trial cgroup, and there is none: %s", e.msg);
+		log_msg(LOG_DEBUG, "abwatch %s: %s", label, w->why[SRC_CGROUP]);
+		return w;
+	}
+	/* the first of the group's directories (", " between them; a v1
+	 * mount may itself hold a comma: "cpu,cpuacct") */
+	paths = trialcg_paths(w->cg);
+	sep = strstr(paths, ", ");
+	snprintf(w->procs_rel, sizeof(w->procs_rel), "%.*s/cgroup.procs", (int)(sep ? sep - paths : (long)strlen(paths)),
+		 paths);
+	return w;
+}
+
+const struct trialcg *abwatch_cgroup(const struct abwatch *w)
+{
+	return w ? w->cg : NULL;
+}
+
+int abwatch_set_cpus(struct abwatch *w, const char *cpulist, struct nt_err *err)
+{
+	hwloc_bitmap_t set;
+	int r;
+
+	if (w->cu)
+		r = culprit_set_cpus(w->cu, cpulist, err);
+	else if (!(set = hwloc_bitmap_alloc()))
+		return err_set(err, -ENOMEM, "out of memory");
+	else {
+		r = cpulist_parse(cpulist, set);
+		if (r == 0 && hwloc_bitmap_last(set) >= OBS_MAX_CPUS)
+			r = -EINVAL;
+		hwloc_bitmap_free(set);
+		if (r == 0 && strlen(cpulist) >= sizeof(w->cpus))
+			r = -EINVAL;
+		if (r < 0)
+			return err_set(err, r, r == -ENOMEM ? "out of memory"
+				       : "rank CPUs '%.64s': not a cpulist of CPUs below %d", cpulist, OBS_MAX_CPUS);
+	}
+	if (r == 0)
+		snprintf(w->cpus, sizeof(w->cpus), "%s", cpulist);
+	return r;
+}
+
+int abwatch_child(const struct abwatch *w)
+{
+	return w && w->cg ? trialcg_attach(w->cg, 0, NULL) : 0;
+}
+
+int abwatch_started(struct abwatch *w, pid_t pid, struct nt_err *err)
+{
+	struct nt_err e = { 0 };
+	int first = 0, job = (int)pid;
+
+	if (!w || pid <= 0 || w->started)
+		return err_set(err, -EINVAL, "abwatch_started: %s", !w ? "no watch" : pid <= 0 ? "no pid" : "called twice");
+	w->started = true;
+	w->pid = pid;
+	if (w->cg) {
+		w->have_before = trialcg_read(w->cg, &w->before, &e) == 0;
+		if (!w->have_before) {
+			why_set(w->why[SRC_CGROUP], "trial cgroup unreadable before the job: %s", e.msg);
+			keep_first(&first, err, e.code, e.msg);
+		}
+		if (trialcg_perf_open(w->cg, &w->perf, &e) < 0) {
+			why_set(w->why[SRC_PERF], "%s", e.msg);
+			keep_first(&first, err, e.code, e.msg);
+		}
+	}
+	w->cu = culprit_start(w->root, &job, 1, &e);
+	if (!w->cu) {
+		why_set(w->why[SRC_CULPRIT], "culprit watch: %s", e.msg);
+		keep_first(&first, err, e.code, e.msg);
+	} else if (w->cpus[0] && culprit_set_cpus(w->cu, w->cpus, &e) < 0) {
+		keep_first(&first, err, e.code, e.msg);      /* checked when given: not expected */
+	}
+	return first;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Every process in the trial group is the job's: tell the culprit watch of
+ * the ones it has not been told of.  0 or -ENOMEM. */
+static int job_from_cgroup(struct abwatch *w)
+{
+	char *line, *save = NULL;
+	int *add = NULL, n_add = 0, cap_add = 0, r = 0;
+
+	if (!w->cu || !w->procs_rel[0])
+		return 0;
+	if (!w->procs_buf && !(w->procs_buf = malloc(PROCS_BUF)))
+		return -ENOMEM;
+	if (fsroot_read(w->root, w->procs_rel, w->procs_buf, PROCS_BUF) < 0)
+		return 0;                /* gone, or too many to list: the ppid tree still counts */
+	for (line = strtok_r(w->procs_buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		int pid;
+
+		if (parse_int(line, 1, INT32_MAX, &pid) < 0 || pid == (int)w->pid ||
+		    (w->n_known && bsearch(&pid, w->known, (size_t)w->n_known, sizeof(int), cmp_int)))
+			continue;
+		if (n_add == cap_add) {
+			int *tmp = realloc(add, (size_t)(cap_add = cap_add ? 2 * cap_add : 16) * sizeof(int));
+
+			if (!tmp) {
+				free(add);
+				return -ENOMEM;
+			}
+			add = tmp;
+		}
+		add[n_add++] = pid;
+	}
+	if (n_add && w->n_known + n_add > w->cap_known) {
+		int cap = w->n_known + n_add + 16, *tmp = realloc(w->known, (size_t)cap * sizeof(int));
+
+		if (!tmp) {
+			free(add);
+			return -ENOMEM;
+		}
+		w->known = tmp;
+		w->cap_known = cap;
+	}
+	if (n_add && (r = culprit_add_pids(w->cu, add, n_add)) == 0) {
+		memcpy(w->known + w->n_known, add, (size_t)n_add * sizeof(int));
+		w->n_known += n_add;
+		qsort(w->known, (size_t)w->n_known, sizeof(int), cmp_int);
+	}
+	free(add);
+	return r;
+}
+
+int abwatch_tick(struct abwatch *w)
+{
+	int r;
+
+	if (!w || !w->cu)
+		return 0;
+	r = job_from_cgroup(w);
+	return r < 0 ? r : culprit_sample(w->cu);
+}
+
+/* ---- a trial ------------------------------------------------------------ */
+
+/* The part of a trialcg why ("CPU throttling: ...; PSI: ...") that starts
+ * with prefix, into out; else fallback. */
+static void why_part(const char *why, const char *prefix, const char *fallback, char *out, size_t size)
+{
+	const char *p = strstr(why, prefix), *end;
+
+	if (!p) {
+		snprintf(out, size, "%s", fallback);
+		return;
+	}
+	end = strstr(p, "; ");
+	snprintf(out, size, "%.*s", (int)(end ? end - p : (long)strlen(p)), p);
+}
+
+/* after - before of counter c, when both reads have it. */
+static bool cg_delta(const struct abw_trial *t, enum trialcg_counter c, double *ret)
+{
+	if (!trialcg_has(&t->before, c) || !trialcg_has(&t->after, c))
+		return false;
+	*ret = t->after.v[c] > t->before.v[c] ? (double)(t->after.v[c] - t->before.v[c]) : 0;
+	return true;
+}
+
+/* The cgroup counters of t (read), each with its reason when missing. */
+static void fill_cgroup(struct abw_trial *t)
+{
+	const char *why = t->after.why;
+	double d, sum = 0;
+	bool v2mem = true;
+
+	if (cg_delta(t, TCG_CPU_NR_THROTTLED, &d))
+		t->v[ABW_THROTTLED_PERIODS] = d;
+	else
+		why_part(why, "CPU throttling:", "cpu.stat has no nr_throttled", t->why[ABW_THROTTLED_PERIODS],
+			 ABW_WHY_LEN);
+	if (cg_delta(t, TCG_CPU_THROTTLED_USEC, &d))
+		t->v[ABW_THROTTLED_MS] = d / 1000.0;
+	else
+		why_part(why, "CPU throttling:", "cpu.stat has no throttled time", t->why[ABW_THROTTLED_MS],
+			 ABW_WHY_LEN);
+	if (cg_delta(t, TCG_PSI_CPU_SOME_US, &d))
+		t->v[ABW_CG_CPU_PRESSURE_MS] = d / 1000.0;
+	else
+		why_part(why, "PSI:", "no cpu.pressure", t->why[ABW_CG_CPU_PRESSURE_MS], ABW_WHY_LEN);
+	if (cg_delta(t, TCG_PSI_MEM_SOME_US, &d))
+		t->v[ABW_CG_MEM_PRESSURE_MS] = d / 1000.0;
+	else
+		why_part(why, "PSI:", "no memory.pressure", t->why[ABW_CG_MEM_PRESSURE_MS], ABW_WHY_LEN);
+	for (enum trialcg_counter c = TCG_MEM_HIGH; c <= TCG_MEM_OOM && v2mem; c++) {
+		v2mem = cg_delta(t, c, &d);
+		sum += d;
+	}
+	if (v2mem)
+		t->v[ABW_MEM_EVENTS] = sum;
+	else if (cg_delta(t, TCG_MEM_FAILCNT, &d))
+		t->v[ABW_MEM_EVENTS] = d;
+	else
+		why_part(why, "memory events:", "no memory.events or memory.failcnt", t->why[ABW_MEM_EVENTS],
+			 ABW_WHY_LEN);
+}
+
+/* The culprit counters of t (result in). */
+static void fill_culprit(struct abw_trial *t)
+{
+	const struct culprit_result *r = &t->culprit;
+	double irq = -1;
+
+	t->v[ABW_AFFINITY_CHANGES] = r->n_changes;
+	if (!r->cpus[0]) {
+		static const char none[] = "no rank CPUs: the job ran on no CPU for 1% of the trial (too short to sample?)";
+
+		why_set(t->why[ABW_FOREIGN_CPU_SHARE], "%s", none);
+		why_set(t->why[ABW_IRQ_SHARE], "%s", none);
+		return;
+	}
+	t->v[ABW_FOREIGN_CPU_SHARE] = r->n_tasks ? r->tasks[0].top_share : 0;   /* sorted by top_share */
+	for (int i = 0; i < r->n_irq_cpus; i++)
+		if (r->irq_cpus[i].irq_seconds >= 0 && r->irq_cpus[i].irq_share + r->irq_cpus[i].softirq_share > irq)
+			irq = r->irq_cpus[i].irq_share + r->irq_cpus[i].softirq_share;
+	if (irq >= 0)
+		t->v[ABW_IRQ_SHARE] = irq;
+	else
+		why_set(t->why[ABW_IRQ_SHARE], "per-CPU irq/softirq time of proc/stat not readable");
+}
+
+/* v[] and why[] of t from what the watch read. */
+static void fill_trial(const struct abwatch *w, struct abw_trial *t, const uint64_t perf[TCG_PERF_N], bool perf_ok)
+{
+	const char *src_why[SRC_N];
+
+	src_why[SRC_CGROUP] = t->cg_read ? "" : w->why[SRC_CGROUP][0] ? w->why[SRC_CGROUP] : "trial cgroup not read";
+	src_why[SRC_PERF] = perf_ok ? "" : w->why[SRC_PERF][0] ? w->why[SRC_PERF] : "perf events not read";
+	src_why[SRC_CULPRIT] = t->culprit_read ? "" : w->why[SRC_CULPRIT][0] ? w->why[SRC_CULPRIT]
+				: "culprit watch not run";
+	if (!w->started)
+		src_why[SRC_CGROUP] = src_why[SRC_PERF] = src_why[SRC_CULPRIT] = "the job was not started";
+	for (int c = 0; c < ABW_N; c++) {
+		t->v[c] = 0;
+		why_set(t->why[c], "%s", src_why[row_source[c]]);
+		if (row_source[c] == SRC_PERF && perf_ok)
+			t->v[c] = (double)perf[row_perf[c]];
+	}
+	if (t->cg_read)
+		fill_cgroup(t);
+	if (t->culprit_read)
+		fill_culprit(t);
+}
+
+/* The reads at the end of a started watch into t; the first error kept. */
+static void end_reads(struct abwatch *w, struct abw_trial *t, uint64_t perf[TCG_PERF_N], bool *perf_ok, int *first,
+		      struct nt_err *err)
+{
+	struct nt_err e = { 0 };
+	int r;
+
+	if (w->cg && w->have_before) {
+		if (trialcg_read(w->cg, &t->after, &e) == 0) {
+			t->before = w->before;
+			t->cg_read = true;
+		} else {
+			why_set(w->why[SRC_CGROUP], "trial cgroup unreadable after the job: %s", e.msg);
+			keep_first(first, err, e.code, e.msg);
+		}
+	}
+	if (w->perf.fd) {
+		*perf_ok = trialcg_perf_read(&w->perf, perf, &e) == 0;
+		if (!*perf_ok) {
+			why_set(w->why[SRC_PERF], "%s", e.msg);
+			keep_first(first, err, e.code, e.msg);
+		}
+	}
+	if (w->cu) {
+		if ((r = job_from_cgroup(w)) < 0)
+			keep_first(first, err, r, "out of memory");
+		r = culprit_stop(w->cu, &t->culprit, &e);
+		w->cu = NULL;
+		t->culprit_read = r == 0;
+		if (r < 0) {
+			why_set(w->why[SRC_CULPRIT], "culprit watch: %s", e.msg);
+			keep_first(first, err, e.code, e.msg);
+		}
+	}
+}
+
+int abwatch_end(struct abwatch *w, struct abw_trial *ret, struct nt_err *err)
+{
+	uint64_t perf[TCG_PERF_N] = { 0 };
+	bool perf_ok = false;
+	int first = 0, r;
+
+	memset(ret, 0, sizeof(*ret));
+	if (!w) {
+		for (int c = 0; c < ABW_N; c++)
+			why_set(ret->why[c], "no watch");
+		return err_set(err, -EINVAL, "abwatch_end: no watch");
+	}
+	if (w->started)
+		end_reads(w, ret, perf, &perf_ok, &first, err);
+	fill_trial(w, ret, perf, perf_ok);
+	trialcg_perf_close(&w->perf);
+	if (w->cg && (r = trialcg_destroy(w->cg)) < 0) {
+		char msg[1200];
+
+		snprintf(msg, sizeof(msg), "removing the trial cgroup %s: %s", w->procs_rel, strerror(-r));
+		keep_first(&first, err, r, msg);
+	}
+	free(w->procs_buf);
+	free(w->known);
+	free(w);
+	return first;
+}
+
+void abw_trial_release(struct abw_trial *t)
+{
+	if (!t)
+		return;
+	culprit_result_free(&t->culprit);
+	t->culprit_read = false;
+}
+
+/* ---- an arm --------------------------------------------------------------- */
+
+void abw_arm_init(struct abw_arm *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->cg.mem_limit = a->cg.mem_high = -1;
+}
+
+void abw_arm_release(struct abw_arm *a)
+{
+	if (!a)
+		return;
+	culprit_result_free(&a->culprit);
+	abw_arm_init(a);
+}
+
+/* t's cgroup deltas into the arm's sums. */
+static void arm_add_cgroup(struct abw_arm *a, const struct abw_trial *t)
+{
+	struct trialcg_stats *s = &a->cg;
+	uint32_t have = t->before.have & t->after.have;
+
+	if (a->cg_trials == 0) {
+		*s = t->after;          /* quota, limits, paths, why */
+		memset(s->v, 0, sizeof(s->v));
+		s->have = have;
+	}
+	s->have &= have;
+	for (int c = 0; c < TCG_N; c++) {
+		uint64_t b = t->before.v[c], x = t->after.v[c];
+
+		if (!((have >> c) & 1u))
+			continue;
+		if (trialcg_counters[c].gauge)
+			s->v[c] = x > s->v[c] ? x : s->v[c];
+		else
+			s->v[c] += x > b ? x - b : 0;
+	}
+	a->cg_trials++;
+}
+
+static struct culprit_task *find_row(const struct culprit_result *m, int pid, const char *comm)
+{
+	for (int i = 0; i < m->n_tasks; i++)
+		if (m->tasks[i].pid == pid && !strcmp(m->tasks[i].comm, comm))
+			return &m->tasks[i];
+	return NULL;
+}
+
+static struct culprit_cpu_irq *find_irq_cpu(const struct culprit_result *m, int cpu)
+{
+	for (int i = 0; i < m->n_irq_cpus; i++)
+		if (m->irq_cpus[i].cpu == cpu)
+			return &m->irq_cpus[i];
+	return NULL;
+}
+
+/* The union of two cpulists into out.  0, -ENOMEM, -EINVAL. */
+static int cpus_union(const char *x, const char *y, char *out, size_t size)
+{
+	hwloc_bitmap_t a = hwloc_bitmap_alloc(), b = hwloc_bitmap_alloc();
+	int r = !a || !b ? -ENOMEM : cpulist_parse(x, a);
+
+	if (r == 0)
+		r = cpulist_parse(y, b);
+	if (r == 0 && hwloc_bitmap_or(a, a, b) < 0)
+		r = -ENOMEM;
+	if (r == 0)
+		r = cpulist_format(a, out, size);
+	hwloc_bitmap_free(a);
+	hwloc_bitmap_free(b);
+	return r;
+}
+
+/* Make room for t's rows in m so that the merge cannot fail: the task and
+ * IRQ tables grown, each task row's CPUs grown, new task rows appended
+ * empty (n_new of them, taken back on failure), the rank CPUs' union into
+ * cpus.  0 or -ENOMEM (m as it was, but for larger allocations). */
+static int merge_reserve(struct culprit_result *m, const struct culprit_result *t, char *cpus, size_t size,
+			 int *n_new)
+{
+	struct culprit_task *tasks = realloc(m->tasks, (size_t)(m->n_tasks + t->n_tasks + 1) * sizeof(*tasks));
+	struct culprit_cpu_irq *irqs;
+	int r;
+
+	*n_new = 0;
+	if (!tasks)
+		return -ENOMEM;
+	m->tasks = tasks;
+	irqs = realloc(m->irq_cpus, (size_t)(m->n_irq_cpus + t->n_irq_cpus + 1) * sizeof(*irqs));
+	if (!irqs)
+		return -ENOMEM;
+	m->irq_cpus = irqs;
+	if ((r = cpus_union(m->cpus, t->cpus, cpus, size)) == -ENOMEM)
+		return r;
+	if (r < 0)                     /* not a cpulist: culprit.c wrote it, so not expected */
+		snprintf(cpus, size, "%s", m->cpus[0] ? m->cpus : t->cpus);
+	for (int i = 0; i < t->n_tasks; i++) {
+		const struct culprit_task *x = &t->tasks[i];
+		struct culprit_task *row = find_row(m, x->pid, x->comm);
+		struct culprit_cpu_time *ct;
+
+		if (!row) {
+			row = &m->tasks[m->n_tasks];
+			*row = *x;
+			row->seconds = 0;
+			row->n_cpus = 0;
+			row->cpus = NULL;
+			row->threads = 0;
+			m->n_tasks++;
+			++*n_new;
+		}
+		ct = realloc(row->cpus, (size_t)(row->n_cpus + x->n_cpus + 1) * sizeof(*ct));
+		if (!ct)
+			goto out_take_back;
+		row->cpus = ct;
+	}
+	return 0;
+out_take_back:
+	for (; *n_new > 0; --*n_new)
+		free(m->tasks[--m->n_tasks].cpus);
+	return -ENOMEM;
+}
+
+/* One process's rows of a trial into its merged row (room reserved). */
+static void merge_task(struct culprit_task *row, const struct culprit_task *x)
+{
+	if (x->seconds > row->seconds) {           /* name the policy of where it ran most */
+		row->policy = x->policy;
+		row->priority = x->priority;
+	}
+	row->threads = x->threads > row->threads ? x->threads : row->threads;
+	row->seconds += x->seconds;
+	for (int k = 0; k < x->n_cpus; k++) {
+		int j = 0;
+
+		while (j < row->n_cpus && row->cpus[j].cpu != x->cpus[k].cpu)
+			j++;
+		if (j == row->n_cpus)
+			row->cpus[row->n_cpus++] = (struct culprit_cpu_time){ .cpu = x->cpus[k].cpu };
+		row->cpus[j].seconds += x->cpus[k].seconds;
+	}
+}
+
+static int cmp_irq_count(const void *a, const void *b)
+{
+	const struct culprit_irq_count *x = a, *y = b;
+
+	return (x->count < y->count) - (x->count > y->count);
+}
+
+/* Add the rows x[0..nx) into rows[0..*n) by label, at most cap rows. */
+static void sum_by_label(struct culprit_irq_count *rows, int *n, int cap, const struct culprit_irq_count *x, int nx)
+{
+	for (int i = 0; i < nx; i++) {
+		int j = 0;
+
+		while (j < *n && strcmp(rows[j].label, x[i].label))
+			j++;
+		if (j < *n)
+			rows[j].count += x[i].count;
+		else if (*n < cap)
+			rows[(*n)++] = x[i];
+	}
+}
+
+/* One CPU's IRQ figures of a trial into the merged CPU. */
+static void merge_irq_cpu(struct culprit_cpu_irq *o, const struct culprit_cpu_irq *x)
+{
+	struct culprit_irq_count lines[2 * CULPRIT_MAX_IRQ_ROWS];
+	int n = o->n_irqs;
+
+	if (x->irq_seconds >= 0) {
+		o->irq_seconds = (o->irq_seconds > 0 ? o->irq_seconds : 0) + x->irq_seconds;
+		o->softirq_seconds = (o->softirq_seconds > 0 ? o->softirq_seconds : 0) + x->softirq_seconds;
+	}
+	memcpy(lines, o->irqs, (size_t)n * sizeof(*lines));
+	sum_by_label(lines, &n, 2 * CULPRIT_MAX_IRQ_ROWS, x->irqs, x->n_irqs);
+	qsort(lines, (size_t)n, sizeof(*lines), cmp_irq_count);
+	o->n_irqs = n < CULPRIT_MAX_IRQ_ROWS ? n : CULPRIT_MAX_IRQ_ROWS;
+	memcpy(o->irqs, lines, (size_t)o->n_irqs * sizeof(*lines));
+	sum_by_label(o->softirqs, &o->n_softirqs, CULPRIT_MAX_SOFTIRQS, x->softirqs, x->n_softirqs);
+}
+
+static int cmp_cpu_time(const void *a, const void *b)
+{
+	const struct culprit_cpu_time *x = a, *y = b;
+
+	return (x->cpu > y->cpu) - (x->cpu < y->cpu);
+}
+
+/* Shares over the merged seconds, top CPUs, the order. */
+static void merge_settle(struct culprit_result *m)
+{
+	double s = m->seconds;
+
+	for (int i = 0; i < m->n_tasks; i++) {
+		struct culprit_task *row = &m->tasks[i];
+
+		qsort(row->cpus, (size_t)row->n_cpus, sizeof(*row->cpus), cmp_cpu_time);
+		row->top_cpu = -1;
+		row->top_share = 0;
+		for (int k = 0; k < row->n_cpus; k++) {
+			row->cpus[k].share = s > 0 ? row->cpus[k].seconds / s : 0;
+			if (row->top_cpu < 0 || row->cpus[k].share > row->top_share) {
+				row->top_cpu = row->cpus[k].cpu;
+				row->top_share = row->cpus[k].share;
+			}
+		}
+	}
+	if (m->n_tasks)
+		qsort(m->tasks, (size_t)m->n_tasks, sizeof(*m->tasks), culprit_task_cmp);
+	for (int i = 0; i < m->n_irq_cpus; i++) {
+		struct culprit_cpu_irq *o = &m->irq_cpus[i];
+
+		o->irq_share = s > 0 && o->irq_seconds > 0 ? o->irq_seconds / s : 0;
+		o->softirq_share = s > 0 && o->softirq_seconds > 0 ? o->softirq_seconds / s : 0;
+	}
+}
+
+/* t's culprit result into the arm's merged one.  0 or -ENOMEM (m as it was). */
+static int arm_add_culprit(struct abw_arm *a, const struct culprit_result *t)
+{
+	struct culprit_result *m = &a->culprit;
+	char cpus[CULPRIT_LIST_LEN];
+	int n_new, r = merge_reserve(m, t, cpus, sizeof(cpus), &n_new);
+
+	if (r < 0)
+		return r;
+	for (int i = 0; i < t->n_tasks; i++)
+		merge_task(find_row(m, t->tasks[i].pid, t->tasks[i].comm), &t->tasks[i]);
+	for (int i = 0; i < t->n_irq_cpus; i++) {
+		struct culprit_cpu_irq *o = find_irq_cpu(m, t->irq_cpus[i].cpu);
+
+		if (!o) {
+			o = &m->irq_cpus[m->n_irq_cpus++];
+			*o = (struct culprit_cpu_irq){ .cpu = t->irq_cpus[i].cpu, .irq_seconds = -1,
+						       .softirq_seconds = -1 };
+		}
+		merge_irq_cpu(o, &t->irq_cpus[i]);
+	}
+	for (int i = 0; i < t->n_changes && m->n_changes < CULPRIT_MAX_CHANGES; i++)
+		m->changes[m->n_changes++] = t->changes[i];
+	snprintf(m->cpus, sizeof(m->cpus), "%s", cpus);
+	m->cpus_given = a->culprit_trials ? m->cpus_given && t->cpus_given : t->cpus_given;
+	m->schedstat = a->culprit_trials ? m->schedstat && t->schedstat : t->schedstat;
+	m->sample_ms_mean = m->samples + t->samples ? (m->sample_ms_mean * m->samples + t->sample_ms_mean * t->samples) /
+				(m->samples + t->samples) : 0;
+	m->sample_ms_max = t->sample_ms_max > m->sample_ms_max ? t->sample_ms_max : m->sample_ms_max;
+	m->samples += t->samples;
+	m->procs_dropped += t->procs_dropped;
+	m->seconds += t->seconds;
+	merge_settle(m);
+	m->n_culprits = t->n_culprits > m->n_culprits ? t->n_culprits : m->n_culprits;
+	m->n_culprits = m->n_tasks > m->n_culprits ? m->n_tasks : m->n_culprits;
+	a->culprit_trials++;
+	return 0;
+}
+
+int abw_arm_add(struct abw_arm *a, const struct abw_trial *t)
+{
+	if (t->culprit_read) {
+		int r = arm_add_culprit(a, &t->culprit);
+
+		if (r < 0)
+			return r;
+	}
+	if (t->cg_read)
+		arm_add_cgroup(a, t);
+	a->trials++;
+	return 0;
+}
+
+/* ---- explain -------------------------------------------------------------- */
+
+static uint64_t cg_sum(const struct trialcg_stats *s, enum trialcg_counter c)
+{
+	return trialcg_has(s, c) ? s->v[c] : 0;
+}
+
+/* Was the arm throttled, or did it hit a memory limit? */
+static bool arm_limited(const struct abw_arm *a)
+{
+	const struct trialcg_stats *s = &a->cg;
+
+	return a->cg_trials && (cg_sum(s, TCG_CPU_NR_THROTTLED) || cg_sum(s, TCG_MEM_HIGH) || cg_sum(s, TCG_MEM_MAX) ||
+				cg_sum(s, TCG_MEM_OOM) || cg_sum(s, TCG_MEM_OOM_KILL) || cg_sum(s, TCG_MEM_FAILCNT));
+}
+
+/* One line per arm with cgroup counters, when either arm was limited. */
+static bool explain_limits(const struct abw_arm *arm[2], char *buf, size_t size, size_t *len, int *lines)
+{
+	if (!arm_limited(arm[0]) && !arm_limited(arm[1]))
+		return true;
+	for (int s = 0; s < 2; s++) {
+		char text[1536];
+
+		if (!arm[s]->cg_trials)
+			continue;
+		(void)trialcg_describe(NULL, &arm[s]->cg, text, sizeof(text));   /* -ENOBUFS: truncated, still one line */
+		if (!textbuf_appendf(buf, size, len, "%c: %s (%d trial%s)\n", s ? 'B' : 'A', text, arm[s]->cg_trials,
+			    arm[s]->cg_trials == 1 ? "" : "s"))
+			return false;
+		++*lines;
+	}
+	return true;
+}
+
+/* One IRQ line to say: a rank CPU, irq or softirq, the arms' shares (-1:
+ * not a rank CPU of that arm). */
+struct irq_line {
+	int cpu;
+	bool soft;
+	double share[2];
+	const struct culprit_cpu_irq *o[2];
+};
+
+static double irq_diff(const struct irq_line *l)
+{
+	double a = l->share[0] < 0 ? 0 : l->share[0], b = l->share[1] < 0 ? 0 : l->share[1];
+
+	return a > b ? a - b : b - a;
+}
+
+static int cmp_irq_line(const void *a, const void *b)
+{
+	double x = irq_diff(a), y = irq_diff(b);
+
+	return (x < y) - (x > y);
+}
+
+/* The busiest lines of o ("NET_RX 48210, TIMER 812"; numbered IRQs with
+ * their device, "24/nvme0q1 5120"), at most two, into out. */
+static void irq_names(const struct culprit_cpu_irq *o, bool soft, char *out, size_t size)
+{
+	struct culprit_irq_count rows[CULPRIT_MAX_SOFTIRQS > CULPRIT_MAX_IRQ_ROWS ? CULPRIT_MAX_SOFTIRQS
+										   : CULPRIT_MAX_IRQ_ROWS];
+	int n = soft ? o->n_softirqs : o->n_irqs;
+	size_t len = 0;
+
+	memcpy(rows, soft ? o->softirqs : o->irqs, (size_t)n * sizeof(rows[0]));
+	qsort(rows, (size_t)n, sizeof(rows[0]), cmp_irq_count);
+	out[0] = '\0';
+	for (int i = 0; i < n && i < 2; i++) {
+		bool device = !soft && rows[i].name[0] && strspn(rows[i].label, "0123456789") == strlen(rows[i].label);
+
+		if (!textbuf_appendf(out, size, &len, "%s%s%s%s %llu", i ? ", " : "", rows[i].label, device ? "/" : "",
+			    device ? rows[i].name : "", (unsigned long long)rows[i].count))
+			break;
+	}
+}
+
+/* The candidates: each rank CPU of either arm, irq and softirq. */
+static int irq_lines(const struct abw_arm *arm[2], struct irq_line *out)
+{
+	int n = 0;
+
+	for (int s = 0; s < 2; s++) {
+		for (int i = 0; arm[s]->culprit_trials && i < arm[s]->culprit.n_irq_cpus; i++) {
+			int cpu = arm[s]->culprit.irq_cpus[i].cpu;
+			bool dup = false;
+
+			for (int k = 0; k < n && !dup; k++)
+				dup = out[k].cpu == cpu;
+			if (dup)
+				continue;
+			for (int soft = 0; soft < 2; soft++) {
+				struct irq_line l = { .cpu = cpu, .soft = soft };
+
+				for (int x = 0; x < 2; x++) {
+					l.o[x] = arm[x]->culprit_trials ? find_irq_cpu(&arm[x]->culprit, cpu) : NULL;
+					l.share[x] = !l.o[x] || l.o[x]->irq_seconds < 0 ? -1
+						     : soft ? l.o[x]->softirq_share : l.o[x]->irq_share;
+				}
+				if (irq_diff(&l) >= ABW_IRQ_MIN_DIFF)
+					out[n++] = l;
+			}
+		}
+	}
+	if (n)
+		qsort(out, (size_t)n, sizeof(*out), cmp_irq_line);
+	return n;
+}
+
+/* 0, -ENOSPC (buf holds the whole lines that fit) or -ENOMEM. */
+static int explain_irqs(const struct abw_arm *arm[2], char *buf, size_t size, size_t *len, int *lines)
+{
+	int cap = 2 * (arm[0]->culprit.n_irq_cpus + arm[1]->culprit.n_irq_cpus) + 1, n;
+	struct irq_line *l = calloc((size_t)cap, sizeof(*l));
+	bool ok = true;
+
+	if (!l)
+		return -ENOMEM;
+	n = irq_lines(arm, l);
+	for (int i = 0; i < n && i < 3 && ok; i++) {
+		int hi = (l[i].share[1] < 0 ? 0 : l[i].share[1]) >= (l[i].share[0] < 0 ? 0 : l[i].share[0]);
+		char names[160], lo[48];
+
+		irq_names(l[i].o[hi], l[i].soft, names, sizeof(names));
+		if (l[i].share[!hi] < 0)
+			snprintf(lo, sizeof(lo), "not a rank CPU during %c", hi ? 'A' : 'B');
+		else
+			snprintf(lo, sizeof(lo), "%.1f%% during %c", 100.0 * l[i].share[!hi], hi ? 'A' : 'B');
+		ok = textbuf_appendf(buf, size, len, "CPU %d: %s %.1f%% of the time during %c%s%s%s, %s\n", l[i].cpu,
+			    l[i].soft ? "softirq" : "irq", 100.0 * l[i].share[hi], hi ? 'B' : 'A', names[0] ? " (" : "",
+			    names, names[0] ? ")" : "", lo);
+		*lines += ok;
+	}
+	free(l);
+	return ok ? 0 : -ENOSPC;
+}
+
+int abw_explain(const struct abw_arm *a, const struct abw_arm *b, char *buf, size_t size)
+{
+	const struct abw_arm *arm[2] = { a, b };
+	size_t len;
+	int lines, r;
+
+	if (!size)
+		return -ENOSPC;
+	buf[0] = '\0';
+	lines = culprit_describe_top(a->culprit_trials ? &a->culprit : NULL, b->culprit_trials ? &b->culprit : NULL,
+				     buf, size);
+	if (lines < 0)
+		return lines;
+	len = strlen(buf);
+	if (!explain_limits(arm, buf, size, &len, &lines))
+		return -ENOSPC;
+	r = explain_irqs(arm, buf, size, &len, &lines);
+	return r < 0 ? r : lines;
+}
+
+/* ---- JSON ----------------------------------------------------------------- */
+
+static json_t *count_or_null(const struct trialcg_stats *s, enum trialcg_counter c)
+{
+	return trialcg_has(s, c) ? json_integer((json_int_t)s->v[c]) : json_null();
+}
+
+static json_t *cgroup_json(const struct abw_arm *a)
+{
+	const struct trialcg_stats *s = &a->cg;
+	json_t *mem;
+	char text[1536];
+
+	if (!a->cg_trials)
+		return json_null();
+	if (trialcg_has(s, TCG_MEM_HIGH) && trialcg_has(s, TCG_MEM_MAX) && trialcg_has(s, TCG_MEM_OOM))
+		mem = json_integer((json_int_t)(s->v[TCG_MEM_HIGH] + s->v[TCG_MEM_MAX] + s->v[TCG_MEM_OOM]));
+	else
+		mem = count_or_null(s, TCG_MEM_FAILCNT);
+	(void)trialcg_describe(NULL, s, text, sizeof(text));
+	return json_pack("{s:i, s:o, s:o, s:o, s:o, s:o, s:f, s:s, s:s}", "trials", a->cg_trials, "periods",
+			 count_or_null(s, TCG_CPU_NR_PERIODS), "throttled_periods", count_or_null(s, TCG_CPU_NR_THROTTLED),
+			 "throttled_ms", trialcg_has(s, TCG_CPU_THROTTLED_USEC)
+			 ? json_real((double)s->v[TCG_CPU_THROTTLED_USEC] / 1000.0) : json_null(),
+			 "cpu_pressure_ms", trialcg_has(s, TCG_PSI_CPU_SOME_US)
+			 ? json_real((double)s->v[TCG_PSI_CPU_SOME_US] / 1000.0) : json_null(),
+			 "mem_events", mem, "quota_cpus", s->quota_cpus, "paths", s->paths, "text", text);
+}
+
+json_t *abw_arm_json(const struct abw_arm *a)
+{
+	json_t *culprit = json_null();
+
+	if (a->culprit_trials) {
+		struct culprit_result top = a->culprit;  /* shallow: the top rows only */
+
+		if (top.n_tasks > CULPRIT_MAX_TASKS)
+			top.n_tasks = CULPRIT_MAX_TASKS;
+		culprit = culprit_json(&top);
+	}
+	return json_pack("{s:i, s:f, s:o, s:o}", "trials", a->trials, "seconds", a->culprit.seconds, "cgroup",
+			 cgroup_json(a), "culprit", culprit);
+}

@@ -1,0 +1,188 @@
+/* abwatch.h — what the A/B engine watches around one trial, and the sum of
+ * an arm's trials.
+ *
+ * One struct abwatch follows one trial's job from before its fork to after
+ * its end:
+ *   - the job runs in a cgroup of its own (trialcg.h: nodetune-ab/PID-LABEL),
+ *     whose cpu.stat, memory events and PSI are read before and after, and
+ *     whose context switches, migrations and page faults are counted by perf
+ *     for that cgroup alone;
+ *   - culprit.h watches who else ran on the CPUs the job used, the IRQs and
+ *     softirqs there, and affinity changes of the job's threads.  The job is
+ *     the forked pid, its descendants, and every process found in the trial
+ *     cgroup at a tick (so a daemonized descendant, reparented to init, is
+ *     still the job's when it stayed in the group).
+ * What cannot be counted here (no cgroup mount, not root, no perf, no proc)
+ * does not stop the trial: each counter it takes away has its reason in
+ * abw_trial.why[], and its value is 0 only as a placeholder, never to be
+ * read as "nothing happened".
+ *
+ * Lifecycle (fork and exec are the caller's):
+ *     w = abwatch_begin(root, label, err);    before fork
+ *     child:  abwatch_child(w); wait for the parent; exec
+ *     parent: abwatch_started(w, pid, err); let the child go
+ *             while running: abwatch_tick(w) every ~100 ms
+ *             after waitpid: abwatch_end(w, &trial, err)   (frees w)
+ * then per arm: abw_arm_init, abw_arm_add for each trial, abw_explain(A, B),
+ * abw_arm_json, abw_arm_release; abw_trial_release for each trial.
+ *
+ * Threads: none; one watch is used by one thread (culprit.h's rule).
+ */
+#ifndef NODETUNE_ABWATCH_H
+#define NODETUNE_ABWATCH_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "ab/culprit.h"
+#include "base/fsroot.h"
+#include "base/log.h"
+#include "ab/trialcg.h"
+
+/* The per-trial figures the explanations rank, by enum; abw_rows[] says
+ * what each is and the mechanism a change of it points at. */
+enum abw_counter {
+	ABW_THROTTLED_PERIODS,     /* trial cgroup cpu.stat nr_throttled */
+	ABW_THROTTLED_MS,          /* its throttled time (v2 throttled_usec, v1 throttled_time), ms */
+	ABW_CG_CPU_PRESSURE_MS,    /* its PSI cpu some, ms (cgroup2 only) */
+	ABW_CG_MEM_PRESSURE_MS,    /* its PSI memory some, ms (cgroup2 only) */
+	ABW_MEM_EVENTS,            /* v2 memory.events high+max+oom, else v1 memory.failcnt */
+	ABW_CG_SWITCHES,           /* perf context-switches of the cgroup */
+	ABW_CG_MIGRATIONS,         /* perf cpu-migrations of the cgroup */
+	ABW_CG_FAULTS,             /* perf page-faults of the cgroup */
+	ABW_FOREIGN_CPU_SHARE,     /* the largest share of one rank CPU taken by one task not of the job */
+	ABW_IRQ_SHARE,             /* the largest irq+softirq time share of one rank CPU (proc/stat) */
+	ABW_AFFINITY_CHANGES,      /* changes of a job thread's allowed CPUs seen */
+	ABW_N
+};
+
+extern const struct abw_row {
+	const char *name;          /* "throttled_periods", as reports and JSON print it */
+	const char *unit;          /* "" a count, "ms", "share" (0..1) */
+	const char *mechanism;     /* what a change of it points at: "CPU quota throttling", ... */
+} abw_rows[ABW_N];
+
+#define ABW_WHY_LEN 256
+
+struct abwatch; /* one trial's watch (opaque) */
+
+/* Before fork: create the trial's cgroup nodetune-ab/PID-LABEL below root
+ * (borrowed: it must outlive the watch).  When cgroups cannot be used
+ * (-ENOTSUP: none mounted, not root, read-only; -EEXIST; -EINVAL: a label
+ * that is not 1 to 64 of [A-Za-z0-9_.-]) the watch goes on without them
+ * and the trial says why for each cgroup counter.  Returns the watch (freed
+ * by abwatch_end), or NULL with err only on -ENOMEM. */
+struct abwatch *abwatch_begin(const struct fsroot *root, const char *label, struct nt_err *err);
+
+/* The CPUs the job's ranks are bound to (a cpulist), when the caller knows
+ * them; without it the rank CPUs are those the job ran on (culprit.h).
+ * Any time before abwatch_end.  0, or -EINVAL with err (a bad list); the
+ * watch is unchanged on error. */
+int abwatch_set_cpus(struct abwatch *w, const char *cpulist, struct nt_err *err);
+
+/* In the forked child, before exec: join the trial cgroup (a no-op without
+ * one).  Async-signal-safe: the only system call is write(2).  0, or the
+ * -errno of the refused write (the child should then exit). */
+int abwatch_child(const struct abwatch *w);
+
+/* In the parent right after fork, while the child waits for it (so nothing
+ * the job does is missed): the cgroup's counters "before", its perf events
+ * opened, the culprit watch started with pid as the job.  Each part that
+ * cannot start leaves its counters not countable (with why) and the others
+ * go on.  Returns 0 when every part started, else the -errno of the first
+ * that did not, with err (-EINVAL: pid <= 0, or called twice; -ENOMEM;
+ * -ENOTSUP, -EACCES: perf; -ENOENT: no proc below root). */
+int abwatch_started(struct abwatch *w, pid_t pid, struct nt_err *err);
+
+/* While the job runs, every ~100 ms: the processes in the trial cgroup
+ * become the job's, and the culprit watch takes a sample.  0, or -errno
+ * of the sample (skipped; the next one picks the time up).  A watch not
+ * started is a no-op. */
+int abwatch_tick(struct abwatch *w);
+
+/* One trial's figures. */
+struct abw_trial {
+	double v[ABW_N];
+	char why[ABW_N][ABW_WHY_LEN];   /* "" countable; else why not (v[] is then 0) */
+	bool cg_read;                   /* before and after hold the trial cgroup's counters */
+	struct trialcg_stats before, after;
+	bool culprit_read;              /* culprit holds a result */
+	struct culprit_result culprit;  /* owned: abw_trial_release */
+};
+
+/* After the job ended (waited for): the cgroup's counters "after", the perf
+ * counts, the culprit result; then the cgroup is destroyed (what is left in
+ * it is killed) and w is freed, in every case (NULL: -EINVAL).  *ret is
+ * always filled, the counters that could not be read with their why (also
+ * when abwatch_started was never called), and must be released with
+ * abw_trial_release.  Returns 0, or the -errno of the first part that
+ * failed with err (-EBUSY: the cgroup could not be emptied and is left). */
+int abwatch_end(struct abwatch *w, struct abw_trial *ret, struct nt_err *err);
+
+/* The trial cgroup of w (NULL when there is none): for its paths, or for a
+ * test to set a limit on it.  Owned by w. */
+const struct trialcg *abwatch_cgroup(const struct abwatch *w);
+
+/* Free what t holds (not t); a zeroed t, or NULL, is a no-op. */
+void abw_trial_release(struct abw_trial *t);
+
+/* ---- an arm: its trials summed ----------------------------------------- */
+
+struct abw_arm {
+	int trials;                     /* added */
+	int cg_trials;                  /* of them, with cgroup counters (summed in cg) */
+	int culprit_trials;             /* ... with a culprit result (merged in culprit) */
+	/* The cgroup counters' deltas summed over cg_trials, in the form
+	 * trialcg_describe(NULL, &cg) reads: "have" holds the counters every
+	 * one of those trials had; gauges (memory.current, peak) the largest;
+	 * quota, limits, paths and why those of the first trial. */
+	struct trialcg_stats cg;
+	/* The culprit results merged: a process is the same one when its pid
+	 * and comm are; its seconds (and per-CPU seconds) summed, shares over
+	 * culprit.seconds (the sum of the trials'); IRQ and softirq rows summed
+	 * by label per CPU, irq/softirq seconds summed (shares likewise);
+	 * affinity changes concatenated up to CULPRIT_MAX_CHANGES; rank CPUs
+	 * the union.  tasks[] is sorted by top_share and may hold more than
+	 * CULPRIT_MAX_TASKS rows. */
+	struct culprit_result culprit;
+};
+
+/* An empty arm. */
+void abw_arm_init(struct abw_arm *a);
+
+/* Add trial t to arm a.  0, or -ENOMEM (a is then as it was, or has t's
+ * cgroup counters but not its culprit rows: still consistent). */
+int abw_arm_add(struct abw_arm *a, const struct abw_trial *t);
+
+/* Free what a holds and make it empty again; NULL is a no-op. */
+void abw_arm_release(struct abw_arm *a);
+
+/* The evidence for the report, arm A against arm B, one line each ending
+ * in '\n':
+ *   - culprits and affinity changes (culprit_describe_top over the merged
+ *     results): "pid 4242 (stress, SCHED_FIFO 50) ran 9.8% of CPU 1 during
+ *     B trials, 0% during A";
+ *   - when either arm was throttled or hit a memory limit, one line per arm
+ *     with cgroup counters (trialcg_describe): "B: throttled in 412 of 500
+ *     periods (82%), 3.1 s in all; quota 0.5 CPU; ...";
+ *   - a rank CPU whose irq or softirq share differs by ABW_IRQ_MIN_DIFF
+ *     (one percentage point) or more, with its busiest lines (at most 3
+ *     lines, largest difference first): "CPU 1: softirq 12.0% of the time
+ *     during B (NET_RX 48210, TIMER 812), 0.1% during A"; a CPU that was
+ *     not a rank CPU of the other arm reads "not a rank CPU during A".
+ * Returns the number of lines (0: nothing to say, buf ""), or -ENOSPC when
+ * buf was too small (it holds the whole lines that fit), -ENOMEM. */
+#define ABW_IRQ_MIN_DIFF 0.01
+int abw_explain(const struct abw_arm *a, const struct abw_arm *b, char *buf, size_t size);
+
+/* The arm for the JSON report (a new reference; NULL on ENOMEM):
+ *   {"trials", "seconds", "cgroup": {"trials", "periods",
+ *    "throttled_periods", "throttled_ms", "cpu_pressure_ms", "mem_events"
+ *    (null where not counted), "quota_cpus", "paths", "text"} or null,
+ *    "culprit": culprit_json of the merged result with its top
+ *    CULPRIT_MAX_TASKS tasks, or null} */
+json_t *abw_arm_json(const struct abw_arm *a);
+
+#endif

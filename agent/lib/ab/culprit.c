@@ -1,0 +1,1280 @@
+/* culprit.c — see culprit.h.
+ *
+ * Divisions: reading proc (a task's stat, its cgroup line, the trial's
+ * clock); the tables of /proc/interrupts and /proc/softirqs; the process
+ * and thread tables; one sample; start and stop; the result (tasks, IRQs);
+ * JSON; the A vs B text.
+ */
+#include "ab/culprit.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/cpulist.h"
+#include "observe/observe.h"
+#include "base/parse.h"
+#include "base/textbuf.h"
+
+#define PF_KTHREAD 0x00200000u     /* include/linux/sched.h */
+#define IRQ_FILE_MAX (1u << 22)    /* proc/interrupts of a 4096-CPU host fits */
+#define IRQTAB_MAX_ROWS 16384
+
+/* ---- reading proc ------------------------------------------------------- */
+
+/* Fields of proc/PID/stat by their number in proc(5) (1: pid, 2: comm). */
+enum stat_field {
+	SF_STATE = 3,
+	SF_PPID = 4,
+	SF_FLAGS = 9,
+	SF_UTIME = 14,
+	SF_STIME = 15,
+	SF_NICE = 19,
+	SF_PROCESSOR = 39,
+	SF_RT_PRIORITY = 40,
+	SF_POLICY = 41,
+	SF_N
+};
+
+struct task_stat {
+	char comm[32];
+	int ppid, cpu, policy, priority;
+	bool kthread, zombie;
+	uint64_t ticks;              /* utime + stime */
+};
+
+/* Parse one proc/PID/stat line; "PID (comm) S f4 f5 ...": comm may hold
+ * spaces and ')', so fields count from the last ')'.  0 or -EINVAL. */
+static int stat_parse(const char *buf, struct task_stat *ret)
+{
+	const char *open = strchr(buf, '('), *close = strrchr(buf, ')'), *p;
+	long long v[SF_N] = { 0 };
+	int k = SF_STATE;
+
+	if (!open || !close || close < open || close[1] != ' ')
+		return -EINVAL;
+	snprintf(ret->comm, sizeof(ret->comm), "%.*s", (int)(close - open - 1), open + 1);
+	ret->zombie = close[2] == 'Z' || close[2] == 'X';
+	for (p = close + 3; *p == ' ' && k + 1 < SF_N; k++) {
+		char *end;
+
+		v[k + 1] = strtoll(p + 1, &end, 10);
+		if (end == p + 1)
+			return -EINVAL;
+		p = end;
+	}
+	if (k < SF_POLICY)
+		return -EINVAL;         /* a kernel before 2.6.x: no processor, policy */
+	ret->ppid = (int)v[SF_PPID];
+	ret->kthread = (unsigned long long)v[SF_FLAGS] & PF_KTHREAD;
+	ret->ticks = (uint64_t)v[SF_UTIME] + (uint64_t)v[SF_STIME];
+	ret->cpu = (int)v[SF_PROCESSOR];
+	ret->policy = (int)v[SF_POLICY];
+	ret->priority = ret->policy == SCHED_FIFO || ret->policy == SCHED_RR ? (int)v[SF_RT_PRIORITY]
+									     : (int)v[SF_NICE];
+	return ret->cpu >= 0 && ret->cpu < OBS_MAX_CPUS ? 0 : -EINVAL;
+}
+
+static int read_stat(const struct fsroot *root, const char *rel, struct task_stat *ret)
+{
+	char buf[1024];
+	ssize_t n = fsroot_read(root, rel, buf, sizeof(buf));
+
+	if (n < 0)
+		return (int)n;
+	return stat_parse(buf, ret);
+}
+
+/* Is controller one of the comma-separated list ctl[0..len)? */
+static bool has_controller(const char *ctl, size_t len, const char *controller)
+{
+	size_t cl = strlen(controller);
+
+	for (const char *p = ctl; p < ctl + len;) {
+		const char *comma = memchr(p, ',', (size_t)(ctl + len - p));
+		size_t n = comma ? (size_t)(comma - p) : (size_t)(ctl + len - p);
+
+		if (n == cl && !memcmp(p, controller, cl))
+			return true;
+		p += n + 1;
+	}
+	return false;
+}
+
+/* The cgroup path that says where a process's CPU time is accounted: the
+ * cpu controller's line, else the v2 line, else the first. */
+static void read_cgroup(const struct fsroot *root, int pid, char *out, size_t size)
+{
+	char rel[64], buf[4096], *line, *save = NULL;
+	int best = 3;
+
+	out[0] = '\0';
+	snprintf(rel, sizeof(rel), "proc/%d/cgroup", pid);
+	if (fsroot_read(root, rel, buf, sizeof(buf)) < 0)
+		return;
+	for (line = strtok_r(buf, "\n", &save); line && best > 0; line = strtok_r(NULL, "\n", &save)) {
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		int rank;
+
+		if (!c2)
+			continue;
+		rank = has_controller(c1 + 1, (size_t)(c2 - c1 - 1), "cpu") ? 0 : c2 == c1 + 1 ? 1 : 2;
+		if (rank < best) {
+			best = rank;
+			snprintf(out, size, "%s", c2 + 1);
+		}
+	}
+}
+
+/* The trial's clock in seconds: the monotonic clock on the host, a
+ * captured tree's proc/uptime elsewhere (tests move it); -1 unknown. */
+static double clock_s(const struct fsroot *root)
+{
+	struct timespec ts;
+	char buf[128], *end;
+	double v;
+
+	if (fsroot_is_host(root)) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	}
+	if (fsroot_read(root, "proc/uptime", buf, sizeof(buf)) < 0)
+		return -1;
+	v = strtod(buf, &end);
+	return end == buf ? -1 : v;
+}
+
+static double mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* ---- proc/interrupts and proc/softirqs ----------------------------------- */
+
+void culprit_irqtab_free(struct culprit_irqtab *t)
+{
+	if (!t)
+		return;
+	free(t->col_cpu);
+	free(t->rows);
+	free(t->counts);
+	memset(t, 0, sizeof(*t));
+}
+
+/* The header: "CPU0 CPU1 CPU3 ..." (offline CPUs have no column). */
+static int irqtab_header(const char *line, const char *end, struct culprit_irqtab *t)
+{
+	int cap = 0;
+
+	for (const char *p = line; p < end;) {
+		char *e;
+		long cpu;
+
+		p += strspn(p, " \t");
+		if (p >= end)
+			break;
+		if (end - p < 4 || strncmp(p, "CPU", 3))
+			return -EINVAL;
+		cpu = strtol(p + 3, &e, 10);
+		if (e == p + 3 || e > end || cpu < 0 || cpu >= OBS_MAX_CPUS || t->n_cols >= OBS_MAX_CPUS)
+			return -EINVAL;
+		if (t->n_cols == cap) {
+			int *tmp = realloc(t->col_cpu, (size_t)(cap = cap ? 2 * cap : 64) * sizeof(int));
+
+			if (!tmp)
+				return -ENOMEM;
+			t->col_cpu = tmp;
+		}
+		t->col_cpu[t->n_cols++] = (int)cpu;
+		p = e;
+	}
+	return t->n_cols ? 0 : -EINVAL;
+}
+
+/* The text after the counts: a numbered line's device is its last word
+ * ("IR-PCI-MSI 524288-edge nvme0q1"), a named line's text is all of it. */
+static void irqtab_name(const char *p, const char *end, bool numbered, char *out, size_t size)
+{
+	const char *q;
+
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	while (end > p && (end[-1] == ' ' || end[-1] == '\t'))
+		end--;
+	q = end;
+	if (numbered)
+		while (q > p && q[-1] != ' ' && q[-1] != '\t')
+			q--;
+	else
+		q = p;
+	snprintf(out, size, "%.*s", (int)(end - q), q);
+}
+
+/* One "LABEL: counts [text]" row into t (grown as needed). */
+static int irqtab_row(const char *line, const char *end, struct culprit_irqtab *t, int *cap)
+{
+	const char *colon = memchr(line, ':', (size_t)(end - line)), *p = line + strspn(line, " \t");
+	struct culprit_irq_count *row;
+	uint64_t *cnt;
+	int k = 0;
+
+	if (!colon || colon == p || colon - p >= (long)sizeof(row->label) || t->n_rows >= IRQTAB_MAX_ROWS)
+		return -EINVAL;
+	if (t->n_rows == *cap) {
+		int ncap = *cap ? 2 * *cap : 32;
+		struct culprit_irq_count *r = realloc(t->rows, (size_t)ncap * sizeof(*r));
+		uint64_t *c = r ? realloc(t->counts, (size_t)ncap * (size_t)t->n_cols * sizeof(*c)) : NULL;
+
+		if (r)
+			t->rows = r;
+		if (!c)
+			return -ENOMEM;
+		t->counts = c;
+		*cap = ncap;
+	}
+	row = &t->rows[t->n_rows];
+	cnt = &t->counts[(size_t)t->n_rows * (size_t)t->n_cols];
+	memset(row, 0, sizeof(*row));
+	snprintf(row->label, sizeof(row->label), "%.*s", (int)(colon - p), p);
+	for (p = colon + 1; k < t->n_cols; k++) {
+		const char *d = p + strspn(p, " \t");
+		char *e;
+
+		if (d >= end || *d < '0' || *d > '9')
+			break;
+		cnt[k] = strtoull(d, &e, 10);
+		p = e;
+	}
+	for (int i = k; i < t->n_cols; i++)
+		cnt[i] = 0;
+	irqtab_name(p, end, strspn(row->label, "0123456789") == strlen(row->label), row->name, sizeof(row->name));
+	t->n_rows++;
+	return 0;
+}
+
+int culprit_irqtab_parse(const char *buf, size_t len, struct culprit_irqtab *ret, struct nt_err *err)
+{
+	struct culprit_irqtab t = { 0 };
+	char *copy = malloc(len + 1);     /* NUL-terminated: strto* stop at its end */
+	const char *p, *end;
+	int lineno = 0, cap = 0, r = 0;
+
+	if (!copy)
+		return err_set(err, -ENOMEM, "out of memory");
+	memcpy(copy, buf, len);
+	copy[len] = '\0';
+	for (p = copy, end = copy + len; p < end && !r; lineno++) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p)), *le = nl ? nl : end;
+
+		if (memchr(p, '\0', (size_t)(le - p)))
+			r = -EINVAL;
+		else if (lineno == 0)
+			r = irqtab_header(p, le, &t);
+		else if (p + strspn(p, " \t") < le)       /* blank lines are skipped */
+			r = irqtab_row(p, le, &t, &cap);
+		p = le + 1;
+	}
+	free(copy);
+	if (!r && lineno == 0)
+		r = -EINVAL;
+	if (r) {
+		culprit_irqtab_free(&t);
+		return r == -ENOMEM ? err_set(err, r, "out of memory")
+				    : err_set(err, r, "line %d: expected %s", lineno ? lineno : 1,
+					      lineno <= 1 ? "a header of 'CPUn' columns" : "'LABEL: count ...'");
+	}
+	*ret = t;
+	return 0;
+}
+
+/* Read and parse relpath; -errno (the table is then empty). */
+static int irqtab_read(const struct fsroot *root, const char *rel, struct culprit_irqtab *ret)
+{
+	char *buf = malloc(IRQ_FILE_MAX);
+	ssize_t n = buf ? fsroot_read_exact(root, rel, buf, IRQ_FILE_MAX) : -ENOMEM;
+	int r = n < 0 ? (int)n : culprit_irqtab_parse(buf, (size_t)n, ret, NULL);
+
+	free(buf);
+	if (r < 0)
+		memset(ret, 0, sizeof(*ret));
+	return r;
+}
+
+/* ---- the process and thread tables --------------------------------------- */
+
+struct cu_ns {                   /* run time of a process on one CPU */
+	int cpu;
+	uint64_t ns;
+};
+
+struct cu_proc {
+	int pid, ppid;
+	bool job, self, kthread;
+	char comm[32];
+	char cgroup[256];
+	int policy, priority;
+	uint64_t policy_ns;          /* trial time of the thread its policy is from */
+	int threads;                 /* threads that ran */
+	int n_ns, cap_ns;
+	struct cu_ns *ns;
+};
+
+struct cu_task {                 /* one thread as of the last sample */
+	int tid, proc;               /* proc: index in procs[] */
+	int cpu;
+	uint64_t run_ns, trial_ns;
+};
+
+struct cu_allowed {              /* a job thread's allowed CPUs */
+	int tid;
+	char list[CULPRIT_LIST_LEN];
+};
+
+struct cu_index {
+	int pid, idx;
+};
+
+struct culprit {
+	struct fsroot *root;
+	int self;                    /* our pid, on the host; else 0 */
+	long hz;
+	int *job, n_job;             /* the pids given */
+	bool job_dirty;              /* pids added or processes found since the last closure */
+	struct cu_proc *procs;
+	int n_procs, cap_procs, procs_dropped;
+	struct cu_index *index;      /* procs by pid, sorted */
+	int n_index, cap_index;
+	struct cu_task *prev, *cur;  /* by tid, sorted */
+	int n_prev, n_cur, cap_prev, cap_cur;
+	struct cu_allowed *allowed;
+	int n_allowed, cap_allowed;
+	int n_changes;
+	struct culprit_affinity_change changes[CULPRIT_MAX_CHANGES];
+	bool cpus_given;
+	unsigned char *rank;         /* [OBS_MAX_CPUS], when given */
+	double t0;
+	int samples;
+	double ms_sum, ms_max;
+	bool schedstat;              /* some run time came from schedstat */
+	struct culprit_irqtab irq0, soft0;
+	struct obs_stat *stat0;      /* NULL: not read */
+};
+
+/* Grow *arr (of *cap elements of size) to hold need; 0 or -ENOMEM. */
+static int grow(void *arr, int *cap, int need, size_t size)
+{
+	void **p = arr;
+	int ncap = *cap ? *cap : 16;
+	void *tmp;
+
+	if (need <= *cap)
+		return 0;
+	while (ncap < need)
+		ncap *= 2;
+	tmp = realloc(*p, (size_t)ncap * size);
+	if (!tmp)
+		return -ENOMEM;
+	*p = tmp;
+	*cap = ncap;
+	return 0;
+}
+
+static int cmp_index(const void *a, const void *b)
+{
+	const struct cu_index *x = a, *y = b;
+
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+static int cmp_task(const void *a, const void *b)
+{
+	const struct cu_task *x = a, *y = b;
+
+	return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+static int proc_find(const struct culprit *c, int pid)
+{
+	struct cu_index key = { .pid = pid }, *hit;
+
+	if (!c->n_index)
+		return -1;
+	hit = bsearch(&key, c->index, (size_t)c->n_index, sizeof(key), cmp_index);
+	return hit ? hit->idx : -1;
+}
+
+static bool is_job_pid(const struct culprit *c, int pid)
+{
+	for (int i = 0; i < c->n_job; i++)
+		if (c->job[i] == pid)
+			return true;
+	return false;
+}
+
+/* A process seen for the first time: its name, parent, kind, policy and
+ * cgroup.  Its index, or -1 (gone, or the table is full). */
+static int proc_new(struct culprit *c, int pid)
+{
+	struct task_stat st;
+	struct cu_proc *p;
+	char rel[64];
+
+	if (c->n_procs >= CULPRIT_MAX_PROCS) {
+		c->procs_dropped++;
+		return -1;
+	}
+	snprintf(rel, sizeof(rel), "proc/%d/stat", pid);
+	if (read_stat(c->root, rel, &st) < 0 || grow(&c->procs, &c->cap_procs, c->n_procs + 1, sizeof(*p)) < 0)
+		return -1;
+	p = &c->procs[c->n_procs];
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	p->ppid = st.ppid;
+	p->self = pid == c->self;
+	p->kthread = st.kthread;
+	p->policy = st.policy;
+	p->priority = st.priority;
+	snprintf(p->comm, sizeof(p->comm), "%s", st.comm);
+	read_cgroup(c->root, pid, p->cgroup, sizeof(p->cgroup));
+	/* any process names itself (prctl PR_SET_NAME), and its cgroups */
+	text_printable(p->comm);
+	text_printable(p->cgroup);
+	c->job_dirty = true;
+	return c->n_procs++;
+}
+
+/* Put ns of run time on cpu. */
+static void proc_add_ns(struct cu_proc *p, int cpu, uint64_t ns)
+{
+	for (int i = 0; i < p->n_ns; i++) {
+		if (p->ns[i].cpu == cpu) {
+			p->ns[i].ns += ns;
+			return;
+		}
+	}
+	if (grow(&p->ns, &p->cap_ns, p->n_ns + 1, sizeof(*p->ns)) == 0)
+		p->ns[p->n_ns++] = (struct cu_ns){ cpu, ns };
+}
+
+/* Rebuild the index (new processes were appended) and mark the job: the
+ * pids given and, to a fixed point, every process whose parent is the
+ * job's. */
+static int procs_settle(struct culprit *c)
+{
+	bool grew = true;
+
+	if (!c->job_dirty)
+		return 0;
+	if (grow(&c->index, &c->cap_index, c->n_procs, sizeof(*c->index)) < 0)
+		return -ENOMEM;
+	for (int i = 0; i < c->n_procs; i++)
+		c->index[i] = (struct cu_index){ c->procs[i].pid, i };
+	c->n_index = c->n_procs;
+	if (c->n_index)         /* qsort(NULL, 0, ...) is undefined */
+		qsort(c->index, (size_t)c->n_index, sizeof(*c->index), cmp_index);
+	while (grew) {
+		grew = false;
+		for (int i = 0; i < c->n_procs; i++) {
+			struct cu_proc *p = &c->procs[i];
+			int parent;
+
+			if (p->job || p->self)
+				continue;
+			parent = proc_find(c, p->ppid);
+			if (is_job_pid(c, p->pid) || (parent >= 0 && c->procs[parent].job)) {
+				p->job = grew = true;
+			}
+		}
+	}
+	c->job_dirty = false;
+	return 0;
+}
+
+/* ---- one sample ------------------------------------------------------------ */
+
+static const struct cu_task *task_prev(const struct culprit *c, int tid)
+{
+	struct cu_task key = { .tid = tid };
+
+	if (!c->n_prev)
+		return NULL;
+	return bsearch(&key, c->prev, (size_t)c->n_prev, sizeof(key), cmp_task);
+}
+
+/* A thread's run time so far, in ns: schedstat's first field, else
+ * utime+stime from its stat (then read into *st, *have_st set).  0 or
+ * -errno (gone). */
+static int task_run_ns(struct culprit *c, const char *dir, uint64_t *ret, struct task_stat *st, bool *have_st)
+{
+	char rel[128], buf[256];
+	int r;
+
+	snprintf(rel, sizeof(rel), "%s/schedstat", dir);
+	if (fsroot_read(c->root, rel, buf, sizeof(buf)) >= 0) {
+		unsigned long long v;
+		char *end;
+
+		v = strtoull(buf, &end, 10);
+		if (end != buf && (*end == ' ' || *end == '\0')) {
+			*ret = v;
+			c->schedstat = true;
+			return 0;
+		}
+	}
+	snprintf(rel, sizeof(rel), "%s/stat", dir);
+	r = read_stat(c->root, rel, st);
+	if (r < 0)
+		return r;
+	*have_st = true;
+	*ret = st->ticks * (1000000000ull / (uint64_t)c->hz);
+	return 0;
+}
+
+/* One thread of process procs[idx]: its run time since the last sample,
+ * put on the CPU it last ran on. */
+static void sample_task(struct culprit *c, int idx, int pid, int tid)
+{
+	const struct cu_task *old = task_prev(c, tid);
+	struct task_stat st;
+	struct cu_proc *p;
+	struct cu_task *t;
+	char dir[96], rel[128];
+	bool have_st = false;
+	uint64_t run, delta;
+
+	snprintf(dir, sizeof(dir), "proc/%d/task/%d", pid, tid);
+	if (task_run_ns(c, dir, &run, &st, &have_st) < 0 || grow(&c->cur, &c->cap_cur, c->n_cur + 1, sizeof(*t)) < 0)
+		return;
+	t = &c->cur[c->n_cur++];
+	*t = old ? *old : (struct cu_task){ .tid = tid, .cpu = -1 };
+	t->proc = idx;
+	if (old && run == old->run_ns)
+		return;                 /* did not run: nothing more to read */
+	if (!old && c->samples == 0) {
+		t->run_ns = run;        /* the baseline */
+		return;
+	}
+	snprintf(rel, sizeof(rel), "%s/stat", dir);
+	if (!have_st && read_stat(c->root, rel, &st) < 0)
+		return;
+	/* a thread first seen now was born since the last sample */
+	delta = !old ? run : run > old->run_ns ? run - old->run_ns : 0;
+	t->run_ns = run;
+	t->cpu = st.cpu;
+	if (!delta)
+		return;
+	p = &c->procs[idx];
+	proc_add_ns(p, st.cpu, delta);
+	p->threads += t->trial_ns == 0;
+	t->trial_ns += delta;
+	if (t->trial_ns >= p->policy_ns) {      /* the policy of its busiest thread */
+		p->policy_ns = t->trial_ns;
+		p->policy = st.policy;
+		p->priority = st.priority;
+	}
+}
+
+static void sample_proc(struct culprit *c, int pid)
+{
+	char rel[64], **tids = NULL;
+	int idx = proc_find(c, pid), n;
+
+	if (idx < 0) {
+		for (int i = c->n_index; i < c->n_procs && idx < 0; i++)
+			if (c->procs[i].pid == pid)
+				idx = i;        /* appended this sample (a pid listed twice) */
+		if (idx < 0 && (idx = proc_new(c, pid)) < 0)
+			return;
+	}
+	snprintf(rel, sizeof(rel), "proc/%d/task", pid);
+	n = fsroot_list(c->root, rel, &tids);
+	for (int i = 0; i < n; i++) {
+		int tid;
+
+		if (parse_int(tids[i], 1, INT32_MAX, &tid) == 0)
+			sample_task(c, idx, pid, tid);
+	}
+	if (n >= 0)
+		fsroot_names_free(tids);
+}
+
+/* A job thread's allowed CPUs, against what it had before. */
+static void check_affinity(struct culprit *c, const struct cu_task *t, double now)
+{
+	const struct cu_proc *p = &c->procs[t->proc];
+	char rel[128], buf[4096], *line;
+	struct cu_allowed *a = NULL;
+	size_t len;
+
+	snprintf(rel, sizeof(rel), "proc/%d/task/%d/status", p->pid, t->tid);
+	if (fsroot_read(c->root, rel, buf, sizeof(buf)) < 0 || !(line = strstr(buf, "\nCpus_allowed_list:")))
+		return;
+	line += strlen("\nCpus_allowed_list:");
+	line += strspn(line, " \t");
+	len = strcspn(line, "\n");
+	line[len] = '\0';
+	for (int i = 0; i < c->n_allowed && !a; i++)
+		if (c->allowed[i].tid == t->tid)
+			a = &c->allowed[i];
+	if (!a) {
+		if (grow(&c->allowed, &c->cap_allowed, c->n_allowed + 1, sizeof(*a)) < 0)
+			return;
+		a = &c->allowed[c->n_allowed++];
+		a->tid = t->tid;
+		snprintf(a->list, sizeof(a->list), "%s", line);
+		return;
+	}
+	if (!strcmp(a->list, line))
+		return;
+	/* nodetune exec binding its rank before it execs the job is the
+	 * policy at work, the same in every trial: not a change to report */
+	if (c->n_changes < CULPRIT_MAX_CHANGES && strcmp(p->comm, "nodetune")) {
+		struct culprit_affinity_change *ch = &c->changes[c->n_changes++];
+
+		*ch = (struct culprit_affinity_change){ .pid = p->pid, .tid = t->tid, .t = now - c->t0 };
+		snprintf(ch->comm, sizeof(ch->comm), "%s", p->comm);
+		snprintf(ch->before, sizeof(ch->before), "%s", a->list);
+		snprintf(ch->after, sizeof(ch->after), "%s", line);
+	}
+	snprintf(a->list, sizeof(a->list), "%s", line);
+}
+
+/* This sample's threads become the last sample's. */
+static void swap_tasks(struct culprit *c)
+{
+	struct cu_task *t = c->prev;
+	int cap = c->cap_prev;
+
+	c->prev = c->cur;
+	c->cap_prev = c->cap_cur;
+	c->n_prev = c->n_cur;
+	c->cur = t;
+	c->cap_cur = cap;
+	c->n_cur = 0;
+}
+
+int culprit_sample(struct culprit *c)
+{
+	double t0 = mono_ms(), ms, now;
+	char **names = NULL;
+	int n = fsroot_list(c->root, "proc", &names);
+
+	if (n < 0)
+		return n;
+	c->n_cur = 0;
+	for (int i = 0; i < n; i++) {
+		int pid;
+
+		if (parse_int(names[i], 1, INT32_MAX, &pid) == 0)
+			sample_proc(c, pid);
+	}
+	fsroot_names_free(names);
+	if (c->n_cur)
+		qsort(c->cur, (size_t)c->n_cur, sizeof(*c->cur), cmp_task);
+	swap_tasks(c);
+	if (procs_settle(c) < 0)
+		return -ENOMEM;
+	now = clock_s(c->root);
+	for (int i = 0; i < c->n_prev; i++)
+		if (c->procs[c->prev[i].proc].job)
+			check_affinity(c, &c->prev[i], now);
+	fsroot_cache_sweep(c->root);
+	c->samples++;
+	ms = mono_ms() - t0;
+	c->ms_sum += ms;
+	if (ms > c->ms_max)
+		c->ms_max = ms;
+	return 0;
+}
+
+/* ---- start and stop --------------------------------------------------------- */
+
+static void culprit_free(struct culprit *c)
+{
+	if (!c)
+		return;
+	for (int i = 0; i < c->n_procs; i++)
+		free(c->procs[i].ns);
+	free(c->procs);
+	free(c->index);
+	free(c->prev);
+	free(c->cur);
+	free(c->allowed);
+	free(c->job);
+	free(c->rank);
+	free(c->stat0);
+	culprit_irqtab_free(&c->irq0);
+	culprit_irqtab_free(&c->soft0);
+	fsroot_free(c->root);
+	free(c);
+}
+
+/* The files read at both ends of the trial. */
+static void read_ends(struct culprit *c, struct culprit_irqtab *irq, struct culprit_irqtab *soft,
+		      struct obs_stat **stat)
+{
+	irqtab_read(c->root, "proc/interrupts", irq);
+	irqtab_read(c->root, "proc/softirqs", soft);
+	*stat = malloc(sizeof(**stat));
+	if (*stat && obs_read_stat(c->root, "proc/stat", *stat, NULL) < 0) {
+		free(*stat);
+		*stat = NULL;
+	}
+}
+
+struct culprit *culprit_start(const struct fsroot *root, const int *job_pids, int n, struct nt_err *err)
+{
+	struct culprit *c = calloc(1, sizeof(*c));
+	int r;
+
+	if (!c) {
+		err_set(err, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	c->root = fsroot_open(fsroot_path(root));
+	if (!c->root) {
+		err_set(err, -errno, "%s: %s", fsroot_path(root), strerror(errno));
+		goto out_free;
+	}
+	fsroot_cache_enable(c->root, true);     /* the same schedstat files ten times a second */
+	c->self = fsroot_is_host(c->root) ? getpid() : 0;
+	c->hz = sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100;
+	if (culprit_add_pids(c, job_pids, n) < 0) {
+		err_set(err, -ENOMEM, "out of memory");
+		goto out_free;
+	}
+	c->t0 = clock_s(c->root);
+	read_ends(c, &c->irq0, &c->soft0, &c->stat0);
+	r = culprit_sample(c);
+	if (r < 0) {
+		char shown[4096];
+
+		err_set(err, r, "%s: %s", fsroot_display(c->root, "proc", shown, sizeof(shown)), strerror(-r));
+		goto out_free;
+	}
+	return c;
+out_free:
+	culprit_free(c);
+	return NULL;
+}
+
+int culprit_add_pids(struct culprit *c, const int *pids, int n)
+{
+	int *tmp;
+
+	if (n <= 0 || !pids)
+		return 0;
+	tmp = realloc(c->job, (size_t)(c->n_job + n) * sizeof(int));
+	if (!tmp)
+		return -ENOMEM;
+	memcpy(tmp + c->n_job, pids, (size_t)n * sizeof(int));
+	c->job = tmp;
+	c->n_job += n;
+	c->job_dirty = true;
+	return procs_settle(c);
+}
+
+int culprit_set_cpus(struct culprit *c, const char *cpulist, struct nt_err *err)
+{
+	hwloc_bitmap_t set = hwloc_bitmap_alloc();
+	unsigned char *rank = calloc(OBS_MAX_CPUS, 1);
+	int r = !set || !rank ? -ENOMEM : cpulist_parse(cpulist, set);
+	int last = r == 0 ? hwloc_bitmap_last(set) : -1;
+
+	if (r == 0 && last >= OBS_MAX_CPUS)
+		r = -EINVAL;
+	if (r == 0) {
+		for (int cpu = hwloc_bitmap_first(set); cpu >= 0; cpu = hwloc_bitmap_next(set, cpu))
+			rank[cpu] = 1;
+		free(c->rank);
+		c->rank = rank;
+		c->cpus_given = true;
+		rank = NULL;
+	} else {
+		err_set(err, r, r == -ENOMEM ? "out of memory" : "rank CPUs '%.64s': not a cpulist of CPUs below %d",
+			cpulist, OBS_MAX_CPUS);
+	}
+	hwloc_bitmap_free(set);
+	free(rank);
+	return r;
+}
+
+/* ---- the result -------------------------------------------------------------- */
+
+/* The rank CPUs: given, else where the job ran at least
+ * CULPRIT_RANK_MIN_SHARE of the trial.  0 or -ENOMEM. */
+static int rank_cpus(struct culprit *c, double seconds)
+{
+	uint64_t *ns;
+
+	if (c->cpus_given)
+		return 0;
+	ns = calloc(OBS_MAX_CPUS, sizeof(*ns));
+	c->rank = calloc(OBS_MAX_CPUS, 1);
+	if (!ns || !c->rank) {
+		free(ns);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < c->n_procs; i++)
+		for (int k = 0; c->procs[i].job && k < c->procs[i].n_ns; k++)
+			ns[c->procs[i].ns[k].cpu] += c->procs[i].ns[k].ns;
+	for (int cpu = 0; cpu < OBS_MAX_CPUS; cpu++)
+		c->rank[cpu] = seconds > 0 && (double)ns[cpu] / 1e9 >= CULPRIT_RANK_MIN_SHARE * seconds;
+	free(ns);
+	return 0;
+}
+
+static int rank_list(const struct culprit *c, char *buf, size_t size)
+{
+	hwloc_bitmap_t set = hwloc_bitmap_alloc();
+	int r;
+
+	if (!set)
+		return -ENOMEM;
+	for (int cpu = 0; cpu < OBS_MAX_CPUS; cpu++)
+		if (c->rank[cpu])
+			hwloc_bitmap_set(set, (unsigned)cpu);
+	r = cpulist_format(set, buf, size);
+	hwloc_bitmap_free(set);
+	return r;
+}
+
+int culprit_task_cmp(const void *a, const void *b)
+{
+	const struct culprit_task *x = a, *y = b;
+
+	if (x->top_share != y->top_share)
+		return x->top_share < y->top_share ? 1 : -1;
+	if (x->seconds != y->seconds)
+		return x->seconds < y->seconds ? 1 : -1;
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* procs[i] as a row, its time on the rank CPUs; -ENOENT when it had none. */
+static int culprit_row(const struct culprit *c, const struct cu_proc *p, double seconds, struct culprit_task *ret)
+{
+	struct culprit_task t = { .pid = p->pid, .threads = p->threads, .policy = p->policy,
+				  .priority = p->priority, .kthread = p->kthread, .top_cpu = -1 };
+
+	for (int k = 0; k < p->n_ns; k++) {
+		const struct cu_ns *x = &p->ns[k];
+		struct culprit_cpu_time *ct;
+
+		if (!c->rank[x->cpu] || !x->ns)
+			continue;
+		if (!t.cpus && !(t.cpus = calloc((size_t)p->n_ns, sizeof(*t.cpus))))
+			return -ENOMEM;
+		ct = &t.cpus[t.n_cpus++];
+		ct->cpu = x->cpu;
+		ct->seconds = (double)x->ns / 1e9;
+		ct->share = seconds > 0 ? ct->seconds / seconds : 0;
+		t.seconds += ct->seconds;
+		if (t.top_cpu < 0 || ct->share > t.top_share || (ct->share == t.top_share && ct->cpu < t.top_cpu)) {
+			t.top_cpu = ct->cpu;
+			t.top_share = ct->share;
+		}
+	}
+	if (!t.n_cpus)
+		return -ENOENT;
+	for (int i = 1; i < t.n_cpus; i++)     /* by CPU (insertion: a few) */
+		for (int j = i; j > 0 && t.cpus[j - 1].cpu > t.cpus[j].cpu; j--) {
+			struct culprit_cpu_time tmp = t.cpus[j];
+
+			t.cpus[j] = t.cpus[j - 1];
+			t.cpus[j - 1] = tmp;
+		}
+	snprintf(t.comm, sizeof(t.comm), "%s", p->comm);
+	snprintf(t.cgroup, sizeof(t.cgroup), "%s", p->cgroup);
+	*ret = t;
+	return 0;
+}
+
+/* Every process other than the job's (and ours) that ran on a rank CPU,
+ * the top CULPRIT_MAX_TASKS kept. */
+static int result_tasks(const struct culprit *c, double seconds, struct culprit_result *r)
+{
+	struct culprit_task *all = calloc((size_t)c->n_procs + 1, sizeof(*all));
+	int n = 0;
+
+	if (!all)
+		return -ENOMEM;
+	for (int i = 0; i < c->n_procs; i++) {
+		int k;
+
+		if (c->procs[i].job || c->procs[i].self)
+			continue;
+		k = culprit_row(c, &c->procs[i], seconds, &all[n]);
+		if (k == -ENOMEM) {
+			r->tasks = all;
+			r->n_tasks = n;
+			return k;
+		}
+		n += k == 0;
+	}
+	qsort(all, (size_t)n, sizeof(*all), culprit_task_cmp);
+	r->n_culprits = n;
+	r->n_tasks = n < CULPRIT_MAX_TASKS ? n : CULPRIT_MAX_TASKS;
+	for (int i = r->n_tasks; i < n; i++)
+		free(all[i].cpus);
+	r->tasks = all;
+	return 0;
+}
+
+static int irqtab_col(const struct culprit_irqtab *t, int cpu)
+{
+	for (int k = 0; k < t->n_cols; k++)
+		if (t->col_cpu[k] == cpu)
+			return k;
+	return -1;
+}
+
+/* How much row i of b counted on cpu since a (a row or CPU new in b
+ * counted from 0). */
+static uint64_t irqtab_delta(const struct culprit_irqtab *a, const struct culprit_irqtab *b, int i, int cpu)
+{
+	int cb = irqtab_col(b, cpu), ca = irqtab_col(a, cpu), j = -1;
+	uint64_t now, then = 0;
+
+	if (cb < 0)
+		return 0;
+	now = b->counts[(size_t)i * (size_t)b->n_cols + (size_t)cb];
+	if (i < a->n_rows && !strcmp(a->rows[i].label, b->rows[i].label))
+		j = i;
+	for (int k = 0; j < 0 && k < a->n_rows; k++)
+		if (!strcmp(a->rows[k].label, b->rows[i].label))
+			j = k;
+	if (j >= 0 && ca >= 0)
+		then = a->counts[(size_t)j * (size_t)a->n_cols + (size_t)ca];
+	return now > then ? now - then : 0;
+}
+
+static int cmp_irq_count(const void *a, const void *b)
+{
+	const struct culprit_irq_count *x = a, *y = b;
+
+	return (x->count < y->count) - (x->count > y->count);
+}
+
+/* The busiest IRQ lines and the softirqs that moved on cpu. */
+static void cpu_irq_counts(const struct culprit *c, const struct culprit_irqtab *irq1,
+			   const struct culprit_irqtab *soft1, struct culprit_cpu_irq *out)
+{
+	struct culprit_irq_count *rows = irq1->n_rows ? calloc((size_t)irq1->n_rows, sizeof(*rows)) : NULL;
+	int n = 0;
+
+	for (int i = 0; rows && i < irq1->n_rows; i++) {
+		uint64_t d = irqtab_delta(&c->irq0, irq1, i, out->cpu);
+
+		if (d) {
+			rows[n] = irq1->rows[i];
+			rows[n++].count = d;
+		}
+	}
+	if (n)
+		qsort(rows, (size_t)n, sizeof(*rows), cmp_irq_count);
+	out->n_irqs = n < CULPRIT_MAX_IRQ_ROWS ? n : CULPRIT_MAX_IRQ_ROWS;
+	if (out->n_irqs)
+		memcpy(out->irqs, rows, (size_t)out->n_irqs * sizeof(*rows));
+	free(rows);
+	for (int i = 0; i < soft1->n_rows && out->n_softirqs < CULPRIT_MAX_SOFTIRQS; i++) {
+		uint64_t d = irqtab_delta(&c->soft0, soft1, i, out->cpu);
+
+		if (d) {
+			out->softirqs[out->n_softirqs] = soft1->rows[i];
+			out->softirqs[out->n_softirqs++].count = d;
+		}
+	}
+}
+
+/* What interrupted each rank CPU. */
+static int result_irqs(const struct culprit *c, const struct culprit_irqtab *irq1, const struct culprit_irqtab *soft1,
+		       const struct obs_stat *stat1, double seconds, struct culprit_result *r)
+{
+	int n = 0;
+
+	for (int cpu = 0; cpu < OBS_MAX_CPUS; cpu++)
+		n += c->rank[cpu];
+	r->irq_cpus = n ? calloc((size_t)n, sizeof(*r->irq_cpus)) : NULL;
+	if (n && !r->irq_cpus)
+		return -ENOMEM;
+	for (int cpu = 0; cpu < OBS_MAX_CPUS; cpu++) {
+		struct culprit_cpu_irq *o;
+
+		if (!c->rank[cpu])
+			continue;
+		o = &r->irq_cpus[r->n_irq_cpus++];
+		o->cpu = cpu;
+		o->irq_seconds = o->softirq_seconds = -1;
+		if (c->stat0 && stat1 && c->stat0->present[cpu] && stat1->present[cpu]) {
+			const struct obs_cpu *x = &c->stat0->cpu[cpu], *y = &stat1->cpu[cpu];
+
+			o->irq_seconds = y->irq > x->irq ? (double)(y->irq - x->irq) / (double)c->hz : 0;
+			o->softirq_seconds = y->softirq > x->softirq ? (double)(y->softirq - x->softirq) / (double)c->hz : 0;
+			o->irq_share = seconds > 0 ? o->irq_seconds / seconds : 0;
+			o->softirq_share = seconds > 0 ? o->softirq_seconds / seconds : 0;
+		}
+		cpu_irq_counts(c, irq1, soft1, o);
+	}
+	return 0;
+}
+
+void culprit_result_free(struct culprit_result *r)
+{
+	if (!r)
+		return;
+	for (int i = 0; i < r->n_tasks; i++)
+		free(r->tasks[i].cpus);
+	free(r->tasks);
+	free(r->irq_cpus);
+	memset(r, 0, sizeof(*r));
+}
+
+/* The result of a watch whose last sample is taken. */
+static int result_build(struct culprit *c, double seconds, struct culprit_result *r)
+{
+	struct culprit_irqtab irq1, soft1;
+	struct obs_stat *stat1;
+	int e;
+
+	read_ends(c, &irq1, &soft1, &stat1);
+	r->seconds = seconds;
+	r->cpus_given = c->cpus_given;
+	r->samples = c->samples;
+	r->sample_ms_mean = c->samples ? c->ms_sum / c->samples : 0;
+	r->sample_ms_max = c->ms_max;
+	r->schedstat = c->schedstat;
+	r->procs_dropped = c->procs_dropped;
+	r->n_changes = c->n_changes;
+	memcpy(r->changes, c->changes, sizeof(r->changes));
+	e = rank_cpus(c, seconds);
+	if (!e)
+		e = rank_list(c, r->cpus, sizeof(r->cpus));
+	if (!e)
+		e = result_tasks(c, seconds, r);
+	if (!e)
+		e = result_irqs(c, &irq1, &soft1, stat1, seconds, r);
+	culprit_irqtab_free(&irq1);
+	culprit_irqtab_free(&soft1);
+	free(stat1);
+	return e;
+}
+
+int culprit_stop(struct culprit *c, struct culprit_result *ret, struct nt_err *err)
+{
+	struct culprit_result r = { 0 };
+	double seconds;
+	int e;
+
+	if (!c)
+		return err_set(err, -EINVAL, "no watch to stop");
+	e = culprit_sample(c);
+	if (e < 0) {
+		char shown[4096];
+
+		err_set(err, e, "%s: %s", fsroot_display(c->root, "proc", shown, sizeof(shown)), strerror(-e));
+		culprit_free(c);
+		return e;
+	}
+	seconds = clock_s(c->root) - c->t0;
+	e = result_build(c, seconds > 0 ? seconds : 0, &r);
+	culprit_free(c);
+	if (e < 0) {
+		culprit_result_free(&r);
+		return err_set(err, e, e == -ENOMEM ? "out of memory" : "rank CPUs: %s", strerror(-e));
+	}
+	*ret = r;
+	return 0;
+}
+
+/* ---- JSON ------------------------------------------------------------------ */
+
+/* By the kernel's number (include/uapi/linux/sched.h); 4 was SCHED_ISO,
+ * never merged. */
+static const char *const policy_names[] = {
+	"SCHED_OTHER", "SCHED_FIFO", "SCHED_RR", "SCHED_BATCH", NULL, "SCHED_IDLE", "SCHED_DEADLINE", "SCHED_EXT",
+};
+
+const char *culprit_policy_name(int policy)
+{
+	if (policy < 0 || (size_t)policy >= sizeof(policy_names) / sizeof(policy_names[0]) || !policy_names[policy])
+		return "SCHED_?";
+	return policy_names[policy];
+}
+
+static json_t *task_json(const struct culprit_task *t)
+{
+	json_t *cpus = json_array();
+
+	for (int k = 0; k < t->n_cpus; k++)
+		json_array_append_new(cpus, json_pack("{s:i, s:f, s:f}", "cpu", t->cpus[k].cpu, "seconds",
+						      t->cpus[k].seconds, "share", t->cpus[k].share));
+	return json_pack("{s:i, s:s, s:b, s:s, s:s, s:i, s:i, s:f, s:i, s:f, s:o}", "pid", t->pid, "comm", t->comm,
+			 "kernel_thread", t->kthread, "cgroup", t->cgroup, "policy", culprit_policy_name(t->policy),
+			 "priority", t->priority, "threads", t->threads, "seconds", t->seconds, "top_cpu", t->top_cpu,
+			 "top_share", t->top_share, "cpus", cpus);
+}
+
+static json_t *seconds_or_null(double s)
+{
+	return s < 0 ? json_null() : json_real(s);
+}
+
+static json_t *cpu_irq_json(const struct culprit_cpu_irq *o)
+{
+	json_t *lines = json_array(), *soft = json_object();
+
+	for (int k = 0; k < o->n_irqs; k++)
+		json_array_append_new(lines, json_pack("{s:s, s:s, s:I}", "irq", o->irqs[k].label, "name",
+						       o->irqs[k].name, "count", (json_int_t)o->irqs[k].count));
+	for (int k = 0; k < o->n_softirqs; k++)
+		json_object_set_new(soft, o->softirqs[k].label, json_integer((json_int_t)o->softirqs[k].count));
+	return json_pack("{s:i, s:o, s:f, s:o, s:f, s:o, s:o}", "cpu", o->cpu, "irq_seconds",
+			 seconds_or_null(o->irq_seconds), "irq_share", o->irq_share, "softirq_seconds",
+			 seconds_or_null(o->softirq_seconds), "softirq_share", o->softirq_share, "lines", lines,
+			 "softirqs", soft);
+}
+
+json_t *culprit_json(const struct culprit_result *r)
+{
+	json_t *tasks = json_array(), *irqs = json_array(), *changes = json_array();
+
+	for (int i = 0; i < r->n_tasks; i++)
+		json_array_append_new(tasks, task_json(&r->tasks[i]));
+	for (int i = 0; i < r->n_irq_cpus; i++)
+		json_array_append_new(irqs, cpu_irq_json(&r->irq_cpus[i]));
+	for (int i = 0; i < r->n_changes; i++) {
+		const struct culprit_affinity_change *ch = &r->changes[i];
+
+		json_array_append_new(changes, json_pack("{s:i, s:i, s:s, s:s, s:s, s:f}", "pid", ch->pid, "tid",
+							 ch->tid, "comm", ch->comm, "before", ch->before, "after",
+							 ch->after, "t", ch->t));
+	}
+	return json_pack("{s:s, s:s, s:s, s:f, s:i, s:{s:f, s:f}, s:i, s:i, s:o, s:o, s:o}", "method",
+			 r->schedstat ? "schedstat sampling: a thread's run time between two samples is put on the "
+					"CPU it last ran on"
+				      : "utime+stime sampling (no schedstat): a thread's CPU time between two samples "
+					"is put on the CPU it last ran on",
+			 "cpus", r->cpus, "cpus_from", r->cpus_given ? "caller" : "job run time", "seconds",
+			 r->seconds, "samples", r->samples, "sample_ms", "mean", r->sample_ms_mean, "max",
+			 r->sample_ms_max, "procs_dropped", r->procs_dropped, "culprits", r->n_culprits, "tasks", tasks,
+			 "irqs", irqs, "affinity_changes", changes);
+}
+
+/* ---- A against B ------------------------------------------------------------ */
+
+struct cmp_line {
+	const struct culprit_task *t;   /* the arm where it ran more */
+	int cpu;
+	double share[2];                /* A, B */
+};
+
+/* t's share of cpu; 0 when it did not run there. */
+static double share_on(const struct culprit_task *t, int cpu)
+{
+	for (int k = 0; t && k < t->n_cpus; k++)
+		if (t->cpus[k].cpu == cpu)
+			return t->cpus[k].share;
+	return 0;
+}
+
+static const struct culprit_task *find_task(const struct culprit_result *r, const struct culprit_task *t)
+{
+	for (int i = 0; r && i < r->n_tasks; i++)
+		if (r->tasks[i].pid == t->pid && !strcmp(r->tasks[i].comm, t->comm))
+			return &r->tasks[i];
+	return NULL;
+}
+
+static int cmp_cmp_line(const void *a, const void *b)
+{
+	const struct cmp_line *x = a, *y = b;
+	double dx = x->share[1] - x->share[0], dy = y->share[1] - y->share[0];
+
+	dx = dx < 0 ? -dx : dx;
+	dy = dy < 0 ? -dy : dy;
+	return (dx < dy) - (dx > dy);
+}
+
+/* Each top culprit of either arm, on its top CPU, once; the count. */
+static int cmp_lines(const struct culprit_result *a, const struct culprit_result *b, struct cmp_line *out)
+{
+	const struct culprit_result *arm[2] = { a, b };
+	int n = 0;
+
+	for (int s = 0; s < 2; s++) {
+		for (int i = 0; arm[s] && i < arm[s]->n_tasks; i++) {
+			const struct culprit_task *t = &arm[s]->tasks[i], *o = find_task(arm[!s], t);
+			struct cmp_line l = { .t = t, .cpu = t->top_cpu };
+			bool dup = false;
+
+			l.share[s] = t->top_share;
+			l.share[!s] = share_on(o, t->top_cpu);
+			if (o && l.share[!s] > l.share[s])
+				l.t = o;
+			for (int k = 0; k < n && !dup; k++)
+				dup = out[k].t->pid == t->pid && out[k].cpu == l.cpu && !strcmp(out[k].t->comm, t->comm);
+			if (!dup)
+				out[n++] = l;
+		}
+	}
+	qsort(out, (size_t)n, sizeof(*out), cmp_cmp_line);
+	return n;
+}
+
+static const char *pct(double share, char *buf, size_t size)
+{
+	if (share == 0)
+		snprintf(buf, size, "0%%");
+	else
+		snprintf(buf, size, "%.1f%%", 100.0 * share);
+	return buf;
+}
+
+int culprit_describe_top(const struct culprit_result *a, const struct culprit_result *b, char *buf, size_t size)
+{
+	struct cmp_line *l = calloc((size_t)((a ? a->n_tasks : 0) + (b ? b->n_tasks : 0)) + 1, sizeof(*l));
+	const struct culprit_result *arm[2] = { a, b };
+	size_t len = 0;
+	int n, lines = 0;
+	bool ok = true;
+
+	if (!size)
+		return -ENOSPC;
+	buf[0] = '\0';
+	if (!l)
+		return -ENOMEM;
+	n = cmp_lines(a, b, l);
+	for (int i = 0; i < n && i < 3 && ok; i++) {
+		int hi = l[i].share[1] >= l[i].share[0];   /* the arm named first */
+		char p[2][32];
+
+		if (l[i].share[hi] - l[i].share[!hi] < 0.005)
+			break;          /* less than half a percent of a CPU apart: background, not a culprit */
+		ok = textbuf_appendf(buf, size, &len,
+				     "pid %d (%s%s, %s %d)%s%s ran %s of CPU %d during %c trials, %s during %c\n",
+			    l[i].t->pid, l[i].t->comm, l[i].t->kthread ? ", kernel thread" : "",
+			    culprit_policy_name(l[i].t->policy), l[i].t->priority,
+			    l[i].t->cgroup[0] ? " in cgroup " : "", l[i].t->cgroup,
+			    pct(l[i].share[hi], p[0], sizeof(p[0])), l[i].cpu, hi ? 'B' : 'A',
+			    pct(l[i].share[!hi], p[1], sizeof(p[1])), hi ? 'A' : 'B');
+		lines += ok;
+	}
+	for (int s = 0; s < 2 && ok; s++) {
+		for (int i = 0; arm[s] && i < arm[s]->n_changes && ok; i++) {
+			const struct culprit_affinity_change *ch = &arm[s]->changes[i];
+
+			ok = textbuf_appendf(buf, size, &len, "pid %d (%s) thread %d: allowed CPUs %s -> %s, %.1f s into %s trial\n",
+				    ch->pid, ch->comm, ch->tid, ch->before, ch->after, ch->t, s ? "a B" : "an A");
+			lines += ok;
+		}
+	}
+	free(l);
+	return ok ? lines : -ENOSPC;
+}

@@ -1,0 +1,205 @@
+/* culprit.h — who else used the job's CPUs during a trial.
+ *
+ * The A/B engine watches each trial with one struct culprit: it gives the
+ * job's pids (every thread and descendant of them is the job too,
+ * descendants looked for at every sample) and, where it knows them, the
+ * CPUs the ranks were bound to.  At the end it gets the tasks other than
+ * the job's that ran on those CPUs and for how long, the IRQs and softirqs
+ * counted there, the irq/softirq time of /proc/stat, and every change of a
+ * job thread's allowed CPUs.
+ *
+ * How a task's time is put on a CPU, without a tracer: every sample reads
+ * each thread's proc/PID/task/TID/schedstat (its run time, ns); a thread
+ * whose run time moved has its stat read too, and the run time since the
+ * last sample is put on the CPU it was last seen on (stat field 39,
+ * "processor").  This is an approximation:
+ *   - exact for a thread that stays on one CPU (pinned: the typical noisy
+ *     neighbour, an RT burst, a per-CPU kernel thread such as ksoftirqd/N);
+ *   - a thread that moves between CPUs within one interval has all of that
+ *     interval's time put on the CPU where it last ran;
+ *   - a thread born and gone between two samples is not seen at all, and a
+ *     pid reused within the trial is counted as the first process of that
+ *     pid (its name and policy are the first one's);
+ *   - a descendant of the job whose parent exited before it was seen
+ *     (reparented to init) is not known as the job's.
+ * Without schedstat (a kernel lacking CONFIG_SCHED_INFO) utime+stime, in
+ * clock ticks, stands in, read from stat every sample.
+ * The sched_switch tracepoint would make it exact; it is not used (yet).
+ *
+ * Threads: none.  The caller calls culprit_sample() every 50-100 ms from
+ * its sampler loop, on the thread that calls the other functions (the
+ * /proc/stat reader of observe.c shares one buffer per process: not from
+ * two threads at once).  culprit_start() and culprit_stop() take a sample
+ * themselves.  The process calling them (nodetune) is never a culprit.
+ *
+ * Cost: a sample lists proc and each proc/PID/task, reads one small
+ * schedstat per thread (kept open: pread) and stat only for the threads
+ * that ran; the result says the mean and the largest cost of a sample.
+ * The process table is capped (CULPRIT_MAX_PROCS): beyond it new processes
+ * are not followed, and the result says so (procs_dropped).
+ */
+#ifndef NODETUNE_CULPRIT_H
+#define NODETUNE_CULPRIT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/fsroot.h"
+#include "base/log.h"
+
+#define CULPRIT_MAX_TASKS 16       /* rows of a result's tasks[] */
+#define CULPRIT_MAX_IRQ_ROWS 8     /* IRQ lines kept per CPU, the busiest */
+#define CULPRIT_MAX_SOFTIRQS 16    /* softirq rows kept per CPU */
+#define CULPRIT_MAX_CHANGES 32     /* affinity changes kept */
+#define CULPRIT_MAX_PROCS 65536    /* processes followed in one trial */
+#define CULPRIT_LIST_LEN 256       /* a cpulist as text */
+/* Without the caller's CPUs, the rank CPUs are those the job's threads ran
+ * on for at least this share of the trial. */
+#define CULPRIT_RANK_MIN_SHARE 0.01
+
+struct culprit; /* one trial's watch (opaque) */
+
+/* One CPU of the rank set that a task ran on. */
+struct culprit_cpu_time {
+	int cpu;
+	double seconds;
+	double share;                /* of the trial: seconds / trial seconds */
+};
+
+/* One process (all its threads) other than the job's. */
+struct culprit_task {
+	int pid;
+	int threads;                 /* its threads that ran, over the trial */
+	char comm[32];
+	char cgroup[256];            /* the path of its cpu controller's line of
+				      * proc/PID/cgroup, else the v2 ("0::")
+				      * line's, else the first line's */
+	int policy;                  /* SCHED_OTHER, SCHED_FIFO, ... (the kernel's numbers) */
+	int priority;                /* rt_priority for FIFO and RR, else nice */
+	bool kthread;                /* a kernel thread (PF_KTHREAD) */
+	double seconds;              /* on the rank CPUs, all of them */
+	int top_cpu;                 /* the rank CPU where its share is largest */
+	double top_share;            /* that share: the sort key */
+	int n_cpus;
+	struct culprit_cpu_time *cpus;   /* the rank CPUs it ran on, by CPU */
+};
+
+/* One line of /proc/interrupts or /proc/softirqs and its count on a CPU. */
+struct culprit_irq_count {
+	char label[16];              /* "24", "LOC", "NET_RX" */
+	char name[64];               /* the device ("nvme0q1"), or the line's
+				      * text ("Local timer interrupts"); "" for softirqs */
+	uint64_t count;
+};
+
+/* What interrupted one rank CPU. */
+struct culprit_cpu_irq {
+	int cpu;
+	double irq_seconds, softirq_seconds;   /* /proc/stat irq, softirq; -1: not read */
+	double irq_share, softirq_share;       /* of the trial */
+	int n_irqs;                  /* the busiest lines, by count */
+	struct culprit_irq_count irqs[CULPRIT_MAX_IRQ_ROWS];
+	int n_softirqs;              /* in the file's order, the ones that moved */
+	struct culprit_irq_count softirqs[CULPRIT_MAX_SOFTIRQS];
+};
+
+/* A job thread whose allowed CPUs (Cpus_allowed_list, which a cpuset
+ * change moves too) changed during the trial. */
+struct culprit_affinity_change {
+	int pid, tid;
+	char comm[32];
+	char before[CULPRIT_LIST_LEN], after[CULPRIT_LIST_LEN];
+	double t;                    /* seconds into the trial it was seen */
+};
+
+struct culprit_result {
+	char cpus[CULPRIT_LIST_LEN]; /* the rank CPUs, a cpulist */
+	bool cpus_given;             /* by the caller (else from the job's own run time) */
+	double seconds;              /* the trial */
+	int samples;
+	double sample_ms_mean, sample_ms_max;   /* what a sample cost */
+	bool schedstat;              /* run times from schedstat (else ticks) */
+	int procs_dropped;           /* not followed: the table was full */
+	int n_culprits;              /* all the processes found on the rank CPUs */
+	int n_tasks;                 /* the top ones kept, by top_share */
+	struct culprit_task *tasks;
+	int n_irq_cpus;              /* one per rank CPU */
+	struct culprit_cpu_irq *irq_cpus;
+	int n_changes;
+	struct culprit_affinity_change changes[CULPRIT_MAX_CHANGES];
+};
+
+/* Start watching: takes the first sample (the baseline) and the first
+ * reading of proc/interrupts, proc/softirqs and proc/stat, below root
+ * (which the watch does not keep: it opens its own on the same path).
+ * job_pids[0..n) are the job (n may be 0: culprit_add_pids later).
+ * Returns the watch, or NULL with err (-ENOMEM; -ENOENT when root has no
+ * proc). */
+struct culprit *culprit_start(const struct fsroot *root, const int *job_pids, int n, struct nt_err *err);
+
+/* Count pids[0..n) as the job too (from the next sample on; their time
+ * so far is taken out of the culprits as well).  0, or -ENOMEM. */
+int culprit_add_pids(struct culprit *c, const int *pids, int n);
+
+/* The CPUs the ranks were bound to, a cpulist ("2-5,9"); without it the
+ * rank CPUs are those where the job's threads ran at least
+ * CULPRIT_RANK_MIN_SHARE of the trial.  0, or -EINVAL with err (a bad list,
+ * a CPU >= OBS_MAX_CPUS); the watch is unchanged on error. */
+int culprit_set_cpus(struct culprit *c, const char *cpulist, struct nt_err *err);
+
+/* One sample: every thread's run time, the job's descendants, the job
+ * threads' allowed CPUs.  0, or -errno when proc cannot be listed (the
+ * sample is then skipped: the next one picks the time up). */
+int culprit_sample(struct culprit *c);
+
+/* End the trial: a last sample and the second reading of the files, into
+ * *ret (the caller frees it with culprit_result_free).  The watch is freed
+ * in every case (NULL is a no-op returning -EINVAL).  0, or -errno with err
+ * (-ENOMEM; proc unreadable); *ret is untouched on error.  A file that
+ * cannot be read leaves its part empty (irq_seconds -1), not an error. */
+int culprit_stop(struct culprit *c, struct culprit_result *ret, struct nt_err *err);
+
+/* Free what a result holds (not r itself); NULL is a no-op. */
+void culprit_result_free(struct culprit_result *r);
+
+/* The result as JSON (a new reference; NULL on ENOMEM). */
+json_t *culprit_json(const struct culprit_result *r);
+
+/* "SCHED_FIFO", ...; "SCHED_?" for a number the kernel does not have. */
+const char *culprit_policy_name(int policy);
+
+/* The lines that explain A against B, one per culprit whose share of a
+ * rank CPU differs most between the two, by half a percent of a CPU or
+ * more (at most 3, largest first), e.g.
+ *   pid 4242 (stress, SCHED_FIFO 50) in cgroup /noisy ran 9.8% of CPU 1 during B trials, 0% during A
+ * (a kernel thread reads "(ksoftirqd/1, kernel thread, SCHED_OTHER 0)"),
+ * then one line per affinity change.  A process is the same in both when
+ * its pid and comm are.  Lines end in '\n'.  Returns the number of lines
+ * (0: nothing to say, buf ""), or -ENOSPC when buf was too small (it then
+ * holds the lines that fit). */
+int culprit_describe_top(const struct culprit_result *a, const struct culprit_result *b, char *buf, size_t size);
+
+/* qsort order of culprit_task: the largest share of a rank CPU first, then
+ * the most seconds, then the pid. */
+int culprit_task_cmp(const void *a, const void *b);
+
+/* ---- the per-CPU tables of proc/interrupts and proc/softirqs ----------- */
+
+struct culprit_irqtab {
+	int n_cols;                  /* CPUs of the header ("CPU0 CPU1 CPU3") */
+	int *col_cpu;                /* the CPU of each column */
+	int n_rows;
+	struct culprit_irq_count *rows;  /* label and name; count unused */
+	uint64_t *counts;            /* n_rows x n_cols; a missing count is 0 */
+};
+
+/* Parse buf[0..len) (not NUL-terminated) as proc/interrupts or
+ * proc/softirqs: a header of "CPUn" columns, then "LABEL: count... [text]"
+ * rows.  Returns 0 and fills *ret (freed with culprit_irqtab_free), or
+ * -EINVAL with err naming the line, -ENOMEM; *ret untouched on error. */
+int culprit_irqtab_parse(const char *buf, size_t len, struct culprit_irqtab *ret, struct nt_err *err);
+void culprit_irqtab_free(struct culprit_irqtab *t);
+
+#endif

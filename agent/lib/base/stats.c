@@ -1,0 +1,284 @@
+/* stats.c — see stats.h. */
+#include "base/stats.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+double stats_median(const double *x, size_t n)
+{
+	double *s, m;
+
+	if (n == 0 || !(s = malloc(n * sizeof(*s))))
+		return NAN;
+	memcpy(s, x, n * sizeof(*s));
+	qsort(s, n, sizeof(*s), cmp_double);
+	m = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+	free(s);
+	return m;
+}
+
+double stats_mad(const double *x, size_t n)
+{
+	double med = stats_median(x, n), *d, m;
+
+	if (n == 0 || !(d = malloc(n * sizeof(*d))))
+		return NAN;
+	for (size_t i = 0; i < n; i++)
+		d[i] = fabs(x[i] - med);
+	m = stats_median(d, n);
+	free(d);
+	return m;
+}
+
+struct tagged {
+	double v;
+	int from_a;
+};
+
+static int cmp_tagged(const void *a, const void *b)
+{
+	return cmp_double(&((const struct tagged *)a)->v, &((const struct tagged *)b)->v);
+}
+
+double stats_mann_whitney(const double *a, size_t na, const double *b, size_t nb, double *ret_u)
+{
+	size_t n = na + nb;
+	struct tagged *t;
+	double ra = 0, ties = 0, u, mu, sigma, z;
+
+	if (ret_u)
+		*ret_u = 0;
+	if (!na || !nb || !(t = malloc(n * sizeof(*t))))
+		return 1.0;
+	for (size_t i = 0; i < na; i++)
+		t[i] = (struct tagged){ a[i], 1 };
+	for (size_t j = 0; j < nb; j++)
+		t[na + j] = (struct tagged){ b[j], 0 };
+	qsort(t, n, sizeof(*t), cmp_tagged);
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		double rank;
+
+		while (j + 1 < n && t[j + 1].v == t[i].v)
+			j++;
+		rank = (double)(i + j + 2) / 2.0;      /* average rank, 1-based */
+		for (size_t k = i; k <= j; k++)
+			if (t[k].from_a)
+				ra += rank;
+		ties += pow((double)(j - i + 1), 3) - (double)(j - i + 1);
+		i = j + 1;
+	}
+	free(t);
+	u = ra - (double)na * (na + 1) / 2.0;
+	if (ret_u)
+		*ret_u = u;
+	mu = (double)na * nb / 2.0;
+	sigma = sqrt((double)na * nb / 12.0 * ((n + 1) - ties / ((double)n * (n - 1))));
+	if (sigma == 0)
+		return 1.0;
+	z = (fabs(u - mu) - 0.5) / sigma;          /* continuity correction */
+	if (z < 0)
+		z = 0;
+	return erfc(z / sqrt(2.0));
+}
+
+double stats_hodges_lehmann(const double *a, size_t na, const double *b, size_t nb)
+{
+	double *d, m;
+
+	if (!na || !nb || !(d = malloc(na * nb * sizeof(*d))))
+		return NAN;
+	for (size_t i = 0; i < na; i++)
+		for (size_t j = 0; j < nb; j++)
+			d[i * nb + j] = b[j] - a[i];
+	m = stats_median(d, na * nb);
+	free(d);
+	return m;
+}
+
+static uint64_t next(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static double mean(const double *x, size_t n)
+{
+	double s = 0;
+
+	for (size_t i = 0; i < n; i++)
+		s += x[i];
+	return s / (double)n;
+}
+
+int stats_bootstrap_ratio(const double *a, size_t na, const double *b, size_t nb, int resamples,
+			  double alpha, uint64_t seed, double *ret_ratio, double *ret_lo, double *ret_hi)
+{
+	double *r, ma, mb;
+	uint64_t s = seed;
+	int k = 0;
+
+	if (!na || !nb || resamples < 10 || mean(a, na) == 0)
+		return -EINVAL;
+	r = malloc((size_t)resamples * sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	for (int i = 0; i < resamples; i++) {
+		double sa = 0, sb = 0;
+
+		for (size_t j = 0; j < na; j++)
+			sa += a[next(&s) % na];
+		for (size_t j = 0; j < nb; j++)
+			sb += b[next(&s) % nb];
+		ma = sa / na;
+		mb = sb / nb;
+		if (ma != 0)
+			r[k++] = mb / ma;
+	}
+	qsort(r, (size_t)k, sizeof(*r), cmp_double);
+	*ret_ratio = mean(b, nb) / mean(a, na);
+	*ret_lo = r[(int)floor(alpha / 2 * (k - 1))];
+	*ret_hi = r[(int)ceil((1 - alpha / 2) * (k - 1))];
+	free(r);
+	return 0;
+}
+
+/* The regularized incomplete beta I_x(a, b) by its continued fraction
+ * (modified Lentz), on the side where it converges fast. */
+static double beta_cf(double a, double b, double x)
+{
+	const double tiny = 1e-300;
+	double c = 1, d = 1 - (a + b) * x / (a + 1), h;
+
+	d = 1 / (fabs(d) < tiny ? tiny : d);
+	h = d;
+	for (int m = 1; m <= 300; m++) {
+		double aa = m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)), del;
+
+		d = 1 + aa * d;
+		c = 1 + aa / c;
+		d = 1 / (fabs(d) < tiny ? tiny : d);
+		c = fabs(c) < tiny ? tiny : c;
+		h *= d * c;
+		aa = -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1));
+		d = 1 + aa * d;
+		c = 1 + aa / c;
+		d = 1 / (fabs(d) < tiny ? tiny : d);
+		c = fabs(c) < tiny ? tiny : c;
+		del = d * c;
+		h *= del;
+		if (fabs(del - 1) < 1e-14)
+			break;
+	}
+	return h;
+}
+
+static double beta_inc(double a, double b, double x)
+{
+	double front;
+
+	if (x <= 0)
+		return 0;
+	if (x >= 1)
+		return 1;
+	front = exp(lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log1p(-x));
+	if (x < (a + 1) / (a + b + 2))
+		return front * beta_cf(a, b, x) / a;
+	return 1 - front * beta_cf(b, a, 1 - x) / b;
+}
+
+double stats_t_p2(double t, double df)
+{
+	if (!(df > 0) || isnan(t))
+		return NAN;
+	return beta_inc(df / 2, 0.5, df / (df + t * t));
+}
+
+double stats_t_quantile(double p2, double df)
+{
+	double lo = 0, hi = 1;
+
+	if (!(df > 0) || !(p2 > 0 && p2 < 1))
+		return NAN;
+	while (stats_t_p2(hi, df) > p2 && hi < 1e12)
+		hi *= 2;
+	for (int i = 0; i < 200 && hi - lo > 1e-12 * hi; i++) {
+		double mid = (lo + hi) / 2;
+
+		if (stats_t_p2(mid, df) > p2)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return (lo + hi) / 2;
+}
+
+int stats_block_ratio(const double *d, size_t n, double alpha, struct stats_blocks *ret)
+{
+	double m, ss = 0, se, q;
+
+	if (n < 2 || !(alpha > 0 && alpha < 1))
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (!isfinite(d[i]))
+			return -EINVAL;
+	m = mean(d, n);
+	for (size_t i = 0; i < n; i++)
+		ss += (d[i] - m) * (d[i] - m);
+	ret->n = (int)n;
+	ret->sd = sqrt(ss / (double)(n - 1));
+	se = ret->sd / sqrt((double)n);
+	q = stats_t_quantile(alpha, (double)(n - 1));
+	ret->ratio = exp(m);
+	ret->ci_lo = exp(m - q * se);
+	ret->ci_hi = exp(m + q * se);
+	ret->p = se > 0 ? stats_t_p2(m / se, (double)(n - 1)) : (m == 0 ? 1.0 : 0.0);
+	return 0;
+}
+
+int stats_blocks_needed(double sd, double alpha, double threshold)
+{
+	/* room: the interval's half width at most 2/3 of the threshold */
+	return stats_blocks_for_width(sd, alpha, log1p(threshold) * 2 / 3);
+}
+
+int stats_blocks_for_width(double sd, double alpha, double w)
+{
+	if (!isfinite(sd) || !(w > 0))
+		return INT_MAX;
+	for (int n = 2; n < 100000; n++)
+		if (stats_t_quantile(alpha, n - 1) * sd / sqrt((double)n) <= w)
+			return n;
+	return INT_MAX;
+}
+
+enum stats_verdict stats_verdict(double p, double ratio, double lo, double hi, double alpha, double threshold)
+{
+	if (p < alpha && hi < 1 && ratio < 1 - threshold)
+		return VERDICT_REGRESSION;
+	if (p < alpha && lo > 1 && ratio > 1 + threshold)
+		return VERDICT_IMPROVEMENT;
+	if (lo >= 1 - threshold && hi <= 1 + threshold)
+		return VERDICT_NO_DIFFERENCE;
+	return VERDICT_INCONCLUSIVE;
+}
+
+const char *stats_verdict_name(enum stats_verdict v)
+{
+	static const char *const names[] = { "no-difference", "improvement", "regression", "inconclusive" };
+
+	return names[v];
+}

@@ -1,0 +1,726 @@
+/* fleet_ctl.c — see fleet_ctl.h.
+ *
+ * Divisions: saying things; reading the hosts; creating a rollout; the
+ * leader; committing a step; the run loop; abort, get, list.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fleet/etcd.h"
+#include "fleet/fleet_ctl.h"
+#include "tune/launch.h"
+
+struct fleet_ctl {
+	struct etcd *e;
+	void (*note)(int level, const char *msg, void *arg);
+	void *arg;
+	int64_t lease;                /* the leader lease, 0 none */
+	int64_t leader_rev;           /* the leader key's create_revision */
+	double next_keepalive;
+	double pause_s;               /* NODETUNE_FLEET_PAUSE: tests kill the controller between steps */
+};
+
+/* One line for the caller's note callback (none: nothing). */
+#define say(c, level, ...) launch_notef((c)->note, (c)->arg, (level), __VA_ARGS__)
+
+/* NODETUNE_FLEET_PAUSE as seconds from 0 to 10; 0 when unset or not a number. */
+static double pause_from_env(void)
+{
+	const char *s = getenv("NODETUNE_FLEET_PAUSE");
+	char *end;
+	double v;
+
+	if (!s || !*s)
+		return 0;
+	v = strtod(s, &end);
+	return *end || !(v >= 0 && v <= 10) ? 0 : v;
+}
+
+struct fleet_ctl *fleet_ctl_open(const char *endpoints, void (*note)(int level, const char *msg, void *arg),
+				 void *arg, struct nt_err *err)
+{
+	struct fleet_ctl *c = calloc(1, sizeof(*c));
+
+	if (!c) {
+		err_set(err, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	c->e = etcd_open(endpoints, err);
+	if (!c->e) {
+		free(c);
+		return NULL;
+	}
+	etcd_set_timeout(c->e, 2000);
+	c->pause_s = pause_from_env();
+	c->note = note;
+	c->arg = arg;
+	return c;
+}
+
+void fleet_ctl_close(struct fleet_ctl *c)
+{
+	if (!c)
+		return;
+	if (c->lease)
+		etcd_lease_revoke(c->e, c->lease, NULL);
+	etcd_close(c->e);
+	free(c);
+}
+
+/* ---- reading the hosts -------------------------------------------------- */
+
+static int row_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct fleet_host_row *)a)->host, ((const struct fleet_host_row *)b)->host);
+}
+
+/* The row of host in rows[0..*n) (sorted up to sorted_n), added when absent. */
+static struct fleet_host_row *row_of(struct fleet_host_row *rows, unsigned *n, const char *host)
+{
+	for (unsigned i = *n; i-- > 0;)
+		if (!strcmp(rows[i].host, host))
+			return &rows[i];
+	memset(&rows[*n], 0, sizeof(rows[*n]));
+	snprintf(rows[*n].host, sizeof(rows[*n].host), "%s", host);
+	return &rows[(*n)++];
+}
+
+/* One key-value of the hosts' prefix into its row.  A value that does not
+ * parse is kept as the row's "bad" (a host's problem, not the controller's). */
+static void row_take(struct fleet_host_row *row, enum fleet_key_kind kind, const struct etcd_kv *kv)
+{
+	struct nt_err err = { 0 };
+	struct fleet_desired shadow;
+	int r = 0;
+
+	switch (kind) {
+	case FLEET_KEY_HOST:
+		r = fleet_parse_hostinfo(kv->key, kv->value, kv->value_len, &row->info, &err);
+		row->alive = true;
+		break;
+	case FLEET_KEY_DESIRED:
+		r = fleet_parse_desired(kv->key, kv->value, kv->value_len, &row->desired, &err);
+		row->has_desired = r == 0;
+		row->desired_rev = kv->mod_revision;
+		break;
+	case FLEET_KEY_SHADOW:
+		r = fleet_parse_desired(kv->key, kv->value, kv->value_len, &shadow, &err);
+		row->shadow_rev = kv->mod_revision;
+		break;
+	case FLEET_KEY_STATUS:
+		r = fleet_parse_status(kv->key, kv->value, kv->value_len, &row->status, &err);
+		row->has_status = r == 0;
+		break;
+	case FLEET_KEY_OTHER:
+		break;
+	}
+	if (r < 0)
+		snprintf(row->bad, sizeof(row->bad), "%.200s", err.msg);
+}
+
+/* Read every host's keys: rows sorted by name, and the store's revision. */
+static int read_hosts(struct fleet_ctl *c, struct fleet_host_row **ret, unsigned *ret_n, int64_t *ret_revision,
+		      struct nt_err *err)
+{
+	struct etcd_range rg = { 0 };
+	struct fleet_host_row *rows;
+	unsigned n = 0;
+	int r = etcd_get(c->e, FLEET_ROOT "hosts/", true, &rg, err);
+
+	if (r < 0)
+		return r;
+	rows = calloc(rg.n_kvs + 1, sizeof(*rows));
+	if (!rows) {
+		etcd_range_free(&rg);
+		return err_set(err, -ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < rg.n_kvs; i++) {
+		char host[FLEET_NAME_MAX];
+		enum fleet_key_kind kind = fleet_key_parse(rg.kvs[i].key, host);
+
+		if (kind != FLEET_KEY_OTHER)
+			row_take(row_of(rows, &n, host), kind, &rg.kvs[i]);
+	}
+	*ret_revision = rg.revision;
+	etcd_range_free(&rg);
+	qsort(rows, n, sizeof(*rows), row_cmp);
+	*ret = rows;
+	*ret_n = n;
+	return 0;
+}
+
+int fleet_ctl_hosts(struct fleet_ctl *c, struct fleet_host_row **ret, unsigned *ret_n, struct nt_err *err)
+{
+	int64_t rev;
+
+	return read_hosts(c, ret, ret_n, &rev, err);
+}
+
+/* ---- creating a rollout ------------------------------------------------ */
+
+/* Put the policy document unless it is there (it is immutable). */
+static int store_policy(struct fleet_ctl *c, const struct fleet_rollout_opts *o, char sha[FLEET_SHA_LEN + 1],
+			struct nt_err *err)
+{
+	char key[128], *doc = fleet_policy_doc_json(o->policy_name, o->content, o->content_len, sha);
+	int r;
+
+	if (!doc)
+		return err_set(err, -ENOMEM, "out of memory");
+	r = etcd_cas(c->e, fleet_policy_key(key, sizeof(key), sha), 0, doc, strlen(doc), 0, NULL, err);
+	free(doc);
+	return r == -ECANCELED ? 0 : r;
+}
+
+/* Another rollout still running?  0, -EBUSY (said), or a store error. */
+static int none_running(struct fleet_ctl *c, const char *name, struct nt_err *err)
+{
+	struct fleet_rollout *all = NULL;
+	unsigned n = 0;
+	int r = fleet_ctl_list(c, &all, &n, err);
+
+	for (unsigned i = 0; r == 0 && i < n; i++)
+		if (!fleet_state_final(all[i].state) && strcmp(all[i].name, name))
+			r = err_set(err, -EBUSY, "rollout %s is %s: one rollout at a time (fleet abort or resume it first)",
+				    all[i].name, fleet_state_names[all[i].state]);
+	for (unsigned i = 0; i < n; i++)
+		fleet_rollout_release(&all[i]);
+	free(all);
+	return r;
+}
+
+/* The members of the rollout: every host alive now. */
+static int members_now(struct fleet_ctl *c, struct fleet_host_row **ret_rows, struct fleet_member **ret,
+		       unsigned *ret_n, struct nt_err *err)
+{
+	struct fleet_host_row *rows;
+	struct fleet_member *m;
+	unsigned n, k = 0;
+	int64_t rev;
+	int r = read_hosts(c, &rows, &n, &rev, err);
+
+	if (r < 0)
+		return r;
+	m = calloc(n + 1, sizeof(*m));
+	if (!m) {
+		free(rows);
+		return err_set(err, -ENOMEM, "out of memory");
+	}
+	for (unsigned i = 0; i < n; i++) {
+		if (!rows[i].alive || !*rows[i].info.class_id)
+			continue;
+		snprintf(m[k].host, sizeof(m[k].host), "%s", rows[i].host);
+		snprintf(m[k].class_id, sizeof(m[k].class_id), "%s", rows[i].info.class_id);
+		snprintf(m[k].label, sizeof(m[k].label), "%s", rows[i].info.label);
+		m[k].desired_rev = rows[i].desired_rev;
+		k++;
+	}
+	*ret_rows = rows;
+	*ret = m;
+	*ret_n = k;
+	return 0;
+}
+
+/* The desired values before the rollout, as the store holds them (raw). */
+static int prev_desired(struct fleet_ctl *c, struct fleet_rollout *r, struct nt_err *err)
+{
+	for (unsigned w = 0; w < r->n_waves; w++)
+		for (unsigned i = 0; i < r->waves[w].n; i++) {
+			struct fleet_rhost *h = &r->waves[w].hosts[i];
+			struct etcd_range rg = { 0 };
+			char key[128];
+			int rc = etcd_get(c->e, fleet_host_key(key, sizeof(key), h->host, "desired"), false, &rg, err);
+
+			if (rc < 0)
+				return rc;
+			free(h->prev_desired);
+			h->prev_desired = rg.n_kvs ? strdup(rg.kvs[0].value) : NULL;
+			h->prev_rev = rg.n_kvs ? rg.kvs[0].mod_revision : 0;
+			etcd_range_free(&rg);
+		}
+	return 0;
+}
+
+static void rollout_init(struct fleet_rollout *r, const struct fleet_rollout_opts *o, const char *sha)
+{
+	snprintf(r->name, sizeof(r->name), "%s", o->name);
+	snprintf(r->policy, sizeof(r->policy), "%s", o->policy_name);
+	snprintf(r->sha256, sizeof(r->sha256), "%s", sha);
+	snprintf(r->waves_spec, sizeof(r->waves_spec), "%s", o->shadow ? "shadow" : o->waves);
+	snprintf(r->gate_cmd, sizeof(r->gate_cmd), "%s", o->gate_cmd ? o->gate_cmd : "");
+	r->gate_budget = o->gate_budget;
+	r->wave_timeout = o->wave_timeout;
+	r->shadow = o->shadow;
+	r->allow_inconclusive = o->allow_inconclusive;
+	r->state = FLEET_RUNNING;
+	r->goal = FLEET_ROLLED_BACK;
+	r->created = r->updated = fleet_now_wall();
+}
+
+/* Plan and write the rollout (create-only). */
+static int create_doc(struct fleet_ctl *c, struct fleet_rollout *r, const struct fleet_rollout_opts *o,
+		      struct nt_err *err)
+{
+	struct fleet_wave_spec spec[FLEET_WAVES_MAX] = { { .fraction = 1, .text = "shadow" } };
+	unsigned n_spec = 1, n_m = 0;
+	struct fleet_host_row *rows = NULL;
+	struct fleet_member *m = NULL;
+	char key[128], *doc;
+	int rc;
+
+	if (!o->shadow && (rc = fleet_waves_parse(o->waves, spec, &n_spec, err)) < 0)
+		return rc;
+	if ((rc = members_now(c, &rows, &m, &n_m, err)) < 0)
+		return rc;
+	rc = fleet_plan_waves(r, m, n_m, spec, n_spec, err);
+	free(m);
+	free(rows);
+	if (rc == 0 && !o->shadow)
+		rc = prev_desired(c, r, err);
+	if (rc < 0)
+		return rc;
+	fleet_event(r, r->created, "created: %s (sha256 %.12s) over %u host(s) in %u wave(s)%s", r->policy, r->sha256,
+		    n_m, r->n_waves, o->shadow ? ", shadow" : "");
+	if (!(doc = fleet_rollout_json(r)))
+		return err_set(err, -ENOMEM, "out of memory");
+	rc = etcd_cas(c->e, fleet_rollout_key(key, sizeof(key), r->name, false), 0, doc, strlen(doc), 0, NULL, err);
+	free(doc);
+	if (rc == -ECANCELED)
+		return err_set(err, -EEXIST, "rollout %s exists already (fleet status --name %s; fleet resume to go on)",
+			       r->name, r->name);
+	return rc;
+}
+
+int fleet_ctl_create(struct fleet_ctl *c, const struct fleet_rollout_opts *o, struct nt_err *err)
+{
+	struct fleet_rollout r = { 0 };
+	char sha[FLEET_SHA_LEN + 1];
+	int rc;
+
+	if (!fleet_name_valid(o->name))
+		return err_set(err, -EINVAL, "--name '%s': not a name ([A-Za-z0-9._-], 1 to 63 bytes)", o->name);
+	rc = none_running(c, o->name, err);
+	if (rc == 0)
+		rc = store_policy(c, o, sha, err);
+	if (rc == 0) {
+		rollout_init(&r, o, sha);
+		rc = create_doc(c, &r, o, err);
+		if (rc == 0)
+			say(c, LOG_NOTICE, "%s", r.events[r.n_events - 1].what);
+	}
+	fleet_rollout_release(&r);
+	return rc;
+}
+
+/* ---- the leader ---------------------------------------------------------- */
+
+/* Create the leader key under a new lease.  0, -EBUSY (err names the
+ * holder), or a store error. */
+static int leader_try(struct fleet_ctl *c, const char *name, struct nt_err *err)
+{
+	char key[128], val[256], host[64] = "?";
+	struct etcd_range rg = { 0 };
+	int64_t lease;
+	int r;
+
+	gethostname(host, sizeof(host) - 1);
+	snprintf(val, sizeof(val), "{\"controller\":\"%s\",\"pid\":%ld,\"since\":%.3f}", host, (long)getpid(),
+		 fleet_now_wall());
+	if ((r = etcd_lease_grant(c->e, FLEET_LEADER_TTL_S, &lease, err)) < 0)
+		return r;
+	fleet_rollout_key(key, sizeof(key), name, true);
+	r = etcd_cas(c->e, key, 0, val, strlen(val), lease, NULL, err);
+	if (r == 0)
+		r = etcd_get(c->e, key, false, &rg, err);
+	if (r == 0 && rg.n_kvs == 1 && rg.kvs[0].lease == lease) {
+		c->lease = lease;
+		c->leader_rev = rg.kvs[0].create_revision;
+		c->next_keepalive = fleet_now_mono() + FLEET_LEADER_TTL_S / 3.0;
+		etcd_range_free(&rg);
+		return 0;
+	}
+	etcd_lease_revoke(c->e, lease, NULL);
+	if (r == -ECANCELED && etcd_get(c->e, key, false, &rg, NULL) == 0 && rg.n_kvs)
+		r = err_set(err, -EBUSY, "rollout %s is led by another controller (%s)", name, rg.kvs[0].value);
+	else if (r == 0 || r == -ECANCELED)
+		r = err_set(err, -EBUSY, "rollout %s: another controller took the lead", name);
+	etcd_range_free(&rg);
+	return r;
+}
+
+/* Become the leader; wait: for a dead leader's lease (at most its TTL and
+ * a little), saying so once. */
+static int leader_acquire(struct fleet_ctl *c, const char *name, bool wait, struct nt_err *err)
+{
+	double until = fleet_now_mono() + FLEET_LEADER_TTL_S + 3;
+	bool said = false;
+	int r;
+
+	while ((r = leader_try(c, name, err)) == -EBUSY && wait && fleet_now_mono() < until) {
+		if (!said)
+			say(c, LOG_NOTICE, "%s; waiting up to %ds for its lease to expire", err->msg, FLEET_LEADER_TTL_S + 3);
+		said = true;
+		usleep(250000);
+	}
+	return r;
+}
+
+/* Renew the leader lease when due.  0, -ENOLCK (lost), or a store error
+ * (retried by the caller while the lease may still live). */
+static int leader_keepalive(struct fleet_ctl *c, struct nt_err *err)
+{
+	int64_t ttl;
+	int r;
+
+	if (fleet_now_mono() < c->next_keepalive)
+		return 0;
+	r = etcd_lease_keepalive(c->e, c->lease, &ttl, err);
+	if (r == -ENOENT) {
+		c->lease = 0;
+		return err_set(err, -ENOLCK, "the leader lease expired (the store was out of reach too long): stopped; "
+					     "fleet resume goes on");
+	}
+	if (r == 0)
+		c->next_keepalive = fleet_now_mono() + FLEET_LEADER_TTL_S / 3.0;
+	return r;
+}
+
+/* ---- committing a step ------------------------------------------------- */
+
+/* The value a write puts. */
+static char *write_value(const struct fleet_rollout *r, const struct fleet_write *w)
+{
+	const struct fleet_rhost *h = &r->waves[w->wave].hosts[w->index];
+	struct fleet_desired d = { .mode = w->mode, .gate_budget = r->gate_budget,
+				   .allow_inconclusive = r->allow_inconclusive };
+
+	snprintf(d.rollout, sizeof(d.rollout), "%s", r->name);
+	if (w->kind == FLEET_W_RESTORE_DESIRED) {
+		if (h->prev_desired)
+			return strdup(h->prev_desired);
+		d.mode = FLEET_MODE_LOCAL;
+		return fleet_desired_json(&d, false);
+	}
+	snprintf(d.policy, sizeof(d.policy), "%s", r->policy);
+	snprintf(d.sha256, sizeof(d.sha256), "%s", r->sha256);
+	snprintf(d.gate_cmd, sizeof(d.gate_cmd), "%s", r->gate_cmd);
+	return fleet_desired_json(&d, w->kind == FLEET_W_PUT_SHADOW);
+}
+
+/* One transaction: the compares of a step and ops[0..n). */
+static int txn(struct fleet_ctl *c, const char *rkey, int64_t rollout_rev, const struct etcd_op *ops, unsigned n,
+	       int64_t *ret_rev, struct nt_err *err)
+{
+	char lkey[160];
+	struct etcd_compare cmp[2] = {
+		{ .target = ETCD_CMP_MOD, .key = rkey, .number = rollout_rev },
+		{ .target = ETCD_CMP_CREATE, .key = lkey, .number = 0 },
+	};
+	struct etcd_txn_result res = { 0 };
+	int r;
+
+	snprintf(lkey, sizeof(lkey), "%s/leader", rkey);
+	cmp[1].number = c->leader_rev;
+	r = etcd_txn(c->e, cmp, 2, ops, n, NULL, 0, &res, err);
+	if (r < 0)
+		return r;
+	if (!res.succeeded)
+		r = err_set(err, -ECANCELED, "%s changed under this controller (or it lost the lead): re-read", rkey);
+	else if (ret_rev)
+		*ret_rev = res.revision;
+	etcd_txn_result_free(&res);
+	return r;
+}
+
+/* Commit next (the step from the rollout at rollout_rev) with its writes:
+ * chunks of FLEET_TXN_HOSTS desired keys first, the rest with the rollout
+ * itself.  *ret_rev: the rollout's new mod_revision. */
+static int commit(struct fleet_ctl *c, const struct fleet_rollout *next, int64_t rollout_rev,
+		  const struct fleet_write *w, unsigned n_w, int64_t *ret_rev, struct nt_err *err)
+{
+	struct etcd_op *ops = calloc(FLEET_TXN_HOSTS + 1, sizeof(*ops));
+	char **vals = calloc(n_w + 1, sizeof(char *)), (*keys)[128] = calloc(n_w + 1, sizeof(*keys)), rkey[128];
+	unsigned done = 0;
+	int r = 0;
+
+	if (!ops || !vals || !keys)
+		r = err_set(err, -ENOMEM, "out of memory");
+	fleet_rollout_key(rkey, sizeof(rkey), next->name, false);
+	for (unsigned i = 0; r == 0 && i < n_w; i++) {
+		const struct fleet_rhost *h = &next->waves[w[i].wave].hosts[w[i].index];
+
+		fleet_host_key(keys[i], sizeof(keys[i]), h->host, w[i].kind == FLEET_W_PUT_SHADOW ? "shadow" : "desired");
+		if (!(vals[i] = write_value(next, &w[i])))
+			r = err_set(err, -ENOMEM, "out of memory");
+	}
+	while (r == 0) {
+		unsigned n = 0;
+		bool last = n_w - done <= FLEET_TXN_HOSTS;
+
+		for (; done < n_w && n < FLEET_TXN_HOSTS; done++, n++)
+			ops[n] = (struct etcd_op){ ETCD_OP_PUT, keys[done], vals[done], strlen(vals[done]), 0, false };
+		if (last) {
+			if (!(vals[n_w] = fleet_rollout_json(next))) {
+				r = err_set(err, -ENOMEM, "out of memory");
+				break;
+			}
+			ops[n++] = (struct etcd_op){ ETCD_OP_PUT, rkey, vals[n_w], strlen(vals[n_w]), 0, false };
+		}
+		r = txn(c, rkey, rollout_rev, ops, n, last ? ret_rev : NULL, err);
+		if (last)
+			break;
+	}
+	for (unsigned i = 0; vals && i <= n_w; i++)
+		free(vals[i]);
+	free(vals);
+	free(keys);
+	free(ops);
+	return r;
+}
+
+/* ---- the run loop ------------------------------------------------------ */
+
+/* The rollout, its mod_revision, and whether an abort was asked for. */
+static int read_rollout(struct fleet_ctl *c, const char *name, struct fleet_rollout *ret, int64_t *ret_rev,
+			bool *ret_abort, struct nt_err *err)
+{
+	struct etcd_range rg = { 0 };
+	char key[128], akey[160];
+	int r = etcd_get(c->e, fleet_rollout_key(key, sizeof(key), name, false), true, &rg, err);
+
+	snprintf(akey, sizeof(akey), "%s/abort", key);
+	if (r < 0)
+		return r;
+	r = err_set(err, -ENOENT, "no rollout named %s (fleet status lists them)", name);
+	for (size_t i = 0; i < rg.n_kvs; i++) {
+		if (!strcmp(rg.kvs[i].key, key)) {
+			r = fleet_parse_rollout(key, rg.kvs[i].value, rg.kvs[i].value_len, ret, err);
+			*ret_rev = rg.kvs[i].mod_revision;
+		} else if (ret_abort && !strcmp(rg.kvs[i].key, akey))
+			*ret_abort = true;
+	}
+	etcd_range_free(&rg);
+	return r;
+}
+
+static int obs_cmp(const void *key, const void *row)
+{
+	return strcmp(key, ((const struct fleet_host_row *)row)->host);
+}
+
+/* What is observed of each host of r (obs[w][i]); free with obs_free. */
+static struct fleet_observed **observe(const struct fleet_rollout *r, const struct fleet_host_row *rows, unsigned n)
+{
+	struct fleet_observed **obs = calloc(r->n_waves + 1, sizeof(*obs));
+
+	for (unsigned w = 0; obs && w < r->n_waves; w++) {
+		obs[w] = calloc(r->waves[w].n + 1, sizeof(**obs));
+		for (unsigned i = 0; obs[w] && i < r->waves[w].n; i++) {
+			const struct fleet_host_row *row = bsearch(r->waves[w].hosts[i].host, rows, n, sizeof(*rows), obs_cmp);
+			struct fleet_observed *o = &obs[w][i];
+
+			if (!row)
+				continue;
+			o->alive = row->alive;
+			o->has_desired = row->has_desired;
+			o->desired = row->desired;
+			o->desired_rev = row->desired_rev;
+			o->has_status = row->has_status;
+			o->status = row->status;
+			o->has_shadow = row->shadow_rev > 0;
+			o->shadow_rev = row->shadow_rev;
+		}
+		if (!obs[w]) {
+			for (unsigned k = 0; k < w; k++)
+				free(obs[k]);
+			free(obs);
+			return NULL;
+		}
+	}
+	return obs;
+}
+
+static void obs_free(struct fleet_observed **obs, unsigned n)
+{
+	for (unsigned w = 0; obs && w < n; w++)
+		free(obs[w]);
+	free(obs);
+}
+
+/* Say the events next has that r had not: those after r's last one. */
+static void say_events(const struct fleet_ctl *c, const struct fleet_rollout *r, const struct fleet_rollout *next)
+{
+	const struct fleet_event *last = r->n_events ? &r->events[r->n_events - 1] : NULL;
+	unsigned from = 0;
+
+	for (unsigned i = next->n_events; last && i-- > 0;)
+		if (next->events[i].t == last->t && !strcmp(next->events[i].what, last->what)) {
+			from = i + 1;
+			break;
+		}
+	for (unsigned i = from; i < next->n_events; i++)
+		say(c, LOG_NOTICE, "%s: %s", next->name, next->events[i].what);
+}
+
+/* One pass: read, step, commit.  1 when the rollout is final (*ret_final),
+ * 0 to go on, or an error. */
+static int pass(struct fleet_ctl *c, const char *name, bool *abort, enum fleet_state *ret_final, struct nt_err *err)
+{
+	struct fleet_rollout r = { 0 }, next = { 0 };
+	struct fleet_host_row *rows = NULL;
+	struct fleet_observed **obs = NULL;
+	struct fleet_write *w = NULL;
+	unsigned n_rows = 0, n_w = 0;
+	int64_t rev = 0, hrev = 0, new_rev;
+	int rc = read_rollout(c, name, &r, &rev, abort, err);
+
+	if (rc == 0 && fleet_state_final(r.state)) {
+		*ret_final = r.state;
+		fleet_rollout_release(&r);
+		return 1;
+	}
+	if (rc == 0)
+		rc = read_hosts(c, &rows, &n_rows, &hrev, err);
+	if (rc == 0 && !(obs = observe(&r, rows, n_rows)))
+		rc = err_set(err, -ENOMEM, "out of memory");
+	if (rc == 0)
+		rc = fleet_step(&r, obs, fleet_now_wall(), *abort, &next, &w, &n_w);
+	if (rc == 1) {
+		rc = commit(c, &next, rev, w, n_w, &new_rev, err);
+		if (rc == 0)
+			say_events(c, &r, &next);
+		if (rc == 0 && c->pause_s > 0)
+			usleep((useconds_t)(c->pause_s * 1e6));
+		if (rc == 0 && fleet_state_final(next.state)) {
+			*ret_final = next.state;
+			rc = 1;
+		}
+		rc = rc == -ECANCELED ? 0 : rc;
+		fleet_rollout_release(&next);
+		free(w);
+	} else if (rc == 0) {
+		struct etcd_events ev = { 0 };
+
+		/* nothing to do yet: wait for a host to change (or a second) */
+		if (etcd_watch(c->e, FLEET_ROOT "hosts/", true, hrev + 1, 1000, &ev, NULL) == 0)
+			etcd_events_free(&ev);
+	}
+	obs_free(obs, r.n_waves);
+	free(rows);
+	fleet_rollout_release(&r);
+	return rc;
+}
+
+int fleet_ctl_run(struct fleet_ctl *c, const char *name, bool abort, bool wait_leader, enum fleet_state *ret_final,
+		  struct nt_err *err)
+{
+	struct fleet_rollout r = { 0 };
+	int64_t rev;
+	int rc = read_rollout(c, name, &r, &rev, NULL, err);
+
+	if (rc < 0)
+		return rc;
+	if (fleet_state_final(r.state)) {
+		*ret_final = r.state;
+		fleet_rollout_release(&r);
+		return 0;
+	}
+	fleet_rollout_release(&r);
+	if ((rc = leader_acquire(c, name, wait_leader, err)) < 0)
+		return rc;
+	say(c, LOG_INFO, "%s: leading it (lease %llx)", name, (unsigned long long)c->lease);
+	for (;;) {
+		if ((rc = leader_keepalive(c, err)) == -ENOLCK)
+			break;
+		if (rc == 0)
+			rc = pass(c, name, &abort, ret_final, err);
+		if (rc == 1) {
+			rc = 0;
+			break;
+		}
+		if (rc < 0) {
+			say(c, LOG_WARNING, "%s: %s (retrying)", name, err->msg);
+			usleep(500000);
+		}
+	}
+	etcd_lease_revoke(c->e, c->lease, NULL);
+	c->lease = 0;
+	return rc;
+}
+
+/* ---- abort, get, list -------------------------------------------------- */
+
+int fleet_ctl_abort(struct fleet_ctl *c, const char *name, enum fleet_state *ret_final, struct nt_err *err)
+{
+	struct fleet_rollout r = { 0 };
+	char key[160];
+	int64_t rev;
+	int rc = read_rollout(c, name, &r, &rev, NULL, err);
+
+	if (rc < 0)
+		return rc;
+	fleet_rollout_release(&r);
+	snprintf(key, sizeof(key), FLEET_ROOT "rollouts/%s/abort", name);
+	if ((rc = etcd_put(c->e, key, "{}", 2, 0, NULL, err)) < 0)
+		return rc;
+	for (;;) {
+		rc = fleet_ctl_run(c, name, true, false, ret_final, err);
+		if (rc != -EBUSY)
+			return rc;
+		/* a leader runs: it sees the abort; follow it until it ends */
+		if ((rc = read_rollout(c, name, &r, &rev, NULL, err)) < 0)
+			return rc;
+		if (fleet_state_final(r.state)) {
+			*ret_final = r.state;
+			fleet_rollout_release(&r);
+			return 0;
+		}
+		fleet_rollout_release(&r);
+		usleep(500000);
+	}
+}
+
+int fleet_ctl_get(struct fleet_ctl *c, const char *name, struct fleet_rollout *ret, struct nt_err *err)
+{
+	int64_t rev;
+
+	return read_rollout(c, name, ret, &rev, NULL, err);
+}
+
+int fleet_ctl_list(struct fleet_ctl *c, struct fleet_rollout **ret, unsigned *ret_n, struct nt_err *err)
+{
+	struct etcd_range rg = { 0 };
+	struct fleet_rollout *all;
+	unsigned n = 0;
+	int r = etcd_get(c->e, FLEET_ROOT "rollouts/", true, &rg, err);
+
+	if (r < 0)
+		return r;
+	all = calloc(rg.n_kvs + 1, sizeof(*all));
+	if (!all)
+		r = err_set(err, -ENOMEM, "out of memory");
+	for (size_t i = 0; r == 0 && i < rg.n_kvs; i++) {
+		const char *rest = rg.kvs[i].key + strlen(FLEET_ROOT "rollouts/");
+
+		if (strchr(rest, '/'))
+			continue;
+		r = fleet_parse_rollout(rg.kvs[i].key, rg.kvs[i].value, rg.kvs[i].value_len, &all[n], err);
+		n += r == 0;
+	}
+	etcd_range_free(&rg);
+	if (r < 0) {
+		for (unsigned i = 0; i < n; i++)
+			fleet_rollout_release(&all[i]);
+		free(all);
+		return r;
+	}
+	*ret = all;
+	*ret_n = n;
+	return 0;
+}

@@ -1,0 +1,88 @@
+/* fleet_ctl.h — the fleet's controller: create a rollout, drive it through
+ * fleet_step (fleet.h) over etcd, abort it, read it back.
+ *
+ * Promises:
+ *  - every step is one etcd transaction (or, for a wave over
+ *    FLEET_TXN_HOSTS hosts, the desired keys in chunks and then the step)
+ *    that compares the rollout's mod_revision and the leader key's
+ *    create_revision: a controller killed anywhere is resumed by
+ *    fleet_ctl_run and never takes a step twice; a re-sent chunk writes the
+ *    same desired values again, which a host does not apply twice;
+ *  - one controller at a time: fleet_ctl_run first creates the leader key
+ *    under its own lease (kept alive while it runs); a second gets -EBUSY,
+ *    or waits for the lease of a dead one to expire (wait_leader);
+ *  - for tests, NODETUNE_FLEET_PAUSE=SECONDS (at most 10) pauses after each
+ *    committed step, so that a test can kill the controller between any two;
+ *  - a store that fails in the middle is retried (every endpoint, then
+ *    again after a pause) while the leader lease lives; a lost lease stops
+ *    the run (-ENOLCK): nothing more is written.
+ */
+#ifndef NODETUNE_FLEET_CTL_H
+#define NODETUNE_FLEET_CTL_H
+
+#include <stdbool.h>
+
+#include "fleet/fleet.h"
+
+#define FLEET_TXN_HOSTS 100   /* desired keys in one transaction (etcd: --max-txn-ops 128) */
+
+struct fleet_ctl;
+
+struct fleet_rollout_opts {
+	const char *name;
+	const char *policy_name;          /* shown; the file's base name */
+	const char *content;              /* the policy's bytes (validated by the caller) */
+	size_t content_len;
+	const char *waves;                /* "1/class,1%,10%,50%,100%" */
+	const char *gate_cmd;             /* NULL: no gate */
+	double gate_budget, wave_timeout;
+	bool shadow, allow_inconclusive;
+};
+
+/* Open a controller over the endpoints; every line it has to say (the
+ * timeline as it happens, retries) goes to note.  NULL with err on bad
+ * endpoints or out of memory. */
+struct fleet_ctl *fleet_ctl_open(const char *endpoints, void (*note)(int level, const char *msg, void *arg),
+				 void *arg, struct nt_err *err);
+void fleet_ctl_close(struct fleet_ctl *c);
+
+/* Store the policy (create-only), plan the waves over the hosts alive now
+ * and create the rollout (only if no rollout of that name exists, and none
+ * other is running).  0, or -EEXIST, -EBUSY, -EINVAL (no hosts), a store
+ * error; nothing is written to a host's keys. */
+int fleet_ctl_create(struct fleet_ctl *c, const struct fleet_rollout_opts *o, struct nt_err *err);
+
+/* Become the rollout's leader (waiting up to the lease TTL for a dead
+ * one's lease when wait_leader) and step it until it is final; abort: roll
+ * it back.  0 with *ret_final its end state, or -ENOENT (no such
+ * rollout), -EBUSY (another controller leads it), -ENOLCK (the lease was
+ * lost), a store error. */
+int fleet_ctl_run(struct fleet_ctl *c, const char *name, bool abort, bool wait_leader, enum fleet_state *ret_final,
+		  struct nt_err *err);
+
+/* Ask for an abort: the running leader rolls back; without one, this call
+ * leads the rollback itself.  0 with *ret_final, or as fleet_ctl_run. */
+int fleet_ctl_abort(struct fleet_ctl *c, const char *name, enum fleet_state *ret_final, struct nt_err *err);
+
+/* Read rollout name (-ENOENT when absent), or every rollout (*ret_n may
+ * be 0).  Release each with fleet_rollout_release, the array with free. */
+int fleet_ctl_get(struct fleet_ctl *c, const char *name, struct fleet_rollout *ret, struct nt_err *err);
+int fleet_ctl_list(struct fleet_ctl *c, struct fleet_rollout **ret, unsigned *ret_n, struct nt_err *err);
+
+/* One host as the store knows it. */
+struct fleet_host_row {
+	char host[FLEET_NAME_MAX];
+	bool alive;
+	struct fleet_hostinfo info;       /* alive only */
+	bool has_status;
+	struct fleet_status status;
+	bool has_desired;
+	struct fleet_desired desired;
+	int64_t desired_rev, shadow_rev;  /* the keys' mod_revisions, 0 absent */
+	char bad[256];                    /* a value that did not parse: which and why */
+};
+
+/* Every host with a key in the store, sorted by name (free *ret). */
+int fleet_ctl_hosts(struct fleet_ctl *c, struct fleet_host_row **ret, unsigned *ret_n, struct nt_err *err);
+
+#endif

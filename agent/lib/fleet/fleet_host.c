@@ -1,0 +1,692 @@
+/* fleet_host.c — see fleet_host.h.
+ *
+ * Divisions: state and saying things; the lease thread; fetching and
+ * validating a policy; applying, local, shadow; the status key; the tick;
+ * start and stop.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tune/apply.h"
+#include "base/userfile.h"
+#include "fleet/etcd.h"
+#include "fleet/fleet_gate.h"
+#include "fleet/fleet_host.h"
+#include "tune/verify.h"
+#include "tune/launch.h"
+
+#define STATUS_EVERY_S 30.0
+#define POLL_EVERY_S 30.0      /* read the keys even without a watch event */
+
+struct fleet_host {
+	struct fleet_host_config cfg;
+	char host[FLEET_NAME_MAX];
+	struct fleet_class cls;
+	double ttl_s;
+	int efd;
+	pthread_t thread;
+	bool thread_up;
+	pthread_mutex_t lock;
+	bool stop;                 /* under lock */
+	int64_t lease;             /* under lock: the thread's */
+	/* the daemon thread's */
+	struct etcd *e;
+	double next_poll, next_status, store_warned;
+	int64_t done_desired_rev;  /* the desired revision answered */
+	int64_t done_shadow_rev;
+	int64_t failed_rev;        /* a desired revision refused: not tried again */
+	struct fleet_status st;    /* what was last published (or is to be) */
+	char *published;           /* its JSON, to publish only changes */
+	char *running;             /* the bytes of the policy that runs (for the gate's arm A) */
+	size_t running_len;
+};
+
+/* One line for the caller's note callback (none: nothing). */
+#define say(fh, level, ...) launch_notef((fh)->cfg.note, (fh)->cfg.note_arg, (level), __VA_ARGS__)
+
+static void wake(struct fleet_host *fh)
+{
+	uint64_t one = 1;
+
+	if (write(fh->efd, &one, sizeof(one)) < 0)
+		return;   /* the counter is full: it is readable anyway */
+}
+
+static bool stopping(struct fleet_host *fh)
+{
+	bool s;
+
+	pthread_mutex_lock(&fh->lock);
+	s = fh->stop;
+	pthread_mutex_unlock(&fh->lock);
+	return s;
+}
+
+/* ---- the lease thread -------------------------------------------------- */
+
+/* Grant a lease and put the liveness key under it.  0 or a store error. */
+static int host_register(struct fleet_host *fh, struct etcd *e, int64_t *ret_lease, struct nt_err *err)
+{
+	struct fleet_hostinfo hi = { .pid = (long)getpid(), .started = fleet_now_wall() };
+	char key[128], *val;
+	int64_t lease;
+	int r;
+
+	snprintf(hi.host, sizeof(hi.host), "%s", fh->host);
+	snprintf(hi.class_id, sizeof(hi.class_id), "%s", fh->cls.id);
+	snprintf(hi.label, sizeof(hi.label), "%s", fh->cls.label);
+	if (!(val = fleet_hostinfo_json(&hi)))
+		return err_set(err, -ENOMEM, "out of memory");
+	r = etcd_lease_grant(e, (int64_t)fh->ttl_s, &lease, err);
+	if (r == 0) {
+		r = etcd_put(e, fleet_host_key(key, sizeof(key), fh->host, ""), val, strlen(val), lease, NULL, err);
+		if (r < 0)
+			etcd_lease_revoke(e, lease, NULL);
+		else
+			*ret_lease = lease;
+	}
+	free(val);
+	return r;
+}
+
+/* The first revision to watch from: after the keys as they are now. */
+static int watch_start(struct fleet_host *fh, struct etcd *e, int64_t *ret_rev, struct nt_err *err)
+{
+	struct etcd_range rg = { 0 };
+	char key[128];
+	int r = etcd_get(e, fleet_host_key(key, sizeof(key), fh->host, "desired"), false, &rg, err);
+
+	if (r == 0)
+		*ret_rev = rg.revision + 1;
+	etcd_range_free(&rg);
+	return r;
+}
+
+/* Wait up to ms for a change of this host's desired or shadow key. */
+static int watch_once(struct fleet_host *fh, struct etcd *e, int64_t *rev, long ms, struct nt_err *err)
+{
+	struct etcd_events ev = { 0 };
+	char prefix[128];
+	bool changed = false;
+	int r;
+
+	fleet_host_key(prefix, sizeof(prefix), fh->host, "");
+	strcat(prefix, "/");
+	r = etcd_watch(e, prefix, true, *rev, ms, &ev, err);
+	if (r == -ESTALE) {
+		*rev = 0;
+		wake(fh);
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < ev.n_events; i++) {
+		char host[FLEET_NAME_MAX];
+		enum fleet_key_kind k = fleet_key_parse(ev.events[i].kv.key, host);
+
+		changed |= k == FLEET_KEY_DESIRED || k == FLEET_KEY_SHADOW;
+		if (ev.events[i].kv.mod_revision >= *rev)
+			*rev = ev.events[i].kv.mod_revision + 1;
+	}
+	etcd_events_free(&ev);
+	if (changed)
+		wake(fh);
+	return 0;
+}
+
+/* Keep the lease (registering when there is none) and watch, until stop. */
+static void *lease_thread(void *arg)
+{
+	struct fleet_host *fh = arg;
+	struct etcd *e = etcd_open(fh->cfg.endpoints, NULL);
+	int64_t lease = 0, rev = 0;
+	double next_keepalive = 0;
+
+	if (!e)
+		return NULL;
+	etcd_set_timeout(e, 1000);
+	while (!stopping(fh)) {
+		struct nt_err err = { 0 };
+		double now = fleet_now_mono();
+		int r = 0;
+
+		if (!lease && (r = host_register(fh, e, &lease, &err)) == 0) {
+			next_keepalive = now + fh->ttl_s / 3;
+			pthread_mutex_lock(&fh->lock);
+			fh->lease = lease;
+			pthread_mutex_unlock(&fh->lock);
+		} else if (lease && now >= next_keepalive) {
+			r = etcd_lease_keepalive(e, lease, NULL, &err);
+			if (r == -ENOENT)
+				lease = 0;       /* expired (a long cut): register again */
+			else if (r == 0)
+				next_keepalive = now + fh->ttl_s / 3;
+		}
+		if (r == 0 && lease && rev == 0 && watch_start(fh, e, &rev, &err) == 0)
+			wake(fh);
+		if (r == 0 && lease && rev)
+			r = watch_once(fh, e, &rev, (long)fmax(100, (next_keepalive - fleet_now_mono()) * 1000), &err);
+		if (r < 0) {
+			rev = 0;
+			usleep(500000);
+		}
+	}
+	if (lease)
+		etcd_lease_revoke(e, lease, NULL);   /* gone at once, not after the TTL */
+	etcd_close(e);
+	return NULL;
+}
+
+/* ---- fetching and validating a policy ---------------------------------- */
+
+/* A policy and its plan for this host, checked as a file is. */
+struct candidate {
+	struct policy *policy;
+	struct plan *plan;
+	char sha[SHA256_DIGEST_STRING_LENGTH];
+	char name[FLEET_NAME_MAX];
+	char *content;
+	size_t len;
+};
+
+static void candidate_release(struct candidate *c)
+{
+	plan_free(c->plan);
+	policy_free(c->policy);
+	free(c->content);
+	memset(c, 0, sizeof(*c));
+}
+
+/* Parse and plan c->content (named c->name) on this host.  0 or -EINVAL
+ * with err ("NAME:LINE: what", or the planner's reason). */
+static int candidate_check(struct candidate *c, const struct fleet_host_view *v, struct nt_err *err)
+{
+	c->policy = policy_parse_buffer(c->content, c->len, c->name, err);
+	if (!c->policy)
+		return err->code ? err->code : -EINVAL;
+	c->plan = plan_build(c->policy, v->topo, v->topo->n_gpus ? v->topo->n_gpus : 1, v->root, err);
+	if (!c->plan)
+		return err->code ? err->code : -EINVAL;
+	return 0;
+}
+
+/* Fetch the policy sha from the store and check it. */
+static int candidate_fetch(struct fleet_host *fh, const char *sha, const struct fleet_host_view *v,
+			   struct candidate *c, struct nt_err *err)
+{
+	struct fleet_policy_doc doc = { 0 };
+	struct etcd_range rg = { 0 };
+	char key[128];
+	int r = etcd_get(fh->e, fleet_policy_key(key, sizeof(key), sha), false, &rg, err);
+
+	if (r < 0)
+		return r;
+	if (rg.n_kvs == 0)
+		r = err_set(err, -EINVAL, "%s: no such policy in the store", key);
+	else
+		r = fleet_parse_policy_doc(key, rg.kvs[0].value, rg.kvs[0].value_len, &doc, err);
+	etcd_range_free(&rg);
+	if (r == 0 && strcmp(doc.sha256, sha))
+		r = err_set(err, -EINVAL, "%s: the document names sha256 %.12s", key, doc.sha256);
+	if (r < 0) {
+		fleet_policy_doc_release(&doc);
+		return r;
+	}
+	c->content = doc.content;
+	c->len = doc.content_len;
+	memcpy(c->sha, sha, FLEET_SHA_LEN + 1);
+	snprintf(c->name, sizeof(c->name), "%s", *doc.name ? doc.name : "store-policy");
+	return candidate_check(c, v, err);
+}
+
+/* The daemon's own --policy file (mode local). */
+static int candidate_local(struct fleet_host *fh, const struct fleet_host_view *v, struct candidate *c,
+			   struct nt_err *err)
+{
+	char why[256], *slash;
+	int r = userfile_read(fh->cfg.local_policy, POLICY_MAX_SIZE, "a policy file", NULL, &c->content, &c->len,
+			      why, sizeof(why));
+
+	if (r < 0)
+		return err_set(err, r, "%s: %s", fh->cfg.local_policy, why);
+	SHA256Data((const uint8_t *)c->content, c->len, c->sha);
+	slash = strrchr(fh->cfg.local_policy, '/');
+	snprintf(c->name, sizeof(c->name), "%s", slash ? slash + 1 : fh->cfg.local_policy);
+	c->policy = policy_load(fh->cfg.local_policy, geteuid() == 0 ? POLICY_TRUSTED_ONLY : 0, err);
+	if (!c->policy)
+		return err->code ? err->code : -EINVAL;
+	c->plan = plan_build(c->policy, v->topo, v->topo->n_gpus ? v->topo->n_gpus : 1, v->root, err);
+	return c->plan ? 0 : err->code ? err->code : -EINVAL;
+}
+
+/* ---- applying, local, shadow ------------------------------------------- */
+
+static char *cache_path(const char *state_dir, const char *suffix, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s/%s%s", state_dir, FLEET_HOST_CACHE, suffix);
+	return buf;
+}
+
+const char *fleet_host_cached_policy(const char *state_dir, char *buf, size_t size)
+{
+	struct stat st;
+
+	cache_path(state_dir, "", buf, size);
+	return stat(buf, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 ? buf : NULL;
+}
+
+/* Write len bytes to path: a temporary file (0600), synced, renamed.
+ * 0 or -errno. */
+static int write_file(const char *path, const char *buf, size_t len)
+{
+	char tmp[4200];
+	int fd, r = 0;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, buf, len) != (ssize_t)len || fsync(fd) < 0)
+		r = -errno ? -errno : -EIO;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
+		unlink(tmp);
+	return r;
+}
+
+/* Keep the store's policy in the state dir, or remove it (mode local);
+ * remember its bytes as what runs. */
+static void cache_update(struct fleet_host *fh, struct candidate *c, bool keep)
+{
+	char path[4096];
+	int r;
+
+	cache_path(fh->cfg.state_dir, "", path, sizeof(path));
+	if (!keep)
+		unlink(path);
+	else if ((r = write_file(path, c->content, c->len)) < 0)
+		say(fh, LOG_WARNING, "fleet: %s: %s (a restart without the store would run the older file)", path,
+		    strerror(-r));
+	free(fh->running);
+	fh->running = c->content;
+	fh->running_len = c->len;
+	c->content = NULL;
+}
+
+/* Read back what the plan governs: the status's state. */
+static void verify_now(struct fleet_host *fh, const struct fleet_host_view *v)
+{
+	struct verify_result res = { 0 };
+	struct nt_err err = { 0 };
+	bool ok = verify_plan(*v->plan, v->root, &res, &err) == 0;
+
+	fh->st.state = ok && res.n == 0 ? FLEET_H_VERIFIED : FLEET_H_DRIFT;
+	fh->st.verify_ok = ok;
+	fh->st.checked = res.checked;
+	fh->st.drifted = res.n;
+	fh->st.verify_time = fleet_now_wall();
+	verify_result_release(&res);
+}
+
+static void say_changes(const struct fleet_host *fh, const struct apply_changes *rep)
+{
+	for (unsigned i = 0; i < rep->n_notes; i++)
+		say(fh, LOG_NOTICE, "fleet: %s", rep->notes[i]);
+	for (unsigned i = 0; i < rep->n; i++)
+		say(fh, LOG_NOTICE, "fleet: /%s: %s -> %s", rep->changes[i].path, rep->changes[i].from,
+		    rep->changes[i].to);
+}
+
+/* Apply c over the daemon's journal; on failure go back to the old plan.
+ * Returns 1 when c now runs (c's policy and plan moved into v), 0 not. */
+static int apply_candidate(struct fleet_host *fh, struct fleet_host_view *v, struct candidate *c, const char *why)
+{
+	struct apply_changes rep = { 0 }, back = { 0 };
+	struct nt_err err = { 0 }, e2 = { 0 };
+
+	if (apply_converge(c->plan, v->root, v->j, NULL, NULL, &rep, &err) < 0) {
+		say_changes(fh, &rep);
+		say(fh, LOG_ERR, "fleet: applying %s (sha256 %.12s) failed: %s; going back to %s", c->name, c->sha,
+		    err.msg, v->policy_name);
+		if (apply_converge(*v->plan, v->root, v->j, NULL, NULL, &back, &e2) < 0)
+			say(fh, LOG_ERR, "fleet: going back failed too: %s", e2.msg);
+		say_changes(fh, &back);
+		fh->st.state = FLEET_H_FAILED;
+		snprintf(fh->st.error, sizeof(fh->st.error), "apply failed (went back to %.*s): %s", 40, v->policy_name,
+			 err.msg);
+		apply_changes_release(&rep);
+		apply_changes_release(&back);
+		return 0;
+	}
+	say_changes(fh, &rep);
+	say(fh, LOG_NOTICE, "fleet: applied %s (sha256 %.12s) %s: %u changes", c->name, c->sha, why, rep.n);
+	apply_changes_release(&rep);
+	plan_free(*v->plan);
+	policy_free(*v->policy);
+	*v->plan = c->plan;
+	*v->policy = c->policy;
+	c->plan = NULL;
+	c->policy = NULL;
+	memcpy(v->sha256, c->sha, SHA256_DIGEST_STRING_LENGTH);
+	snprintf(v->policy_name, FLEET_NAME_MAX, "%s", c->name);
+	fh->st.error[0] = '\0';
+	verify_now(fh, v);
+	return 1;
+}
+
+/* Shadow: plan and verify the policy here; report what would change. */
+static void do_shadow(struct fleet_host *fh, const struct fleet_host_view *v, const struct fleet_desired *d,
+		      int64_t rev)
+{
+	struct candidate c = { 0 };
+	struct verify_result res = { 0 };
+	struct nt_err err = { 0 };
+	size_t len = 0;
+
+	fh->st.shadow_rev = rev;
+	snprintf(fh->st.shadow_sha, sizeof(fh->st.shadow_sha), "%s", d->sha256);
+	fh->st.shadow_changes = 0;
+	fh->st.shadow_text[0] = '\0';
+	fh->st.shadow_valid = candidate_fetch(fh, d->sha256, v, &c, &err) == 0 &&
+			      verify_plan(c.plan, v->root, &res, &err) == 0;
+	if (!fh->st.shadow_valid)
+		snprintf(fh->st.shadow_text, sizeof(fh->st.shadow_text), "invalid here: %s", err.msg);
+	for (unsigned i = 0; fh->st.shadow_valid && i < res.n && len < sizeof(fh->st.shadow_text) - 1; i++)
+		len += (size_t)snprintf(fh->st.shadow_text + len, sizeof(fh->st.shadow_text) - len, "%s/%s: %s -> %s",
+					i ? "; " : "", res.drift[i].path, res.drift[i].actual, res.drift[i].expected);
+	fh->st.shadow_changes = res.n;
+	say(fh, LOG_NOTICE, "fleet: shadow %.12s for rollout %s: %s%s%u change(s) it would make", d->sha256, d->rollout,
+	    fh->st.shadow_valid ? "" : fh->st.shadow_text, fh->st.shadow_valid ? "" : "; ", res.n);
+	verify_result_release(&res);
+	candidate_release(&c);
+}
+
+/* The gate: A/B the running policy against d's on this host's job. */
+static void do_gate(struct fleet_host *fh, const struct fleet_host_view *v, const struct fleet_desired *d)
+{
+	struct candidate c = { 0 };
+	struct fleet_gate_result res = { 0 };
+	struct nt_err err = { 0 };
+	char cur[4096], cand[4096];
+	struct fleet_gate_request q = { cur, cand, d->gate_cmd, d->gate_budget, fh->cfg.sysroot, fh->cfg.topology,
+					fh->cfg.state_dir };
+	int r = candidate_fetch(fh, d->sha256, v, &c, &err);
+
+	snprintf(cur, sizeof(cur), "%s/gate-current.conf", fh->cfg.state_dir);
+	snprintf(cand, sizeof(cand), "%s/gate-candidate.conf", fh->cfg.state_dir);
+	if (r == 0 && ((r = write_file(cur, fh->running ? fh->running : "", fh->running_len)) < 0 ||
+		       (r = write_file(cand, c.content, c.len)) < 0))
+		err_set(&err, r, "%s: %s", fh->cfg.state_dir, strerror(-r));
+	say(fh, LOG_NOTICE, "fleet: gate for rollout %s: A/B of %s against %s (sha256 %.12s) on '%s'", d->rollout,
+	    v->policy_name, c.name, d->sha256, d->gate_cmd);
+	if (r == 0)
+		r = fleet_gate_run(&q, &res, &err);
+	candidate_release(&c);
+	if (r < 0) {
+		fh->st.state = FLEET_H_INVALID;
+		snprintf(fh->st.error, sizeof(fh->st.error), "gate: %s", err.msg);
+		say(fh, LOG_ERR, "fleet: gate: %s", err.msg);
+		return;
+	}
+	fh->st.state = FLEET_H_GATED;
+	fh->st.gate_rev = fh->st.desired_rev;
+	snprintf(fh->st.verdict, sizeof(fh->st.verdict), "%s", res.verdict);
+	fh->st.ratio = res.ratio, fh->st.ci_lo = res.ci_lo, fh->st.ci_hi = res.ci_hi;
+	snprintf(fh->st.explanation, sizeof(fh->st.explanation), "%s", res.explanation);
+	say(fh, LOG_NOTICE, "fleet: gate verdict %s, ratio %.3f [%.3f, %.3f]%s%s", res.verdict, res.ratio, res.ci_lo,
+	    res.ci_hi, *res.explanation ? ": " : "", res.explanation);
+}
+
+/* ---- the status key ---------------------------------------------------- */
+
+/* The status as the daemon's last verify left it, unless an answer to the
+ * desired key (failed, invalid, gated) stands. */
+static void status_refresh(struct fleet_host *fh, const struct fleet_host_view *v)
+{
+	struct fleet_status *s = &fh->st;
+
+	snprintf(s->host, sizeof(s->host), "%s", fh->host);
+	snprintf(s->class_id, sizeof(s->class_id), "%s", fh->cls.id);
+	snprintf(s->label, sizeof(s->label), "%s", fh->cls.label);
+	snprintf(s->policy, sizeof(s->policy), "%s", v->policy_name);
+	snprintf(s->sha256, sizeof(s->sha256), "%s", v->sha256);
+	if (s->state == FLEET_H_VERIFIED || s->state == FLEET_H_DRIFT) {
+		if (v->verify_wall > s->verify_time) {
+			s->verify_ok = v->verify_ok;
+			s->checked = v->checked;
+			s->drifted = v->drifted;
+			s->verify_time = v->verify_wall;
+		}
+		s->state = s->verify_ok && s->drifted == 0 ? FLEET_H_VERIFIED : FLEET_H_DRIFT;
+	}
+}
+
+/* Put the status when it changed (the time aside) or is due. */
+static void status_publish(struct fleet_host *fh)
+{
+	struct fleet_status s = fh->st;
+	struct nt_err err = { 0 };
+	char key[128], *cmp, *val;
+	double now = fleet_now_mono();
+
+	s.time = 0;
+	s.verify_time = 0;
+	if (!(cmp = fleet_status_json(&s)))
+		return;
+	if (fh->published && !strcmp(cmp, fh->published) && now < fh->next_status) {
+		free(cmp);
+		return;
+	}
+	fh->st.time = fleet_now_wall();
+	if (!(val = fleet_status_json(&fh->st)) ||
+	    etcd_put(fh->e, fleet_host_key(key, sizeof(key), fh->host, "status"), val, strlen(val), 0, NULL, &err) < 0) {
+		free(cmp);
+		cmp = NULL;              /* try again next tick */
+		if (now >= fh->store_warned)
+			say(fh, LOG_WARNING, "fleet: the store is out of reach (%s); keeping %s", err.msg, fh->st.policy);
+		fh->store_warned = now + 60;
+	}
+	free(val);
+	free(fh->published);
+	fh->published = cmp;
+	fh->next_status = now + STATUS_EVERY_S;
+}
+
+/* ---- the tick ---------------------------------------------------------- */
+
+/* A desired value that cannot be followed: said once, reported. */
+static void refuse(struct fleet_host *fh, int64_t rev, const char *what, const char *why)
+{
+	fh->st.state = FLEET_H_INVALID;
+	fh->st.desired_rev = rev;
+	snprintf(fh->st.error, sizeof(fh->st.error), "%s", why);
+	fh->failed_rev = rev;
+	say(fh, LOG_ERR, "fleet: %s refused, nothing applied: %s", what, why);
+}
+
+/* Follow the desired value d (at revision rev).  1 when the policy changed. */
+static int follow(struct fleet_host *fh, struct fleet_host_view *v, const struct fleet_desired *d, int64_t rev)
+{
+	struct candidate c = { 0 };
+	struct nt_err err = { 0 };
+	char why[160];
+	int changed = 0;
+
+	if (rev == fh->failed_rev || (rev == fh->done_desired_rev && (d->mode == FLEET_MODE_GATE ||
+								      !strcmp(d->sha256, v->sha256))))
+		return 0;
+	fh->st.desired_rev = rev;
+	fh->done_desired_rev = rev;
+	if (d->mode == FLEET_MODE_GATE) {
+		do_gate(fh, v, d);
+		return 0;
+	}
+	if (d->mode == FLEET_MODE_APPLY && !strcmp(d->sha256, v->sha256)) {
+		fh->st.state = FLEET_H_VERIFIED;      /* runs it already: status_refresh says how it verifies */
+		return 0;
+	}
+	if ((d->mode == FLEET_MODE_LOCAL ? candidate_local(fh, v, &c, &err) : candidate_fetch(fh, d->sha256, v, &c, &err)) < 0) {
+		refuse(fh, rev, d->mode == FLEET_MODE_LOCAL ? "the local policy" : "the desired policy", err.msg);
+	} else if (!strcmp(c.sha, v->sha256)) {
+		fh->st.state = FLEET_H_VERIFIED;
+		cache_update(fh, &c, d->mode != FLEET_MODE_LOCAL);
+	} else {
+		snprintf(why, sizeof(why), "for rollout %s", d->rollout);
+		changed = apply_candidate(fh, v, &c, why);
+		if (changed)
+			cache_update(fh, &c, d->mode != FLEET_MODE_LOCAL);
+		else
+			fh->failed_rev = rev;
+	}
+	candidate_release(&c);
+	return changed;
+}
+
+/* Read this host's desired and shadow keys and follow them. */
+static int poll_store(struct fleet_host *fh, struct fleet_host_view *v)
+{
+	struct etcd_range rg = { 0 };
+	struct nt_err err = { 0 };
+	char prefix[128];
+	int changed = 0;
+
+	fleet_host_key(prefix, sizeof(prefix), fh->host, "");
+	strcat(prefix, "/");
+	if (etcd_get(fh->e, prefix, true, &rg, &err) < 0) {
+		if (fleet_now_mono() >= fh->store_warned)
+			say(fh, LOG_WARNING, "fleet: the store is out of reach (%s); keeping %s", err.msg, v->policy_name);
+		fh->store_warned = fleet_now_mono() + 60;
+		return 0;
+	}
+	for (size_t i = 0; i < rg.n_kvs; i++) {
+		const struct etcd_kv *kv = &rg.kvs[i];
+		char host[FLEET_NAME_MAX];
+		enum fleet_key_kind k = fleet_key_parse(kv->key, host);
+		struct fleet_desired d;
+
+		if (k != FLEET_KEY_DESIRED && k != FLEET_KEY_SHADOW)
+			continue;
+		if (fleet_parse_desired(kv->key, kv->value, kv->value_len, &d, &err) < 0) {
+			if (k == FLEET_KEY_DESIRED && kv->mod_revision != fh->failed_rev)
+				refuse(fh, kv->mod_revision, kv->key, err.msg);
+			continue;
+		}
+		if (k == FLEET_KEY_DESIRED)
+			changed |= follow(fh, v, &d, kv->mod_revision);
+		else if (kv->mod_revision != fh->done_shadow_rev) {
+			fh->done_shadow_rev = kv->mod_revision;
+			do_shadow(fh, v, &d, kv->mod_revision);
+		}
+	}
+	etcd_range_free(&rg);
+	return changed;
+}
+
+int fleet_host_tick(struct fleet_host *fh, struct fleet_host_view *v)
+{
+	uint64_t n;
+	bool woke = read(fh->efd, &n, sizeof(n)) == sizeof(n);
+	int changed = 0;
+
+	if (woke || fleet_now_mono() >= fh->next_poll) {
+		fh->next_poll = fleet_now_mono() + POLL_EVERY_S;
+		changed = poll_store(fh, v);
+	}
+	status_refresh(fh, v);
+	status_publish(fh);
+	return changed;
+}
+
+/* ---- start and stop ---------------------------------------------------- */
+
+int fleet_host_fd(const struct fleet_host *fh)
+{
+	return fh ? fh->efd : -1;
+}
+
+/* The bytes of the policy the daemon started with. */
+static void running_init(struct fleet_host *fh)
+{
+	char why[256];
+
+	if (fh->cfg.start_policy && userfile_read(fh->cfg.start_policy, POLICY_MAX_SIZE, "a policy file", NULL,
+						  &fh->running, &fh->running_len, why, sizeof(why)) < 0)
+		say(fh, LOG_WARNING, "fleet: %s: %s (a gate would compare against an empty policy)",
+		    fh->cfg.start_policy, why);
+}
+
+struct fleet_host *fleet_host_start(const struct fleet_host_config *cfg, const struct topo *t, struct nt_err *err)
+{
+	struct fleet_host *fh;
+
+	if (!fleet_name_valid(cfg->host)) {
+		err_set(err, -EINVAL, "--host '%s': not a name ([A-Za-z0-9._-], 1 to 63 bytes)", cfg->host);
+		return NULL;
+	}
+	fh = calloc(1, sizeof(*fh));
+	if (!fh) {
+		err_set(err, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	fh->cfg = *cfg;
+	fh->efd = -1;
+	snprintf(fh->host, sizeof(fh->host), "%s", cfg->host);
+	fh->ttl_s = fmin(60, fmax(3, ceil(5 * cfg->interval_s)));
+	pthread_mutex_init(&fh->lock, NULL);
+	if (fleet_class_of(t, &fh->cls) < 0) {
+		err_set(err, -EINVAL, "the topology has no NUMA node: no hardware class");
+		goto out_free;
+	}
+	if (!(fh->e = etcd_open(cfg->endpoints, err)))
+		goto out_free;
+	etcd_set_timeout(fh->e, 1000);
+	if ((fh->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+		err_set(err, -errno, "eventfd: %s", strerror(errno));
+		goto out_free;
+	}
+	if (pthread_create(&fh->thread, NULL, lease_thread, fh) != 0) {
+		err_set(err, -EAGAIN, "cannot start the fleet thread");
+		goto out_free;
+	}
+	fh->thread_up = true;
+	fh->st.state = FLEET_H_VERIFIED;
+	running_init(fh);
+	say(fh, LOG_NOTICE, "fleet: host %s, class %s (%s), lease %gs, store %s", fh->host, fh->cls.id, fh->cls.label,
+	    fh->ttl_s, cfg->endpoints);
+	return fh;
+out_free:
+	fleet_host_stop(fh);
+	return NULL;
+}
+
+void fleet_host_stop(struct fleet_host *fh)
+{
+	if (!fh)
+		return;
+	if (fh->thread_up) {
+		pthread_mutex_lock(&fh->lock);
+		fh->stop = true;
+		pthread_mutex_unlock(&fh->lock);
+		pthread_join(fh->thread, NULL);
+	}
+	if (fh->efd >= 0)
+		close(fh->efd);
+	etcd_close(fh->e);
+	pthread_mutex_destroy(&fh->lock);
+	free(fh->published);
+	free(fh->running);
+	free(fh);
+}

@@ -1,0 +1,96 @@
+/* fleet_host.h — the daemon's side of the fleet (`nodetune daemon --fleet
+ * ENDPOINTS --host NAME`): register, say what runs here, follow the policy
+ * the store names.
+ *
+ * A thread of its own (its own etcd client) keeps the host's liveness key
+ * (/nodetune/hosts/NAME, see fleet.h) under a lease of 5 daemon intervals
+ * (3..60 s), registering again when the lease is lost, and watches the
+ * host's desired and shadow keys; a change makes fleet_host_fd() readable.
+ * The daemon's thread calls fleet_host_tick() after each cycle and when the
+ * fd is readable; the tick does the work with the daemon's state:
+ *  - desired mode apply: the policy is fetched (/nodetune/policies/SHA),
+ *    its sha256 checked, validated as a file is (policy_parse_buffer, then
+ *    plan_build on this host), applied with apply_converge over the
+ *    daemon's journal and verified; a refused policy is reported
+ *    ("invalid", with why) and nothing is written; a failed apply goes back
+ *    to the old plan and is reported ("failed");
+ *  - mode local: the daemon's own --policy file again;
+ *  - mode gate: `nodetune ab --a policy=CURRENT --b policy=NEW --sysroot
+ *    --topology -- sh -c CMD` runs (the daemon's loop waits; the lease
+ *    thread keeps the host alive), its verdict is reported, nothing stays
+ *    changed;
+ *  - shadow: the policy is planned and verified here; what it would change,
+ *    or why it is invalid here, is reported; nothing is written;
+ *  - the status key says what runs and how the last verify went, when it
+ *    changes (and at least every 30 s).
+ * A policy applied from the store is also kept in the state dir
+ * (FLEET_HOST_CACHE), so that a daemon restarted while the store is out of
+ * reach runs it again, never its older file: a host that loses the store
+ * keeps its last desired policy.  A policy already running is never applied
+ * again (same sha256).
+ */
+#ifndef NODETUNE_FLEET_HOST_H
+#define NODETUNE_FLEET_HOST_H
+
+#include <stdbool.h>
+
+#include "fleet/fleet.h"
+#include "base/fsroot.h"
+#include "tune/plan.h"
+#include "tune/policy.h"
+
+#define FLEET_HOST_CACHE "fleet-policy.conf"   /* in the state dir */
+
+struct journal;
+struct fleet_host;
+
+struct fleet_host_config {
+	const char *endpoints;
+	const char *host;
+	const char *state_dir;
+	const char *local_policy;     /* the daemon's --policy: mode local */
+	const char *start_policy;     /* the file the daemon started with (the cache or local_policy) */
+	const char *sysroot;          /* NULL: the live host; for the gate */
+	const char *topology;         /* NULL: the host's; for the gate */
+	double interval_s;
+	void (*note)(int level, const char *msg, void *arg);
+	void *note_arg;
+};
+
+/* The daemon's state a tick reads, and replaces after an apply. */
+struct fleet_host_view {
+	const struct fsroot *root;
+	const struct topo *topo;
+	struct journal *j;
+	struct policy **policy;
+	struct plan **plan;
+	char *sha256;                 /* SHA256_DIGEST_STRING_LENGTH */
+	char *policy_name;            /* FLEET_NAME_MAX: a name to show */
+	bool verify_ok;
+	unsigned checked, drifted;
+	double verify_wall;
+};
+
+/* Check the configuration (names, endpoints) and start the lease thread;
+ * the store need not be reachable.  NULL with err (-EINVAL, -ENOMEM). */
+struct fleet_host *fleet_host_start(const struct fleet_host_config *cfg, const struct topo *t,
+				    struct nt_err *err);
+
+/* Readable when the store changed something for this host; -1 when fh is
+ * NULL.  The tick drains it. */
+int fleet_host_fd(const struct fleet_host *fh);
+
+/* Do what the store asks (see above).  Returns 1 when *v->policy,
+ * *v->plan and v->sha256 were replaced (the old ones freed), else 0.
+ * Never fails: problems are reported on the status key and to note. */
+int fleet_host_tick(struct fleet_host *fh, struct fleet_host_view *v);
+
+/* Stop the thread and revoke the lease (the host is gone at once); NULL is
+ * a no-op. */
+void fleet_host_stop(struct fleet_host *fh);
+
+/* The cached policy in state_dir into buf, when there is one: buf, else
+ * NULL. */
+const char *fleet_host_cached_policy(const char *state_dir, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,472 @@
+/* doctor.c — see doctor.h.
+ *
+ * Divisions: report helpers; one function per hazard; the table; output.
+ */
+#include "observe/doctor.h"
+#include "observe/doctor_test.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/cpulist.h"
+#include "observe/observe.h"
+#include "observe/tlb.h"
+#include "base/parse.h"
+
+/* ---- report helpers ---------------------------------------------------- */
+
+static struct doctor_hazard *hazard(struct doctor_findings *rep, const char *code)
+{
+	struct doctor_hazard *tmp = realloc(rep->hazards, (rep->n + 1) * sizeof(*tmp));
+
+	if (!tmp)
+		return NULL;
+	rep->hazards = tmp;
+	memset(&tmp[rep->n], 0, sizeof(tmp[rep->n]));
+	snprintf(tmp[rep->n].code, sizeof(tmp[rep->n].code), "%s", code);
+	return &tmp[rep->n++];
+}
+
+#define note(rep, ...) note_add((rep)->notes, &(rep)->n_notes, DOCTOR_MAX_NOTES, __VA_ARGS__)
+
+void doctor_findings_release(struct doctor_findings *rep)
+{
+	if (!rep)
+		return;
+	free(rep->hazards);
+	for (unsigned i = 0; i < rep->n_notes; i++)
+		free(rep->notes[i]);
+	memset(rep, 0, sizeof(*rep));
+}
+
+struct ctx {
+	const struct fsroot *root;
+	const struct topo *t;
+	const struct kstate *ks;
+	const struct doctor_config *cfg;
+	struct doctor_findings *rep;
+	struct nt_err *err;
+};
+
+#define FILL(h, field, ...) snprintf((h)->field, sizeof((h)->field), __VA_ARGS__)
+
+/* A /proc/vmstat counter for evidence: its value, or "?" when absent. */
+static const char *vm(const struct fsroot *root, const char *key, char buf[24])
+{
+	int64_t v = obs_vmstat(root, key);
+
+	if (v < 0)
+		return "?";
+	snprintf(buf, 24, "%lld", (long long)v);
+	return buf;
+}
+
+/* ---- the hazards ------------------------------------------------------- */
+
+static int check_zombie_memcg(struct ctx *x)
+{
+	long kernel, live;
+	struct doctor_hazard *h;
+
+	obs_memcg(x->root, &kernel, &live);
+	if (kernel < 0 || live < 0) {
+		note(x->rep, "zombie-memcg: skipped, no memory cgroup counts (/proc/cgroups or the memory hierarchy missing)");
+		return 0;
+	}
+	x->rep->checks++;
+	/* dying groups linger while page cache charged to them is alive; a
+	 * few hundred is normal, tens of thousands make memcg walks slow */
+	if (kernel - live < 1000 || kernel < 4 * live)
+		return 0;
+	if (!(h = hazard(x->rep, "zombie-memcg")))
+		return -ENOMEM;
+	FILL(h, summary, "%ld dying (zombie) memory cgroups: memcg walks (kubelet stats, reclaim) cost whole cores in %%sys", kernel - live);
+	FILL(h, evidence, "/proc/cgroups counts %ld memory cgroups, only %ld live directories in the memory hierarchy", kernel, live);
+	FILL(h, fix, "find what creates and removes cgroups (container runtime, systemd scopes, kubelet); reclaim their page cache (echo 1 > /proc/sys/vm/drop_caches); consider cgroup.memory=nokmem or a kernel that reparents charges");
+	return 0;
+}
+
+/* Samples of /proc/stat: a captured series (proc/stat.series/NNN) when the
+ * tree holds one, else live sampling every interval for the window. */
+static int sys_samples(struct ctx *x, struct obs_stat **ret, int *ret_n, double *ret_interval)
+{
+	char **names = NULL, path[256];
+	int n = fsroot_list(x->root, "proc/stat.series", &names), k = 0, r = 0;
+	struct obs_stat *s;
+
+	if (n > 0) {
+		s = calloc((size_t)n, sizeof(*s));
+		for (int i = 0; s && i < n && r == 0; i++) {
+			snprintf(path, sizeof(path), "proc/stat.series/%s", names[i]);
+			r = obs_read_stat(x->root, path, &s[k++], x->err);
+		}
+		fsroot_names_free(names);
+		if (!s)
+			return err_set(x->err, -ENOMEM, "out of memory");
+		if (r < 0) {
+			free(s);
+			return r;
+		}
+		*ret = s;
+		*ret_n = k;
+		*ret_interval = x->cfg->interval_s;
+		return 0;
+	}
+	n = (int)(x->cfg->window_s / x->cfg->interval_s) + 1;
+	s = calloc((size_t)n, sizeof(*s));
+	if (!s)
+		return err_set(x->err, -ENOMEM, "out of memory");
+	for (k = 0; k < n; k++) {
+		struct timespec ts = { (time_t)x->cfg->interval_s,
+				       (long)((x->cfg->interval_s - (time_t)x->cfg->interval_s) * 1e9) };
+
+		r = obs_read_stat(x->root, "proc/stat", &s[k], x->err);
+		if (r < 0) {
+			free(s);
+			return r;
+		}
+		if (k + 1 < n)
+			nanosleep(&ts, NULL);
+	}
+	*ret = s;
+	*ret_n = n;
+	*ret_interval = x->cfg->interval_s;
+	return 0;
+}
+
+static int check_sys_saturated(struct ctx *x)
+{
+	struct obs_stat *s = NULL;
+	double interval = 0, avg = 0;
+	int n = 0, cpu, run, r;
+	struct doctor_hazard *h;
+
+	r = sys_samples(x, &s, &n, &interval);
+	if (r == -ENOENT) {
+		note(x->rep, "sys-saturated-core: skipped, no /proc/stat");
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	x->rep->checks++;
+	run = obs_longest_sys_run(s, n, 95.0, &cpu, &avg);
+	free(s);
+	if (run * interval < 1.0 - 1e-9 || avg >= 60.0)
+		return 0;
+	if (!(h = hazard(x->rep, "sys-saturated-core")))
+		return -ENOMEM;
+	FILL(h, summary, "CPU %d spent >= 95%% in the kernel for %.1f s while all CPUs averaged %.0f%%: averages hide it", cpu, run * interval, avg);
+	FILL(h, evidence, "/proc/stat sampled every %.0f ms: CPU %d system+irq+softirq time >= 95%% for %d consecutive samples", interval * 1e3, cpu, run);
+	FILL(h, fix, "find the kernel path with `perf top -C %d` (memcg walks, NAPI/softirq, page reclaim); keep device IRQs and ranks off that CPU ([irq] devices = housekeeping)", cpu);
+	return 0;
+}
+
+static int check_thp_defrag(struct ctx *x)
+{
+	struct doctor_hazard *h;
+
+	if (!x->ks->thp_defrag[0]) {
+		note(x->rep, "thp-defrag-always: skipped, THP defrag unknown");
+		return 0;
+	}
+	x->rep->checks++;
+	if (strcmp(x->ks->thp_defrag, "always"))
+		return 0;
+	if (!(h = hazard(x->rep, "thp-defrag-always")))
+		return -ENOMEM;
+	FILL(h, summary, "THP defrag=always: page faults stall in direct compaction");
+	char b1[24];
+
+	FILL(h, evidence, "/sys/kernel/mm/transparent_hugepage/defrag selects [always]; compact_stall so far: %s",
+	     vm(x->root, "compact_stall", b1));
+	FILL(h, fix, "set defrag to defer+madvise or madvise ([thp] defrag = defer+madvise; policies/gpu-train.conf does)");
+	return 0;
+}
+
+static int check_numa_balancing(struct ctx *x)
+{
+	struct doctor_hazard *h;
+
+	if (x->ks->numa_balancing < 0) {
+		note(x->rep, "numa-balancing-on: skipped, kernel.numa_balancing unknown");
+		return 0;
+	}
+	x->rep->checks++;
+	if (x->ks->numa_balancing == 0 || x->t->n_numa < 2)
+		return 0;
+	if (!(h = hazard(x->rep, "numa-balancing-on")))
+		return -ENOMEM;
+	FILL(h, summary, "automatic NUMA balancing is on on a %u-node host: hinting faults and migrations hit rank-bound memory", x->t->n_numa);
+	char b1[24], b2[24];
+
+	FILL(h, evidence, "kernel.numa_balancing=%d; numa_hint_faults %s, numa_pages_migrated %s so far",
+	     x->ks->numa_balancing, vm(x->root, "numa_hint_faults", b1), vm(x->root, "numa_pages_migrated", b2));
+	FILL(h, fix, "bind ranks and memory to their GPU's node and turn balancing off ([sched] numa_balancing = 0); prove it with an A/B run first: on some hosts balancing helps");
+	return 0;
+}
+
+static int check_irqs(struct ctx *x)
+{
+	hwloc_bitmap_t ranks, aff;
+	struct doctor_hazard *h = NULL;
+	char list[256] = "", rl[256];
+	size_t used = 0;
+	int found = 0;
+
+	if (!x->cfg->plan) {
+		note(x->rep, "irq-on-rank-cpus: skipped, give --policy FILE to know the ranks' CPUs");
+		return 0;
+	}
+	ranks = hwloc_bitmap_alloc();
+	aff = hwloc_bitmap_alloc();
+	if (!ranks || !aff) {
+		hwloc_bitmap_free(ranks);
+		hwloc_bitmap_free(aff);
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < x->cfg->plan->n_ranks; i++)
+		if (x->cfg->plan->ranks[i].cpus)
+			hwloc_bitmap_or(ranks, ranks, x->cfg->plan->ranks[i].cpus);
+	x->rep->checks++;
+	for (unsigned d = 0; d < x->t->n_gpus + x->t->n_nics && !hwloc_bitmap_iszero(ranks); d++) {
+		const struct topo_dev *dev = d < x->t->n_gpus ? &x->t->gpus[d] : &x->t->nics[d - x->t->n_gpus];
+		char dir[128], **names = NULL, path[64], val[256];
+		int k;
+
+		snprintf(dir, sizeof(dir), "sys/bus/pci/devices/%s/msi_irqs", dev->pci_bus_id);
+		k = fsroot_list(x->root, dir, &names);
+		for (int i = 0; i < k; i++) {
+			uint64_t irq;
+
+			snprintf(path, sizeof(path), "proc/irq/%s/smp_affinity_list", names[i]);
+			if (parse_u64(names[i], 1u << 24, &irq) || fsroot_read(x->root, path, val, sizeof(val)) < 0 ||
+			    cpulist_parse(val, aff) < 0 || !hwloc_bitmap_intersects(aff, ranks))
+				continue;
+			if (found++ < 6 && used < sizeof(list))
+				used += (size_t)snprintf(list + used, sizeof(list) - used, "%sIRQ %llu (%s) on CPUs %s",
+							 found > 1 ? ", " : "", (unsigned long long)irq, dev->pci_bus_id, val);
+		}
+		fsroot_names_free(names);
+	}
+	if (found) {
+		cpulist_format(ranks, rl, sizeof(rl));
+		if ((h = hazard(x->rep, "irq-on-rank-cpus"))) {
+			FILL(h, summary, "%d device IRQ(s) may land on CPUs the ranks use: interrupts and softirq work preempt training threads", found);
+			FILL(h, evidence, "ranks use CPUs %s; %s%s", rl, list, found > 6 ? ", ..." : "");
+			FILL(h, fix, "move device IRQs to housekeeping CPUs ([affinity] housekeeping = auto, [irq] devices = housekeeping) and stop irqbalance from undoing it");
+		}
+	}
+	hwloc_bitmap_free(ranks);
+	hwloc_bitmap_free(aff);
+	return found && !h ? -ENOMEM : 0;
+}
+
+static int check_governor(struct ctx *x)
+{
+	struct doctor_hazard *h;
+
+	if (!x->ks->governor[0]) {
+		note(x->rep, "governor: skipped, no cpufreq (a VM, or no driver)");
+		return 0;
+	}
+	x->rep->checks++;
+	if (!strcmp(x->ks->governor, "performance"))
+		return 0;
+	if (!(h = hazard(x->rep, "governor")))
+		return -ENOMEM;
+	FILL(h, summary, "CPU frequency governor '%s': cores ramp up late after the idle gaps of communication and data waits", x->ks->governor);
+	FILL(h, evidence, "cpufreq scaling_governor is %s on %s CPUs", x->ks->governor,
+	     strcmp(x->ks->governor, "mixed") ? "all" : "different");
+	FILL(h, fix, "use the performance governor on training hosts ([sched] governor = performance)");
+	return 0;
+}
+
+static int check_swap(struct ctx *x)
+{
+	struct doctor_hazard *h;
+
+	if (x->ks->swap_total_bytes < 0) {
+		note(x->rep, "swap-on: skipped, SwapTotal unknown");
+		return 0;
+	}
+	x->rep->checks++;
+	if (x->ks->swap_total_bytes == 0)
+		return 0;
+	if (!(h = hazard(x->rep, "swap-on")))
+		return -ENOMEM;
+	FILL(h, summary, "swap is on: training memory can be swapped out and come back as major faults in the step loop");
+	char b1[24], b2[24];
+
+	FILL(h, evidence, "SwapTotal %.1f GiB; pswpin %s, pswpout %s so far", x->ks->swap_total_bytes / 1073741824.0,
+	     vm(x->root, "pswpin", b1), vm(x->root, "pswpout", b2));
+	FILL(h, fix, "turn swap off on training hosts (swapoff -a) or set [sysctl] vm.swappiness = 0");
+	return 0;
+}
+
+static int check_throttling(struct ctx *x)
+{
+	char path[4096];
+	uint64_t thr, per;
+	double ratio = obs_worst_throttling(x->root, path, sizeof(path), &thr, &per);
+	struct doctor_hazard *h;
+
+	x->rep->checks++;
+	if (ratio < 0.05)
+		return 0;
+	if (!(h = hazard(x->rep, "cgroup-throttling")))
+		return -ENOMEM;
+	FILL(h, summary, "a cgroup's CPU quota throttles it in %.0f%% of periods: its threads stop mid-step", ratio * 100);
+	FILL(h, evidence, "/%.400s: nr_throttled %llu of nr_periods %llu", path, (unsigned long long)thr, (unsigned long long)per);
+	FILL(h, fix, "raise or remove the CPU quota of that cgroup (cpu.max / cpu.cfs_quota_us), or give the job whole CPUs (cpuset) instead of a quota");
+	return 0;
+}
+
+/* ---- the table --------------------------------------------------------- */
+
+static const struct {
+	const char *code;
+	int (*check)(struct ctx *x);
+} checks[] = {
+	{ "zombie-memcg", check_zombie_memcg },
+	{ "sys-saturated-core", check_sys_saturated },
+	{ "thp-defrag-always", check_thp_defrag },
+	{ "numa-balancing-on", check_numa_balancing },
+	{ "irq-on-rank-cpus", check_irqs },
+	{ "governor", check_governor },
+	{ "swap-on", check_swap },
+	{ "cgroup-throttling", check_throttling },
+};
+
+/* ---- counters a host may not produce ------------------------------------ */
+
+/* Each probe fills st: countable, and its source or why not. */
+static void probe_tlb(const struct fsroot *root, struct doctor_counter_state *st)
+{
+	struct tlb_counter tlb;
+
+	tlb_counter_open(&tlb, root, tlb_sources_from_env());
+	st->countable = tlb_counter_countable(&tlb);
+	snprintf(st->detail, sizeof(st->detail), "%s", tlb.why);
+	tlb_counter_close(&tlb);
+}
+
+static void probe_psi(const struct fsroot *root, struct doctor_counter_state *st)
+{
+	struct obs_psi psi;
+
+	obs_read_psi(root, &psi);
+	st->countable = psi.present;
+	snprintf(st->detail, sizeof(st->detail), "%s", psi.present ? "proc/pressure" :
+		 "no proc/pressure: a kernel without CONFIG_PSI, or booted with psi=0");
+}
+
+static void probe_perf(const struct fsroot *root, struct doctor_counter_state *st)
+{
+	struct obs_perf perf;
+
+	if (!fsroot_is_host(root))
+		return; /* a captured tree: perf events are the live host's, not asked (detail "") */
+	/* this process: the software counters ab uses per trial */
+	obs_perf_open(&perf, 0);
+	st->countable = perf.ok;
+	snprintf(st->detail, sizeof(st->detail), "%s",
+		 perf.ok ? "perf_event_open (cpu-migrations, context-switches, page-faults)" : perf.why);
+	obs_perf_close(&perf);
+}
+
+static const struct {
+	const char *name;             /* in text */
+	const char *key;              /* in JSON */
+	const char *source;           /* where it is counted from */
+	void (*probe)(const struct fsroot *root, struct doctor_counter_state *st);
+} counter_rows[DC_N] = {
+	[DC_TLB] = { "TLB shootdowns", "tlb_shootdowns", "/proc/interrupts TLB line, or perf (tlb.h)", probe_tlb },
+	[DC_PSI] = { "PSI", "psi", "/proc/pressure/{cpu,memory,io}", probe_psi },
+	[DC_PERF] = { "perf events", "perf_events", "perf_event_open software counters", probe_perf },
+};
+
+const char *doctor_counter_name(enum doctor_counter c)
+{
+	return (unsigned)c < DC_N ? counter_rows[c].name : "?";
+}
+
+static void counter_states(const struct fsroot *root, struct doctor_counter_state st[DC_N])
+{
+	for (enum doctor_counter c = 0; c < DC_N; c++)
+		counter_rows[c].probe(root, &st[c]);
+}
+
+int doctor_run(const struct fsroot *root, const struct topo *t, const struct kstate *ks,
+	       const struct doctor_config *cfg, struct doctor_findings *rep, struct nt_err *err)
+{
+	struct ctx x = { root, t, ks, cfg, rep, err };
+
+	memset(rep, 0, sizeof(*rep));
+	for (size_t i = 0; i < sizeof(checks) / sizeof(checks[0]); i++) {
+		int r = checks[i].check(&x);
+
+		if (r < 0) {
+			if (r == -ENOMEM)
+				err_set(err, r, "out of memory");
+			doctor_findings_release(rep);
+			return r;
+		}
+	}
+	counter_states(root, rep->counters);
+	return 0;
+}
+
+/* ---- output ------------------------------------------------------------ */
+
+json_t *doctor_json(const struct doctor_findings *rep)
+{
+	json_t *doc = json_object(), *hz = json_array(), *notes = json_array();
+
+	if (!doc || !hz || !notes) {
+		json_decref(doc);
+		json_decref(hz);
+		json_decref(notes);
+		return NULL;
+	}
+	for (unsigned i = 0; i < rep->n; i++)
+		json_array_append_new(hz, json_pack("{s:s, s:s, s:s, s:s}", "code", rep->hazards[i].code,
+						    "summary", rep->hazards[i].summary, "evidence",
+						    rep->hazards[i].evidence, "fix", rep->hazards[i].fix));
+	for (unsigned i = 0; i < rep->n_notes; i++)
+		json_array_append_new(notes, json_string(rep->notes[i]));
+	json_object_set_new(doc, "checks", json_integer(rep->checks));
+	json_object_set_new(doc, "hazards", hz);
+	json_object_set_new(doc, "skipped", notes);
+	{
+		json_t *ctr = json_object();
+
+		for (enum doctor_counter c = 0; c < DC_N; c++)
+			if (rep->counters[c].detail[0])
+				json_object_set_new(ctr, counter_rows[c].key, json_pack("{s:b, s:s}", "countable", rep->counters[c].countable,
+								    "detail", rep->counters[c].detail));
+		json_object_set_new(doc, "counters", ctr);
+	}
+	return doc;
+}
+
+int doctor_print(FILE *out, const struct doctor_findings *rep)
+{
+	fprintf(out, "%u hazard%s found by %u checks\n", rep->n, rep->n == 1 ? "" : "s", rep->checks);
+	for (unsigned i = 0; i < rep->n; i++)
+		fprintf(out, "\n! %s: %s\n    evidence: %s\n    fix: %s\n", rep->hazards[i].code,
+			rep->hazards[i].summary, rep->hazards[i].evidence, rep->hazards[i].fix);
+	if (rep->n_notes)
+		fprintf(out, "\nskipped:\n");
+	for (unsigned i = 0; i < rep->n_notes; i++)
+		fprintf(out, "  - %s\n", rep->notes[i]);
+	fprintf(out, "\ncounters:\n");
+	for (enum doctor_counter c = 0; c < DC_N; c++)
+		if (rep->counters[c].detail[0])
+			fprintf(out, "  - %s: %s%s%s\n", doctor_counter_name(c),
+				rep->counters[c].countable ? "counted from " : "not countable on this host (",
+				rep->counters[c].detail, rep->counters[c].countable ? "" : ")");
+	return ferror(out) ? -EIO : 0;
+}

@@ -1,0 +1,12 @@
+/* observe_test.h — what observe.c exports for its unit test only
+ * (tests/unit/observe/test_observe.c): steps of the module that the test checks one
+ * by one.  Nothing outside observe.c and its test includes this. */
+#ifndef NODETUNE_OBSERVE_TEST_H
+#define NODETUNE_OBSERVE_TEST_H
+
+#include "observe/observe.h"
+
+/* %sys of cpu between two samples (0..100; -1 when it did not run). */
+double obs_sys_percent(const struct obs_stat *a, const struct obs_stat *b, int cpu);
+
+#endif

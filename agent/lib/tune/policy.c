@@ -1,0 +1,490 @@
+/* policy.c — see policy.h.
+ *
+ * Divisions: reading one file safely; the line parser; includes and the
+ * chain of files (cycles); cross-key rules; accessors.  A file and a buffer
+ * go through the same parser (load_text); only files may include.
+ */
+#include "tune/policy.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/userfile.h"
+
+/* The files being read, outermost first, to detect include cycles. */
+struct chain {
+	const char *real[POLICY_MAX_DEPTH + 1];
+	const char *shown[POLICY_MAX_DEPTH + 1];
+	unsigned depth;
+	bool from_buffer;           /* policy_parse_buffer: includes refused */
+};
+
+/* ---- reading one file -------------------------------------------------- */
+
+/* Where an error about opening path is reported: the include line that
+ * named it, or the path itself for the top file. */
+static int file_err(struct nt_err *err, int code, const char *from, int from_line,
+		    const char *path, const char *what)
+{
+	if (from)
+		return err_set(err, code, "%s:%d: include '%s': %s", from, from_line, path, what);
+	return err_set(err, code, "%s: %s", path, what);
+}
+
+/* The trust rule of a root process: owned by root, not writable by group
+ * or others (bpftune's trusted_plugin_path). */
+static int check_trusted(const struct stat *st, char *why, size_t why_size)
+{
+	if (st->st_uid == 0 && !(st->st_mode & (S_IWGRP | S_IWOTH)))
+		return 0;
+	snprintf(why, why_size,
+		 "refusing a policy %s (uid %u, mode %04o): a root process only reads files owned by root and not writable by group or others",
+		 st->st_uid != 0 ? "not owned by root" : "writable by group or others",
+		 (unsigned)st->st_uid, (unsigned)(st->st_mode & 07777));
+	return -EPERM;
+}
+
+static int read_policy_file(const char *path, unsigned flags, const char *from,
+			    int from_line, char **ret_buf, size_t *ret_len, struct nt_err *err)
+{
+	char why[320];
+	int r = userfile_read(path, POLICY_MAX_SIZE, "a policy file",
+			      (flags & POLICY_TRUSTED_ONLY) ? check_trusted : NULL,
+			      ret_buf, ret_len, why, sizeof(why));
+
+	return r < 0 ? file_err(err, r, from, from_line, path, why) : 0;
+}
+
+/* ---- the line parser --------------------------------------------------- */
+
+struct entry {
+	int knob;
+	int line;
+	char *value;
+};
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	e = s + strlen(s);
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+		*--e = '\0';
+	return s;
+}
+
+static bool is_ident(const char *s, const char *extra)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!(*s >= 'a' && *s <= 'z') && !(*s >= 'A' && *s <= 'Z') &&
+		    !(*s >= '0' && *s <= '9') && *s != '_' && !strchr(extra, *s))
+			return false;
+	return true;
+}
+
+static int unknown_key(const char *path, int line, const char *section, const char *key,
+		       struct nt_err *err)
+{
+	const char *cand[64], *hint;
+	size_t n = 0;
+
+	for (unsigned i = 0; i < knob_count && n < 64; i++)
+		if (!strcmp(knob_table[i].section, section))
+			cand[n++] = knob_table[i].key;
+	hint = knob_did_you_mean(key, cand, n);
+	if (!strcmp(section, "sysctl"))
+		return err_set(err, -EINVAL, "%s:%d: sysctl '%s' is not on the allow-list%s%s%s (see `nodetune keys`)",
+			       path, line, key, hint ? " (did you mean '" : "", hint ? hint : "", hint ? "'?)" : "");
+	return err_set(err, -EINVAL, "%s:%d: unknown key '%s' in [%s]%s%s%s", path, line, key, section,
+		       hint ? " (did you mean '" : "", hint ? hint : "", hint ? "'?)" : "");
+}
+
+/* Entries parsed so far from one file. */
+struct entries {
+	struct entry *e;
+	unsigned n, cap;
+};
+
+static void entries_free(struct entries *es)
+{
+	for (unsigned i = 0; i < es->n; i++)
+		free(es->e[i].value);
+	free(es->e);
+}
+
+/* A line that cannot be part of a text file: a NUL byte, a control
+ * character, or longer than POLICY_MAX_LINE.  0 or -EINVAL with err. */
+static int check_line_bytes(const char *path, int line, const char *p, size_t linelen, struct nt_err *err)
+{
+	if (memchr(p, '\0', linelen))
+		return err_set(err, -EINVAL, "%s:%d: binary data (a NUL byte): not a policy file", path, line);
+	if (linelen > POLICY_MAX_LINE)
+		return err_set(err, -EINVAL, "%s:%d: line longer than %d bytes", path, line, POLICY_MAX_LINE);
+	for (size_t i = 0; i < linelen; i++)
+		if ((unsigned char)p[i] < 0x20 && p[i] != '\t' && p[i] != '\r')
+			return err_set(err, -EINVAL, "%s:%d: control character 0x%02x: not a policy file",
+				       path, line, (unsigned char)p[i]);
+	return 0;
+}
+
+/* "[name]" (s trimmed, starting with '['): the known section it names into
+ * section. */
+static int parse_section(const char *path, int line, char *s, char section[64], struct nt_err *err)
+{
+	char *close = strchr(s, ']');
+	const char *hint;
+	size_t ns = 0;
+
+	if (!close || trim(close + 1)[0])
+		return err_set(err, -EINVAL, "%s:%d: malformed section header '%.64s' (expected [name])",
+			       path, line, s);
+	*close = '\0';
+	s = trim(s + 1);
+	if (knob_section_known(s)) {
+		snprintf(section, 64, "%s", s);
+		return 0;
+	}
+	while (knob_sections[ns])
+		ns++;
+	hint = knob_did_you_mean(s, knob_sections, ns);
+	return err_set(err, -EINVAL, "%s:%d: unknown section [%.64s]%s%s%s", path, line, s,
+		       hint ? " (did you mean [" : "", hint ? hint : "", hint ? "]?)" : "");
+}
+
+/* "key = value" (s trimmed) in section: a known key, a valid value, not set
+ * before in this file; appended to es. */
+static int parse_assignment(const char *path, int line, char *s, const char *section,
+			    struct entries *es, struct nt_err *err)
+{
+	char *eq = strchr(s, '='), *key, *val, why[320];
+	int k;
+
+	if (!eq)
+		return err_set(err, -EINVAL, "%s:%d: expected 'key = value', '[section]' or a comment, got '%.64s'",
+			       path, line, s);
+	*eq = '\0';
+	key = trim(s);
+	val = trim(eq + 1);
+	if (!section[0])
+		return err_set(err, -EINVAL, "%s:%d: key '%.64s' before any [section]", path, line, key);
+	if (!is_ident(key, ".-"))
+		return err_set(err, -EINVAL, "%s:%d: malformed key '%.64s'", path, line, key);
+	k = knob_find(section, key);
+	if (k < 0)
+		return unknown_key(path, line, section, key, err);
+	if (knob_validate(&knob_table[k], val, why, sizeof(why)) < 0)
+		return err_set(err, -EINVAL, "%s:%d: [%s] %s: %s", path, line, section, key, why);
+	for (unsigned i = 0; i < es->n; i++)
+		if (es->e[i].knob == k)
+			return err_set(err, -EINVAL, "%s:%d: duplicate key '%s' in [%s] (first set at line %d)",
+				       path, line, key, section, es->e[i].line);
+	if (es->n == es->cap) {
+		unsigned ncap = es->cap ? 2 * es->cap : 16;
+		struct entry *tmp = realloc(es->e, ncap * sizeof(*es->e));
+
+		if (!tmp)
+			return err_set(err, -ENOMEM, "out of memory");
+		es->e = tmp;
+		es->cap = ncap;
+	}
+	es->e[es->n] = (struct entry){ .knob = k, .line = line, .value = strdup(val) };
+	if (!es->e[es->n].value)
+		return err_set(err, -ENOMEM, "out of memory");
+	es->n++;
+	return 0;
+}
+
+/* Parse buf (the content of path) into entries.  On success *ret_entries
+ * (free each value, then the array) and *ret_n. */
+static int parse_lines(const char *path, char *buf, size_t len, struct entry **ret_entries,
+		       unsigned *ret_n, struct nt_err *err)
+{
+	struct entries es = { 0 };
+	char section[64] = "";
+	char *p = buf, *nl, *s;
+	int line = 0, r = 0;
+
+	if (len >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3))
+		p += 3; /* UTF-8 byte order mark */
+	for (; p < buf + len && r == 0; p = nl + 1) {
+		line++;
+		nl = memchr(p, '\n', (size_t)(buf + len - p));
+		if (!nl)
+			nl = buf + len;
+		r = check_line_bytes(path, line, p, (size_t)(nl - p), err);
+		if (r < 0)
+			break;
+		*nl = '\0';
+		s = trim(p);
+		if (!*s || *s == '#' || *s == ';')
+			continue;
+		if (*s == '[')
+			r = parse_section(path, line, s, section, err);
+		else
+			r = parse_assignment(path, line, s, section, &es, err);
+	}
+	if (r < 0) {
+		entries_free(&es);
+		return r;
+	}
+	*ret_entries = es.e;
+	*ret_n = es.n;
+	return 0;
+}
+
+/* ---- includes and the chain -------------------------------------------- */
+
+static int set_value(struct policy *p, int knob, const char *value, const char *file, int line)
+{
+	struct policy_value *v = &p->v[knob];
+	char *nv = strdup(value), *nf = strdup(file);
+
+	if (!nv || !nf) {
+		free(nv);
+		free(nf);
+		return -ENOMEM;
+	}
+	free(v->value);
+	free(v->file);
+	v->value = nv;
+	v->file = nf;
+	v->line = line;
+	return 0;
+}
+
+static int load_file(struct policy *p, const char *path, unsigned flags, const char *from,
+		     int from_line, struct chain *chain, struct nt_err *err);
+
+/* Parse text (path's content: len bytes, and a writable byte at text[len])
+ * and its includes into p: the one parser behind files and buffers. */
+static int load_text(struct policy *p, const char *path, const char *real, char *text, size_t len,
+		     unsigned flags, struct chain *chain, struct nt_err *err)
+{
+	struct entry *ents = NULL;
+	unsigned n = 0;
+	int r;
+
+	r = parse_lines(path, text, len, &ents, &n, err);
+	if (r < 0)
+		return r;
+	chain->real[chain->depth] = real;
+	chain->shown[chain->depth] = path;
+	chain->depth++;
+
+	/* Parents first, in the order given; this file's values override. */
+	for (unsigned i = 0; i < n && r == 0; i++) {
+		char *list, *item, *save = NULL;
+
+		if (ents[i].knob != KNOB_MAIN_INCLUDE)
+			continue;
+		if (chain->from_buffer) {
+			r = err_set(err, -EINVAL, "%s:%d: include in a policy given as a buffer: includes need a policy file to resolve against",
+				    path, ents[i].line);
+			break;
+		}
+		list = strdup(ents[i].value);
+		if (!list) {
+			r = err_set(err, -ENOMEM, "out of memory");
+			break;
+		}
+		for (item = strtok_r(list, ",", &save); item && r == 0; item = strtok_r(NULL, ",", &save)) {
+			char incpath[PATH_MAX], dir[PATH_MAX];
+
+			item = trim(item);
+			if (!*item)
+				continue;
+			snprintf(dir, sizeof(dir), "%s", path);
+			if (item[0] == '/')
+				snprintf(incpath, sizeof(incpath), "%s", item);
+			else
+				snprintf(incpath, sizeof(incpath), "%s/%s", dirname(dir), item);
+			r = load_file(p, incpath, flags, path, ents[i].line, chain, err);
+		}
+		free(list);
+	}
+	for (unsigned i = 0; i < n && r == 0; i++)
+		if (ents[i].knob != KNOB_MAIN_INCLUDE && set_value(p, ents[i].knob, ents[i].value, path, ents[i].line) < 0)
+			r = err_set(err, -ENOMEM, "out of memory");
+	chain->depth--;
+	for (unsigned i = 0; i < n; i++)
+		free(ents[i].value);
+	free(ents);
+	return r;
+}
+
+static int load_file(struct policy *p, const char *path, unsigned flags, const char *from,
+		     int from_line, struct chain *chain, struct nt_err *err)
+{
+	char *buf = NULL, real[PATH_MAX];
+	size_t len = 0;
+	int r;
+
+	r = read_policy_file(path, flags, from, from_line, &buf, &len, err);
+	if (r < 0)
+		return r;
+	if (!realpath(path, real))
+		snprintf(real, sizeof(real), "%s", path);
+	for (unsigned i = 0; i < chain->depth; i++) {
+		if (strcmp(chain->real[i], real))
+			continue;
+		char cyc[2048];
+		size_t c = 0;
+
+		for (unsigned j = i; j < chain->depth && c < sizeof(cyc); j++)
+			c += (size_t)snprintf(cyc + c, sizeof(cyc) - c, "%s -> ", chain->shown[j]);
+		snprintf(cyc + (c < sizeof(cyc) ? c : sizeof(cyc) - 1),
+			 sizeof(cyc) - (c < sizeof(cyc) ? c : sizeof(cyc) - 1), "%s", path);
+		free(buf);
+		return err_set(err, -EINVAL, "%s:%d: include cycle: %s", from, from_line, cyc);
+	}
+	if (chain->depth >= POLICY_MAX_DEPTH) {
+		free(buf);
+		return err_set(err, -EINVAL, "%s:%d: includes nested deeper than %d", from, from_line,
+			       POLICY_MAX_DEPTH);
+	}
+	r = load_text(p, path, real, buf, len, flags, chain, err);
+	free(buf);
+	return r;
+}
+
+/* ---- cross-key rules --------------------------------------------------- */
+
+static int check_rules(const struct policy *p, struct nt_err *err)
+{
+	const struct policy_value *prio = &p->v[KNOB_SCHED_PRIORITY];
+	const struct policy_value *pv = &p->v[KNOB_SCHED_POLICY];
+	const char *pol = pv->value;
+	const struct policy_value *weight = &p->v[KNOB_CGROUP_CPU_WEIGHT];
+
+	if (prio->value && (!pol || (strcmp(pol, "fifo") && strcmp(pol, "rr"))))
+		return err_set(err, -EINVAL, "%s:%d: [sched] priority needs policy = fifo or rr (policy is %s)",
+			       prio->file, prio->line, pol ? pol : "unset");
+	if (pol && (!strcmp(pol, "fifo") || !strcmp(pol, "rr")) && !prio->value)
+		return err_set(err, -EINVAL, "%s:%d: [sched] policy = %s needs a priority (1..99)",
+			       pv->file, pv->line, pol);
+	if (weight->value && !policy_value(p, KNOB_CGROUP_NAME))
+		return err_set(err, -EINVAL, "%s:%d: [cgroup] cpu_weight needs a cgroup name",
+			       weight->file, weight->line);
+	return 0;
+}
+
+/* ---- public ------------------------------------------------------------ */
+
+/* An empty policy named name, or NULL (out of memory, with err). */
+static struct policy *policy_new(const char *name, struct nt_err *err)
+{
+	struct policy *p = calloc(1, sizeof(*p));
+
+	if (!p || !(p->path = strdup(name)) || !(p->v = calloc(knob_count, sizeof(*p->v)))) {
+		policy_free(p);
+		err_set(err, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	return p;
+}
+
+struct policy *policy_load(const char *path, unsigned flags, struct nt_err *err)
+{
+	struct chain chain = { .depth = 0 };
+	struct policy *p = policy_new(path, err);
+
+	if (!p)
+		return NULL;
+	if (load_file(p, path, flags, NULL, 0, &chain, err) < 0 || check_rules(p, err) < 0) {
+		policy_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+struct policy *policy_parse_buffer(const char *buf, size_t len, const char *name, struct nt_err *err)
+{
+	struct chain chain = { .depth = 0, .from_buffer = true };
+	struct policy *p;
+	char *text;
+
+	if (len > POLICY_MAX_SIZE) {
+		err_set(err, -EFBIG, "%s: too large for a policy (%zu bytes, limit %u)", name, len, POLICY_MAX_SIZE);
+		return NULL;
+	}
+	p = policy_new(name, err);
+	text = malloc(len + 1);     /* the parser writes a NUL at the end of each line */
+	if (!p || !text) {
+		if (p)
+			err_set(err, -ENOMEM, "out of memory");
+		policy_free(p);
+		free(text);
+		return NULL;
+	}
+	if (len)
+		memcpy(text, buf, len);
+	text[len] = '\0';
+	if (load_text(p, name, name, text, len, 0, &chain, err) < 0 || check_rules(p, err) < 0) {
+		policy_free(p);
+		p = NULL;
+	}
+	free(text);
+	return p;
+}
+
+void policy_free(struct policy *p)
+{
+	if (!p)
+		return;
+	for (unsigned i = 0; p->v && i < knob_count; i++) {
+		free(p->v[i].value);
+		free(p->v[i].file);
+	}
+	free(p->v);
+	free(p->path);
+	free(p);
+}
+
+const char *policy_value(const struct policy *p, enum knob_id k)
+{
+	return p->v[k].value;
+}
+
+long long policy_int(const struct policy *p, enum knob_id k, long long def)
+{
+	const char *v = p->v[k].value;
+
+	return v ? strtoll(v, NULL, 10) : def; /* validated by the row's validator */
+}
+
+const char *policy_get(const struct policy *p, const char *section, const char *key)
+{
+	int k = knob_find(section, key);
+
+	assert(k >= 0);
+	return policy_value(p, (enum knob_id)k);
+}
+
+long long policy_get_int(const struct policy *p, const char *section, const char *key,
+			 long long def)
+{
+	int k = knob_find(section, key);
+
+	assert(k >= 0);
+	return policy_int(p, (enum knob_id)k, def);
+}
+
+bool policy_is_empty(const struct policy *p)
+{
+	for (unsigned i = 0; i < knob_count; i++)
+		if (knob_table[i].scope != KS_META && p->v[i].value)
+			return false;
+	return true;
+}

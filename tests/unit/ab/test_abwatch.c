@@ -1,0 +1,750 @@
+/* test_abwatch.c — one trial watched on this live host (root only: skipped
+ * with the reason elsewhere): a pinned busy process beside the job named as
+ * the culprit, a CPU quota on the trial cgroup seen as throttling; an
+ * arm's trials merged from hand-built results and explained; and a watch
+ * on a root with nothing mounted, every counter saying why it is missing.
+ * Every process and cgroup a test makes is removed in its teardown, also
+ * when it fails. */
+#include <errno.h>
+#include <math.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <sys/resource.h>
+#include <cmocka.h>
+
+#include "ab/abwatch.h"
+#include "test_util.h"
+
+#define BURNER_COMM "abw-burner"
+#define DAEMON_COMM "abw-daemon"
+
+/* ---- live trials -------------------------------------------------------- */
+
+struct live {
+	struct fsroot *root;
+	char tmp[64];               /* a temporary root, when one is used */
+	struct abwatch *w;          /* begun, not yet ended */
+	struct abw_trial trial;
+	pid_t job, burner;
+	pid_t ran;                  /* the job's pid, after it was reaped */
+	pid_t daemon;               /* a daemonized process of the job (not our child) */
+};
+
+static int live_setup(void **state)
+{
+	struct live *t = calloc(1, sizeof(*t));
+
+	if (!t || !(t->root = fsroot_open("/")))
+		return -1;
+	t->job = t->burner = -1;
+	*state = t;
+	return 0;
+}
+
+/* Trial groups of this process left in any hierarchy. */
+static size_t leftovers(void)
+{
+	return test_cgroup_leftovers(TRIALCG_PARENT);
+}
+
+static void reap(pid_t *pid)
+{
+	if (*pid > 0) {
+		kill(*pid, SIGKILL);
+		waitpid(*pid, NULL, 0);
+	}
+	*pid = -1;
+}
+
+static int live_teardown(void **state)
+{
+	struct live *t = *state;
+	struct abw_trial discard;
+	bool left;
+
+	reap(&t->job);
+	reap(&t->burner);
+	if (t->daemon > 0)
+		kill(t->daemon, SIGKILL);
+	if (t->w) {                 /* a test failed between begin and end */
+		abwatch_end(t->w, &discard, NULL);
+		abw_trial_release(&discard);
+	}
+	abw_trial_release(&t->trial);
+	fsroot_free(t->root);
+	if (t->tmp[0])
+		test_rmrf(t->tmp);
+	left = leftovers() > 0;
+	free(t);
+	return left ? -1 : 0;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void busy(double seconds)
+{
+	volatile uint64_t x = 0;
+
+	for (double end = now() + seconds; now() < end;)
+		for (int i = 0; i < 100000; i++)
+			x += (uint64_t)i;
+}
+
+static int pin_cpu0(void)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	return sched_setaffinity(0, sizeof(set), &set);
+}
+
+/* A process not of the job, pinned to CPU 0 and named BURNER_COMM,
+ * spinning until killed; returns once it runs under that name. */
+static pid_t start_burner(void)
+{
+	int ready[2];
+	char x;
+	pid_t pid;
+
+	assert_int_equal(pipe(ready), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(ready[0]);
+		if (pin_cpu0() < 0 || prctl(PR_SET_NAME, BURNER_COMM) < 0 || write(ready[1], "x", 1) != 1)
+			_exit(99);
+		for (;;)
+			busy(1);
+	}
+	close(ready[1]);
+	assert_int_equal(read(ready[0], &x, 1), 1);
+	close(ready[0]);
+	return pid;
+}
+
+struct job_spec {
+	double seconds;             /* busy for this long (wall) */
+	bool pin;                   /* on CPU 0 */
+	bool daemon;                /* the job first starts a daemon: busy on CPU 0, then asleep until killed */
+	const char *quota_v2, *quota_v1;   /* set on the trial cgroup before the job goes (NULL: none) */
+};
+
+/* Write the quota on the group's cpu.max (v2) or cpu.cfs_quota_us (v1);
+ * 0, or -ENOENT when no directory of the group has either. */
+static int set_quota(const struct fsroot *root, const struct trialcg *cg, const struct job_spec *js)
+{
+	char paths[1024], rel[1100];
+	const char *sep = ", ";
+	int r = -ENOENT;
+
+	snprintf(paths, sizeof(paths), "%s", trialcg_paths(cg));
+	for (char *p = paths, *next; p && *p && r == -ENOENT; p = next) {
+		next = strstr(p, sep);
+		if (next) {
+			*next = '\0';
+			next += strlen(sep);
+		}
+		snprintf(rel, sizeof(rel), "%s/cpu.max", p);
+		if (fsroot_exists(root, rel)) {
+			r = fsroot_write(root, rel, js->quota_v2);
+			continue;
+		}
+		snprintf(rel, sizeof(rel), "%s/cpu.cfs_quota_us", p);
+		if (fsroot_exists(root, rel))
+			r = fsroot_write(root, rel, js->quota_v1);
+	}
+	return r;
+}
+
+/* In the job: fork a process that forks the daemon and exits at once, so
+ * that the daemon is reparented (to init) before a sample can see its
+ * parent; its pid goes to fd. */
+static void spawn_daemon(int fd, double seconds)
+{
+	pid_t mid = fork(), d;
+
+	if (mid == 0) {
+		d = fork();
+		if (d == 0) {
+			setsid();
+			if (prctl(PR_SET_NAME, DAEMON_COMM) < 0 || pin_cpu0() < 0)
+				_exit(99);
+			busy(seconds);
+			for (;;)
+				pause();
+		}
+		_exit(d > 0 && write(fd, &d, sizeof(d)) == sizeof(d) ? 0 : 99);
+	}
+	if (mid < 0 || waitpid(mid, NULL, 0) != mid)
+		_exit(98);
+}
+
+/* The A/B engine's sequence around one trial: begin (done), fork, the
+ * child joins and waits, started, the child goes, ticks every 100 ms until
+ * it exits, end.  The trial lands in t->trial. */
+static void run_trial(struct live *t, const struct job_spec *js)
+{
+	struct nt_err err = { 0 };
+	int go[2], report[2] = { -1, -1 }, status = -1, r;
+	double deadline;
+	char x = 'x';
+
+	assert_int_equal(pipe(go), 0);
+	if (js->daemon)
+		assert_int_equal(pipe2(report, O_NONBLOCK), 0);
+	t->job = fork();
+	assert_true(t->job >= 0);
+	if (t->job == 0) {
+		close(go[1]);
+		if (abwatch_child(t->w) < 0 || (js->pin && pin_cpu0() < 0) || read(go[0], &x, 1) != 1)
+			_exit(99);
+		if (js->daemon)
+			spawn_daemon(report[1], js->seconds);
+		busy(js->seconds);
+		_exit(0);
+	}
+	close(go[0]);
+	if (js->daemon) {
+		close(report[1]);
+		report[1] = -1;
+	}
+	r = abwatch_started(t->w, t->job, &err);
+	if (r < 0)
+		print_message("started: part of the watch did not start: %s\n", err.msg);
+	if (js->quota_v2) {
+		r = set_quota(t->root, abwatch_cgroup(t->w), js);
+		if (r < 0) {
+			print_message("skip: no writable CPU quota on the trial cgroup (%s): %s\n",
+				      trialcg_paths(abwatch_cgroup(t->w)), strerror(-r));
+			close(go[1]);
+			skip();
+		}
+	}
+	assert_int_equal(write(go[1], &x, 1), 1);
+	close(go[1]);
+	deadline = now() + 20 * js->seconds + 10;   /* generous: under load, and 20% quota */
+	while (waitpid(t->job, &status, WNOHANG) == 0 && now() < deadline) {
+		abwatch_tick(t->w);
+		nanosleep(&(struct timespec){ 0, 100 * 1000 * 1000 }, NULL);
+	}
+	assert_true(now() < deadline);
+	t->ran = t->job;
+	t->job = -1;                                /* reaped */
+	if (js->daemon) {
+		assert_int_equal(read(report[0], &t->daemon, sizeof(t->daemon)), sizeof(t->daemon));
+		close(report[0]);
+	}
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	r = abwatch_end(t->w, &t->trial, &err);
+	t->w = NULL;
+	if (r < 0)
+		print_message("end: %s\n", err.msg);
+}
+
+/* A live watch on "/", or skip with why. */
+static void live_begin(struct live *t, const char *label, bool need_cgroup)
+{
+	struct nt_err err = { 0 };
+
+	if (geteuid() != 0) {
+		print_message("skip: creating cgroups needs root\n");
+		skip();
+	}
+	t->w = abwatch_begin(t->root, label, &err);
+	assert_non_null(t->w);
+	if (need_cgroup && !abwatch_cgroup(t->w)) {
+		struct abw_trial nc;
+
+		abwatch_end(t->w, &nc, NULL);
+		t->w = NULL;
+		print_message("skip: no trial cgroup here: %s\n", nc.why[ABW_THROTTLED_PERIODS]);
+		abw_trial_release(&nc);
+		skip();
+	}
+}
+
+static const struct culprit_task *find_task(const struct culprit_result *r, int pid)
+{
+	for (int i = 0; i < r->n_tasks; i++)
+		if (r->tasks[i].pid == pid)
+			return &r->tasks[i];
+	return NULL;
+}
+
+static void print_counters(const struct abw_trial *tr)
+{
+	for (int c = 0; c < ABW_N; c++)
+		print_message("  %-22s %10.3f %s%s\n", abw_rows[c].name, tr->v[c], tr->why[c][0] ? "not countable: " : "",
+			      tr->why[c]);
+}
+
+/* A busy process pinned beside the job on CPU 0: named, with its share;
+ * the job itself is not a culprit. */
+static void test_live_culprit_named(void **state)
+{
+	struct live *t = *state;
+	const struct job_spec js = { .seconds = 0.6, .pin = true };
+	const struct culprit_task *b;
+	struct abw_arm arm[2];
+	char text[4096], want[64];
+
+	live_begin(t, "unit-culprit", false);
+	t->burner = start_burner();
+	run_trial(t, &js);
+	print_counters(&t->trial);
+	assert_true(t->trial.culprit_read);
+	print_message("rank CPUs '%s', %.2f s, %d samples, %d culprits\n", t->trial.culprit.cpus,
+		      t->trial.culprit.seconds, t->trial.culprit.samples, t->trial.culprit.n_culprits);
+	assert_non_null(strchr(t->trial.culprit.cpus, '0'));
+	b = find_task(&t->trial.culprit, t->burner);
+	assert_non_null(b);
+	assert_string_equal(b->comm, BURNER_COMM);
+	assert_int_equal(b->top_cpu, 0);
+	print_message("burner: %.1f%% of CPU 0\n", 100 * b->top_share);
+	assert_true(b->top_share > 0.02);          /* ~50% alone, 10-30% on a loaded host */
+	assert_true(t->trial.v[ABW_FOREIGN_CPU_SHARE] >= b->top_share);
+	assert_string_equal(t->trial.why[ABW_FOREIGN_CPU_SHARE], "");
+	assert_null(find_task(&t->trial.culprit, (int)getpid()));
+	assert_null(find_task(&t->trial.culprit, (int)t->ran));    /* the job is not a culprit */
+	for (int i = 0; i < t->trial.culprit.n_tasks; i++)
+		assert_string_not_equal(t->trial.culprit.tasks[i].comm, "test_abwatch");
+	/* perf: countable here, or says why; sharing CPU 0 means switches */
+	if (!t->trial.why[ABW_CG_SWITCHES][0])
+		assert_true(t->trial.v[ABW_CG_SWITCHES] > 0);
+	for (int c = 0; c < ABW_N; c++)
+		if (t->trial.why[c][0])
+			assert_true(t->trial.v[c] == 0);
+	/* cgroup counters: countable with a trial cgroup, never a silent 0 */
+	if (!t->trial.cg_read)
+		assert_string_not_equal(t->trial.why[ABW_THROTTLED_PERIODS], "");
+	/* the text: B had the burner, A is an empty arm */
+	abw_arm_init(&arm[0]);
+	abw_arm_init(&arm[1]);
+	assert_int_equal(abw_arm_add(&arm[1], &t->trial), 0);
+	assert_true(abw_explain(&arm[0], &arm[1], text, sizeof(text)) >= 1);
+	print_message("%s", text);
+	snprintf(want, sizeof(want), "pid %d (" BURNER_COMM ", SCHED_OTHER %d) in cgroup ", (int)t->burner,
+		 getpriority(PRIO_PROCESS, 0));   /* the nice value this test runs at */
+	assert_non_null(strstr(text, want));
+	assert_non_null(strstr(text, "of CPU 0 during B trials, 0% during A"));
+	abw_arm_release(&arm[0]);
+	abw_arm_release(&arm[1]);
+}
+
+/* Is pid gone (or a zombie nobody reaps)? */
+static bool gone(pid_t pid)
+{
+	char path[64], buf[512], *close;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (!(f = fopen(path, "r")))
+		return true;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	close = strrchr(buf, ')');
+	return !close || close[1] != ' ' || close[2] == 'Z' || close[2] == 'X';
+}
+
+/* A job that daemonizes a process (reparented before any sample sees its
+ * parent) on its own CPU: the daemon is in the trial cgroup, so it is the
+ * job's, not a culprit; abwatch_end kills it with the group. */
+static void test_live_daemon_is_the_jobs(void **state)
+{
+	struct live *t = *state;
+	const struct job_spec js = { .seconds = 0.6, .pin = true, .daemon = true };
+
+	live_begin(t, "unit-daemon", true);
+	run_trial(t, &js);
+	print_counters(&t->trial);
+	assert_true(t->trial.culprit_read);
+	assert_true(t->daemon > 0);
+	print_message("job %d, daemon %d; rank CPUs '%s'\n", (int)t->ran, (int)t->daemon, t->trial.culprit.cpus);
+	for (int i = 0; i < t->trial.culprit.n_tasks; i++) {
+		print_message("  culprit pid %d (%s) %.1f%% of CPU %d\n", t->trial.culprit.tasks[i].pid,
+			      t->trial.culprit.tasks[i].comm, 100 * t->trial.culprit.tasks[i].top_share,
+			      t->trial.culprit.tasks[i].top_cpu);
+		assert_int_not_equal(t->trial.culprit.tasks[i].pid, t->daemon);
+		assert_string_not_equal(t->trial.culprit.tasks[i].comm, DAEMON_COMM);
+	}
+	assert_true(gone(t->daemon));
+	t->daemon = -1;
+}
+
+/* 20% of a CPU on the trial cgroup, a job busy for 0.8 s: throttled, and
+ * the text says so with the numbers. */
+static void test_live_quota_throttled(void **state)
+{
+	struct live *t = *state;
+	const struct job_spec js = { .seconds = 0.8, .quota_v2 = "20000 100000", .quota_v1 = "20000" };
+	struct abw_arm arm[2];
+	char text[4096];
+
+	live_begin(t, "unit-quota", true);
+	run_trial(t, &js);
+	print_counters(&t->trial);
+	assert_true(t->trial.cg_read);
+	assert_string_equal(t->trial.why[ABW_THROTTLED_PERIODS], "");
+	assert_true(t->trial.v[ABW_THROTTLED_PERIODS] > 0);
+	assert_true(t->trial.v[ABW_THROTTLED_MS] > 0);
+	assert_true(t->trial.after.quota_cpus > 0.19 && t->trial.after.quota_cpus < 0.21);
+	abw_arm_init(&arm[0]);
+	abw_arm_init(&arm[1]);
+	assert_int_equal(abw_arm_add(&arm[1], &t->trial), 0);
+	assert_true(abw_explain(&arm[0], &arm[1], text, sizeof(text)) >= 1);
+	print_message("%s", text);
+	assert_non_null(strstr(text, "B: throttled in "));
+	assert_non_null(strstr(text, "quota 0.2 CPU"));
+	assert_null(strstr(text, "\nA: "));          /* A had no cgroup counters: no line */
+	abw_arm_release(&arm[0]);
+	abw_arm_release(&arm[1]);
+}
+
+/* A root with nothing in it: no cgroup, no proc.  The watch still runs a
+ * trivial job and every counter says why it is missing, never a bare 0. */
+static void test_nothing_countable(void **state)
+{
+	struct live *t = *state;
+	struct fsroot *empty;
+	struct nt_err err = { 0 };
+	const struct job_spec js = { .seconds = 0.05 };
+
+	assert_non_null(test_tmpdir(t->tmp, sizeof(t->tmp)));
+	assert_non_null(empty = fsroot_open(t->tmp));
+	fsroot_free(t->root);
+	t->root = empty;
+	t->w = abwatch_begin(t->root, "unit-empty", &err);
+	assert_non_null(t->w);
+	assert_null(abwatch_cgroup(t->w));
+	assert_int_equal(abwatch_child(t->w), 0);      /* nothing to join */
+	run_trial(t, &js);
+	print_counters(&t->trial);
+	assert_false(t->trial.cg_read);
+	assert_false(t->trial.culprit_read);
+	for (int c = 0; c < ABW_N; c++) {
+		assert_string_not_equal(t->trial.why[c], "");
+		assert_true(t->trial.v[c] == 0);
+	}
+	assert_non_null(strstr(t->trial.why[ABW_THROTTLED_PERIODS], "no trial cgroup: "));
+	assert_non_null(strstr(t->trial.why[ABW_MEM_EVENTS], "cgroup"));
+	assert_non_null(strstr(t->trial.why[ABW_CG_SWITCHES], "perf counts the trial cgroup"));
+	assert_non_null(strstr(t->trial.why[ABW_FOREIGN_CPU_SHARE], "culprit watch: "));
+}
+
+/* Begun and ended without a job: every counter says the job did not
+ * start; a bad label leaves the watch without a cgroup, not without a
+ * watch. */
+static void test_not_started(void **state)
+{
+	struct live *t = *state;
+	struct nt_err err = { 0 };
+
+	t->w = abwatch_begin(t->root, "bad/label", &err);
+	assert_non_null(t->w);
+	assert_null(abwatch_cgroup(t->w));
+	assert_int_equal(abwatch_set_cpus(t->w, "0", &err), 0);
+	assert_int_equal(abwatch_set_cpus(t->w, "3-1", &err), -EINVAL);
+	assert_int_equal(abwatch_tick(t->w), 0);
+	assert_int_equal(abwatch_end(t->w, &t->trial, &err), 0);
+	t->w = NULL;
+	for (int c = 0; c < ABW_N; c++)
+		assert_string_equal(t->trial.why[c], "the job was not started");
+	assert_int_equal(abwatch_end(NULL, &t->trial, &err), -EINVAL);
+	assert_string_equal(t->trial.why[ABW_IRQ_SHARE], "no watch");
+}
+
+/* ---- an arm's trials merged ------------------------------------------- */
+
+struct fake_cpu {
+	int cpu;
+	double seconds;
+};
+
+/* A task row (allocated: the trial owns it) on cpus[0..n). */
+static void add_task(struct culprit_result *r, int pid, const char *comm, int policy, int prio,
+		     const struct fake_cpu *cpus, int n)
+{
+	struct culprit_task *t;
+
+	r->tasks = realloc(r->tasks, (size_t)(r->n_tasks + 1) * sizeof(*r->tasks));
+	assert_non_null(r->tasks);
+	t = &r->tasks[r->n_tasks++];
+	memset(t, 0, sizeof(*t));
+	t->pid = pid;
+	snprintf(t->comm, sizeof(t->comm), "%s", comm);
+	snprintf(t->cgroup, sizeof(t->cgroup), "/user.slice");
+	t->policy = policy;
+	t->priority = prio;
+	t->threads = 1;
+	t->top_cpu = -1;
+	t->cpus = calloc((size_t)n, sizeof(*t->cpus));
+	assert_non_null(t->cpus);
+	for (int k = 0; k < n; k++) {
+		t->cpus[t->n_cpus++] = (struct culprit_cpu_time){ cpus[k].cpu, cpus[k].seconds,
+								  cpus[k].seconds / r->seconds };
+		t->seconds += cpus[k].seconds;
+		if (t->cpus[k].share > t->top_share) {
+			t->top_share = t->cpus[k].share;
+			t->top_cpu = cpus[k].cpu;
+		}
+	}
+	r->n_culprits = r->n_tasks;
+}
+
+/* Rank CPU cpu's softirq time, with its NET_RX and TIMER counts. */
+static void add_irq_cpu(struct culprit_result *r, int cpu, double softirq_s, uint64_t net_rx, uint64_t timer)
+{
+	struct culprit_cpu_irq *o;
+
+	r->irq_cpus = realloc(r->irq_cpus, (size_t)(r->n_irq_cpus + 1) * sizeof(*r->irq_cpus));
+	assert_non_null(r->irq_cpus);
+	o = &r->irq_cpus[r->n_irq_cpus++];
+	memset(o, 0, sizeof(*o));
+	o->cpu = cpu;
+	o->irq_seconds = 0;
+	o->softirq_seconds = softirq_s;
+	o->softirq_share = softirq_s / r->seconds;
+	if (net_rx)
+		o->softirqs[o->n_softirqs++] = (struct culprit_irq_count){ .label = "NET_RX", .count = net_rx };
+	if (timer)
+		o->softirqs[o->n_softirqs++] = (struct culprit_irq_count){ .label = "TIMER", .count = timer };
+	o->irqs[o->n_irqs++] = (struct culprit_irq_count){ .label = "LOC", .name = "Local timer interrupts",
+							    .count = 100 };
+}
+
+static void fake_trial(struct abw_trial *t, double seconds, const char *cpus)
+{
+	memset(t, 0, sizeof(*t));
+	t->culprit_read = true;
+	t->culprit.seconds = seconds;
+	t->culprit.samples = (int)(seconds * 10);
+	t->culprit.schedstat = true;
+	snprintf(t->culprit.cpus, sizeof(t->culprit.cpus), "%s", cpus);
+}
+
+/* cpu.stat before and after: periods and throttled periods grown. */
+static void fake_cgroup(struct abw_trial *t, uint64_t periods, uint64_t throttled, uint64_t throttled_us)
+{
+	struct trialcg_stats *s[2] = { &t->before, &t->after };
+
+	t->cg_read = true;
+	for (int i = 0; i < 2; i++) {
+		s[i]->have = 1u << TCG_CPU_NR_PERIODS | 1u << TCG_CPU_NR_THROTTLED | 1u << TCG_CPU_THROTTLED_USEC;
+		s[i]->v[TCG_CPU_NR_PERIODS] = 1000 + (uint64_t)i * periods;
+		s[i]->v[TCG_CPU_NR_THROTTLED] = 70 + (uint64_t)i * throttled;
+		s[i]->v[TCG_CPU_THROTTLED_USEC] = 5000 + (uint64_t)i * throttled_us;
+		s[i]->quota_cpus = 0.5;
+		snprintf(s[i]->quota, sizeof(s[i]->quota), "50000 100000");
+		s[i]->mem_limit = s[i]->mem_high = -1;
+		snprintf(s[i]->paths, sizeof(s[i]->paths), "sys/fs/cgroup/unified/nodetune-ab/1-x");
+	}
+}
+
+static const struct culprit_task *find_comm(const struct culprit_result *r, int pid, const char *comm)
+{
+	for (int i = 0; i < r->n_tasks; i++)
+		if (r->tasks[i].pid == pid && !strcmp(r->tasks[i].comm, comm))
+			return &r->tasks[i];
+	return NULL;
+}
+
+static double cpu_share(const struct culprit_task *t, int cpu)
+{
+	for (int k = 0; k < t->n_cpus; k++)
+		if (t->cpus[k].cpu == cpu)
+			return t->cpus[k].share;
+	return -1;
+}
+
+/* The arms of the merge tests, from hand-built trials: two B trials,
+ * "stress" 4242 in both (its seconds summed, its shares over 5 s), 77
+ * "kworker/1:1" in the first, 4242 "cron" (a reused pid) in the second,
+ * softirqs summed by label, throttling summed, an affinity change; one A
+ * trial with none of it.  tr[] holds the trials (release them too). */
+static void make_arms(struct abw_trial tr[3], struct abw_arm arm[2])
+{
+	struct abw_trial *b1 = &tr[0], *b2 = &tr[1], *a1 = &tr[2];
+
+	fake_trial(b1, 2.0, "1");
+	add_task(&b1->culprit, 4242, "stress", SCHED_FIFO, 50, (struct fake_cpu[]){ { 1, 0.2 } }, 1);
+	add_task(&b1->culprit, 77, "kworker/1:1", SCHED_OTHER, 0, (struct fake_cpu[]){ { 1, 0.1 } }, 1);
+	add_irq_cpu(&b1->culprit, 1, 0.02, 100, 0);
+	fake_cgroup(b1, 100, 10, 200000);
+	fake_trial(b2, 3.0, "1-2");
+	add_task(&b2->culprit, 4242, "stress", SCHED_FIFO, 50, (struct fake_cpu[]){ { 1, 0.3 }, { 2, 0.6 } }, 2);
+	add_task(&b2->culprit, 4242, "cron", SCHED_OTHER, 0, (struct fake_cpu[]){ { 2, 0.05 } }, 1);
+	add_irq_cpu(&b2->culprit, 1, 0.28, 500, 10);
+	add_irq_cpu(&b2->culprit, 2, 0.0, 0, 0);
+	fake_cgroup(b2, 100, 20, 400000);
+	b2->culprit.changes[b2->culprit.n_changes++] = (struct culprit_affinity_change){
+		.pid = 9, .tid = 10, .comm = "rank0", .before = "1", .after = "0-3", .t = 1.5 };
+	fake_trial(a1, 5.0, "1-2");
+	add_irq_cpu(&a1->culprit, 1, 0.005, 20, 0);
+	add_irq_cpu(&a1->culprit, 2, 0.0, 0, 0);
+	fake_cgroup(a1, 200, 0, 0);
+	abw_arm_init(&arm[0]);
+	abw_arm_init(&arm[1]);
+	assert_int_equal(abw_arm_add(&arm[0], a1), 0);
+	assert_int_equal(abw_arm_add(&arm[1], b1), 0);
+	assert_int_equal(abw_arm_add(&arm[1], b2), 0);
+}
+
+static void free_arms(struct abw_trial tr[3], struct abw_arm arm[2])
+{
+	abw_arm_release(&arm[0]);
+	abw_arm_release(&arm[1]);
+	assert_int_equal(arm[1].trials, 0);
+	for (int i = 0; i < 3; i++)
+		abw_trial_release(&tr[i]);
+}
+
+/* The merged B arm: seconds and shares, the order, IRQs, cgroup sums. */
+static void test_arm_merge(void **state)
+{
+	struct abw_trial tr[3];
+	struct abw_arm arm[2];
+	const struct culprit_task *s;
+	const struct culprit_cpu_irq *cpu1;
+
+	(void)state;
+	make_arms(tr, arm);
+	assert_int_equal(arm[1].trials, 2);
+	assert_int_equal(arm[1].culprit_trials, 2);
+	assert_true(fabs(arm[1].culprit.seconds - 5.0) < 1e-9);
+	assert_string_equal(arm[1].culprit.cpus, "1-2");
+	assert_int_equal(arm[1].culprit.n_tasks, 3);
+	assert_int_equal(arm[1].culprit.samples, 50);
+	/* stress: 0.5 s on CPU 1, 0.6 s on CPU 2 over 5 s */
+	s = find_comm(&arm[1].culprit, 4242, "stress");
+	assert_non_null(s);
+	assert_ptr_equal(s, &arm[1].culprit.tasks[0]);           /* the largest share first */
+	assert_true(fabs(s->seconds - 1.1) < 1e-9);
+	assert_true(fabs(cpu_share(s, 1) - 0.10) < 1e-9);
+	assert_true(fabs(cpu_share(s, 2) - 0.12) < 1e-9);
+	assert_int_equal(s->top_cpu, 2);
+	assert_true(fabs(s->top_share - 0.12) < 1e-9);
+	assert_int_equal(s->policy, SCHED_FIFO);
+	assert_true(fabs(find_comm(&arm[1].culprit, 77, "kworker/1:1")->top_share - 0.02) < 1e-9);
+	assert_true(fabs(find_comm(&arm[1].culprit, 4242, "cron")->top_share - 0.01) < 1e-9);
+	/* softirqs: 0.30 s of 5 on CPU 1, NET_RX 600; LOC summed */
+	assert_int_equal(arm[1].culprit.n_irq_cpus, 2);
+	cpu1 = &arm[1].culprit.irq_cpus[0];
+	assert_int_equal(cpu1->cpu, 1);
+	assert_true(fabs(cpu1->softirq_share - 0.06) < 1e-9);
+	assert_string_equal(cpu1->softirqs[0].label, "NET_RX");
+	assert_int_equal(cpu1->softirqs[0].count, 600);
+	assert_int_equal(cpu1->irqs[0].count, 200);
+	assert_int_equal(arm[1].culprit.n_changes, 1);
+	/* cgroup: 200 periods, 30 throttled, 0.6 s */
+	assert_int_equal(arm[1].cg_trials, 2);
+	assert_int_equal(arm[1].cg.v[TCG_CPU_NR_PERIODS], 200);
+	assert_int_equal(arm[1].cg.v[TCG_CPU_NR_THROTTLED], 30);
+	assert_int_equal(arm[1].cg.v[TCG_CPU_THROTTLED_USEC], 600000);
+	free_arms(tr, arm);
+}
+
+/* A against B in words, and B as JSON. */
+static void test_arm_explain_and_json(void **state)
+{
+	struct abw_trial tr[3];
+	struct abw_arm arm[2];
+	char text[4096];
+	json_t *j, *tasks;
+	int n;
+
+	(void)state;
+	make_arms(tr, arm);
+	n = abw_explain(&arm[0], &arm[1], text, sizeof(text));
+	print_message("%s", text);
+	assert_int_equal(n, 7);
+	assert_non_null(strstr(text, "pid 4242 (stress, SCHED_FIFO 50) in cgroup /user.slice ran 12.0% of CPU 2 during B trials, "
+				   "0% during A\n"));
+	/* a pid reused by another program on the same CPU is another culprit */
+	assert_non_null(strstr(text, "pid 4242 (cron, SCHED_OTHER 0) in cgroup /user.slice ran 1.0% of CPU 2 during B trials, "
+				   "0% during A\n"));
+	assert_non_null(strstr(text, "pid 9 (rank0) thread 10: allowed CPUs 1 -> 0-3"));
+	assert_non_null(strstr(text, "B: throttled in 30 of 200 periods (15%), 0.6 s in all; quota 0.5 CPU"));
+	assert_non_null(strstr(text, "A: not throttled (0 of 200 periods)"));
+	assert_non_null(strstr(text, "CPU 1: softirq 6.0% of the time during B (NET_RX 600, TIMER 10), 0.1% during A\n"));
+	assert_null(strstr(text, "CPU 2: "));                      /* no difference there */
+	/* A against itself: nothing to say */
+	assert_int_equal(abw_explain(&arm[0], &arm[0], text, sizeof(text)), 0);
+	assert_string_equal(text, "");
+	/* too small: the whole lines that fit */
+	assert_int_equal(abw_explain(&arm[0], &arm[1], text, 160), -ENOSPC);
+	assert_true(strlen(text) > 0 && strlen(text) < 160 && text[strlen(text) - 1] == '\n');
+
+	j = abw_arm_json(&arm[1]);
+	assert_non_null(j);
+	assert_int_equal(json_integer_value(json_object_get(j, "trials")), 2);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "cgroup"), "throttled_periods")), 30);
+	tasks = json_object_get(json_object_get(j, "culprit"), "tasks");
+	assert_int_equal(json_array_size(tasks), 3);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(tasks, 0), "pid")), 4242);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(tasks, 0), "comm")), "stress");
+	json_decref(j);
+	j = abw_arm_json(&arm[0]);
+	assert_non_null(j);
+	assert_int_equal(json_array_size(json_object_get(json_object_get(j, "culprit"), "tasks")), 0);
+	json_decref(j);
+	free_arms(tr, arm);
+}
+
+/* An arm of trials without culprit or cgroup results: no rows, no text. */
+static void test_arm_of_nothing(void **state)
+{
+	struct abw_trial t;
+	struct abw_arm a, b;
+	char text[256];
+	json_t *j;
+
+	(void)state;
+	memset(&t, 0, sizeof(t));
+	abw_arm_init(&a);
+	abw_arm_init(&b);
+	assert_int_equal(abw_arm_add(&a, &t), 0);
+	assert_int_equal(a.trials, 1);
+	assert_int_equal(a.culprit_trials + a.cg_trials, 0);
+	assert_int_equal(abw_explain(&a, &b, text, sizeof(text)), 0);
+	assert_string_equal(text, "");
+	j = abw_arm_json(&a);
+	assert_non_null(j);
+	assert_true(json_is_null(json_object_get(j, "culprit")));
+	assert_true(json_is_null(json_object_get(j, "cgroup")));
+	json_decref(j);
+	abw_arm_release(&a);
+	abw_arm_release(&b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_live_culprit_named, live_setup, live_teardown),
+		cmocka_unit_test_setup_teardown(test_live_daemon_is_the_jobs, live_setup, live_teardown),
+		cmocka_unit_test_setup_teardown(test_live_quota_throttled, live_setup, live_teardown),
+		cmocka_unit_test_setup_teardown(test_nothing_countable, live_setup, live_teardown),
+		cmocka_unit_test_setup_teardown(test_not_started, live_setup, live_teardown),
+		cmocka_unit_test(test_arm_merge),
+		cmocka_unit_test(test_arm_explain_and_json),
+		cmocka_unit_test(test_arm_of_nothing),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

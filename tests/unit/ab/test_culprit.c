@@ -1,0 +1,452 @@
+/* test_culprit.c — who else ran on the job's CPUs: a constructed proc tree
+ * moved between two samples, the live host (a pinned spinner beside a
+ * "job" child), and the A-vs-B text. */
+#include <errno.h>
+#include <math.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <cmocka.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "ab/culprit.h"
+#include "test_util.h"
+
+/* ---- a constructed proc tree ---------------------------------------------- */
+
+struct fake_task {
+	int pid, tid, ppid;
+	const char *comm;
+	unsigned flags;
+	int nice, cpu, rt_prio, policy;
+	unsigned long long run_ns;
+	const char *allowed;
+};
+
+static void write_task(const char *dir, const struct fake_task *t, const char *cgroup)
+{
+	char rel[128], buf[1024];
+	size_t n;
+
+	/* fields 1..52 of proc(5): the ones read are set, the rest 0 */
+	n = (size_t)snprintf(buf, sizeof(buf), "%d (%s) R %d 0 0 0 0 %u 0 0 0 0 %llu 0 0 0 20 %d 1 0 0 0 0", t->tid,
+			     t->comm, t->ppid, t->flags, t->run_ns / 10000000ull, t->nice);
+	for (int f = 25; f <= 38; f++)
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, " 0");
+	snprintf(buf + n, sizeof(buf) - n, " %d %d %d 0 0 0 0 0 0 0 0 0 0 0\n", t->cpu, t->rt_prio, t->policy);
+	snprintf(rel, sizeof(rel), "proc/%d/task/%d/stat", t->pid, t->tid);
+	assert_int_equal(test_write(dir, rel, buf), 0);
+	if (t->pid == t->tid) {
+		snprintf(rel, sizeof(rel), "proc/%d/stat", t->pid);
+		assert_int_equal(test_write(dir, rel, buf), 0);
+		snprintf(rel, sizeof(rel), "proc/%d/cgroup", t->pid);
+		assert_int_equal(test_write(dir, rel, cgroup), 0);
+	}
+	snprintf(rel, sizeof(rel), "proc/%d/task/%d/schedstat", t->pid, t->tid);
+	snprintf(buf, sizeof(buf), "%llu 1234 56\n", t->run_ns);
+	assert_int_equal(test_write(dir, rel, buf), 0);
+	snprintf(rel, sizeof(rel), "proc/%d/task/%d/status", t->pid, t->tid);
+	snprintf(buf, sizeof(buf), "Name:\t%s\nState:\tR (running)\nCpus_allowed:\tf\nCpus_allowed_list:\t%s\n"
+		 "voluntary_ctxt_switches:\t1\n", t->comm, t->allowed ? t->allowed : "0-3");
+	assert_int_equal(test_write(dir, rel, buf), 0);
+}
+
+#define JOB 100
+#define NS(s) ((unsigned long long)((s) * 1e9))
+
+/* The host at the start (0) and the end (1) of the trial. */
+static void write_tree(const char *dir, int end)
+{
+	const struct fake_task tasks[] = {
+		/* the job: 1.5 s on CPU 1; a thread re-pinned mid-trial; a child */
+		{ JOB, JOB, 1, "trainer", 0x400040, 0, 1, 0, 0, NS(10 + 1.5 * end), "1" },
+		{ JOB, 101, 1, "trainer", 0x400040, 0, 1, 0, 0, NS(1), end ? "0-1" : "1" },
+		{ 150, 150, JOB, "worker", 0x400040, 0, 1, 0, 0, NS(5 + 0.2 * end), "1" },
+		/* nodetune exec binding the rank it is about to exec: the policy, not a change */
+		{ 160, 160, JOB, "nodetune", 0x400040, 0, 1, 0, 0, NS(1), end ? "1" : "0-3" },
+		/* a SCHED_FIFO 50 neighbour on CPU 1: 0.4 s */
+		{ 200, 200, 1, "str\033[2Jess", 0x400040, 0, 1, 50, SCHED_FIFO, NS(3 + 0.4 * end), NULL },
+		/* ksoftirqd/1: 0.1 s */
+		{ 300, 300, 2, "ksoftirqd/1", 0x208040, 0, 1, 0, SCHED_OTHER, NS(2 + 0.1 * end), NULL },
+		/* busy, but on CPU 3, not a rank CPU */
+		{ 400, 400, 1, "bash", 0x400000, 5, 3, 0, SCHED_OTHER, NS(1 + 1.0 * end), NULL },
+		/* idle all along on CPU 1 */
+		{ 500, 500, 1, "sleepy", 0x400000, -5, 1, 0, SCHED_BATCH, NS(7), NULL },
+	};
+	/* a thread of stress born between the samples: 0.1 s, all counted */
+	const struct fake_task born = { 200, 201, 1, "str\033[2Jess", 0x400040, 0, 1, 50, SCHED_FIFO, NS(0.1), NULL };
+	char buf[1024];
+
+	for (size_t i = 0; i < sizeof(tasks) / sizeof(tasks[0]); i++)
+		write_task(dir, &tasks[i], tasks[i].pid == 200 ? "12:cpu,cpuacct:/noisy\007\n1:name=systemd:/sys\n0::/v2\n"
+					 : tasks[i].pid == 300 ? "0::/\n" : "1:name=systemd:/user\n");
+	if (end)
+		write_task(dir, &born, "");
+	test_write(dir, "proc/self", "not a pid\n");
+	snprintf(buf, sizeof(buf), "%d.00 1.00\n", end ? 102 : 100);
+	test_write(dir, "proc/uptime", buf);
+	/* /proc/stat: CPU 1's irq 10 -> 12, softirq 5 -> 25 (ticks) */
+	snprintf(buf, sizeof(buf), "cpu  1 1 1 1 1 1 1 0\ncpu0 1 0 1 100 0 0 0 0\ncpu1 1 0 1 100 0 %d %d 0\n"
+		 "cpu2 1 0 1 100 0 0 0 0\ncpu3 1 0 1 100 0 0 0 0\nintr 0\n", end ? 12 : 10, end ? 25 : 5);
+	test_write(dir, "proc/stat", buf);
+	snprintf(buf, sizeof(buf), "           CPU0       CPU1       CPU2       CPU3\n"
+		 "  0:         10          0          0          0   IO-APIC   2-edge      timer\n"
+		 " 24:          0        %d          0          0   PCI-MSI 524288-edge      nvme0q1\n"
+		 " 25:          0          5          0          0   PCI-MSI 524289-edge      mlx5_comp0\n"
+		 "LOC:       1000       %d       1000       1000   Local timer interrupts\n"
+		 "TLB:          1         %d          3          4   TLB shootdowns\n"
+		 "ERR:          0\n", end ? 400 : 100, end ? 2500 : 2000, end ? 12 : 2);
+	test_write(dir, "proc/interrupts", buf);
+	snprintf(buf, sizeof(buf), "                    CPU0       CPU1       CPU2       CPU3\n"
+		 "          HI:          0          0          0          0\n"
+		 "       TIMER:         10         %d         30         40\n"
+		 "      NET_RX:          0       %d          0          0\n", end ? 70 : 20, end ? 1100 : 100);
+	test_write(dir, "proc/softirqs", buf);
+}
+
+static const struct culprit_task *find_pid(const struct culprit_result *r, int pid)
+{
+	for (int i = 0; i < r->n_tasks; i++)
+		if (r->tasks[i].pid == pid)
+			return &r->tasks[i];
+	return NULL;
+}
+
+static void check_tree_tasks(const struct culprit_result *r)
+{
+	const struct culprit_task *t;
+
+	assert_string_equal(r->cpus, "1");          /* where the job ran */
+	assert_false(r->cpus_given);
+	assert_true(fabs(r->seconds - 2.0) < 1e-9);
+	assert_int_equal(r->samples, 2);
+	assert_true(r->schedstat);
+	assert_int_equal(r->n_culprits, 2);         /* not the job, its child, bash (CPU 3), sleepy */
+	assert_int_equal(r->n_tasks, 2);
+	t = &r->tasks[0];
+	assert_int_equal(t->pid, 200);
+	assert_string_equal(t->comm, "str?[2Jess");    /* a name is anyone's: printable only */
+	assert_string_equal(t->cgroup, "/noisy?");
+	assert_string_equal(culprit_policy_name(t->policy), "SCHED_FIFO");
+	assert_int_equal(t->priority, 50);
+	assert_false(t->kthread);
+	assert_int_equal(t->threads, 2);            /* the born thread counted */
+	assert_int_equal(t->top_cpu, 1);
+	assert_true(fabs(t->top_share - 0.25) < 1e-9);
+	assert_int_equal(t->n_cpus, 1);
+	assert_true(fabs(t->cpus[0].seconds - 0.5) < 1e-9);
+	t = &r->tasks[1];
+	assert_int_equal(t->pid, 300);
+	assert_true(t->kthread);
+	assert_string_equal(t->cgroup, "/");
+	assert_string_equal(culprit_policy_name(t->policy), "SCHED_OTHER");
+	assert_true(fabs(t->top_share - 0.05) < 1e-9);
+	assert_null(find_pid(r, JOB));
+	assert_null(find_pid(r, 150));
+}
+
+static void check_tree_irqs(const struct culprit_result *r)
+{
+	const struct culprit_cpu_irq *o;
+	long hz = sysconf(_SC_CLK_TCK);
+
+	assert_int_equal(r->n_irq_cpus, 1);
+	o = &r->irq_cpus[0];
+	assert_int_equal(o->cpu, 1);
+	assert_int_equal(o->n_irqs, 3);             /* the busiest first; 25 did not move */
+	assert_string_equal(o->irqs[0].label, "LOC");
+	assert_string_equal(o->irqs[0].name, "Local timer interrupts");
+	assert_int_equal(o->irqs[0].count, 500);
+	assert_string_equal(o->irqs[1].label, "24");
+	assert_string_equal(o->irqs[1].name, "nvme0q1");
+	assert_int_equal(o->irqs[1].count, 300);
+	assert_string_equal(o->irqs[2].label, "TLB");
+	assert_int_equal(o->irqs[2].count, 10);
+	assert_int_equal(o->n_softirqs, 2);
+	assert_string_equal(o->softirqs[0].label, "TIMER");
+	assert_int_equal(o->softirqs[0].count, 50);
+	assert_string_equal(o->softirqs[1].label, "NET_RX");
+	assert_int_equal(o->softirqs[1].count, 1000);
+	assert_true(fabs(o->irq_seconds - 2.0 / hz) < 1e-9);
+	assert_true(fabs(o->softirq_seconds - 20.0 / hz) < 1e-9);
+	assert_true(fabs(o->softirq_share - 10.0 / hz) < 1e-9);
+	assert_int_equal(r->n_changes, 1);
+	assert_int_equal(r->changes[0].pid, JOB);
+	assert_int_equal(r->changes[0].tid, 101);
+	assert_string_equal(r->changes[0].comm, "trainer");
+	assert_string_equal(r->changes[0].before, "1");
+	assert_string_equal(r->changes[0].after, "0-1");
+	assert_true(fabs(r->changes[0].t - 2.0) < 1e-9);
+}
+
+static void test_tree(void **state)
+{
+	struct culprit_result r = { 0 };
+	struct nt_err err = { 0 };
+	struct culprit *c;
+	struct fsroot *root;
+	char dir[64];
+	int job = JOB;
+	json_t *j;
+
+	(void)state;
+	assert_non_null(test_tmpdir(dir, sizeof(dir)));
+	write_tree(dir, 0);
+	root = fsroot_open(dir);
+	assert_non_null(root);
+	c = culprit_start(root, &job, 1, &err);
+	assert_non_null(c);
+	write_tree(dir, 1);
+	assert_int_equal(culprit_stop(c, &r, &err), 0);
+	check_tree_tasks(&r);
+	check_tree_irqs(&r);
+	j = culprit_json(&r);
+	assert_non_null(j);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(j, "tasks"), 0), "policy")),
+			    "SCHED_FIFO");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(json_array_get(json_object_get(j, "irqs"), 0),
+									    "softirqs"), "NET_RX")), 1000);
+	json_decref(j);
+	culprit_result_free(&r);
+	culprit_result_free(NULL);
+	assert_int_equal(culprit_stop(NULL, &r, &err), -EINVAL);
+	fsroot_free(root);
+	test_rmrf(dir);
+}
+
+/* The rank CPUs given by the caller; a bad list refused. */
+static void test_tree_given_cpus(void **state)
+{
+	struct culprit_result r = { 0 };
+	struct nt_err err = { 0 };
+	struct culprit *c;
+	struct fsroot *root;
+	char dir[64];
+
+	(void)state;
+	assert_non_null(test_tmpdir(dir, sizeof(dir)));
+	write_tree(dir, 0);
+	root = fsroot_open(dir);
+	c = culprit_start(root, NULL, 0, &err);
+	assert_non_null(c);
+	assert_int_equal(culprit_set_cpus(c, "1,3-", &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "rank CPUs '1,3-'"));
+	assert_int_equal(culprit_set_cpus(c, "3", &err), 0);
+	assert_int_equal(culprit_add_pids(c, (int[]){ JOB }, 1), 0);
+	write_tree(dir, 1);
+	assert_int_equal(culprit_stop(c, &r, &err), 0);
+	assert_string_equal(r.cpus, "3");
+	assert_true(r.cpus_given);
+	assert_int_equal(r.n_tasks, 1);
+	assert_int_equal(r.tasks[0].pid, 400);
+	assert_int_equal(r.tasks[0].priority, 5);    /* nice */
+	assert_true(fabs(r.tasks[0].top_share - 0.5) < 1e-9);
+	culprit_result_free(&r);
+	fsroot_free(root);
+	test_rmrf(dir);
+}
+
+static void test_irqtab_parse(void **state)
+{
+	const char *ok = "   CPU0 CPU2\n 7: 1 2 chip 7-edge eth0\nMIS: 3\n\nNMI: 4 5 Non-maskable interrupts";
+	struct culprit_irqtab t;
+	struct nt_err err = { 0 };
+
+	(void)state;
+	assert_int_equal(culprit_irqtab_parse(ok, strlen(ok), &t, &err), 0);
+	assert_int_equal(t.n_cols, 2);
+	assert_int_equal(t.col_cpu[1], 2);
+	assert_int_equal(t.n_rows, 3);
+	assert_string_equal(t.rows[0].name, "eth0");
+	assert_int_equal(t.counts[1], 2);
+	assert_int_equal(t.counts[3], 0);            /* MIS: one count only */
+	assert_string_equal(t.rows[2].name, "Non-maskable interrupts");
+	culprit_irqtab_free(&t);
+	assert_int_equal(culprit_irqtab_parse("CPU0\n1 2 3\n", 11, &t, &err), -EINVAL);
+	assert_string_equal(err.msg, "line 2: expected 'LABEL: count ...'");
+	assert_int_equal(culprit_irqtab_parse("HI: 1\n", 6, &t, &err), -EINVAL);
+	assert_string_equal(err.msg, "line 1: expected a header of 'CPUn' columns");
+	assert_int_equal(culprit_irqtab_parse("", 0, &t, NULL), -EINVAL);
+}
+
+/* ---- live ------------------------------------------------------------------- */
+
+static pid_t child(int cpu, bool busy)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		alarm(20);               /* never outlive a broken test */
+		for (;;) {
+			struct timespec t0, t;
+
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			do
+				clock_gettime(CLOCK_MONOTONIC, &t);
+			while (busy || (t.tv_nsec - t0.tv_nsec + 1000000000L * (t.tv_sec - t0.tv_sec)) < 1000000L);
+			usleep(10000);   /* the job: 1 ms of work every ~11 ms */
+		}
+	}
+	/* pinned by the parent, before the first sample: a child pinning
+	 * itself may run late (behind a SCHED_FIFO hog on its CPU), after the
+	 * test's own change, and undo it */
+	{
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(cpu, &set);
+		assert_int_equal(sched_setaffinity(pid, sizeof(set), &set), 0);
+	}
+	return pid;
+}
+
+static void reap(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* Sample for ms milliseconds; at half time, widen the job's CPUs. */
+static void live_trial(struct culprit *c, pid_t job, int ms)
+{
+	for (int t = 0; t < ms; t += 50) {
+		if (t == ms / 2) {
+			cpu_set_t set;
+
+			CPU_ZERO(&set);
+			CPU_SET(0, &set);
+			CPU_SET(1, &set);
+			assert_int_equal(sched_setaffinity(job, sizeof(set), &set), 0);
+		}
+		usleep(50000);
+		assert_int_equal(culprit_sample(c), 0);
+	}
+}
+
+static void live(bool fifo)
+{
+	struct culprit_result r = { 0 };
+	struct nt_err err = { 0 };
+	struct sched_param sp = { .sched_priority = 10 };
+	struct fsroot *root = fsroot_open("/");
+	const struct culprit_task *t;
+	cpu_set_t mine, zero;
+	pid_t job, busy;
+	struct culprit *c;
+
+	if (sched_getaffinity(0, sizeof(mine), &mine) < 0 || !CPU_ISSET(0, &mine) || !CPU_ISSET(1, &mine)) {
+		fsroot_free(root);
+		print_message("skip: CPUs 0 and 1 are needed (a second CPU is missing)\n");
+		skip();
+	}
+	CPU_ZERO(&zero);
+	CPU_SET(0, &zero);
+	sched_setaffinity(0, sizeof(zero), &zero);  /* we sample from CPU 0 */
+	job = child(1, false);
+	busy = child(1, true);
+	if (fifo && sched_setscheduler(busy, SCHED_FIFO, &sp) < 0) {
+		reap(busy);
+		reap(job);
+		sched_setaffinity(0, sizeof(mine), &mine);
+		fsroot_free(root);
+		print_message("skip: SCHED_FIFO refused (%s): not root, or no CAP_SYS_NICE\n", strerror(errno));
+		skip();
+	}
+	c = culprit_start(root, &job, 1, &err);
+	assert_non_null(c);
+	assert_int_equal(culprit_set_cpus(c, "1", &err), 0);
+	live_trial(c, job, 1000);
+	assert_int_equal(culprit_stop(c, &r, &err), 0);
+	reap(busy);
+	reap(job);
+	sched_setaffinity(0, sizeof(mine), &mine);
+	t = find_pid(&r, busy);
+	assert_non_null(t);
+	print_message("live%s: busy pid %d: %.1f%% of CPU %d; %d samples, %.2f ms each (max %.2f)\n", fifo ? " fifo" : "",
+		      busy, 100 * t->top_share, t->top_cpu, r.samples, r.sample_ms_mean, r.sample_ms_max);
+	assert_int_equal(t->top_cpu, 1);
+	assert_true(t->top_share > 0.5);
+	assert_string_equal(culprit_policy_name(t->policy), fifo ? "SCHED_FIFO" : "SCHED_OTHER");
+	/* SCHED_OTHER's figure is the nice value, inherited from this test's
+	 * (`nice make unit`) */
+	assert_int_equal(t->priority, fifo ? 10 : getpriority(PRIO_PROCESS, 0));
+	assert_null(find_pid(&r, job));
+	assert_null(find_pid(&r, getpid()));
+	assert_int_equal(r.n_changes, 1);
+	assert_int_equal(r.changes[0].pid, job);
+	assert_string_equal(r.changes[0].before, "1");
+	assert_string_equal(r.changes[0].after, "0-1");
+	culprit_result_free(&r);
+	fsroot_free(root);
+}
+
+static void test_live_other(void **state)
+{
+	(void)state;
+	live(false);
+}
+
+static void test_live_fifo(void **state)
+{
+	(void)state;
+	live(true);
+}
+
+/* ---- A against B -------------------------------------------------------------- */
+
+static void test_describe(void **state)
+{
+	struct culprit_cpu_time on1 = { 1, 0.98, 0.098 }, k1 = { 1, 0.3, 0.03 }, k1a = { 1, 0.003, 0.0003 };
+	struct culprit_result a = { 0 }, b = { 0 };
+	struct culprit_task tb[2] = {
+		{ .pid = 4242, .comm = "stress", .cgroup = "/noisy", .policy = SCHED_FIFO, .priority = 50, .top_cpu = 1,
+		  .top_share = 0.098, .n_cpus = 1, .cpus = &on1 },
+		{ .pid = 12, .comm = "ksoftirqd/1", .kthread = true, .top_cpu = 1, .top_share = 0.0003, .n_cpus = 1,
+		  .cpus = &k1a },
+	};
+	struct culprit_task ta = { .pid = 12, .comm = "ksoftirqd/1", .kthread = true, .top_cpu = 1, .top_share = 0.03,
+				   .n_cpus = 1, .cpus = &k1 };
+	char buf[512];
+
+	(void)state;
+	b.tasks = tb;
+	b.n_tasks = 2;
+	assert_int_equal(culprit_describe_top(&a, &b, buf, sizeof(buf)), 1);
+	assert_string_equal(buf, "pid 4242 (stress, SCHED_FIFO 50) in cgroup /noisy ran 9.8% of CPU 1 during B trials, 0% during A\n");
+	a.tasks = &ta;
+	a.n_tasks = 1;
+	a.n_changes = 1;
+	a.changes[0] = (struct culprit_affinity_change){ .pid = 7, .tid = 8, .comm = "python3", .before = "1",
+							 .after = "0-1", .t = 0.5 };
+	assert_int_equal(culprit_describe_top(&a, &b, buf, sizeof(buf)), 3);
+	assert_string_equal(buf, "pid 4242 (stress, SCHED_FIFO 50) in cgroup /noisy ran 9.8% of CPU 1 during B trials, 0% during A\n"
+			    "pid 12 (ksoftirqd/1, kernel thread, SCHED_OTHER 0) ran 3.0% of CPU 1 during A trials, "
+			    "0.0% during B\n"
+			    "pid 7 (python3) thread 8: allowed CPUs 1 -> 0-1, 0.5 s into an A trial\n");
+	assert_int_equal(culprit_describe_top(&a, &b, buf, 100), -ENOSPC);
+	assert_string_equal(buf, "pid 4242 (stress, SCHED_FIFO 50) in cgroup /noisy ran 9.8% of CPU 1 during B trials, 0% during A\n");
+	assert_int_equal(culprit_describe_top(&b, &b, buf, sizeof(buf)), 0);   /* no difference */
+	assert_string_equal(buf, "");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_tree),
+		cmocka_unit_test(test_tree_given_cpus),
+		cmocka_unit_test(test_irqtab_parse),
+		cmocka_unit_test(test_live_other),
+		cmocka_unit_test(test_live_fifo),
+		cmocka_unit_test(test_describe),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

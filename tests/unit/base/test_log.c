@@ -1,0 +1,67 @@
+/* test_log.c — log lines: one line each, the level checked before the
+ * arguments are evaluated.  (The error carrier is test_nt_err.c.) */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "base/log.h"
+
+/* A log line is one line whatever its arguments hold (a path, a store
+ * value, a process's name): control characters are shown as '?'. */
+static void test_one_line(void **state)
+{
+	char buf[256] = { 0 };
+	FILE *f = tmpfile();
+	int saved = dup(2);
+	ssize_t n;
+
+	(void)state;
+	assert_non_null(f);
+	assert_true(saved >= 0);
+	fflush(stderr);
+	assert_int_equal(dup2(fileno(f), 2), 2);
+	log_set_prefix("nodetune");
+	log_msg(LOG_ERR, "bad value '%s' in %s", "x\nnodetune: applied\033[2J", "k\t");
+	fflush(stderr);
+	assert_int_equal(dup2(saved, 2), 2);
+	close(saved);
+	n = pread(fileno(f), buf, sizeof(buf) - 1, 0);
+	fclose(f);
+	assert_true(n > 0);
+	assert_string_equal(buf, "nodetune: bad value 'x?nodetune: applied?[2J' in k?\n");
+}
+
+static int evaluated;
+static int side_effect(void)
+{
+	return ++evaluated;
+}
+
+static void test_level_checked_before_arguments(void **state)
+{
+	(void)state;
+	log_set_level(LOG_NOTICE);
+	evaluated = 0;
+	log_msg(LOG_DEBUG, "%d", side_effect());
+	assert_int_equal(evaluated, 0);
+	log_set_level(LOG_DEBUG);
+	log_msg(LOG_DEBUG, "debug output from test_log: %d", side_effect());
+	assert_int_equal(evaluated, 1);
+	log_set_level(LOG_NOTICE);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_one_line),
+		cmocka_unit_test(test_level_checked_before_arguments),
+	};
+
+	return cmocka_run_group_tests_name("log", tests, NULL, NULL);
+}

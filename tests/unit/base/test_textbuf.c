@@ -1,0 +1,60 @@
+/* test_textbuf.c — lines appended whole or not at all; text from outside
+ * made printable ASCII, or one line with its UTF-8 kept. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "base/textbuf.h"
+
+static void test_append_whole_or_not(void **state)
+{
+	char buf[16];
+	size_t len = 0;
+
+	(void)state;
+	assert_true(textbuf_appendf(buf, sizeof(buf), &len, "%s=%d;", "a", 1));
+	assert_true(textbuf_appendf(buf, sizeof(buf), &len, "%s=%d;", "bb", 22));
+	assert_string_equal(buf, "a=1;bb=22;");
+	assert_int_equal(len, 10);
+	/* 6 more bytes do not fit in 16 with the NUL: nothing of them stays */
+	assert_false(textbuf_appendf(buf, sizeof(buf), &len, "cccccc"));
+	assert_string_equal(buf, "a=1;bb=22;");
+	assert_int_equal(len, 10);
+	/* 5 do */
+	assert_true(textbuf_appendf(buf, sizeof(buf), &len, "ccccc"));
+	assert_int_equal(len, 15);
+	assert_false(textbuf_appendf(buf, sizeof(buf), &len, "x"));
+	assert_int_equal(len, 15);
+}
+
+static void test_printable(void **state)
+{
+	char s[] = "ok name\n\033[31m\t\x7f\xc3\xa9!";
+
+	(void)state;
+	assert_ptr_equal(text_printable(s), s);
+	assert_string_equal(s, "ok name?" "?[31m?" "?" "?" "?!"); /* split: no trigraphs */
+}
+
+static void test_unctrl(void **state)
+{
+	char s[] = "a\nb\033[2J\t\x7f caf\xc3\xa9";
+
+	(void)state;
+	assert_ptr_equal(text_unctrl(s), s);
+	assert_string_equal(s, "a?b?[2J?? caf\xc3\xa9");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_append_whole_or_not),
+		cmocka_unit_test(test_printable),
+		cmocka_unit_test(test_unctrl),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

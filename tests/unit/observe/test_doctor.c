@@ -1,0 +1,165 @@
+/* test_doctor.c — every named hazard on a crafted tree that has them all,
+ * and none on a tuned one. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "observe/doctor.h"
+#include "observe/doctor_test.h"
+#include "test_util.h"
+
+struct run {
+	struct fsroot *root;
+	struct topo *t;
+	struct kstate ks;
+	struct policy *p;
+	struct plan *pl;
+	struct doctor_findings rep;
+};
+
+static void doctor_on(struct run *x, const char *tree, bool with_policy)
+{
+	char path[4096];
+	struct nt_err err = { 0 };
+	struct doctor_config cfg = { 2.0, 0.1, NULL };
+
+	memset(x, 0, sizeof(*x));
+	x->root = fsroot_open(test_path(path, sizeof(path), tree));
+	assert_non_null(x->root);
+	x->t = topo_load_xml(test_path(path, sizeof(path), "tests/fixtures/topologies/hgx-2s8g8n.xml"), &err);
+	assert_non_null(x->t);
+	assert_int_equal(kstate_read(x->root, &x->ks, &err), 0);
+	if (with_policy) {
+		x->p = policy_load(test_path(path, sizeof(path), "policies/gpu-train.conf"), 0, &err);
+		x->pl = plan_build(x->p, x->t, 8, x->root, &err);
+		assert_non_null(x->pl);
+		cfg.plan = x->pl;
+	}
+	if (doctor_run(x->root, x->t, &x->ks, &cfg, &x->rep, &err))
+		fail_msg("%s", err.msg);
+}
+
+static void release(struct run *x)
+{
+	doctor_findings_release(&x->rep);
+	plan_free(x->pl);
+	policy_free(x->p);
+	kstate_release(&x->ks);
+	topo_free(x->t);
+	fsroot_free(x->root);
+}
+
+static const struct doctor_hazard *find(const struct doctor_findings *r, const char *code)
+{
+	for (unsigned i = 0; i < r->n; i++)
+		if (!strcmp(r->hazards[i].code, code))
+			return &r->hazards[i];
+	return NULL;
+}
+
+static void test_every_hazard(void **state)
+{
+	static const char *const codes[] = {
+		"zombie-memcg", "sys-saturated-core", "thp-defrag-always", "numa-balancing-on",
+		"irq-on-rank-cpus", "governor", "swap-on", "cgroup-throttling",
+	};
+	struct run x;
+
+	(void)state;
+	doctor_on(&x, "tests/fixtures/sysroot/gpu-host-hazards", true);
+	assert_int_equal(x.rep.checks, 8);
+	assert_int_equal(x.rep.n, 8);
+	for (size_t i = 0; i < 8; i++) {
+		const struct doctor_hazard *h = find(&x.rep, codes[i]);
+
+		if (!h)
+			fail_msg("hazard %s not found", codes[i]);
+		assert_true(h->summary[0] && h->evidence[0] && h->fix[0]);
+	}
+	assert_non_null(strstr(find(&x.rep, "zombie-memcg")->evidence, "70213 memory cgroups, only 4 live"));
+	assert_non_null(strstr(find(&x.rep, "sys-saturated-core")->summary, "CPU 3 spent >= 95% in the kernel for 1.5 s"));
+	assert_non_null(strstr(find(&x.rep, "irq-on-rank-cpus")->evidence, "IRQ 60 (0000:1b:00.0) on CPUs 1-5"));
+	assert_null(strstr(find(&x.rep, "irq-on-rank-cpus")->evidence, "IRQ 61"));  /* on housekeeping CPU 0 */
+	assert_non_null(strstr(find(&x.rep, "cgroup-throttling")->evidence, "kubepods/cpu.stat: nr_throttled 41234"));
+	assert_non_null(strstr(find(&x.rep, "numa-balancing-on")->evidence, "numa_hint_faults 7712310"));
+	release(&x);
+}
+
+static void test_tuned_host_is_clean(void **state)
+{
+	struct run x;
+
+	(void)state;
+	doctor_on(&x, "tests/fixtures/sysroot/gpu-host-tuned", true);
+	assert_int_equal(x.rep.n, 0);
+	assert_true(x.rep.checks >= 5);
+	assert_true(x.rep.n_notes >= 1);   /* what it could not check, said */
+	release(&x);
+}
+
+static void test_without_policy_irqs_are_skipped(void **state)
+{
+	struct run x;
+
+	(void)state;
+	doctor_on(&x, "tests/fixtures/sysroot/gpu-host-hazards", false);
+	assert_null(find(&x.rep, "irq-on-rank-cpus"));
+	assert_int_equal(x.rep.n, 7);
+	assert_non_null(strstr(x.rep.notes[0], "irq-on-rank-cpus: skipped, give --policy"));
+	release(&x);
+}
+
+/* The counters a host may not produce are reported as such, never as 0:
+ * these captured trees have no TLB line and no proc/pressure; perf events
+ * are the live host's and are not asked of a captured tree. */
+static void test_counters_not_countable(void **state)
+{
+	struct run x;
+	json_t *doc, *c;
+
+	(void)state;
+	doctor_on(&x, "tests/fixtures/sysroot/gpu-host-hazards", false);
+	assert_false(x.rep.counters[DC_TLB].countable);
+	assert_non_null(strstr(x.rep.counters[DC_TLB].detail, "no TLB line"));
+	assert_false(x.rep.counters[DC_PSI].countable);
+	assert_non_null(strstr(x.rep.counters[DC_PSI].detail, "no proc/pressure"));
+	assert_string_equal(x.rep.counters[DC_PERF].detail, "");
+	doc = doctor_json(&x.rep);
+	c = json_object_get(doc, "counters");
+	assert_true(json_is_false(json_object_get(json_object_get(c, "tlb_shootdowns"), "countable")));
+	assert_null(json_object_get(c, "perf_events"));
+	json_decref(doc);
+	release(&x);
+	doctor_on(&x, "tests/fixtures/sysroot/debian12-kvm-2cpu", false);
+	assert_true(x.rep.counters[DC_TLB].countable);          /* the captured line, as captured */
+	assert_true(x.rep.counters[DC_PSI].countable);
+	release(&x);
+}
+
+/* Every counter id has its row. */
+static void test_counter_rows(void **state)
+{
+	(void)state;
+	assert_string_equal(doctor_counter_name(DC_TLB), "TLB shootdowns");
+	assert_string_equal(doctor_counter_name(DC_PSI), "PSI");
+	assert_string_equal(doctor_counter_name(DC_PERF), "perf events");
+	for (enum doctor_counter c = 0; c < DC_N; c++)
+		assert_string_not_equal(doctor_counter_name(c), "?");
+	assert_string_equal(doctor_counter_name(DC_N), "?");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_every_hazard),
+		cmocka_unit_test(test_tuned_host_is_clean),
+		cmocka_unit_test(test_without_policy_irqs_are_skipped),
+		cmocka_unit_test(test_counters_not_countable),
+		cmocka_unit_test(test_counter_rows),
+	};
+
+	return cmocka_run_group_tests_name("doctor", tests, NULL, NULL);
+}

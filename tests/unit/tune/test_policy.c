@@ -1,0 +1,297 @@
+/* test_policy.c — the policy parser: every error class names file:line. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "tune/policy.h"
+#include "test_util.h"
+
+static char dir[64];
+
+static int setup(void **state)
+{
+	(void)state;
+	return test_tmpdir(dir, sizeof(dir)) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	test_rmrf(dir);
+	return 0;
+}
+
+/* Write name with content in the temp dir; return its path (static). */
+static const char *put(const char *name, const char *content)
+{
+	static char path[256];
+
+	assert_int_equal(test_write(dir, name, content), 0);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	chmod(path, 0644);
+	return path;
+}
+
+/* Loading path fails with code, and the message contains want. */
+static void expect_error(const char *path, int code, const char *want)
+{
+	struct nt_err err = { 0 };
+	struct policy *p = policy_load(path, 0, &err);
+
+	if (p)
+		fail_msg("%s loaded, expected '%s'", path, want);
+	if (err.code != code || !strstr(err.msg, want))
+		fail_msg("got %d '%s', expected %d '%s'", err.code, err.msg, code, want);
+}
+
+static void test_shipped_policies(void **state)
+{
+	static const char *const files[] = { "baseline.conf", "gpu-train.conf", "cross-numa.conf" };
+	struct nt_err err = { 0 };
+	char path[4096];
+
+	(void)state;
+	for (size_t i = 0; i < 3; i++) {
+		char rel[64];
+		struct policy *p;
+
+		snprintf(rel, sizeof(rel), "policies/%s", files[i]);
+		p = policy_load(test_path(path, sizeof(path), rel), 0, &err);
+		if (!p)
+			fail_msg("%s", err.msg);
+		assert_non_null(policy_get(p, "main", "summary"));
+		if (i == 0)
+			assert_true(policy_is_empty(p));
+		if (i == 1) {
+			assert_string_equal(policy_get(p, "affinity", "mode"), "gpu-local");
+			assert_string_equal(policy_get(p, "thp", "defrag"), "defer+madvise");
+			assert_int_equal(policy_get_int(p, "sched", "numa_balancing", -1), 0);
+		}
+		if (i == 2)
+			assert_non_null(strstr(policy_get(p, "main", "summary"), "DELIBERATELY BAD"));
+		policy_free(p);
+	}
+}
+
+static void test_values_and_comments(void **state)
+{
+	struct nt_err err = { 0 };
+	struct policy *p;
+	const char *path = put("ok.conf",
+		"\xef\xbb\xbf# a comment\n"
+		"; another\n"
+		"[main]\n"
+		"summary =  spaces are trimmed  \n"
+		"\n"
+		"[ thp ]\r\n"
+		"enabled=never\r\n"
+		"[sched]\n"
+		"nice = -5\n"
+		"[sysctl]\n"
+		"vm.swappiness = 10\n"
+		"[affinity]\n"
+		"housekeeping = 0,36\n");
+
+	(void)state;
+	p = policy_load(path, 0, &err);
+	if (!p)
+		fail_msg("%s", err.msg);
+	assert_string_equal(policy_get(p, "main", "summary"), "spaces are trimmed");
+	assert_string_equal(policy_get(p, "thp", "enabled"), "never");
+	assert_int_equal(policy_get_int(p, "sched", "nice", 0), -5);
+	assert_int_equal(policy_get_int(p, "sysctl", "vm.swappiness", 0), 10);
+	assert_string_equal(policy_get(p, "affinity", "housekeeping"), "0,36");
+	assert_null(policy_get(p, "thp", "defrag"));
+	assert_int_equal(p->v[knob_find("thp", "enabled")].line, 7);
+	assert_false(policy_is_empty(p));
+	policy_free(p);
+	policy_free(NULL);
+}
+
+static void test_unknown_section_and_key(void **state)
+{
+	(void)state;
+	expect_error(put("s.conf", "[main]\nsummary = x\n\n[afinity]\nmode = numa\n"), -EINVAL,
+		     "s.conf:4: unknown section [afinity] (did you mean [affinity]?)");
+	expect_error(put("k.conf", "[affinity]\nmod = numa\n"), -EINVAL,
+		     "k.conf:2: unknown key 'mod' in [affinity] (did you mean 'mode'?)");
+	expect_error(put("k2.conf", "[thp]\ncompletely_unrelated = 1\n"), -EINVAL,
+		     "k2.conf:2: unknown key 'completely_unrelated' in [thp]");
+	expect_error(put("sc.conf", "[sysctl]\nvm.swapiness = 10\n"), -EINVAL,
+		     "sc.conf:2: sysctl 'vm.swapiness' is not on the allow-list (did you mean 'vm.swappiness'?)");
+	expect_error(put("sc2.conf", "[sysctl]\nkernel.panic = 1\n"), -EINVAL,
+		     "sc2.conf:2: sysctl 'kernel.panic' is not on the allow-list");
+}
+
+static void test_bad_values(void **state)
+{
+	(void)state;
+	expect_error(put("v1.conf", "[thp]\nenabled = sometimes\n"), -EINVAL,
+		     "v1.conf:2: [thp] enabled: 'sometimes' is not one of always, madvise, never");
+	expect_error(put("v2.conf", "[sched]\nnice = 20\n"), -EINVAL,
+		     "v2.conf:2: [sched] nice: '20' is not an integer from -20 to 19");
+	expect_error(put("v3.conf", "[hugetlb]\npages_2m = lots\n"), -EINVAL, "v3.conf:2: [hugetlb] pages_2m");
+	expect_error(put("v4.conf", "[affinity]\nhousekeeping = 3-1\n"), -EINVAL,
+		     "v4.conf:2: [affinity] housekeeping: '3-1' is not auto, none or a CPU list");
+	expect_error(put("v5.conf", "[cgroup]\nname = ../escape\n"), -EINVAL, "v5.conf:2: [cgroup] name");
+	expect_error(put("v6.conf", "[main]\nsummary =\n"), -EINVAL, "v6.conf:2: [main] summary: empty value");
+	expect_error(put("v7.conf", "[sched]\npriority = 10\n"), -EINVAL,
+		     "v7.conf:2: [sched] priority needs policy = fifo or rr");
+	expect_error(put("v8.conf", "[sched]\npolicy = fifo\n"), -EINVAL, "v8.conf:2: [sched] policy = fifo needs a priority");
+}
+
+static void test_syntax(void **state)
+{
+	(void)state;
+	expect_error(put("x1.conf", "enabled = always\n"), -EINVAL, "x1.conf:1: key 'enabled' before any [section]");
+	expect_error(put("x2.conf", "[thp]\njust words\n"), -EINVAL,
+		     "x2.conf:2: expected 'key = value', '[section]' or a comment");
+	expect_error(put("x3.conf", "[thp\nenabled = always\n"), -EINVAL, "x3.conf:1: malformed section header");
+	expect_error(put("x4.conf", "[thp] trailing\n"), -EINVAL, "x4.conf:1: malformed section header");
+	expect_error(put("x5.conf", "[thp]\nen abled = always\n"), -EINVAL, "x5.conf:2: malformed key");
+}
+
+static void test_duplicate_key(void **state)
+{
+	(void)state;
+	expect_error(put("d.conf", "[thp]\nenabled = always\ndefrag = madvise\n\nenabled = never\n"), -EINVAL,
+		     "d.conf:5: duplicate key 'enabled' in [thp] (first set at line 2)");
+}
+
+static void test_huge_line_and_binary(void **state)
+{
+	char *big = malloc(POLICY_MAX_LINE + 64);
+	char bin[32] = "[thp]\nenabled = al\0ways\n";
+
+	(void)state;
+	snprintf(big, POLICY_MAX_LINE + 64, "[main]\nsummary = ");
+	memset(big + strlen(big), 'x', POLICY_MAX_LINE);
+	big[POLICY_MAX_LINE + 20] = '\n';
+	big[POLICY_MAX_LINE + 21] = '\0';
+	expect_error(put("huge.conf", big), -EINVAL, "huge.conf:2: line longer than 4096 bytes");
+	free(big);
+
+	/* a NUL byte: test_write stops at it, so write the bytes by hand */
+	{
+		char path[256];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/bin.conf", dir);
+		f = fopen(path, "w");
+		fwrite(bin, 1, 24, f);
+		fclose(f);
+		expect_error(path, -EINVAL, "bin.conf:2: binary data (a NUL byte): not a policy file");
+	}
+	expect_error(put("ctl.conf", "[thp]\nenabled = \x01" "always\n"), -EINVAL, "ctl.conf:2: control character 0x01");
+	expect_error("/bin/sh", -EINVAL, "/bin/sh:1:");
+}
+
+static void test_include_override(void **state)
+{
+	struct nt_err err = { 0 };
+	struct policy *p;
+	const char *child;
+
+	(void)state;
+	put("base.conf", "[main]\nsummary = base\n[thp]\nenabled = always\ndefrag = madvise\n");
+	put("sub/mid.conf", "[main]\ninclude = ../base.conf\n[thp]\ndefrag = never\n[sched]\nnice = 1\n");
+	child = put("sub/child.conf", "[main]\nsummary = child\ninclude = mid.conf\n[thp]\nenabled = madvise\n");
+	p = policy_load(child, 0, &err);
+	if (!p)
+		fail_msg("%s", err.msg);
+	assert_string_equal(policy_get(p, "main", "summary"), "child");  /* child overrides */
+	assert_string_equal(policy_get(p, "thp", "enabled"), "madvise");
+	assert_string_equal(policy_get(p, "thp", "defrag"), "never");    /* from mid */
+	assert_int_equal(policy_get_int(p, "sched", "nice", 0), 1);
+	assert_non_null(strstr(p->v[knob_find("thp", "defrag")].file, "mid.conf"));
+	policy_free(p);
+
+	/* several parents: later ones override earlier ones */
+	put("a.conf", "[thp]\nenabled = always\n");
+	put("b.conf", "[thp]\nenabled = never\n");
+	p = policy_load(put("ab.conf", "[main]\ninclude = a.conf, b.conf\n"), 0, &err);
+	assert_non_null(p);
+	assert_string_equal(policy_get(p, "thp", "enabled"), "never");
+	policy_free(p);
+}
+
+static void test_include_errors(void **state)
+{
+	(void)state;
+	expect_error(put("m.conf", "[main]\n\ninclude = missing.conf\n"), -ENOENT,
+		     "m.conf:3: include '");
+	expect_error(put("m.conf", "[main]\ninclude = missing.conf\n"), -ENOENT, "missing.conf': No such file or directory");
+	put("c1.conf", "[main]\ninclude = c2.conf\n");
+	put("c2.conf", "[main]\ninclude = c3.conf\n");
+	put("c3.conf", "[main]\ninclude = c1.conf\n");
+	expect_error(put("c1.conf", "[main]\ninclude = c2.conf\n"), -EINVAL, "c3.conf:2: include cycle: ");
+	expect_error(put("self.conf", "[main]\ninclude = self.conf\n"), -EINVAL, "self.conf:2: include cycle: ");
+	/* an error inside an included file names that file */
+	put("badparent.conf", "[thp]\nenabled = 7\n");
+	expect_error(put("kid.conf", "[main]\ninclude = badparent.conf\n"), -EINVAL, "badparent.conf:2: [thp] enabled");
+}
+
+static void test_file_errors(void **state)
+{
+	char path[256];
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/nope.conf", dir);
+	expect_error(path, -ENOENT, "nope.conf: No such file or directory");
+	expect_error(dir, -EISDIR, "is a directory");
+	expect_error("/dev/null", -EINVAL, "not a regular file");
+}
+
+static void test_trusted_only(void **state)
+{
+	struct nt_err err = { 0 };
+	struct policy *p;
+	char path[256];
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s", put("ww.conf", "[thp]\nenabled = never\n"));
+	chmod(path, 0666);
+	assert_null(policy_load(path, POLICY_TRUSTED_ONLY, &err));
+	assert_int_equal(err.code, -EPERM);
+	assert_non_null(strstr(err.msg, "writable by group or others"));
+	chmod(path, 0644);
+	if (geteuid() != 0) {
+		print_message("skip: chown to another owner needs root\n");
+		skip();
+	}
+	assert_int_equal(chown(path, 65534, 65534), 0);
+	assert_null(policy_load(path, POLICY_TRUSTED_ONLY, &err));
+	assert_int_equal(err.code, -EPERM);
+	assert_non_null(strstr(err.msg, "not owned by root (uid 65534"));
+	/* an untrusted included file is refused too, at the include line */
+	p = policy_load(put("inc-untrusted.conf", "[main]\ninclude = ww.conf\n"), POLICY_TRUSTED_ONLY, &err);
+	assert_null(p);
+	assert_non_null(strstr(err.msg, "inc-untrusted.conf:2: include"));
+	assert_int_equal(chown(path, 0, 0), 0);
+	p = policy_load(path, POLICY_TRUSTED_ONLY, &err);
+	if (!p)
+		fail_msg("%s", err.msg);
+	policy_free(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_shipped_policies),
+		cmocka_unit_test(test_values_and_comments),
+		cmocka_unit_test(test_unknown_section_and_key),
+		cmocka_unit_test(test_bad_values),
+		cmocka_unit_test(test_syntax),
+		cmocka_unit_test(test_duplicate_key),
+		cmocka_unit_test(test_huge_line_and_binary),
+		cmocka_unit_test(test_include_override),
+		cmocka_unit_test(test_include_errors),
+		cmocka_unit_test(test_file_errors),
+		cmocka_unit_test(test_trusted_only),
+	};
+
+	return cmocka_run_group_tests_name("policy", tests, setup, teardown);
+}
