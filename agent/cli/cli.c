@@ -52,11 +52,6 @@ int print_json(json_t *doc)
 	return r;
 }
 
-unsigned cli_policy_flags(void)
-{
-	return geteuid() == 0 ? POLICY_TRUSTED_ONLY : 0;
-}
-
 void cli_note(int level, const char *msg, void *arg)
 {
 	(void)arg;
@@ -78,7 +73,7 @@ int ctx_load(struct ctx *x, const struct opts *o, unsigned nranks, bool want_roo
 
 	memset(x, 0, sizeof(*x));
 	if (o->policy) {
-		x->policy = policy_load(o->policy, cli_policy_flags(), &err);
+		x->policy = policy_load(o->policy, policy_trust_flags(), &err);
 		if (!x->policy)
 			goto out_err;
 	}
@@ -98,8 +93,6 @@ int ctx_load(struct ctx *x, const struct opts *o, unsigned nranks, bool want_roo
 		}
 	}
 	if (x->policy) {
-		if (!nranks)
-			nranks = x->topo->n_gpus ? x->topo->n_gpus : 1;
 		x->plan = plan_build(x->policy, x->topo, nranks, x->root, &err);
 		if (!x->plan)
 			goto out_err;
@@ -117,7 +110,7 @@ int cli_check_arm(const struct ab_arm *arm)
 	struct policy *p;
 
 	if (arm->policy) {
-		p = policy_load(arm->policy, cli_policy_flags(), &err);
+		p = policy_load(arm->policy, policy_trust_flags(), &err);
 		if (!p) {
 			log_msg(LOG_ERR, "arm %s: %s", arm->name, err.msg);
 			return exit_code_for(err.code);

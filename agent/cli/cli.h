@@ -50,11 +50,7 @@ struct ctx {
 int ctx_load(struct ctx *x, const struct opts *o, unsigned nranks, bool want_root);
 void ctx_release(struct ctx *x);
 
-/* The policy trust flags for this process: untrusted files are refused
- * when running as root. */
-unsigned cli_policy_flags(void);
-
-/* A launch_note_fn / watch note: log msg at level. */
+/* A note_fn / watch note: log msg at level. */
 void cli_note(int level, const char *msg, void *arg);
 
 /* An A/B arm can run: its policy loads, its command exists.  0, or an exit

@@ -82,9 +82,9 @@ static int load_policies(const struct opts *o, struct policy **good, struct poli
 {
 	struct nt_err err = { 0 };
 
-	*good = policy_load(o->good, cli_policy_flags(), &err);
+	*good = policy_load(o->good, policy_trust_flags(), &err);
 	if (*good)
-		*bad = policy_load(o->bad, cli_policy_flags(), &err);
+		*bad = policy_load(o->bad, policy_trust_flags(), &err);
 	if (!*good || !*bad) {
 		log_msg(LOG_ERR, "%s", err.msg);
 		return exit_code_for(err.code);

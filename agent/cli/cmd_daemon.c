@@ -92,7 +92,7 @@ int cmd_daemon(struct opts *o)
 	char cached[4096];
 	struct daemon_config cfg = {
 		.policy_path = o->policy ? o->policy : DAEMON_DEFAULT_POLICY,
-		.policy_flags = cli_policy_flags(),
+		.policy_flags = policy_trust_flags(),
 		.topology = o->topology,
 		.sysroot = o->sysroot,
 		.state_dir = o->given[OPT_STATE_DIR] ? o->state_dir : DAEMON_DEFAULT_STATE_DIR,

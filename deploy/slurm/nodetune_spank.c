@@ -195,7 +195,7 @@ static struct policy *policy_for_job(const char *value, const char *cwd, char pa
 	r = policy_resolve(value, cwd, path, err);
 	if (r)
 		return NULL;
-	return policy_load(path, geteuid() == 0 ? POLICY_TRUSTED_ONLY : 0, err);
+	return policy_load(path, policy_trust_flags(), err);
 }
 
 /* The value in effect: --nodetune, else the site default. */

@@ -297,6 +297,11 @@ static char *fmt_int(int v)
 	return asprintf(&s, "%d", v) < 0 ? NULL : s;
 }
 
+/* The default workload's world size: two ranks of the harness, which is
+ * what a 2-CPU machine without a GPU can run side by side. */
+#define AB_DEFAULT_WORLD 2
+#define AB_DEFAULT_WORLD_STR "2"
+
 /* argv of the trial's workload; strings it allocates go into bufs */
 static void build_argv(const struct ab_config *cfg, const struct ab_arm *arm, char **argv, char *bufs[], int *n_bufs)
 {
@@ -312,7 +317,7 @@ static void build_argv(const struct ab_config *cfg, const struct ab_arm *arm, ch
 	 * nodetune; it reports its steps like any job */
 	argv[n++] = "mpirun";
 	argv[n++] = "-np";
-	argv[n++] = "2";
+	argv[n++] = AB_DEFAULT_WORLD_STR;
 	if (geteuid() == 0)
 		argv[n++] = "--allow-run-as-root";
 	argv[n++] = "--oversubscribe";
@@ -368,7 +373,7 @@ static int trial_apply(const struct ab_config *cfg, const struct ab_arm *arm, st
 
 	if (!arm->policy)
 		return 0;
-	p = policy_load(arm->policy, geteuid() == 0 ? POLICY_TRUSTED_ONLY : 0, err);
+	p = policy_load(arm->policy, policy_trust_flags(), err);
 	if (!p)
 		return err->code;
 	t = cfg->topology ? topo_load_xml(cfg->topology, err) : topo_load_host(cfg->sysroot, err);
@@ -379,7 +384,9 @@ static int trial_apply(const struct ab_config *cfg, const struct ab_arm *arm, st
 		fsroot_free(root);
 		return t ? err_set(err, -errno, "%s: %s", cfg->sysroot ? cfg->sysroot : "/", strerror(errno)) : err->code;
 	}
-	pl = plan_build(p, t, t->n_gpus ? t->n_gpus : 2, root, err);
+	/* the default workload's ranks, or the plan's default for a command
+	 * of the user's (whose rank count is not ours to know) */
+	pl = plan_build(p, t, arm->argv[0] ? 0 : AB_DEFAULT_WORLD, root, err);
 	r = pl ? apply_plan(pl, root, cfg->state_dir, false, &rep, err) : err->code;
 	apply_changes_release(&rep);
 	plan_free(pl);

@@ -211,7 +211,7 @@ static int write_candidate(struct bisect_run *b, uint64_t set, const char *path,
 	r = bisect_write_candidate(f, b->good, b->bad, b->idx, b->n, set);
 	if (fclose(f) != 0 || r < 0)
 		return -EIO;
-	p = policy_load(path, geteuid() == 0 ? POLICY_TRUSTED_ONLY : 0, &err);
+	p = policy_load(path, policy_trust_flags(), &err);
 	if (!p) {
 		progress(b, "test %d {%s}: not testable: %s", b->tests, knobs, err.msg);
 		json_array_append_new(b->log, json_pack("{s:i, s:s, s:s}", "test", b->tests, "knobs", knobs,

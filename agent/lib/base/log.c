@@ -67,3 +67,16 @@ void note_add(char **notes, unsigned *n, unsigned max, const char *fmt, ...)
 		notes[(*n)++] = s;
 	va_end(ap);
 }
+
+void notef(note_fn note, void *arg, int level, const char *fmt, ...)
+{
+	char msg[2048];   /* as long as a log line */
+	va_list ap;
+
+	if (!note)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	note(level, msg, arg);
+}

@@ -33,6 +33,17 @@ void log_msg_impl(int level, const char *fmt, ...)
 			log_msg_impl((level), __VA_ARGS__);   \
 	} while (0)
 
+/* A message for the user at a syslog level (LOG_ERR, LOG_WARNING, ...),
+ * handed to whoever decides what the user sees: the library's long-running
+ * parts (the launcher, watch, the daemon, the fleet's controller and host)
+ * take one of these instead of logging above LOG_DEBUG themselves.  msg is
+ * valid during the call only.  May be called in a forked child. */
+typedef void (*note_fn)(int level, const char *msg, void *arg);
+
+/* Format a message (at most 2047 bytes, as long as a log line) and pass it
+ * to note; note NULL: nothing. */
+void notef(note_fn note, void *arg, int level, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 /* Append a formatted note to notes[0..max) (*n counts them); notes past
  * max, or on out of memory, are dropped.  The caller frees each note. */

@@ -36,7 +36,6 @@
 #include "machine/topo.h"
 #include "tune/verify.h"
 #include "daemon/writers.h"
-#include "tune/launch.h"
 
 #ifndef NODETUNE_VERSION
 #define NODETUNE_VERSION "0.2.0"
@@ -82,7 +81,7 @@ struct daemon {
 };
 
 /* One line for the caller's note callback (none: nothing). */
-#define say(d, level, ...) launch_notef((d)->cfg->note, (d)->cfg->note_arg, (level), __VA_ARGS__)
+#define say(d, level, ...) notef((d)->cfg->note, (d)->cfg->note_arg, (level), __VA_ARGS__)
 
 static double now_mono(void)
 {
@@ -146,7 +145,7 @@ static int load_plan(const struct daemon *d, struct policy **ret_policy, struct 
 
 	if (!p)
 		return err->code ? err->code : -EINVAL;
-	pl = plan_build(p, d->topo, d->topo->n_gpus ? d->topo->n_gpus : 1, d->root, err);
+	pl = plan_build(p, d->topo, 0, d->root, err);
 	if (!pl) {
 		policy_free(p);
 		return err->code ? err->code : -EINVAL;

@@ -39,7 +39,7 @@
 
 struct daemon_config {
 	const char *policy_path;      /* read at start and on SIGHUP */
-	unsigned policy_flags;        /* policy_load's: POLICY_TRUSTED_ONLY as root */
+	unsigned policy_flags;        /* policy_load's: policy_trust_flags() */
 	const char *topology;         /* hwloc XML; NULL: the host's (below sysroot) */
 	const char *sysroot;          /* NULL: the live host "/" */
 	const char *state_dir;
@@ -56,7 +56,7 @@ struct daemon_config {
 	const char *local_policy;     /* with a fleet: the --policy file (policy_path may be
 	                                 the store's cached policy) */
 	/* every line the daemon has to say, with its syslog level */
-	void (*note)(int level, const char *msg, void *arg);
+	note_fn note;
 	void *note_arg;
 };
 

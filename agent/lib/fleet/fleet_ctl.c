@@ -14,11 +14,10 @@
 
 #include "fleet/etcd.h"
 #include "fleet/fleet_ctl.h"
-#include "tune/launch.h"
 
 struct fleet_ctl {
 	struct etcd *e;
-	void (*note)(int level, const char *msg, void *arg);
+	note_fn note;
 	void *arg;
 	int64_t lease;                /* the leader lease, 0 none */
 	int64_t leader_rev;           /* the leader key's create_revision */
@@ -27,7 +26,7 @@ struct fleet_ctl {
 };
 
 /* One line for the caller's note callback (none: nothing). */
-#define say(c, level, ...) launch_notef((c)->note, (c)->arg, (level), __VA_ARGS__)
+#define say(c, level, ...) notef((c)->note, (c)->arg, (level), __VA_ARGS__)
 
 /* NODETUNE_FLEET_PAUSE as seconds from 0 to 10; 0 when unset or not a number. */
 static double pause_from_env(void)
@@ -42,7 +41,7 @@ static double pause_from_env(void)
 	return *end || !(v >= 0 && v <= 10) ? 0 : v;
 }
 
-struct fleet_ctl *fleet_ctl_open(const char *endpoints, void (*note)(int level, const char *msg, void *arg),
+struct fleet_ctl *fleet_ctl_open(const char *endpoints, note_fn note,
 				 void *arg, struct nt_err *err)
 {
 	struct fleet_ctl *c = calloc(1, sizeof(*c));

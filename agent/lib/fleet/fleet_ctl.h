@@ -42,7 +42,7 @@ struct fleet_rollout_opts {
 /* Open a controller over the endpoints; every line it has to say (the
  * timeline as it happens, retries) goes to note.  NULL with err on bad
  * endpoints or out of memory. */
-struct fleet_ctl *fleet_ctl_open(const char *endpoints, void (*note)(int level, const char *msg, void *arg),
+struct fleet_ctl *fleet_ctl_open(const char *endpoints, note_fn note,
 				 void *arg, struct nt_err *err);
 void fleet_ctl_close(struct fleet_ctl *c);
 

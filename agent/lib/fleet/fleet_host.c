@@ -23,7 +23,6 @@
 #include "fleet/fleet_gate.h"
 #include "fleet/fleet_host.h"
 #include "tune/verify.h"
-#include "tune/launch.h"
 
 #define STATUS_EVERY_S 30.0
 #define POLL_EVERY_S 30.0      /* read the keys even without a watch event */
@@ -52,7 +51,7 @@ struct fleet_host {
 };
 
 /* One line for the caller's note callback (none: nothing). */
-#define say(fh, level, ...) launch_notef((fh)->cfg.note, (fh)->cfg.note_arg, (level), __VA_ARGS__)
+#define say(fh, level, ...) notef((fh)->cfg.note, (fh)->cfg.note_arg, (level), __VA_ARGS__)
 
 static void wake(struct fleet_host *fh)
 {
@@ -214,7 +213,7 @@ static int candidate_check(struct candidate *c, const struct fleet_host_view *v,
 	c->policy = policy_parse_buffer(c->content, c->len, c->name, err);
 	if (!c->policy)
 		return err->code ? err->code : -EINVAL;
-	c->plan = plan_build(c->policy, v->topo, v->topo->n_gpus ? v->topo->n_gpus : 1, v->root, err);
+	c->plan = plan_build(c->policy, v->topo, 0, v->root, err);
 	if (!c->plan)
 		return err->code ? err->code : -EINVAL;
 	return 0;
@@ -262,10 +261,10 @@ static int candidate_local(struct fleet_host *fh, const struct fleet_host_view *
 	SHA256Data((const uint8_t *)c->content, c->len, c->sha);
 	slash = strrchr(fh->cfg.local_policy, '/');
 	snprintf(c->name, sizeof(c->name), "%s", slash ? slash + 1 : fh->cfg.local_policy);
-	c->policy = policy_load(fh->cfg.local_policy, geteuid() == 0 ? POLICY_TRUSTED_ONLY : 0, err);
+	c->policy = policy_load(fh->cfg.local_policy, policy_trust_flags(), err);
 	if (!c->policy)
 		return err->code ? err->code : -EINVAL;
-	c->plan = plan_build(c->policy, v->topo, v->topo->n_gpus ? v->topo->n_gpus : 1, v->root, err);
+	c->plan = plan_build(c->policy, v->topo, 0, v->root, err);
 	return c->plan ? 0 : err->code ? err->code : -EINVAL;
 }
 

@@ -53,7 +53,7 @@ struct fleet_host_config {
 	const char *sysroot;          /* NULL: the live host; for the gate */
 	const char *topology;         /* NULL: the host's; for the gate */
 	double interval_s;
-	void (*note)(int level, const char *msg, void *arg);
+	note_fn note;
 	void *note_arg;
 };
 

@@ -52,7 +52,7 @@ static int start_command(const struct watch_config *cfg, int step_fd, pid_t *ret
 			setenv(STEPS_ENV_FD, fd, 1);
 		}
 		execvp(cfg->command[0], cfg->command);
-		launch_notef(cfg->note, cfg->arg, LOG_ERR, "%s: %s", cfg->command[0], strerror(errno));
+		notef(cfg->note, cfg->arg, LOG_ERR, "%s: %s", cfg->command[0], strerror(errno));
 		_exit(127);
 	}
 	if (pid < 0)
@@ -70,7 +70,7 @@ static void finish_command(const struct watch_config *cfg, pid_t pid, double dur
 	if (watch_stop)
 		kill(pid, SIGTERM);
 	else if (duration > 0)
-		launch_notef(cfg->note, cfg->arg, LOG_NOTICE, "--duration reached; waiting for %s to exit",
+		notef(cfg->note, cfg->arg, LOG_NOTICE, "--duration reached; waiting for %s to exit",
 			     cfg->command[0]);
 	waitpid(pid, status, 0);
 }
@@ -212,7 +212,7 @@ int watch_run(const struct watch_config *cfg, int *ret_status, struct nt_err *er
 	}
 	/* once, before the records: which fields read n/c (null) here */
 	if (sampler_uncountable(&s, nc, sizeof(nc)))
-		launch_notef(cfg->note, cfg->arg, LOG_NOTICE, "%s", nc);
+		notef(cfg->note, cfg->arg, LOG_NOTICE, "%s", nc);
 	r = sample_loop(cfg, &s, pid, duration, &status, st);
 	sampler_release(&s);
 out_command:

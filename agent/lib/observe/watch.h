@@ -12,7 +12,7 @@
 #ifndef NODETUNE_WATCH_H
 #define NODETUNE_WATCH_H
 
-#include "tune/launch.h"
+#include "base/log.h"
 #include "base/log.h"
 #include "observe/sampler.h"
 
@@ -33,7 +33,7 @@ struct watch_config {
 		      void *arg);
 	/* A message for the user (syslog level); may be NULL.  Also called in
 	 * the started command's child when its exec fails. */
-	launch_note_fn note;
+	note_fn note;
 	void *arg;
 	/* With a command: its step reports (steps.h).  The command gets
 	 * NODETUNE_STEP_FILE (this path, made afresh) and NODETUNE_STEP_FD, and

@@ -17,19 +17,6 @@
 #include "tune/bind.h"
 #include "base/parse.h"
 
-void launch_notef(launch_note_fn note, void *arg, int level, const char *fmt, ...)
-{
-	char msg[2048];   /* as long as a log line (log.c) */
-	va_list ap;
-
-	if (!note)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	note(level, msg, arg);
-}
-
 /* ---- the launchers' environment ---------------------------------------- */
 
 /* The first of names that is set, as a number in [min, max]: 1 with *ret
@@ -102,7 +89,7 @@ bool launch_command_found(const char *cmd)
 
 /* ---- one rank ---------------------------------------------------------- */
 
-int launch_bind_and_exec(const struct plan *pl, unsigned local_rank, char *const *command, launch_note_fn note,
+int launch_bind_and_exec(const struct plan *pl, unsigned local_rank, char *const *command, note_fn note,
 			 void *arg, int *ret_status, struct nt_err *err)
 {
 	struct nt_err berr = { 0 };
@@ -115,7 +102,7 @@ int launch_bind_and_exec(const struct plan *pl, unsigned local_rank, char *const
 		return err_set(err, r, "local rank %u: %s", local_rank, berr.msg);
 	}
 	if (warn[0])
-		launch_notef(note, arg, LOG_WARNING, "local rank %u: %s", local_rank, warn);
+		notef(note, arg, LOG_WARNING, "local rank %u: %s", local_rank, warn);
 	fflush(NULL);
 	execvp(command[0], command);
 	r = -errno;
@@ -133,7 +120,7 @@ static void launch_on_signal(int sig)
 }
 
 /* In the forked rank i of n: never returns. */
-static void rank_main(const struct plan *pl, unsigned i, unsigned n, char *const *command, launch_note_fn note,
+static void rank_main(const struct plan *pl, unsigned i, unsigned n, char *const *command, note_fn note,
 		      void *arg)
 {
 	struct nt_err err = { 0 };
@@ -148,13 +135,13 @@ static void rank_main(const struct plan *pl, unsigned i, unsigned n, char *const
 	snprintf(v, sizeof(v), "%u", n);
 	setenv("LOCAL_WORLD_SIZE", v, 1);
 	launch_bind_and_exec(pl, i, command, note, arg, &status, &err);
-	launch_notef(note, arg, LOG_ERR, "%s", err.msg);
+	notef(note, arg, LOG_ERR, "%s", err.msg);
 	_exit(status);
 }
 
 /* Wait for the alive ranks of pids[0..n), passing a caught signal on;
  * returns the worst status, at least worst. */
-static int wait_ranks(pid_t *pids, unsigned n, unsigned alive, int worst, launch_note_fn note, void *arg)
+static int wait_ranks(pid_t *pids, unsigned n, unsigned alive, int worst, note_fn note, void *arg)
 {
 	while (alive) {
 		int status, code;
@@ -176,12 +163,12 @@ static int wait_ranks(pid_t *pids, unsigned n, unsigned alive, int worst, launch
 		if (code > worst)
 			worst = code;
 		if (code)
-			launch_notef(note, arg, LOG_WARNING, "a rank (pid %d) ended with status %d", (int)p, code);
+			notef(note, arg, LOG_WARNING, "a rank (pid %d) ended with status %d", (int)p, code);
 	}
 	return worst;
 }
 
-int launch_ranks(const struct plan *pl, char *const *command, launch_note_fn note, void *arg, int *ret_worst,
+int launch_ranks(const struct plan *pl, char *const *command, note_fn note, void *arg, int *ret_worst,
 		 struct nt_err *err)
 {
 	struct sigaction sa = { .sa_handler = launch_on_signal };
@@ -201,7 +188,7 @@ int launch_ranks(const struct plan *pl, char *const *command, launch_note_fn not
 		if (pids[i] == 0)
 			rank_main(pl, i, n, command, note, arg);
 		if (pids[i] < 0) {
-			launch_notef(note, arg, LOG_ERR, "fork: %s", strerror(errno));
+			notef(note, arg, LOG_ERR, "fork: %s", strerror(errno));
 			worst = LAUNCH_EXIT_RUNTIME;
 			break;
 		}

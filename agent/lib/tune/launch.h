@@ -6,7 +6,7 @@
  * number of local ranks, the PATH look-up done before anything changes,
  * binding then exec'ing one rank, and run's launcher (fork, bind, exec,
  * pass signals on, wait).  Promises: nothing here prints or exits; messages
- * for the user go to the caller's launch_note_fn (also from a forked rank,
+ * for the user go to the caller's note_fn (base/log.h) (also from a forked rank,
  * before its exec), errors come back as -errno with struct nt_err.  A rank
  * that cannot run its command ends with an exit status of the DESIGN.md
  * contract (LAUNCH_EXIT_USAGE, LAUNCH_EXIT_RUNTIME).
@@ -22,15 +22,6 @@
 /* The exit status of a rank that never ran its command: 2 when the command
  * cannot be found or run (ENOENT, EACCES), 3 for any other failure. */
 enum { LAUNCH_EXIT_USAGE = 2, LAUNCH_EXIT_RUNTIME = 3 };
-
-/* A message for the user at a syslog level (LOG_ERR, LOG_WARNING, ...);
- * msg is valid during the call only.  May be called in a forked rank. */
-typedef void (*launch_note_fn)(int level, const char *msg, void *arg);
-
-/* Format a message (at most 2047 bytes) and pass it to note; note NULL:
- * nothing. */
-void launch_notef(launch_note_fn note, void *arg, int level, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
 
 /* The local rank from the first of OMPI_COMM_WORLD_LOCAL_RANK,
  * SLURM_LOCALID, LOCAL_RANK that is set, as a number from 0 to
@@ -58,7 +49,7 @@ bool launch_command_found(const char *cmd);
  * N: ..." or "COMMAND: ..."), and *ret_status the exit status for it:
  * LAUNCH_EXIT_USAGE when the command cannot be found or run, else
  * LAUNCH_EXIT_RUNTIME.  The process may be partly bound then. */
-int launch_bind_and_exec(const struct plan *pl, unsigned local_rank, char *const *command, launch_note_fn note,
+int launch_bind_and_exec(const struct plan *pl, unsigned local_rank, char *const *command, note_fn note,
 			 void *arg, int *ret_status, struct nt_err *err);
 
 /* run's launcher: fork pl->n_ranks ranks of command, rank i with
@@ -72,7 +63,7 @@ int launch_bind_and_exec(const struct plan *pl, unsigned local_rank, char *const
  * more ranks.  Returns 0 with *ret_worst the highest exit status (a rank
  * killed by signal S counts as 128 + S), or -ENOMEM with err before any
  * rank started (*ret_worst untouched). */
-int launch_ranks(const struct plan *pl, char *const *command, launch_note_fn note, void *arg, int *ret_worst,
+int launch_ranks(const struct plan *pl, char *const *command, note_fn note, void *arg, int *ret_worst,
 		 struct nt_err *err);
 
 #endif

@@ -561,7 +561,9 @@ struct plan *plan_build_gpus(const struct policy *p, const struct topo *t, unsig
 			return NULL;
 		}
 
-	if (nranks == 0 || nranks > PLAN_MAX_RANKS) {
+	if (nranks == 0)
+		nranks = t->n_gpus ? t->n_gpus : 1;   /* the default: plan.h */
+	if (nranks > PLAN_MAX_RANKS) {
 		err_set(err, -EINVAL, "--ranks %u: must be from 1 to %d", nranks, PLAN_MAX_RANKS);
 		return NULL;
 	}

@@ -67,7 +67,10 @@ struct plan {
 	unsigned n_notes;
 };
 
-/* Build the plan.  root may be NULL (foreign topology).  Returns NULL with
+/* Build the plan for nranks local ranks; nranks 0: the default, one rank
+ * per GPU of t, or 1 on a machine without GPUs (every caller that does not
+ * know its job's rank count passes 0: this is the one place that rule
+ * lives).  root may be NULL (foreign topology).  Returns NULL with
  * err set: -EINVAL for an impossible plan (more ranks than CPUs, a GPU
  * without local CPUs, housekeeping outside the machine, a hugepage pool
  * the kernel does not have), -ENOMEM. */

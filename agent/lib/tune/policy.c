@@ -488,3 +488,8 @@ bool policy_is_empty(const struct policy *p)
 			return false;
 	return true;
 }
+
+unsigned policy_trust_flags(void)
+{
+	return geteuid() == 0 ? POLICY_TRUSTED_ONLY : 0;
+}

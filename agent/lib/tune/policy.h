@@ -23,8 +23,13 @@
 #define POLICY_MAX_DEPTH 8
 
 /* Refuse files (and included files) not owned by root or writable by group
- * or others: what a root process must do (main sets it when euid is 0). */
+ * or others: what a root process must do (policy_trust_flags). */
 #define POLICY_TRUSTED_ONLY 0x1
+
+/* The trust rule, in one place: the flags policy_load must get in this
+ * process, POLICY_TRUSTED_ONLY when it runs as root (euid 0), else 0.
+ * Every caller that loads a policy a user or a file names passes this. */
+unsigned policy_trust_flags(void);
 
 struct policy_value {
 	char *value;   /* NULL when no file in the chain sets the key */

@@ -178,7 +178,8 @@ static void test_shared_topologies(void **state)
 		if (access(path, R_OK) < 0)
 			continue;
 		t = xml(path);
-		pl = plan_build(p, t, t->n_gpus, NULL, &err);
+		/* nranks 0: the default, one rank per GPU */
+		pl = plan_build(p, t, 0, NULL, &err);
 		if (!strcmp(files[i], "nvidiaDGX2.xml")) {
 			/* 2 PUs per socket, one is housekeeping: 8 GPUs cannot get a CPU each */
 			assert_null(pl);
@@ -186,6 +187,7 @@ static void test_shared_topologies(void **state)
 		} else {
 			if (!pl)
 				fail_msg("%s: %s", files[i], err.msg);
+			assert_int_equal(pl->n_ranks, t->n_gpus);
 			check_gpu_local(pl, t);
 			plan_free(pl);
 		}
@@ -251,12 +253,19 @@ static void test_impossible_plans(void **state)
 	struct nt_err err = { 0 };
 	struct policy *p = pol("policies/gpu-train.conf"), *q;
 	struct topo *t = synth("pack:1 core:2 pu:1");
+	struct plan *pl;
 
 	(void)state;
 	assert_null(plan_build(p, t, 3, NULL, &err));
 	assert_int_equal(err.code, -EINVAL);
 	assert_non_null(strstr(err.msg, "3 ranks but only 2 CPUs (0-1)"));
-	assert_null(plan_build(p, t, 0, NULL, &err));
+	assert_null(plan_build(p, t, PLAN_MAX_RANKS + 1, NULL, &err));
+	assert_non_null(strstr(err.msg, "must be from 1 to"));
+	/* nranks 0 on a machine without GPUs: the default, one rank */
+	pl = plan_build(p, t, 0, NULL, &err);
+	assert_non_null(pl);
+	assert_int_equal(pl->n_ranks, 1);
+	plan_free(pl);
 	assert_non_null(test_tmpdir(dir, sizeof(dir)));
 	q = pol_text(dir, "[affinity]\nmode = numa\nhousekeeping = 7\n");
 	assert_null(plan_build(q, t, 1, NULL, &err));

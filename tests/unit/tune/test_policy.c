@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "tune/policy.h"
 #include "test_util.h"
@@ -277,6 +279,28 @@ static void test_trusted_only(void **state)
 	policy_free(p);
 }
 
+/* The trust rule: POLICY_TRUSTED_ONLY as root, nothing for anyone else
+ * (checked in a child that drops to nobody's uid). */
+static void test_trust_flags(void **state)
+{
+	pid_t pid;
+	int status;
+
+	(void)state;
+	if (geteuid() != 0) {
+		assert_int_equal(policy_trust_flags(), 0);
+		skip();
+	}
+	assert_int_equal(policy_trust_flags(), POLICY_TRUSTED_ONLY);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(setresuid(65534, 65534, 65534) < 0 ? 2 : policy_trust_flags() == 0 ? 0 : 1);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -291,6 +315,7 @@ int main(void)
 		cmocka_unit_test(test_include_errors),
 		cmocka_unit_test(test_file_errors),
 		cmocka_unit_test(test_trusted_only),
+		cmocka_unit_test(test_trust_flags),
 	};
 
 	return cmocka_run_group_tests_name("policy", tests, setup, teardown);
