@@ -1,8 +1,8 @@
 /* culprit.c — see culprit.h.
  *
- * Divisions: reading proc (a task's stat, its cgroup line, the trial's
- * clock); the tables of /proc/interrupts and /proc/softirqs; the process
- * and thread tables; one sample; start and stop; the result (tasks, IRQs);
+ * Divisions: reading proc (a task's cgroup line, the trial's clock; stat
+ * lines and the irq tables are parsed by observe/procfs); the process and
+ * thread tables; one sample; start and stop; the result (tasks, IRQs);
  * JSON; the A vs B text.
  */
 #include "ab/culprit.h"
@@ -17,77 +17,12 @@
 
 #include "base/cpulist.h"
 #include "observe/observe.h"
+#include "observe/procfs.h"
 #include "base/parse.h"
 #include "base/textbuf.h"
 
-#define PF_KTHREAD 0x00200000u     /* include/linux/sched.h */
-#define IRQ_FILE_MAX (1u << 22)    /* proc/interrupts of a 4096-CPU host fits */
-#define IRQTAB_MAX_ROWS 16384
 
 /* ---- reading proc ------------------------------------------------------- */
-
-/* Fields of proc/PID/stat by their number in proc(5) (1: pid, 2: comm). */
-enum stat_field {
-	SF_STATE = 3,
-	SF_PPID = 4,
-	SF_FLAGS = 9,
-	SF_UTIME = 14,
-	SF_STIME = 15,
-	SF_NICE = 19,
-	SF_PROCESSOR = 39,
-	SF_RT_PRIORITY = 40,
-	SF_POLICY = 41,
-	SF_N
-};
-
-struct task_stat {
-	char comm[32];
-	int ppid, cpu, policy, priority;
-	bool kthread, zombie;
-	uint64_t ticks;              /* utime + stime */
-};
-
-/* Parse one proc/PID/stat line; "PID (comm) S f4 f5 ...": comm may hold
- * spaces and ')', so fields count from the last ')'.  0 or -EINVAL. */
-static int stat_parse(const char *buf, struct task_stat *ret)
-{
-	const char *open = strchr(buf, '('), *close = strrchr(buf, ')'), *p;
-	long long v[SF_N] = { 0 };
-	int k = SF_STATE;
-
-	if (!open || !close || close < open || close[1] != ' ')
-		return -EINVAL;
-	snprintf(ret->comm, sizeof(ret->comm), "%.*s", (int)(close - open - 1), open + 1);
-	ret->zombie = close[2] == 'Z' || close[2] == 'X';
-	for (p = close + 3; *p == ' ' && k + 1 < SF_N; k++) {
-		char *end;
-
-		v[k + 1] = strtoll(p + 1, &end, 10);
-		if (end == p + 1)
-			return -EINVAL;
-		p = end;
-	}
-	if (k < SF_POLICY)
-		return -EINVAL;         /* a kernel before 2.6.x: no processor, policy */
-	ret->ppid = (int)v[SF_PPID];
-	ret->kthread = (unsigned long long)v[SF_FLAGS] & PF_KTHREAD;
-	ret->ticks = (uint64_t)v[SF_UTIME] + (uint64_t)v[SF_STIME];
-	ret->cpu = (int)v[SF_PROCESSOR];
-	ret->policy = (int)v[SF_POLICY];
-	ret->priority = ret->policy == SCHED_FIFO || ret->policy == SCHED_RR ? (int)v[SF_RT_PRIORITY]
-									     : (int)v[SF_NICE];
-	return ret->cpu >= 0 && ret->cpu < OBS_MAX_CPUS ? 0 : -EINVAL;
-}
-
-static int read_stat(const struct fsroot *root, const char *rel, struct task_stat *ret)
-{
-	char buf[1024];
-	ssize_t n = fsroot_read(root, rel, buf, sizeof(buf));
-
-	if (n < 0)
-		return (int)n;
-	return stat_parse(buf, ret);
-}
 
 /* Is controller one of the comma-separated list ctl[0..len)? */
 static bool has_controller(const char *ctl, size_t len, const char *controller)
@@ -158,153 +93,10 @@ static double mono_ms(void)
 
 /* ---- proc/interrupts and proc/softirqs ----------------------------------- */
 
-void culprit_irqtab_free(struct culprit_irqtab *t)
-{
-	if (!t)
-		return;
-	free(t->col_cpu);
-	free(t->rows);
-	free(t->counts);
-	memset(t, 0, sizeof(*t));
-}
-
-/* The header: "CPU0 CPU1 CPU3 ..." (offline CPUs have no column). */
-static int irqtab_header(const char *line, const char *end, struct culprit_irqtab *t)
-{
-	int cap = 0;
-
-	for (const char *p = line; p < end;) {
-		char *e;
-		long cpu;
-
-		p += strspn(p, " \t");
-		if (p >= end)
-			break;
-		if (end - p < 4 || strncmp(p, "CPU", 3))
-			return -EINVAL;
-		cpu = strtol(p + 3, &e, 10);
-		if (e == p + 3 || e > end || cpu < 0 || cpu >= OBS_MAX_CPUS || t->n_cols >= OBS_MAX_CPUS)
-			return -EINVAL;
-		if (t->n_cols == cap) {
-			int *tmp = realloc(t->col_cpu, (size_t)(cap = cap ? 2 * cap : 64) * sizeof(int));
-
-			if (!tmp)
-				return -ENOMEM;
-			t->col_cpu = tmp;
-		}
-		t->col_cpu[t->n_cols++] = (int)cpu;
-		p = e;
-	}
-	return t->n_cols ? 0 : -EINVAL;
-}
-
-/* The text after the counts: a numbered line's device is its last word
- * ("IR-PCI-MSI 524288-edge nvme0q1"), a named line's text is all of it. */
-static void irqtab_name(const char *p, const char *end, bool numbered, char *out, size_t size)
-{
-	const char *q;
-
-	while (p < end && (*p == ' ' || *p == '\t'))
-		p++;
-	while (end > p && (end[-1] == ' ' || end[-1] == '\t'))
-		end--;
-	q = end;
-	if (numbered)
-		while (q > p && q[-1] != ' ' && q[-1] != '\t')
-			q--;
-	else
-		q = p;
-	snprintf(out, size, "%.*s", (int)(end - q), q);
-}
-
-/* One "LABEL: counts [text]" row into t (grown as needed). */
-static int irqtab_row(const char *line, const char *end, struct culprit_irqtab *t, int *cap)
-{
-	const char *colon = memchr(line, ':', (size_t)(end - line)), *p = line + strspn(line, " \t");
-	struct culprit_irq_count *row;
-	uint64_t *cnt;
-	int k = 0;
-
-	if (!colon || colon == p || colon - p >= (long)sizeof(row->label) || t->n_rows >= IRQTAB_MAX_ROWS)
-		return -EINVAL;
-	if (t->n_rows == *cap) {
-		int ncap = *cap ? 2 * *cap : 32;
-		struct culprit_irq_count *r = realloc(t->rows, (size_t)ncap * sizeof(*r));
-		uint64_t *c = r ? realloc(t->counts, (size_t)ncap * (size_t)t->n_cols * sizeof(*c)) : NULL;
-
-		if (r)
-			t->rows = r;
-		if (!c)
-			return -ENOMEM;
-		t->counts = c;
-		*cap = ncap;
-	}
-	row = &t->rows[t->n_rows];
-	cnt = &t->counts[(size_t)t->n_rows * (size_t)t->n_cols];
-	memset(row, 0, sizeof(*row));
-	snprintf(row->label, sizeof(row->label), "%.*s", (int)(colon - p), p);
-	for (p = colon + 1; k < t->n_cols; k++) {
-		const char *d = p + strspn(p, " \t");
-		char *e;
-
-		if (d >= end || *d < '0' || *d > '9')
-			break;
-		cnt[k] = strtoull(d, &e, 10);
-		p = e;
-	}
-	for (int i = k; i < t->n_cols; i++)
-		cnt[i] = 0;
-	irqtab_name(p, end, strspn(row->label, "0123456789") == strlen(row->label), row->name, sizeof(row->name));
-	t->n_rows++;
-	return 0;
-}
-
-int culprit_irqtab_parse(const char *buf, size_t len, struct culprit_irqtab *ret, struct nt_err *err)
-{
-	struct culprit_irqtab t = { 0 };
-	char *copy = malloc(len + 1);     /* NUL-terminated: strto* stop at its end */
-	const char *p, *end;
-	int lineno = 0, cap = 0, r = 0;
-
-	if (!copy)
-		return err_set(err, -ENOMEM, "out of memory");
-	memcpy(copy, buf, len);
-	copy[len] = '\0';
-	for (p = copy, end = copy + len; p < end && !r; lineno++) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p)), *le = nl ? nl : end;
-
-		if (memchr(p, '\0', (size_t)(le - p)))
-			r = -EINVAL;
-		else if (lineno == 0)
-			r = irqtab_header(p, le, &t);
-		else if (p + strspn(p, " \t") < le)       /* blank lines are skipped */
-			r = irqtab_row(p, le, &t, &cap);
-		p = le + 1;
-	}
-	free(copy);
-	if (!r && lineno == 0)
-		r = -EINVAL;
-	if (r) {
-		culprit_irqtab_free(&t);
-		return r == -ENOMEM ? err_set(err, r, "out of memory")
-				    : err_set(err, r, "line %d: expected %s", lineno ? lineno : 1,
-					      lineno <= 1 ? "a header of 'CPUn' columns" : "'LABEL: count ...'");
-	}
-	*ret = t;
-	return 0;
-}
-
 /* Read and parse relpath; -errno (the table is then empty). */
-static int irqtab_read(const struct fsroot *root, const char *rel, struct culprit_irqtab *ret)
+static int irqtab_read(const struct fsroot *root, const char *rel, struct procfs_irqtab *ret)
 {
-	char *buf = malloc(IRQ_FILE_MAX);
-	ssize_t n = buf ? fsroot_read_exact(root, rel, buf, IRQ_FILE_MAX) : -ENOMEM;
-	int r = n < 0 ? (int)n : culprit_irqtab_parse(buf, (size_t)n, ret, NULL);
-
-	free(buf);
-	if (r < 0)
-		memset(ret, 0, sizeof(*ret));
-	return r;
+	return procfs_irqtab_read(root, rel, ret, NULL);
 }
 
 /* ---- the process and thread tables --------------------------------------- */
@@ -363,7 +155,7 @@ struct culprit {
 	int samples;
 	double ms_sum, ms_max;
 	bool schedstat;              /* some run time came from schedstat */
-	struct culprit_irqtab irq0, soft0;
+	struct procfs_irqtab irq0, soft0;
 	struct obs_stat *stat0;      /* NULL: not read */
 };
 
@@ -422,7 +214,7 @@ static bool is_job_pid(const struct culprit *c, int pid)
  * cgroup.  Its index, or -1 (gone, or the table is full). */
 static int proc_new(struct culprit *c, int pid)
 {
-	struct task_stat st;
+	struct procfs_pid_stat st;
 	struct cu_proc *p;
 	char rel[64];
 
@@ -431,7 +223,7 @@ static int proc_new(struct culprit *c, int pid)
 		return -1;
 	}
 	snprintf(rel, sizeof(rel), "proc/%d/stat", pid);
-	if (read_stat(c->root, rel, &st) < 0 || grow(&c->procs, &c->cap_procs, c->n_procs + 1, sizeof(*p)) < 0)
+	if (procfs_pid_stat_read(c->root, rel, &st, NULL) < 0 || grow(&c->procs, &c->cap_procs, c->n_procs + 1, sizeof(*p)) < 0)
 		return -1;
 	p = &c->procs[c->n_procs];
 	memset(p, 0, sizeof(*p));
@@ -511,7 +303,7 @@ static const struct cu_task *task_prev(const struct culprit *c, int tid)
 /* A thread's run time so far, in ns: schedstat's first field, else
  * utime+stime from its stat (then read into *st, *have_st set).  0 or
  * -errno (gone). */
-static int task_run_ns(struct culprit *c, const char *dir, uint64_t *ret, struct task_stat *st, bool *have_st)
+static int task_run_ns(struct culprit *c, const char *dir, uint64_t *ret, struct procfs_pid_stat *st, bool *have_st)
 {
 	char rel[128], buf[256];
 	int r;
@@ -529,7 +321,7 @@ static int task_run_ns(struct culprit *c, const char *dir, uint64_t *ret, struct
 		}
 	}
 	snprintf(rel, sizeof(rel), "%s/stat", dir);
-	r = read_stat(c->root, rel, st);
+	r = procfs_pid_stat_read(c->root, rel, st, NULL);
 	if (r < 0)
 		return r;
 	*have_st = true;
@@ -542,7 +334,7 @@ static int task_run_ns(struct culprit *c, const char *dir, uint64_t *ret, struct
 static void sample_task(struct culprit *c, int idx, int pid, int tid)
 {
 	const struct cu_task *old = task_prev(c, tid);
-	struct task_stat st;
+	struct procfs_pid_stat st;
 	struct cu_proc *p;
 	struct cu_task *t;
 	char dir[96], rel[128];
@@ -562,7 +354,7 @@ static void sample_task(struct culprit *c, int idx, int pid, int tid)
 		return;
 	}
 	snprintf(rel, sizeof(rel), "%s/stat", dir);
-	if (!have_st && read_stat(c->root, rel, &st) < 0)
+	if (!have_st && procfs_pid_stat_read(c->root, rel, &st, NULL) < 0)
 		return;
 	/* a thread first seen now was born since the last sample */
 	delta = !old ? run : run > old->run_ns ? run - old->run_ns : 0;
@@ -710,14 +502,14 @@ static void culprit_free(struct culprit *c)
 	free(c->job);
 	free(c->rank);
 	free(c->stat0);
-	culprit_irqtab_free(&c->irq0);
-	culprit_irqtab_free(&c->soft0);
+	procfs_irqtab_free(&c->irq0);
+	procfs_irqtab_free(&c->soft0);
 	fsroot_free(c->root);
 	free(c);
 }
 
 /* The files read at both ends of the trial. */
-static void read_ends(struct culprit *c, struct culprit_irqtab *irq, struct culprit_irqtab *soft,
+static void read_ends(struct culprit *c, struct procfs_irqtab *irq, struct procfs_irqtab *soft,
 		      struct obs_stat **stat)
 {
 	irqtab_read(c->root, "proc/interrupts", irq);
@@ -927,7 +719,7 @@ static int result_tasks(const struct culprit *c, double seconds, struct culprit_
 	return 0;
 }
 
-static int irqtab_col(const struct culprit_irqtab *t, int cpu)
+static int irqtab_col(const struct procfs_irqtab *t, int cpu)
 {
 	for (int k = 0; k < t->n_cols; k++)
 		if (t->col_cpu[k] == cpu)
@@ -937,7 +729,7 @@ static int irqtab_col(const struct culprit_irqtab *t, int cpu)
 
 /* How much row i of b counted on cpu since a (a row or CPU new in b
  * counted from 0). */
-static uint64_t irqtab_delta(const struct culprit_irqtab *a, const struct culprit_irqtab *b, int i, int cpu)
+static uint64_t irqtab_delta(const struct procfs_irqtab *a, const struct procfs_irqtab *b, int i, int cpu)
 {
 	int cb = irqtab_col(b, cpu), ca = irqtab_col(a, cpu), j = -1;
 	uint64_t now, then = 0;
@@ -955,6 +747,13 @@ static uint64_t irqtab_delta(const struct culprit_irqtab *a, const struct culpri
 	return now > then ? now - then : 0;
 }
 
+static void irq_count_set(struct culprit_irq_count *out, const struct procfs_irq_row *row, uint64_t count)
+{
+	snprintf(out->label, sizeof(out->label), "%s", row->label);
+	snprintf(out->name, sizeof(out->name), "%s", row->name);
+	out->count = count;
+}
+
 static int cmp_irq_count(const void *a, const void *b)
 {
 	const struct culprit_irq_count *x = a, *y = b;
@@ -963,8 +762,8 @@ static int cmp_irq_count(const void *a, const void *b)
 }
 
 /* The busiest IRQ lines and the softirqs that moved on cpu. */
-static void cpu_irq_counts(const struct culprit *c, const struct culprit_irqtab *irq1,
-			   const struct culprit_irqtab *soft1, struct culprit_cpu_irq *out)
+static void cpu_irq_counts(const struct culprit *c, const struct procfs_irqtab *irq1,
+			   const struct procfs_irqtab *soft1, struct culprit_cpu_irq *out)
 {
 	struct culprit_irq_count *rows = irq1->n_rows ? calloc((size_t)irq1->n_rows, sizeof(*rows)) : NULL;
 	int n = 0;
@@ -973,8 +772,7 @@ static void cpu_irq_counts(const struct culprit *c, const struct culprit_irqtab 
 		uint64_t d = irqtab_delta(&c->irq0, irq1, i, out->cpu);
 
 		if (d) {
-			rows[n] = irq1->rows[i];
-			rows[n++].count = d;
+			irq_count_set(&rows[n++], &irq1->rows[i], d);
 		}
 	}
 	if (n)
@@ -987,14 +785,13 @@ static void cpu_irq_counts(const struct culprit *c, const struct culprit_irqtab 
 		uint64_t d = irqtab_delta(&c->soft0, soft1, i, out->cpu);
 
 		if (d) {
-			out->softirqs[out->n_softirqs] = soft1->rows[i];
-			out->softirqs[out->n_softirqs++].count = d;
+			irq_count_set(&out->softirqs[out->n_softirqs++], &soft1->rows[i], d);
 		}
 	}
 }
 
 /* What interrupted each rank CPU. */
-static int result_irqs(const struct culprit *c, const struct culprit_irqtab *irq1, const struct culprit_irqtab *soft1,
+static int result_irqs(const struct culprit *c, const struct procfs_irqtab *irq1, const struct procfs_irqtab *soft1,
 		       const struct obs_stat *stat1, double seconds, struct culprit_result *r)
 {
 	int n = 0;
@@ -1039,7 +836,7 @@ void culprit_result_free(struct culprit_result *r)
 /* The result of a watch whose last sample is taken. */
 static int result_build(struct culprit *c, double seconds, struct culprit_result *r)
 {
-	struct culprit_irqtab irq1, soft1;
+	struct procfs_irqtab irq1, soft1;
 	struct obs_stat *stat1;
 	int e;
 
@@ -1060,8 +857,8 @@ static int result_build(struct culprit *c, double seconds, struct culprit_result
 		e = result_tasks(c, seconds, r);
 	if (!e)
 		e = result_irqs(c, &irq1, &soft1, stat1, seconds, r);
-	culprit_irqtab_free(&irq1);
-	culprit_irqtab_free(&soft1);
+	procfs_irqtab_free(&irq1);
+	procfs_irqtab_free(&soft1);
 	free(stat1);
 	return e;
 }

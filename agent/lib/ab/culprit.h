@@ -185,21 +185,4 @@ int culprit_describe_top(const struct culprit_result *a, const struct culprit_re
  * the most seconds, then the pid. */
 int culprit_task_cmp(const void *a, const void *b);
 
-/* ---- the per-CPU tables of proc/interrupts and proc/softirqs ----------- */
-
-struct culprit_irqtab {
-	int n_cols;                  /* CPUs of the header ("CPU0 CPU1 CPU3") */
-	int *col_cpu;                /* the CPU of each column */
-	int n_rows;
-	struct culprit_irq_count *rows;  /* label and name; count unused */
-	uint64_t *counts;            /* n_rows x n_cols; a missing count is 0 */
-};
-
-/* Parse buf[0..len) (not NUL-terminated) as proc/interrupts or
- * proc/softirqs: a header of "CPUn" columns, then "LABEL: count... [text]"
- * rows.  Returns 0 and fills *ret (freed with culprit_irqtab_free), or
- * -EINVAL with err naming the line, -ENOMEM; *ret untouched on error. */
-int culprit_irqtab_parse(const char *buf, size_t len, struct culprit_irqtab *ret, struct nt_err *err);
-void culprit_irqtab_free(struct culprit_irqtab *t);
-
 #endif

@@ -254,39 +254,22 @@ uint64_t obs_total_throttled(const struct fsroot *root)
 
 /* ---- a process and its threads ----------------------------------------- */
 
-/* Fields of /proc/PID/stat by their number in proc(5) (from 1, the pid);
- * v[PID_STAT_x - PID_STAT_FIRST] holds field x. */
-enum pid_stat_field {
-	PID_STAT_FIRST = 3,         /* state, the first field after "(comm)" */
-	PID_STAT_UTIME = 14,
-	PID_STAT_STIME = 15,
-	PID_STAT_PROCESSOR = 39,    /* the CPU it last ran on */
-	PID_STAT_KEPT = 40,         /* fields parsed: 3 to 42 */
-};
-
 /* Add one thread's proc/PID/task/TID/{stat,status,schedstat} contents
  * (status and schedstat may be NULL or empty) to p; *cpu is the CPU it last
- * ran on.  stat is modified.  0; -ENOENT for a zombie; -EINVAL when stat is
- * malformed. */
-static int obs_task_add(struct obs_proc *p, char *stat, const char *status, const char *schedstat, int *cpu)
+ * ran on.  0; -ENOENT for a zombie; -EINVAL with err when stat is
+ * malformed (procfs_pid_stat_parse). */
+static int obs_task_add(struct obs_proc *p, const char *stat, const char *status, const char *schedstat, int *cpu,
+			struct nt_err *err)
 {
-	unsigned long long v[PID_STAT_KEPT] = { 0 };
-	char *rp = strrchr(stat, ')'), *save = NULL;
-	int k = 0;
+	struct procfs_pid_stat st;
 
-	/* "TID (comm) S ppid ...": comm may hold spaces and ')'; fields
-	 * count from the state after the last ')' (PID_STAT_FIRST) */
-	if (rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'))
-		return -ENOENT;         /* a zombie has exited: only its entry is left */
-	if (rp)
-		for (char *tok = strtok_r(rp + 1, " \n", &save); tok && k < PID_STAT_KEPT; tok = strtok_r(NULL, " \n", &save))
-			if (parse_u64(tok, UINT64_MAX, (uint64_t *)&v[k++]) < 0)
-				v[k - 1] = 0;   /* the state letter, negative priorities */
-	if (!rp || k < PID_STAT_PROCESSOR - PID_STAT_FIRST + 1)
+	if (procfs_pid_stat_parse(stat, strlen(stat), &st, err) < 0)
 		return -EINVAL;
-	p->utime += v[PID_STAT_UTIME - PID_STAT_FIRST];
-	p->stime += v[PID_STAT_STIME - PID_STAT_FIRST];
-	*cpu = (int)v[PID_STAT_PROCESSOR - PID_STAT_FIRST];
+	if (st.zombie)
+		return -ENOENT;         /* a zombie has exited: only its entry is left */
+	p->utime += st.utime;
+	p->stime += st.stime;
+	*cpu = st.cpu;
 	for (const char *line = status; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
 		unsigned long long x;
 
@@ -311,6 +294,7 @@ static int read_task(const struct fsroot *root, int pid, const char *tid, struct
 		     struct nt_err *err)
 {
 	char rel[3][128], stat[8192], status[8192], schedstat[256], shown[4096];
+	struct nt_err e = { 0 };
 	ssize_t n;
 	int r;
 
@@ -325,10 +309,9 @@ static int read_task(const struct fsroot *root, int pid, const char *tid, struct
 		status[0] = '\0';
 	if (fsroot_read(root, rel[2], schedstat, sizeof(schedstat)) < 0)
 		schedstat[0] = '\0';
-	r = obs_task_add(p, stat, status, schedstat, cpu);
+	r = obs_task_add(p, stat, status, schedstat, cpu, &e);
 	if (r == -EINVAL)
-		return err_set(err, -EINVAL, "%s:1: expected at least %d fields after 'pid (comm)'",
-			       fsroot_display(root, rel[0], shown, sizeof(shown)), PID_STAT_PROCESSOR);
+		return err_set(err, -EINVAL, "%s:1: %s", fsroot_display(root, rel[0], shown, sizeof(shown)), e.msg);
 	return r;
 }
 
@@ -410,53 +393,23 @@ void obs_read_cgroup_psi(const struct fsroot *root, const char *cgdir, struct ob
 
 int obs_read_interrupts(const struct fsroot *root, struct obs_irq *ret, struct nt_err *err)
 {
-	char *buf = scratch(), *line, *save = NULL, shown[4096];
-	ssize_t n;
-	int lineno = 0;
+	struct procfs_irqtab t;
+	int r;
 
 	memset(ret, 0, sizeof(*ret));
-	if (!buf)
-		return err_set(err, -ENOMEM, "out of memory");
-	n = fsroot_read(root, "proc/interrupts", buf, BIG);
-	if (n < 0) {
-		return err_set(err, (int)n, "%s: %s", fsroot_display(root, "proc/interrupts", shown, sizeof(shown)),
-			       strerror((int)-n));
-	}
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *colon = strchr(line, ':'), *p, *end;
-		bool numbered;
-		uint64_t sum = 0;
-		int cpus = 0;
-
-		if (++lineno == 1) {            /* "CPU0 CPU1 ..." */
-			for (p = strstr(line, "CPU"); p; p = strstr(p + 3, "CPU"))
-				ret->n_cpus++;
-			continue;
-		}
-		if (!colon)
-			continue;
-		p = line + strspn(line, " ");
-		numbered = p < colon && strspn(p, "0123456789") == (size_t)(colon - p);
-		for (p = colon + 1; cpus < ret->n_cpus; cpus++) {
-			unsigned long long v = strtoull(p, &end, 10);
-
-			if (end == p)
-				break;
-			sum += v;
-			p = end;
-		}
-		if (ret->n_cpus == 0 || (cpus == 0 && numbered)) {
-			return err_set(err, -EINVAL, "%s:%d: expected a count per CPU after '%.*s'",
-				       fsroot_display(root, "proc/interrupts", shown, sizeof(shown)), lineno,
-				       (int)(colon - line + 1), line);
-		}
-		if (numbered)
-			ret->device += sum;
-		else if (strstr(colon, "TLB shootdowns")) {
-			ret->tlb += sum;
+	r = procfs_irqtab_read(root, "proc/interrupts", &t, err);
+	if (r < 0)
+		return r;
+	ret->n_cpus = t.n_cols;
+	for (int i = 0; i < t.n_rows; i++) {
+		if (procfs_irqtab_numbered(&t, i))
+			ret->device += procfs_irqtab_row_sum(&t, i);
+		else if (strstr(t.rows[i].name, "TLB shootdowns")) {
+			ret->tlb += procfs_irqtab_row_sum(&t, i);
 			ret->has_tlb_line = true;
 		}
 	}
+	procfs_irqtab_free(&t);
 	return 0;
 }
 

@@ -10,8 +10,9 @@
 
 #include "base/fsroot.h"
 #include "base/log.h"
+#include "observe/procfs.h"
 
-#define OBS_MAX_CPUS 4096
+#define OBS_MAX_CPUS PROCFS_MAX_CPUS
 
 struct obs_cpu {               /* jiffies of one CPU */
 	uint64_t user, nice, system, idle, iowait, irq, softirq, steal;

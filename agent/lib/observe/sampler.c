@@ -6,11 +6,15 @@
 #include "observe/sampler.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "base/parse.h"
+#include "observe/procfs.h"
 
 #define VM_ROW(id, field, u) [id] = { .name = field, .unit = u, .source = "/proc/vmstat " field }
 
@@ -114,7 +118,7 @@ static void read_vm(const struct fsroot *root, int64_t vm[SAMPLER_VM])
  * parent links, then a closure) */
 static void add_descendants(struct sampler *s)
 {
-	char **names = NULL, rel[64], buf[1024];
+	char **names = NULL, rel[64];
 	int n = fsroot_list(s->root, "proc", &names), m = 0;
 	int (*link)[2] = n > 0 ? calloc((size_t)n, sizeof(*link)) : NULL;
 
@@ -124,17 +128,16 @@ static void add_descendants(struct sampler *s)
 		return;
 	}
 	for (int i = 0; i < n; i++) {
-		char *rp;
-		int pid = atoi(names[i]), ppid;
+		struct procfs_pid_stat st;
+		int pid;
 
-		if (pid <= 0)
-			continue;
+		if (parse_int(names[i], 1, INT_MAX, &pid) < 0)
+			continue;       /* not a process: "self", "sys", ... */
 		snprintf(rel, sizeof(rel), "proc/%d/stat", pid);
-		if (fsroot_read(s->root, rel, buf, sizeof(buf)) < 0 || !(rp = strrchr(buf, ')')) ||
-		    sscanf(rp + 1, " %*c %d", &ppid) != 1)
-			continue;
+		if (procfs_pid_stat_read(s->root, rel, &st, NULL) < 0)
+			continue;       /* gone meanwhile */
 		link[m][0] = pid;
-		link[m++][1] = ppid;
+		link[m++][1] = st.ppid;
 	}
 	for (bool grew = true; grew && s->n_pids < SAMPLER_MAX_PIDS;) {
 		grew = false;

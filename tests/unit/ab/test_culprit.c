@@ -252,29 +252,6 @@ static void test_tree_given_cpus(void **state)
 	test_rmrf(dir);
 }
 
-static void test_irqtab_parse(void **state)
-{
-	const char *ok = "   CPU0 CPU2\n 7: 1 2 chip 7-edge eth0\nMIS: 3\n\nNMI: 4 5 Non-maskable interrupts";
-	struct culprit_irqtab t;
-	struct nt_err err = { 0 };
-
-	(void)state;
-	assert_int_equal(culprit_irqtab_parse(ok, strlen(ok), &t, &err), 0);
-	assert_int_equal(t.n_cols, 2);
-	assert_int_equal(t.col_cpu[1], 2);
-	assert_int_equal(t.n_rows, 3);
-	assert_string_equal(t.rows[0].name, "eth0");
-	assert_int_equal(t.counts[1], 2);
-	assert_int_equal(t.counts[3], 0);            /* MIS: one count only */
-	assert_string_equal(t.rows[2].name, "Non-maskable interrupts");
-	culprit_irqtab_free(&t);
-	assert_int_equal(culprit_irqtab_parse("CPU0\n1 2 3\n", 11, &t, &err), -EINVAL);
-	assert_string_equal(err.msg, "line 2: expected 'LABEL: count ...'");
-	assert_int_equal(culprit_irqtab_parse("HI: 1\n", 6, &t, &err), -EINVAL);
-	assert_string_equal(err.msg, "line 1: expected a header of 'CPUn' columns");
-	assert_int_equal(culprit_irqtab_parse("", 0, &t, NULL), -EINVAL);
-}
-
 /* ---- live ------------------------------------------------------------------- */
 
 static pid_t child(int cpu, bool busy)
@@ -442,7 +419,6 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_tree),
 		cmocka_unit_test(test_tree_given_cpus),
-		cmocka_unit_test(test_irqtab_parse),
 		cmocka_unit_test(test_live_other),
 		cmocka_unit_test(test_live_fifo),
 		cmocka_unit_test(test_describe),

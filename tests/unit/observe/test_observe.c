@@ -182,7 +182,7 @@ static void test_proc_bad_and_comm(void **state)
 	/* a truncated stat: file:line */
 	put(dir, "proc/9/task/9/stat", "9 (x) S 1 2 3\n");
 	assert_int_equal(obs_read_proc(r, 9, &p, &err), -EINVAL);
-	assert_non_null(strstr(err.msg, "/proc/9/task/9/stat:1: expected at least 39 fields"));
+	assert_non_null(strstr(err.msg, "/proc/9/task/9/stat:1: expected at least 41 fields"));
 	/* interrupts: a line without counts */
 	put(dir, "proc/interrupts", "           CPU0       CPU1\n  1:  garbage\n");
 	{
