@@ -202,14 +202,6 @@ int procfs_irqtab_read(const struct fsroot *root, const char *relpath, struct pr
 	return 0;
 }
 
-int procfs_irqtab_find(const struct procfs_irqtab *t, const char *label)
-{
-	for (int i = 0; i < t->n_rows; i++)
-		if (!strcmp(t->rows[i].label, label))
-			return i;
-	return -1;
-}
-
 bool procfs_irqtab_numbered(const struct procfs_irqtab *t, int i)
 {
 	const char *l = t->rows[i].label;

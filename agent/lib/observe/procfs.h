@@ -54,9 +54,6 @@ int procfs_irqtab_parse(const char *buf, size_t len, struct procfs_irqtab *ret, 
 int procfs_irqtab_read(const struct fsroot *root, const char *relpath, struct procfs_irqtab *ret,
 		       struct nt_err *err);
 
-/* The row whose label is label, or -1. */
-int procfs_irqtab_find(const struct procfs_irqtab *t, const char *label);
-
 /* Is row i a numbered (device) line ("24:"), not a named one ("LOC:")? */
 bool procfs_irqtab_numbered(const struct procfs_irqtab *t, int i);
 

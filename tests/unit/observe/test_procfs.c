@@ -30,8 +30,6 @@ static void test_irqtab_parse(void **state)
 	assert_string_equal(t.rows[2].name, "Non-maskable interrupts");
 	assert_true(procfs_irqtab_numbered(&t, 0));
 	assert_false(procfs_irqtab_numbered(&t, 1));
-	assert_int_equal(procfs_irqtab_find(&t, "NMI"), 2);
-	assert_int_equal(procfs_irqtab_find(&t, "LOC"), -1);
 	assert_int_equal(procfs_irqtab_row_sum(&t, 2), 9);
 	procfs_irqtab_free(&t);
 	procfs_irqtab_free(&t);                      /* a zeroed table: no-op */
