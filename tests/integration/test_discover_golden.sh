@@ -58,12 +58,12 @@ facts() { # facts EXPECTED XML [SYSROOT]: EXPECTED's facts = those derived from 
 }
 
 F=tests/fixtures
-HGX=$F/topologies/hgx-2s8g8n.xml
-EPYC=$F/topologies/epyc-2s-numa0-8-mi300.xml
-golden $F/topologies/hgx-2s8g8n.expected.json -- --topology $HGX
-facts $F/topologies/hgx-2s8g8n.expected.json $HGX
-golden $F/topologies/epyc-2s-numa0-8-mi300.expected.json -- --topology $EPYC
-facts $F/topologies/epyc-2s-numa0-8-mi300.expected.json $EPYC
+HGX=$F/topologies/hgx-2s8g8n-synthetic.xml
+EPYC=$F/topologies/epyc-2s-numa0-8-mi300-synthetic.xml
+golden $F/topologies/hgx-2s8g8n-synthetic.expected.json -- --topology $HGX
+facts $F/topologies/hgx-2s8g8n-synthetic.expected.json $HGX
+golden $F/topologies/epyc-2s-numa0-8-mi300-synthetic.expected.json -- --topology $EPYC
+facts $F/topologies/epyc-2s-numa0-8-mi300-synthetic.expected.json $EPYC
 for t in debian12-kvm-2cpu; do
 	golden $F/sysroot/$t.expected.json -- --sysroot $F/sysroot/$t
 	HWLOC_FSROOT=$F/sysroot/$t lstopo-no-graphics --of xml - >"$T_TMP/$t.xml" 2>/dev/null

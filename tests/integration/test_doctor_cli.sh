@@ -3,7 +3,7 @@
 # that has them, 0 on a tuned one, 2 on garbage; the live host runs.
 . "$(dirname "$0")/lib.sh"
 
-HGX=tests/fixtures/topologies/hgx-2s8g8n.xml
+HGX=tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml
 HAZ=tests/fixtures/sysroot/gpu-host-hazards
 GT=policies/gpu-train.conf
 
