@@ -9,7 +9,7 @@
 # tree, hashed after every row.
 . "$(dirname "$0")/lib.sh"
 
-HGX=tests/fixtures/topologies/hgx-2s8g8n.xml
+HGX=tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml
 GT=policies/gpu-train.conf
 BASE=policies/baseline.conf           # run's rows: a policy that changes nothing
 SR=$T_TMP/sysroot                     # the tree apply and revert may write

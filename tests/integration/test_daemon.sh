@@ -15,7 +15,7 @@
 # slower still under ASan), and every port is chosen at run time.
 . "$(dirname "$0")/lib.sh"
 
-HGX=tests/fixtures/topologies/hgx-2s8g8n.xml
+HGX=tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml
 UNTUNED=tests/fixtures/sysroot/gpu-host-untuned
 IV=1                                    # --interval of the daemons below
 SLOW=1

@@ -3,7 +3,7 @@
 # and exit 2 (nothing else printed), runtime failures exit 3.
 . "$(dirname "$0")/lib.sh"
 
-HGX=tests/fixtures/topologies/hgx-2s8g8n.xml
+HGX=tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml
 TUNED=tests/fixtures/sysroot/gpu-host-tuned
 
 # ---- usage -------------------------------------------------------------

@@ -1,16 +1,36 @@
 #!/bin/sh
-# discover --json against the expected output kept beside each fixture.
-# The expected files were produced by nodetune and checked by hand against
-# lstopo-no-graphics; UPDATE_GOLDEN=1 rewrites them (review the diff!).
+# discover --json against the expected output kept beside each fixture, and
+# each expected file's facts against a derivation that does not use nodetune.
+#
+# The expected files are nodetune's own output, so matching them only shows
+# that nothing changed.  What makes them right: tests/tools/hwloc_facts.py
+# derives the facts (packages, cores, PUs, NUMA nodes and their memory, the
+# GPUs and NICs with their NUMA locality, and from a sysroot the kernel state)
+# from the hwloc XML with Python's xml module and from the tree's files, and
+# they must equal the same fields of the expected file.  A tree without an
+# XML is exported by hwloc's lstopo-no-graphics (HWLOC_FSROOT), a synthetic
+# topology by lstopo-no-graphics -i.
+# UPDATE_GOLDEN=1 rewrites the expected files (review the diff!): those
+# checks then report a skip, never a pass; the facts are still checked.
 . "$(dirname "$0")/lib.sh"
+
+# the fields hwloc_facts.py derives, from a discover --json document
+FACTS='{packages, cores, pus, numa_nodes,
+	gpus: [.gpus[] | {index, pci_bus_id, vendor, numa_node, cpus}],
+	nics: ([.nics[] | {name, pci_bus_id, numa_node, cpus, rdma_device}] | sort_by(.pci_bus_id))}
+	+ (if .kernel then {kernel: (.kernel | {thp_enabled, thp_defrag, numa_balancing, governor, isolated_cpus,
+	   swap_total_bytes, hugepages: (.hugepages | sort_by(.node, .size_kb)), cgroup_version})} else {} end)'
 
 golden() { # golden EXPECTED -- ARGS...
 	exp=$1
 	shift 2
 	run "$NODETUNE" discover --json "$@"
 	if [ "${UPDATE_GOLDEN:-0}" = 1 ]; then
-		cp "$OUT" "$exp"
-		t_ok "rewrote $exp"
+		if [ "$RC" -eq 0 ] && cp "$OUT" "$exp"; then
+			t_skip "UPDATE_GOLDEN=1: rewrote $exp from discover $* (not a check: review the diff)"
+		else
+			t_not_ok "UPDATE_GOLDEN=1: discover $* exit $RC, $exp not rewritten"
+		fi
 	elif [ "$RC" -eq 0 ] && diff -u "$exp" "$OUT" >"$T_TMP/diff"; then
 		t_ok "discover $* matches $(basename "$exp")"
 	else
@@ -20,17 +40,48 @@ golden() { # golden EXPECTED -- ARGS...
 	fi
 }
 
+facts() { # facts EXPECTED XML [SYSROOT]: EXPECTED's facts = those derived from XML (and SYSROOT)
+	exp=$1
+	shift
+	if ! python3 tests/tools/hwloc_facts.py "$@" >"$T_TMP/derived" 2>"$T_TMP/derr"; then
+		t_not_ok "$(basename "$exp"): hwloc_facts.py $* failed: $(head -1 "$T_TMP/derr")"
+		return
+	fi
+	jq -S . "$T_TMP/derived" >"$T_TMP/want"
+	jq -S "$FACTS" "$exp" >"$T_TMP/have"
+	if diff -u "$T_TMP/want" "$T_TMP/have" >"$T_TMP/fdiff"; then
+		t_ok "$(basename "$exp"): $(jq -r '"\(.packages) packages, \(.numa_nodes | length) NUMA nodes, \(.cores) cores, \(.pus) PUs, \(.gpus | length) GPUs on nodes \([.gpus[].numa_node] | unique), \(.nics | length) NICs"' "$T_TMP/want")$([ $# -eq 2 ] && echo ", kernel state") as derived from $(basename "$1")$([ $# -eq 2 ] && echo " and $(basename "$2")")"
+	else
+		t_not_ok "$(basename "$exp") disagrees with what hwloc_facts.py derives from $*"
+		head -40 "$T_TMP/fdiff" | sed 's/^/#   /'
+	fi
+}
+
 F=tests/fixtures
-golden $F/topologies/hgx-2s8g8n.expected.json -- --topology $F/topologies/hgx-2s8g8n.xml
-golden $F/topologies/epyc-2s-numa0-8-mi300.expected.json -- --topology $F/topologies/epyc-2s-numa0-8-mi300.xml
-golden $F/sysroot/debian12-kvm-2cpu.expected.json -- --sysroot $F/sysroot/debian12-kvm-2cpu
-golden $F/sysroot/gpu-host-untuned.expected.json -- --topology $F/topologies/hgx-2s8g8n.xml --sysroot $F/sysroot/gpu-host-untuned
-golden $F/sysroot/gpu-host-tuned.expected.json -- --topology $F/topologies/hgx-2s8g8n.xml --sysroot $F/sysroot/gpu-host-tuned
-golden $F/synthetic-pack2-numa1-core8-pu2.expected.json -- --synthetic "pack:2 numa:1 core:8 pu:2"
+HGX=$F/topologies/hgx-2s8g8n-synthetic.xml
+EPYC=$F/topologies/epyc-2s-numa0-8-mi300-synthetic.xml
+golden $F/topologies/hgx-2s8g8n-synthetic.expected.json -- --topology $HGX
+facts $F/topologies/hgx-2s8g8n-synthetic.expected.json $HGX
+golden $F/topologies/epyc-2s-numa0-8-mi300-synthetic.expected.json -- --topology $EPYC
+facts $F/topologies/epyc-2s-numa0-8-mi300-synthetic.expected.json $EPYC
+for t in debian12-kvm-2cpu; do
+	golden $F/sysroot/$t.expected.json -- --sysroot $F/sysroot/$t
+	HWLOC_FSROOT=$F/sysroot/$t lstopo-no-graphics --of xml - >"$T_TMP/$t.xml" 2>/dev/null
+	facts $F/sysroot/$t.expected.json "$T_TMP/$t.xml" $F/sysroot/$t
+done
+for t in gpu-host-untuned gpu-host-tuned; do
+	golden $F/sysroot/$t.expected.json -- --topology $HGX --sysroot $F/sysroot/$t
+	facts $F/sysroot/$t.expected.json $HGX $F/sysroot/$t
+done
+SYN="pack:2 numa:1 core:8 pu:2"
+golden $F/synthetic-pack2-numa1-core8-pu2.expected.json -- --synthetic "$SYN"
+lstopo-no-graphics -i "$SYN" --of xml - >"$T_TMP/synthetic.xml" 2>/dev/null
+facts $F/synthetic-pack2-numa1-core8-pu2.expected.json "$T_TMP/synthetic.xml"
 
 if [ -d "$SHARED" ]; then
 	for x in "$SHARED"/*.xml; do
 		golden "$F/shared-expected/$(basename "$x" .xml).json" -- --topology "$x"
+		facts "$F/shared-expected/$(basename "$x" .xml).json" "$x"
 	done
 else
 	t_skip "$SHARED is absent: real-machine exports not checked"

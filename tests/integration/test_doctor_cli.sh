@@ -3,7 +3,7 @@
 # that has them, 0 on a tuned one, 2 on garbage; the live host runs.
 . "$(dirname "$0")/lib.sh"
 
-HGX=tests/fixtures/topologies/hgx-2s8g8n.xml
+HGX=tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml
 HAZ=tests/fixtures/sysroot/gpu-host-hazards
 GT=policies/gpu-train.conf
 
@@ -29,4 +29,104 @@ expect_fail 2 "--topology/--synthetic describe another machine" "a foreign topol
 run "$NODETUNE" doctor --window 1 --json
 check "this host: doctor runs (exit 0 or 1) and reports its checks" -- sh -c \
 	"[ $RC -le 1 ] && jq -e '.checks >= 4 and (.hazards | type == \"array\")' '$OUT'"
+
+# ---- hazards made on this host (as root), named live, then undone --------
+# Each is created for real, doctor must name it (and, where the host starts
+# clean, not name it before), and t_defer puts the host back.
+# zombie-memcg: groups below this shell's own memory cgroup (the charges
+# stay inside its limits), each charged a page of a private tmpfs, then
+# removed: the kernel keeps them, offline, until the tmpfs goes.
+memcg_kernel() { awk '$1 == "memory" { print $3 }' /proc/cgroups; }
+memcg_live() { find /sys/fs/cgroup/memory -type d 2>/dev/null | wc -l; }
+MYMEMCG=$(awk -F: '$2 == "memory" { print $3 }' /proc/$$/cgroup)
+if [ "$(id -u)" -ne 0 ]; then
+	t_skip "zombie-memcg live: needs root to make memory cgroups"
+elif [ ! -f /sys/fs/cgroup/memory/memory.stat ] || [ -z "$MYMEMCG" ]; then
+	t_skip "zombie-memcg live: this host has no cgroup v1 memory hierarchy to make dying groups in"
+else
+	ZT=$T_TMP/zombies
+	mkdir "$ZT" && mount -t tmpfs -o size=32m nodetune-zombies "$ZT"
+	t_defer "umount '$ZT' 2>/dev/null"
+	k0=$(memcg_kernel) l0=$(memcg_live)
+	run "$NODETUNE" doctor --window 1 --json
+	if [ $((k0 - l0)) -lt 1000 ]; then
+		check "zombie-memcg: not named before ($k0 memory cgroups, $l0 live)" -- sh -c "! jq -e '[.hazards[].code] | index(\"zombie-memcg\")' '$OUT'"
+	else
+		t_skip "zombie-memcg: this host already has $((k0 - l0)) dying memory cgroups, so no clean 'before'"
+	fi
+	run python3 tests/tools/memcg_zombies.py "/sys/fs/cgroup/memory$MYMEMCG" "$ZT" 1500
+	k1=$(memcg_kernel) l1=$(memcg_live)
+	check "1500 memory cgroups made and removed: /proc/cgroups $k0 -> $k1, live directories $l0 -> $l1" -- \
+		sh -c "[ $RC -eq 0 ] && [ $k1 -ge $((k0 + 1500)) ] && [ $l1 -le $((l0 + 20)) ]"
+	run "$NODETUNE" doctor --window 1 --json
+	check "zombie-memcg named live, its evidence counting /proc/cgroups against the live directories" -- sh -c \
+		"[ $RC -eq 1 ] && jq -e '.hazards[] | select(.code == \"zombie-memcg\") | .evidence | test(\"counts [0-9]+ memory cgroups, only [0-9]+ live\")' '$OUT'"
+	umount "$ZT"
+	k2=$k1 n=0
+	while [ "$k2" -ge $((k0 + 200)) ] && [ $n -lt 50 ]; do sleep 0.2; k2=$(memcg_kernel); n=$((n + 1)); done
+	check "host restored: the tmpfs gone, /proc/cgroups back from $k1 to $k2 (was $k0)" -- [ "$k2" -lt $((k0 + 200)) ]
+fi
+
+# irq-on-rank-cpus: ranks on CPU 1 (CPU 0 kept for housekeeping); the MSI
+# IRQs of the NICs and GPUs (the PCI functions under /sys/class/net, and
+# NVIDIA/AMD GPU functions) all on CPU 0 first (no hazard), then one on CPU 1.
+HK=$T_TMP/hk.conf
+printf '%s\n' '[main]' 'summary = ranks off CPU 0' '[affinity]' 'mode = numa' 'housekeeping = 0' >"$HK"
+chmod 644 "$HK"
+devs=$(for n in /sys/class/net/*; do
+		readlink -f "$n/device" 2>/dev/null | sed -n 's|^\(/sys/devices/pci.*/[0-9a-f]\{4\}:[0-9a-f]\{2\}:[0-9a-f]\{2\}\.[0-7]\).*|\1|p'
+	done
+	for d in /sys/bus/pci/devices/*; do
+		case $(cat "$d/vendor"):$(cat "$d/class") in 0x10de:0x03*|0x1002:0x0380*) readlink -f "$d" ;; esac
+	done)
+irqs=$(for d in $devs; do ls "$d/msi_irqs" 2>/dev/null; done | sort -n)
+if [ "$(id -u)" -ne 0 ]; then
+	t_skip "irq-on-rank-cpus live: needs root to move IRQs"
+elif [ "$(getconf _NPROCESSORS_ONLN)" -lt 2 ] || [ -z "$irqs" ]; then
+	t_skip "irq-on-rank-cpus live: this host has no NIC or GPU with MSI IRQs, or one CPU"
+else
+	moved=""
+	for i in $irqs; do
+		f=/proc/irq/$i/smp_affinity_list
+		[ -w "$f" ] || continue
+		t_defer "echo $(cat "$f") >$f 2>/dev/null"
+		echo 0 >"$f" 2>/dev/null && moved="$moved $i"
+	done
+	set -- $moved
+	if [ $# -eq 0 ]; then
+		t_skip "irq-on-rank-cpus live: this host refuses to move any device IRQ (no steerable IRQ)"
+	else
+		run "$NODETUNE" doctor --window 1 --json --policy "$HK"
+		check "irq-on-rank-cpus: not named with the IRQs$moved on CPU 0 and the ranks on CPU 1" -- sh -c \
+			"jq -e '.checks >= 1' '$OUT' >/dev/null && ! jq -e '[.hazards[].code] | index(\"irq-on-rank-cpus\")' '$OUT'"
+		echo 1 >/proc/irq/$1/smp_affinity_list
+		run "$NODETUNE" doctor --window 1 --json --policy "$HK"
+		check "irq-on-rank-cpus named live: IRQ $1 moved onto rank CPU 1" -- sh -c \
+			"[ $RC -eq 1 ] && jq -e '.hazards[] | select(.code == \"irq-on-rank-cpus\") | .evidence | test(\"IRQ $1 .* on CPUs 1\")' '$OUT'"
+	fi
+fi
+
+# governor: a governor other than performance, set on every CPU, restored
+if [ ! -d /sys/devices/system/cpu/cpu0/cpufreq ]; then
+	t_skip "governor live: this host has no cpufreq (/sys/devices/system/cpu/cpu0/cpufreq absent)"
+elif [ "$(id -u)" -ne 0 ]; then
+	t_skip "governor live: needs root to set the governor"
+else
+	avail=$(cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_available_governors 2>/dev/null)
+	gov=""
+	for g in powersave schedutil ondemand conservative; do
+		case " $avail " in *" $g "*) gov=$g; break ;; esac
+	done
+	if [ -z "$gov" ]; then
+		t_skip "governor live: cpufreq offers only '$avail' here, nothing but performance to set"
+	else
+		for f in /sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor; do
+			t_defer "echo $(cat "$f") >$f"
+			echo "$gov" >"$f"
+		done
+		run "$NODETUNE" doctor --window 1 --json
+		check "governor named live: '$gov' set on every CPU" -- sh -c \
+			"[ $RC -eq 1 ] && jq -e '.hazards[] | select(.code == \"governor\") | .summary | test(\"$gov\")' '$OUT'"
+	fi
+fi
 t_done

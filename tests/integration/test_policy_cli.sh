@@ -3,7 +3,7 @@
 # sysroot trees (compared by hash) and on this live host (restored after).
 . "$(dirname "$0")/lib.sh"
 
-HGX=tests/fixtures/topologies/hgx-2s8g8n.xml
+HGX=tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml
 UNTUNED=tests/fixtures/sysroot/gpu-host-untuned
 GT=policies/gpu-train.conf
 ST=$T_TMP/state

@@ -5,7 +5,7 @@
 # stdout, a failed write is an error: exit 3 and a line saying so.
 . "$(dirname "$0")/lib.sh"
 
-HGX=tests/fixtures/topologies/hgx-2s8g8n.xml
+HGX=tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml
 UNTUNED=tests/fixtures/sysroot/gpu-host-untuned
 HAZ=tests/fixtures/sysroot/gpu-host-hazards
 GT=policies/gpu-train.conf

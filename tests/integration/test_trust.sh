@@ -6,7 +6,7 @@
 # beside it untouched, the state dir as it was.
 . "$(dirname "$0")/lib.sh"
 
-HGX=tests/fixtures/topologies/hgx-2s8g8n.xml
+HGX=tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml
 UNTUNED=tests/fixtures/sysroot/gpu-host-untuned
 GT=policies/gpu-train.conf
 T=$T_TMP/root ST=$T_TMP/state J=$T_TMP/state/journal

@@ -67,8 +67,8 @@ static void test_classes(void **state)
 		{ "../shared/topologies/g4dnmetal.xml", "2s-2n-48c-8gpu-T4" },
 		{ "../shared/topologies/nvidiaDGX2.xml", "2s-2n-4c-16gpu-V100" },
 		{ "../shared/topologies/96em64t-4n4d3ca2co-pci.xml", "16s-4n-96c-0gpu" },
-		{ "tests/fixtures/topologies/hgx-2s8g8n.xml", "2s-2n-48c-8gpu-H100" },
-		{ "tests/fixtures/topologies/epyc-2s-numa0-8-mi300.xml", "2s-2n-32c-4gpu-MI300X" },
+		{ "tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml", "2s-2n-48c-8gpu-H100" },
+		{ "tests/fixtures/topologies/epyc-2s-numa0-8-mi300-synthetic.xml", "2s-2n-32c-4gpu-MI300X" },
 	};
 	struct fleet_class c[5], again;
 	unsigned found = 0;

@@ -32,8 +32,8 @@ static void load_ks(const char *rel, struct kstate *ks)
 	fsroot_free(root);
 }
 
-#define HGX "tests/fixtures/topologies/hgx-2s8g8n.xml"
-#define EPYC "tests/fixtures/topologies/epyc-2s-numa0-8-mi300.xml"
+#define HGX "tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml"
+#define EPYC "tests/fixtures/topologies/epyc-2s-numa0-8-mi300-synthetic.xml"
 
 static unsigned codes(const struct topo *t, const struct kstate *ks, const char *code)
 {

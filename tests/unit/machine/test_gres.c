@@ -18,8 +18,8 @@
 #include "machine/topo.h"
 #include "test_util.h"
 
-#define HGX "tests/fixtures/topologies/hgx-2s8g8n.xml"
-#define MI300 "tests/fixtures/topologies/epyc-2s-numa0-8-mi300.xml"
+#define HGX "tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml"
+#define MI300 "tests/fixtures/topologies/epyc-2s-numa0-8-mi300-synthetic.xml"
 
 static struct topo *xml(const char *rel)
 {
@@ -122,8 +122,8 @@ static void test_fixtures(void **state)
 	char path[4096];
 
 	(void)state;
-	check_fixture(test_path(path, sizeof(path), HGX), "hgx-2s8g8n");
-	check_fixture(test_path(path, sizeof(path), MI300), "epyc-2s-numa0-8-mi300");
+	check_fixture(test_path(path, sizeof(path), HGX), "hgx-2s8g8n-synthetic");
+	check_fixture(test_path(path, sizeof(path), MI300), "epyc-2s-numa0-8-mi300-synthetic");
 }
 
 static void test_shared_topologies(void **state)

@@ -93,7 +93,7 @@ static void check_expect(const struct topo_expect *e, const char *path)
 #define HGX0 "0-23,48-71"
 #define HGX1 "24-47,72-95"
 static const struct topo_expect hgx = {
-	.file = "tests/fixtures/topologies/hgx-2s8g8n.xml",
+	.file = "tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml",
 	.packages = 2, .cores = 48, .pus = 96, .n_numa = 2,
 	.numa_os = { 0, 1 }, .numa_cpus = { HGX0, HGX1 },
 	.n_gpus = 8, .gpu_vendor = "nvidia",
@@ -124,7 +124,7 @@ static const struct topo_expect hgx = {
 };
 
 static const struct topo_expect epyc = {
-	.file = "tests/fixtures/topologies/epyc-2s-numa0-8-mi300.xml",
+	.file = "tests/fixtures/topologies/epyc-2s-numa0-8-mi300-synthetic.xml",
 	.packages = 2, .cores = 32, .pus = 32, .n_numa = 2,
 	.numa_os = { 0, 8 }, .numa_cpus = { "0-15", "16-31" },
 	.n_gpus = 4, .gpu_vendor = "amd",

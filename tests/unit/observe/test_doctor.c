@@ -29,7 +29,7 @@ static void doctor_on(struct run *x, const char *tree, bool with_policy)
 	memset(x, 0, sizeof(*x));
 	x->root = fsroot_open(test_path(path, sizeof(path), tree));
 	assert_non_null(x->root);
-	x->t = topo_load_xml(test_path(path, sizeof(path), "tests/fixtures/topologies/hgx-2s8g8n.xml"), &err);
+	x->t = topo_load_xml(test_path(path, sizeof(path), "tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml"), &err);
 	assert_non_null(x->t);
 	assert_int_equal(kstate_read(x->root, &x->ks, &err), 0);
 	if (with_policy) {

@@ -38,7 +38,7 @@ static int setup(void **state)
 	test_write(fx.root, "proc/irq/40/smp_affinity_list", "0-95\n");
 	test_write(fx.root, "sys/bus/pci/devices/0000:1b:00.0/msi_irqs/40", "msix\n");
 	fx.fs = fsroot_open(fx.root);
-	fx.t = topo_load_xml(test_path(path, sizeof(path), "tests/fixtures/topologies/hgx-2s8g8n.xml"), &err);
+	fx.t = topo_load_xml(test_path(path, sizeof(path), "tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml"), &err);
 	*state = &fx;
 	return fx.fs && fx.t ? 0 : -1;
 }

@@ -105,7 +105,7 @@ static void test_hgx_exact(void **state)
 {
 	char path[4096];
 	struct policy *p = pol("policies/gpu-train.conf");
-	struct topo *t = xml(test_path(path, sizeof(path), "tests/fixtures/topologies/hgx-2s8g8n.xml"));
+	struct topo *t = xml(test_path(path, sizeof(path), "tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml"));
 	struct plan *pl = build(p, t, 8);
 
 	(void)state;
@@ -145,7 +145,7 @@ static void test_epyc_narrow_locality(void **state)
 {
 	char path[4096];
 	struct policy *p = pol("policies/gpu-train.conf");
-	struct topo *t = xml(test_path(path, sizeof(path), "tests/fixtures/topologies/epyc-2s-numa0-8-mi300.xml"));
+	struct topo *t = xml(test_path(path, sizeof(path), "tests/fixtures/topologies/epyc-2s-numa0-8-mi300-synthetic.xml"));
 	struct plan *pl = build(p, t, 4);
 
 	(void)state;
@@ -298,7 +298,7 @@ static void test_given_gpus(void **state)
 	static const unsigned far[] = { 5, 6 }, mixed[] = { 1, 5 };
 	char path[4096];
 	struct policy *p = pol("policies/gpu-train.conf");
-	struct topo *t = xml(test_path(path, sizeof(path), "tests/fixtures/topologies/hgx-2s8g8n.xml"));
+	struct topo *t = xml(test_path(path, sizeof(path), "tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml"));
 	struct plan *pl = build_gpus(p, t, 2, far, 2);
 	hwloc_bitmap_t seen = hwloc_bitmap_alloc();
 
@@ -345,7 +345,7 @@ static void test_given_gpus_refused(void **state)
 	char path[4096];
 	struct nt_err err = { 0 };
 	struct policy *p = pol("policies/gpu-train.conf");
-	struct topo *t = xml(test_path(path, sizeof(path), "tests/fixtures/topologies/hgx-2s8g8n.xml"));
+	struct topo *t = xml(test_path(path, sizeof(path), "tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml"));
 
 	(void)state;
 	assert_null(plan_build_gpus(p, t, 1, past, 1, NULL, &err));
@@ -370,7 +370,7 @@ static void test_baseline_binds_nothing(void **state)
 {
 	char path[4096];
 	struct policy *p = pol("policies/baseline.conf");
-	struct topo *t = xml(test_path(path, sizeof(path), "tests/fixtures/topologies/hgx-2s8g8n.xml"));
+	struct topo *t = xml(test_path(path, sizeof(path), "tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml"));
 	struct plan *pl = build(p, t, 8);
 
 	(void)state;
@@ -391,7 +391,7 @@ static void test_cross_numa(void **state)
 {
 	char path[4096];
 	struct policy *p = pol("policies/cross-numa.conf");
-	struct topo *t = xml(test_path(path, sizeof(path), "tests/fixtures/topologies/hgx-2s8g8n.xml"));
+	struct topo *t = xml(test_path(path, sizeof(path), "tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml"));
 	struct plan *pl = build(p, t, 8);
 
 	(void)state;
@@ -410,7 +410,7 @@ static void test_host_settings_from_sysroot(void **state)
 {
 	char path[4096], dir[64], cmd[8400];
 	struct nt_err err = { 0 };
-	struct topo *t = xml(test_path(path, sizeof(path), "tests/fixtures/topologies/hgx-2s8g8n.xml"));
+	struct topo *t = xml(test_path(path, sizeof(path), "tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml"));
 	struct fsroot *root;
 	struct policy *p;
 	struct plan *pl;
@@ -476,7 +476,7 @@ static void test_deterministic_json(void **state)
 {
 	char path[4096];
 	struct policy *p = pol("policies/gpu-train.conf");
-	struct topo *t = xml(test_path(path, sizeof(path), "tests/fixtures/topologies/epyc-2s-numa0-8-mi300.xml"));
+	struct topo *t = xml(test_path(path, sizeof(path), "tests/fixtures/topologies/epyc-2s-numa0-8-mi300-synthetic.xml"));
 	struct plan *a = build(p, t, 4), *b = build(p, t, 4);
 	json_t *ja = plan_json(a), *jb = plan_json(b), *r0;
 	char *sa = json_dumps(ja, JSON_SORT_KEYS), *sb = json_dumps(jb, JSON_SORT_KEYS);

@@ -44,7 +44,7 @@ static int setup(void **state)
 	test_write(fx.dir, "p.conf", GPU_TRAIN);
 	snprintf(path, sizeof(path), "%s/p.conf", fx.dir);
 	fx.fs = fsroot_open(fx.root);
-	fx.t = topo_load_xml(test_path(src, sizeof(src), "tests/fixtures/topologies/hgx-2s8g8n.xml"), &err);
+	fx.t = topo_load_xml(test_path(src, sizeof(src), "tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml"), &err);
 	p = policy_load(path, 0, &err);
 	if (fx.fs && fx.t && p)
 		fx.pl = plan_build(p, fx.t, 8, fx.fs, &err);

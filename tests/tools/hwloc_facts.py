@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""hwloc_facts.py XML [SYSROOT]: the facts `nodetune discover --json` reports,
+derived WITHOUT nodetune, for checking its golden files.
+
+From the hwloc XML export (Python's xml module, no hwloc):
+  packages, cores, pus     count of Package, Core, PU objects
+  numa_nodes               os_index, cpus (cpulist of its cpuset), local_memory
+  gpus                     PCI functions of NVIDIA (10de) with a display class
+                           (03xx) or AMD (1002) with class 0380, in PCI bus id
+                           order (index = place in that order); vendor; cpus and
+                           numa_node from the first ancestor that is not I/O
+                           (bridge, PCI device): its cpuset, and its node when
+                           its nodeset holds one (null when it spans several)
+  nics                     PCI functions with a network (osdev_type 2) or
+                           OpenFabrics (3) OS device, in bus id order: name (the
+                           network device's, else the OpenFabrics one's),
+                           rdma_device (the OpenFabrics device or null), locality
+                           as for GPUs
+From SYSROOT, when given (plain file reads, in the kernel's formats):
+  kernel                   thp_enabled, thp_defrag (the bracketed word),
+                           numa_balancing, governor (the one word every CPU has,
+                           "mixed", or null without cpufreq), isolated_cpus,
+                           swap_total_bytes (SwapTotal kB * 1024), hugepages (per
+                           node and size: nr and free), cgroup_version (2 when
+                           only cgroup2 is mounted, else 1)
+Prints one JSON object, keys sorted.  Exit 2 on a file it cannot read.
+"""
+import glob
+import json
+import os
+import re
+import sys
+import xml.etree.ElementTree as ET
+
+IO_TYPES = {"Bridge", "PCIDev", "OSDev", "Misc"}
+
+
+def bits(mask):
+    """hwloc bitmap string (32-bit words, most significant first) -> set"""
+    out = set()
+    words = mask.split(",")
+    for i, w in enumerate(reversed(words)):
+        v = int(w, 16) if w else 0
+        for b in range(32):
+            if v >> b & 1:
+                out.add(32 * i + b)
+    return out
+
+
+def cpulist(s):
+    """sorted ints -> '0-3,8'"""
+    s = sorted(s)
+    out, i = [], 0
+    while i < len(s):
+        j = i
+        while j + 1 < len(s) and s[j + 1] == s[j] + 1:
+            j += 1
+        out.append(str(s[i]) if i == j else "%d-%d" % (s[i], s[j]))
+        i = j + 1
+    return ",".join(out)
+
+
+def walk(obj, parents, visit):
+    visit(obj, parents)
+    for child in obj.findall("object"):
+        walk(child, parents + [obj], visit)
+
+
+def locality(parents):
+    for p in reversed(parents):
+        if p.get("type") not in IO_TYPES and p.get("cpuset"):
+            nodes = bits(p.get("nodeset", "0x0"))
+            return cpulist(bits(p.get("cpuset"))), (min(nodes) if len(nodes) == 1 else None)
+    return None, None
+
+
+def topology(path):
+    root = ET.parse(path).getroot().find("object")
+    count = {"Package": 0, "Core": 0, "PU": 0}
+    numa, gpus, nics = [], [], []
+
+    def visit(o, parents):
+        t = o.get("type")
+        if t in count:
+            count[t] += 1
+        if t == "NUMANode":
+            numa.append({"os_index": int(o.get("os_index")), "cpus": cpulist(bits(o.get("cpuset"))),
+                         "memory_bytes": int(o.get("local_memory", "0"))})
+        if t != "PCIDev":
+            return
+        m = re.match(r"([0-9a-f]{4}) \[([0-9a-f]{4}):", o.get("pci_type", ""))
+        cls, ven = m.group(1), m.group(2)
+        cpus, node = locality(parents)
+        if (ven == "10de" and cls.startswith("03")) or (ven == "1002" and cls == "0380"):
+            gpus.append({"pci_bus_id": o.get("pci_busid"), "vendor": "nvidia" if ven == "10de" else "amd",
+                         "numa_node": node, "cpus": cpus})
+        osd = [(c.get("osdev_type"), c.get("name")) for c in o.findall("object") if c.get("type") == "OSDev"]
+        net = [n for k, n in osd if k == "2"]
+        ofed = [n for k, n in osd if k == "3"]
+        if net or ofed:
+            nics.append({"name": (net or ofed)[0], "pci_bus_id": o.get("pci_busid"), "numa_node": node,
+                         "cpus": cpus, "rdma_device": ofed[0] if ofed else None})
+
+    walk(root, [], visit)
+    gpus.sort(key=lambda g: g["pci_bus_id"])
+    for i, g in enumerate(gpus):
+        g["index"] = i
+    nics.sort(key=lambda n: n["pci_bus_id"])
+    numa.sort(key=lambda n: n["os_index"])
+    return {"packages": count["Package"], "cores": count["Core"], "pus": count["PU"],
+            "numa_nodes": numa, "gpus": gpus, "nics": nics}
+
+
+def read(root, rel):
+    with open(os.path.join(root, rel)) as f:
+        return f.read()
+
+
+def bracketed(text):
+    m = re.search(r"\[([^]]+)\]", text)
+    return m.group(1) if m else text.strip()
+
+
+def kernel(root):
+    ks = {"thp_enabled": bracketed(read(root, "sys/kernel/mm/transparent_hugepage/enabled")),
+          "thp_defrag": bracketed(read(root, "sys/kernel/mm/transparent_hugepage/defrag")),
+          "numa_balancing": int(read(root, "proc/sys/kernel/numa_balancing"))}
+    govs = {read(root, os.path.relpath(g, root)).strip()
+            for g in glob.glob(os.path.join(root, "sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor"))}
+    ks["governor"] = None if not govs else govs.pop() if len(govs) == 1 else "mixed"
+    ks["isolated_cpus"] = read(root, "sys/devices/system/cpu/isolated").strip()
+    swap = re.search(r"^SwapTotal:\s+(\d+) kB", read(root, "proc/meminfo"), re.M)
+    ks["swap_total_bytes"] = int(swap.group(1)) * 1024
+    pages = []
+    for d in glob.glob(os.path.join(root, "sys/devices/system/node/node[0-9]*/hugepages/hugepages-*kB")):
+        node = int(re.search(r"node(\d+)/hugepages", d).group(1))
+        size = int(re.search(r"hugepages-(\d+)kB$", d).group(1))
+        pages.append({"node": node, "size_kb": size, "total": int(read(d, "nr_hugepages")),
+                      "free": int(read(d, "free_hugepages"))})
+    ks["hugepages"] = sorted(pages, key=lambda p: (p["node"], p["size_kb"]))
+    types = [line.split()[2] for line in read(root, "proc/mounts").splitlines() if len(line.split()) > 2]
+    ks["cgroup_version"] = 2 if "cgroup2" in types and "cgroup" not in types else 1
+    return ks
+
+
+def main():
+    if len(sys.argv) not in (2, 3):
+        print("usage: hwloc_facts.py XML [SYSROOT]", file=sys.stderr)
+        return 2
+    try:
+        facts = topology(sys.argv[1])
+        if len(sys.argv) == 3:
+            facts["kernel"] = kernel(sys.argv[2])
+    except (OSError, ET.ParseError) as e:
+        print("hwloc_facts.py: %s" % e, file=sys.stderr)
+        return 2
+    json.dump(facts, sys.stdout, indent=1, sort_keys=True)
+    print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
