@@ -113,13 +113,34 @@ $(BUILD)/nodetune_spank.so: deploy/slurm/nodetune_spank.c $(LIB) $(BUILD)/.prefi
 	$(CC) $(ALL_CFLAGS) -DNODETUNE_BIN='"$(PREFIX)/bin/nodetune"' -shared -Wl,-Bsymbolic \
 		-Wl,--exclude-libs,ALL -o $@ $< $(LIB) $(LIBS)
 
-all: $(NODETUNE) $(HARNESS) $(PLUGIN)
+# ---- man pages and bash completion, from the option tables ---------------
+# man/*.[158] are mdoc(7), one source per page, copied to $(BUILD)/man; a
+# page's '.\" @KEYS@' line becomes the policy keys of `nodetune keys
+# --markdown` (nodetune.conf.5).  The completion is
+# contrib/bash-completion/nodetune.in with the table of `nodetune
+# --dump-options` in it.  tests/lint/test_man.sh and test_completion.sh
+# check both against that dump.
+MAN_PAGES := $(patsubst man/%,$(BUILD)/man/%,$(wildcard man/*.[158]))
+COMPLETION := $(BUILD)/bash-completion/nodetune
+
+$(BUILD)/man/%: man/% $(NODETUNE) scripts/keys-mdoc.awk
+	@mkdir -p $(dir $@)
+	$(NODETUNE) keys --markdown | awk -f scripts/keys-mdoc.awk >$@.keys
+	sed -e '/^\.\\" @KEYS@$$/{r $@.keys' -e 'd}' $< >$@.tmp && rm -f $@.keys && mv $@.tmp $@
+
+$(COMPLETION): contrib/bash-completion/nodetune.in $(NODETUNE) scripts/gen-completion.sh
+	@mkdir -p $(dir $@)
+	scripts/gen-completion.sh $(NODETUNE) $< >$@.tmp && mv $@.tmp $@
+
+man: $(MAN_PAGES)
+
+all: $(NODETUNE) $(HARNESS) $(PLUGIN) $(MAN_PAGES) $(COMPLETION)
 
 UNIT_SRCS := $(wildcard tests/unit/*/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 UNIT_LIBS  = $(shell pkg-config --libs cmocka 2>/dev/null) $(LIBS)
 
-.PHONY: all deps deps-check deps-fuzz check lint unit integration asan fuzz fuzz-smoke fuzz-build fuzz-bins \
+.PHONY: all man deb deps deps-check deps-fuzz check lint unit integration asan fuzz fuzz-smoke fuzz-build fuzz-bins \
 	demo demo-fleet install clean
 .DEFAULT_GOAL := all
 
@@ -131,9 +152,10 @@ deps:
 # Kubernetes schemas through npm), the /metrics text with promtool, and
 # the etcd client against a real 3-member etcd cluster, and the SPANK
 # plugin on a real one-node Slurm (test_slurm.sh), and launch `nodetune
-# exec` under torch's elastic agent (python3-torch)
+# exec` under torch's elastic agent (python3-torch), and lint the man pages
+# and build, install, upgrade and purge the .debs (pkg)
 deps-check:
-	@scripts/install-deps.sh core browser fuzz deploy daemon fleet slurm torch
+	@scripts/install-deps.sh core browser fuzz deploy daemon fleet slurm torch pkg
 
 deps-fuzz:
 	@scripts/install-deps.sh core fuzz
@@ -171,9 +193,11 @@ $(BUILD)/tests/tlbstorm: tests/tools/tlbstorm.c $(LIB) | deps
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB) $(LDSAN) $(LIBS)
 
 # checks of the source itself (tests/lint/test_*.sh): the layering of
-# agent/lib (scripts/check-layout.sh), each shown to fail on planted faults
-lint:
-	@fail=0; for t in tests/lint/test_*.sh; do $$t || fail=1; done; exit $$fail
+# agent/lib (scripts/check-layout.sh), the man pages and the bash completion
+# against the option tables, each shown to fail on planted faults
+lint: $(NODETUNE) $(MAN_PAGES) $(COMPLETION)
+	@fail=0; for t in tests/lint/test_*.sh; do \
+		BUILD=$(abspath $(BUILD)) NODETUNE=$(abspath $(NODETUNE)) $$t || fail=1; done; exit $$fail
 
 unit: $(UNIT_BINS) $(NODETUNE) $(HARNESS)
 	@tests/run-unit.sh $(UNIT_BINS)
@@ -266,6 +290,11 @@ MULTIARCH  := $(shell $(CC) -print-multiarch 2>/dev/null)
 SPANKDIR   ?= $(if $(and $(filter /usr,$(PREFIX)),$(MULTIARCH)),/usr/lib/$(MULTIARCH)/slurm-wlm,$(PREFIX)/lib/slurm)
 SYSCONFDIR ?= /etc
 DOCDIR     ?= $(PREFIX)/share/doc/nodetune
+MANDIR     ?= $(PREFIX)/share/man
+# bash-completion loads /usr/share/bash-completion/completions/NAME on
+# demand; for another PREFIX it reads $(PREFIX)/share/... only when that
+# is in XDG_DATA_DIRS
+COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
 
 $(BUILD)/nodetune.service: deploy/systemd/nodetune.service.in Makefile
 	@mkdir -p $(dir $@)
@@ -281,6 +310,10 @@ install: all $(BUILD)/nodetune.service
 	install -m 0644 policies/*.conf $(DESTDIR)$(PREFIX)/share/nodetune/policies/
 	install -D -m 0644 docs/policy-keys.md $(DESTDIR)$(DOCDIR)/policy-keys.md
 	install -D -m 0644 $(BUILD)/nodetune.service $(DESTDIR)$(UNITDIR)/nodetune.service
+	install -d -m 0755 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
+	install -m 0644 $(filter %.5,$(MAN_PAGES)) $(DESTDIR)$(MANDIR)/man5/
+	install -m 0644 $(filter %.8,$(MAN_PAGES)) $(DESTDIR)$(MANDIR)/man8/
+	install -D -m 0644 $(COMPLETION) $(DESTDIR)$(COMPLETIONDIR)/nodetune
 	$(if $(PLUGIN),install -D -m 0755 $(PLUGIN) $(DESTDIR)$(SPANKDIR)/nodetune_spank.so)
 	install -d -m 0755 $(DESTDIR)$(SYSCONFDIR)/nodetune
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/nodetune/policy.conf ]; then \
