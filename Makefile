@@ -7,6 +7,8 @@
 #   make demo       deps, build, run the main job on this machine
 #   make demo-fleet deps, build, roll policies over 12 simulated hosts on a local etcd
 #   make install    PREFIX=/usr/local DESTDIR= (UNITDIR, SYSCONFDIR, SPANKDIR: see "install")
+#   make deb        the Debian packages nodetune and nodetune-slurm, in build/deb
+#   make man        the man pages, in build/man
 #
 # Everything is built out of tree into $(BUILD).  Entry points that need the
 # Debian packages run scripts/install-deps.sh first (a quick no-op when they
@@ -28,7 +30,8 @@ PKGS      := hwloc jansson libcgroup libcurl libmd libmicrohttpd libsystemd numa
 WARN      := -Wall -Wextra -Werror -Wformat=2 -Wshadow -Wstrict-prototypes
 CFLAGS    ?= -O2 -g
 # -fPIC: the library is linked into the Slurm plugin (a shared object) too
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC $(WARN) $(CFLAGS) -MMD -MP -Icommon -Iagent/lib \
+# CPPFLAGS and LDFLAGS: the build's own (dpkg-buildflags' hardening, for the .debs)
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC $(WARN) $(CPPFLAGS) $(CFLAGS) -MMD -MP -Icommon -Iagent/lib \
              $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LIBS       = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
 
@@ -90,7 +93,7 @@ $(HLIB): $(H_OBJS)
 	ar rcs $@ $^
 
 $(HARNESS): $(BUILD)/h/harness/main.o $(HLIB)
-	$(CC) $(LDSAN) -o $@ $^ $(H_LIBS)
+	$(CC) $(LDFLAGS) $(LDSAN) -o $@ $^ $(H_LIBS)
 
 # ---- the Slurm SPANK plugin: built when <slurm/spank.h> is there (the
 # slurm group of install-deps.sh), over libnodetune.  Only the plugin's
@@ -110,7 +113,7 @@ $(BUILD)/.prefix: FORCE
 
 $(BUILD)/nodetune_spank.so: deploy/slurm/nodetune_spank.c $(LIB) $(BUILD)/.prefix | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -DNODETUNE_BIN='"$(PREFIX)/bin/nodetune"' -shared -Wl,-Bsymbolic \
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -DNODETUNE_BIN='"$(PREFIX)/bin/nodetune"' -shared -Wl,-Bsymbolic \
 		-Wl,--exclude-libs,ALL -o $@ $< $(LIB) $(LIBS)
 
 # ---- man pages and bash completion, from the option tables ---------------
@@ -144,8 +147,10 @@ UNIT_LIBS  = $(shell pkg-config --libs cmocka 2>/dev/null) $(LIBS)
 	demo demo-fleet install clean
 .DEFAULT_GOAL := all
 
+# INSTALL_DEPS=true: leave apt alone (a package build has its Build-Depends)
+INSTALL_DEPS ?= scripts/install-deps.sh
 deps:
-	@scripts/install-deps.sh core
+	@$(INSTALL_DEPS) core
 
 # the tests also open an HTML report in headless Chromium, run the fuzz
 # targets (clang + libFuzzer), check deploy/ (systemd-analyze, YAML, the
@@ -155,10 +160,10 @@ deps:
 # exec` under torch's elastic agent (python3-torch), and lint the man pages
 # and build, install, upgrade and purge the .debs (pkg)
 deps-check:
-	@scripts/install-deps.sh core browser fuzz deploy daemon fleet slurm torch pkg
+	@$(INSTALL_DEPS) core browser fuzz deploy daemon fleet slurm torch pkg
 
 deps-fuzz:
-	@scripts/install-deps.sh core fuzz
+	@$(INSTALL_DEPS) core fuzz
 
 $(BUILD)/%.o: %.c | deps
 	@mkdir -p $(dir $@)
@@ -176,7 +181,7 @@ $(LIB): $(LIB_OBJS)
 	ar rcs $@ $^
 
 $(NODETUNE): $(CLI_OBJS) $(LIB)
-	$(CC) $(LDSAN) -o $@ $^ $(LIBS)
+	$(CC) $(LDFLAGS) $(LDSAN) -o $@ $^ $(LIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(LIB) $(HLIB) | deps
 	@mkdir -p $(dir $@)
@@ -310,7 +315,8 @@ install: all $(BUILD)/nodetune.service
 	install -m 0644 policies/*.conf $(DESTDIR)$(PREFIX)/share/nodetune/policies/
 	install -D -m 0644 docs/policy-keys.md $(DESTDIR)$(DOCDIR)/policy-keys.md
 	install -D -m 0644 $(BUILD)/nodetune.service $(DESTDIR)$(UNITDIR)/nodetune.service
-	install -d -m 0755 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
+	install -d -m 0755 $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
+	install -m 0644 $(filter %.1,$(MAN_PAGES)) $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 $(filter %.5,$(MAN_PAGES)) $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 $(filter %.8,$(MAN_PAGES)) $(DESTDIR)$(MANDIR)/man8/
 	install -D -m 0644 $(COMPLETION) $(DESTDIR)$(COMPLETIONDIR)/nodetune
@@ -322,6 +328,24 @@ install: all $(BUILD)/nodetune.service
 		echo "install -m 0644 policies/gpu-train.conf $(DESTDIR)$(SYSCONFDIR)/nodetune/policy.conf"; \
 		install -m 0644 policies/gpu-train.conf $(DESTDIR)$(SYSCONFDIR)/nodetune/policy.conf; \
 	fi
+
+# ---- Debian packages -------------------------------------------------------
+# make deb: nodetune_VERSION_ARCH.deb and nodetune-slurm_VERSION_ARCH.deb
+# (debian/, debhelper) in $(BUILD)/deb.  dpkg-buildpackage writes its
+# results next to the source tree, so it runs in a copy of the tree in
+# $(BUILD)/deb/src (the checkout's parent is left alone); the .debs,
+# .buildinfo and .changes are moved up to $(BUILD)/deb.  Needs the pkg
+# group of install-deps.sh and the Build-Depends (the slurm group's
+# libslurm-dev among them).
+DEB_DIR := $(BUILD)/deb
+deb:
+	@$(INSTALL_DEPS) core slurm pkg
+	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/src/nodetune
+	tar -cf - --exclude=./$(BUILD) --exclude=./build --exclude=./.git . | tar -C $(DEB_DIR)/src/nodetune -xf -
+	cd $(DEB_DIR)/src/nodetune && dpkg-buildpackage -us -uc -b
+	mv $(DEB_DIR)/src/*.deb $(DEB_DIR)/src/*.buildinfo $(DEB_DIR)/src/*.changes $(DEB_DIR)/
+	rm -rf $(DEB_DIR)/src
+	@ls -l $(DEB_DIR)/*.deb
 
 clean:
 	rm -rf $(BUILD)

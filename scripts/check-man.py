@@ -3,9 +3,10 @@
 the option tables.
 
 DUMP is `nodetune --dump-options` (VERB<TAB>LONG<TAB>SHORT<TAB>ARG lines,
-from the tables agent/cli parses with).  The pages are mdoc(7).  A page
-nodetune.8 documents the global options in its OPTIONS section (verb
-"nodetune") and each verb in a subsection ".Ss VERB" of COMMANDS; a page
+from the tables agent/cli parses with), and any other command's options as
+the same lines (nodetune-harness's, from its --help).  The pages are
+mdoc(7).  A page CMD.N documents the options of CMD in its OPTIONS section
+(nodetune.8: the global options, verb "nodetune"), nodetune.8 each verb in a subsection ".Ss VERB" of COMMANDS; a page
 nodetune-GROUP.8 documents the verbs "GROUP SUB" in its subsections ".Ss
 SUB".  A verb's options are its ".It Fl ..." items.
 
@@ -62,7 +63,8 @@ def scan_page(path):
         for n, line in enumerate(f, 1):
             if line.startswith(".Sh "):
                 sh = line[4:].strip()
-                verb = "nodetune" if sh == "OPTIONS" and base == "nodetune.8" else None
+                # OPTIONS: the page's command's own (nodetune.8: the global ones)
+                verb = base.rsplit(".", 1)[0] if sh == "OPTIONS" else None
                 continue
             if line.startswith(".Ss ") and sh == "COMMANDS":
                 verb = prefix + line[4:].strip()

@@ -1,10 +1,11 @@
 #!/bin/sh
 # The man pages (built into $BUILD/man from man/, mdoc(7)) are `mandoc -T
 # lint` clean, and scripts/check-man.py finds them in step with the option
-# tables (`nodetune --dump-options`): each verb's section lists exactly its
-# options, and no page names an option no table has (the SPANK page's srun
+# tables (`nodetune --dump-options`, and nodetune-harness --help): each
+# verb's section lists exactly its options, and no page names an option no table has (the SPANK page's srun
 # option, --nodetune, is the plugin's own, taken from its source).  Each
-# check is shown to fail on planted faults: a missing option, an unknown
+# check is shown to fail on planted faults: a missing option (of a verb, of
+# the harness), an unknown
 # option, another verb's option, an option added to a table, and a broken
 # macro.
 set -u
@@ -20,7 +21,12 @@ nok() { fail=$((fail + 1)); echo "FAIL: $1"; }
 
 command -v mandoc >/dev/null || { echo "FAIL: mandoc is not installed (scripts/install-deps.sh pkg)"; exit 1; }
 "$nodetune" --dump-options >"$tmp/dump" || { echo "FAIL: $nodetune --dump-options"; exit 1; }
-pages="nodetune.8 nodetune-fleet.8 nodetune.conf.5 nodetune_spank.8"
+# the harness's options: those its --help names, as dump lines
+harness=${HARNESS:-$(dirname "$nodetune")/nodetune-harness}
+"$harness" --help >"$tmp/hhelp" 2>&1 || { echo "FAIL: $harness --help"; exit 1; }
+{ grep -o -- '--[a-z][a-z0-9-]*' "$tmp/hhelp"; echo --help; } | sort -u |
+	sed 's/^--\(.*\)/nodetune-harness\t\1\t-\t-/' >>"$tmp/dump"
+pages="nodetune.8 nodetune-fleet.8 nodetune.conf.5 nodetune_spank.8 nodetune-harness.1"
 # the plugin's srun option: the name in its struct spank_option
 spank=--$(sed -n '/^static struct spank_option/{n;s/^[[:space:]]*"\([a-z-]*\)".*/\1/p;q}' \
 	"$top/deploy/slurm/nodetune_spank.c")
@@ -56,6 +62,8 @@ plant "an option no table has" nodetune.8 's/^\.It Fl -markdown$/&\n.It Fl -frob
 	'nodetune.8:[0-9]*: --frobnicate: no verb.s option table has it'
 plant "another verb's option" nodetune-fleet.8 's/^\.It Fl -gate-budget Ar seconds$/&\n.It Fl -dry-run/' \
 	"--dry-run listed under 'fleet rollout', whose table does not have it"
+plant "a harness option missing" nodetune-harness.1 '/^\.It Fl -no-pin$/d' \
+	"verb 'nodetune-harness': --no-pin of its table is missing from its section"
 plant "an option added to a table" dump '$a plan\tfresh-opt\t-\t-' \
 	"verb 'plan': --fresh-opt of its table is missing from its section"
 plant "the SPANK page naming another srun option" nodetune_spank.8 's/^\.Fl -nodetune Ns = Ns Ar policy ,$/.Fl -nodetune-x/' \
