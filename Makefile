@@ -7,6 +7,8 @@
 #   make demo       deps, build, run the main job on this machine
 #   make demo-fleet deps, build, roll policies over 12 simulated hosts on a local etcd
 #   make install    PREFIX=/usr/local DESTDIR= (UNITDIR, SYSCONFDIR, SPANKDIR: see "install")
+#   make deb        the Debian packages nodetune and nodetune-slurm, in build/deb
+#   make man        the man pages, in build/man
 #
 # Everything is built out of tree into $(BUILD).  Entry points that need the
 # Debian packages run scripts/install-deps.sh first (a quick no-op when they
@@ -28,7 +30,8 @@ PKGS      := hwloc jansson libcgroup libcurl libmd libmicrohttpd libsystemd numa
 WARN      := -Wall -Wextra -Werror -Wformat=2 -Wshadow -Wstrict-prototypes
 CFLAGS    ?= -O2 -g
 # -fPIC: the library is linked into the Slurm plugin (a shared object) too
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC $(WARN) $(CFLAGS) -MMD -MP -Icommon -Iagent/lib \
+# CPPFLAGS and LDFLAGS: the build's own (dpkg-buildflags' hardening, for the .debs)
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC $(WARN) $(CPPFLAGS) $(CFLAGS) -MMD -MP -Icommon -Iagent/lib \
              $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LIBS       = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
 
@@ -90,7 +93,7 @@ $(HLIB): $(H_OBJS)
 	ar rcs $@ $^
 
 $(HARNESS): $(BUILD)/h/harness/main.o $(HLIB)
-	$(CC) $(LDSAN) -o $@ $^ $(H_LIBS)
+	$(CC) $(LDFLAGS) $(LDSAN) -o $@ $^ $(H_LIBS)
 
 # ---- the Slurm SPANK plugin: built when <slurm/spank.h> is there (the
 # slurm group of install-deps.sh), over libnodetune.  Only the plugin's
@@ -110,33 +113,57 @@ $(BUILD)/.prefix: FORCE
 
 $(BUILD)/nodetune_spank.so: deploy/slurm/nodetune_spank.c $(LIB) $(BUILD)/.prefix | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -DNODETUNE_BIN='"$(PREFIX)/bin/nodetune"' -shared -Wl,-Bsymbolic \
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -DNODETUNE_BIN='"$(PREFIX)/bin/nodetune"' -shared -Wl,-Bsymbolic \
 		-Wl,--exclude-libs,ALL -o $@ $< $(LIB) $(LIBS)
 
-all: $(NODETUNE) $(HARNESS) $(PLUGIN)
+# ---- man pages and bash completion, from the option tables ---------------
+# man/*.[158] are mdoc(7), one source per page, copied to $(BUILD)/man; a
+# page's '.\" @KEYS@' line becomes the policy keys of `nodetune keys
+# --markdown` (nodetune.conf.5).  The completion is
+# contrib/bash-completion/nodetune.in with the table of `nodetune
+# --dump-options` in it.  tests/lint/test_man.sh and test_completion.sh
+# check both against that dump.
+MAN_PAGES := $(patsubst man/%,$(BUILD)/man/%,$(wildcard man/*.[158]))
+COMPLETION := $(BUILD)/bash-completion/nodetune
+
+$(BUILD)/man/%: man/% $(NODETUNE) scripts/keys-mdoc.awk
+	@mkdir -p $(dir $@)
+	$(NODETUNE) keys --markdown | awk -f scripts/keys-mdoc.awk >$@.keys
+	sed -e '/^\.\\" @KEYS@$$/{r $@.keys' -e 'd}' $< >$@.tmp && rm -f $@.keys && mv $@.tmp $@
+
+$(COMPLETION): contrib/bash-completion/nodetune.in $(NODETUNE) scripts/gen-completion.sh
+	@mkdir -p $(dir $@)
+	scripts/gen-completion.sh $(NODETUNE) $< >$@.tmp && mv $@.tmp $@
+
+man: $(MAN_PAGES)
+
+all: $(NODETUNE) $(HARNESS) $(PLUGIN) $(MAN_PAGES) $(COMPLETION)
 
 UNIT_SRCS := $(wildcard tests/unit/*/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 UNIT_LIBS  = $(shell pkg-config --libs cmocka 2>/dev/null) $(LIBS)
 
-.PHONY: all deps deps-check deps-fuzz check lint unit integration asan fuzz fuzz-smoke fuzz-build fuzz-bins \
+.PHONY: all man deb deps deps-check deps-fuzz check lint unit integration asan fuzz fuzz-smoke fuzz-build fuzz-bins \
 	demo demo-fleet install clean
 .DEFAULT_GOAL := all
 
+# INSTALL_DEPS=true: leave apt alone (a package build has its Build-Depends)
+INSTALL_DEPS ?= scripts/install-deps.sh
 deps:
-	@scripts/install-deps.sh core
+	@$(INSTALL_DEPS) core
 
 # the tests also open an HTML report in headless Chromium, run the fuzz
 # targets (clang + libFuzzer), check deploy/ (systemd-analyze, YAML, the
 # Kubernetes schemas through npm), the /metrics text with promtool, and
 # the etcd client against a real 3-member etcd cluster, and the SPANK
 # plugin on a real one-node Slurm (test_slurm.sh), and launch `nodetune
-# exec` under torch's elastic agent (python3-torch)
+# exec` under torch's elastic agent (python3-torch), and lint the man pages
+# and build, install, upgrade and purge the .debs (pkg)
 deps-check:
-	@scripts/install-deps.sh core browser fuzz deploy daemon fleet slurm torch
+	@$(INSTALL_DEPS) core browser fuzz deploy daemon fleet slurm torch pkg
 
 deps-fuzz:
-	@scripts/install-deps.sh core fuzz
+	@$(INSTALL_DEPS) core fuzz
 
 $(BUILD)/%.o: %.c | deps
 	@mkdir -p $(dir $@)
@@ -154,7 +181,7 @@ $(LIB): $(LIB_OBJS)
 	ar rcs $@ $^
 
 $(NODETUNE): $(CLI_OBJS) $(LIB)
-	$(CC) $(LDSAN) -o $@ $^ $(LIBS)
+	$(CC) $(LDFLAGS) $(LDSAN) -o $@ $^ $(LIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(LIB) $(HLIB) | deps
 	@mkdir -p $(dir $@)
@@ -171,9 +198,11 @@ $(BUILD)/tests/tlbstorm: tests/tools/tlbstorm.c $(LIB) | deps
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB) $(LDSAN) $(LIBS)
 
 # checks of the source itself (tests/lint/test_*.sh): the layering of
-# agent/lib (scripts/check-layout.sh), each shown to fail on planted faults
-lint:
-	@fail=0; for t in tests/lint/test_*.sh; do $$t || fail=1; done; exit $$fail
+# agent/lib (scripts/check-layout.sh), the man pages and the bash completion
+# against the option tables, each shown to fail on planted faults
+lint: $(NODETUNE) $(MAN_PAGES) $(COMPLETION)
+	@fail=0; for t in tests/lint/test_*.sh; do \
+		BUILD=$(abspath $(BUILD)) NODETUNE=$(abspath $(NODETUNE)) $$t || fail=1; done; exit $$fail
 
 unit: $(UNIT_BINS) $(NODETUNE) $(HARNESS)
 	@tests/run-unit.sh $(UNIT_BINS)
@@ -266,6 +295,11 @@ MULTIARCH  := $(shell $(CC) -print-multiarch 2>/dev/null)
 SPANKDIR   ?= $(if $(and $(filter /usr,$(PREFIX)),$(MULTIARCH)),/usr/lib/$(MULTIARCH)/slurm-wlm,$(PREFIX)/lib/slurm)
 SYSCONFDIR ?= /etc
 DOCDIR     ?= $(PREFIX)/share/doc/nodetune
+MANDIR     ?= $(PREFIX)/share/man
+# bash-completion loads /usr/share/bash-completion/completions/NAME on
+# demand; for another PREFIX it reads $(PREFIX)/share/... only when that
+# is in XDG_DATA_DIRS
+COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
 
 $(BUILD)/nodetune.service: deploy/systemd/nodetune.service.in Makefile
 	@mkdir -p $(dir $@)
@@ -281,6 +315,11 @@ install: all $(BUILD)/nodetune.service
 	install -m 0644 policies/*.conf $(DESTDIR)$(PREFIX)/share/nodetune/policies/
 	install -D -m 0644 docs/policy-keys.md $(DESTDIR)$(DOCDIR)/policy-keys.md
 	install -D -m 0644 $(BUILD)/nodetune.service $(DESTDIR)$(UNITDIR)/nodetune.service
+	install -d -m 0755 $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
+	install -m 0644 $(filter %.1,$(MAN_PAGES)) $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 $(filter %.5,$(MAN_PAGES)) $(DESTDIR)$(MANDIR)/man5/
+	install -m 0644 $(filter %.8,$(MAN_PAGES)) $(DESTDIR)$(MANDIR)/man8/
+	install -D -m 0644 $(COMPLETION) $(DESTDIR)$(COMPLETIONDIR)/nodetune
 	$(if $(PLUGIN),install -D -m 0755 $(PLUGIN) $(DESTDIR)$(SPANKDIR)/nodetune_spank.so)
 	install -d -m 0755 $(DESTDIR)$(SYSCONFDIR)/nodetune
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/nodetune/policy.conf ]; then \
@@ -289,6 +328,24 @@ install: all $(BUILD)/nodetune.service
 		echo "install -m 0644 policies/gpu-train.conf $(DESTDIR)$(SYSCONFDIR)/nodetune/policy.conf"; \
 		install -m 0644 policies/gpu-train.conf $(DESTDIR)$(SYSCONFDIR)/nodetune/policy.conf; \
 	fi
+
+# ---- Debian packages -------------------------------------------------------
+# make deb: nodetune_VERSION_ARCH.deb and nodetune-slurm_VERSION_ARCH.deb
+# (debian/, debhelper) in $(BUILD)/deb.  dpkg-buildpackage writes its
+# results next to the source tree, so it runs in a copy of the tree in
+# $(BUILD)/deb/src (the checkout's parent is left alone); the .debs,
+# .buildinfo and .changes are moved up to $(BUILD)/deb.  Needs the pkg
+# group of install-deps.sh and the Build-Depends (the slurm group's
+# libslurm-dev among them).
+DEB_DIR := $(BUILD)/deb
+deb:
+	@$(INSTALL_DEPS) core slurm pkg
+	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/src/nodetune
+	tar -cf - --exclude=./$(BUILD) --exclude=./build --exclude=./.git . | tar -C $(DEB_DIR)/src/nodetune -xf -
+	cd $(DEB_DIR)/src/nodetune && dpkg-buildpackage -us -uc -b
+	mv $(DEB_DIR)/src/*.deb $(DEB_DIR)/src/*.buildinfo $(DEB_DIR)/src/*.changes $(DEB_DIR)/
+	rm -rf $(DEB_DIR)/src
+	@ls -l $(DEB_DIR)/*.deb
 
 clean:
 	rm -rf $(BUILD)

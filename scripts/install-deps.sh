@@ -52,6 +52,8 @@ daemon="prometheus"
 # etcdctl, to look at that cluster by hand
 fleet="etcd-server etcd-client"
 slurm="slurmctld slurmd slurm-client libslurm-dev munge"
+# mandoc: `mandoc -T lint` of man/*; the rest builds and checks the .debs
+pkg="mandoc debhelper devscripts dpkg-dev fakeroot lintian"
 
 [ $# -gt 0 ] || set -- core
 want=""
@@ -69,7 +71,8 @@ for group in "$@"; do
 	daemon)  want="$want $daemon" ;;
 	fleet)   want="$want $fleet" ;;
 	slurm)   want="$want $slurm" ;;
-	*) echo "install-deps.sh: unknown group '$group' (core, bench, torch, browser, fuzz, deploy, daemon, fleet, slurm)" >&2; exit 2 ;;
+	pkg)     want="$want $pkg" ;;
+	*) echo "install-deps.sh: unknown group '$group' (core, bench, torch, browser, fuzz, deploy, daemon, fleet, slurm, pkg)" >&2; exit 2 ;;
 	esac
 done
 

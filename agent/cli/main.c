@@ -59,6 +59,18 @@ static void usage(FILE *f)
 		   "input (nothing changed), 3 runtime failure (rolled back).\n");
 }
 
+/* --dump-options (hidden): every verb's options, as opts_dump writes
+ * them, after the global ones (verb "nodetune"); for the man page check
+ * and the bash completion, which are built from these tables. */
+static int dump_options(void)
+{
+	printf("nodetune\thelp\th\t-\nnodetune\tversion\t-\t-\nnodetune\tverbose\tv\t-\n");
+	for (size_t i = 0; i < N_VERBS; i++)
+		if (opts_dump(stdout, verbs[i].name, verbs[i].spec) < 0)
+			break;
+	return finish_stdout(0);
+}
+
 /* The options before the verb.  Returns the index of the verb in argv, or
  * -1 - the exit code to end with. */
 static int global_options(int argc, char **argv)
@@ -69,6 +81,8 @@ static int global_options(int argc, char **argv)
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			usage(stdout);
 			return -1 - finish_stdout(0);
+		} else if (!strcmp(argv[i], "--dump-options")) {
+			return -1 - dump_options();
 		} else if (!strcmp(argv[i], "--version")) {
 			printf("nodetune %s (hwloc %s, jansson %s, libnuma, libcgroup)\n", NODETUNE_VERSION,
 			       HWLOC_VERSION, JANSSON_VERSION);

@@ -593,3 +593,49 @@ int opts_parse(const char *name, const struct verb_spec *spec, int argc, char **
 		return r;
 	return -1;
 }
+
+/* ---- opts_dump --------------------------------------------------------- */
+
+/* The name of d's value in the dump: what completes it. */
+static const char *dump_arg(const struct opt_def *d)
+{
+	if (!d->takes_value)
+		return "-";
+	if (d->offset == AT(policy) || d->offset == AT(good) || d->offset == AT(bad))
+		return "POLICY";
+	if (d->offset == AT(sysroot) || d->offset == AT(state_dir) || d->offset == AT(textfile_dir))
+		return "DIR";
+	if (d->is_path)
+		return "FILE";
+	return d->parse == parse_string ? "VALUE" : "N";
+}
+
+static void dump_rows(FILE *f, const char *verb, int verb_len, const struct verb_spec *spec)
+{
+	for (const struct opt_row *r = spec->opts; r->id != OPT_END; r++) {
+		const struct opt_def *d = &defs[r->id];
+
+		fprintf(f, "%.*s\t%s\t%c\t%s\n", verb_len, verb, d->name, d->letter ? d->letter : '-', dump_arg(d));
+	}
+	fprintf(f, "%.*s\thelp\th\t-\n", verb_len, verb);
+}
+
+int opts_dump(FILE *f, const char *name, const struct verb_spec *spec)
+{
+	size_t n = strlen(name);
+
+	if (spec->command != VERB_SUB_VERB) {
+		dump_rows(f, name, (int)n, spec);
+	} else {
+		/* each usage line "nodetune NAME SUB ..." names a sub-verb */
+		for (const char *u = spec->usage; (u = strstr(u, "nodetune ")); u++) {
+			const char *sub = u + strlen("nodetune ");
+
+			if (strncmp(sub, name, n) || sub[n] != ' ' || !sub[n + 1] || sub[n + 1] == '[' ||
+			    sub[n + 1] == '-')
+				continue;
+			dump_rows(f, u + strlen("nodetune "), (int)(n + 1 + strcspn(sub + n + 1, " \n")), spec);
+		}
+	}
+	return ferror(f) ? -EIO : 0;
+}

@@ -14,6 +14,7 @@
 #define NODETUNE_CLI_OPTS_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "observe/sampler.h"   /* SAMPLER_MAX_PIDS */
 
@@ -106,5 +107,13 @@ struct verb_spec {
  * usage to stdout.  Returns -1 to go on, or the exit code to end with
  * (0 after --help, 2 after a usage error, which is said). */
 int opts_parse(const char *name, const struct verb_spec *spec, int argc, char **argv, struct opts *o);
+
+/* Write the options of verb (called name) to f for the tools built from
+ * these tables (the man page check, the bash completion): one line per
+ * option, "VERB<TAB>LONG<TAB>SHORT<TAB>ARG", SHORT "-" when none, ARG "-"
+ * for a flag, else POLICY, DIR, FILE, N (a number) or VALUE; --help last.
+ * A verb with sub-verbs (VERB_SUB_VERB) is written once per sub-verb its
+ * usage names, as "VERB SUB".  Returns 0, or -EIO when f failed. */
+int opts_dump(FILE *f, const char *name, const struct verb_spec *spec);
 
 #endif

@@ -27,6 +27,10 @@ check "install: ExecStart is the installed binary ($exec_bin), present in DESTDI
 check "install: no @PLACEHOLDER@ left in the unit" -- sh -c "! grep -q '@[A-Z]*@' '$UNIT'"
 check "install: /etc/nodetune/policy.conf is policies/gpu-train.conf, mode 0644" -- \
 	sh -c "cmp -s policies/gpu-train.conf '$POL' && [ \"\$(stat -c %a '$POL')\" = 644 ]"
+check "install: the man pages in PREFIX/share/man, the bash completion in PREFIX/share/bash-completion" -- sh -c \
+	"for p in man1/nodetune-harness.1 man5/nodetune.conf.5 man8/nodetune.8 man8/nodetune-fleet.8 man8/nodetune_spank.8; do
+		[ -f '$D/usr/local/share/man/'\$p ] || exit 1; done
+	 grep -q '^complete -F _nodetune nodetune' '$D/usr/local/share/bash-completion/completions/nodetune'"
 if [ "$(id -u)" -eq 0 ]; then
 	check "install as root: the policy is root-owned" -- [ "$(stat -c %U:%G "$POL")" = root:root ]
 fi
@@ -67,7 +71,9 @@ V=$T_TMP/verify/nodetune.service
 mkdir -p "$T_TMP/verify"
 sed "s|^ExecStart=$exec_bin|ExecStart=$D$exec_bin|" "$UNIT" >"$V"
 if command -v systemd-analyze >/dev/null; then
-	systemd-analyze verify "$V" >"$T_TMP/verify.out" 2>&1
+	# its Documentation=man:... pages are looked up with man(1): the ones
+	# make install put in the DESTDIR
+	MANPATH=$D/usr/local/share/man systemd-analyze verify "$V" >"$T_TMP/verify.out" 2>&1
 	rc=$?
 	if [ $rc -eq 0 ] && [ ! -s "$T_TMP/verify.out" ]; then
 		t_ok "systemd-analyze verify of the installed unit: exit 0, no output"
@@ -77,7 +83,7 @@ if command -v systemd-analyze >/dev/null; then
 	fi
 	# the check can fail: a unit with an unknown key and a bad value
 	sed 's/^Restart=on-failure$/&\nRestartt=always\nProtectSystem=bogus/' "$V" >"$T_TMP/verify/bad.service"
-	systemd-analyze verify "$T_TMP/verify/bad.service" >"$T_TMP/verify.bad" 2>&1
+	MANPATH=$D/usr/local/share/man systemd-analyze verify "$T_TMP/verify/bad.service" >"$T_TMP/verify.bad" 2>&1
 	check "verify reports a misspelt key and a bad value in a spoilt copy" -- sh -c \
 		"grep -q \"Unknown key 'Restartt'\" '$T_TMP/verify.bad' && grep -q 'bogus' '$T_TMP/verify.bad'"
 
