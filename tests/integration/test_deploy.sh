@@ -86,6 +86,13 @@ if command -v systemd-analyze >/dev/null; then
 	MANPATH=$D/usr/local/share/man systemd-analyze verify "$T_TMP/verify/bad.service" >"$T_TMP/verify.bad" 2>&1
 	check "verify reports a misspelt key and a bad value in a spoilt copy" -- sh -c \
 		"grep -q \"Unknown key 'Restartt'\" '$T_TMP/verify.bad' && grep -q 'bogus' '$T_TMP/verify.bad'"
+	# the drop-in the unit documents for fleet mode's etcd endpoints (its
+	# comment lines from "#   [Service]" on), as systemd merges it: valid
+	sed -n '/^#   \[Service\]$/,/^#   IPAddressAllow=/s/^#   //p' "$V" >"$T_TMP/verify/dropin"
+	cat "$V" "$T_TMP/verify/dropin" >"$T_TMP/verify/fleet.service"
+	systemd-analyze verify "$T_TMP/verify/fleet.service" >"$T_TMP/verify.fleet" 2>&1
+	check "the unit documents an IPAddressAllow= drop-in for etcd ($(tr '\n' ' ' <"$T_TMP/verify/dropin")), valid for verify" -- \
+		sh -c "grep -qx 'IPAddressAllow=[0-9. /]*' '$T_TMP/verify/dropin' && [ ! -s '$T_TMP/verify.fleet' ]"
 
 	# ---- systemd-analyze security ----------------------------------------
 	systemd-analyze security --offline=true --no-pager "$V" >"$T_TMP/security.out" 2>&1
@@ -193,7 +200,7 @@ else
 fi
 
 # ---- Kubernetes manifests: the fields that matter ----------------------------
-python3 - "$T_TMP/k8s.json" policies/gpu-train.conf >"$T_TMP/fields.out" 2>&1 <<'EOF'
+cat >"$T_TMP/fields.py" <<'EOF'
 import json, sys
 docs = json.load(open(sys.argv[1]))
 policy = open(sys.argv[2]).read()
@@ -204,7 +211,7 @@ def want(cond, what):
     if not cond:
         fails.append(what)
 
-want(sorted(by) == ["ConfigMap", "DaemonSet", "Namespace", "ServiceAccount"], "one Namespace, ServiceAccount, ConfigMap, DaemonSet")
+want(sorted(by) == ["ConfigMap", "DaemonSet", "Namespace", "NetworkPolicy", "ServiceAccount"], "one Namespace, ServiceAccount, ConfigMap, DaemonSet, NetworkPolicy")
 want(by["DaemonSet"]["apiVersion"] == "apps/v1", "DaemonSet is apps/v1")
 ns = by["Namespace"]["metadata"]["name"]
 want(all(d["metadata"].get("namespace") == ns for d in docs if d["kind"] != "Namespace"), "every object in namespace " + ns)
@@ -264,12 +271,37 @@ if pol_mount:
     want(arg("--policy") == "/etc/nodetune/policy.conf", "--policy /etc/nodetune/policy.conf")
     want((v.get("defaultMode", 0o644) & 0o022) == 0, "the policy file is not group/other-writable (the daemon refuses it)")
 want(cm["data"].get("policy.conf") == policy, "the ConfigMap's policy.conf equals policies/gpu-train.conf")
+# the NetworkPolicy: the daemon's pods, ingress from the monitoring
+# namespace to the metrics port only, no egress
+npo = by["NetworkPolicy"]["spec"]
+npsel = npo.get("podSelector", {}).get("matchLabels", {})
+want(npsel and all(tpl["metadata"]["labels"].get(k) == v for k, v in npsel.items()) and not npo["podSelector"].get("matchExpressions"), "the NetworkPolicy selects the daemon's pods")
+want(sorted(npo.get("policyTypes", [])) == ["Egress", "Ingress"], "the NetworkPolicy governs Ingress and Egress")
+ing = npo.get("ingress", [])
+want(len(ing) == 1, "one ingress rule")
+if ing:
+    want(ing[0].get("from") == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}], "ingress from the monitoring namespace only (no pod selector, no ipBlock)")
+    want([(p.get("protocol", "TCP"), p.get("port")) for p in ing[0].get("ports", [])] in ([("TCP", ports.get("metrics"))], [("TCP", "metrics")]), "ingress to the metrics port (TCP 9477) only")
+want(npo.get("egress", []) == [], "no egress allowed (the daemon calls nothing)")
 sys.exit(1 if fails else 0)
 EOF
-if [ $? -eq 0 ]; then
-	t_ok "k8s fields: $(grep -c '^ok' "$T_TMP/fields.out") checks (selector, probes, ports, hostPath mounts, policy ConfigMap)"
+if python3 "$T_TMP/fields.py" "$T_TMP/k8s.json" policies/gpu-train.conf >"$T_TMP/fields.out" 2>&1; then
+	t_ok "k8s fields: $(grep -c '^ok' "$T_TMP/fields.out") checks (selector, probes, ports, hostPath mounts, policy ConfigMap, NetworkPolicy)"
 else
 	t_not_ok "k8s fields:"; grep -v '^ok' "$T_TMP/fields.out" | sed 's/^/#   /'
 fi
+# the checks can fail: a NetworkPolicy that lets every namespace in, and one
+# that opens another port
+for spoil in 'ing[0]["from"][0]["namespaceSelector"] = {}' 'ing[0]["ports"].append({"port": 22})'; do
+	python3 -c '
+import json, sys
+docs = json.load(open(sys.argv[1]))
+ing = [d for d in docs if d["kind"] == "NetworkPolicy"][0]["spec"]["ingress"]
+exec(sys.argv[2])
+json.dump(docs, sys.stdout)' "$T_TMP/k8s.json" "$spoil" >"$T_TMP/spoilt.json"
+	python3 "$T_TMP/fields.py" "$T_TMP/spoilt.json" policies/gpu-train.conf >"$T_TMP/spoilt.out" 2>&1
+	check "the field checks refuse a NetworkPolicy spoilt by $spoil: $(grep '^FAIL' "$T_TMP/spoilt.out" | tr '\n' ' ')" -- \
+		sh -c "[ \$(grep -c '^FAIL' '$T_TMP/spoilt.out') -eq 1 ] && grep -q '^FAIL ingress' '$T_TMP/spoilt.out'"
+done
 
 t_done

@@ -146,6 +146,21 @@ check "run -n 2: exit is the worst rank status (7), ranks on their planned CPUs"
 	 grep -qx 'rank 1 $(jq -r '.ranks[1].cpus' "$T_TMP/live-plan.json")' '$OUT'"
 check "after run: host reverted, no journal, no cgroup" -- sh -c \
 	"[ \"\$(cat /sys/kernel/mm/transparent_hugepage/defrag)\" = '$thp0' ] && [ ! -e '$LST/journal' ] && [ ! -d /sys/fs/cgroup/cpuset/$CG ]"
+
+# a job cgroup that exists before apply is someone else's: apply refuses it
+# (exit 3, one line, the rest rolled back), and a revert never removes it
+if [ $cg_ok = 1 ]; then
+	cgdir=/sys/fs/cgroup/cpuset/$CG
+	[ -d /sys/fs/cgroup/cpuset ] || cgdir=/sys/fs/cgroup/$CG
+	mkdir "$cgdir" && t_defer "rmdir '$cgdir' 2>/dev/null"
+	expect_fail 3 "^nodetune: apply: cgroup $CG exists already and is not ours.*rolled back" \
+		"apply over an existing cgroup $CG: refused, rolled back" -- \
+		"$NODETUNE" apply --policy "$T_TMP/live.conf" --state-dir "$LST"
+	run "$NODETUNE" revert --state-dir "$LST"
+	check "revert after it: exit $RC, THP defrag as before, and $cgdir is still there" -- sh -c \
+		"[ $RC -eq 0 ] && [ \"\$(cat /sys/kernel/mm/transparent_hugepage/defrag)\" = '$thp0' ] && [ -d '$cgdir' ]"
+	rmdir "$cgdir"
+fi
 expect_fail 2 "no-such-command: command not found" "run of a command that does not exist changes nothing" -- \
 	"$NODETUNE" run -n 2 --policy "$T_TMP/live.conf" --state-dir "$LST" -- no-such-command
 expect_fail 2 "no local rank" "exec outside a launcher without --local-rank" -- \

@@ -357,8 +357,11 @@ static int apply_items(struct journal *j, const struct item *items, unsigned n_i
 	return r;
 }
 
-/* Journal and create pl's job cgroup, where one can be made (else a note
- * says why not).  0 or -errno with err. */
+/* Create pl's job cgroup, where one can be made (else a note says why
+ * not), and journal it once it is this run's: a group that exists already
+ * is someone else's and gets its own error (-EEXIST, never journalled, so
+ * never removed by a revert); one this run made but could not journal is
+ * removed at once.  0 or -errno with err. */
 static int apply_job_cgroup(const struct plan *pl, struct journal *j, const struct fsroot *root,
 			    struct apply_changes *rep, struct nt_err *err)
 {
@@ -374,9 +377,16 @@ static int apply_job_cgroup(const struct plan *pl, struct journal *j, const stru
 		report_note(rep, "job cgroup %s: not created, %s", pl->cgroup, why);
 		return 0;
 	}
+	r = job_cgroup_create(pl, rep, err);
+	if (r < 0)
+		return r;
 	r = journal_record(j, JE_CGROUP, pl->cgroup, NULL, NULL, err);
-	if (r == 0)
-		r = job_cgroup_create(pl, rep, err);
+	if (r < 0) {
+		struct nt_err e2 = { 0 };
+
+		if (jobcg_delete(pl->cgroup, &e2) < 0)
+			report_note(rep, "%s", e2.msg);
+	}
 	return r;
 }
 
@@ -439,7 +449,7 @@ int apply_plan(const struct plan *pl, const struct fsroot *root, const char *sta
 		r = apply_job_cgroup(pl, j, root, rep, err);
 	if (r == 0)
 		r = journal_commit(j, err);
-	if (r < 0 && r != -EEXIST)
+	if (r < 0)
 		apply_roll_back(j, root, rep);
 out:
 	journal_close(j);
@@ -535,7 +545,9 @@ static int entry_push(struct journal_state *st, enum journal_kind kind, const ch
 }
 
 /* The journal converge keeps while it works: the originals of every file pl
- * governs (kept from old, else read now), the job cgroup pl creates, then
+ * governs (kept from old, else read now), the job cgroup an earlier
+ * converge created (cgroup_entry; one made now is added by
+ * converge_cgroup, once made), then
  * old's entries pl no longer governs (restored at the end).  *ret_n_keep
  * counts the entries before those.  0, or -errno with err. */
 static int converge_state(const struct plan *pl, const struct item *items, unsigned n_items,
@@ -591,11 +603,11 @@ static int converge_drop_stale(const struct fsroot *root, struct journal_state *
 	return 0;
 }
 
-/* Write the values of items that differ (skipping what skip() says), then
- * create the job cgroup when it is missing.  0 or the first failure. */
-static int converge_write(const struct plan *pl, const struct item *items, unsigned n_items,
-			  const struct fsroot *root, bool cgroup, bool (*skip)(const char *path, void *arg),
-			  void *arg, struct apply_changes *rep, struct nt_err *err)
+/* Write the values of items that differ (skipping what skip() says).  0 or
+ * the first failure. */
+static int converge_write(const struct item *items, unsigned n_items, const struct fsroot *root,
+			  bool (*skip)(const char *path, void *arg), void *arg, struct apply_changes *rep,
+			  struct nt_err *err)
 {
 	char disp[512];
 	int r = 0;
@@ -613,8 +625,44 @@ static int converge_write(const struct plan *pl, const struct item *items, unsig
 		if (strcmp(now, want))
 			r = write_item(root, &items[i], now, want, rep, err);
 	}
-	if (r == 0 && cgroup && !jobcg_exists(pl->cgroup) && !(skip && skip("cgroup", arg)))
-		r = job_cgroup_create(pl, rep, err);
+	return r;
+}
+
+/* pl's job cgroup.  One the journal already names (an earlier converge
+ * made it) is made again when gone.  A missing one is created, and only
+ * then journalled: inserted into st at *n_keep (among the entries pl
+ * governs, *n_keep counting it) and the journal rewritten; one this run
+ * made but could not journal is removed at once.  A group that exists and
+ * no journal names is someone else's: -EEXIST, never journalled, so never
+ * removed.  0 or -errno with err. */
+static int converge_cgroup(const struct plan *pl, struct journal *j, struct journal_state *st,
+			   unsigned *n_keep, struct apply_changes *rep, struct nt_err *err)
+{
+	bool ours = entry_of(st, JE_CGROUP, pl->cgroup) != NULL;
+	struct journal_entry e;
+	int r;
+
+	if (jobcg_exists(pl->cgroup))
+		return ours ? 0 : err_set(err, -EEXIST, "cgroup %s exists already and is not ours; "
+					  "choose another [cgroup] name", pl->cgroup);
+	r = job_cgroup_create(pl, rep, err);
+	if (r < 0 || ours)
+		return r;
+	if (entry_push(st, JE_CGROUP, pl->cgroup, NULL, NULL) < 0)
+		r = err_set(err, -ENOMEM, "out of memory");
+	else {
+		e = st->entries[st->n - 1];
+		memmove(&st->entries[*n_keep + 1], &st->entries[*n_keep],
+			(st->n - 1 - *n_keep) * sizeof(st->entries[0]));
+		st->entries[(*n_keep)++] = e;
+		r = journal_rewrite(j, st, err);
+	}
+	if (r < 0) {
+		struct nt_err e2 = { 0 };
+
+		if (jobcg_delete(pl->cgroup, &e2) < 0)
+			report_note(rep, "%s", e2.msg);
+	}
 	return r;
 }
 
@@ -660,12 +708,15 @@ int apply_converge(const struct plan *pl, const struct fsroot *root, struct jour
 	cgroup = pl->cgroup[0] && fsroot_is_host(root) &&
 		 (jobcg_available(why, sizeof(why)) || entry_of(have_old ? &old : NULL, JE_CGROUP, pl->cgroup));
 	if (r == 0)
-		r = converge_state(pl, items, n_items, root, have_old ? &old : NULL, root_real, cgroup, &st,
-				   &n_keep, err);
+		r = converge_state(pl, items, n_items, root, have_old ? &old : NULL, root_real,
+				   cgroup && entry_of(have_old ? &old : NULL, JE_CGROUP, pl->cgroup), &st, &n_keep,
+				   err);
 	if (r == 0)
 		r = journal_rewrite(j, &st, err);    /* every original, before any write */
 	if (r == 0)
-		r = converge_write(pl, items, n_items, root, cgroup, skip, arg, rep, err);
+		r = converge_write(items, n_items, root, skip, arg, rep, err);
+	if (r == 0 && cgroup && !(skip && skip("cgroup", arg)))
+		r = converge_cgroup(pl, j, &st, &n_keep, rep, err);
 	if (r == 0 && n_keep < st.n)
 		r = converge_drop_stale(root, &st, n_keep, rep, err);
 	if (r == 0) {

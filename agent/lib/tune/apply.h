@@ -33,8 +33,9 @@ struct apply_changes {
 /* Apply pl under root with the journal in state_dir.  dry_run: fill the
  * report, touch nothing (no journal, no lock).  Returns 0; or -errno with
  * err set: -EBUSY (another nodetune holds the lock), -EEXIST (an earlier
- * apply is in effect), other values after a failure that was rolled back
- * (rep->rolled_back). */
+ * apply is in effect; or, rolled back, pl's job cgroup exists already: a
+ * group this run did not create is never journalled, so never removed),
+ * other values after a failure that was rolled back (rep->rolled_back). */
 int apply_plan(const struct plan *pl, const struct fsroot *root, const char *state_dir,
 	       bool dry_run, struct apply_changes *rep, struct nt_err *err);
 

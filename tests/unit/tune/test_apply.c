@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "tune/apply.h"
+#include "tune/jobcg.h"
 #include "tune/journal.h"
 #include "test_util.h"
 
@@ -598,6 +599,100 @@ static void test_converge_after_crash(void **state)
 	plan_free(pl);
 }
 
+/* ---- the job cgroup on the live host (root, a cpuset hierarchy) ----------- */
+
+/* A plan for this host whose only change is the job cgroup name; NULL (the
+ * test skipped) where the host cannot have one. */
+static struct plan *live_cgroup_plan(struct fx *fx, const char *name, struct fsroot **ret_host)
+{
+	char why[256], text[128];
+	struct nt_err err = { 0 };
+	struct policy *p;
+	struct topo *t;
+	struct plan *pl;
+
+	if (geteuid() != 0 || !jobcg_available(why, sizeof(why)) || access("/sys/fs/cgroup/cpuset", F_OK) < 0)
+		return NULL;
+	snprintf(text, sizeof(text), "[cgroup]\nname = %s\n", name);
+	test_write(fx->dir, "cg.conf", text);
+	snprintf(text, sizeof(text), "%s/cg.conf", fx->dir);
+	p = policy_load(text, 0, &err);
+	t = topo_load_host(NULL, &err);
+	*ret_host = fsroot_open("/");
+	if (!p || !t || !*ret_host)
+		fail_msg("%s", err.msg);
+	pl = plan_build(p, t, 1, *ret_host, &err);
+	if (!pl)
+		fail_msg("%s", err.msg);
+	assert_int_equal(pl->n_host + pl->n_irqs, 0);   /* nothing but the cgroup */
+	policy_free(p);
+	topo_free(t);
+	return pl;
+}
+
+/* A cgroup that existed before apply is someone else's: apply and converge
+ * refuse it (-EEXIST, rolled back, nothing journalled) and a revert leaves
+ * it; one this run created is journalled and removed by the revert. */
+static void test_cgroup_existing_never_removed(void **state)
+{
+	struct fx *fx = *state;
+	struct apply_changes rep = { 0 };
+	struct nt_err err = { 0 };
+	struct fsroot *host = NULL;
+	struct journal *j;
+	struct plan *pl;
+	char name[64];
+
+	snprintf(name, sizeof(name), "nodetune-unit-apply-%d", (int)getpid());
+	if (!(pl = live_cgroup_plan(fx, name, &host))) {
+		print_message("skip: job cgroups need root and a cpuset hierarchy\n");
+		skip();
+	}
+	if (jobcg_create(name, "0", "0", 0, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(apply_plan(pl, host, fx->state, false, &rep, &err), -EEXIST);
+	assert_non_null(strstr(err.msg, "exists already and is not ours"));
+	bool rolled_back = rep.rolled_back;
+
+	apply_changes_release(&rep);
+	assert_int_equal(apply_revert(fx->state, NULL, &rep, &err), 0);   /* no journal: nothing to do */
+	apply_changes_release(&rep);
+	assert_true(jobcg_exists(name));
+	assert_true(rolled_back);
+
+	j = journal_open(fx->state, &err);
+	assert_non_null(j);
+	assert_int_equal(apply_converge(pl, host, j, NULL, NULL, &rep, &err), -EEXIST);
+	apply_changes_release(&rep);
+	journal_close(j);
+	assert_int_equal(apply_revert(fx->state, NULL, &rep, &err), 0);
+	apply_changes_release(&rep);
+	assert_true(jobcg_exists(name));
+
+	/* gone before apply: this run's, journalled, removed by revert */
+	assert_int_equal(jobcg_delete(name, &err), 0);
+	assert_int_equal(apply_plan(pl, host, fx->state, false, &rep, &err), 0);
+	apply_changes_release(&rep);
+	assert_true(jobcg_exists(name));
+	assert_int_equal(apply_revert(fx->state, NULL, &rep, &err), 0);
+	apply_changes_release(&rep);
+	assert_false(jobcg_exists(name));
+
+	j = journal_open(fx->state, &err);
+	assert_non_null(j);
+	assert_int_equal(apply_converge(pl, host, j, NULL, NULL, &rep, &err), 0);
+	apply_changes_release(&rep);
+	assert_int_equal(apply_converge(pl, host, j, NULL, NULL, &rep, &err), 0);   /* its own: kept */
+	apply_changes_release(&rep);
+	journal_close(j);
+	assert_true(jobcg_exists(name));
+	assert_int_equal(apply_revert(fx->state, NULL, &rep, &err), 0);
+	apply_changes_release(&rep);
+	assert_false(jobcg_exists(name));
+	fsroot_free(host);
+	plan_free(pl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -612,6 +707,7 @@ int main(void)
 		cmocka_unit_test(test_converge_drift_and_revert),
 		cmocka_unit_test(test_converge_policy_change),
 		cmocka_unit_test(test_converge_after_crash),
+		cmocka_unit_test(test_cgroup_existing_never_removed),
 	};
 
 	return cmocka_run_group_tests_name("apply", tests, setup, teardown);
