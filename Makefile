@@ -21,7 +21,7 @@ SAN      ?=
 FUZZ_TIME       ?= 60
 FUZZ_SMOKE_TIME ?= 10
 
-PKGS      := hwloc jansson libcgroup libcurl libmd libmicrohttpd libsystemd numa
+PKGS      := hwloc jansson libcgroup libcurl libmd libmicrohttpd libsodium libsystemd numa
 # -D_GNU_SOURCE: openat/faccessat, vasprintf, getopt_long and sched_* come
 # from glibc's GNU set.  -Wformat=2 -Wshadow catch printf and scoping bugs
 # that -Wall -Wextra let through.

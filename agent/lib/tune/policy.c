@@ -39,17 +39,10 @@ static int file_err(struct nt_err *err, int code, const char *from, int from_lin
 	return err_set(err, code, "%s: %s", path, what);
 }
 
-/* The trust rule of a root process: owned by root, not writable by group
- * or others (bpftune's trusted_plugin_path). */
+/* The trust rule of a root process (userfile_check_root_owned). */
 static int check_trusted(const struct stat *st, char *why, size_t why_size)
 {
-	if (st->st_uid == 0 && !(st->st_mode & (S_IWGRP | S_IWOTH)))
-		return 0;
-	snprintf(why, why_size,
-		 "refusing a policy %s (uid %u, mode %04o): a root process only reads files owned by root and not writable by group or others",
-		 st->st_uid != 0 ? "not owned by root" : "writable by group or others",
-		 (unsigned)st->st_uid, (unsigned)(st->st_mode & 07777));
-	return -EPERM;
+	return userfile_check_root_owned(st, "a policy", why, why_size);
 }
 
 static int read_policy_file(const char *path, unsigned flags, const char *from,
