@@ -5,6 +5,7 @@
  * document's bytes NUL-terminated; a refusal is -EPERM with a reason in
  * range and a one-line message, or -ENOMEM.  Verification against an empty
  * keyring must never succeed. */
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
