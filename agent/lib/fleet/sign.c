@@ -115,7 +115,7 @@ static int write_key_file(const char *path, mode_t mode, const char *tag, const 
 		sodium_memzero(line, sizeof(line));
 		close(fd);
 		unlink(path);
-		return err_set(err, e == -ENOSPC ? e : -EIO, "%s: writing the key failed: %s", path, strerror(-e));
+		return err_set(err, -EIO, "%s: writing the key failed: %s", path, strerror(-e));
 	}
 	sodium_memzero(line, sizeof(line));
 	if (close(fd) < 0) {
