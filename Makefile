@@ -164,6 +164,11 @@ $(BUILD)/tests/wdiff: tests/tools/wdiff.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDSAN) -o $@ $< -lm
 
+# sign and verify time per fleet document (issue 24, "Measure")
+$(BUILD)/tests/signbench: tests/tools/signbench.c $(LIB) | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB) $(LDSAN) $(LIBS)
+
 # real remote TLB flushes on demand, made by the library's own probe
 # (tlb_probe_storm), for test_inject.sh
 $(BUILD)/tests/tlbstorm: tests/tools/tlbstorm.c $(LIB) | deps

@@ -14,7 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static int has_ctrl(const char *s)
 {
 	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 && *s != '\t')
+		if (((unsigned char)*s < 0x20 && *s != '\t') || *s == 0x7f)
 			return 1;
 	return 0;
 }

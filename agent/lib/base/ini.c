@@ -73,8 +73,9 @@ int ini_parse(const char *name, const char *buf, size_t len, ini_fn *fn, void *a
 		n = (size_t)(nl - p);
 		if (n > INI_MAX_LINE)
 			return err_set(err, -EINVAL, "%s:%d: line longer than %d bytes", name, line, INI_MAX_LINE);
+		/* a CR only ends a line (CRLF); within one it would rewrite what a terminal shows */
 		for (size_t i = 0; i < n; i++)
-			if ((unsigned char)p[i] < 0x20 && p[i] != '\t' && p[i] != '\r')
+			if (((unsigned char)p[i] < 0x20 && p[i] != '\t' && !(p[i] == '\r' && i == n - 1)) || p[i] == 0x7f)
 				return err_set(err, -EINVAL, "%s:%d: control character 0x%02x: not a text file",
 					       name, line, (unsigned char)p[i]);
 		memcpy(text, p, n);

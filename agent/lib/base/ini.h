@@ -3,8 +3,8 @@
  * ';' comments, blank lines; nothing else.  Policies have their own reader
  * (tune/policy.c), which knows the knob table.
  *
- * Refused, as "NAME:LINE: what": a NUL byte or a control character other
- * than tab and CR, a line longer than INI_MAX_LINE, a malformed section
+ * Refused, as "NAME:LINE: what": a NUL byte, DEL or a control character
+ * other than tab (and a CR that ends a line: CRLF is read as LF), a line longer than INI_MAX_LINE, a malformed section
  * header, a line that is neither, a key outside [A-Za-z0-9_.-].  A UTF-8
  * byte order mark at the start is skipped.  Messages quote at most 64
  * bytes of a line.

@@ -71,6 +71,8 @@ static void test_refusals(void **state)
 	expect_refusal(" = 1\n", 5, "f:1: malformed key");
 	expect_refusal("a = 1\nb = \x01\n", 12, "f:2: control character 0x01");
 	expect_refusal("a = 1\0\n", 7, "f:1: control character 0x00");
+	expect_refusal("a = 1\rb\r\n", 10, "f:1: control character 0x0d");  /* found by fuzz_gates */
+	expect_refusal("a = \x7f\n", 6, "f:1: control character 0x7f");
 	memset(big, 'x', sizeof(big));
 	expect_refusal(big, sizeof(big), "f:1: line longer than 4096 bytes");
 }
