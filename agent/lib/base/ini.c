@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-static char *trim(char *s)
+char *ini_trim(char *s)
 {
 	char *e;
 
@@ -30,16 +30,16 @@ static int one_line(const char *name, int line, char *s, char section[INI_MAX_LI
 {
 	char *eq, *close;
 
-	s = trim(s);
+	s = ini_trim(s);
 	if (!*s || *s == '#' || *s == ';')
 		return 0;
 	if (*s == '[') {
 		close = strchr(s, ']');
-		if (!close || trim(close + 1)[0])
+		if (!close || ini_trim(close + 1)[0])
 			return err_set(err, -EINVAL, "%s:%d: malformed section header '%.64s' (expected [name])",
 				       name, line, s);
 		*close = '\0';
-		s = trim(s + 1);
+		s = ini_trim(s + 1);
 		if (!name_chars(s))
 			return err_set(err, -EINVAL, "%s:%d: malformed section name '%.64s'", name, line, s);
 		memcpy(section, s, strlen(s) + 1);
@@ -50,9 +50,9 @@ static int one_line(const char *name, int line, char *s, char section[INI_MAX_LI
 		return err_set(err, -EINVAL, "%s:%d: expected 'key = value', '[section]' or a comment, got '%.64s'",
 			       name, line, s);
 	*eq = '\0';
-	if (!name_chars(trim(s)))
-		return err_set(err, -EINVAL, "%s:%d: malformed key '%.64s'", name, line, trim(s));
-	return fn(section, trim(s), trim(eq + 1), line, arg, err);
+	if (!name_chars(ini_trim(s)))
+		return err_set(err, -EINVAL, "%s:%d: malformed key '%.64s'", name, line, ini_trim(s));
+	return fn(section, ini_trim(s), ini_trim(eq + 1), line, arg, err);
 }
 
 int ini_parse(const char *name, const char *buf, size_t len, ini_fn *fn, void *arg, struct nt_err *err)

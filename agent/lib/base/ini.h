@@ -25,6 +25,11 @@
 typedef int ini_fn(const char *section, const char *key, const char *value, int line, void *arg,
 		   struct nt_err *err);
 
+/* Strip blanks (space, tab) from both ends of s and a CR from its end, in
+ * place.  Returns the first kept byte (within s).  Policies' reader uses it
+ * too. */
+char *ini_trim(char *s);
+
 /* Read buf[0..len) (untrusted; need not be NUL-terminated; not modified),
  * named name in messages.  Returns 0, -EINVAL (with err "name:line: what"),
  * or what fn returned. */

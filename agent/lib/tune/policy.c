@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/ini.h"
 #include "base/textbuf.h"
 #include "base/userfile.h"
 
@@ -66,18 +67,6 @@ struct entry {
 	int line;
 	char *value;
 };
-
-static char *trim(char *s)
-{
-	char *e;
-
-	while (*s == ' ' || *s == '\t')
-		s++;
-	e = s + strlen(s);
-	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
-		*--e = '\0';
-	return s;
-}
 
 static bool is_ident(const char *s, const char *extra)
 {
@@ -143,11 +132,11 @@ static int parse_section(const char *path, int line, char *s, char section[64], 
 	const char *hint;
 	size_t ns = 0;
 
-	if (!close || trim(close + 1)[0])
+	if (!close || ini_trim(close + 1)[0])
 		return err_set(err, -EINVAL, "%s:%d: malformed section header '%.64s' (expected [name])",
 			       path, line, s);
 	*close = '\0';
-	s = trim(s + 1);
+	s = ini_trim(s + 1);
 	if (knob_section_known(s)) {
 		snprintf(section, 64, "%s", s);
 		return 0;
@@ -171,8 +160,8 @@ static int parse_assignment(const char *path, int line, char *s, const char *sec
 		return err_set(err, -EINVAL, "%s:%d: expected 'key = value', '[section]' or a comment, got '%.64s'",
 			       path, line, s);
 	*eq = '\0';
-	key = trim(s);
-	val = trim(eq + 1);
+	key = ini_trim(s);
+	val = ini_trim(eq + 1);
 	if (!section[0])
 		return err_set(err, -EINVAL, "%s:%d: key '%.64s' before any [section]", path, line, key);
 	if (!is_ident(key, ".-"))
@@ -223,7 +212,7 @@ static int parse_lines(const char *path, char *buf, size_t len, struct entry **r
 		if (r < 0)
 			break;
 		*nl = '\0';
-		s = trim(p);
+		s = ini_trim(p);
 		if (!*s || *s == '#' || *s == ';')
 			continue;
 		if (*s == '[')
@@ -298,7 +287,7 @@ static int load_text(struct policy *p, const char *path, const char *real, char 
 		for (item = strtok_r(list, ",", &save); item && r == 0; item = strtok_r(NULL, ",", &save)) {
 			char incpath[PATH_MAX], dir[PATH_MAX];
 
-			item = trim(item);
+			item = ini_trim(item);
 			if (!*item)
 				continue;
 			snprintf(dir, sizeof(dir), "%s", path);
