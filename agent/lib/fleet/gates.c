@@ -16,6 +16,10 @@
 #include "base/ini.h"
 #include "base/parse.h"
 #include "base/userfile.h"
+#include "tune/policy.h"
+
+/* callers pass policy_trust_flags() */
+_Static_assert(GATES_TRUSTED_ONLY == POLICY_TRUSTED_ONLY, "one trust flag");
 
 /* ---- names ------------------------------------------------------------------- */
 

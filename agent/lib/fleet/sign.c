@@ -23,6 +23,10 @@
 #include "base/base64.h"
 #include "base/userfile.h"
 #include "fleet/fleet.h"
+#include "tune/policy.h"
+
+/* callers pass policy_trust_flags() */
+_Static_assert(SIGN_TRUSTED_ONLY == POLICY_TRUSTED_ONLY, "one trust flag");
 
 #define PUB_TAG "nodetune-ed25519-pub "
 #define SECRET_TAG "nodetune-ed25519-secret "
