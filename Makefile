@@ -23,7 +23,7 @@ SAN      ?=
 FUZZ_TIME       ?= 60
 FUZZ_SMOKE_TIME ?= 10
 
-PKGS      := hwloc jansson libcgroup libcurl libmd libmicrohttpd libsystemd numa
+PKGS      := hwloc jansson libcgroup libcurl libmd libmicrohttpd libsodium libsystemd numa
 # -D_GNU_SOURCE: openat/faccessat, vasprintf, getopt_long and sched_* come
 # from glibc's GNU set.  -Wformat=2 -Wshadow catch printf and scoping bugs
 # that -Wall -Wextra let through.
@@ -190,6 +190,11 @@ $(BUILD)/tests/%: tests/unit/%.c $(LIB) $(HLIB) | deps
 $(BUILD)/tests/wdiff: tests/tools/wdiff.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDSAN) -o $@ $< -lm
+
+# sign and verify time per fleet document (issue 24, "Measure")
+$(BUILD)/tests/signbench: tests/tools/signbench.c $(LIB) | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB) $(LDSAN) $(LIBS)
 
 # real remote TLB flushes on demand, made by the library's own probe
 # (tlb_probe_storm), for test_inject.sh

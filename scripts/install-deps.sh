@@ -37,6 +37,7 @@ core="build-essential pkg-config
       libmicrohttpd-dev
       libcurl4-openssl-dev
       libsystemd-dev libmd-dev
+      libsodium-dev
       python3"
 bench="python3-torch python3-numpy"
 browser="chromium"

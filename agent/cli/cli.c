@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "tune/launch.h"
+#include "tune/limits.h"
 #include "base/log.h"
 
 int finish_stdout(int rc)
@@ -102,6 +103,25 @@ out_err:
 	log_msg(LOG_ERR, "%s", err.msg);
 	ctx_release(x);
 	return exit_code_for(err.code);
+}
+
+int cli_check_limits(const struct ctx *x, const struct opts *o)
+{
+	struct nt_err err = { 0 };
+	struct limits *l = limits_load(o->limits, policy_trust_flags(), &err);
+	int r;
+
+	if (!l) {
+		log_msg(LOG_ERR, "%s", err.msg);
+		return exit_code_for(err.code);
+	}
+	r = limits_check(l, x->policy, x->topo, &err);
+	limits_free(l);
+	if (r < 0) {
+		log_msg(LOG_ERR, "%s", err.msg);
+		return exit_code_for(r);
+	}
+	return 0;
 }
 
 int cli_check_arm(const struct ab_arm *arm)

@@ -66,7 +66,15 @@ void cli_ab_config(const struct opts *o, struct ab_config *cfg);
  * job's; nowhere (a rollback after a failed write). */
 enum say { SAY_STDOUT, SAY_STDERR, SAY_NOTHING };
 
-/* Apply the host part of x->plan (cmd_apply.c; shared by apply and run).
+/* Check x->policy against the site limits: --limits FILE, else
+ * LIMITS_DEFAULT_PATH when it exists (tune/limits.h), trust-checked as
+ * root (policy_trust_flags).  0, or an exit code (said): 2 for a policy
+ * beyond them (the key and the limit named) or a bad limits file, 3 out
+ * of memory. */
+int cli_check_limits(const struct ctx *x, const struct opts *o);
+
+/* Apply the host part of x->plan (cmd_apply.c; shared by apply and run),
+ * after cli_check_limits.
  * Every change is logged (stderr); say is where the rest goes.  0, or an
  * exit code (said). */
 int cli_apply(const struct ctx *x, const struct opts *o, enum say say);
@@ -97,6 +105,7 @@ VERB(fleet_resume);
 VERB(fleet_abort);
 VERB(fleet_status);
 VERB(fleet_hosts);
+VERB(fleet_keygen);
 VERB(slurm);
 #undef VERB
 

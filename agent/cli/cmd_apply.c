@@ -9,6 +9,7 @@
 #include "tune/apply.h"
 #include "cli.h"
 #include "tune/journal.h"
+#include "tune/limits.h"
 #include "base/log.h"
 
 static const struct opt_row apply_opts[] = {
@@ -20,19 +21,23 @@ static const struct opt_row apply_opts[] = {
 	{ OPT_STATE_DIR, OPT_OPTIONAL },
 	{ OPT_DRY_RUN, OPT_OPTIONAL },
 	{ OPT_JSON, OPT_OPTIONAL },
+	{ OPT_LIMITS, OPT_OPTIONAL },
 	OPT_TABLE_END,
 };
 
 const struct verb_spec apply_spec = {
 	apply_opts, VERB_NO_COMMAND,
 	"nodetune apply --policy FILE [--topology FILE.xml] [--sysroot DIR] [--state-dir DIR]\n"
-	"                      [--dry-run] [--json]",
+	"                      [--dry-run] [--json] [--limits FILE]",
 	"apply a policy's host settings, all or nothing, journaled",
 	"Write the policy's host settings (sysfs/procfs knobs, device IRQ affinities)\n"
 	"and create its job cgroup.  Only values that differ are written; each original\n"
 	"is journaled and fsync'd to --state-dir (default /run/nodetune) first; each\n"
 	"write is read back.  On any failure everything is restored (exit 3).  Undo\n"
-	"with `nodetune revert`, also after a crash.  --dry-run shows the changes.",
+	"with `nodetune revert`, also after a crash.  --dry-run shows the changes.\n"
+	"A policy beyond the site limits (--limits FILE, default " LIMITS_DEFAULT_PATH "\n"
+	"when it exists; as root, a file owned by root and not writable by others) is\n"
+	"refused, naming the key and the limit (exit 2).",
 };
 
 static const struct opt_row revert_opts[] = {
@@ -104,8 +109,11 @@ int cli_apply(const struct ctx *x, const struct opts *o, enum say say)
 {
 	struct apply_changes rep = { 0 };
 	struct nt_err err = { 0 };
-	int r = apply_plan(x->plan, x->root, o->state_dir, o->dry_run, &rep, &err);
+	int r = cli_check_limits(x, o);
 
+	if (r)
+		return r;
+	r = apply_plan(x->plan, x->root, o->state_dir, o->dry_run, &rep, &err);
 	if (r < 0) {
 		bool rolled_back = rep.rolled_back;   /* release clears it */
 

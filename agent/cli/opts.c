@@ -368,6 +368,8 @@ static const struct opt_def defs[OPT__COUNT] = {
 	[OPT_METRIC_KIND] = STRING("metric-kind", metric_kind), .check = check_metric },
 	[OPT_SKIP_STEPS] = NUMBER("skip-steps", skip_steps, parse_uint, 0, 1000000, NULL) },
 	[OPT_GATE_ALLOW_INCONCLUSIVE] = FLAG("gate-allow-inconclusive", gate_allow_inconclusive), .check = check_gate },
+	[OPT_LIMITS] = PATH("limits", limits) },
+	[OPT_OUT] = PATH("out", out), .required = "--out DIR is required" },
 };
 
 /* getopt_long's value for option id: its letter, else past any char. */

@@ -32,6 +32,8 @@ enum opt_id {
 	OPT_ENDPOINTS, OPT_NAME, OPT_WAVES, OPT_GATE_CMD, OPT_GATE_BUDGET, OPT_WAVE_TIMEOUT, OPT_SHADOW,
 	OPT_GATE_ALLOW_INCONCLUSIVE,  /* fleet rollout's */
 	OPT_METRIC, OPT_METRIC_KIND, OPT_SKIP_STEPS,   /* ab's figure */
+	OPT_LIMITS,                   /* apply's and run's site limits */
+	OPT_OUT,                      /* fleet keygen's directory */
 	OPT__COUNT,
 	OPT_END = -1,                 /* ends a verb's table */
 };
@@ -59,6 +61,7 @@ struct opts {
 	const char *fleet, *host, *endpoints, *name, *waves, *gate_cmd;
 	double gate_budget, wave_timeout;
 	const char *metric, *metric_kind;
+	const char *limits, *out;
 	unsigned skip_steps;
 	bool json, dry_run, markdown, quiet, no_metrics, revert_on_exit, shadow, gate_allow_inconclusive;
 	bool given[OPT__COUNT];

@@ -48,6 +48,30 @@ if [ "$(id -u)" -eq 0 ]; then
 	expect_fail 2 "open.conf: refusing a policy writable by group or others" "root refuses a world-writable policy" -- \
 		"$NODETUNE" apply --policy "$T_TMP/open.conf" --topology $HGX --sysroot "$T" --state-dir "$ST"
 fi
+# ---- site limits (issue 24 item 5): refused before anything changes ------
+printf '[main]\ninclude = %s\n[cgroup]\ncpu_weight = 5000\n' "$(pwd)/$GT" >"$T_TMP/heavy.conf"
+printf '# site\n[cgroup]\ncpu_weight = 2000\n[hugetlb]\nshare = 25%%\n' >"$T_TMP/limits.conf"
+expect_fail 2 "heavy.conf:4: \[cgroup\] cpu_weight = 5000 is above the site limit 2000 \(.*limits.conf:3\)$" \
+	"apply of a policy beyond --limits names the key and the limit" -- \
+	"$NODETUNE" apply --policy "$T_TMP/heavy.conf" --limits "$T_TMP/limits.conf" --topology $HGX --sysroot "$T" --state-dir "$ST"
+expect_fail 2 "heavy.conf:4: \[cgroup\] cpu_weight = 5000 is above the site limit 2000" "--dry-run is refused the same" -- \
+	"$NODETUNE" apply --dry-run --policy "$T_TMP/heavy.conf" --limits "$T_TMP/limits.conf" --topology $HGX --sysroot "$T" --state-dir "$ST"
+printf '[hugetlb]\npages_1g = 300\n' >"$T_TMP/huge.conf"
+expect_fail 2 "huge.conf:2: \[hugetlb\] pages reserve 307200 MiB on NUMA node 0, above the site limit share = 25% of its 1031018 MiB" \
+	"hugetlb pages beyond the share of a node's memory" -- \
+	"$NODETUNE" apply --policy "$T_TMP/huge.conf" --limits "$T_TMP/limits.conf" --topology $HGX --sysroot "$T" --state-dir "$ST"
+expect_fail 2 "heavy.conf:4: \[cgroup\] cpu_weight = 5000 is above the site limit 2000" "run is refused before it starts anything" -- \
+	"$NODETUNE" run -n 1 --policy "$T_TMP/heavy.conf" --limits "$T_TMP/limits.conf" --state-dir "$ST" -- true
+printf '[cgroup]\ncpu_weight = lots\n' >"$T_TMP/badlimits.conf"
+expect_fail 2 "badlimits.conf:2: \[cgroup\] cpu_weight 'lots': expected a whole number from 1 to 10000" "a bad limits file" -- \
+	"$NODETUNE" apply --policy $GT --limits "$T_TMP/badlimits.conf" --topology $HGX --sysroot "$T" --state-dir "$ST"
+run "$NODETUNE" apply --dry-run --policy $GT --limits "$T_TMP/limits.conf" --topology $HGX --sysroot "$T" --state-dir "$ST"
+check "a policy within the limits goes on (dry run, exit 0)" -- [ "$RC" -eq 0 ]
+if [ "$(id -u)" -eq 0 ]; then
+	chmod 666 "$T_TMP/limits.conf"
+	expect_fail 2 "limits.conf: refusing site limits writable by group or others" "root refuses world-writable limits" -- \
+		"$NODETUNE" apply --dry-run --policy $GT --limits "$T_TMP/limits.conf" --topology $HGX --sysroot "$T" --state-dir "$ST"
+fi
 check "none of those changed the tree or left a journal" -- sh -c "[ '$h0' = '$(tree_hash "$T")' ] && [ ! -e '$ST/journal' ]"
 
 # ---- apply, verify, revert on a copied tree ----------------------------

@@ -85,3 +85,14 @@ out_close:
 	close(fd);
 	return e;
 }
+
+int userfile_check_root_owned(const struct stat *st, const char *kind, char *why, size_t why_size)
+{
+	if (st->st_uid == 0 && !(st->st_mode & (S_IWGRP | S_IWOTH)))
+		return 0;
+	snprintf(why, why_size,
+		 "refusing %s %s (uid %u, mode %04o): a root process only reads files owned by root and not writable by group or others",
+		 kind, st->st_uid != 0 ? "not owned by root" : "writable by group or others",
+		 (unsigned)st->st_uid, (unsigned)(st->st_mode & 07777));
+	return -EPERM;
+}

@@ -19,4 +19,11 @@ int userfile_read(const char *path, size_t max, const char *kind,
 		  int (*check)(const struct stat *st, char *why, size_t why_size),
 		  char **ret_buf, size_t *ret_len, char *why, size_t why_size);
 
+/* The trust rule of a root process (bpftune's trusted_plugin_path): st is
+ * owned by root and not writable by group or others.  Returns 0, or -EPERM
+ * with why: "refusing KIND not owned by root (uid U, mode M): ..." (kind
+ * is "a policy", "a signing key", ...).  Policies, site limits, gates and
+ * the fleet's trusted keys (files and their directories) all use it. */
+int userfile_check_root_owned(const struct stat *st, const char *kind, char *why, size_t why_size);
+
 #endif

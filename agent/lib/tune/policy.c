@@ -1,8 +1,9 @@
 /* policy.c — see policy.h.
  *
  * Divisions: reading one file safely; the line parser; includes and the
- * chain of files (cycles); cross-key rules; accessors.  A file and a buffer
- * go through the same parser (load_text); only files may include.
+ * chain of files (cycles); cross-key rules; flattening (a policy as one
+ * self-contained text); accessors.  A file and a buffer go through the same
+ * parser (load_text); only files may include.
  */
 #include "tune/policy.h"
 
@@ -11,12 +12,15 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/ini.h"
+#include "base/textbuf.h"
 #include "base/userfile.h"
 
 /* The files being read, outermost first, to detect include cycles. */
@@ -39,17 +43,10 @@ static int file_err(struct nt_err *err, int code, const char *from, int from_lin
 	return err_set(err, code, "%s: %s", path, what);
 }
 
-/* The trust rule of a root process: owned by root, not writable by group
- * or others (bpftune's trusted_plugin_path). */
+/* The trust rule of a root process (userfile_check_root_owned). */
 static int check_trusted(const struct stat *st, char *why, size_t why_size)
 {
-	if (st->st_uid == 0 && !(st->st_mode & (S_IWGRP | S_IWOTH)))
-		return 0;
-	snprintf(why, why_size,
-		 "refusing a policy %s (uid %u, mode %04o): a root process only reads files owned by root and not writable by group or others",
-		 st->st_uid != 0 ? "not owned by root" : "writable by group or others",
-		 (unsigned)st->st_uid, (unsigned)(st->st_mode & 07777));
-	return -EPERM;
+	return userfile_check_root_owned(st, "a policy", why, why_size);
 }
 
 static int read_policy_file(const char *path, unsigned flags, const char *from,
@@ -70,18 +67,6 @@ struct entry {
 	int line;
 	char *value;
 };
-
-static char *trim(char *s)
-{
-	char *e;
-
-	while (*s == ' ' || *s == '\t')
-		s++;
-	e = s + strlen(s);
-	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
-		*--e = '\0';
-	return s;
-}
 
 static bool is_ident(const char *s, const char *extra)
 {
@@ -147,11 +132,11 @@ static int parse_section(const char *path, int line, char *s, char section[64], 
 	const char *hint;
 	size_t ns = 0;
 
-	if (!close || trim(close + 1)[0])
+	if (!close || ini_trim(close + 1)[0])
 		return err_set(err, -EINVAL, "%s:%d: malformed section header '%.64s' (expected [name])",
 			       path, line, s);
 	*close = '\0';
-	s = trim(s + 1);
+	s = ini_trim(s + 1);
 	if (knob_section_known(s)) {
 		snprintf(section, 64, "%s", s);
 		return 0;
@@ -175,8 +160,8 @@ static int parse_assignment(const char *path, int line, char *s, const char *sec
 		return err_set(err, -EINVAL, "%s:%d: expected 'key = value', '[section]' or a comment, got '%.64s'",
 			       path, line, s);
 	*eq = '\0';
-	key = trim(s);
-	val = trim(eq + 1);
+	key = ini_trim(s);
+	val = ini_trim(eq + 1);
 	if (!section[0])
 		return err_set(err, -EINVAL, "%s:%d: key '%.64s' before any [section]", path, line, key);
 	if (!is_ident(key, ".-"))
@@ -227,7 +212,7 @@ static int parse_lines(const char *path, char *buf, size_t len, struct entry **r
 		if (r < 0)
 			break;
 		*nl = '\0';
-		s = trim(p);
+		s = ini_trim(p);
 		if (!*s || *s == '#' || *s == ';')
 			continue;
 		if (*s == '[')
@@ -302,7 +287,7 @@ static int load_text(struct policy *p, const char *path, const char *real, char 
 		for (item = strtok_r(list, ",", &save); item && r == 0; item = strtok_r(NULL, ",", &save)) {
 			char incpath[PATH_MAX], dir[PATH_MAX];
 
-			item = trim(item);
+			item = ini_trim(item);
 			if (!*item)
 				continue;
 			snprintf(dir, sizeof(dir), "%s", path);
@@ -437,6 +422,119 @@ struct policy *policy_parse_buffer(const char *buf, size_t len, const char *name
 	}
 	free(text);
 	return p;
+}
+
+/* ---- flattening -------------------------------------------------------- */
+
+/* Append one printf-formatted piece to *f; on failure set f->failed. */
+struct flat {
+	char *buf;
+	size_t len, cap;
+	bool failed;
+};
+
+__attribute__((format(printf, 2, 3)))
+static void flat_add(struct flat *f, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = f->failed ? -1 : vsnprintf(f->buf + f->len, f->cap - f->len, fmt, ap);
+	va_end(ap);
+	if (n >= 0 && (size_t)n >= f->cap - f->len) {
+		size_t ncap = f->cap * 2 + (size_t)n + 1;
+		char *tmp = realloc(f->buf, ncap);
+
+		if (!tmp) {
+			f->failed = true;
+			return;
+		}
+		f->buf = tmp;
+		f->cap = ncap;
+		va_start(ap, fmt);
+		n = vsnprintf(f->buf + f->len, f->cap - f->len, fmt, ap);
+		va_end(ap);
+	}
+	if (n < 0)
+		f->failed = true;
+	else
+		f->len += (size_t)n;
+}
+
+/* "# from FILE:LINE", FILE made one line. */
+static void flat_origin(struct flat *f, const struct policy_value *v)
+{
+	char *shown = strdup(v->file);
+
+	if (!shown) {
+		f->failed = true;
+		return;
+	}
+	flat_add(f, "# from %.1024s:%d\n", text_unctrl(shown), v->line);
+	free(shown);
+}
+
+static char *to_text(const struct policy *p, const char *header, size_t *ret_len)
+{
+	struct flat f = { .buf = malloc(4096), .cap = 4096 };
+	const char *section = "";
+
+	if (!f.buf)
+		return NULL;
+	f.buf[0] = '\0';
+	if (header)
+		flat_add(&f, "%s", header);
+	for (unsigned k = 0; k < knob_count; k++) {
+		const struct policy_value *v = &p->v[k];
+
+		if (!v->value || k == KNOB_MAIN_INCLUDE)
+			continue;
+		if (strcmp(section, knob_table[k].section)) {
+			section = knob_table[k].section;
+			flat_add(&f, "%s[%s]\n", f.len ? "\n" : "", section);
+		}
+		flat_origin(&f, v);
+		/* "key=value" fits wherever the file's line did */
+		if (strlen(knob_table[k].key) + strlen(v->value) + 3 <= POLICY_MAX_LINE)
+			flat_add(&f, "%s = %s\n", knob_table[k].key, v->value);
+		else
+			flat_add(&f, "%s=%s\n", knob_table[k].key, v->value);
+	}
+	if (f.failed) {
+		free(f.buf);
+		return NULL;
+	}
+	if (ret_len)
+		*ret_len = f.len;
+	return f.buf;
+}
+
+char *policy_to_text(const struct policy *p, size_t *ret_len)
+{
+	return to_text(p, NULL, ret_len);
+}
+
+int policy_flatten(const char *path, unsigned flags, char **ret_text, size_t *ret_len, struct nt_err *err)
+{
+	struct policy *p = policy_load(path, flags, err);
+	char *header, *text;
+	size_t len = 0;
+
+	if (!p)
+		return err->code;
+	if (asprintf(&header, "# %.1024s flattened: its includes resolved, one value per key\n", p->path) < 0) {
+		policy_free(p);
+		return err_set(err, -ENOMEM, "out of memory");
+	}
+	text = to_text(p, text_unctrl(header), &len);
+	free(header);
+	policy_free(p);
+	if (!text)
+		return err_set(err, -ENOMEM, "out of memory");
+	*ret_text = text;
+	*ret_len = len;
+	return 0;
 }
 
 void policy_free(struct policy *p)

@@ -14,6 +14,7 @@
 #define NODETUNE_POLICY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "machine/knob.h"
 #include "base/log.h"
@@ -55,6 +56,23 @@ struct policy *policy_load(const char *path, unsigned flags, struct nt_err *err)
  * Returns the policy, or NULL with err->code -EINVAL (bad content), -EFBIG
  * (len > POLICY_MAX_SIZE) or -ENOMEM. */
 struct policy *policy_parse_buffer(const char *buf, size_t len, const char *name, struct nt_err *err);
+
+/* The policy p as one self-contained policy text: every key the chain of
+ * files set, with its value, under its [section], in knob-table order, each
+ * after a comment "# from FILE:LINE" (control characters in FILE shown as
+ * '?'), and no include= line.  policy_parse_buffer of the text gives the
+ * same value for every key as p.  Returns the text (malloc'd,
+ * NUL-terminated; its length in *ret_len when ret_len is not NULL), or NULL
+ * (out of memory). */
+char *policy_to_text(const struct policy *p, size_t *ret_len);
+
+/* Flatten a policy file with its includes (item 7 of issue 24: what a
+ * controller stores, signs and hosts validate as a buffer):
+ * policy_load(path, flags) then policy_to_text, with a header comment
+ * naming path.  Returns 0 with *ret_text (malloc'd) and *ret_len, or what
+ * policy_load fails with (err as there; -ENOMEM); outputs untouched on
+ * error. */
+int policy_flatten(const char *path, unsigned flags, char **ret_text, size_t *ret_len, struct nt_err *err);
 
 /* Free; NULL is a no-op. */
 void policy_free(struct policy *p);

@@ -301,6 +301,91 @@ static void test_trust_flags(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* The content of path (malloc'd) and its length. */
+static char *read_all(const char *path, size_t *ret_len)
+{
+	char *buf = calloc(1, 65536);
+	FILE *f = fopen(path, "r");
+
+	assert_non_null(buf);
+	assert_non_null(f);
+	*ret_len = fread(buf, 1, 65535, f);
+	fclose(f);
+	return buf;
+}
+
+/* Every key of a and b has the same value. */
+static void assert_same_values(const struct policy *a, const struct policy *b)
+{
+	for (unsigned k = 0; k < KNOB_COUNT; k++) {
+		const char *va = policy_value(a, (enum knob_id)k), *vb = policy_value(b, (enum knob_id)k);
+
+		if (k == KNOB_MAIN_INCLUDE)
+			continue;
+		if ((va == NULL) != (vb == NULL) || (va && strcmp(va, vb)))
+			fail_msg("[%s] %s: '%s' vs '%s'", knob_table[k].section, knob_table[k].key, va ? va : "(unset)",
+				 vb ? vb : "(unset)");
+	}
+}
+
+/* Item 7 of issue 24: a derived policy, flattened, parses as a buffer to
+ * the same values as the file with its includes, and the message about a
+ * buffer cannot come out of that path. */
+static void test_flatten(void **state)
+{
+	char top[256], *text = NULL, *raw = NULL, long_line[POLICY_MAX_LINE + 16];
+	struct nt_err err = { 0 };
+	struct policy *file, *flat;
+	size_t len = 0, raw_len = 0;
+
+	(void)state;
+	put("fl-base.conf", "[main]\nsummary = base\n[thp]\nenabled = never\n[sysctl]\nvm.swappiness = 10\n"
+			    "[sched]\npolicy = fifo\npriority = 5\n");
+	put("fl-mid.conf", "[main]\ninclude = fl-base.conf\n[sysctl]\nvm.swappiness = 20\nvm.max_map_count = 262144\n");
+	snprintf(top, sizeof(top), "%s", put("fl-top.conf", "[main]\ninclude = fl-mid.conf\nsummary = derived\n"
+							      "[affinity]\nmode = gpu-local\n"));
+	file = policy_load(top, 0, &err);
+	if (!file)
+		fail_msg("%s", err.msg);
+	assert_int_equal(policy_flatten(top, 0, &text, &len, &err), 0);
+	assert_int_equal(strlen(text), len);
+	assert_null(strstr(text, "\ninclude"));
+	assert_non_null(strstr(text, "fl-mid.conf:4\nvm.swappiness = 20\n"));
+	flat = policy_parse_buffer(text, len, "flat", &err);
+	if (!flat)
+		fail_msg("%s\n%s", err.msg, text);
+	assert_same_values(file, flat);
+	assert_string_equal(policy_get(flat, "sysctl", "vm.swappiness"), "20");
+	assert_string_equal(policy_get(flat, "main", "summary"), "derived");
+	policy_free(flat);
+	policy_free(file);
+	free(text);
+	/* the raw file as a buffer is what used to reach a user */
+	raw = read_all(top, &raw_len);
+	assert_null(policy_parse_buffer(raw, raw_len, "raw", &err));
+	assert_non_null(strstr(err.msg, "buffer"));
+	free(raw);
+	/* a flatten error is the file's, never the buffer's */
+	put("fl-bad.conf", "[main]\ninclude = fl-missing.conf\n");
+	snprintf(top, sizeof(top), "%s/fl-bad.conf", dir);
+	assert_int_equal(policy_flatten(top, 0, &text, &len, &err), -ENOENT);
+	assert_non_null(strstr(err.msg, "fl-bad.conf:2: include"));
+	assert_null(strstr(err.msg, "buffer"));
+	/* a longest line and a file name with a newline stay one line each */
+	memset(long_line, 'x', sizeof(long_line));
+	memcpy(long_line, "[main]\nsummary=", 15);
+	long_line[7 + POLICY_MAX_LINE] = '\0';
+	put("fl-new\nline.conf", long_line);
+	snprintf(top, sizeof(top), "%s/fl-new\nline.conf", dir);
+	assert_int_equal(policy_flatten(top, 0, &text, &len, &err), 0);
+	flat = policy_parse_buffer(text, len, "flat", &err);
+	if (!flat)
+		fail_msg("%s", err.msg);
+	assert_int_equal(strlen(policy_get(flat, "main", "summary")), POLICY_MAX_LINE - 8);
+	policy_free(flat);
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -316,6 +401,7 @@ int main(void)
 		cmocka_unit_test(test_file_errors),
 		cmocka_unit_test(test_trusted_only),
 		cmocka_unit_test(test_trust_flags),
+		cmocka_unit_test(test_flatten),
 	};
 
 	return cmocka_run_group_tests_name("policy", tests, setup, teardown);

@@ -1,0 +1,378 @@
+/* test_sign.c — signed fleet documents: key pairs, the canonical bytes,
+ * the envelope, each refusal by its reason, and key rotation (two trusted
+ * keys; a removed key no longer verifies). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <jansson.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/base64.h"
+#include "fleet/sign.h"
+#include "test_util.h"
+
+#define SHA "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define DOC "{\"rollout\":\"r1\",\"mode\":\"apply\",\"policy\":\"p\",\"sha256\":\"" SHA "\"}"
+
+static char dir[64], keys[128], trusted[128];
+
+static int setup(void **state)
+{
+	(void)state;
+	if (!test_tmpdir(dir, sizeof(dir)))
+		return -1;
+	snprintf(keys, sizeof(keys), "%s/keys", dir);        /* secret and public: the controller's */
+	snprintf(trusted, sizeof(trusted), "%s/trusted", dir); /* public only: a host's fleet-keys.d */
+	return mkdir(keys, 0700) || mkdir(trusted, 0755) ? -1 : 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	test_rmrf(dir);
+	return 0;
+}
+
+/* Make key pair name in keys/, load its secret into *k, and trust it
+ * (copy its .pub into trusted/). */
+static void make_key(const char *name, struct sign_key *k, bool trust)
+{
+	struct nt_err err = { 0 };
+	char path[256], id[SIGN_ID_LEN + 1], cmd[600];
+
+	if (sign_keygen(keys, name, id, &err) < 0)
+		fail_msg("keygen: %s", err.msg);
+	snprintf(path, sizeof(path), "%s/%s.key", keys, name);
+	if (sign_key_load(path, 0, k, &err) < 0)
+		fail_msg("load: %s", err.msg);
+	assert_string_equal(k->id, id);
+	if (trust) {
+		snprintf(cmd, sizeof(cmd), "cp %s/%s.pub %s/", keys, name, trusted);
+		assert_int_equal(system(cmd), 0);
+	}
+}
+
+static struct sign_header header(enum sign_kind kind, const char *host, uint64_t seq)
+{
+	struct sign_header h = { .kind = kind, .seq = seq };
+
+	snprintf(h.host, sizeof(h.host), "%s", host);
+	snprintf(h.rollout, sizeof(h.rollout), "r1");
+	snprintf(h.policy_sha256, sizeof(h.policy_sha256), SHA);
+	return h;
+}
+
+static char *make_env(const struct sign_key *k, enum sign_kind kind, const char *host, uint64_t seq)
+{
+	struct sign_header h = header(kind, host, seq);
+	struct nt_err err = { 0 };
+	char *env = NULL;
+
+	if (sign_envelope_make(k, &h, DOC, strlen(DOC), &env, &err) < 0)
+		fail_msg("sign: %s", err.msg);
+	return env;
+}
+
+static struct sign_keyring *ring(void)
+{
+	struct nt_err err = { 0 };
+	struct sign_keyring *kr = sign_keyring_load(trusted, 0, &err);
+
+	if (!kr)
+		fail_msg("keyring: %s", err.msg);
+	return kr;
+}
+
+/* Verifying env as host h1's desired (last seq last) is refused for why. */
+static void expect_refused(const struct sign_keyring *kr, const char *env, enum sign_kind kind, uint64_t last,
+			   enum sign_reject why)
+{
+	struct sign_expect want = { .kind = kind, .host = "h1", .last_seq = last };
+	struct sign_envelope e = { 0 };
+	enum sign_reject got = SIGN_REJ__COUNT;
+	struct nt_err err = { 0 };
+	int r = sign_verify(kr, env, strlen(env), &want, &e, &got, &err);
+
+	if (r != -EPERM || got != why)
+		fail_msg("expected refusal %s, got rc %d reason %d '%s'", sign_reject_names[why], r, (int)got, err.msg);
+	assert_int_equal(err.code, -EPERM);
+	assert_non_null(strstr(err.msg, sign_reject_names[why]));
+	assert_null(e.doc);
+}
+
+static void expect_verified(const struct sign_keyring *kr, const char *env, enum sign_kind kind, uint64_t last)
+{
+	struct sign_expect want = { .kind = kind, .host = "h1", .last_seq = last };
+	struct sign_envelope e = { 0 };
+	enum sign_reject got = SIGN_REJ__COUNT;
+	struct nt_err err = { 0 };
+
+	if (sign_verify(kr, env, strlen(env), &want, &e, &got, &err) < 0)
+		fail_msg("refused: %s", err.msg);
+	assert_int_equal(e.doc_len, strlen(DOC));
+	assert_memory_equal(e.doc, DOC, strlen(DOC));
+	assert_string_equal(e.h.rollout, "r1");
+	sign_envelope_release(&e);
+}
+
+static void test_names(void **state)
+{
+	(void)state;
+	for (unsigned i = 0; i < SIGN_REJ__COUNT; i++) {
+		assert_non_null(sign_reject_names[i]);
+		for (unsigned j = 0; j < i; j++)
+			assert_string_not_equal(sign_reject_names[i], sign_reject_names[j]);
+	}
+	assert_true(sign_key_name_valid("ctl-2026_a"));
+	assert_false(sign_key_name_valid(""));
+	assert_false(sign_key_name_valid("Ctl"));
+	assert_false(sign_key_name_valid("../x"));
+	assert_false(sign_key_name_valid("a.b"));
+}
+
+/* The canonical bytes are exactly the documented form. */
+static void test_canonical(void **state)
+{
+	struct sign_header h = header(SIGN_KIND_SHADOW, "h1", 7);
+	static const char want[] = "nodetune-signed-v1\nkind shadow\nhost h1\nrollout r1\nseq 7\npolicy-sha256 " SHA
+				   "\nlength 3\n\na\nb";
+	char *c = NULL;
+	size_t n = 0;
+
+	(void)state;
+	assert_int_equal(sign_canonical(&h, "a\nb", 3, &c, &n), 0);
+	assert_int_equal(n, sizeof(want) - 1);
+	assert_memory_equal(c, want, n);
+	free(c);
+	h.host[0] = '*';
+	h.host[1] = '\0';
+	assert_int_equal(sign_canonical(&h, "x", 1, &c, &n), -EINVAL);  /* "*" is for policies only */
+	h = header(SIGN_KIND_DESIRED, "h 1", 1);
+	assert_int_equal(sign_canonical(&h, "x", 1, &c, &n), -EINVAL);
+	h = header(SIGN_KIND_DESIRED, "h1", 1);
+	h.policy_sha256[0] = 'A';
+	assert_int_equal(sign_canonical(&h, "x", 1, &c, &n), -EINVAL);
+}
+
+static void test_keygen_files(void **state)
+{
+	struct nt_err err = { 0 };
+	struct sign_key k;
+	struct stat st;
+	char path[256];
+
+	(void)state;
+	make_key("gen", &k, false);
+	snprintf(path, sizeof(path), "%s/gen.key", keys);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	snprintf(path, sizeof(path), "%s/gen.pub", keys);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0644);
+	/* never over an existing pair */
+	assert_int_equal(sign_keygen(keys, "gen", NULL, &err), -EEXIST);
+	assert_int_equal(sign_keygen(keys, "Bad/Name", NULL, &err), -EINVAL);
+	/* a secret key readable by others is refused */
+	snprintf(path, sizeof(path), "%s/gen.key", keys);
+	chmod(path, 0640);
+	assert_int_equal(sign_key_load(path, 0, &k, &err), -EPERM);
+	assert_non_null(strstr(err.msg, "readable or writable by group or others"));
+	chmod(path, 0600);
+	/* a public key is not a secret key */
+	snprintf(path, sizeof(path), "%s/gen.pub", keys);
+	chmod(path, 0600);
+	assert_int_equal(sign_key_load(path, 0, &k, &err), -EINVAL);
+	sign_key_wipe(&k);
+}
+
+static void test_sign_and_verify(void **state)
+{
+	struct sign_key k;
+	struct sign_keyring *kr;
+	char *env;
+
+	(void)state;
+	make_key("ctl", &k, true);
+	kr = ring();
+	assert_int_equal(sign_keyring_count(kr), 1);
+	assert_true(sign_keyring_has(kr, k.id));
+	env = make_env(&k, SIGN_KIND_DESIRED, "h1", 5);
+	expect_verified(kr, env, SIGN_KIND_DESIRED, 0);
+	expect_verified(kr, env, SIGN_KIND_DESIRED, 5);  /* the same document read again */
+	free(env);
+	/* a policy document for any host */
+	env = make_env(&k, SIGN_KIND_POLICY, "*", 0);
+	expect_verified(kr, env, SIGN_KIND_POLICY, 0);
+	free(env);
+	sign_keyring_free(kr);
+	sign_key_wipe(&k);
+}
+
+/* Replace member name of the envelope env with the JSON value val. */
+static char *with_member(const char *env, const char *name, json_t *val)
+{
+	json_t *o = json_loads(env, 0, NULL);
+	char *s;
+
+	assert_non_null(o);
+	if (val)
+		json_object_set_new(o, name, val);
+	else
+		json_object_del(o, name);
+	s = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	return s;
+}
+
+static void test_refusals(void **state)
+{
+	struct sign_key k, stranger;
+	struct sign_keyring *kr;
+	char *env, *bad, *doc64;
+
+	(void)state;
+	make_key("ctl2", &k, true);
+	make_key("stranger", &stranger, false);
+	kr = ring();
+
+	/* unsigned: a bare desired document, as anyone with etcd write could put */
+	expect_refused(kr, DOC, SIGN_KIND_DESIRED, 0, SIGN_REJ_UNSIGNED);
+	/* malformed */
+	expect_refused(kr, "not json", SIGN_KIND_DESIRED, 0, SIGN_REJ_MALFORMED);
+	expect_refused(kr, "[1]", SIGN_KIND_DESIRED, 0, SIGN_REJ_MALFORMED);
+	env = make_env(&k, SIGN_KIND_DESIRED, "h1", 5);
+	bad = with_member(env, "nodetune_signed", json_integer(2));
+	expect_refused(kr, bad, SIGN_KIND_DESIRED, 0, SIGN_REJ_MALFORMED);
+	free(bad);
+	bad = with_member(env, "sig", json_string("AAAA"));
+	expect_refused(kr, bad, SIGN_KIND_DESIRED, 0, SIGN_REJ_MALFORMED);
+	free(bad);
+	bad = with_member(env, "extra", json_true());
+	expect_refused(kr, bad, SIGN_KIND_DESIRED, 0, SIGN_REJ_MALFORMED);
+	free(bad);
+	bad = with_member(env, "seq", json_integer(-1));
+	expect_refused(kr, bad, SIGN_KIND_DESIRED, 0, SIGN_REJ_MALFORMED);
+	free(bad);
+
+	/* bad signature: the document changed after signing (a gate command
+	 * slipped in), or the header (another seq) */
+	doc64 = base64_encode_alloc("{\"mode\":\"gate\"}", 15);
+	bad = with_member(env, "doc", json_string(doc64));
+	expect_refused(kr, bad, SIGN_KIND_DESIRED, 0, SIGN_REJ_BAD_SIGNATURE);
+	free(bad);
+	free(doc64);
+	bad = with_member(env, "seq", json_integer(6));
+	expect_refused(kr, bad, SIGN_KIND_DESIRED, 0, SIGN_REJ_BAD_SIGNATURE);
+	free(bad);
+	/* re-addressed to h2 by a store writer: the signature breaks first */
+	bad = with_member(env, "host", json_string("h2"));
+	expect_refused(kr, bad, SIGN_KIND_DESIRED, 0, SIGN_REJ_BAD_SIGNATURE);
+	free(bad);
+	/* claiming a trusted key's id does not help the stranger */
+	free(env);
+	env = make_env(&stranger, SIGN_KIND_DESIRED, "h1", 5);
+	expect_refused(kr, env, SIGN_KIND_DESIRED, 0, SIGN_REJ_UNKNOWN_KEY);
+	bad = with_member(env, "key_id", json_string(k.id));
+	expect_refused(kr, bad, SIGN_KIND_DESIRED, 0, SIGN_REJ_BAD_SIGNATURE);
+	free(bad);
+	free(env);
+
+	/* authentic, but for another host, of another kind, or older */
+	env = make_env(&k, SIGN_KIND_DESIRED, "h2", 5);
+	expect_refused(kr, env, SIGN_KIND_DESIRED, 0, SIGN_REJ_OTHER_HOST);
+	free(env);
+	env = make_env(&k, SIGN_KIND_SHADOW, "h1", 5);
+	expect_refused(kr, env, SIGN_KIND_DESIRED, 0, SIGN_REJ_WRONG_KIND);
+	free(env);
+	env = make_env(&k, SIGN_KIND_DESIRED, "h1", 4);
+	expect_refused(kr, env, SIGN_KIND_DESIRED, 5, SIGN_REJ_REPLAY);
+	free(env);
+	sign_keyring_free(kr);
+	sign_key_wipe(&k);
+	sign_key_wipe(&stranger);
+}
+
+/* Two trusted keys (rotation): both verify; once the old one's .pub is
+ * removed, its documents are unknown. */
+static void test_rotation(void **state)
+{
+	struct sign_key old, new;
+	struct sign_keyring *kr;
+	char *env_old, *env_new, path[256];
+
+	(void)state;
+	make_key("old", &old, true);
+	make_key("new", &new, true);
+	env_old = make_env(&old, SIGN_KIND_DESIRED, "h1", 1);
+	env_new = make_env(&new, SIGN_KIND_DESIRED, "h1", 2);
+	kr = ring();
+	expect_verified(kr, env_old, SIGN_KIND_DESIRED, 0);
+	expect_verified(kr, env_new, SIGN_KIND_DESIRED, 0);
+	sign_keyring_free(kr);
+	snprintf(path, sizeof(path), "%s/old.pub", trusted);
+	assert_int_equal(unlink(path), 0);
+	kr = ring();
+	expect_refused(kr, env_old, SIGN_KIND_DESIRED, 0, SIGN_REJ_UNKNOWN_KEY);
+	expect_verified(kr, env_new, SIGN_KIND_DESIRED, 0);
+	sign_keyring_free(kr);
+	free(env_old);
+	free(env_new);
+	sign_key_wipe(&old);
+	sign_key_wipe(&new);
+}
+
+static void test_keyring_errors(void **state)
+{
+	struct nt_err err = { 0 };
+	char path[256];
+
+	(void)state;
+	assert_null(sign_keyring_load("/nonexistent-nodetune", 0, &err));
+	assert_int_equal(err.code, -ENOENT);
+	/* a .pub that is not a key fails the whole directory */
+	assert_int_equal(test_write(trusted, "junk.pub", "ssh-ed25519 AAAA\n"), 0);
+	assert_null(sign_keyring_load(trusted, 0, &err));
+	assert_int_equal(err.code, -EINVAL);
+	assert_non_null(strstr(err.msg, "junk.pub"));
+	snprintf(path, sizeof(path), "%s/junk.pub", trusted);
+	unlink(path);
+	/* other names are not keys */
+	assert_int_equal(test_write(trusted, "README", "not a key"), 0);
+	/* the trust rule: a group-writable directory or key file */
+	chmod(trusted, 0775);
+	assert_null(sign_keyring_load(trusted, SIGN_TRUSTED_ONLY, &err));
+	assert_int_equal(err.code, -EPERM);
+	assert_non_null(strstr(err.msg, "writable by group or others"));
+	chmod(trusted, 0755);
+	if (geteuid() != 0) {
+		print_message("skip: chown to another owner needs root\n");
+		skip();
+	}
+	assert_int_equal(test_write(trusted, "x.pub", "nodetune-ed25519-pub AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"),
+			 0);
+	snprintf(path, sizeof(path), "%s/x.pub", trusted);
+	assert_int_equal(chown(path, 65534, 65534), 0);
+	assert_null(sign_keyring_load(trusted, SIGN_TRUSTED_ONLY, &err));
+	assert_int_equal(err.code, -EPERM);
+	assert_non_null(strstr(err.msg, "not owned by root (uid 65534"));
+	unlink(path);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_canonical),
+		cmocka_unit_test_setup_teardown(test_keygen_files, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sign_and_verify, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rotation, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_keyring_errors, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,188 @@
+/* test_limits.c — the site limits: the file's syntax, the trust rule, and
+ * a policy checked against them (each knob, and the hugetlb share of each
+ * NUMA node's memory), the violation naming key and limit. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <unistd.h>
+
+#include "tune/limits.h"
+#include "test_util.h"
+
+#define GIB (1024ull * 1024 * 1024)
+
+static char dir[64];
+
+static int setup(void **state)
+{
+	(void)state;
+	return test_tmpdir(dir, sizeof(dir)) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	test_rmrf(dir);
+	return 0;
+}
+
+static struct limits *parse(const char *text)
+{
+	struct nt_err err = { 0 };
+	struct limits *l = limits_parse_buffer(text, strlen(text), "limits.conf", &err);
+
+	if (!l)
+		fail_msg("%s", err.msg);
+	return l;
+}
+
+static struct policy *pol(const char *text)
+{
+	struct nt_err err = { 0 };
+	struct policy *p = policy_parse_buffer(text, strlen(text), "p.conf", &err);
+
+	if (!p)
+		fail_msg("%s", err.msg);
+	return p;
+}
+
+static void expect_bad(const char *text, const char *want)
+{
+	struct nt_err err = { 0 };
+
+	assert_null(limits_parse_buffer(text, strlen(text), "limits.conf", &err));
+	assert_int_equal(err.code, -EINVAL);
+	if (!strstr(err.msg, want))
+		fail_msg("got '%s', expected '%s'", err.msg, want);
+}
+
+static void test_syntax(void **state)
+{
+	struct limits *l;
+
+	(void)state;
+	l = parse("# site\n[sysctl]\nvm.min_free_kbytes = 1048576\n[hugetlb]\nshare = 25%\npages_1g = 64\n"
+		  "[sched]\nnice = -5\n");
+	assert_true(l->knob[KNOB_SYSCTL_VM_MIN_FREE_KBYTES].set);
+	assert_int_equal(l->knob[KNOB_SYSCTL_VM_MIN_FREE_KBYTES].max, 1048576);
+	assert_int_equal(l->knob[KNOB_SYSCTL_VM_MIN_FREE_KBYTES].line, 3);
+	assert_int_equal(l->hugetlb_share.max, 25);
+	assert_int_equal(l->knob[KNOB_HUGETLB_PAGES_1G].max, 64);
+	assert_int_equal(l->knob[KNOB_SCHED_NICE].max, -5);
+	assert_false(l->knob[KNOB_HUGETLB_PAGES_2M].set);
+	limits_free(l);
+	expect_bad("vm.min_free_kbytes = 1\n", "limits.conf:1: key 'vm.min_free_kbytes' before any [section]");
+	expect_bad("[sysctl]\nvm.nope = 1\n", "limits.conf:2: [sysctl] vm.nope: not a policy key");
+	expect_bad("[thp]\nenabled = never\n", "limits.conf:2: [thp] enabled: not a numeric key");
+	expect_bad("[sysctl]\nvm.swappiness = 500\n", "expected a whole number from 0 to 200");
+	expect_bad("[sysctl]\nvm.swappiness = 1x\n", "limits.conf:2: [sysctl] vm.swappiness '1x'");
+	expect_bad("[hugetlb]\nshare = 101%\n", "limits.conf:2: [hugetlb] share '101%'");
+	expect_bad("[hugetlb]\nshare = %\n", "[hugetlb] share '%'");
+	expect_bad("[sysctl]\nvm.swappiness = 10\nvm.swappiness = 20\n",
+		   "limits.conf:3: duplicate limit [sysctl] vm.swappiness (first set at line 2)");
+}
+
+static void test_check_knobs(void **state)
+{
+	struct limits *l = parse("[sysctl]\nvm.min_free_kbytes = 1048576\n[sched]\nnice = 0\n");
+	struct nt_err err = { 0 };
+	struct policy *p;
+
+	(void)state;
+	p = pol("[sysctl]\nvm.min_free_kbytes = 1048576\n[sched]\nnice = -5\n");
+	assert_int_equal(limits_check(l, p, NULL, &err), 0);   /* at the limit is within it */
+	policy_free(p);
+	p = pol("[main]\nsummary = x\n[sysctl]\nvm.min_free_kbytes = 2097152\n");
+	assert_int_equal(limits_check(l, p, NULL, &err), -EPERM);
+	assert_string_equal(err.msg,
+			    "p.conf:4: [sysctl] vm.min_free_kbytes = 2097152 is above the site limit 1048576 (limits.conf:2)");
+	policy_free(p);
+	p = pol("[sched]\nnice = 5\n");
+	assert_int_equal(limits_check(l, p, NULL, &err), -EPERM);
+	assert_non_null(strstr(err.msg, "[sched] nice = 5 is above the site limit 0 (limits.conf:4)"));
+	policy_free(p);
+	/* a key the policy leaves unset is never a violation */
+	p = pol("[thp]\nenabled = never\n");
+	assert_int_equal(limits_check(l, p, NULL, &err), 0);
+	policy_free(p);
+	limits_free(l);
+}
+
+static void test_check_share(void **state)
+{
+	struct topo_numa nodes[2] = { { .os_index = 0, .memory_bytes = 64 * GIB },
+				      { .os_index = 1, .memory_bytes = 32 * GIB } };
+	struct topo t = { .numa = nodes, .n_numa = 2 };
+	struct topo unknown = { .numa = NULL, .n_numa = 0 };
+	struct limits *l = parse("[hugetlb]\nshare = 25%\n");
+	struct nt_err err = { 0 };
+	struct policy *p;
+
+	(void)state;
+	/* 8 GiB per node: 25% of 32 GiB exactly */
+	p = pol("[hugetlb]\npages_1g = 4\npages_2m = 2048\n");
+	assert_int_equal(limits_check(l, p, &t, &err), 0);
+	policy_free(p);
+	/* 9 GiB: within node 0's 16, above node 1's 8 */
+	p = pol("[hugetlb]\npages_1g = 9\n");
+	assert_int_equal(limits_check(l, p, &t, &err), -EPERM);
+	assert_string_equal(err.msg,
+			    "p.conf:2: [hugetlb] pages reserve 9216 MiB on NUMA node 1, above the site limit share = 25% of its 32768 MiB (limits.conf:2)");
+	/* a machine whose node memory is unknown cannot meet a share limit */
+	assert_int_equal(limits_check(l, p, &unknown, &err), -EPERM);
+	assert_non_null(strstr(err.msg, "cannot be checked"));
+	assert_int_equal(limits_check(l, p, NULL, &err), -EPERM);
+	policy_free(p);
+	/* no hugetlb pages asked: nothing to check */
+	p = pol("[thp]\nenabled = never\n");
+	assert_int_equal(limits_check(l, p, NULL, &err), 0);
+	policy_free(p);
+	limits_free(l);
+}
+
+static void test_load(void **state)
+{
+	struct nt_err err = { 0 };
+	struct limits *l;
+	char path[256];
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/limits.conf", dir);
+	/* a named file must exist */
+	assert_null(limits_load(path, 0, &err));
+	assert_int_equal(err.code, -ENOENT);
+	assert_int_equal(test_write(dir, "limits.conf", "[sysctl]\nvm.swappiness = 10\n"), 0);
+	chmod(path, 0664);
+	assert_null(limits_load(path, POLICY_TRUSTED_ONLY, &err));
+	assert_int_equal(err.code, -EPERM);
+	assert_non_null(strstr(err.msg, "refusing site limits writable by group or others"));
+	l = limits_load(path, 0, &err);
+	assert_non_null(l);
+	assert_string_equal(l->path, path);
+	assert_int_equal(l->knob[KNOB_SYSCTL_VM_SWAPPINESS].max, 10);
+	limits_free(l);
+	/* the default path: absent is no limits (on a host that has one, it loads) */
+	if (access(LIMITS_DEFAULT_PATH, F_OK) == 0)
+		skip();
+	l = limits_load(NULL, POLICY_TRUSTED_ONLY, &err);
+	assert_non_null(l);
+	assert_string_equal(l->path, "");
+	for (unsigned k = 0; k < KNOB_COUNT; k++)
+		assert_false(l->knob[k].set);
+	limits_free(l);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_syntax),
+		cmocka_unit_test(test_check_knobs),
+		cmocka_unit_test(test_check_share),
+		cmocka_unit_test_setup_teardown(test_load, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
