@@ -106,6 +106,10 @@ char *metrics_format_value(double value, char *buf, size_t size)
 		snprintf(buf, size, "%s", value > 0 ? "+Inf" : "-Inf");
 		return buf;
 	}
+	if (value == trunc(value) && fabs(value) < 9007199254740992.0) {    /* an integer below 2^53: 40, not 4e+01 */
+		snprintf(buf, size, "%.0f", value);
+		return buf;
+	}
 	for (int prec = 1; prec <= 17; prec++) {
 		snprintf(buf, size, "%.*g", prec, value);
 		if (strtod(buf, NULL) == value)

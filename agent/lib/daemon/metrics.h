@@ -56,7 +56,8 @@ bool metrics_name_valid(const char *name);
 bool metrics_label_valid(const char *name);
 
 /* Write value as the exposition format spells it into buf ("+Inf", "-Inf",
- * "NaN", else the shortest %.Ng that strtod reads back to value exactly).
+ * "NaN", an integer below 2^53 in full ("40", not "4e+01"), else the
+ * shortest %.Ng that strtod reads back to value exactly).
  * size must be at least 32.  Returns buf. */
 char *metrics_format_value(double value, char *buf, size_t size);
 
