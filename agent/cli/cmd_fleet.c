@@ -3,12 +3,17 @@
  * takes the options, prints the timeline as it happens and the result as
  * a table or JSON, and maps the end state to an exit code). */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/random.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "cli.h"
+#include "fleet/fleet_creds.h"
 #include "fleet/fleet_ctl.h"
 #include "base/log.h"
 #include "base/userfile.h"
@@ -16,7 +21,9 @@
 #define DEFAULT_WAVES "1/class,1%,10%,50%,100%"
 #define DEFAULT_WAVE_TIMEOUT_S 600.0
 
-#define FLEET_OPTS_COMMON { OPT_ENDPOINTS, OPT_REQUIRED }
+#define FLEET_OPTS_COMMON { OPT_ENDPOINTS, OPT_REQUIRED }, FLEET_OPTS_CREDS
+#define FLEET_OPTS_CREDS { OPT_CACERT, OPT_OPTIONAL }, { OPT_CERT, OPT_OPTIONAL }, { OPT_KEY, OPT_OPTIONAL }, \
+	{ OPT_USER, OPT_OPTIONAL }, { OPT_PASSWORD_FILE, OPT_OPTIONAL }, { OPT_FLEET_CONF, OPT_OPTIONAL }
 
 static const struct opt_row rollout_opts[] = {
 	FLEET_OPTS_COMMON,
@@ -215,13 +222,50 @@ static int exit_for_state(const struct fleet_rollout *r)
 
 /* ---- the verbs --------------------------------------------------------- */
 
-static struct fleet_ctl *ctl_open(struct opts *o)
+/* The etcd credentials: /etc/nodetune/fleet.conf (or --fleet-conf FILE,
+ * which must exist) with the options over it.  0 or an exit code (said). */
+int cli_fleet_creds(const struct opts *o, struct fleet_creds *ret)
+{
+	struct fleet_creds cl = { 0 };
+	struct nt_err err = { 0 };
+	const struct { char *field; size_t size; const char *v; } set[] = {
+		{ cl.cacert, sizeof(cl.cacert), o->cacert }, { cl.cert, sizeof(cl.cert), o->cert },
+		{ cl.key, sizeof(cl.key), o->key }, { cl.user, sizeof(cl.user), o->user },
+		{ cl.password_file, sizeof(cl.password_file), o->password_file },
+	};
+
+	if (fleet_creds_load(o->fleet_conf ? o->fleet_conf : FLEET_CONF, o->fleet_conf != NULL, ret, &err) < 0) {
+		log_msg(LOG_ERR, "%s", err.msg);
+		return EXIT_USAGE;
+	}
+	for (size_t i = 0; i < sizeof(set) / sizeof(set[0]); i++) {
+		if (set[i].v && strlen(set[i].v) >= set[i].size) {
+			log_msg(LOG_ERR, "%s: too long", set[i].v);
+			return EXIT_USAGE;
+		}
+		if (set[i].v)
+			snprintf(set[i].field, set[i].size, "%s", set[i].v);
+	}
+	fleet_creds_merge(ret, &cl);
+	return 0;
+}
+
+/* A controller over --endpoints with the credentials; NULL with
+ * *ret_exit: 3 when the store refused us (TLS, login), else 2. */
+static struct fleet_ctl *ctl_open(struct opts *o, int *ret_exit)
 {
 	struct nt_err err = { 0 };
-	struct fleet_ctl *c = fleet_ctl_open(o->endpoints, fleet_note, o, &err);
+	struct fleet_creds creds;
+	struct fleet_ctl *c;
 
-	if (!c)
-		log_msg(LOG_ERR, "--endpoints: %s", err.msg);
+	if ((*ret_exit = cli_fleet_creds(o, &creds)))
+		return NULL;
+	c = fleet_ctl_open(o->endpoints, &creds, fleet_note, o, &err);
+	explicit_bzero(&creds, sizeof(creds));
+	if (!c) {
+		log_msg(LOG_ERR, "%s", err.msg);
+		*ret_exit = err.code == -EACCES ? EXIT_RUNTIME : EXIT_USAGE;
+	}
 	return c;
 }
 
@@ -302,9 +346,9 @@ int cmd_fleet_rollout(struct opts *o)
 	if ((rc = read_policy(o, &content, &ro.content_len)))
 		return rc;
 	ro.content = content;
-	if (!(c = ctl_open(o))) {
+	if (!(c = ctl_open(o, &rc))) {
 		free(content);
-		return EXIT_USAGE;
+		return rc;
 	}
 	rc = fleet_ctl_create(c, &ro, &err) < 0 ? store_error(&err) : lead(o, c, false, false);
 	fleet_ctl_close(c);
@@ -315,11 +359,11 @@ int cmd_fleet_rollout(struct opts *o)
 /* resume and abort: lead rollout --name to its end. */
 static int lead_named(struct opts *o, bool abort)
 {
-	struct fleet_ctl *c = ctl_open(o);
 	int rc;
+	struct fleet_ctl *c = ctl_open(o, &rc);
 
 	if (!c)
-		return EXIT_USAGE;
+		return rc;
 	rc = lead(o, c, abort, true);
 	fleet_ctl_close(c);
 	return rc;
@@ -339,12 +383,12 @@ int cmd_fleet_status(struct opts *o)
 {
 	struct fleet_rollout one = { 0 }, *all = NULL;
 	struct nt_err err = { 0 };
-	struct fleet_ctl *c = ctl_open(o);
 	unsigned n = 0;
 	int rc;
+	struct fleet_ctl *c = ctl_open(o, &rc);
 
 	if (!c)
-		return EXIT_USAGE;
+		return rc;
 	rc = o->name ? fleet_ctl_get(c, o->name, &one, &err) : fleet_ctl_list(c, &all, &n, &err);
 	if (rc < 0)
 		rc = store_error(&err);
@@ -397,12 +441,12 @@ int cmd_fleet_hosts(struct opts *o)
 {
 	struct fleet_host_row *rows = NULL;
 	struct nt_err err = { 0 };
-	struct fleet_ctl *c = ctl_open(o);
 	unsigned n = 0;
 	int rc;
+	struct fleet_ctl *c = ctl_open(o, &rc);
 
 	if (!c)
-		return EXIT_USAGE;
+		return rc;
 	rc = fleet_ctl_hosts(c, &rows, &n, &err);
 	fleet_ctl_close(c);
 	if (rc < 0)
@@ -421,4 +465,120 @@ int cmd_fleet_hosts(struct opts *o)
 		print_host(&rows[i]);
 	free(rows);
 	return finish_stdout(0);
+}
+
+/* ---- init-auth --------------------------------------------------------- */
+
+static const struct opt_row init_auth_opts[] = {
+	FLEET_OPTS_COMMON,
+	{ OPT_HOSTS, OPT_REQUIRED },
+	{ OPT_PASSWORD_DIR, OPT_REQUIRED },
+	{ OPT_PRINT, OPT_OPTIONAL },
+	OPT_TABLE_END,
+};
+
+const struct verb_spec fleet_init_auth_spec = {
+	init_auth_opts, VERB_NO_COMMAND,
+	"nodetune fleet init-auth --endpoints URLS --hosts NAME[,NAME...] --password-dir DIR --print\n"
+	"                   [--cacert FILE]",
+	"least privilege in etcd: the etcdctl commands that create the fleet's roles and users",
+	"Prints the etcdctl commands (run them with sh) that create a role and user\n"
+	"nodetune-controller with readwrite on /nodetune/, and per host NAME a role and\n"
+	"user nodetune-host-NAME that may read its own desired, shadow and status keys\n"
+	"(/nodetune/hosts/NAME/) and the policies (/nodetune/policies/), write its own\n"
+	"registration (/nodetune/hosts/NAME) and status, and nothing else; then the root\n"
+	"user etcd needs, and `auth enable`.  Each user's password is the file DIR/USER\n"
+	"(created with 32 random hex digits, mode 0600, when absent), read by etcdctl\n"
+	"from stdin: no password is on a command line.  Give a host --user\n"
+	"nodetune-host-NAME --password-file DIR/nodetune-host-NAME (or fleet.conf).\n"
+	"Without --print (creating them through the gateway) is not implemented yet.",
+};
+
+/* DIR/USER: created with a random password when absent.  0 or EXIT_RUNTIME (said). */
+static int password_file(const char *dir, const char *user)
+{
+	unsigned char raw[16];
+	char path[PATH_MAX], hex[2 * sizeof(raw) + 2];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, user);
+	if (access(path, F_OK) == 0)
+		return 0;
+	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
+		log_msg(LOG_ERR, "getrandom: %s", strerror(errno));
+		return EXIT_RUNTIME;
+	}
+	for (size_t i = 0; i < sizeof(raw); i++)
+		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+	strcat(hex, "\n");
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || write(fd, hex, strlen(hex)) != (ssize_t)strlen(hex) || close(fd) < 0) {
+		log_msg(LOG_ERR, "%s: %s", path, strerror(errno));
+		return EXIT_RUNTIME;
+	}
+	explicit_bzero(hex, sizeof(hex));
+	return 0;
+}
+
+/* One user with its role, its password from DIR/USER on stdin. */
+static int print_user(const char *ctl, const char *dir, const char *user)
+{
+	int rc = password_file(dir, user);
+
+	if (rc == 0)
+		printf("%s user add %s --interactive=false < '%s/%s'\n%s user grant-role %s %s\n", ctl, user, dir, user,
+		       ctl, user, strcmp(user, "root") ? user : "root");
+	return rc;
+}
+
+static int print_host_role(const char *ctl, const char *host)
+{
+	printf("%s role add nodetune-host-%s\n", ctl, host);
+	printf("%s role grant-permission nodetune-host-%s readwrite " FLEET_ROOT "hosts/%s\n", ctl, host, host);
+	printf("%s role grant-permission nodetune-host-%s --prefix=true read " FLEET_ROOT "hosts/%s/\n", ctl, host,
+	       host);
+	printf("%s role grant-permission nodetune-host-%s write " FLEET_ROOT "hosts/%s/status\n", ctl, host, host);
+	printf("%s role grant-permission nodetune-host-%s --prefix=true read " FLEET_ROOT "policies/\n", ctl, host);
+	return 0;
+}
+
+int cmd_fleet_init_auth(struct opts *o)
+{
+	char ctl[2 * PATH_MAX + 256], user[FLEET_NAME_MAX + 16], *hosts, *save = NULL;
+	int rc = 0;
+
+	if (!o->print) {
+		log_msg(LOG_ERR, "init-auth: only --print is implemented (pipe its commands to sh)");
+		return EXIT_USAGE;
+	}
+	snprintf(ctl, sizeof(ctl), "ETCDCTL_API=3 etcdctl --endpoints='%s'%s%s%s", o->endpoints,
+		 o->cacert ? " --cacert='" : "", o->cacert ? o->cacert : "", o->cacert ? "'" : "");
+	if (strchr(o->endpoints, '\'') || (o->cacert && strchr(o->cacert, '\'')) || strchr(o->password_dir, '\'')) {
+		log_msg(LOG_ERR, "init-auth: a quote in --endpoints, --cacert or --password-dir");
+		return EXIT_USAGE;
+	}
+	if (!(hosts = strdup(o->hosts)))
+		return EXIT_RUNTIME;
+	for (char *h = strtok_r(hosts, ",", &save); h && rc == 0; h = strtok_r(NULL, ",", &save))
+		if (!fleet_name_valid(h)) {
+			log_msg(LOG_ERR, "--hosts: '%s' is not a host name ([A-Za-z0-9._-], 1 to 63 bytes)", h);
+			rc = EXIT_USAGE;
+		}
+	printf("set -e\n%s role add nodetune-controller\n", ctl);
+	printf("%s role grant-permission nodetune-controller --prefix=true readwrite " FLEET_ROOT "\n", ctl);
+	if (rc == 0)
+		rc = print_user(ctl, o->password_dir, "nodetune-controller");
+	strcpy(hosts, o->hosts);
+	for (char *h = strtok_r(hosts, ",", &save); h && rc == 0; h = strtok_r(NULL, ",", &save)) {
+		snprintf(user, sizeof(user), "nodetune-host-%s", h);
+		rc = print_host_role(ctl, h);
+		if (rc == 0)
+			rc = print_user(ctl, o->password_dir, user);
+	}
+	if (rc == 0)
+		rc = print_user(ctl, o->password_dir, "root");
+	if (rc == 0)
+		printf("%s auth enable\n", ctl);
+	free(hosts);
+	return finish_stdout(rc);
 }

@@ -590,7 +590,7 @@ static int fleet_start(struct daemon *d, struct nt_err *err)
 {
 	const struct daemon_config *c = d->cfg;
 	const char *local = c->local_policy ? c->local_policy : c->policy_path, *base = strrchr(local, '/');
-	struct fleet_host_config fc = { c->fleet_endpoints, c->fleet_host, c->state_dir, local, c->policy_path,
+	struct fleet_host_config fc = { c->fleet_endpoints, c->fleet_creds, c->fleet_host, c->state_dir, local, c->policy_path,
 					c->sysroot, c->topology, c->interval_s, c->note, c->note_arg };
 
 	snprintf(d->policy_name, sizeof(d->policy_name), "%s", base ? base + 1 : local);

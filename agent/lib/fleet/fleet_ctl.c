@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "fleet/etcd.h"
+#include "fleet/fleet_creds.h"
 #include "fleet/fleet_ctl.h"
 
 struct fleet_ctl {
@@ -41,7 +42,7 @@ static double pause_from_env(void)
 	return *end || !(v >= 0 && v <= 10) ? 0 : v;
 }
 
-struct fleet_ctl *fleet_ctl_open(const char *endpoints, note_fn note,
+struct fleet_ctl *fleet_ctl_open(const char *endpoints, const struct fleet_creds *creds, note_fn note,
 				 void *arg, struct nt_err *err)
 {
 	struct fleet_ctl *c = calloc(1, sizeof(*c));
@@ -51,7 +52,8 @@ struct fleet_ctl *fleet_ctl_open(const char *endpoints, note_fn note,
 		return NULL;
 	}
 	c->e = etcd_open(endpoints, err);
-	if (!c->e) {
+	if (!c->e || fleet_creds_apply(c->e, creds, err) < 0 || etcd_login(c->e, err) < 0) {
+		etcd_close(c->e);
 		free(c);
 		return NULL;
 	}

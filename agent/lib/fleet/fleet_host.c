@@ -21,6 +21,7 @@
 #include "base/userfile.h"
 #include "fleet/etcd.h"
 #include "fleet/fleet_gate.h"
+#include "fleet/fleet_creds.h"
 #include "fleet/fleet_host.h"
 #include "tune/verify.h"
 
@@ -151,6 +152,10 @@ static void *lease_thread(void *arg)
 	int64_t lease = 0, rev = 0;
 	double next_keepalive = 0;
 
+	if (e && fleet_creds_apply(e, fh->cfg.creds, NULL) < 0) {     /* checked in fleet_host_start */
+		etcd_close(e);
+		e = NULL;
+	}
 	if (!e)
 		return NULL;
 	etcd_set_timeout(e, 1000);
@@ -627,6 +632,19 @@ static void running_init(struct fleet_host *fh)
 		    fh->cfg.start_policy, why);
 }
 
+/* With credentials: read this host's keys once, so that a TLS failure, a
+ * refused login or a missing permission stops the start (-EACCES) before
+ * anything is applied.  An unreachable store is not an error here. */
+static int creds_probe(struct fleet_host *fh, struct nt_err *err)
+{
+	struct etcd_range r = { 0 };
+	char key[FLEET_NAME_MAX + 32];
+	int rc = etcd_get(fh->e, fleet_host_key(key, sizeof(key), fh->host, "desired"), false, &r, err);
+
+	etcd_range_free(&r);
+	return rc == -EACCES ? rc : 0;
+}
+
 struct fleet_host *fleet_host_start(const struct fleet_host_config *cfg, const struct topo *t, struct nt_err *err)
 {
 	struct fleet_host *fh;
@@ -649,9 +667,11 @@ struct fleet_host *fleet_host_start(const struct fleet_host_config *cfg, const s
 		err_set(err, -EINVAL, "the topology has no NUMA node: no hardware class");
 		goto out_free;
 	}
-	if (!(fh->e = etcd_open(cfg->endpoints, err)))
+	if (!(fh->e = etcd_open(cfg->endpoints, err)) || fleet_creds_apply(fh->e, cfg->creds, err) < 0)
 		goto out_free;
 	etcd_set_timeout(fh->e, 1000);
+	if (cfg->creds && fleet_creds_any(cfg->creds) && creds_probe(fh, err) < 0)
+		goto out_free;
 	if ((fh->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
 		err_set(err, -errno, "eventfd: %s", strerror(errno));
 		goto out_free;
