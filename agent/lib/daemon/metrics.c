@@ -27,6 +27,7 @@
 
 #include "base/log.h"
 #include "daemon/metrics.h"
+#include "daemon/metrics_test.h"
 
 /* ==== names, values, escaping =========================================== */
 

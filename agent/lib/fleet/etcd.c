@@ -32,6 +32,7 @@
 
 #include "base/base64.h"
 #include "fleet/etcd.h"
+#include "fleet/etcd_test.h"
 #include "base/textbuf.h"
 
 /* ==== 1. reading JSON fields ============================================== */

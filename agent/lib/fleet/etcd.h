@@ -1,5 +1,5 @@
 /* etcd.h — a client of etcd 3.4's v3 JSON gateway (gRPC-gateway over HTTP,
- * POST /v3/kv/range, /v3/kv/put, /v3/kv/deleterange, /v3/kv/txn,
+ * POST /v3/kv/range, /v3/kv/put, /v3/kv/txn,
  * /v3/lease/grant, /v3/lease/keepalive, /v3/lease/revoke, /v3/watch,
  * /v3/auth/authenticate, and the /v3/auth/ calls of etcd_auth_call) with
  * libcurl and jansson: the fleet's store.
@@ -168,12 +168,6 @@ int etcd_get(struct etcd *e, const char *key, bool prefix, struct etcd_range *re
  * a negative errno (-ENOENT: no such lease). */
 int etcd_put(struct etcd *e, const char *key, const void *value, size_t value_len, int64_t lease,
 	     int64_t *ret_revision, struct nt_err *err);
-
-/* Delete key (with prefix: every key that starts with key).  Returns 0 and
- * sets *ret_deleted (may be NULL) to how many keys went, or a negative
- * errno. */
-int etcd_delete(struct etcd *e, const char *key, bool prefix, int64_t *ret_deleted,
-		struct nt_err *err);
 
 /* Free what a range holds and zero it; NULL is a no-op. */
 void etcd_range_free(struct etcd_range *r);

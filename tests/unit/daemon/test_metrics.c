@@ -18,6 +18,7 @@
 #include <sys/time.h>
 
 #include "daemon/metrics.h"
+#include "daemon/metrics_test.h"
 #include "test_util.h"
 
 static void test_names(void **state)

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "fleet/etcd.h"
+#include "fleet/etcd_test.h"
 #include "test_util.h"
 
 /* ---- fixtures ------------------------------------------------------------ */
