@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "fleet/fleet_auth.h"
 #include "fleet/fleet_creds.h"
 #include "fleet/fleet_ctl.h"
 #include "base/log.h"
@@ -520,65 +521,75 @@ static int password_file(const char *dir, const char *user)
 	return 0;
 }
 
-/* One user with its role, its password from DIR/USER on stdin. */
-static int print_user(const char *ctl, const char *dir, const char *user)
+/* One step of the plan as an etcdctl command (a user's password made
+ * first, and fed on stdin).  0 or an exit code (said). */
+static int print_step(const char *ctl, const char *dir, const struct fleet_auth_step *s)
 {
-	int rc = password_file(dir, user);
+	int rc = 0;
 
-	if (rc == 0)
-		printf("%s user add %s --interactive=false < '%s/%s'\n%s user grant-role %s %s\n", ctl, user, dir, user,
-		       ctl, user, strcmp(user, "root") ? user : "root");
+	switch (s->op) {
+	case FLEET_AUTH_ROLE_ADD:
+		printf("%s role add %s\n", ctl, s->name);
+		break;
+	case FLEET_AUTH_ROLE_GRANT:
+		printf("%s role grant-permission %s%s %s %s\n", ctl, s->name, s->prefix ? " --prefix=true" : "",
+		       fleet_auth_perm_names[s->perm], s->key);
+		break;
+	case FLEET_AUTH_USER_ADD:
+		if ((rc = password_file(dir, s->name)) == 0)
+			printf("%s user add %s --interactive=false < '%s/%s'\n", ctl, s->name, dir, s->name);
+		break;
+	case FLEET_AUTH_USER_GRANT:
+		printf("%s user grant-role %s %s\n", ctl, s->name, s->role);
+		break;
+	case FLEET_AUTH_ENABLE:
+		printf("%s auth enable\n", ctl);
+		break;
+	}
 	return rc;
 }
 
-static int print_host_role(const char *ctl, const char *host)
+/* --hosts a,b,c into hosts[] (pointing into buf).  The count. */
+static unsigned split_hosts(char *buf, const char **hosts, unsigned max)
 {
-	printf("%s role add nodetune-host-%s\n", ctl, host);
-	printf("%s role grant-permission nodetune-host-%s readwrite " FLEET_ROOT "hosts/%s\n", ctl, host, host);
-	printf("%s role grant-permission nodetune-host-%s --prefix=true read " FLEET_ROOT "hosts/%s/\n", ctl, host,
-	       host);
-	printf("%s role grant-permission nodetune-host-%s write " FLEET_ROOT "hosts/%s/status\n", ctl, host, host);
-	printf("%s role grant-permission nodetune-host-%s --prefix=true read " FLEET_ROOT "policies/\n", ctl, host);
-	return 0;
+	unsigned n = 0;
+	char *save = NULL;
+
+	for (char *h = strtok_r(buf, ",", &save); h && n < max; h = strtok_r(NULL, ",", &save))
+		hosts[n++] = h;
+	return n;
 }
 
 int cmd_fleet_init_auth(struct opts *o)
 {
-	char ctl[2 * PATH_MAX + 256], user[FLEET_NAME_MAX + 16], *hosts, *save = NULL;
+	char ctl[2 * PATH_MAX + 256], *buf = strdup(o->hosts);
+	const char **hosts = calloc(FLEET_HOSTS_MAX + 1, sizeof(*hosts));
+	struct fleet_auth_step *steps = NULL;
+	struct nt_err err = { 0 };
+	unsigned n = 0;
 	int rc = 0;
 
 	if (!o->print) {
 		log_msg(LOG_ERR, "init-auth: only --print is implemented (pipe its commands to sh)");
-		return EXIT_USAGE;
+		rc = EXIT_USAGE;
+	} else if (strchr(o->endpoints, '\'') || (o->cacert && strchr(o->cacert, '\'')) ||
+		   strchr(o->password_dir, '\'')) {
+		log_msg(LOG_ERR, "init-auth: a quote in --endpoints, --cacert or --password-dir");
+		rc = EXIT_USAGE;
+	} else if (!buf || !hosts) {
+		rc = EXIT_RUNTIME;
+	} else if (fleet_auth_plan(hosts, split_hosts(buf, hosts, FLEET_HOSTS_MAX + 1), &steps, &n, &err) < 0) {
+		log_msg(LOG_ERR, "--hosts: %s", err.msg);
+		rc = err.code == -ENOMEM ? EXIT_RUNTIME : EXIT_USAGE;
 	}
 	snprintf(ctl, sizeof(ctl), "ETCDCTL_API=3 etcdctl --endpoints='%s'%s%s%s", o->endpoints,
 		 o->cacert ? " --cacert='" : "", o->cacert ? o->cacert : "", o->cacert ? "'" : "");
-	if (strchr(o->endpoints, '\'') || (o->cacert && strchr(o->cacert, '\'')) || strchr(o->password_dir, '\'')) {
-		log_msg(LOG_ERR, "init-auth: a quote in --endpoints, --cacert or --password-dir");
-		return EXIT_USAGE;
-	}
-	if (!(hosts = strdup(o->hosts)))
-		return EXIT_RUNTIME;
-	for (char *h = strtok_r(hosts, ",", &save); h && rc == 0; h = strtok_r(NULL, ",", &save))
-		if (!fleet_name_valid(h)) {
-			log_msg(LOG_ERR, "--hosts: '%s' is not a host name ([A-Za-z0-9._-], 1 to 63 bytes)", h);
-			rc = EXIT_USAGE;
-		}
-	printf("set -e\n%s role add nodetune-controller\n", ctl);
-	printf("%s role grant-permission nodetune-controller --prefix=true readwrite " FLEET_ROOT "\n", ctl);
 	if (rc == 0)
-		rc = print_user(ctl, o->password_dir, "nodetune-controller");
-	strcpy(hosts, o->hosts);
-	for (char *h = strtok_r(hosts, ",", &save); h && rc == 0; h = strtok_r(NULL, ",", &save)) {
-		snprintf(user, sizeof(user), "nodetune-host-%s", h);
-		rc = print_host_role(ctl, h);
-		if (rc == 0)
-			rc = print_user(ctl, o->password_dir, user);
-	}
-	if (rc == 0)
-		rc = print_user(ctl, o->password_dir, "root");
-	if (rc == 0)
-		printf("%s auth enable\n", ctl);
+		printf("set -e\n");
+	for (unsigned i = 0; rc == 0 && i < n; i++)
+		rc = print_step(ctl, o->password_dir, &steps[i]);
+	free(steps);
 	free(hosts);
+	free(buf);
 	return finish_stdout(rc);
 }

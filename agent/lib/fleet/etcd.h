@@ -1,7 +1,7 @@
 /* etcd.h — a client of etcd 3.4's v3 JSON gateway (gRPC-gateway over HTTP,
  * POST /v3/kv/range, /v3/kv/put, /v3/kv/txn,
  * /v3/lease/grant, /v3/lease/keepalive, /v3/lease/revoke, /v3/watch,
- * /v3/auth/authenticate, and the /v3/auth/ calls of etcd_auth_call) with
+ * /v3/auth/authenticate) with
  * libcurl and jansson: the fleet's store.
  *
  * What it owns: one HTTP handle and a list of member endpoints.  A request
