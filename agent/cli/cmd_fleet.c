@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "fleet/etcd.h"
 #include "fleet/fleet_auth.h"
 #include "fleet/fleet_creds.h"
 #include "fleet/fleet_ctl.h"
@@ -480,10 +481,11 @@ static const struct opt_row init_auth_opts[] = {
 
 const struct verb_spec fleet_init_auth_spec = {
 	init_auth_opts, VERB_NO_COMMAND,
-	"nodetune fleet init-auth --endpoints URLS --hosts NAME[,NAME...] --password-dir DIR --print\n"
-	"                   [--cacert FILE]",
-	"least privilege in etcd: the etcdctl commands that create the fleet's roles and users",
-	"Prints the etcdctl commands (run them with sh) that create a role and user\n"
+	"nodetune fleet init-auth --endpoints URLS --hosts NAME[,NAME...] --password-dir DIR [--print]\n"
+	"                   [--cacert FILE] [--user root --password-file FILE]",
+	"least privilege in etcd: create the fleet's roles and users, or print the etcdctl commands",
+	"Creates through the gateway (--print: prints the etcdctl commands that do it,\n"
+	"to run with sh) a role and user\n"
 	"nodetune-controller with readwrite on /nodetune/, and per host NAME a role and\n"
 	"user nodetune-host-NAME that may read its own desired, shadow and status keys\n"
 	"(/nodetune/hosts/NAME/) and the policies (/nodetune/policies/), write its own\n"
@@ -492,7 +494,8 @@ const struct verb_spec fleet_init_auth_spec = {
 	"(created with 32 random hex digits, mode 0600, when absent), read by etcdctl\n"
 	"from stdin: no password is on a command line.  Give a host --user\n"
 	"nodetune-host-NAME --password-file DIR/nodetune-host-NAME (or fleet.conf).\n"
-	"Without --print (creating them through the gateway) is not implemented yet.",
+	"A role or user that exists is left as it is; once auth is on, run it as root\n"
+	"(--user root --password-file DIR/root) to add hosts.",
 };
 
 /* DIR/USER: created with a random password when absent.  0 or EXIT_RUNTIME (said). */
@@ -549,6 +552,54 @@ static int print_step(const char *ctl, const char *dir, const struct fleet_auth_
 	return rc;
 }
 
+/* Take the steps through the gateway, with the credentials given (none
+ * while auth is off; root's to add hosts later).  A role or user that
+ * exists is left as it is.  0 or an exit code (said). */
+static int apply_steps(struct opts *o, const struct fleet_auth_step *steps, unsigned n)
+{
+	struct fleet_creds creds;
+	struct nt_err err = { 0 };
+	struct etcd *e;
+	unsigned existed = 0;
+	int rc = cli_fleet_creds(o, &creds);
+
+	if (rc)
+		return rc;
+	if (!(e = etcd_open(o->endpoints, &err)) || fleet_creds_apply(e, &creds, &err) < 0) {
+		log_msg(LOG_ERR, "%s", err.msg);
+		etcd_close(e);
+		return EXIT_USAGE;
+	}
+	for (unsigned i = 0; rc == 0 && i < n; i++) {
+		char path[PATH_MAX], *password = NULL;
+		int r = 0;
+
+		if (steps[i].op == FLEET_AUTH_USER_ADD) {
+			snprintf(path, sizeof(path), "%s/%s", o->password_dir, steps[i].name);
+			if ((rc = password_file(o->password_dir, steps[i].name)))
+				break;
+			r = fleet_creds_read_password(path, &password, &err);
+		}
+		if (r == 0)
+			r = fleet_auth_apply(e, &steps[i], password, &err);
+		if (password) {
+			explicit_bzero(password, strlen(password));
+			free(password);
+		}
+		if (r == -EEXIST)
+			existed++;
+		else if (r < 0) {
+			log_msg(LOG_ERR, "%s", err.msg);
+			rc = r == -EACCES || r == -ENOMEM ? EXIT_RUNTIME : exit_code_for(r);
+		}
+	}
+	etcd_close(e);
+	if (rc == 0)
+		printf("init-auth: %u steps taken (%u roles or users existed already); auth is enabled; passwords in %s\n",
+		       n - existed, existed, o->password_dir);
+	return rc;
+}
+
 /* --hosts a,b,c into hosts[] (pointing into buf).  The count. */
 static unsigned split_hosts(char *buf, const char **hosts, unsigned max)
 {
@@ -569,10 +620,7 @@ int cmd_fleet_init_auth(struct opts *o)
 	unsigned n = 0;
 	int rc = 0;
 
-	if (!o->print) {
-		log_msg(LOG_ERR, "init-auth: only --print is implemented (pipe its commands to sh)");
-		rc = EXIT_USAGE;
-	} else if (strchr(o->endpoints, '\'') || (o->cacert && strchr(o->cacert, '\'')) ||
+	if (strchr(o->endpoints, '\'') || (o->cacert && strchr(o->cacert, '\'')) ||
 		   strchr(o->password_dir, '\'')) {
 		log_msg(LOG_ERR, "init-auth: a quote in --endpoints, --cacert or --password-dir");
 		rc = EXIT_USAGE;
@@ -584,9 +632,11 @@ int cmd_fleet_init_auth(struct opts *o)
 	}
 	snprintf(ctl, sizeof(ctl), "ETCDCTL_API=3 etcdctl --endpoints='%s'%s%s%s", o->endpoints,
 		 o->cacert ? " --cacert='" : "", o->cacert ? o->cacert : "", o->cacert ? "'" : "");
-	if (rc == 0)
+	if (rc == 0 && !o->print)
+		rc = apply_steps(o, steps, n);
+	else if (rc == 0)
 		printf("set -e\n");
-	for (unsigned i = 0; rc == 0 && i < n; i++)
+	for (unsigned i = 0; o->print && rc == 0 && i < n; i++)
 		rc = print_step(ctl, o->password_dir, &steps[i]);
 	free(steps);
 	free(hosts);

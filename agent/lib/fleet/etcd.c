@@ -1131,6 +1131,63 @@ int etcd_login(struct etcd *e, struct nt_err *err)
 	return e->user ? login(e, err) : 0;
 }
 
+static int call_json(struct etcd *e, const char *path, json_t *req, struct http_buf *resp, struct nt_err *err);
+
+/* POST req (consumed) to an /v3/auth/ administration path; an answer that
+ * the role or user exists already is -EEXIST. */
+static int auth_admin(struct etcd *e, const char *path, json_t *req, struct nt_err *err)
+{
+	struct http_buf resp = { 0 };
+	int rc = call_json(e, path, req, &resp, err);
+
+	free(resp.data);
+	if (rc < 0 && err && strstr(err->msg, "already exists")) {
+		char msg[sizeof(err->msg)];
+
+		snprintf(msg, sizeof(msg), "%s", err->msg);
+		rc = err_set(err, -EEXIST, "%s", msg);
+	}
+	return rc;
+}
+
+int etcd_role_add(struct etcd *e, const char *role, struct nt_err *err)
+{
+	return auth_admin(e, "/v3/auth/role/add", json_pack("{s:s}", "name", role), err);
+}
+
+int etcd_role_grant(struct etcd *e, const char *role, enum etcd_perm perm, const char *key, bool prefix,
+		    struct nt_err *err)
+{
+	static const char *const types[] = { "READ", "WRITE", "READWRITE" };
+	json_t *p = json_pack("{s:s}", "permType", types[perm]);
+	int rc = check_key(key, err);
+
+	if (rc < 0) {
+		json_decref(p);
+		return rc;
+	}
+	if (!p || set_range(p, key, prefix) < 0) {
+		json_decref(p);
+		return err_set(err, -ENOMEM, "out of memory");
+	}
+	return auth_admin(e, "/v3/auth/role/grant", json_pack("{s:s, s:o}", "name", role, "perm", p), err);
+}
+
+int etcd_user_add(struct etcd *e, const char *user, const char *password, struct nt_err *err)
+{
+	return auth_admin(e, "/v3/auth/user/add", json_pack("{s:s, s:s}", "name", user, "password", password), err);
+}
+
+int etcd_user_grant(struct etcd *e, const char *user, const char *role, struct nt_err *err)
+{
+	return auth_admin(e, "/v3/auth/user/grant", json_pack("{s:s, s:s}", "user", user, "role", role), err);
+}
+
+int etcd_auth_enable(struct etcd *e, struct nt_err *err)
+{
+	return auth_admin(e, "/v3/auth/enable", json_object(), err);
+}
+
 /* ==== 6. key-values, txn, leases ========================================== */
 
 /* POST req (consumed) to path and hand the answer to the caller's parser. */

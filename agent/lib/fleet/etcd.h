@@ -1,7 +1,7 @@
 /* etcd.h — a client of etcd 3.4's v3 JSON gateway (gRPC-gateway over HTTP,
  * POST /v3/kv/range, /v3/kv/put, /v3/kv/txn,
  * /v3/lease/grant, /v3/lease/keepalive, /v3/lease/revoke, /v3/watch,
- * /v3/auth/authenticate) with
+ * /v3/auth/authenticate, /v3/auth/role|user/add|grant, /v3/auth/enable) with
  * libcurl and jansson: the fleet's store.
  *
  * What it owns: one HTTP handle and a list of member endpoints.  A request
@@ -149,6 +149,19 @@ int etcd_set_login(struct etcd *e, const char *user, const char *password, struc
 /* Log in now (to find a refused login before anything else is done): 0
  * without a user, else as a request (-EACCES refused, a transport errno). */
 int etcd_login(struct etcd *e, struct nt_err *err);
+
+/* Auth administration (etcdctl's role add, role grant-permission, user
+ * add, user grant-role, auth enable) through /v3/auth/.  A grant covers
+ * key, or with prefix every key that starts with it.  Return 0, -EEXIST
+ * (the role or user exists already), -EACCES (auth is on and the login is
+ * not root's), or another request errno. */
+enum etcd_perm { ETCD_PERM_READ, ETCD_PERM_WRITE, ETCD_PERM_READWRITE };
+int etcd_role_add(struct etcd *e, const char *role, struct nt_err *err);
+int etcd_role_grant(struct etcd *e, const char *role, enum etcd_perm perm, const char *key, bool prefix,
+		    struct nt_err *err);
+int etcd_user_add(struct etcd *e, const char *user, const char *password, struct nt_err *err);
+int etcd_user_grant(struct etcd *e, const char *user, const char *role, struct nt_err *err);
+int etcd_auth_enable(struct etcd *e, struct nt_err *err);
 
 /* Set the per-request timeout in milliseconds (> 0; default
  * ETCD_TIMEOUT_MS).  Each endpoint tried gets the whole timeout. */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fleet/etcd.h"
 #include "fleet/fleet_auth.h"
 
 const char *const fleet_auth_perm_names[3] = { "read", "write", "readwrite" };
@@ -98,4 +99,23 @@ int fleet_auth_plan(const char *const *hosts, unsigned n, struct fleet_auth_step
 	*ret = s;
 	*ret_n = k;
 	return 0;
+}
+
+int fleet_auth_apply(struct etcd *e, const struct fleet_auth_step *s, const char *password, struct nt_err *err)
+{
+	static const enum etcd_perm perms[] = { ETCD_PERM_READ, ETCD_PERM_WRITE, ETCD_PERM_READWRITE };
+
+	switch (s->op) {
+	case FLEET_AUTH_ROLE_ADD:
+		return etcd_role_add(e, s->name, err);
+	case FLEET_AUTH_ROLE_GRANT:
+		return etcd_role_grant(e, s->name, perms[s->perm], s->key, s->prefix, err);
+	case FLEET_AUTH_USER_ADD:
+		return etcd_user_add(e, s->name, password ? password : "", err);
+	case FLEET_AUTH_USER_GRANT:
+		return etcd_user_grant(e, s->name, s->role, err);
+	case FLEET_AUTH_ENABLE:
+		return etcd_auth_enable(e, err);
+	}
+	return err_set(err, -EINVAL, "a step of no kind");
 }

@@ -49,4 +49,11 @@ struct fleet_auth_step {
 int fleet_auth_plan(const char *const *hosts, unsigned n, struct fleet_auth_step **ret, unsigned *ret_n,
 		    struct nt_err *err);
 
+/* Take step s through the gateway (etcd.h's auth administration calls);
+ * password is the USER_ADD's (ignored otherwise).  Returns 0, -EEXIST (the
+ * role or user exists already: a second run goes on), or the call's
+ * errno with err. */
+struct etcd;
+int fleet_auth_apply(struct etcd *e, const struct fleet_auth_step *s, const char *password, struct nt_err *err);
+
 #endif

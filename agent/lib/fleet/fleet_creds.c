@@ -163,8 +163,7 @@ bool fleet_creds_any(const struct fleet_creds *c)
 
 /* ---- giving a client the credentials ----------------------------------- */
 
-/* The first line of the password file, checked. */
-static int read_password(const char *path, char **ret, struct nt_err *err)
+int fleet_creds_read_password(const char *path, char **ret, struct nt_err *err)
 {
 	char why[256], *buf;
 	size_t len;
@@ -199,7 +198,7 @@ int fleet_creds_apply(struct etcd *e, const struct fleet_creds *c, struct nt_err
 	r = etcd_set_tls(e, opt(c->cacert), opt(c->cert), opt(c->key), err);
 	if (r < 0 || !c->user[0])
 		return r;
-	if ((r = read_password(c->password_file, &password, err)) < 0)
+	if ((r = fleet_creds_read_password(c->password_file, &password, err)) < 0)
 		return r;
 	r = etcd_set_login(e, c->user, password, err);
 	explicit_bzero(password, strlen(password));

@@ -48,6 +48,12 @@ void fleet_creds_merge(struct fleet_creds *base, const struct fleet_creds *over)
  * the option; -EACCES is left to the store's refusals. */
 int fleet_creds_apply(struct etcd *e, const struct fleet_creds *c, struct nt_err *err);
 
+/* The first line of the password file path, checked as above (a file
+ * others can read, or not root's, is -EPERM; an empty first line
+ * -EINVAL).  0 with *ret (the caller zeroes and frees it), or -errno with
+ * err naming path. */
+int fleet_creds_read_password(const char *path, char **ret, struct nt_err *err);
+
 /* Is any credential set? */
 bool fleet_creds_any(const struct fleet_creds *c);
 
