@@ -62,7 +62,12 @@ static const struct opt_row hosts_opts[] = {
 };
 
 #define EXITS "Exit: 0 done, 1 rolled back or aborted (or a shadow found an invalid plan), 2 bad\n" \
-	      "usage or input (nothing written), 3 the store failed or the rollout ended failed."
+	      "usage or input (nothing written), 3 the store failed or the rollout ended failed.\n\n" CREDS
+#define CREDS "etcd's credentials, as etcdctl takes them: --cacert FILE (the members' CA), --cert\n" \
+	      "FILE --key FILE (a client certificate), --user NAME --password-file FILE (a login;\n" \
+	      "the password is the file's first line, root's, mode 0600); the same keys in\n" \
+	      "/etc/nodetune/fleet.conf (--fleet-conf FILE), the options over it.  A TLS failure,\n" \
+	      "a refused login or a permission denied: one line naming the endpoint, exit 3."
 
 const struct verb_spec fleet_rollout_spec = {
 	rollout_opts, VERB_NO_COMMAND,
@@ -106,7 +111,7 @@ const struct verb_spec fleet_status_spec = {
 	"nodetune fleet status --endpoints URLS [--name NAME] [--json]",
 	"a rollout's waves, hosts, verdicts and timeline (all rollouts without --name)",
 	"A table per rollout: its state, policy, reason, and per wave each host's class,\n"
-	"state and gate verdict; then its timeline.  --json: the rollout documents.",
+	"state and gate verdict; then its timeline.  --json: the rollout documents.\n\n" CREDS,
 };
 
 const struct verb_spec fleet_hosts_spec = {
@@ -114,7 +119,7 @@ const struct verb_spec fleet_hosts_spec = {
 	"nodetune fleet hosts --endpoints URLS [--json]",
 	"the fleet's hosts: alive, hardware class, policy, last verify",
 	"Every host with keys in the store: whether its lease lives, its hardware class,\n"
-	"the policy it runs and how its last verify went, and what it was told to run.",
+	"the policy it runs and how its last verify went, and what it was told to run.\n\n" CREDS,
 };
 
 /* ---- output ------------------------------------------------------------ */
@@ -484,9 +489,9 @@ const struct verb_spec fleet_init_auth_spec = {
 	"nodetune fleet init-auth --endpoints URLS --hosts NAME[,NAME...] --password-dir DIR [--print]\n"
 	"                   [--cacert FILE] [--user root --password-file FILE]",
 	"least privilege in etcd: create the fleet's roles and users, or print the etcdctl commands",
-	"Creates through the gateway (--print: prints the etcdctl commands that do it,\n"
-	"to run with sh) a role and user\n"
-	"nodetune-controller with readwrite on /nodetune/, and per host NAME a role and\n"
+	"Creates through the gateway (--print: prints the etcdctl commands that do it, to\n"
+	"run with sh) a role and user nodetune-controller with readwrite on /nodetune/,\n"
+	"and per host NAME a role and\n"
 	"user nodetune-host-NAME that may read its own desired, shadow and status keys\n"
 	"(/nodetune/hosts/NAME/) and the policies (/nodetune/policies/), write its own\n"
 	"registration (/nodetune/hosts/NAME) and status, and nothing else; then the root\n"
@@ -495,7 +500,7 @@ const struct verb_spec fleet_init_auth_spec = {
 	"from stdin: no password is on a command line.  Give a host --user\n"
 	"nodetune-host-NAME --password-file DIR/nodetune-host-NAME (or fleet.conf).\n"
 	"A role or user that exists is left as it is; once auth is on, run it as root\n"
-	"(--user root --password-file DIR/root) to add hosts.",
+	"(--user root --password-file DIR/root) to add hosts.\n\n" CREDS,
 };
 
 /* DIR/USER: created with a random password when absent.  0 or EXIT_RUNTIME (said). */
