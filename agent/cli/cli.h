@@ -30,6 +30,13 @@ int finish_stdout(int rc);
  * anything else is bad usage or input (2). */
 int exit_code_for(int err);
 
+/* The etcd credentials of `fleet ...` and `daemon --fleet`:
+ * /etc/nodetune/fleet.conf (--fleet-conf FILE: that one, which must exist)
+ * with --cacert, --cert, --key, --user, --password-file over it.  0, or
+ * EXIT_USAGE with the line said. */
+struct fleet_creds;
+int cli_fleet_creds(const struct opts *o, struct fleet_creds *ret);
+
 /* Write doc (consumed; NULL: out of memory) to stdout, indented, and a
  * newline.  0, or EXIT_RUNTIME (said, unless stdout failed: finish_stdout
  * says that). */
@@ -106,6 +113,7 @@ VERB(fleet_abort);
 VERB(fleet_status);
 VERB(fleet_hosts);
 VERB(fleet_keygen);
+VERB(fleet_init_auth);
 VERB(slurm);
 #undef VERB
 

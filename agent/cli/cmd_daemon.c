@@ -12,6 +12,7 @@
 #include "daemon/ctlsock.h"
 #include "daemon/daemon.h"
 #include "daemon/flap.h"
+#include "fleet/fleet_creds.h"
 #include "fleet/fleet_host.h"
 #include "base/log.h"
 #include "daemon/metrics.h"
@@ -29,6 +30,12 @@ static const struct opt_row daemon_opts[] = {
 	{ OPT_SOCKET, OPT_OPTIONAL },
 	{ OPT_REVERT_ON_EXIT, OPT_OPTIONAL },
 	{ OPT_FLEET, OPT_OPTIONAL },
+	{ OPT_CACERT, OPT_OPTIONAL },
+	{ OPT_CERT, OPT_OPTIONAL },
+	{ OPT_KEY, OPT_OPTIONAL },
+	{ OPT_USER, OPT_OPTIONAL },
+	{ OPT_PASSWORD_FILE, OPT_OPTIONAL },
+	{ OPT_FLEET_CONF, OPT_OPTIONAL },
 	{ OPT_HOST, OPT_OPTIONAL },
 	OPT_TABLE_END,
 };
@@ -38,7 +45,8 @@ const struct verb_spec daemon_spec = {
 	"nodetune daemon [--policy FILE] [--topology XML] [--sysroot DIR] [--state-dir DIR]\n"
 	"                       [--interval SECONDS] [--flap N/SECONDS] [--metrics ADDR:PORT | --no-metrics]\n"
 	"                       [--textfile-dir DIR] [--socket PATH] [--revert-on-exit]\n"
-	"                       [--fleet ENDPOINTS --host NAME]",
+	"                       [--fleet ENDPOINTS --host NAME [--cacert FILE] [--cert FILE --key FILE]\n"
+	"                        [--user NAME --password-file FILE] [--fleet-conf FILE]]",
 	"keep a policy applied, correct drift and name who caused it, export metrics",
 	"Runs in the foreground (systemd Type=notify, a Kubernetes DaemonSet).  At start it\n"
 	"takes the state dir's lock (a second daemon there exits 2), finishes an apply\n"
@@ -66,7 +74,12 @@ const struct verb_spec daemon_spec = {
 	"                       then.  A store out of reach changes nothing: the last policy\n"
 	"                       the store named (kept in the state dir) stays, also across a\n"
 	"                       restart.\n"
-	"  --host NAME          this host's name in the fleet ([A-Za-z0-9._-])\n\n"
+	"  --host NAME          this host's name in the fleet ([A-Za-z0-9._-])\n"
+	"  --cacert, --cert, --key, --user, --password-file\n"
+	"                       etcd's TLS and login, as etcdctl takes them (the password is\n"
+	"                       the first line of its file, root's, mode 0600); the same keys\n"
+	"                       in /etc/nodetune/fleet.conf (--fleet-conf FILE), so that no\n"
+	"                       secret is in ps or the unit.  Refused: one line, exit 3\n\n"
 	"Lines go to stderr with <N> syslog priorities (journald reads them).",
 };
 
@@ -108,8 +121,13 @@ int cmd_daemon(struct opts *o)
 		.note = daemon_note,
 	};
 	struct nt_err err = { 0 };
+	struct fleet_creds creds = { 0 };
 	bool runtime = false;
 	int r;
+
+	if (o->fleet && (r = cli_fleet_creds(o, &creds)))
+		return r;
+	cfg.fleet_creds = &creds;
 
 	if (o->flap)
 		flap_parse(o->flap, &cfg.flap_n, &cfg.flap_window_s);   /* checked by the option */
@@ -124,10 +142,11 @@ int cmd_daemon(struct opts *o)
 			cfg.local_policy);
 	}
 	r = daemon_run(&cfg, &runtime, &err);
+	explicit_bzero(&creds, sizeof(creds));
 	if (r == 0)
 		return 0;
 	log_msg(LOG_ERR, "%s", err.msg);
-	if (runtime)
+	if (runtime || r == -EACCES)
 		return EXIT_RUNTIME;
 	return r == -EBUSY || r == -EADDRINUSE ? EXIT_USAGE : exit_code_for(r);
 }

@@ -3,12 +3,19 @@
  * takes the options, prints the timeline as it happens and the result as
  * a table or JSON, and maps the end state to an exit code). */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/random.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "cli.h"
+#include "fleet/etcd.h"
+#include "fleet/fleet_auth.h"
+#include "fleet/fleet_creds.h"
 #include "fleet/fleet_ctl.h"
 #include "base/log.h"
 #include "base/userfile.h"
@@ -16,7 +23,9 @@
 #define DEFAULT_WAVES "1/class,1%,10%,50%,100%"
 #define DEFAULT_WAVE_TIMEOUT_S 600.0
 
-#define FLEET_OPTS_COMMON { OPT_ENDPOINTS, OPT_REQUIRED }
+#define FLEET_OPTS_COMMON { OPT_ENDPOINTS, OPT_REQUIRED }, FLEET_OPTS_CREDS
+#define FLEET_OPTS_CREDS { OPT_CACERT, OPT_OPTIONAL }, { OPT_CERT, OPT_OPTIONAL }, { OPT_KEY, OPT_OPTIONAL }, \
+	{ OPT_USER, OPT_OPTIONAL }, { OPT_PASSWORD_FILE, OPT_OPTIONAL }, { OPT_FLEET_CONF, OPT_OPTIONAL }
 
 static const struct opt_row rollout_opts[] = {
 	FLEET_OPTS_COMMON,
@@ -53,7 +62,12 @@ static const struct opt_row hosts_opts[] = {
 };
 
 #define EXITS "Exit: 0 done, 1 rolled back or aborted (or a shadow found an invalid plan), 2 bad\n" \
-	      "usage or input (nothing written), 3 the store failed or the rollout ended failed."
+	      "usage or input (nothing written), 3 the store failed or the rollout ended failed.\n\n" CREDS
+#define CREDS "etcd's credentials, as etcdctl takes them: --cacert FILE (the members' CA), --cert\n" \
+	      "FILE --key FILE (a client certificate), --user NAME --password-file FILE (a login;\n" \
+	      "the password is the file's first line, root's, mode 0600); the same keys in\n" \
+	      "/etc/nodetune/fleet.conf (--fleet-conf FILE), the options over it.  A TLS failure,\n" \
+	      "a refused login or a permission denied: one line naming the endpoint, exit 3."
 
 const struct verb_spec fleet_rollout_spec = {
 	rollout_opts, VERB_NO_COMMAND,
@@ -97,7 +111,7 @@ const struct verb_spec fleet_status_spec = {
 	"nodetune fleet status --endpoints URLS [--name NAME] [--json]",
 	"a rollout's waves, hosts, verdicts and timeline (all rollouts without --name)",
 	"A table per rollout: its state, policy, reason, and per wave each host's class,\n"
-	"state and gate verdict; then its timeline.  --json: the rollout documents.",
+	"state and gate verdict; then its timeline.  --json: the rollout documents.\n\n" CREDS,
 };
 
 const struct verb_spec fleet_hosts_spec = {
@@ -105,7 +119,7 @@ const struct verb_spec fleet_hosts_spec = {
 	"nodetune fleet hosts --endpoints URLS [--json]",
 	"the fleet's hosts: alive, hardware class, policy, last verify",
 	"Every host with keys in the store: whether its lease lives, its hardware class,\n"
-	"the policy it runs and how its last verify went, and what it was told to run.",
+	"the policy it runs and how its last verify went, and what it was told to run.\n\n" CREDS,
 };
 
 /* ---- output ------------------------------------------------------------ */
@@ -215,13 +229,50 @@ static int exit_for_state(const struct fleet_rollout *r)
 
 /* ---- the verbs --------------------------------------------------------- */
 
-static struct fleet_ctl *ctl_open(struct opts *o)
+/* The etcd credentials: /etc/nodetune/fleet.conf (or --fleet-conf FILE,
+ * which must exist) with the options over it.  0 or an exit code (said). */
+int cli_fleet_creds(const struct opts *o, struct fleet_creds *ret)
+{
+	struct fleet_creds cl = { 0 };
+	struct nt_err err = { 0 };
+	const struct { char *field; size_t size; const char *v; } set[] = {
+		{ cl.cacert, sizeof(cl.cacert), o->cacert }, { cl.cert, sizeof(cl.cert), o->cert },
+		{ cl.key, sizeof(cl.key), o->key }, { cl.user, sizeof(cl.user), o->user },
+		{ cl.password_file, sizeof(cl.password_file), o->password_file },
+	};
+
+	if (fleet_creds_load(o->fleet_conf ? o->fleet_conf : FLEET_CONF, o->fleet_conf != NULL, ret, &err) < 0) {
+		log_msg(LOG_ERR, "%s", err.msg);
+		return EXIT_USAGE;
+	}
+	for (size_t i = 0; i < sizeof(set) / sizeof(set[0]); i++) {
+		if (set[i].v && strlen(set[i].v) >= set[i].size) {
+			log_msg(LOG_ERR, "%s: too long", set[i].v);
+			return EXIT_USAGE;
+		}
+		if (set[i].v)
+			snprintf(set[i].field, set[i].size, "%s", set[i].v);
+	}
+	fleet_creds_merge(ret, &cl);
+	return 0;
+}
+
+/* A controller over --endpoints with the credentials; NULL with
+ * *ret_exit: 3 when the store refused us (TLS, login), else 2. */
+static struct fleet_ctl *ctl_open(struct opts *o, int *ret_exit)
 {
 	struct nt_err err = { 0 };
-	struct fleet_ctl *c = fleet_ctl_open(o->endpoints, fleet_note, o, &err);
+	struct fleet_creds creds;
+	struct fleet_ctl *c;
 
-	if (!c)
-		log_msg(LOG_ERR, "--endpoints: %s", err.msg);
+	if ((*ret_exit = cli_fleet_creds(o, &creds)))
+		return NULL;
+	c = fleet_ctl_open(o->endpoints, &creds, fleet_note, o, &err);
+	explicit_bzero(&creds, sizeof(creds));
+	if (!c) {
+		log_msg(LOG_ERR, "%s", err.msg);
+		*ret_exit = err.code == -EACCES ? EXIT_RUNTIME : EXIT_USAGE;
+	}
 	return c;
 }
 
@@ -302,9 +353,9 @@ int cmd_fleet_rollout(struct opts *o)
 	if ((rc = read_policy(o, &content, &ro.content_len)))
 		return rc;
 	ro.content = content;
-	if (!(c = ctl_open(o))) {
+	if (!(c = ctl_open(o, &rc))) {
 		free(content);
-		return EXIT_USAGE;
+		return rc;
 	}
 	rc = fleet_ctl_create(c, &ro, &err) < 0 ? store_error(&err) : lead(o, c, false, false);
 	fleet_ctl_close(c);
@@ -315,11 +366,11 @@ int cmd_fleet_rollout(struct opts *o)
 /* resume and abort: lead rollout --name to its end. */
 static int lead_named(struct opts *o, bool abort)
 {
-	struct fleet_ctl *c = ctl_open(o);
 	int rc;
+	struct fleet_ctl *c = ctl_open(o, &rc);
 
 	if (!c)
-		return EXIT_USAGE;
+		return rc;
 	rc = lead(o, c, abort, true);
 	fleet_ctl_close(c);
 	return rc;
@@ -339,12 +390,12 @@ int cmd_fleet_status(struct opts *o)
 {
 	struct fleet_rollout one = { 0 }, *all = NULL;
 	struct nt_err err = { 0 };
-	struct fleet_ctl *c = ctl_open(o);
 	unsigned n = 0;
 	int rc;
+	struct fleet_ctl *c = ctl_open(o, &rc);
 
 	if (!c)
-		return EXIT_USAGE;
+		return rc;
 	rc = o->name ? fleet_ctl_get(c, o->name, &one, &err) : fleet_ctl_list(c, &all, &n, &err);
 	if (rc < 0)
 		rc = store_error(&err);
@@ -397,12 +448,12 @@ int cmd_fleet_hosts(struct opts *o)
 {
 	struct fleet_host_row *rows = NULL;
 	struct nt_err err = { 0 };
-	struct fleet_ctl *c = ctl_open(o);
 	unsigned n = 0;
 	int rc;
+	struct fleet_ctl *c = ctl_open(o, &rc);
 
 	if (!c)
-		return EXIT_USAGE;
+		return rc;
 	rc = fleet_ctl_hosts(c, &rows, &n, &err);
 	fleet_ctl_close(c);
 	if (rc < 0)
@@ -421,4 +472,179 @@ int cmd_fleet_hosts(struct opts *o)
 		print_host(&rows[i]);
 	free(rows);
 	return finish_stdout(0);
+}
+
+/* ---- init-auth --------------------------------------------------------- */
+
+static const struct opt_row init_auth_opts[] = {
+	FLEET_OPTS_COMMON,
+	{ OPT_HOSTS, OPT_REQUIRED },
+	{ OPT_PASSWORD_DIR, OPT_REQUIRED },
+	{ OPT_PRINT, OPT_OPTIONAL },
+	OPT_TABLE_END,
+};
+
+const struct verb_spec fleet_init_auth_spec = {
+	init_auth_opts, VERB_NO_COMMAND,
+	"nodetune fleet init-auth --endpoints URLS --hosts NAME[,NAME...] --password-dir DIR [--print]\n"
+	"                   [--cacert FILE] [--user root --password-file FILE]",
+	"least privilege in etcd: create the fleet's roles and users, or print the etcdctl commands",
+	"Creates through the gateway (--print: prints the etcdctl commands that do it, to\n"
+	"run with sh) a role and user nodetune-controller with readwrite on /nodetune/,\n"
+	"and per host NAME a role and\n"
+	"user nodetune-host-NAME that may read its own desired, shadow and status keys\n"
+	"(/nodetune/hosts/NAME/) and the policies (/nodetune/policies/), write its own\n"
+	"registration (/nodetune/hosts/NAME) and status, and nothing else; then the root\n"
+	"user etcd needs, and `auth enable`.  Each user's password is the file DIR/USER\n"
+	"(created with 32 random hex digits, mode 0600, when absent), read by etcdctl\n"
+	"from stdin: no password is on a command line.  Give a host --user\n"
+	"nodetune-host-NAME --password-file DIR/nodetune-host-NAME (or fleet.conf).\n"
+	"A role or user that exists is left as it is; once auth is on, run it as root\n"
+	"(--user root --password-file DIR/root) to add hosts.\n\n" CREDS,
+};
+
+/* DIR/USER: created with a random password when absent.  0 or EXIT_RUNTIME (said). */
+static int password_file(const char *dir, const char *user)
+{
+	unsigned char raw[16];
+	char path[PATH_MAX], hex[2 * sizeof(raw) + 2];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, user);
+	if (access(path, F_OK) == 0)
+		return 0;
+	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
+		log_msg(LOG_ERR, "getrandom: %s", strerror(errno));
+		return EXIT_RUNTIME;
+	}
+	for (size_t i = 0; i < sizeof(raw); i++)
+		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+	strcat(hex, "\n");
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || write(fd, hex, strlen(hex)) != (ssize_t)strlen(hex) || close(fd) < 0) {
+		log_msg(LOG_ERR, "%s: %s", path, strerror(errno));
+		return EXIT_RUNTIME;
+	}
+	explicit_bzero(hex, sizeof(hex));
+	return 0;
+}
+
+/* One step of the plan as an etcdctl command (a user's password made
+ * first, and fed on stdin).  0 or an exit code (said). */
+static int print_step(const char *ctl, const char *dir, const struct fleet_auth_step *s)
+{
+	int rc = 0;
+
+	switch (s->op) {
+	case FLEET_AUTH_ROLE_ADD:
+		printf("%s role add %s\n", ctl, s->name);
+		break;
+	case FLEET_AUTH_ROLE_GRANT:
+		printf("%s role grant-permission %s%s %s %s\n", ctl, s->name, s->prefix ? " --prefix=true" : "",
+		       fleet_auth_perm_names[s->perm], s->key);
+		break;
+	case FLEET_AUTH_USER_ADD:
+		if ((rc = password_file(dir, s->name)) == 0)
+			printf("%s user add %s --interactive=false < '%s/%s'\n", ctl, s->name, dir, s->name);
+		break;
+	case FLEET_AUTH_USER_GRANT:
+		printf("%s user grant-role %s %s\n", ctl, s->name, s->role);
+		break;
+	case FLEET_AUTH_ENABLE:
+		printf("%s auth enable\n", ctl);
+		break;
+	}
+	return rc;
+}
+
+/* Take the steps through the gateway, with the credentials given (none
+ * while auth is off; root's to add hosts later).  A role or user that
+ * exists is left as it is.  0 or an exit code (said). */
+static int apply_steps(struct opts *o, const struct fleet_auth_step *steps, unsigned n)
+{
+	struct fleet_creds creds;
+	struct nt_err err = { 0 };
+	struct etcd *e;
+	unsigned existed = 0;
+	int rc = cli_fleet_creds(o, &creds);
+
+	if (rc)
+		return rc;
+	if (!(e = etcd_open(o->endpoints, &err)) || fleet_creds_apply(e, &creds, &err) < 0) {
+		log_msg(LOG_ERR, "%s", err.msg);
+		etcd_close(e);
+		return EXIT_USAGE;
+	}
+	for (unsigned i = 0; rc == 0 && i < n; i++) {
+		char path[PATH_MAX], *password = NULL;
+		int r = 0;
+
+		if (steps[i].op == FLEET_AUTH_USER_ADD) {
+			snprintf(path, sizeof(path), "%s/%s", o->password_dir, steps[i].name);
+			if ((rc = password_file(o->password_dir, steps[i].name)))
+				break;
+			r = fleet_creds_read_password(path, &password, &err);
+		}
+		if (r == 0)
+			r = fleet_auth_apply(e, &steps[i], password, &err);
+		if (password) {
+			explicit_bzero(password, strlen(password));
+			free(password);
+		}
+		if (r == -EEXIST)
+			existed++;
+		else if (r < 0) {
+			log_msg(LOG_ERR, "%s", err.msg);
+			rc = r == -EACCES || r == -ENOMEM ? EXIT_RUNTIME : exit_code_for(r);
+		}
+	}
+	etcd_close(e);
+	if (rc == 0)
+		printf("init-auth: %u steps taken (%u roles or users existed already); auth is enabled; passwords in %s\n",
+		       n - existed, existed, o->password_dir);
+	return rc;
+}
+
+/* --hosts a,b,c into hosts[] (pointing into buf).  The count. */
+static unsigned split_hosts(char *buf, const char **hosts, unsigned max)
+{
+	unsigned n = 0;
+	char *save = NULL;
+
+	for (char *h = strtok_r(buf, ",", &save); h && n < max; h = strtok_r(NULL, ",", &save))
+		hosts[n++] = h;
+	return n;
+}
+
+int cmd_fleet_init_auth(struct opts *o)
+{
+	char ctl[2 * PATH_MAX + 256], *buf = strdup(o->hosts);
+	const char **hosts = calloc(FLEET_HOSTS_MAX + 1, sizeof(*hosts));
+	struct fleet_auth_step *steps = NULL;
+	struct nt_err err = { 0 };
+	unsigned n = 0;
+	int rc = 0;
+
+	if (strchr(o->endpoints, '\'') || (o->cacert && strchr(o->cacert, '\'')) ||
+		   strchr(o->password_dir, '\'')) {
+		log_msg(LOG_ERR, "init-auth: a quote in --endpoints, --cacert or --password-dir");
+		rc = EXIT_USAGE;
+	} else if (!buf || !hosts) {
+		rc = EXIT_RUNTIME;
+	} else if (fleet_auth_plan(hosts, split_hosts(buf, hosts, FLEET_HOSTS_MAX + 1), &steps, &n, &err) < 0) {
+		log_msg(LOG_ERR, "--hosts: %s", err.msg);
+		rc = err.code == -ENOMEM ? EXIT_RUNTIME : EXIT_USAGE;
+	}
+	snprintf(ctl, sizeof(ctl), "ETCDCTL_API=3 etcdctl --endpoints='%s'%s%s%s", o->endpoints,
+		 o->cacert ? " --cacert='" : "", o->cacert ? o->cacert : "", o->cacert ? "'" : "");
+	if (rc == 0 && !o->print)
+		rc = apply_steps(o, steps, n);
+	else if (rc == 0)
+		printf("set -e\n");
+	for (unsigned i = 0; o->print && rc == 0 && i < n; i++)
+		rc = print_step(ctl, o->password_dir, &steps[i]);
+	free(steps);
+	free(hosts);
+	free(buf);
+	return finish_stdout(rc);
 }

@@ -46,6 +46,7 @@ static const struct verb {
 	{ "fleet status", cmd_fleet_status, &fleet_status_spec },
 	{ "fleet hosts", cmd_fleet_hosts, &fleet_hosts_spec },
 	{ "fleet keygen", cmd_fleet_keygen, &fleet_keygen_spec },
+	{ "fleet init-auth", cmd_fleet_init_auth, &fleet_init_auth_spec },
 };
 
 #define N_VERBS (sizeof(verbs) / sizeof(verbs[0]))

@@ -370,6 +370,15 @@ static const struct opt_def defs[OPT__COUNT] = {
 	[OPT_GATE_ALLOW_INCONCLUSIVE] = FLAG("gate-allow-inconclusive", gate_allow_inconclusive), .check = check_gate },
 	[OPT_LIMITS] = PATH("limits", limits) },
 	[OPT_OUT] = PATH("out", out), .required = "--out DIR is required" },
+	[OPT_CACERT] = PATH("cacert", cacert) },
+	[OPT_CERT] = PATH("cert", cert) },
+	[OPT_KEY] = PATH("key", key) },
+	[OPT_USER] = STRING("user", user) },
+	[OPT_PASSWORD_FILE] = PATH("password-file", password_file) },
+	[OPT_FLEET_CONF] = PATH("fleet-conf", fleet_conf) },
+	[OPT_HOSTS] = STRING("hosts", hosts), .required = "--hosts NAME[,NAME...] is required" },
+	[OPT_PASSWORD_DIR] = PATH("password-dir", password_dir), .required = "--password-dir DIR is required" },
+	[OPT_PRINT] = FLAG("print", print) },
 };
 
 /* getopt_long's value for option id: its letter, else past any char. */

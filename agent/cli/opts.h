@@ -31,6 +31,8 @@ enum opt_id {
 	OPT_FLEET, OPT_HOST,          /* the daemon joins a fleet */
 	OPT_ENDPOINTS, OPT_NAME, OPT_WAVES, OPT_GATE_CMD, OPT_GATE_BUDGET, OPT_WAVE_TIMEOUT, OPT_SHADOW,
 	OPT_GATE_ALLOW_INCONCLUSIVE,  /* fleet rollout's */
+	OPT_CACERT, OPT_CERT, OPT_KEY, OPT_USER, OPT_PASSWORD_FILE, OPT_FLEET_CONF,   /* etcd credentials */
+	OPT_HOSTS, OPT_PASSWORD_DIR, OPT_PRINT,                                       /* fleet init-auth's */
 	OPT_METRIC, OPT_METRIC_KIND, OPT_SKIP_STEPS,   /* ab's figure */
 	OPT_LIMITS,                   /* apply's and run's site limits */
 	OPT_OUT,                      /* fleet keygen's directory */
@@ -59,11 +61,12 @@ struct opts {
 	double interval_s;
 	const char *flap, *metrics, *textfile_dir, *socket;
 	const char *fleet, *host, *endpoints, *name, *waves, *gate_cmd;
+	const char *cacert, *cert, *key, *user, *password_file, *fleet_conf, *hosts, *password_dir;
 	double gate_budget, wave_timeout;
 	const char *metric, *metric_kind;
 	const char *limits, *out;
 	unsigned skip_steps;
-	bool json, dry_run, markdown, quiet, no_metrics, revert_on_exit, shadow, gate_allow_inconclusive;
+	bool json, dry_run, markdown, quiet, no_metrics, revert_on_exit, shadow, gate_allow_inconclusive, print;
 	bool given[OPT__COUNT];
 	char **command;               /* NULL-terminated, after "--"; NULL none */
 	const char *sub_verb;         /* VERB_SUB_VERB: the word after the verb; NULL none */

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fleet/fleet.h"
+#include "fleet/fleet_doc.h"
 #include "fleet/fleet_gate.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -19,6 +19,11 @@
 # kill-member / start-member: stop one member (for failover tests) and start
 #   it again on the same ports and data, waiting until it is healthy.
 #
+# TLS: with ETCD_TLS=CERTDIR at start (CERTDIR/ca.pem, server.pem,
+#   server-key.pem; the server certificate valid for 127.0.0.1), the client
+#   URLs are https:// with that certificate (the peers stay plain http on
+#   loopback); the choice is kept in DIR/tls, so start-member does the same.
+#
 # Nothing is written outside DIR.  A pid is signalled only when its
 # /proc/PID/cmdline names this DIR, so a recycled pid is never hit.
 # Exit status: 0, 1 on failure (a line on stderr, the member's log tail),
@@ -47,7 +52,13 @@ print(" ".join(str(s.getsockname()[1]) for s in socks))'
 # member N's client port ($1 = N) and peer port, from DIR/ports
 client_port() { awk -v n="$1" 'NR == n { print $1 }' "$dir/ports"; }
 peer_port() { awk -v n="$1" 'NR == n { print $2 }' "$dir/ports"; }
-client_url() { echo "http://127.0.0.1:$(client_port "$1")"; }
+tls_dir() { [ -f "$dir/tls" ] && cat "$dir/tls"; return 0; }
+client_url() { echo "http$([ -n "$(tls_dir)" ] && echo s)://127.0.0.1:$(client_port "$1")"; }
+tls_flags() {
+	t=$(tls_dir)
+	[ -n "$t" ] && echo "--cert-file $t/server.pem --key-file $t/server-key.pem"   # no client certificates: users log in
+	return 0
+}
 
 endpoints() {
 	out=""
@@ -77,13 +88,14 @@ launch_member() {
 		--listen-peer-urls "http://127.0.0.1:$(peer_port "$n")" \
 		--initial-advertise-peer-urls "http://127.0.0.1:$(peer_port "$n")" \
 		--initial-cluster "$(initial_cluster)" --initial-cluster-state "$state" \
-		--initial-cluster-token "$(cat "$dir/token")" \
+		--initial-cluster-token "$(cat "$dir/token")" $(tls_flags) \
 		</dev/null >>"$dir/m$n.log" 2>&1 &
 	echo $! >"$dir/m$n.pid"
 }
 
 healthy() {
-	curl -sf --max-time 2 "$(client_url "$1")/health" 2>/dev/null | grep -q '"health":"true"'
+	t=$(tls_dir)
+	curl -sf --max-time 2 ${t:+--cacert "$t/ca.pem"} "$(client_url "$1")/health" 2>/dev/null | grep -q '"health":"true"'
 }
 
 # wait until members $@ are healthy, at most $WAIT seconds
@@ -137,6 +149,12 @@ start)
 	set -- $ports
 	printf '%s %s\n%s %s\n%s %s\n' "$1" "$2" "$3" "$4" "$5" "$6" >"$dir/ports"
 	echo "nodetune-test-$$-$(date +%s)" >"$dir/token"
+	rm -f "$dir/tls"
+	if [ -n "${ETCD_TLS:-}" ]; then
+		t=$(cd "$ETCD_TLS" && pwd) || die "ETCD_TLS=$ETCD_TLS: not a directory"
+		for f in ca.pem server.pem server-key.pem; do [ -r "$t/$f" ] || die "$t/$f: missing"; done
+		echo "$t" >"$dir/tls"
+	fi
 	# a start that fails leaves nothing running
 	trap 'trap - EXIT; for n in $MEMBERS; do stop_member "$n"; done' EXIT
 	for n in $MEMBERS; do rm -rf "$dir/m$n"; launch_member "$n" new; done

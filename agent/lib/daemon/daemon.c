@@ -24,6 +24,7 @@
 #include "tune/apply.h"
 #include "daemon/ctlsock.h"
 #include "daemon/daemon.h"
+#include "daemon/daemon_test.h"
 #include "observe/doctor.h"
 #include "daemon/flap.h"
 #include "fleet/fleet_host.h"
@@ -40,45 +41,6 @@
 #ifndef NODETUNE_VERSION
 #define NODETUNE_VERSION "0.2.0"
 #endif
-
-#define RECENT_MAX 16           /* drift events kept for `nodetune status` */
-
-struct drift_event {
-	double wall;
-	char path[256];
-	char want[PLAN_VALUE_MAX], found[PLAN_VALUE_MAX];
-	char writers[512];
-};
-
-struct daemon {
-	const struct daemon_config *cfg;
-	struct fsroot *root;
-	struct topo *topo;
-	struct policy *policy;
-	struct plan *plan;
-	char sha256[SHA256_DIGEST_STRING_LENGTH];
-	struct journal *j;
-	struct flap *flap;
-	struct metrics_server *ms;
-	struct ctlsock *cs;
-	struct sampler sampler;
-	bool sampler_ok;
-	struct sampler_snap snap;
-	struct doctor_findings doc;
-	bool doc_ok;
-	double next_doctor;
-	/* the last verify */
-	double verify_wall, verify_dur;
-	double doctor_dur;            /* the last doctor run (it samples for window_s) */
-	unsigned checked, drifted;
-	bool verify_ok;
-	unsigned long verifies, corrections, reloads, reload_failures, correct_failures;
-	struct drift_event recent[RECENT_MAX];
-	unsigned n_recent;
-	double watchdog_s;            /* 0: no watchdog */
-	struct fleet_host *fleet;     /* --fleet: NULL none */
-	char policy_name[FLEET_NAME_MAX];
-};
 
 /* One line for the caller's note callback (none: nothing). */
 #define say(d, level, ...) notef((d)->cfg->note, (d)->cfg->note_arg, (level), __VA_ARGS__)
@@ -198,113 +160,215 @@ static void doctor_maybe(struct daemon *d, double mono)
 
 /* ---- publishing -------------------------------------------------------- */
 
-static void add(struct metrics *m, const char *name, enum metric_type type, const char *help,
-		const char *const *labels, double v)
-{
-	struct nt_err err = { 0 };
+/* The daemon's metric families, one row each: name, type, help, and how
+ * its samples are read from the daemon (one unlabelled value, or a function
+ * that adds labelled samples).  Adding a metric is adding a row. */
+enum daemon_metric {
+	DM_BUILD_INFO, DM_POLICY_INFO, DM_VERIFY_LAST, DM_VERIFY_DURATION, DM_DOCTOR_DURATION, DM_VERIFY_TOTAL,
+	DM_KNOBS_CHECKED, DM_KNOBS_DRIFTED, DM_CORRECTIONS, DM_CORRECTION_FAILURES, DM_RELOADS, DM_RELOAD_FAILURES,
+	DM_DRIFT, DM_KNOB_CONTESTED, DM_DOCTOR_FINDING, DM_TLB, DM_DEVICE_IRQ, DM_PRESSURE, DM_MEMCG, DM__COUNT
+};
 
-	if (help)
-		metrics_declare(m, name, type, help, &err);
-	metrics_add(m, name, labels, v, &err);
+struct metric_row {
+	const char *name;
+	enum metric_type type;
+	const char *help;
+	double (*value)(const struct daemon *d);        /* one unlabelled sample; NULL: samples */
+	int (*samples)(const struct daemon *d, struct metrics *m, const char *name, struct nt_err *err);
+	bool (*present)(const struct daemon *d);        /* NULL: always; false: the family is left out */
+};
+
+/* A sample of family name; 0 or -errno with err. */
+static int sample(struct metrics *m, const char *name, const char *const *labels, double v, struct nt_err *err)
+{
+	return metrics_add(m, name, labels, v, err);
 }
 
-static void add_knob(const char *key, unsigned long total, bool contested, void *arg)
+static int build_info(const struct daemon *d, struct metrics *m, const char *name, struct nt_err *err)
 {
-	struct metrics *m = arg;
-	const char *labels[] = { "path", key, NULL };
+	(void)d;
+	return sample(m, name, (const char *[]){ "version", NODETUNE_VERSION, NULL }, 1, err);
+}
+
+static int policy_info(const struct daemon *d, struct metrics *m, const char *name, struct nt_err *err)
+{
+	return sample(m, name, (const char *[]){ "policy", d->cfg->policy_path, "sha256", d->sha256, NULL }, 1, err);
+}
+
+/* Per knob the flap tracker knows: its drift count or whether contested. */
+struct knob_pass {
+	struct metrics *m;
+	const char *name;
+	bool contested;
+	struct nt_err *err;
+	int r;
+};
+
+static void knob_sample(const char *key, unsigned long total, bool contested, void *arg)
+{
+	struct knob_pass *p = arg;
 	char path[300];
 
-	if (strncmp(key, "cgroup", 6))
-		snprintf(path, sizeof(path), "/%s", key);
-	else
-		snprintf(path, sizeof(path), "%s", key);
-	labels[1] = path;
-	add(m, "nodetune_drift_total", METRIC_COUNTER, NULL, labels, (double)total);
-	add(m, "nodetune_knob_contested", METRIC_GAUGE, NULL, labels, contested);
+	if (p->r < 0)
+		return;
+	snprintf(path, sizeof(path), "%s%s", strncmp(key, "cgroup", 6) ? "/" : "", key);
+	p->r = sample(p->m, p->name, (const char *[]){ "path", path, NULL }, p->contested ? contested : (double)total,
+		      p->err);
 }
 
-/* The daemon's own families. */
-static void metrics_daemon(const struct daemon *d, struct metrics *m)
+static int knob_samples(const struct daemon *d, struct metrics *m, const char *name, bool contested,
+			struct nt_err *err)
 {
-	const char *build[] = { "version", NODETUNE_VERSION, NULL };
-	const char *pol[] = { "policy", d->cfg->policy_path, "sha256", d->sha256, NULL };
+	struct knob_pass p = { m, name, contested, err, 0 };
 
-	add(m, "nodetune_build_info", METRIC_INFO, "The nodetune build.", build, 1);
-	add(m, "nodetune_policy_info", METRIC_INFO, "The policy the daemon keeps applied.", pol, 1);
-	add(m, "nodetune_verify_last_timestamp_seconds", METRIC_GAUGE, "When the last verify ended (Unix time).",
-	    NULL, d->verify_wall);
-	add(m, "nodetune_verify_duration_seconds", METRIC_GAUGE,
-	    "How long the last verify cycle took (verify, corrections, counters; not the doctor).", NULL, d->verify_dur);
-	add(m, "nodetune_doctor_duration_seconds", METRIC_GAUGE,
-	    "How long the last doctor run took (it samples per-core %sys for half a second).", NULL, d->doctor_dur);
-	add(m, "nodetune_verify_total", METRIC_COUNTER, "Verify cycles run.", NULL, (double)d->verifies);
-	add(m, "nodetune_knobs_checked", METRIC_GAUGE, "Settings the last verify compared.", NULL, d->checked);
-	add(m, "nodetune_knobs_drifted", METRIC_GAUGE, "Settings away from the policy at the last verify.", NULL,
-	    d->drifted);
-	add(m, "nodetune_corrections_total", METRIC_COUNTER, "Settings written back after a drift.", NULL,
-	    (double)d->corrections);
-	add(m, "nodetune_correction_failures_total", METRIC_COUNTER, "Corrections that failed.", NULL,
-	    (double)d->correct_failures);
-	add(m, "nodetune_reloads_total", METRIC_COUNTER, "Policy reloads (SIGHUP) that took effect.", NULL,
-	    (double)d->reloads);
-	add(m, "nodetune_reload_failures_total", METRIC_COUNTER, "Policy reloads refused (the old policy kept).",
-	    NULL, (double)d->reload_failures);
-	metrics_declare(m, "nodetune_drift_total", METRIC_COUNTER, "Times a setting was found away from the policy.",
-			NULL);
-	metrics_declare(m, "nodetune_knob_contested", METRIC_GAUGE,
-			"1 when a setting drifted too often and is no longer corrected.", NULL);
-	flap_foreach(d->flap, add_knob, m);
-	metrics_declare(m, "nodetune_doctor_finding", METRIC_GAUGE, "A hazard the doctor found (1 while it lasts).",
-			NULL);
-	for (unsigned i = 0; d->doc_ok && i < d->doc.n; i++) {
-		const char *labels[] = { "check", d->doc.hazards[i].code, "severity", "warning", NULL };
-
-		add(m, "nodetune_doctor_finding", METRIC_GAUGE, NULL, labels, 1);
-	}
+	flap_foreach(d->flap, knob_sample, &p);
+	return p.r;
 }
 
-/* The observer's counters, since boot (Prometheus takes the rates). */
-static void metrics_observer(const struct daemon *d, struct metrics *m)
+static int drift_samples(const struct daemon *d, struct metrics *m, const char *name, struct nt_err *err)
+{
+	return knob_samples(d, m, name, false, err);
+}
+
+static int contested_samples(const struct daemon *d, struct metrics *m, const char *name, struct nt_err *err)
+{
+	return knob_samples(d, m, name, true, err);
+}
+
+static int doctor_samples(const struct daemon *d, struct metrics *m, const char *name, struct nt_err *err)
+{
+	int r = 0;
+
+	for (unsigned i = 0; d->doc_ok && i < d->doc.n && r == 0; i++)
+		r = sample(m, name, (const char *[]){ "check", d->doc.hazards[i].code, "severity", "warning", NULL }, 1,
+			   err);
+	return r;
+}
+
+static int pressure_samples(const struct daemon *d, struct metrics *m, const char *name, struct nt_err *err)
 {
 	const struct sampler_snap *s = &d->snap;
-	char name[160];
+	const struct { const char *r, *k; uint64_t us; } p[] = {
+		{ "cpu", "some", s->psi.cpu_some_us },   { "memory", "some", s->psi.mem_some_us },
+		{ "memory", "full", s->psi.mem_full_us }, { "io", "some", s->psi.io_some_us },
+		{ "io", "full", s->psi.io_full_us },
+	};
+	int r = 0;
 
-	if (!d->sampler_ok)
-		return;
-	for (int i = 0; i < SAMPLER_VM; i++) {
-		if (s->vm[i] < 0)
+	for (size_t i = 0; i < sizeof(p) / sizeof(p[0]) && r == 0; i++)
+		r = sample(m, name, (const char *[]){ "resource", p[i].r, "kind", p[i].k, NULL }, p[i].us / 1e6, err);
+	return r;
+}
+
+static int memcg_samples(const struct daemon *d, struct metrics *m, const char *name, struct nt_err *err)
+{
+	int r = sample(m, name, (const char *[]){ "state", "kernel", NULL }, (double)d->snap.memcg_kernel, err);
+
+	return r < 0 ? r : sample(m, name, (const char *[]){ "state", "live", NULL }, (double)d->snap.memcg_live, err);
+}
+
+static double v_verify_wall(const struct daemon *d) { return d->verify_wall; }
+static double v_verify_dur(const struct daemon *d) { return d->verify_dur; }
+static double v_doctor_dur(const struct daemon *d) { return d->doctor_dur; }
+static double v_verifies(const struct daemon *d) { return (double)d->verifies; }
+static double v_checked(const struct daemon *d) { return d->checked; }
+static double v_drifted(const struct daemon *d) { return d->drifted; }
+static double v_corrections(const struct daemon *d) { return (double)d->corrections; }
+static double v_correct_failures(const struct daemon *d) { return (double)d->correct_failures; }
+static double v_reloads(const struct daemon *d) { return (double)d->reloads; }
+static double v_reload_failures(const struct daemon *d) { return (double)d->reload_failures; }
+static double v_tlb(const struct daemon *d) { return (double)d->snap.tlb; }
+static double v_device_irq(const struct daemon *d) { return (double)d->snap.irq.device; }
+static bool has_sampler(const struct daemon *d) { return d->sampler_ok; }
+static bool has_tlb(const struct daemon *d) { return d->sampler_ok && d->snap.tlb_ok; }
+static bool has_psi(const struct daemon *d) { return d->sampler_ok && d->snap.psi.present; }
+static bool has_memcg(const struct daemon *d) { return d->sampler_ok && d->snap.slow && d->snap.memcg_kernel >= 0; }
+
+static const struct metric_row metric_rows[DM__COUNT] = {
+	[DM_BUILD_INFO] = { "nodetune_build_info", METRIC_INFO, "The nodetune build.", NULL, build_info, NULL },
+	[DM_POLICY_INFO] = { "nodetune_policy_info", METRIC_INFO, "The policy the daemon keeps applied.", NULL,
+			     policy_info, NULL },
+	[DM_VERIFY_LAST] = { "nodetune_verify_last_timestamp_seconds", METRIC_GAUGE,
+			     "When the last verify ended (Unix time).", v_verify_wall, NULL, NULL },
+	[DM_VERIFY_DURATION] = { "nodetune_verify_duration_seconds", METRIC_GAUGE,
+				 "How long the last verify cycle took (verify, corrections, counters; not the doctor).",
+				 v_verify_dur, NULL, NULL },
+	[DM_DOCTOR_DURATION] = { "nodetune_doctor_duration_seconds", METRIC_GAUGE,
+				 "How long the last doctor run took (it samples per-core %sys for half a second).",
+				 v_doctor_dur, NULL, NULL },
+	[DM_VERIFY_TOTAL] = { "nodetune_verify_total", METRIC_COUNTER, "Verify cycles run.", v_verifies, NULL, NULL },
+	[DM_KNOBS_CHECKED] = { "nodetune_knobs_checked", METRIC_GAUGE, "Settings the last verify compared.", v_checked,
+			       NULL, NULL },
+	[DM_KNOBS_DRIFTED] = { "nodetune_knobs_drifted", METRIC_GAUGE,
+			       "Settings away from the policy at the last verify.", v_drifted, NULL, NULL },
+	[DM_CORRECTIONS] = { "nodetune_corrections_total", METRIC_COUNTER, "Settings written back after a drift.",
+			     v_corrections, NULL, NULL },
+	[DM_CORRECTION_FAILURES] = { "nodetune_correction_failures_total", METRIC_COUNTER, "Corrections that failed.",
+				     v_correct_failures, NULL, NULL },
+	[DM_RELOADS] = { "nodetune_reloads_total", METRIC_COUNTER, "Policy reloads (SIGHUP) that took effect.",
+			 v_reloads, NULL, NULL },
+	[DM_RELOAD_FAILURES] = { "nodetune_reload_failures_total", METRIC_COUNTER,
+				 "Policy reloads refused (the old policy kept).", v_reload_failures, NULL, NULL },
+	[DM_DRIFT] = { "nodetune_drift_total", METRIC_COUNTER, "Times a setting was found away from the policy.", NULL,
+		       drift_samples, NULL },
+	[DM_KNOB_CONTESTED] = { "nodetune_knob_contested", METRIC_GAUGE,
+				"1 when a setting drifted too often and is no longer corrected.", NULL,
+				contested_samples, NULL },
+	[DM_DOCTOR_FINDING] = { "nodetune_doctor_finding", METRIC_GAUGE,
+				"A hazard the doctor found (1 while it lasts).", NULL, doctor_samples, NULL },
+	[DM_TLB] = { "nodetune_tlb_shootdowns_total", METRIC_COUNTER, "TLB shootdowns, all CPUs.", v_tlb, NULL,
+		     has_tlb },
+	[DM_DEVICE_IRQ] = { "nodetune_device_interrupts_total", METRIC_COUNTER,
+			    "Device (numbered) interrupts, all CPUs.", v_device_irq, NULL, has_sampler },
+	[DM_PRESSURE] = { "nodetune_pressure_stalled_seconds_total", METRIC_COUNTER,
+			  "Pressure stall time (PSI) by resource and kind.", NULL, pressure_samples, has_psi },
+	[DM_MEMCG] = { "nodetune_memory_cgroups", METRIC_GAUGE,
+		       "Memory cgroups the kernel counts, and live directories (zombies: the difference).", NULL,
+		       memcg_samples, has_memcg },
+};
+
+/* One family: declared, then its samples.  0 or -errno with err. */
+static int metric_family(const struct daemon *d, const struct metric_row *row, struct metrics *m,
+			 struct nt_err *err)
+{
+	int r;
+
+	if (row->present && !row->present(d))
+		return 0;
+	r = metrics_declare(m, row->name, row->type, row->help, err);
+	if (r < 0)
+		return r;
+	return row->value ? sample(m, row->name, NULL, row->value(d), err) : row->samples(d, m, row->name, err);
+}
+
+/* The vmstat counters: one family per row of the sampler's table. */
+static int metrics_vmstat(const struct daemon *d, struct metrics *m, struct nt_err *err)
+{
+	char name[160];
+	int r = 0;
+
+	for (int i = 0; d->sampler_ok && i < SAMPLER_VM && r == 0; i++) {
+		if (d->snap.vm[i] < 0)
 			continue;
 		snprintf(name, sizeof(name), "nodetune_vmstat_%s_total", sampler_vm_counters[i].name);
-		add(m, name, METRIC_COUNTER, sampler_vm_counters[i].source, NULL, (double)s->vm[i]);
+		r = metrics_declare(m, name, METRIC_COUNTER, sampler_vm_counters[i].source, err);
+		if (r == 0)
+			r = sample(m, name, NULL, (double)d->snap.vm[i], err);
 	}
-	if (s->tlb_ok)
-		add(m, "nodetune_tlb_shootdowns_total", METRIC_COUNTER, "TLB shootdowns, all CPUs.", NULL,
-		    (double)s->tlb);
-	add(m, "nodetune_device_interrupts_total", METRIC_COUNTER, "Device (numbered) interrupts, all CPUs.", NULL,
-	    (double)s->irq.device);
-	if (s->psi.present) {
-		const struct { const char *r, *k; uint64_t us; } p[] = {
-			{ "cpu", "some", s->psi.cpu_some_us },   { "memory", "some", s->psi.mem_some_us },
-			{ "memory", "full", s->psi.mem_full_us }, { "io", "some", s->psi.io_some_us },
-			{ "io", "full", s->psi.io_full_us },
-		};
+	return r;
+}
 
-		metrics_declare(m, "nodetune_pressure_stalled_seconds_total", METRIC_COUNTER,
-				"Pressure stall time (PSI) by resource and kind.", NULL);
-		for (size_t i = 0; i < sizeof(p) / sizeof(p[0]); i++) {
-			const char *labels[] = { "resource", p[i].r, "kind", p[i].k, NULL };
+int daemon_metrics_fill(const struct daemon *d, struct metrics *m, struct nt_err *err)
+{
+	int r = 0;
 
-			add(m, "nodetune_pressure_stalled_seconds_total", METRIC_COUNTER, NULL, labels, p[i].us / 1e6);
-		}
+	for (int i = 0; i < DM__COUNT && r == 0; i++) {
+		if (i == DM_TLB)        /* the observer's families, after the daemon's own */
+			r = metrics_vmstat(d, m, err);
+		if (r == 0)
+			r = metric_family(d, &metric_rows[i], m, err);
 	}
-	if (s->slow && s->memcg_kernel >= 0) {
-		const char *k[] = { "state", "kernel", NULL }, *l[] = { "state", "live", NULL };
-
-		add(m, "nodetune_memory_cgroups", METRIC_GAUGE,
-		    "Memory cgroups the kernel counts, and live directories (zombies: the difference).", k,
-		    (double)s->memcg_kernel);
-		add(m, "nodetune_memory_cgroups", METRIC_GAUGE, NULL, l, (double)s->memcg_live);
-	}
+	return r;
 }
 
 static json_t *status_json(const struct daemon *d)
@@ -345,19 +409,16 @@ static void publish(struct daemon *d)
 	size_t len = 0;
 	json_t *doc;
 
-	if (m) {
-		metrics_daemon(d, m);
-		metrics_observer(d, m);
-		if (metrics_render(m, &text, &len, &err) == 0) {
-			if (d->ms)
-				metrics_server_publish(d->ms, text, len);
-			if (d->cfg->textfile_dir &&
-			    metrics_write_textfile(d->cfg->textfile_dir, "nodetune", text, len, &err) < 0)
-				say(d, LOG_WARNING, "textfile: %s", err.msg);
-		}
-		free(text);
-		metrics_free(m);
+	if (!m || daemon_metrics_fill(d, m, &err) < 0 || metrics_render(m, &text, &len, &err) < 0) {
+		say(d, LOG_WARNING, "metrics: %s (not published this cycle)", m ? err.msg : strerror(ENOMEM));
+	} else {
+		if (d->ms && metrics_server_publish(d->ms, text, len) < 0)
+			say(d, LOG_WARNING, "metrics: out of memory (the last text still served)");
+		if (d->cfg->textfile_dir && metrics_write_textfile(d->cfg->textfile_dir, "nodetune", text, len, &err) < 0)
+			say(d, LOG_WARNING, "textfile: %s", err.msg);
 	}
+	free(text);
+	metrics_free(m);
 	doc = status_json(d);
 	if (doc && d->cs) {
 		flap_foreach(d->flap, status_knob, doc);
@@ -377,15 +438,19 @@ static bool skip_contested(const char *path, void *arg)
 	return flap_contested(arg, path);
 }
 
+struct drift_event *daemon_recent_push(struct drift_event recent[DAEMON_RECENT_MAX], unsigned *n)
+{
+	if (*n == DAEMON_RECENT_MAX)
+		memmove(recent, recent + 1, (DAEMON_RECENT_MAX - 1) * sizeof(*recent));
+	else
+		(*n)++;
+	return &recent[*n - 1];
+}
+
 static void remember(struct daemon *d, const struct verify_drift *v, const char *writers)
 {
-	struct drift_event *e;
+	struct drift_event *e = daemon_recent_push(d->recent, &d->n_recent);
 
-	if (d->n_recent == RECENT_MAX)
-		memmove(d->recent, d->recent + 1, (RECENT_MAX - 1) * sizeof(*d->recent));
-	else
-		d->n_recent++;
-	e = &d->recent[d->n_recent - 1];
 	e->wall = now_wall();
 	snprintf(e->path, sizeof(e->path), "%s", v->path);
 	snprintf(e->want, sizeof(e->want), "%s", v->expected);
@@ -525,7 +590,7 @@ static int fleet_start(struct daemon *d, struct nt_err *err)
 {
 	const struct daemon_config *c = d->cfg;
 	const char *local = c->local_policy ? c->local_policy : c->policy_path, *base = strrchr(local, '/');
-	struct fleet_host_config fc = { c->fleet_endpoints, c->fleet_host, c->state_dir, local, c->policy_path,
+	struct fleet_host_config fc = { c->fleet_endpoints, c->fleet_creds, c->fleet_host, c->state_dir, local, c->policy_path,
 					c->sysroot, c->topology, c->interval_s, c->note, c->note_arg };
 
 	snprintf(d->policy_name, sizeof(d->policy_name), "%s", base ? base + 1 : local);
@@ -645,6 +710,25 @@ static int wait_signal(int sfd, int xfd, double until)
 	return 0;
 }
 
+enum daemon_action daemon_decide(int sig, double now, double next, bool watchdog)
+{
+	if (sig == SIGTERM || sig == SIGINT)
+		return DAEMON_STOP;
+	if (sig == -1)
+		return DAEMON_FLEET;
+	if (sig == SIGHUP)
+		return DAEMON_RELOAD;
+	if (now >= next)
+		return DAEMON_CYCLE;
+	return watchdog ? DAEMON_PING : DAEMON_WAIT;
+}
+
+double daemon_next_due(double next, double now, double interval)
+{
+	next += interval;
+	return next < now ? now + interval : next;
+}
+
 static int loop(struct daemon *d, int sfd)
 {
 	double tick = d->cfg->interval_s, next;
@@ -658,23 +742,27 @@ static int loop(struct daemon *d, int sfd)
 	for (;;) {
 		int sig = wait_signal(sfd, fleet_host_fd(d->fleet), fmin(next, now_mono() + tick));
 
-		if (sig == SIGTERM || sig == SIGINT) {
+		switch (daemon_decide(sig, now_mono(), next, d->watchdog_s > 0)) {
+		case DAEMON_STOP:
 			say(d, LOG_NOTICE, "%s: stopping; the host stays as it is%s", strsignal(sig),
 			    d->cfg->revert_on_exit ? " until the revert (--revert-on-exit)" : " (undo: nodetune revert)");
 			return 0;
-		}
-		if (sig == -1) {
+		case DAEMON_FLEET:
 			fleet_tick(d);          /* the store asked for something */
-		} else if (sig == SIGHUP) {
+			break;
+		case DAEMON_RELOAD:
 			reload(d);
 			next = now_mono() + d->cfg->interval_s;
-		} else if (now_mono() >= next) {
+			break;
+		case DAEMON_CYCLE:
 			cycle(d);
-			next += d->cfg->interval_s;
-			if (next < now_mono())          /* a cycle longer than the interval: no burst */
-				next = now_mono() + d->cfg->interval_s;
-		} else if (d->watchdog_s > 0) {
+			next = daemon_next_due(next, now_mono(), d->cfg->interval_s);
+			break;
+		case DAEMON_PING:
 			sd_notify(0, "WATCHDOG=1");     /* the loop is alive between cycles */
+			break;
+		case DAEMON_WAIT:
+			break;
 		}
 	}
 }

@@ -33,6 +33,8 @@
 
 #include "base/log.h"
 
+struct fleet_creds;
+
 #define DAEMON_DEFAULT_POLICY "/etc/nodetune/policy.conf"
 #define DAEMON_DEFAULT_STATE_DIR "/var/lib/nodetune"
 #define DAEMON_DEFAULT_INTERVAL_S 30.0
@@ -53,6 +55,7 @@ struct daemon_config {
 	double doctor_every_s;        /* the doctor's cadence (0: 10 intervals, at least 60 s) */
 	const char *fleet_endpoints;  /* etcd: join the fleet (fleet_host.h); NULL: no fleet */
 	const char *fleet_host;       /* this host's name in the fleet */
+	const struct fleet_creds *fleet_creds;  /* TLS and login (fleet_creds.h); NULL: none */
 	const char *local_policy;     /* with a fleet: the --policy file (policy_path may be
 	                                 the store's cached policy) */
 	/* every line the daemon has to say, with its syslog level */
@@ -64,7 +67,9 @@ struct daemon_config {
  * through a signalfd; SIGHUP too).  Returns 0 after a signal; or -errno
  * with err: -EBUSY (another nodetune holds the state dir), -EINVAL and
  * other input errors (a bad policy, topology, sysroot, address), with
- * *ret_runtime false and nothing changed; or a failure after the first
+ * *ret_runtime false and nothing changed (-EACCES: the fleet's store
+ * refused the credentials: a TLS failure, a refused login, a permission
+ * denied); or a failure after the first
  * apply began, with *ret_runtime true and everything it changed reverted
  * (the caller exits 3). */
 int daemon_run(const struct daemon_config *cfg, bool *ret_runtime, struct nt_err *err);

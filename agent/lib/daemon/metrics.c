@@ -27,6 +27,7 @@
 
 #include "base/log.h"
 #include "daemon/metrics.h"
+#include "daemon/metrics_test.h"
 
 /* ==== names, values, escaping =========================================== */
 
@@ -104,6 +105,10 @@ char *metrics_format_value(double value, char *buf, size_t size)
 	}
 	if (isinf(value)) {
 		snprintf(buf, size, "%s", value > 0 ? "+Inf" : "-Inf");
+		return buf;
+	}
+	if (value == trunc(value) && fabs(value) < 9007199254740992.0) {    /* an integer below 2^53: 40, not 4e+01 */
+		snprintf(buf, size, "%.0f", value);
 		return buf;
 	}
 	for (int prec = 1; prec <= 17; prec++) {

@@ -46,20 +46,6 @@ enum metric_type { METRIC_COUNTER, METRIC_GAUGE, METRIC_INFO };
 #define METRICS_LABELS_MAX 16     /* labels on one sample */
 #define METRICS_VALUE_MAX 4096    /* a label value or HELP text, bytes */
 
-/* ---- names -------------------------------------------------------------- */
-
-/* Is name a valid metric name, [a-zA-Z_:][a-zA-Z0-9_:]* (at most
- * METRICS_NAME_MAX bytes, no leading "__", which Prometheus reserves)? */
-bool metrics_name_valid(const char *name);
-/* Is name a valid label name, [a-zA-Z_][a-zA-Z0-9_]* (at most
- * METRICS_NAME_MAX bytes, no leading "__")? */
-bool metrics_label_valid(const char *name);
-
-/* Write value as the exposition format spells it into buf ("+Inf", "-Inf",
- * "NaN", else the shortest %.Ng that strtod reads back to value exactly).
- * size must be at least 32.  Returns buf. */
-char *metrics_format_value(double value, char *buf, size_t size);
-
 /* ---- a metric set ------------------------------------------------------- */
 
 struct metrics; /* opaque */

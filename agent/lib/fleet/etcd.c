@@ -4,9 +4,10 @@
  *   1. reading JSON fields (int64 as string or integer, base64 bytes)
  *   2. the response parsers (pure; the fuzz target's entry points)
  *   3. building requests (keys, ranges, compares, ops)
- *   4. transport: libcurl, the endpoint list and failover
- *   5. the key-value, txn and lease calls
- *   6. watch: a long poll over the gateway's stream
+ *   4. transport: libcurl, the endpoint list and failover, TLS
+ *   5. authentication: a user's token, renewed when etcd refuses it
+ *   6. the key-value, txn and lease calls
+ *   7. watch: a long poll over the gateway's stream
  *
  * What etcd 3.4's gateway sends (tests/fixtures/etcd/ holds real answers):
  * int64 fields are JSON strings ("revision":"7"); fields at their zero value
@@ -24,12 +25,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 #include <jansson.h>
 
 #include "base/base64.h"
 #include "fleet/etcd.h"
+#include "fleet/etcd_test.h"
 #include "base/textbuf.h"
 
 /* ==== 1. reading JSON fields ============================================== */
@@ -354,9 +357,23 @@ static const struct {
 	{ 3, -EINVAL },     /* INVALID_ARGUMENT */
 	{ 4, -ETIMEDOUT },  /* DEADLINE_EXCEEDED */
 	{ 5, -ENOENT },     /* NOT_FOUND: no such lease */
+	{ 7, -EACCES },     /* PERMISSION_DENIED: the user's roles do not allow it */
 	{ 9, -ECANCELED },  /* FAILED_PRECONDITION */
 	{ 11, -ESTALE },    /* OUT_OF_RANGE: revision compacted */
 	{ 14, -EAGAIN },    /* UNAVAILABLE: no leader, stopping */
+	{ 16, -EKEYEXPIRED }, /* UNAUTHENTICATED: the token is invalid or expired */
+};
+
+/* Messages that say more than their code (etcd 3.4's auth errors) */
+static const struct {
+	const char *text;
+	int errno_code;
+} message_errno[] = {
+	{ "invalid auth token", -EKEYEXPIRED },          /* log in again */
+	{ "revision of auth store is old", -EKEYEXPIRED },
+	{ "user name is empty", -EACCES },               /* auth is on and no login was given */
+	{ "authentication failed", -EACCES },            /* a wrong user or password */
+	{ "permission denied", -EACCES },
 };
 
 /* An error object's code and message as a negative errno in err. */
@@ -372,6 +389,9 @@ static int error_from(json_t *obj, const char *code_name, struct nt_err *err)
 	for (size_t i = 0; i < sizeof(grpc_errno) / sizeof(grpc_errno[0]); i++)
 		if (grpc_errno[i].grpc_code == json_integer_value(code))
 			rc = grpc_errno[i].errno_code;
+	for (size_t i = 0; i < sizeof(message_errno) / sizeof(message_errno[0]); i++)
+		if (strstr(json_string_value(msg), message_errno[i].text))
+			rc = message_errno[i].errno_code;
 	printable(json_string_value(msg), json_string_length(msg), shown, sizeof(shown));
 	return err_set(err, rc, "etcd: %s (gRPC code %" JSON_INTEGER_FORMAT ")", shown,
 		       json_integer_value(code));
@@ -714,11 +734,15 @@ static json_t *build_txn(const struct etcd_compare *cmp, size_t n_cmp,
 
 struct etcd {
 	CURL *curl;
-	struct curl_slist *headers;
+	struct curl_slist *headers;     /* Content-Type, Expect, and Authorization with a token */
 	char *endpoints[ETCD_ENDPOINTS_MAX];
 	size_t n_endpoints;
 	size_t current;                 /* the one that answered last */
 	long timeout_ms;
+	char errbuf[CURL_ERROR_SIZE];   /* libcurl's detail of the last failure (a TLS one) */
+	char *user, *password;          /* token auth: NULL none */
+	char *token;                    /* the last token; NULL: log in first */
+	bool in_login;
 };
 
 /* A response body, bounded. */
@@ -760,6 +784,40 @@ static CURLcode curl_init_rc;
 static void curl_init(void)
 {
 	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+/* The request headers, with "Authorization: TOKEN" when token is not
+ * NULL.  0 or -ENOMEM (the old headers kept). */
+static int set_headers(struct etcd *e, const char *token)
+{
+	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json"), *more;
+	char auth[4096];
+
+	if (h && (more = curl_slist_append(h, "Expect:")))
+		h = more;
+	else {
+		curl_slist_free_all(h);
+		return -ENOMEM;
+	}
+	if (token) {
+		snprintf(auth, sizeof(auth), "Authorization: %s", token);
+		if (!(more = curl_slist_append(h, auth))) {
+			curl_slist_free_all(h);
+			return -ENOMEM;
+		}
+	}
+	curl_slist_free_all(e->headers);
+	e->headers = h;
+	return 0;
+}
+
+/* Forget a secret: zeroed, then freed. */
+static void secret_free(char *s)
+{
+	if (s) {
+		explicit_bzero(s, strlen(s));
+		free(s);
+	}
 }
 
 /* Split the comma-separated list into e->endpoints. */
@@ -811,10 +869,7 @@ struct etcd *etcd_open(const char *endpoints, struct nt_err *err)
 	if (add_endpoints(e, endpoints, err) < 0)
 		goto out_close;
 	e->curl = curl_easy_init();
-	e->headers = curl_slist_append(NULL, "Content-Type: application/json");
-	if (e->headers)
-		e->headers = curl_slist_append(e->headers, "Expect:");
-	if (!e->curl || !e->headers) {
+	if (!e->curl || set_headers(e, NULL) < 0) {
 		err_set(err, -ENOMEM, "etcd: cannot set up libcurl");
 		goto out_close;
 	}
@@ -833,6 +888,9 @@ void etcd_close(struct etcd *e)
 	curl_slist_free_all(e->headers);
 	for (size_t i = 0; i < e->n_endpoints; i++)
 		free(e->endpoints[i]);
+	free(e->user);
+	secret_free(e->password);
+	secret_free(e->token);
 	free(e);
 }
 
@@ -862,6 +920,8 @@ static CURLcode http_post(struct etcd *e, size_t idx, const char *path, const ch
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 2000 ? timeout_ms : 2000L);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, ctx);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, e->errbuf);
+	e->errbuf[0] = '\0';
 	*ret_status = 0;
 	rc = curl_easy_perform(c);
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, ret_status);
@@ -876,6 +936,15 @@ static bool transport_failed(CURLcode rc)
 	       rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_PARTIAL_FILE;
 }
 
+/* Did TLS refuse the peer or our own certificate? */
+static bool tls_failed(CURLcode rc)
+{
+	return rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE ||
+	       rc == CURLE_SSL_CERTPROBLEM || rc == CURLE_SSL_CONNECT_ERROR || rc == CURLE_SSL_ISSUER_ERROR ||
+	       rc == CURLE_SSL_CIPHER || rc == CURLE_SSL_ENGINE_NOTFOUND || rc == CURLE_SSL_CRL_BADFILE ||
+	       rc == CURLE_USE_SSL_FAILED;
+}
+
 static int curl_errno(CURLcode rc)
 {
 	switch (rc) {
@@ -888,8 +957,8 @@ static int curl_errno(CURLcode rc)
 /* POST req to path, trying each endpoint from the last good one.  Returns
  * 0 with the 200 answer in *resp (the caller frees resp->data), or a
  * negative errno: the error etcd answered, or the last transport failure. */
-static int call(struct etcd *e, const char *path, json_t *req, struct http_buf *resp,
-		struct nt_err *err)
+static int call_endpoints(struct etcd *e, const char *path, json_t *req, struct http_buf *resp,
+			  struct nt_err *err)
 {
 	char *body = json_dumps(req, JSON_COMPACT);
 	int rc = err_set(err, -EHOSTUNREACH, "etcd: no endpoint answered");
@@ -914,6 +983,11 @@ static int call(struct etcd *e, const char *path, json_t *req, struct http_buf *
 				     curl_easy_strerror(cc));
 			continue;
 		}
+		if (tls_failed(cc)) {
+			rc = err_set(err, -EACCES, "etcd %s: TLS: %s", e->endpoints[idx],
+				     e->errbuf[0] ? e->errbuf : curl_easy_strerror(cc));
+			break;
+		}
 		if (cc != CURLE_OK) {
 			rc = err_set(err, -EPROTO, "etcd %s: %s: %s", e->endpoints[idx], path,
 				     curl_easy_strerror(cc));
@@ -928,6 +1002,12 @@ static int call(struct etcd *e, const char *path, json_t *req, struct http_buf *
 		if (rc == -EPROTO)
 			rc = err_set(err, -EPROTO, "etcd %s: %s: HTTP status %ld", e->endpoints[idx],
 				     path, status);
+		if (rc == -EACCES && err) {     /* say where */
+			char msg[sizeof(err->msg)];
+
+			snprintf(msg, sizeof(msg), "%s", err->msg);
+			rc = err_set(err, -EACCES, "etcd %s: %s: %s", e->endpoints[idx], path, msg);
+		}
 		if (rc != -EAGAIN && status != 503)
 			break;
 	}
@@ -937,7 +1017,178 @@ static int call(struct etcd *e, const char *path, json_t *req, struct http_buf *
 	return rc;
 }
 
-/* ==== 5. key-values, txn, leases ========================================== */
+/* ==== 5. authentication ==================================================== */
+
+/* Log in: POST /v3/auth/authenticate {name, password} -> token, sent from
+ * then on as the Authorization header.  0, or -EACCES (refused: err names
+ * the endpoint and the user), or the transport's errno. */
+static int login(struct etcd *e, struct nt_err *err)
+{
+	json_t *req = json_pack("{s:s, s:s}", "name", e->user, "password", e->password), *root, *tok;
+	struct http_buf resp = { 0 };
+	int rc;
+
+	if (!req)
+		return err_set(err, -ENOMEM, "out of memory");
+	secret_free(e->token);
+	e->token = NULL;
+	set_headers(e, NULL);
+	rc = call_endpoints(e, "/v3/auth/authenticate", req, &resp, err);
+	json_decref(req);
+	if ((rc == -EACCES || rc == -EINVAL || rc == -EKEYEXPIRED) && !strstr(err ? err->msg : "", ": TLS: ")) {
+		char why[sizeof(err->msg)];
+
+		snprintf(why, sizeof(why), "%s", err ? err->msg : "");
+		return err_set(err, -EACCES, "etcd: login as '%s' refused: %s", e->user, why);
+	}
+	if (rc < 0)
+		return rc;
+	root = load_object(resp.data, resp.len, "authenticate", err);
+	tok = json_object_get(root, "token");
+	if (json_is_string(tok) && json_string_length(tok) > 0 && json_string_length(tok) < 2048 &&
+	    !strpbrk(json_string_value(tok), "\r\n"))
+		e->token = strdup(json_string_value(tok));
+	else
+		rc = err_set(err, -EPROTO, "etcd %s: login as '%s': an answer without a token",
+			     e->endpoints[e->current], e->user);
+	json_decref(root);
+	explicit_bzero(resp.data, resp.len);
+	free(resp.data);
+	if (rc == 0 && (!e->token || set_headers(e, e->token) < 0))
+		rc = err_set(err, -ENOMEM, "out of memory");
+	return rc;
+}
+
+/* POST req to path (call_endpoints), logged in first when a user is set,
+ * and once more when etcd says the token is no longer valid. */
+static int call(struct etcd *e, const char *path, json_t *req, struct http_buf *resp, struct nt_err *err)
+{
+	int rc = 0;
+
+	if (e->user && !e->token)
+		rc = login(e, err);
+	if (rc == 0)
+		rc = call_endpoints(e, path, req, resp, err);
+	if (rc == -EKEYEXPIRED && e->user) {
+		rc = login(e, err);
+		if (rc == 0)
+			rc = call_endpoints(e, path, req, resp, err);
+	}
+	if (rc == -EKEYEXPIRED) {
+		char why[sizeof(err->msg)];
+
+		snprintf(why, sizeof(why), "%s", err ? err->msg : "");
+		rc = err_set(err, -EACCES, "etcd %s: the login token was refused: %s", e->endpoints[e->current], why);
+	}
+	return rc;
+}
+
+int etcd_set_tls(struct etcd *e, const char *cacert, const char *cert, const char *key, struct nt_err *err)
+{
+	const char *files[] = { cacert, cert, key };
+	const char *what[] = { "--cacert", "--cert", "--key" };
+
+	if (!cert != !key)
+		return err_set(err, -EINVAL, "etcd: --cert and --key go together");
+	for (int i = 0; i < 3; i++)
+		if (files[i] && access(files[i], R_OK) < 0)     /* -EACCES is kept for the store's refusals */
+			return err_set(err, errno == EACCES ? -EPERM : -errno, "%s %s: %s", what[i], files[i],
+				       strerror(errno));
+	if ((cacert && curl_easy_setopt(e->curl, CURLOPT_CAINFO, cacert) != CURLE_OK) ||
+	    (cert && curl_easy_setopt(e->curl, CURLOPT_SSLCERT, cert) != CURLE_OK) ||
+	    (key && curl_easy_setopt(e->curl, CURLOPT_SSLKEY, key) != CURLE_OK))
+		return err_set(err, -EINVAL, "etcd: libcurl has no TLS support for these files");
+	curl_easy_setopt(e->curl, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(e->curl, CURLOPT_SSL_VERIFYHOST, 2L);
+	return 0;
+}
+
+int etcd_set_login(struct etcd *e, const char *user, const char *password, struct nt_err *err)
+{
+	char *u, *p;
+
+	if (!user || !*user || strlen(user) > 128 || strpbrk(user, ":\r\n") || !password)
+		return err_set(err, -EINVAL, "etcd: --user '%s': a name of 1 to 128 bytes without ':' or a newline",
+			       user ? user : "");
+	u = strdup(user);
+	p = strdup(password);
+	if (!u || !p) {
+		free(u);
+		secret_free(p);
+		return err_set(err, -ENOMEM, "out of memory");
+	}
+	free(e->user);
+	secret_free(e->password);
+	secret_free(e->token);
+	e->user = u;
+	e->password = p;
+	e->token = NULL;
+	return set_headers(e, NULL) < 0 ? err_set(err, -ENOMEM, "out of memory") : 0;
+}
+
+int etcd_login(struct etcd *e, struct nt_err *err)
+{
+	return e->user ? login(e, err) : 0;
+}
+
+static int call_json(struct etcd *e, const char *path, json_t *req, struct http_buf *resp, struct nt_err *err);
+
+/* POST req (consumed) to an /v3/auth/ administration path; an answer that
+ * the role or user exists already is -EEXIST. */
+static int auth_admin(struct etcd *e, const char *path, json_t *req, struct nt_err *err)
+{
+	struct http_buf resp = { 0 };
+	int rc = call_json(e, path, req, &resp, err);
+
+	free(resp.data);
+	if (rc < 0 && err && strstr(err->msg, "already exists")) {
+		char msg[sizeof(err->msg)];
+
+		snprintf(msg, sizeof(msg), "%s", err->msg);
+		rc = err_set(err, -EEXIST, "%s", msg);
+	}
+	return rc;
+}
+
+int etcd_role_add(struct etcd *e, const char *role, struct nt_err *err)
+{
+	return auth_admin(e, "/v3/auth/role/add", json_pack("{s:s}", "name", role), err);
+}
+
+int etcd_role_grant(struct etcd *e, const char *role, enum etcd_perm perm, const char *key, bool prefix,
+		    struct nt_err *err)
+{
+	static const char *const types[] = { "READ", "WRITE", "READWRITE" };
+	json_t *p = json_pack("{s:s}", "permType", types[perm]);
+	int rc = check_key(key, err);
+
+	if (rc < 0) {
+		json_decref(p);
+		return rc;
+	}
+	if (!p || set_range(p, key, prefix) < 0) {
+		json_decref(p);
+		return err_set(err, -ENOMEM, "out of memory");
+	}
+	return auth_admin(e, "/v3/auth/role/grant", json_pack("{s:s, s:o}", "name", role, "perm", p), err);
+}
+
+int etcd_user_add(struct etcd *e, const char *user, const char *password, struct nt_err *err)
+{
+	return auth_admin(e, "/v3/auth/user/add", json_pack("{s:s, s:s}", "name", user, "password", password), err);
+}
+
+int etcd_user_grant(struct etcd *e, const char *user, const char *role, struct nt_err *err)
+{
+	return auth_admin(e, "/v3/auth/user/grant", json_pack("{s:s, s:s}", "user", user, "role", role), err);
+}
+
+int etcd_auth_enable(struct etcd *e, struct nt_err *err)
+{
+	return auth_admin(e, "/v3/auth/enable", json_object(), err);
+}
+
+/* ==== 6. key-values, txn, leases ========================================== */
 
 /* POST req (consumed) to path and hand the answer to the caller's parser. */
 static int call_json(struct etcd *e, const char *path, json_t *req, struct http_buf *resp,
@@ -1137,7 +1388,7 @@ int etcd_lease_revoke(struct etcd *e, int64_t id, struct nt_err *err)
 	return lease_call(e, "/v3/lease/revoke", "ID", id, NULL, NULL, err);
 }
 
-/* ==== 6. watch ============================================================ */
+/* ==== 7. watch ============================================================ */
 
 /* The state of one watch stream, fed by libcurl as bytes arrive. */
 struct watch_stream {
@@ -1210,6 +1461,9 @@ static int watch_once(struct etcd *e, size_t idx, const char *body, long timeout
 		rc = etcd_parse_error(w.buf.data ? w.buf.data : "", w.buf.len, err);
 	else if (rc == 0 && cc == CURLE_OPERATION_TIMEDOUT && w.created)
 		rc = 0;                 /* the long poll's normal end */
+	else if (rc == 0 && tls_failed(cc))
+		rc = err_set(err, -EACCES, "etcd %s: TLS: %s", e->endpoints[idx],
+			     e->errbuf[0] ? e->errbuf : curl_easy_strerror(cc));
 	else if (rc == 0 && (transport_failed(cc) || cc == CURLE_OK))
 		rc = err_set(err, -EAGAIN, "etcd %s: watch: %s", e->endpoints[idx],
 			     cc == CURLE_OK ? "the stream ended" : curl_easy_strerror(cc));
@@ -1233,6 +1487,8 @@ int etcd_watch(struct etcd *e, const char *key, bool prefix, int64_t start_revis
 		return rc;
 	if (start_revision < 0)
 		return err_set(err, -EINVAL, "etcd: watch: a negative revision");
+	if (e->user && !e->token && (rc = login(e, err)) < 0)
+		return rc;
 	body = build_watch(key, prefix, start_revision);
 	if (!body)
 		return err_set(err, -ENOMEM, "out of memory");
@@ -1242,6 +1498,8 @@ int etcd_watch(struct etcd *e, const char *key, bool prefix, int64_t start_revis
 		size_t idx = (first + k) % e->n_endpoints;
 
 		rc = watch_once(e, idx, body, deadline - now_ms(), ret, err);
+		if (rc == -EKEYEXPIRED && e->user && login(e, err) == 0)
+			rc = watch_once(e, idx, body, deadline - now_ms(), ret, err);
 		if (rc >= 0)
 			e->current = idx;
 	}

@@ -1,6 +1,7 @@
 /* etcd.h — a client of etcd 3.4's v3 JSON gateway (gRPC-gateway over HTTP,
- * POST /v3/kv/range, /v3/kv/put, /v3/kv/deleterange, /v3/kv/txn,
- * /v3/lease/grant, /v3/lease/keepalive, /v3/lease/revoke, /v3/watch) with
+ * POST /v3/kv/range, /v3/kv/put, /v3/kv/txn,
+ * /v3/lease/grant, /v3/lease/keepalive, /v3/lease/revoke, /v3/watch,
+ * /v3/auth/authenticate, /v3/auth/role|user/add|grant, /v3/auth/enable) with
  * libcurl and jansson: the fleet's store.
  *
  * What it owns: one HTTP handle and a list of member endpoints.  A request
@@ -22,7 +23,8 @@
  * Keys are NUL-free strings (a key with a NUL byte from the store is
  * refused); values are byte strings with a length (always NUL-terminated
  * as well, for text).  Errors: -EINVAL bad input or response, -ENOENT no
- * such lease, -ECANCELED a compare failed (etcd_cas), -ESTALE a watch
+ * such lease, -EACCES a TLS failure, a refused login or a permission
+ * denied (err names the endpoint), -ECANCELED a compare failed (etcd_cas), -ESTALE a watch
  * revision compacted, -EMSGSIZE a response over the bound, -ETIMEDOUT /
  * -ECONNREFUSED / -EHOSTUNREACH every endpoint failed, -EPROTO an
  * unexpected HTTP status, -ENOMEM.
@@ -126,6 +128,41 @@ struct etcd *etcd_open(const char *endpoints, struct nt_err *err);
 /* Close the client; NULL is a no-op. */
 void etcd_close(struct etcd *e);
 
+/* TLS for https:// endpoints, as etcdctl's --cacert, --cert, --key: the CA
+ * bundle that signs the members' certificates (NULL: the system's), and a
+ * client certificate and its key (both or neither).  The peer and its name
+ * are always verified.  Returns 0, or -EINVAL (a cert without a key),
+ * -ENOENT/-EPERM (a file not readable; err names it).  A member whose
+ * certificate does not verify, or that refuses ours, fails the request
+ * with -EACCES, err naming the endpoint and libcurl's reason. */
+int etcd_set_tls(struct etcd *e, const char *cacert, const char *cert, const char *key, struct nt_err *err);
+
+/* Log in as user with password (copied; zeroed when freed) before the next
+ * request: POST /v3/auth/authenticate gives a token, sent in the
+ * Authorization header; when etcd answers that it is invalid or expired,
+ * the client logs in again once and repeats the request.  Returns 0 or
+ * -EINVAL (an empty name, one with ':' or a newline), -ENOMEM.  A refused
+ * login, and a request the user's roles do not allow, are -EACCES with
+ * err naming the endpoint. */
+int etcd_set_login(struct etcd *e, const char *user, const char *password, struct nt_err *err);
+
+/* Log in now (to find a refused login before anything else is done): 0
+ * without a user, else as a request (-EACCES refused, a transport errno). */
+int etcd_login(struct etcd *e, struct nt_err *err);
+
+/* Auth administration (etcdctl's role add, role grant-permission, user
+ * add, user grant-role, auth enable) through /v3/auth/.  A grant covers
+ * key, or with prefix every key that starts with it.  Return 0, -EEXIST
+ * (the role or user exists already), -EACCES (auth is on and the login is
+ * not root's), or another request errno. */
+enum etcd_perm { ETCD_PERM_READ, ETCD_PERM_WRITE, ETCD_PERM_READWRITE };
+int etcd_role_add(struct etcd *e, const char *role, struct nt_err *err);
+int etcd_role_grant(struct etcd *e, const char *role, enum etcd_perm perm, const char *key, bool prefix,
+		    struct nt_err *err);
+int etcd_user_add(struct etcd *e, const char *user, const char *password, struct nt_err *err);
+int etcd_user_grant(struct etcd *e, const char *user, const char *role, struct nt_err *err);
+int etcd_auth_enable(struct etcd *e, struct nt_err *err);
+
 /* Set the per-request timeout in milliseconds (> 0; default
  * ETCD_TIMEOUT_MS).  Each endpoint tried gets the whole timeout. */
 void etcd_set_timeout(struct etcd *e, long timeout_ms);
@@ -144,12 +181,6 @@ int etcd_get(struct etcd *e, const char *key, bool prefix, struct etcd_range *re
  * a negative errno (-ENOENT: no such lease). */
 int etcd_put(struct etcd *e, const char *key, const void *value, size_t value_len, int64_t lease,
 	     int64_t *ret_revision, struct nt_err *err);
-
-/* Delete key (with prefix: every key that starts with key).  Returns 0 and
- * sets *ret_deleted (may be NULL) to how many keys went, or a negative
- * errno. */
-int etcd_delete(struct etcd *e, const char *key, bool prefix, int64_t *ret_deleted,
-		struct nt_err *err);
 
 /* Free what a range holds and zero it; NULL is a no-op. */
 void etcd_range_free(struct etcd_range *r);
@@ -240,7 +271,9 @@ int etcd_parse_watch_stream(const char *buf, size_t len, struct etcd_events *ret
 			    struct nt_err *err);
 
 /* An error body ({"error": "...", "code": N}, N a gRPC status) as a
- * negative errno, with its message in err: NOT_FOUND -ENOENT, OUT_OF_RANGE
+ * negative errno, with its message in err: PERMISSION_DENIED, "user name is
+ * empty" and "authentication failed" -EACCES, UNAUTHENTICATED and "invalid
+ * auth token" -EKEYEXPIRED (log in again), NOT_FOUND -ENOENT, OUT_OF_RANGE
  * (compacted) -ESTALE, INVALID_ARGUMENT -EINVAL, UNAVAILABLE -EAGAIN,
  * DEADLINE_EXCEEDED -ETIMEDOUT, FAILED_PRECONDITION -ECANCELED, others
  * -EPROTO (and -EPROTO when buf is not such a body). */

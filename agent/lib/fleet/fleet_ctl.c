@@ -13,7 +13,9 @@
 #include <unistd.h>
 
 #include "fleet/etcd.h"
+#include "fleet/fleet_creds.h"
 #include "fleet/fleet_ctl.h"
+#include "fleet/fleet_ctl_test.h"
 
 struct fleet_ctl {
 	struct etcd *e;
@@ -41,7 +43,7 @@ static double pause_from_env(void)
 	return *end || !(v >= 0 && v <= 10) ? 0 : v;
 }
 
-struct fleet_ctl *fleet_ctl_open(const char *endpoints, note_fn note,
+struct fleet_ctl *fleet_ctl_open(const char *endpoints, const struct fleet_creds *creds, note_fn note,
 				 void *arg, struct nt_err *err)
 {
 	struct fleet_ctl *c = calloc(1, sizeof(*c));
@@ -51,7 +53,8 @@ struct fleet_ctl *fleet_ctl_open(const char *endpoints, note_fn note,
 		return NULL;
 	}
 	c->e = etcd_open(endpoints, err);
-	if (!c->e) {
+	if (!c->e || fleet_creds_apply(c->e, creds, err) < 0 || etcd_login(c->e, err) < 0) {
+		etcd_close(c->e);
 		free(c);
 		return NULL;
 	}
@@ -134,20 +137,30 @@ static int read_hosts(struct fleet_ctl *c, struct fleet_host_row **ret, unsigned
 
 	if (r < 0)
 		return r;
-	rows = calloc(rg.n_kvs + 1, sizeof(*rows));
-	if (!rows) {
-		etcd_range_free(&rg);
-		return err_set(err, -ENOMEM, "out of memory");
+	r = fleet_ctl_rows(rg.kvs, rg.n_kvs, &rows, &n);
+	if (r == 0) {
+		*ret_revision = rg.revision;
+		*ret = rows;
+		*ret_n = n;
 	}
-	for (size_t i = 0; i < rg.n_kvs; i++) {
+	etcd_range_free(&rg);
+	return r < 0 ? err_set(err, r, "out of memory") : 0;
+}
+
+int fleet_ctl_rows(const struct etcd_kv *kvs, size_t n_kvs, struct fleet_host_row **ret, unsigned *ret_n)
+{
+	struct fleet_host_row *rows = calloc(n_kvs + 1, sizeof(*rows));
+	unsigned n = 0;
+
+	if (!rows)
+		return -ENOMEM;
+	for (size_t i = 0; i < n_kvs; i++) {
 		char host[FLEET_NAME_MAX];
-		enum fleet_key_kind kind = fleet_key_parse(rg.kvs[i].key, host);
+		enum fleet_key_kind kind = fleet_key_parse(kvs[i].key, host);
 
 		if (kind != FLEET_KEY_OTHER)
-			row_take(row_of(rows, &n, host), kind, &rg.kvs[i]);
+			row_take(row_of(rows, &n, host), kind, &kvs[i]);
 	}
-	*ret_revision = rg.revision;
-	etcd_range_free(&rg);
 	qsort(rows, n, sizeof(*rows), row_cmp);
 	*ret = rows;
 	*ret_n = n;
@@ -392,8 +405,7 @@ static int leader_keepalive(struct fleet_ctl *c, struct nt_err *err)
 
 /* ---- committing a step ------------------------------------------------- */
 
-/* The value a write puts. */
-static char *write_value(const struct fleet_rollout *r, const struct fleet_write *w)
+char *fleet_ctl_write_value(const struct fleet_rollout *r, const struct fleet_write *w)
 {
 	const struct fleet_rhost *h = &r->waves[w->wave].hosts[w->index];
 	struct fleet_desired d = { .mode = w->mode, .gate_budget = r->gate_budget,
@@ -455,7 +467,7 @@ static int commit(struct fleet_ctl *c, const struct fleet_rollout *next, int64_t
 		const struct fleet_rhost *h = &next->waves[w[i].wave].hosts[w[i].index];
 
 		fleet_host_key(keys[i], sizeof(keys[i]), h->host, w[i].kind == FLEET_W_PUT_SHADOW ? "shadow" : "desired");
-		if (!(vals[i] = write_value(next, &w[i])))
+		if (!(vals[i] = fleet_ctl_write_value(next, &w[i])))
 			r = err_set(err, -ENOMEM, "out of memory");
 	}
 	while (r == 0) {
@@ -513,8 +525,7 @@ static int obs_cmp(const void *key, const void *row)
 	return strcmp(key, ((const struct fleet_host_row *)row)->host);
 }
 
-/* What is observed of each host of r (obs[w][i]); free with obs_free. */
-static struct fleet_observed **observe(const struct fleet_rollout *r, const struct fleet_host_row *rows, unsigned n)
+struct fleet_observed **fleet_ctl_observe(const struct fleet_rollout *r, const struct fleet_host_row *rows, unsigned n)
 {
 	struct fleet_observed **obs = calloc(r->n_waves + 1, sizeof(*obs));
 
@@ -545,25 +556,27 @@ static struct fleet_observed **observe(const struct fleet_rollout *r, const stru
 	return obs;
 }
 
-static void obs_free(struct fleet_observed **obs, unsigned n)
+void fleet_ctl_observe_free(struct fleet_observed **obs, unsigned n)
 {
 	for (unsigned w = 0; obs && w < n; w++)
 		free(obs[w]);
 	free(obs);
 }
 
-/* Say the events next has that r had not: those after r's last one. */
-static void say_events(const struct fleet_ctl *c, const struct fleet_rollout *r, const struct fleet_rollout *next)
+unsigned fleet_ctl_new_events(const struct fleet_rollout *r, const struct fleet_rollout *next)
 {
 	const struct fleet_event *last = r->n_events ? &r->events[r->n_events - 1] : NULL;
-	unsigned from = 0;
 
 	for (unsigned i = next->n_events; last && i-- > 0;)
-		if (next->events[i].t == last->t && !strcmp(next->events[i].what, last->what)) {
-			from = i + 1;
-			break;
-		}
-	for (unsigned i = from; i < next->n_events; i++)
+		if (next->events[i].t == last->t && !strcmp(next->events[i].what, last->what))
+			return i + 1;
+	return 0;
+}
+
+/* Say the events next has that r had not. */
+static void say_events(const struct fleet_ctl *c, const struct fleet_rollout *r, const struct fleet_rollout *next)
+{
+	for (unsigned i = fleet_ctl_new_events(r, next); i < next->n_events; i++)
 		say(c, LOG_NOTICE, "%s: %s", next->name, next->events[i].what);
 }
 
@@ -586,7 +599,7 @@ static int pass(struct fleet_ctl *c, const char *name, bool *abort, enum fleet_s
 	}
 	if (rc == 0)
 		rc = read_hosts(c, &rows, &n_rows, &hrev, err);
-	if (rc == 0 && !(obs = observe(&r, rows, n_rows)))
+	if (rc == 0 && !(obs = fleet_ctl_observe(&r, rows, n_rows)))
 		rc = err_set(err, -ENOMEM, "out of memory");
 	if (rc == 0)
 		rc = fleet_step(&r, obs, fleet_now_wall(), *abort, &next, &w, &n_w);
@@ -610,10 +623,19 @@ static int pass(struct fleet_ctl *c, const char *name, bool *abort, enum fleet_s
 		if (etcd_watch(c->e, FLEET_ROOT "hosts/", true, hrev + 1, 1000, &ev, NULL) == 0)
 			etcd_events_free(&ev);
 	}
-	obs_free(obs, r.n_waves);
+	fleet_ctl_observe_free(obs, r.n_waves);
 	free(rows);
 	fleet_rollout_release(&r);
 	return rc;
+}
+
+enum fleet_ctl_next fleet_ctl_after(int rc)
+{
+	if (rc == 1)
+		return FLEET_CTL_FINAL;
+	if (rc == -ENOLCK || rc == -EACCES)     /* the lead is lost; the store refuses us: retrying cannot help */
+		return FLEET_CTL_STOP;
+	return rc < 0 ? FLEET_CTL_RETRY : FLEET_CTL_AGAIN;
 }
 
 int fleet_ctl_run(struct fleet_ctl *c, const char *name, bool abort, bool wait_leader, enum fleet_state *ret_final,
@@ -634,18 +656,23 @@ int fleet_ctl_run(struct fleet_ctl *c, const char *name, bool abort, bool wait_l
 	if ((rc = leader_acquire(c, name, wait_leader, err)) < 0)
 		return rc;
 	say(c, LOG_INFO, "%s: leading it (lease %llx)", name, (unsigned long long)c->lease);
-	for (;;) {
-		if ((rc = leader_keepalive(c, err)) == -ENOLCK)
-			break;
-		if (rc == 0)
+	for (bool go = true; go;) {
+		if ((rc = leader_keepalive(c, err)) == 0)
 			rc = pass(c, name, &abort, ret_final, err);
-		if (rc == 1) {
+		switch (fleet_ctl_after(rc)) {
+		case FLEET_CTL_FINAL:
 			rc = 0;
+			go = false;
 			break;
-		}
-		if (rc < 0) {
+		case FLEET_CTL_STOP:
+			go = false;
+			break;
+		case FLEET_CTL_RETRY:
 			say(c, LOG_WARNING, "%s: %s (retrying)", name, err->msg);
 			usleep(500000);
+			break;
+		case FLEET_CTL_AGAIN:
+			break;
 		}
 	}
 	etcd_lease_revoke(c->e, c->lease, NULL);

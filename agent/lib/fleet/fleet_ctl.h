@@ -40,9 +40,12 @@ struct fleet_rollout_opts {
 };
 
 /* Open a controller over the endpoints; every line it has to say (the
- * timeline as it happens, retries) goes to note.  NULL with err on bad
- * endpoints or out of memory. */
-struct fleet_ctl *fleet_ctl_open(const char *endpoints, note_fn note,
+ * timeline as it happens, retries) goes to note.  creds (NULL: none) are
+ * fleet_creds_apply'd, and with a user it logs in at once.  NULL with err
+ * on bad endpoints or credentials, -EACCES (a TLS failure or a refused
+ * login, err naming the endpoint), or out of memory. */
+struct fleet_creds;
+struct fleet_ctl *fleet_ctl_open(const char *endpoints, const struct fleet_creds *creds, note_fn note,
 				 void *arg, struct nt_err *err);
 void fleet_ctl_close(struct fleet_ctl *c);
 

@@ -21,7 +21,9 @@
 #include "base/userfile.h"
 #include "fleet/etcd.h"
 #include "fleet/fleet_gate.h"
+#include "fleet/fleet_creds.h"
 #include "fleet/fleet_host.h"
+#include "fleet/fleet_host_test.h"
 #include "tune/verify.h"
 
 #define STATUS_EVERY_S 30.0
@@ -151,6 +153,10 @@ static void *lease_thread(void *arg)
 	int64_t lease = 0, rev = 0;
 	double next_keepalive = 0;
 
+	if (e && fleet_creds_apply(e, fh->cfg.creds, NULL) < 0) {     /* checked in fleet_host_start */
+		etcd_close(e);
+		e = NULL;
+	}
 	if (!e)
 		return NULL;
 	etcd_set_timeout(e, 1000);
@@ -453,13 +459,12 @@ static void do_gate(struct fleet_host *fh, const struct fleet_host_view *v, cons
 
 /* The status as the daemon's last verify left it, unless an answer to the
  * desired key (failed, invalid, gated) stands. */
-static void status_refresh(struct fleet_host *fh, const struct fleet_host_view *v)
+void fleet_host_status_refresh(struct fleet_status *s, const char *host, const struct fleet_class *cls,
+			       const struct fleet_host_view *v)
 {
-	struct fleet_status *s = &fh->st;
-
-	snprintf(s->host, sizeof(s->host), "%s", fh->host);
-	snprintf(s->class_id, sizeof(s->class_id), "%s", fh->cls.id);
-	snprintf(s->label, sizeof(s->label), "%s", fh->cls.label);
+	snprintf(s->host, sizeof(s->host), "%s", host);
+	snprintf(s->class_id, sizeof(s->class_id), "%s", cls->id);
+	snprintf(s->label, sizeof(s->label), "%s", cls->label);
 	snprintf(s->policy, sizeof(s->policy), "%s", v->policy_name);
 	snprintf(s->sha256, sizeof(s->sha256), "%s", v->sha256);
 	if (s->state == FLEET_H_VERIFIED || s->state == FLEET_H_DRIFT) {
@@ -471,6 +476,11 @@ static void status_refresh(struct fleet_host *fh, const struct fleet_host_view *
 		}
 		s->state = s->verify_ok && s->drifted == 0 ? FLEET_H_VERIFIED : FLEET_H_DRIFT;
 	}
+}
+
+bool fleet_host_status_due(const char *now_json, const char *published, double now, double next_status)
+{
+	return !published || strcmp(now_json, published) || now >= next_status;
 }
 
 /* Put the status when it changed (the time aside) or is due. */
@@ -485,7 +495,7 @@ static void status_publish(struct fleet_host *fh)
 	s.verify_time = 0;
 	if (!(cmp = fleet_status_json(&s)))
 		return;
-	if (fh->published && !strcmp(cmp, fh->published) && now < fh->next_status) {
+	if (!fleet_host_status_due(cmp, fh->published, now, fh->next_status)) {
 		free(cmp);
 		return;
 	}
@@ -516,25 +526,49 @@ static void refuse(struct fleet_host *fh, int64_t rev, const char *what, const c
 	say(fh, LOG_ERR, "fleet: %s refused, nothing applied: %s", what, why);
 }
 
+enum fleet_host_step fleet_host_decide(const struct fleet_desired *d, int64_t rev, int64_t done_rev,
+				       int64_t failed_rev, const char *running_sha)
+{
+	if (rev == failed_rev || (rev == done_rev && (d->mode == FLEET_MODE_GATE || !strcmp(d->sha256, running_sha))))
+		return FLEET_HOST_NOTHING;
+	if (d->mode == FLEET_MODE_GATE)
+		return FLEET_HOST_GATE;
+	if (d->mode == FLEET_MODE_APPLY && !strcmp(d->sha256, running_sha))
+		return FLEET_HOST_RUNS_IT;
+	return FLEET_HOST_LOAD;
+}
+
+enum fleet_host_route fleet_host_route(enum fleet_key_kind kind, bool parsed, int64_t rev, int64_t failed_rev,
+				       int64_t done_shadow_rev)
+{
+	if (kind != FLEET_KEY_DESIRED && kind != FLEET_KEY_SHADOW)
+		return FLEET_HOST_IGNORE;
+	if (!parsed)
+		return kind == FLEET_KEY_DESIRED && rev != failed_rev ? FLEET_HOST_REFUSE : FLEET_HOST_IGNORE;
+	if (kind == FLEET_KEY_DESIRED)
+		return FLEET_HOST_FOLLOW;
+	return rev != done_shadow_rev ? FLEET_HOST_SHADOW : FLEET_HOST_IGNORE;
+}
+
 /* Follow the desired value d (at revision rev).  1 when the policy changed. */
 static int follow(struct fleet_host *fh, struct fleet_host_view *v, const struct fleet_desired *d, int64_t rev)
 {
+	enum fleet_host_step step = fleet_host_decide(d, rev, fh->done_desired_rev, fh->failed_rev, v->sha256);
 	struct candidate c = { 0 };
 	struct nt_err err = { 0 };
 	char why[160];
 	int changed = 0;
 
-	if (rev == fh->failed_rev || (rev == fh->done_desired_rev && (d->mode == FLEET_MODE_GATE ||
-								      !strcmp(d->sha256, v->sha256))))
+	if (step == FLEET_HOST_NOTHING)
 		return 0;
 	fh->st.desired_rev = rev;
 	fh->done_desired_rev = rev;
-	if (d->mode == FLEET_MODE_GATE) {
+	if (step == FLEET_HOST_GATE) {
 		do_gate(fh, v, d);
 		return 0;
 	}
-	if (d->mode == FLEET_MODE_APPLY && !strcmp(d->sha256, v->sha256)) {
-		fh->st.state = FLEET_H_VERIFIED;      /* runs it already: status_refresh says how it verifies */
+	if (step == FLEET_HOST_RUNS_IT) {
+		fh->st.state = FLEET_H_VERIFIED;      /* runs it already: the status refresh says how it verifies */
 		return 0;
 	}
 	if ((d->mode == FLEET_MODE_LOCAL ? candidate_local(fh, v, &c, &err) : candidate_fetch(fh, d->sha256, v, &c, &err)) < 0) {
@@ -575,19 +609,22 @@ static int poll_store(struct fleet_host *fh, struct fleet_host_view *v)
 		char host[FLEET_NAME_MAX];
 		enum fleet_key_kind k = fleet_key_parse(kv->key, host);
 		struct fleet_desired d;
+		bool parsed = (k == FLEET_KEY_DESIRED || k == FLEET_KEY_SHADOW) &&
+			      fleet_parse_desired(kv->key, kv->value, kv->value_len, &d, &err) == 0;
 
-		if (k != FLEET_KEY_DESIRED && k != FLEET_KEY_SHADOW)
-			continue;
-		if (fleet_parse_desired(kv->key, kv->value, kv->value_len, &d, &err) < 0) {
-			if (k == FLEET_KEY_DESIRED && kv->mod_revision != fh->failed_rev)
-				refuse(fh, kv->mod_revision, kv->key, err.msg);
-			continue;
-		}
-		if (k == FLEET_KEY_DESIRED)
+		switch (fleet_host_route(k, parsed, kv->mod_revision, fh->failed_rev, fh->done_shadow_rev)) {
+		case FLEET_HOST_REFUSE:
+			refuse(fh, kv->mod_revision, kv->key, err.msg);
+			break;
+		case FLEET_HOST_FOLLOW:
 			changed |= follow(fh, v, &d, kv->mod_revision);
-		else if (kv->mod_revision != fh->done_shadow_rev) {
+			break;
+		case FLEET_HOST_SHADOW:
 			fh->done_shadow_rev = kv->mod_revision;
 			do_shadow(fh, v, &d, kv->mod_revision);
+			break;
+		case FLEET_HOST_IGNORE:
+			break;
 		}
 	}
 	etcd_range_free(&rg);
@@ -604,7 +641,7 @@ int fleet_host_tick(struct fleet_host *fh, struct fleet_host_view *v)
 		fh->next_poll = fleet_now_mono() + POLL_EVERY_S;
 		changed = poll_store(fh, v);
 	}
-	status_refresh(fh, v);
+	fleet_host_status_refresh(&fh->st, fh->host, &fh->cls, v);
 	status_publish(fh);
 	return changed;
 }
@@ -625,6 +662,19 @@ static void running_init(struct fleet_host *fh)
 						  &fh->running, &fh->running_len, why, sizeof(why)) < 0)
 		say(fh, LOG_WARNING, "fleet: %s: %s (a gate would compare against an empty policy)",
 		    fh->cfg.start_policy, why);
+}
+
+/* With credentials: read this host's keys once, so that a TLS failure, a
+ * refused login or a missing permission stops the start (-EACCES) before
+ * anything is applied.  An unreachable store is not an error here. */
+static int creds_probe(struct fleet_host *fh, struct nt_err *err)
+{
+	struct etcd_range r = { 0 };
+	char key[FLEET_NAME_MAX + 32];
+	int rc = etcd_get(fh->e, fleet_host_key(key, sizeof(key), fh->host, "desired"), false, &r, err);
+
+	etcd_range_free(&r);
+	return rc == -EACCES ? rc : 0;
 }
 
 struct fleet_host *fleet_host_start(const struct fleet_host_config *cfg, const struct topo *t, struct nt_err *err)
@@ -649,9 +699,11 @@ struct fleet_host *fleet_host_start(const struct fleet_host_config *cfg, const s
 		err_set(err, -EINVAL, "the topology has no NUMA node: no hardware class");
 		goto out_free;
 	}
-	if (!(fh->e = etcd_open(cfg->endpoints, err)))
+	if (!(fh->e = etcd_open(cfg->endpoints, err)) || fleet_creds_apply(fh->e, cfg->creds, err) < 0)
 		goto out_free;
 	etcd_set_timeout(fh->e, 1000);
+	if (cfg->creds && fleet_creds_any(cfg->creds) && creds_probe(fh, err) < 0)
+		goto out_free;
 	if ((fh->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
 		err_set(err, -errno, "eventfd: %s", strerror(errno));
 		goto out_free;

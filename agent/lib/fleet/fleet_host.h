@@ -44,8 +44,11 @@
 struct journal;
 struct fleet_host;
 
+struct fleet_creds;
+
 struct fleet_host_config {
 	const char *endpoints;
+	const struct fleet_creds *creds;  /* NULL: none (plaintext, no login) */
 	const char *host;
 	const char *state_dir;
 	const char *local_policy;     /* the daemon's --policy: mode local */
@@ -71,8 +74,11 @@ struct fleet_host_view {
 	double verify_wall;
 };
 
-/* Check the configuration (names, endpoints) and start the lease thread;
- * the store need not be reachable.  NULL with err (-EINVAL, -ENOMEM). */
+/* Check the configuration (names, endpoints, credentials) and start the
+ * lease thread; the store need not be reachable, but with credentials it
+ * is asked once: a TLS failure, a refused login or a permission denied
+ * reading this host's keys is NULL with err -EACCES naming the endpoint.
+ * NULL with err (-EINVAL, -EACCES, -ENOMEM). */
 struct fleet_host *fleet_host_start(const struct fleet_host_config *cfg, const struct topo *t,
 				    struct nt_err *err);
 

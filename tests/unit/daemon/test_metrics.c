@@ -18,6 +18,7 @@
 #include <sys/time.h>
 
 #include "daemon/metrics.h"
+#include "daemon/metrics_test.h"
 #include "test_util.h"
 
 static void test_names(void **state)
@@ -52,6 +53,9 @@ static void test_values(void **state)
 	assert_string_equal(metrics_format_value(NAN, buf, sizeof(buf)), "NaN");
 	assert_string_equal(metrics_format_value(0.1, buf, sizeof(buf)), "0.1");
 	assert_string_equal(metrics_format_value(42, buf, sizeof(buf)), "42");
+	assert_string_equal(metrics_format_value(40, buf, sizeof(buf)), "40");          /* not 4e+01 */
+	assert_string_equal(metrics_format_value(-300, buf, sizeof(buf)), "-300");
+	assert_string_equal(metrics_format_value(1e20, buf, sizeof(buf)), "1e+20");
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		metrics_format_value(cases[i], buf, sizeof(buf));
 		assert_true(strtod(buf, NULL) == cases[i]);

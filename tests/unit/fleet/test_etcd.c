@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "fleet/etcd.h"
+#include "fleet/etcd_test.h"
 #include "test_util.h"
 
 /* ---- fixtures ------------------------------------------------------------ */
@@ -187,6 +188,35 @@ static void test_parse_watch_and_errors(void **state)
 	assert_int_equal(etcd_parse_watch_message("{\"result\":{\"header\":{},\"events\":"
 						  "[{\"type\":\"BOOM\",\"kv\":{\"key\":\"eA==\"}}]}}",
 						  73, &ev, &err), -EINVAL);
+}
+
+/* etcd 3.4's auth errors as the gateway sends them: a permission denied,
+ * no login on a store with auth, a wrong password are -EACCES; a token
+ * that is invalid or expired (or an auth store newer than the token) is
+ * -EKEYEXPIRED, which makes the client log in again. */
+static void test_auth_errors(void **state)
+{
+	static const struct { const char *body; int want; } cases[] = {
+		{ "{\"error\":\"etcdserver: permission denied\",\"code\":7,\"message\":\"etcdserver: permission denied\"}",
+		  -EACCES },
+		{ "{\"error\":\"etcdserver: user name is empty\",\"code\":3,\"message\":\"etcdserver: user name is empty\"}",
+		  -EACCES },
+		{ "{\"error\":\"etcdserver: authentication failed, invalid user ID or password\",\"code\":3,"
+		  "\"message\":\"etcdserver: authentication failed, invalid user ID or password\"}", -EACCES },
+		{ "{\"error\":\"etcdserver: invalid auth token\",\"code\":16,\"message\":\"etcdserver: invalid auth token\"}",
+		  -EKEYEXPIRED },
+		{ "{\"error\":\"etcdserver: revision of auth store is old\",\"code\":3,"
+		  "\"message\":\"etcdserver: revision of auth store is old\"}", -EKEYEXPIRED },
+		{ "{\"error\":{\"grpc_code\":7,\"http_code\":403,\"message\":\"etcdserver: permission denied\"}}", -EACCES },
+		{ "{\"error\":\"etcdserver: key not found\",\"code\":3,\"message\":\"etcdserver: key not found\"}", -EINVAL },
+	};
+	struct nt_err err = { 0 };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(etcd_parse_error(cases[i].body, strlen(cases[i].body), &err), cases[i].want);
+		assert_non_null(strstr(err.msg, "etcdserver: "));
+	}
 }
 
 /* Hostile answers: each refused with -EINVAL, the message naming the key
@@ -525,6 +555,7 @@ int main(void)
 		cmocka_unit_test(test_parse_write_txn_lease),
 		cmocka_unit_test(test_parse_watch_and_errors),
 		cmocka_unit_test(test_parse_refusals),
+		cmocka_unit_test(test_auth_errors),
 	};
 	const struct CMUnitTest live[] = {
 		cmocka_unit_test(test_live_put_get_prefix),

@@ -1,0 +1,45 @@
+/* fleet_ctl_test.h — what fleet_ctl.c exports for its unit test only
+ * (tests/unit/fleet/test_fleet_ctl.c): the controller's steps between the
+ * store and the state machine as pure functions (the hosts' keys to rows,
+ * rows to what fleet_step observes, a write to the value it puts, the new
+ * events of a step, what the run loop does after a pass).  Nothing outside
+ * fleet_ctl.c and its test includes this. */
+#ifndef NODETUNE_FLEET_CTL_TEST_H
+#define NODETUNE_FLEET_CTL_TEST_H
+
+#include "fleet/etcd.h"
+#include "fleet/fleet_ctl.h"
+
+/* The hosts' key-values (of FLEET_ROOT "hosts/", any order) as one row per
+ * host, sorted by name: alive when its liveness key is there, its parsed
+ * desired, status and info, the desired and shadow mod_revisions; a value
+ * that does not parse is the row's "bad" (that key's has_ flag false); keys
+ * that are not a host's are skipped.  0 with *ret (free it) and *ret_n, or
+ * -ENOMEM. */
+int fleet_ctl_rows(const struct etcd_kv *kvs, size_t n_kvs, struct fleet_host_row **ret, unsigned *ret_n);
+
+/* What fleet_step observes of each host of r (obs[w][i] for
+ * r->waves[w].hosts[i]) from the rows (sorted by name); a host without a
+ * row is observed as nothing (not alive, no keys).  NULL on out of memory;
+ * free with fleet_ctl_observe_free(obs, r->n_waves). */
+struct fleet_observed **fleet_ctl_observe(const struct fleet_rollout *r, const struct fleet_host_row *rows, unsigned n);
+void fleet_ctl_observe_free(struct fleet_observed **obs, unsigned n);
+
+/* The value write w of the step to r puts (the caller frees; NULL out of
+ * memory): the rollout's desired (apply or gate, with its gate) or shadow
+ * document, or for a restore the host's desired value from before the
+ * rollout, or mode local when it had none. */
+char *fleet_ctl_write_value(const struct fleet_rollout *r, const struct fleet_write *w);
+
+/* The index of next's first event that r had not (those after r's last
+ * event; all of them when r had none or its last one was dropped). */
+unsigned fleet_ctl_new_events(const struct fleet_rollout *r, const struct fleet_rollout *next);
+
+/* What the run loop does after a pass that returned rc: FINAL (1: the
+ * rollout is over), STOP (-ENOLCK the leader lease is lost, -EACCES the
+ * store refuses our credentials), RETRY (another error: said, then again
+ * after a pause), AGAIN (0: next pass). */
+enum fleet_ctl_next { FLEET_CTL_FINAL, FLEET_CTL_STOP, FLEET_CTL_RETRY, FLEET_CTL_AGAIN };
+enum fleet_ctl_next fleet_ctl_after(int rc);
+
+#endif

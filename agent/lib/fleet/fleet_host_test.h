@@ -1,0 +1,44 @@
+/* fleet_host_test.h — what fleet_host.c exports for its unit test only
+ * (tests/unit/fleet/test_fleet_host.c): the host side's decisions as pure
+ * functions of what it observed (a store key, the revisions it answered,
+ * the policy that runs, the daemon's last verify).  Nothing outside
+ * fleet_host.c and its test includes this. */
+#ifndef NODETUNE_FLEET_HOST_TEST_H
+#define NODETUNE_FLEET_HOST_TEST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fleet/fleet_host.h"
+
+/* What a key of this host's prefix asks, as read (kind: fleet_key_parse's;
+ * parsed: fleet_parse_desired took its value): IGNORE (not a desired or
+ * shadow key; a bad shadow; a bad desired already refused at this
+ * revision), REFUSE (a bad desired value, reported once), FOLLOW (a
+ * desired value), SHADOW (a shadow request not yet answered). */
+enum fleet_host_route { FLEET_HOST_IGNORE, FLEET_HOST_REFUSE, FLEET_HOST_FOLLOW, FLEET_HOST_SHADOW };
+enum fleet_host_route fleet_host_route(enum fleet_key_kind kind, bool parsed, int64_t rev, int64_t failed_rev,
+				       int64_t done_shadow_rev);
+
+/* What following desired value d at revision rev means, given the desired
+ * revision already answered (done_rev), the one refused (failed_rev) and
+ * the sha256 that runs: NOTHING (refused before; or answered, and a gate
+ * or the policy that runs), GATE (run the A/B), RUNS_IT (mode apply of the
+ * policy that runs: report it verified, apply nothing), LOAD (fetch, or
+ * read the local file, then validate and apply). */
+enum fleet_host_step { FLEET_HOST_NOTHING, FLEET_HOST_GATE, FLEET_HOST_RUNS_IT, FLEET_HOST_LOAD };
+enum fleet_host_step fleet_host_decide(const struct fleet_desired *d, int64_t rev, int64_t done_rev,
+				       int64_t failed_rev, const char *running_sha);
+
+/* The status after the daemon's cycle v: names, class and the policy that
+ * runs; while the host is verified or drifting, the last verify (when it
+ * is newer than the one reported) and verified/drift from it; a failed,
+ * invalid or gated state is kept (the controller reads it). */
+void fleet_host_status_refresh(struct fleet_status *s, const char *host, const struct fleet_class *cls,
+			       const struct fleet_host_view *v);
+
+/* Is the status to be put: never published, changed (now_json, without
+ * its times, differs from published), or due (now >= next_status)? */
+bool fleet_host_status_due(const char *now_json, const char *published, double now, double next_status);
+
+#endif

@@ -1,0 +1,167 @@
+#!/bin/sh
+# test_fleet_auth.sh — the fleet's credentials to etcd (issue 24, items 1
+# and 2) against a real 3-member etcd (tests/tools/etcd-cluster.sh) whose
+# client URLs are TLS with certificates made here by openssl, and with
+# auth enabled by the commands `nodetune fleet init-auth --print` prints.
+#
+# Checks: init-auth creates the roles and users through the gateway and
+# enables auth (--print: the same as etcdctl commands), and again as root
+# adds a host; a host daemon (h1) joins with
+# its own user over TLS (registration, status) and a rollout led with the
+# controller's user reaches it after its token went old (a role added); h1's credentials cannot write h2's keys
+# nor any desired key (its own included), and can write its own status;
+# a wrong password, a wrong CA and no login each give one line naming the
+# endpoint and exit 3, the daemon's with its tree byte-identical and no
+# journal; fleet.conf holds the same keys, and a password file others can
+# read is refused (exit 2).
+. "$(dirname "$0")/lib.sh"
+
+ETCD=${ETCD:-/usr/bin/etcd}
+if [ ! -x "$ETCD" ] || ! command -v etcdctl >/dev/null || ! command -v openssl >/dev/null; then
+	t_skip "etcd, etcdctl or openssl not installed (apt-get install etcd-server etcd-client openssl)"
+	t_done
+fi
+TOPO=$SHARED/g4dnmetal.xml
+[ -f "$TOPO" ] || { t_skip "no $SHARED topologies"; t_done; }
+
+# ---- certificates: a CA, the members' certificate for 127.0.0.1, another CA
+
+C=$T_TMP/certs
+mkdir -p "$C"
+ca() { # NAME: a self-signed CA
+	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=nodetune test $1" \
+		-keyout "$C/$1-key.pem" -out "$C/$1.pem" 2>/dev/null
+}
+ca ca && ca other-ca
+openssl req -newkey rsa:2048 -nodes -subj "/CN=etcd" -keyout "$C/server-key.pem" -out "$C/server.csr" 2>/dev/null
+printf 'subjectAltName = IP:127.0.0.1\nextendedKeyUsage = serverAuth, clientAuth\n' >"$C/ext"
+openssl x509 -req -in "$C/server.csr" -CA "$C/ca.pem" -CAkey "$C/ca-key.pem" -CAcreateserial -days 2 \
+	-extfile "$C/ext" -out "$C/server.pem" 2>/dev/null
+[ -s "$C/server.pem" ] || { t_not_ok "openssl made the certificates"; t_done; }
+
+CL=$T_TMP/etcd
+EP=$(ETCD_TLS=$C tests/tools/etcd-cluster.sh start "$CL") || { t_not_ok "the TLS etcd cluster started"; t_done; }
+auth_cleanup() {
+	[ -f "$T_TMP/h1/pid" ] && { kill "$(cat "$T_TMP/h1/pid")" 2>/dev/null; wait "$(cat "$T_TMP/h1/pid")" 2>/dev/null; }
+	tests/tools/etcd-cluster.sh stop "$CL"
+}
+t_defer auth_cleanup
+case $EP in https://*) t_ok "the members serve TLS: $EP" ;; *) t_not_ok "TLS endpoints: got $EP" ;; esac
+FIRST=${EP%%,*}
+
+# ---- init-auth ------------------------------------------------------------------
+
+P=$T_TMP/passwords
+mkdir -m 0700 "$P"
+run "$NODETUNE" fleet init-auth --endpoints "$EP" --cacert "$C/ca.pem" --hosts h1,h2 --password-dir "$P" --print
+cp "$OUT" "$T_TMP/init-auth.sh"
+[ "$RC" -eq 0 ] && [ "$(grep -c 'etcdctl ' "$T_TMP/init-auth.sh")" -eq 21 ] && grep -q "auth enable" "$T_TMP/init-auth.sh" &&
+	! grep -Fq "$(cat "$P/root")" "$T_TMP/init-auth.sh" &&
+	t_ok "init-auth --print: 21 etcdctl commands, passwords fed on stdin, none on a command line" ||
+	t_not_ok "init-auth --print (exit $RC)"
+run "$NODETUNE" fleet init-auth --endpoints "$EP" --cacert "$C/ca.pem" --hosts h1,h2 --password-dir "$P"
+[ "$RC" -eq 0 ] && grep -q "auth is enabled" "$OUT" && t_ok "init-auth through the gateway: $(cat "$OUT")" ||
+	{ t_not_ok "init-auth through the gateway (exit $RC)"; sed 's/^/#   /' "$ERR"; t_done; }
+[ "$(stat -c %a "$P/nodetune-host-h1")" = 600 ] && t_ok "a password file is 0600" || t_not_ok "password file mode"
+# a second run, as root: what exists is left as it is, a new host is added
+run "$NODETUNE" fleet init-auth --endpoints "$EP" --cacert "$C/ca.pem" --hosts h1,h2,h3 --password-dir "$P" \
+	--user root --password-file "$P/root"
+[ "$RC" -eq 0 ] && grep -q "existed already" "$OUT" && [ -f "$P/nodetune-host-h3" ] &&
+	t_ok "init-auth again as root: $(cat "$OUT")" || { t_not_ok "init-auth again (exit $RC)"; sed 's/^/#   /' "$ERR"; }
+
+CTL="--endpoints $EP --cacert $C/ca.pem --user nodetune-controller --password-file $P/nodetune-controller"
+H1="--cacert $C/ca.pem --user nodetune-host-h1 --password-file $P/nodetune-host-h1"
+# etcdctl as user U (the test's own check; a password on its command line is fine here)
+as() { u=$1; shift; ETCDCTL_API=3 etcdctl --endpoints "$EP" --cacert "$C/ca.pem" --user "$u:$(cat "$P/$u")" "$@"; }
+
+run env ETCDCTL_API=3 etcdctl --endpoints "$EP" --cacert "$C/ca.pem" put /nodetune/hosts/h2/desired x
+[ "$RC" -ne 0 ] && t_ok "auth is on: a write without a user is refused" || t_not_ok "auth enabled (an anonymous put passed)"
+
+# ---- a host over TLS with its own user, a rollout with the controller's ------------
+
+mkdir -p "$T_TMP/h1" && cp -a tests/fixtures/sysroot/gpu-host-untuned "$T_TMP/h1/root"
+printf '[main]\nsummary = test thp\n[thp]\nenabled = madvise\n' >"$T_TMP/thp.conf"
+chmod 644 "$T_TMP/thp.conf"
+# shellcheck disable=SC2086
+"$NODETUNE" daemon --sysroot "$T_TMP/h1/root" --topology "$TOPO" --policy policies/baseline.conf \
+	--fleet "$EP" --host h1 $H1 --no-metrics --socket "$T_TMP/h1/sock" --state-dir "$T_TMP/h1/state" \
+	--interval 1 >>"$T_TMP/h1/log" 2>&1 &
+echo $! >"$T_TMP/h1/pid"
+i=0
+# shellcheck disable=SC2086
+until "$NODETUNE" fleet hosts $CTL --json 2>/dev/null | grep -q '"alive": true' || [ $i -ge 80 ]; do sleep 0.25; i=$((i + 1)); done
+# shellcheck disable=SC2086
+run "$NODETUNE" fleet hosts $CTL --json
+grep -q '"alive": true' "$OUT" && grep -q '"state": "verified"' "$OUT" &&
+	t_ok "h1 registered and wrote its status over TLS with its own user" ||
+	{ t_not_ok "h1 joined over TLS (exit $RC)"; sed 's/^/#   /' "$ERR" "$T_TMP/h1/log" | tail -5; }
+# any change to users or roles makes every token issued before it old ("revision of
+# auth store is old"): h1 must log in again to follow the rollout below
+run as root role add nodetune-test-bump
+[ "$RC" -eq 0 ] && t_ok "the auth store changed under h1's token" || t_not_ok "role add as root (exit $RC)"
+# shellcheck disable=SC2086
+run "$NODETUNE" fleet rollout $CTL --policy "$T_TMP/thp.conf" --name r-tls --waves 100% --wave-timeout 30 --json
+[ "$RC" -eq 0 ] && grep -q '"state": "done"' "$OUT" && grep -q 'fleet: applied thp.conf' "$T_TMP/h1/log" &&
+	t_ok "a rollout with the controller's user reached h1, which logged in again (done, applied)" ||
+	{ t_not_ok "rollout over TLS (exit $RC)"; sed 's/^/#   /' "$ERR" | tail -3; }
+
+# ---- least privilege: h1's credentials -------------------------------------------
+
+for key in /nodetune/hosts/h2/status /nodetune/hosts/h2 /nodetune/hosts/h2/desired /nodetune/hosts/h1/desired \
+	/nodetune/hosts/h1/shadow /nodetune/policies/x /nodetune/rollouts/r-evil; do
+	run as nodetune-host-h1 put "$key" '{}'
+	[ "$RC" -ne 0 ] && grep -q "permission denied" "$ERR" && t_ok "h1 cannot write $key" ||
+		t_not_ok "h1 wrote $key (exit $RC: $(cat "$ERR"))"
+done
+run as nodetune-host-h1 get --prefix /nodetune/hosts/h2/
+[ "$RC" -ne 0 ] && grep -q "permission denied" "$ERR" && t_ok "h1 cannot read h2's keys" || t_not_ok "h1 read h2's keys"
+run as nodetune-host-h1 get /nodetune/hosts/h1/desired
+[ "$RC" -eq 0 ] && grep -q r-tls "$OUT" && t_ok "h1 reads its own desired key" || t_not_ok "h1 reads its desired (exit $RC)"
+
+# ---- refused: one line naming the endpoint, exit 3, nothing applied -----------------
+
+printf 'wrong\n' >"$T_TMP/wrong" && chmod 600 "$T_TMP/wrong"
+expect_fail 3 "^nodetune: .*https://127\.0\.0\.1:[0-9]+.*(authentication failed|refused)" \
+	"a wrong password: one line naming the endpoint, exit 3" -- \
+	"$NODETUNE" fleet hosts --endpoints "$EP" --cacert "$C/ca.pem" --user nodetune-controller --password-file "$T_TMP/wrong"
+expect_fail 3 "^nodetune: .*https://127\.0\.0\.1:[0-9]+: TLS: " "a wrong CA: one line naming the endpoint, exit 3" -- \
+	"$NODETUNE" fleet hosts --endpoints "$EP" --cacert "$C/other-ca.pem" --user nodetune-controller \
+	--password-file "$P/nodetune-controller"
+expect_fail 3 "^nodetune: .*https://127\.0\.0\.1:[0-9]+.*user name is empty" "no login on a store with auth: exit 3" -- \
+	"$NODETUNE" fleet hosts --endpoints "$EP" --cacert "$C/ca.pem"
+chmod 644 "$T_TMP/wrong"
+expect_fail 2 "password-file .*readable by group or others" "a password file others can read: exit 2" -- \
+	"$NODETUNE" fleet hosts --endpoints "$EP" --cacert "$C/ca.pem" --user nodetune-controller --password-file "$T_TMP/wrong"
+chmod 600 "$T_TMP/wrong"
+
+mkdir -p "$T_TMP/h2" && cp -a tests/fixtures/sysroot/gpu-host-untuned "$T_TMP/h2/root"
+before=$(tree_hash "$T_TMP/h2/root")
+for how in password ca; do
+	if [ $how = password ]; then creds="--cacert $C/ca.pem --user nodetune-host-h2 --password-file $T_TMP/wrong"
+	else creds="--cacert $C/other-ca.pem --user nodetune-host-h2 --password-file $P/nodetune-host-h2"; fi
+	# shellcheck disable=SC2086
+	run timeout 30 "$NODETUNE" daemon --sysroot "$T_TMP/h2/root" --topology "$TOPO" --policy "$T_TMP/thp.conf" \
+		--fleet "$EP" --host h2 $creds --no-metrics --socket "$T_TMP/h2/sock" --state-dir "$T_TMP/h2/state-$how" --interval 1
+	if [ "$RC" -eq 3 ] && [ "$(grep -c '<3>' "$ERR")" -eq 1 ] && grep -q 'https://127.0.0.1' "$ERR" &&
+		[ "$(tree_hash "$T_TMP/h2/root")" = "$before" ] && ! ls "$T_TMP/h2/state-$how"/journal* >/dev/null 2>&1; then
+		t_ok "daemon with a wrong $how: exit 3, one error line naming the endpoint, host byte-identical"
+	else
+		t_not_ok "daemon with a wrong $how: exit $RC"; sed 's/^/#   /' "$ERR" | tail -4
+	fi
+done
+
+# ---- fleet.conf: the same keys, no secret on the command line ----------------------
+
+printf '# test\ncacert = %s\nuser = nodetune-controller\npassword-file = %s\n' "$C/ca.pem" "$P/nodetune-controller" \
+	>"$T_TMP/fleet.conf"
+chmod 600 "$T_TMP/fleet.conf"
+run "$NODETUNE" fleet hosts --endpoints "$EP" --fleet-conf "$T_TMP/fleet.conf" --json
+[ "$RC" -eq 0 ] && grep -q '"host": "h1"' "$OUT" && t_ok "fleet.conf's keys log in (--fleet-conf)" ||
+	{ t_not_ok "fleet.conf (exit $RC)"; sed 's/^/#   /' "$ERR"; }
+printf 'cacert = %s\npassword = hunter2\n' "$C/ca.pem" >"$T_TMP/bad.conf"
+chmod 600 "$T_TMP/bad.conf"
+expect_fail 2 "bad\.conf:2: unknown key 'password'" "fleet.conf with a password in it: refused, file:line" -- \
+	"$NODETUNE" fleet hosts --endpoints "$EP" --fleet-conf "$T_TMP/bad.conf"
+
+auth_cleanup
+t_done

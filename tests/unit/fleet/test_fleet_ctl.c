@@ -1,0 +1,192 @@
+/* test_fleet_ctl.c — the controller's steps around the state machine
+ * (fleet_ctl_test.h) on constructed inputs: the hosts' keys to rows
+ * (alive, desired, status, shadow revisions, a bad value kept as the row's
+ * "bad", other keys skipped, sorted); rows to what fleet_step observes (a
+ * host without keys observed as nothing); each kind of write to the value
+ * it puts (apply, gate, shadow, a restore of a previous value and of
+ * none); the new events of a step (none before, some dropped); what the
+ * run loop does after each kind of pass. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "fleet/fleet_ctl_test.h"
+#include "fleet_fixture.h"
+
+static struct etcd_kv kv(const char *key, const char *value, int64_t mod)
+{
+	return (struct etcd_kv){ (char *)key, (char *)value, strlen(value), mod, mod, 1, 0 };
+}
+
+#define HOSTINFO(h) "{\"host\":\"" h "\",\"class\":\"0123456789ab\",\"label\":\"l\",\"pid\":1,\"started\":1}"
+#define DESIRED "{\"rollout\":\"r\",\"mode\":\"apply\",\"policy\":\"p\",\"sha256\":\"" SHA_A "\"}"
+#define STATUS(h) "{\"host\":\"" h "\",\"class\":\"0123456789ab\",\"label\":\"l\",\"policy\":\"p\",\"sha256\":\"" SHA_A \
+		  "\",\"state\":\"verified\",\"desired_rev\":7,\"error\":\"\",\"time\":1}"
+
+static void test_rows(void **state)
+{
+	struct etcd_kv kvs[] = {
+		kv("/nodetune/hosts/h2/status", STATUS("h2"), 9),
+		kv("/nodetune/hosts/h1", HOSTINFO("h1"), 3),
+		kv("/nodetune/hosts/h1/desired", DESIRED, 7),
+		kv("/nodetune/hosts/h1/status", STATUS("h1"), 8),
+		kv("/nodetune/hosts/h1/shadow", DESIRED, 6),
+		kv("/nodetune/hosts/h3/desired", "not json", 5),
+		kv("/nodetune/hosts/h1/other", "{}", 4),            /* not a host key */
+		kv("/nodetune/hosts/../x", "{}", 4),
+	};
+	struct fleet_host_row *rows;
+	unsigned n;
+
+	(void)state;
+	assert_int_equal(fleet_ctl_rows(kvs, sizeof(kvs) / sizeof(kvs[0]), &rows, &n), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(rows[0].host, "h1");
+	assert_true(rows[0].alive && rows[0].has_desired && rows[0].has_status);
+	assert_int_equal(rows[0].desired_rev, 7);
+	assert_int_equal(rows[0].shadow_rev, 6);
+	assert_string_equal(rows[0].desired.sha256, SHA_A);
+	assert_string_equal(rows[0].bad, "");
+	assert_string_equal(rows[1].host, "h2");                     /* a dead host: its status stays */
+	assert_false(rows[1].alive);
+	assert_true(rows[1].has_status);
+	assert_string_equal(rows[2].host, "h3");                     /* a bad value: kept as "bad" */
+	assert_false(rows[2].has_desired);
+	assert_int_equal(rows[2].desired_rev, 5);
+	assert_non_null(strstr(rows[2].bad, "/nodetune/hosts/h3/desired"));
+	free(rows);
+	assert_int_equal(fleet_ctl_rows(NULL, 0, &rows, &n), 0);     /* no host */
+	assert_int_equal(n, 0);
+	free(rows);
+}
+
+static void test_observe(void **state)
+{
+	struct etcd_kv kvs[] = {
+		kv("/nodetune/hosts/h000", HOSTINFO("h000"), 3),
+		kv("/nodetune/hosts/h000/desired", DESIRED, 7),
+		kv("/nodetune/hosts/h000/status", STATUS("h000"), 8),
+		kv("/nodetune/hosts/h001/shadow", DESIRED, 6),
+	};
+	struct fleet_host_row *rows;
+	struct fleet_observed **obs;
+	struct fleet_rollout r;
+	unsigned n;
+
+	(void)state;
+	plan(&r, 3, 1, "100%");                                     /* h000, h001, h002 in one wave */
+	assert_int_equal(fleet_ctl_rows(kvs, 4, &rows, &n), 0);
+	obs = fleet_ctl_observe(&r, rows, n);
+	assert_non_null(obs);
+	for (unsigned i = 0; i < 3; i++) {
+		const struct fleet_observed *o = &obs[0][i];
+
+		if (!strcmp(r.waves[0].hosts[i].host, "h000")) {
+			assert_true(o->alive && o->has_desired && o->has_status);
+			assert_int_equal(o->desired_rev, 7);
+			assert_int_equal(o->status.desired_rev, 7);
+		} else if (!strcmp(r.waves[0].hosts[i].host, "h001")) {
+			assert_false(o->alive);
+			assert_true(o->has_shadow);
+			assert_int_equal(o->shadow_rev, 6);
+		} else {                                            /* no key at all */
+			assert_false(o->alive || o->has_desired || o->has_status || o->has_shadow);
+		}
+	}
+	fleet_ctl_observe_free(obs, r.n_waves);
+	free(rows);
+	fleet_rollout_release(&r);
+}
+
+static void test_write_value(void **state)
+{
+	struct fleet_rollout r;
+	struct fleet_desired d;
+	struct nt_err err = { 0 };
+	char *v;
+
+	(void)state;
+	plan(&r, 2, 1, "100%");
+	snprintf(r.policy, sizeof(r.policy), "thp.conf");
+	snprintf(r.gate_cmd, sizeof(r.gate_cmd), "true");
+	r.gate_budget = 60;
+	/* apply and gate: this rollout's desired document */
+	v = fleet_ctl_write_value(&r, &(struct fleet_write){ FLEET_W_PUT_DESIRED, FLEET_MODE_GATE, 0, 0 });
+	assert_int_equal(fleet_parse_desired("k", v, strlen(v), &d, &err), 0);
+	assert_int_equal(d.mode, FLEET_MODE_GATE);
+	assert_string_equal(d.rollout, "r");
+	assert_string_equal(d.sha256, SHA_A);
+	assert_string_equal(d.gate_cmd, "true");
+	assert_true(d.gate_budget == 60);
+	free(v);
+	v = fleet_ctl_write_value(&r, &(struct fleet_write){ FLEET_W_PUT_DESIRED, FLEET_MODE_APPLY, 0, 1 });
+	assert_int_equal(fleet_parse_desired("k", v, strlen(v), &d, &err), 0);
+	assert_int_equal(d.mode, FLEET_MODE_APPLY);
+	free(v);
+	/* shadow: no mode */
+	v = fleet_ctl_write_value(&r, &(struct fleet_write){ FLEET_W_PUT_SHADOW, FLEET_MODE_APPLY, 0, 0 });
+	assert_null(strstr(v, "\"mode\""));
+	assert_non_null(strstr(v, SHA_A));
+	free(v);
+	/* restore: the value from before, byte for byte; none: mode local */
+	r.waves[0].hosts[0].prev_desired = strdup("{\"rollout\":\"old\",\"mode\":\"local\"}");
+	v = fleet_ctl_write_value(&r, &(struct fleet_write){ FLEET_W_RESTORE_DESIRED, FLEET_MODE_APPLY, 0, 0 });
+	assert_string_equal(v, "{\"rollout\":\"old\",\"mode\":\"local\"}");
+	free(v);
+	v = fleet_ctl_write_value(&r, &(struct fleet_write){ FLEET_W_RESTORE_DESIRED, FLEET_MODE_APPLY, 0, 1 });
+	assert_int_equal(fleet_parse_desired("k", v, strlen(v), &d, &err), 0);
+	assert_int_equal(d.mode, FLEET_MODE_LOCAL);
+	assert_string_equal(d.sha256, "");
+	free(v);
+	fleet_rollout_release(&r);
+}
+
+static void test_new_events(void **state)
+{
+	struct fleet_rollout r = { 0 }, next = { 0 };
+
+	(void)state;
+	fleet_event(&next, 1, "created");
+	fleet_event(&next, 2, "wave 1 sent: h1");
+	assert_int_equal(fleet_ctl_new_events(&r, &next), 0);          /* r had none: all are new */
+	fleet_event(&r, 1, "created");
+	assert_int_equal(fleet_ctl_new_events(&r, &next), 1);
+	fleet_event(&r, 2, "wave 1 sent: h1");
+	assert_int_equal(fleet_ctl_new_events(&r, &next), 2);          /* nothing new */
+	fleet_event(&r, 3, "dropped from next");
+	assert_int_equal(fleet_ctl_new_events(&r, &next), 0);          /* r's last is not in next: all */
+	fleet_rollout_release(&r);
+	fleet_rollout_release(&next);
+}
+
+static void test_after(void **state)
+{
+	(void)state;
+	assert_int_equal(fleet_ctl_after(1), FLEET_CTL_FINAL);
+	assert_int_equal(fleet_ctl_after(0), FLEET_CTL_AGAIN);
+	assert_int_equal(fleet_ctl_after(-ENOLCK), FLEET_CTL_STOP);
+	assert_int_equal(fleet_ctl_after(-EACCES), FLEET_CTL_STOP);
+	assert_int_equal(fleet_ctl_after(-ETIMEDOUT), FLEET_CTL_RETRY);   /* a store out of reach: retried */
+	assert_int_equal(fleet_ctl_after(-ECONNREFUSED), FLEET_CTL_RETRY);
+	assert_int_equal(fleet_ctl_after(-ENOMEM), FLEET_CTL_RETRY);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rows),
+		cmocka_unit_test(test_observe),
+		cmocka_unit_test(test_write_value),
+		cmocka_unit_test(test_new_events),
+		cmocka_unit_test(test_after),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

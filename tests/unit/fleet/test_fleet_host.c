@@ -1,0 +1,147 @@
+/* test_fleet_host.c — the host side's decisions (fleet_host_test.h) on
+ * constructed inputs: which store key is followed, refused once, answered
+ * as a shadow or ignored; what a desired value means against what runs and
+ * what was answered or refused before (each mode, each edge); the status
+ * after a cycle (verified, drift, a failed verify, a state the controller
+ * must read kept, an older verify not reported again); when the status is
+ * put. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "fleet/fleet_host_test.h"
+
+#define SHA_RUN "1111111111111111111111111111111111111111111111111111111111111111"
+#define SHA_NEW "2222222222222222222222222222222222222222222222222222222222222222"
+
+static struct fleet_desired desired(enum fleet_mode mode, const char *sha)
+{
+	struct fleet_desired d = { .mode = mode };
+
+	snprintf(d.rollout, sizeof(d.rollout), "r1");
+	snprintf(d.sha256, sizeof(d.sha256), "%s", sha);
+	return d;
+}
+
+static void test_route(void **state)
+{
+	(void)state;
+	/* keys that are not this host's desired or shadow */
+	assert_int_equal(fleet_host_route(FLEET_KEY_STATUS, true, 5, 0, 0), FLEET_HOST_IGNORE);
+	assert_int_equal(fleet_host_route(FLEET_KEY_HOST, true, 5, 0, 0), FLEET_HOST_IGNORE);
+	assert_int_equal(fleet_host_route(FLEET_KEY_OTHER, false, 5, 0, 0), FLEET_HOST_IGNORE);
+	/* a desired value */
+	assert_int_equal(fleet_host_route(FLEET_KEY_DESIRED, true, 5, 0, 0), FLEET_HOST_FOLLOW);
+	assert_int_equal(fleet_host_route(FLEET_KEY_DESIRED, true, 5, 5, 0), FLEET_HOST_FOLLOW);  /* decide() says */
+	/* a bad one: refused once per revision */
+	assert_int_equal(fleet_host_route(FLEET_KEY_DESIRED, false, 5, 0, 0), FLEET_HOST_REFUSE);
+	assert_int_equal(fleet_host_route(FLEET_KEY_DESIRED, false, 5, 5, 0), FLEET_HOST_IGNORE);
+	assert_int_equal(fleet_host_route(FLEET_KEY_DESIRED, false, 6, 5, 0), FLEET_HOST_REFUSE);  /* a new bad one */
+	/* shadow: answered once per revision; a bad one ignored */
+	assert_int_equal(fleet_host_route(FLEET_KEY_SHADOW, true, 7, 0, 0), FLEET_HOST_SHADOW);
+	assert_int_equal(fleet_host_route(FLEET_KEY_SHADOW, true, 7, 0, 7), FLEET_HOST_IGNORE);
+	assert_int_equal(fleet_host_route(FLEET_KEY_SHADOW, false, 8, 0, 7), FLEET_HOST_IGNORE);
+}
+
+static void test_decide(void **state)
+{
+	struct fleet_desired apply_new = desired(FLEET_MODE_APPLY, SHA_NEW), apply_run = desired(FLEET_MODE_APPLY, SHA_RUN);
+	struct fleet_desired gate = desired(FLEET_MODE_GATE, SHA_NEW), local = desired(FLEET_MODE_LOCAL, "");
+
+	(void)state;
+	/* a new desired revision */
+	assert_int_equal(fleet_host_decide(&apply_new, 10, 0, 0, SHA_RUN), FLEET_HOST_LOAD);
+	assert_int_equal(fleet_host_decide(&apply_run, 10, 0, 0, SHA_RUN), FLEET_HOST_RUNS_IT);
+	assert_int_equal(fleet_host_decide(&gate, 10, 0, 0, SHA_RUN), FLEET_HOST_GATE);
+	assert_int_equal(fleet_host_decide(&local, 10, 0, 0, SHA_RUN), FLEET_HOST_LOAD);
+	/* refused at this revision: never tried again, whatever it says */
+	assert_int_equal(fleet_host_decide(&apply_new, 10, 0, 10, SHA_RUN), FLEET_HOST_NOTHING);
+	assert_int_equal(fleet_host_decide(&gate, 10, 9, 10, SHA_RUN), FLEET_HOST_NOTHING);
+	/* answered: a gate runs once; the applied policy is not applied again */
+	assert_int_equal(fleet_host_decide(&gate, 10, 10, 0, SHA_RUN), FLEET_HOST_NOTHING);
+	assert_int_equal(fleet_host_decide(&apply_run, 10, 10, 0, SHA_RUN), FLEET_HOST_NOTHING);
+	/* answered, but what runs is not what it names (the daemon reloaded
+	 * another file by SIGHUP): loaded again */
+	assert_int_equal(fleet_host_decide(&apply_new, 10, 10, 0, SHA_RUN), FLEET_HOST_LOAD);
+	assert_int_equal(fleet_host_decide(&local, 10, 10, 0, SHA_RUN), FLEET_HOST_LOAD);
+	/* a later revision after a refusal */
+	assert_int_equal(fleet_host_decide(&apply_new, 11, 10, 10, SHA_RUN), FLEET_HOST_LOAD);
+}
+
+static void test_status_refresh(void **state)
+{
+	struct fleet_class cls = { .id = "0123456789ab", .label = "2s-2n-48c-8gpu-T4" };
+	char sha[SHA256_DIGEST_STRING_LENGTH] = SHA_RUN, name[FLEET_NAME_MAX] = "thp.conf";
+	struct fleet_host_view v = { .sha256 = sha, .policy_name = name, .verify_ok = true, .checked = 9,
+				     .drifted = 0, .verify_wall = 100 };
+	struct fleet_status s = { .state = FLEET_H_VERIFIED };
+
+	(void)state;
+	fleet_host_status_refresh(&s, "h1", &cls, &v);
+	assert_string_equal(s.host, "h1");
+	assert_string_equal(s.class_id, "0123456789ab");
+	assert_string_equal(s.label, "2s-2n-48c-8gpu-T4");
+	assert_string_equal(s.policy, "thp.conf");
+	assert_string_equal(s.sha256, SHA_RUN);
+	assert_int_equal(s.state, FLEET_H_VERIFIED);
+	assert_int_equal(s.checked, 9);
+	assert_true(s.verify_time == 100);
+	/* drift at the next verify */
+	v.drifted = 2;
+	v.verify_wall = 101;
+	fleet_host_status_refresh(&s, "h1", &cls, &v);
+	assert_int_equal(s.state, FLEET_H_DRIFT);
+	assert_int_equal(s.drifted, 2);
+	/* a verify that failed is drift too, and corrected back to verified */
+	v.drifted = 0;
+	v.verify_ok = false;
+	v.verify_wall = 102;
+	fleet_host_status_refresh(&s, "h1", &cls, &v);
+	assert_int_equal(s.state, FLEET_H_DRIFT);
+	v.verify_ok = true;
+	v.verify_wall = 103;
+	fleet_host_status_refresh(&s, "h1", &cls, &v);
+	assert_int_equal(s.state, FLEET_H_VERIFIED);
+	/* an older verify (the view not updated) is not reported again */
+	v.drifted = 5;
+	v.verify_wall = 50;
+	fleet_host_status_refresh(&s, "h1", &cls, &v);
+	assert_int_equal(s.drifted, 0);
+	assert_true(s.verify_time == 103);
+	/* failed, invalid, gated: kept for the controller, whatever the verify */
+	for (enum fleet_hstate st = FLEET_H_FAILED; st <= FLEET_H_GATED; st++) {
+		s.state = st;
+		v.verify_wall = 200 + st;
+		fleet_host_status_refresh(&s, "h1", &cls, &v);
+		assert_int_equal(s.state, st);
+		assert_true(s.verify_time == 103);
+	}
+}
+
+static void test_status_due(void **state)
+{
+	(void)state;
+	assert_true(fleet_host_status_due("{\"a\":1}", NULL, 0, 0));               /* never published */
+	assert_true(fleet_host_status_due("{\"a\":2}", "{\"a\":1}", 5, 30));       /* changed */
+	assert_false(fleet_host_status_due("{\"a\":1}", "{\"a\":1}", 5, 30));      /* the same, not due */
+	assert_true(fleet_host_status_due("{\"a\":1}", "{\"a\":1}", 30, 30));      /* due */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_route),
+		cmocka_unit_test(test_decide),
+		cmocka_unit_test(test_status_refresh),
+		cmocka_unit_test(test_status_due),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
