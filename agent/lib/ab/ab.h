@@ -1,6 +1,8 @@
 /* ab.h — the A/B engine: two configurations (a policy, a command, or both),
  * randomized interleaved trials, statistics, stalls, and an explanation
- * from kernel counters.
+ * from kernel counters.  This header is the experiment's configuration,
+ * result and decision (ab.c); one trial is run by abrun.h, and the result
+ * printed by abreport.h.
  *
  * A trial applies its arm's policy (journaled, reverted after the trial),
  * runs the workload in a cgroup of its own (abwatch.h: throttling, memory
@@ -107,6 +109,10 @@ enum ab_counter {
 /* "tlb_shootdowns", ... (the JSON and report name) */
 const char *ab_counter_name(enum ab_counter c);
 
+/* Whether c is a count over the trial (reported per step, or per s
+ * without steps), rather than a share taken as it is. */
+bool ab_counter_is_rate(enum ab_counter c);
+
 struct ab_explanation {
 	const char *counter;
 	const char *mechanism;
@@ -160,8 +166,5 @@ struct ab_result {
  * for bad input (exit 2); an arm that fails gives res->error (exit 3). */
 int ab_run(const struct ab_config *cfg, struct ab_result *res, struct nt_err *err);
 void ab_result_release(struct ab_result *res);
-
-json_t *ab_json(const struct ab_config *cfg, const struct ab_result *res);
-int ab_print(FILE *out, const struct ab_config *cfg, const struct ab_result *res);
 
 #endif
