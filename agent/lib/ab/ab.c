@@ -158,67 +158,26 @@ int ab_default_command(struct ab_config *cfg, char *const *command)
 
 /* ---- the counters ------------------------------------------------------ */
 
-/* The host's counters: name, unit, where read, the mechanism a change
- * points at, and the least change that can explain anything. */
-static const struct counter_row {
-	const char *name;
-	const char *source;
-	const char *mechanism;
-	double floor;                 /* per step (or s) */
-} host_rows[AB_C_TRIAL_FIRST] = {
-	[AB_C_TLB_SHOOTDOWNS] = { "tlb_shootdowns", "tlb.h: the host's source", "munmap/madvise churn (TLB shootdowns)",
-				  1 },
-	[AB_C_COMPACT_STALL] = { "compact_stall", "/proc/vmstat compact_stall", "THP compaction", 0.05 },
-	[AB_C_NUMA_HINT_FAULTS] = { "numa_hint_faults", "/proc/vmstat numa_hint_faults", "automatic NUMA balancing",
-				    10 },
-	[AB_C_NUMA_PAGES_MIGRATED] = { "numa_pages_migrated", "/proc/vmstat numa_pages_migrated",
-				       "automatic NUMA balancing", 10 },
-	[AB_C_NUMA_MISS] = { "numa_miss", "/proc/vmstat numa_miss", "placement (remote memory)", 10 },
-	[AB_C_CPU_PRESSURE_MS] = { "cpu_pressure_ms", "/proc/pressure/cpu some total (the whole host)",
-				   "CPU contention (PSI: runnable, no CPU)", 0.5 },
+/* The host's counters, read around each trial by abrun.c: TLB shootdowns
+ * (tlb.h's source), /proc/vmstat's compaction and NUMA counters, the
+ * host's PSI cpu some total.  Rows like abwatch's. */
+static const struct abw_row host_rows[AB_C_TRIAL_FIRST] = {
+	[AB_C_TLB_SHOOTDOWNS] = { "tlb_shootdowns", "", "munmap/madvise churn (TLB shootdowns)", ABW_SRC_HOST, 0,
+				  true, 1 },
+	[AB_C_COMPACT_STALL] = { "compact_stall", "", "THP compaction", ABW_SRC_HOST, 0, true, 0.05 },
+	[AB_C_NUMA_HINT_FAULTS] = { "numa_hint_faults", "", "automatic NUMA balancing", ABW_SRC_HOST, 0, true, 10 },
+	[AB_C_NUMA_PAGES_MIGRATED] = { "numa_pages_migrated", "", "automatic NUMA balancing", ABW_SRC_HOST, 0, true,
+				       10 },
+	[AB_C_NUMA_MISS] = { "numa_miss", "", "placement (remote memory)", ABW_SRC_HOST, 0, true, 10 },
+	[AB_C_CPU_PRESSURE_MS] = { "cpu_pressure_ms", "ms", "CPU contention (PSI: runnable, no CPU)", ABW_SRC_HOST, 0,
+				   true, 0.5 },
 };
 
-/* The trial's own counters (abwatch's rows, in its order): which are
- * counts over the trial (a rate per step or s), and their floors. */
-static const struct {
-	bool rate;
-	double floor;
-} trial_rows[ABW_N] = {
-	[ABW_THROTTLED_PERIODS] = { true, 0.05 },
-	[ABW_THROTTLED_MS] = { true, 0.5 },
-	[ABW_CG_CPU_PRESSURE_MS] = { true, 0.5 },
-	[ABW_CG_MEM_PRESSURE_MS] = { true, 0.5 },
-	[ABW_MEM_EVENTS] = { true, 0.05 },
-	[ABW_CG_SWITCHES] = { true, 2 },
-	[ABW_CG_MIGRATIONS] = { true, 1 },
-	[ABW_CG_FAULTS] = { true, 10 },
-	[ABW_FOREIGN_CPU_SHARE] = { false, 0.02 },
-	[ABW_IRQ_SHARE] = { false, 0.01 },
-	[ABW_AFFINITY_CHANGES] = { false, 0.5 },
-};
-
-_Static_assert(AB_COUNTERS - AB_C_TRIAL_FIRST == ABW_N, "ab's trial counters are abwatch's");
-
-const char *ab_counter_name(enum ab_counter c)
+const struct abw_row *ab_counter_row(enum ab_counter c)
 {
 	if ((unsigned)c < AB_C_TRIAL_FIRST)
-		return host_rows[c].name;
-	return (unsigned)c < AB_COUNTERS ? abw_rows[c - AB_C_TRIAL_FIRST].name : "?";
-}
-
-static const char *counter_mechanism(int c)
-{
-	return c < AB_C_TRIAL_FIRST ? host_rows[c].mechanism : abw_rows[c - AB_C_TRIAL_FIRST].mechanism;
-}
-
-bool ab_counter_is_rate(enum ab_counter c)
-{
-	return c < AB_C_TRIAL_FIRST || trial_rows[c - AB_C_TRIAL_FIRST].rate;
-}
-
-static double counter_floor(int c)
-{
-	return c < AB_C_TRIAL_FIRST ? host_rows[c].floor : trial_rows[c - AB_C_TRIAL_FIRST].floor;
+		return &host_rows[c];
+	return (unsigned)c < AB_COUNTERS ? &abw_rows[c - AB_C_TRIAL_FIRST] : NULL;
 }
 
 /* ---- the statistics and the decision ---------------------------------- */
@@ -397,6 +356,7 @@ static void analyse_counters(const struct ab_config *cfg, const struct ab_trial 
 {
 	res->n_expl = 0;
 	for (int c = 0; c < AB_COUNTERS; c++) {
+		const struct abw_row *row = ab_counter_row(c);
 		double ca[512], cb[512];
 		int na = 0, nb = 0;
 		struct ab_explanation *e;
@@ -410,15 +370,14 @@ static void analyse_counters(const struct ab_config *cfg, const struct ab_trial 
 				cb[nb++] = tr[i].counter[c];
 		}
 		e = &res->expl[res->n_expl++];
-		e->counter = ab_counter_name(c);
-		e->mechanism = counter_mechanism(c);
-		e->unit = !ab_counter_is_rate(c) ? (c < AB_C_TRIAL_FIRST ? "" : abw_rows[c - AB_C_TRIAL_FIRST].unit)
-			  : res->per_step ? "per step" : "per s";
+		e->counter = row->name;
+		e->mechanism = row->mechanism;
+		e->unit = !row->rate ? row->unit : res->per_step ? "per step" : "per s";
 		e->a = stats_median(ca, (size_t)na);
 		e->b = stats_median(cb, (size_t)nb);
 		e->noise = fmin(stats_mad(ca, (size_t)na), stats_mad(cb, (size_t)nb));
 		e->p = stats_mann_whitney(ca, (size_t)na, cb, (size_t)nb, NULL);
-		e->claimed = e->p < cfg->alpha && fabs(e->b - e->a) > fmax(2 * e->noise, counter_floor(c));
+		e->claimed = e->p < cfg->alpha && fabs(e->b - e->a) > fmax(2 * e->noise, row->floor);
 	}
 }
 

@@ -22,6 +22,7 @@
 #include <stdio.h>
 
 #include "ab/abfigure.h"
+#include "ab/abwatch.h"
 #include "base/log.h"
 #include "base/stats.h"
 
@@ -92,9 +93,11 @@ int ab_default_command(struct ab_config *cfg, char *const *command);
 int ab_parse_spec(const char *spec, struct ab_arm *arm, struct nt_err *err);
 void ab_arm_release(struct ab_arm *arm);
 
-/* The counters an A/B explains with: the host's (its share of them is
- * the job's and everyone else's), then the trial's own (abwatch.h: its
- * cgroup and the CPUs its ranks used), in abwatch's order. */
+/* The counters an A/B explains with, each a row (ab_counter_row): the
+ * host's (its share of them is the job's and everyone else's), then the
+ * trial's own (abwatch.h's rows: its cgroup and the CPUs its ranks used),
+ * in abwatch's order.  Adding a trial counter is adding a row to abwatch;
+ * adding a host counter, a row here and in ab.c's host_rows. */
 enum ab_counter {
 	AB_C_TLB_SHOOTDOWNS,          /* host: tlb.h's source */
 	AB_C_COMPACT_STALL,           /* host: vmstat */
@@ -102,16 +105,14 @@ enum ab_counter {
 	AB_C_NUMA_PAGES_MIGRATED,
 	AB_C_NUMA_MISS,
 	AB_C_CPU_PRESSURE_MS,         /* host: PSI */
-	AB_C_TRIAL_FIRST,             /* = abwatch's ABW_THROTTLED_PERIODS, and on in its order */
-	AB_COUNTERS = AB_C_TRIAL_FIRST + 11
+	AB_C_TRIAL_FIRST,             /* the trial's abwatch row 0 (AB_C_TRIAL_FIRST + enum abw_counter) */
+	AB_COUNTERS = AB_C_TRIAL_FIRST + ABW_N
 };
 
-/* "tlb_shootdowns", ... (the JSON and report name) */
-const char *ab_counter_name(enum ab_counter c);
-
-/* Whether c is a count over the trial (reported per step, or per s
- * without steps), rather than a share taken as it is. */
-bool ab_counter_is_rate(enum ab_counter c);
+/* The row of counter c (0 <= c < AB_COUNTERS): its name (as the JSON and
+ * report print it), unit, mechanism, source, whether it is a rate, and its
+ * A/A floor.  Static storage; NULL for c out of range. */
+const struct abw_row *ab_counter_row(enum ab_counter c);
 
 struct ab_explanation {
 	const char *counter;

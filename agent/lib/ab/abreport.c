@@ -82,7 +82,7 @@ json_t *abreport_json(const struct ab_config *cfg, const struct ab_result *res)
 	nc = json_object();
 	for (int c = 0; c < AB_COUNTERS; c++)
 		if (res->not_countable[c][0])
-			json_object_set_new(nc, ab_counter_name(c), json_string(res->not_countable[c]));
+			json_object_set_new(nc, ab_counter_row(c)->name, json_string(res->not_countable[c]));
 	json_object_set_new(doc, "not_countable", nc);
 	return doc;
 }
@@ -150,7 +150,7 @@ int abreport_print(FILE *out, const struct ab_config *cfg, const struct ab_resul
 	}
 	for (int c = 0; c < AB_COUNTERS; c++)
 		if (res->not_countable[c][0])
-			fprintf(out, "  (%s: not countable on this host: %s)\n", ab_counter_name(c), res->not_countable[c]);
+			fprintf(out, "  (%s: not countable on this host: %s)\n", ab_counter_row(c)->name, res->not_countable[c]);
 	return ferror(out) ? -EIO : 0;
 }
 

@@ -459,7 +459,7 @@ static void trial_counters(struct ab_trial *t, const double c0[AB_COUNTERS], con
 
 		if (t->watch.why[k][0])
 			not_countable(res, c, t->watch.why[k]);
-		t->counter[c] = t->watch.v[k] / (ab_counter_is_rate(c) ? per : 1);
+		t->counter[c] = t->watch.v[k] / (ab_counter_row(c)->rate ? per : 1);
 	}
 }
 

@@ -29,42 +29,31 @@
 /* ---- rows --------------------------------------------------------------- */
 
 const struct abw_row abw_rows[ABW_N] = {
-	[ABW_THROTTLED_PERIODS] = { "throttled_periods", "", "CPU quota throttling" },
-	[ABW_THROTTLED_MS] = { "throttled_ms", "ms", "CPU quota throttling" },
-	[ABW_CG_CPU_PRESSURE_MS] = { "cg_cpu_pressure_ms", "ms", "CPU contention of the job (its cgroup's PSI)" },
-	[ABW_CG_MEM_PRESSURE_MS] = { "cg_memory_pressure_ms", "ms", "memory limit reclaim (its cgroup's PSI)" },
-	[ABW_MEM_EVENTS] = { "memory_limit_events", "", "memory limit reclaim" },
-	[ABW_CG_SWITCHES] = { "cg_context_switches", "", "preemption or blocking of the job (context switches)" },
-	[ABW_CG_MIGRATIONS] = { "cg_cpu_migrations", "", "the job's threads moving between CPUs" },
-	[ABW_CG_FAULTS] = { "cg_page_faults", "", "page faults of the job (memory management)" },
-	[ABW_FOREIGN_CPU_SHARE] = { "foreign_cpu_share", "share", "CPU contention by another task" },
-	[ABW_IRQ_SHARE] = { "irq_share", "share", "IRQ/softirq load on rank CPUs" },
-	[ABW_AFFINITY_CHANGES] = { "affinity_changes", "", "affinity or cpuset change of a rank" },
-};
-
-/* Where each counter comes from: a part of the watch that may be missing
- * as a whole (its reason then stands for all of its counters). */
-enum abw_source { SRC_CGROUP, SRC_PERF, SRC_CULPRIT, SRC_N };
-
-static const enum abw_source row_source[ABW_N] = {
-	[ABW_THROTTLED_PERIODS] = SRC_CGROUP, [ABW_THROTTLED_MS] = SRC_CGROUP,
-	[ABW_CG_CPU_PRESSURE_MS] = SRC_CGROUP, [ABW_CG_MEM_PRESSURE_MS] = SRC_CGROUP,
-	[ABW_MEM_EVENTS] = SRC_CGROUP, [ABW_CG_SWITCHES] = SRC_PERF, [ABW_CG_MIGRATIONS] = SRC_PERF,
-	[ABW_CG_FAULTS] = SRC_PERF, [ABW_FOREIGN_CPU_SHARE] = SRC_CULPRIT, [ABW_IRQ_SHARE] = SRC_CULPRIT,
-	[ABW_AFFINITY_CHANGES] = SRC_CULPRIT,
-};
-
-/* The perf event behind each perf counter. */
-static const enum trialcg_perf_event row_perf[ABW_N] = {
-	[ABW_CG_SWITCHES] = TCG_PERF_SWITCHES, [ABW_CG_MIGRATIONS] = TCG_PERF_MIGRATIONS,
-	[ABW_CG_FAULTS] = TCG_PERF_FAULTS,
+	[ABW_THROTTLED_PERIODS] = { "throttled_periods", "", "CPU quota throttling", ABW_SRC_CGROUP, 0, true, 0.05 },
+	[ABW_THROTTLED_MS] = { "throttled_ms", "ms", "CPU quota throttling", ABW_SRC_CGROUP, 0, true, 0.5 },
+	[ABW_CG_CPU_PRESSURE_MS] = { "cg_cpu_pressure_ms", "ms", "CPU contention of the job (its cgroup's PSI)",
+				     ABW_SRC_CGROUP, 0, true, 0.5 },
+	[ABW_CG_MEM_PRESSURE_MS] = { "cg_memory_pressure_ms", "ms", "memory limit reclaim (its cgroup's PSI)",
+				     ABW_SRC_CGROUP, 0, true, 0.5 },
+	[ABW_MEM_EVENTS] = { "memory_limit_events", "", "memory limit reclaim", ABW_SRC_CGROUP, 0, true, 0.05 },
+	[ABW_CG_SWITCHES] = { "cg_context_switches", "", "preemption or blocking of the job (context switches)",
+			      ABW_SRC_PERF, TCG_PERF_SWITCHES, true, 2 },
+	[ABW_CG_MIGRATIONS] = { "cg_cpu_migrations", "", "the job's threads moving between CPUs", ABW_SRC_PERF,
+				TCG_PERF_MIGRATIONS, true, 1 },
+	[ABW_CG_FAULTS] = { "cg_page_faults", "", "page faults of the job (memory management)", ABW_SRC_PERF,
+			    TCG_PERF_FAULTS, true, 10 },
+	[ABW_FOREIGN_CPU_SHARE] = { "foreign_cpu_share", "share", "CPU contention by another task", ABW_SRC_CULPRIT,
+				    0, false, 0.02 },
+	[ABW_IRQ_SHARE] = { "irq_share", "share", "IRQ/softirq load on rank CPUs", ABW_SRC_CULPRIT, 0, false, 0.01 },
+	[ABW_AFFINITY_CHANGES] = { "affinity_changes", "", "affinity or cpuset change of a rank", ABW_SRC_CULPRIT, 0,
+				   false, 0.5 },
 };
 
 /* ---- the watch ---------------------------------------------------------- */
 
 struct abwatch {
 	const struct fsroot *root;       /* borrowed */
-	struct trialcg *cg;              /* NULL: none (why[SRC_CGROUP]) */
+	struct trialcg *cg;              /* NULL: none (why[ABW_SRC_CGROUP]) */
 	char procs_rel[1024];            /* the group's cgroup.procs below root ("" none) */
 	char *procs_buf;                 /* PROCS_BUF, for reading it each tick */
 	bool started;
@@ -75,7 +64,7 @@ struct abwatch {
 	struct culprit *cu;              /* NULL: not started, or failed (why) */
 	char cpus[CULPRIT_LIST_LEN];     /* given by abwatch_set_cpus ("" none) */
 	int *known, n_known, cap_known;  /* pids taken from the group, sorted */
-	char why[SRC_N][ABW_WHY_LEN];    /* a part that is missing, and why */
+	char why[ABW_SRC_N][ABW_WHY_LEN];    /* a part that is missing, and why */
 };
 
 /* Say why a counter (or a part of the watch) is missing: a reason cut to
@@ -119,9 +108,9 @@ struct abwatch *abwatch_begin(const struct fsroot *root, const char *label, stru
 		return NULL;
 	}
 	if (!w->cg) {
-		why_set(w->why[SRC_CGROUP], "no trial cgroup: %s", e.msg);
-		why_set(w->why[SRC_PERF], "perf counts the trial cgroup, and there is none: %s", e.msg);
-		log_msg(LOG_DEBUG, "abwatch %s: %s", label, w->why[SRC_CGROUP]);
+		why_set(w->why[ABW_SRC_CGROUP], "no trial cgroup: %s", e.msg);
+		why_set(w->why[ABW_SRC_PERF], "perf counts the trial cgroup, and there is none: %s", e.msg);
+		log_msg(LOG_DEBUG, "abwatch %s: %s", label, w->why[ABW_SRC_CGROUP]);
 		return w;
 	}
 	/* the first of the group's directories (", " between them; a v1
@@ -180,17 +169,17 @@ int abwatch_started(struct abwatch *w, pid_t pid, struct nt_err *err)
 	if (w->cg) {
 		w->have_before = trialcg_read(w->cg, &w->before, &e) == 0;
 		if (!w->have_before) {
-			why_set(w->why[SRC_CGROUP], "trial cgroup unreadable before the job: %s", e.msg);
+			why_set(w->why[ABW_SRC_CGROUP], "trial cgroup unreadable before the job: %s", e.msg);
 			keep_first(&first, err, e.code, e.msg);
 		}
 		if (trialcg_perf_open(w->cg, &w->perf, &e) < 0) {
-			why_set(w->why[SRC_PERF], "%s", e.msg);
+			why_set(w->why[ABW_SRC_PERF], "%s", e.msg);
 			keep_first(&first, err, e.code, e.msg);
 		}
 	}
 	w->cu = culprit_start(w->root, &job, 1, &e);
 	if (!w->cu) {
-		why_set(w->why[SRC_CULPRIT], "culprit watch: %s", e.msg);
+		why_set(w->why[ABW_SRC_CULPRIT], "culprit watch: %s", e.msg);
 		keep_first(&first, err, e.code, e.msg);
 	} else if (w->cpus[0] && culprit_set_cpus(w->cu, w->cpus, &e) < 0) {
 		keep_first(&first, err, e.code, e.msg);      /* checked when given: not expected */
@@ -354,19 +343,19 @@ static void fill_culprit(struct abw_trial *t)
 /* v[] and why[] of t from what the watch read. */
 static void fill_trial(const struct abwatch *w, struct abw_trial *t, const uint64_t perf[TCG_PERF_N], bool perf_ok)
 {
-	const char *src_why[SRC_N];
+	const char *src_why[ABW_SRC_N];
 
-	src_why[SRC_CGROUP] = t->cg_read ? "" : w->why[SRC_CGROUP][0] ? w->why[SRC_CGROUP] : "trial cgroup not read";
-	src_why[SRC_PERF] = perf_ok ? "" : w->why[SRC_PERF][0] ? w->why[SRC_PERF] : "perf events not read";
-	src_why[SRC_CULPRIT] = t->culprit_read ? "" : w->why[SRC_CULPRIT][0] ? w->why[SRC_CULPRIT]
+	src_why[ABW_SRC_CGROUP] = t->cg_read ? "" : w->why[ABW_SRC_CGROUP][0] ? w->why[ABW_SRC_CGROUP] : "trial cgroup not read";
+	src_why[ABW_SRC_PERF] = perf_ok ? "" : w->why[ABW_SRC_PERF][0] ? w->why[ABW_SRC_PERF] : "perf events not read";
+	src_why[ABW_SRC_CULPRIT] = t->culprit_read ? "" : w->why[ABW_SRC_CULPRIT][0] ? w->why[ABW_SRC_CULPRIT]
 				: "culprit watch not run";
 	if (!w->started)
-		src_why[SRC_CGROUP] = src_why[SRC_PERF] = src_why[SRC_CULPRIT] = "the job was not started";
+		src_why[ABW_SRC_CGROUP] = src_why[ABW_SRC_PERF] = src_why[ABW_SRC_CULPRIT] = "the job was not started";
 	for (int c = 0; c < ABW_N; c++) {
 		t->v[c] = 0;
-		why_set(t->why[c], "%s", src_why[row_source[c]]);
-		if (row_source[c] == SRC_PERF && perf_ok)
-			t->v[c] = (double)perf[row_perf[c]];
+		why_set(t->why[c], "%s", src_why[abw_rows[c].source]);
+		if (abw_rows[c].source == ABW_SRC_PERF && perf_ok)
+			t->v[c] = (double)perf[abw_rows[c].perf];
 	}
 	if (t->cg_read)
 		fill_cgroup(t);
@@ -386,14 +375,14 @@ static void end_reads(struct abwatch *w, struct abw_trial *t, uint64_t perf[TCG_
 			t->before = w->before;
 			t->cg_read = true;
 		} else {
-			why_set(w->why[SRC_CGROUP], "trial cgroup unreadable after the job: %s", e.msg);
+			why_set(w->why[ABW_SRC_CGROUP], "trial cgroup unreadable after the job: %s", e.msg);
 			keep_first(first, err, e.code, e.msg);
 		}
 	}
 	if (w->perf.fd) {
 		*perf_ok = trialcg_perf_read(&w->perf, perf, &e) == 0;
 		if (!*perf_ok) {
-			why_set(w->why[SRC_PERF], "%s", e.msg);
+			why_set(w->why[ABW_SRC_PERF], "%s", e.msg);
 			keep_first(first, err, e.code, e.msg);
 		}
 	}
@@ -404,7 +393,7 @@ static void end_reads(struct abwatch *w, struct abw_trial *t, uint64_t perf[TCG_
 		w->cu = NULL;
 		t->culprit_read = r == 0;
 		if (r < 0) {
-			why_set(w->why[SRC_CULPRIT], "culprit watch: %s", e.msg);
+			why_set(w->why[ABW_SRC_CULPRIT], "culprit watch: %s", e.msg);
 			keep_first(first, err, e.code, e.msg);
 		}
 	}

@@ -41,8 +41,8 @@
 #include "base/log.h"
 #include "ab/trialcg.h"
 
-/* The per-trial figures the explanations rank, by enum; abw_rows[] says
- * what each is and the mechanism a change of it points at. */
+/* The per-trial figures the explanations rank, by enum; abw_rows[] holds
+ * each one's row. */
 enum abw_counter {
 	ABW_THROTTLED_PERIODS,     /* trial cgroup cpu.stat nr_throttled */
 	ABW_THROTTLED_MS,          /* its throttled time (v2 throttled_usec, v1 throttled_time), ms */
@@ -58,11 +58,32 @@ enum abw_counter {
 	ABW_N
 };
 
-extern const struct abw_row {
+/* Where a counter is read.  A part of the watch may be missing as a whole
+ * (no cgroup, no perf): its reason then stands for all of its counters. */
+enum abw_source {
+	ABW_SRC_HOST,              /* the whole host, read by the engine around a trial (ab.h), not by the watch */
+	ABW_SRC_CGROUP,            /* the trial cgroup's files */
+	ABW_SRC_PERF,              /* a perf event counting the trial cgroup (the row's perf) */
+	ABW_SRC_CULPRIT,           /* the culprit watch (culprit.h) */
+	ABW_SRC_N
+};
+
+/* One counter, one row: what the A/B engine needs to read, scale, judge
+ * and name it.  The engine's host counters (ab.h's enum ab_counter) are
+ * rows of the same kind. */
+struct abw_row {
 	const char *name;          /* "throttled_periods", as reports and JSON print it */
 	const char *unit;          /* "" a count, "ms", "share" (0..1) */
 	const char *mechanism;     /* what a change of it points at: "CPU quota throttling", ... */
-} abw_rows[ABW_N];
+	enum abw_source source;
+	enum trialcg_perf_event perf;   /* ABW_SRC_PERF: the event */
+	bool rate;                 /* a count over the trial, judged per step (per s without
+				    * steps); false: a share or a count taken as it is */
+	double floor;              /* its A/A floor: the least change (in those units) that
+				    * can explain anything, however quiet the arms were */
+};
+
+extern const struct abw_row abw_rows[ABW_N];
 
 #define ABW_WHY_LEN 256
 

@@ -1,5 +1,6 @@
 /* test_ab.c — the A/B set-up the verbs share: the defaults (the one copy),
- * the default command of the arms that name none, and the trial files. */
+ * the default command of the arms that name none, the trial files, and the
+ * counters' rows. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -73,12 +74,37 @@ static void test_files(void **state)
 	assert_int_equal(stat(f.work, &st), -1);
 }
 
+/* Every counter is one whole row, found by its enum: a name no other
+ * counter has, a mechanism, a source that says who reads it (the host's
+ * rows the engine's, the trial's the watch's), a perf event for a perf
+ * counter, and an A/A floor above 0. */
+static void test_counter_rows(void **state)
+{
+	(void)state;
+	for (int c = 0; c < AB_COUNTERS; c++) {
+		const struct abw_row *r = ab_counter_row(c);
+
+		assert_non_null(r);
+		assert_true(r->name && r->name[0] && r->mechanism && r->mechanism[0] && r->unit);
+		assert_true(r->floor > 0);
+		assert_int_equal(r->source == ABW_SRC_HOST, c < AB_C_TRIAL_FIRST);
+		if (r->source == ABW_SRC_PERF)
+			assert_true(r->perf >= 0 && r->perf < TCG_PERF_N);
+		for (int d = 0; d < c; d++)
+			assert_string_not_equal(ab_counter_row(d)->name, r->name);
+	}
+	assert_ptr_equal(ab_counter_row(AB_C_TRIAL_FIRST + ABW_CG_FAULTS), &abw_rows[ABW_CG_FAULTS]);
+	assert_string_equal(ab_counter_row(AB_C_CPU_PRESSURE_MS)->name, "cpu_pressure_ms");
+	assert_null(ab_counter_row(AB_COUNTERS));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_default_command),
 		cmocka_unit_test(test_files),
+		cmocka_unit_test(test_counter_rows),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
