@@ -161,23 +161,23 @@ int ab_default_command(struct ab_config *cfg, char *const *command)
 /* The host's counters, read around each trial by abrun.c: TLB shootdowns
  * (tlb.h's source), /proc/vmstat's compaction and NUMA counters, the
  * host's PSI cpu some total.  Rows like abwatch's. */
-static const struct abw_row host_rows[AB_C_TRIAL_FIRST] = {
-	[AB_C_TLB_SHOOTDOWNS] = { "tlb_shootdowns", "", "munmap/madvise churn (TLB shootdowns)", ABW_SRC_HOST, 0,
+static const struct abwatch_row host_rows[AB_C_TRIAL_FIRST] = {
+	[AB_C_TLB_SHOOTDOWNS] = { "tlb_shootdowns", "", "munmap/madvise churn (TLB shootdowns)", ABWATCH_SRC_HOST, 0,
 				  true, 1 },
-	[AB_C_COMPACT_STALL] = { "compact_stall", "", "THP compaction", ABW_SRC_HOST, 0, true, 0.05 },
-	[AB_C_NUMA_HINT_FAULTS] = { "numa_hint_faults", "", "automatic NUMA balancing", ABW_SRC_HOST, 0, true, 10 },
-	[AB_C_NUMA_PAGES_MIGRATED] = { "numa_pages_migrated", "", "automatic NUMA balancing", ABW_SRC_HOST, 0, true,
+	[AB_C_COMPACT_STALL] = { "compact_stall", "", "THP compaction", ABWATCH_SRC_HOST, 0, true, 0.05 },
+	[AB_C_NUMA_HINT_FAULTS] = { "numa_hint_faults", "", "automatic NUMA balancing", ABWATCH_SRC_HOST, 0, true, 10 },
+	[AB_C_NUMA_PAGES_MIGRATED] = { "numa_pages_migrated", "", "automatic NUMA balancing", ABWATCH_SRC_HOST, 0, true,
 				       10 },
-	[AB_C_NUMA_MISS] = { "numa_miss", "", "placement (remote memory)", ABW_SRC_HOST, 0, true, 10 },
-	[AB_C_CPU_PRESSURE_MS] = { "cpu_pressure_ms", "ms", "CPU contention (PSI: runnable, no CPU)", ABW_SRC_HOST, 0,
+	[AB_C_NUMA_MISS] = { "numa_miss", "", "placement (remote memory)", ABWATCH_SRC_HOST, 0, true, 10 },
+	[AB_C_CPU_PRESSURE_MS] = { "cpu_pressure_ms", "ms", "CPU contention (PSI: runnable, no CPU)", ABWATCH_SRC_HOST, 0,
 				   true, 0.5 },
 };
 
-const struct abw_row *ab_counter_row(enum ab_counter c)
+const struct abwatch_row *ab_counter_row(enum ab_counter c)
 {
 	if ((unsigned)c < AB_C_TRIAL_FIRST)
 		return &host_rows[c];
-	return (unsigned)c < AB_COUNTERS ? &abw_rows[c - AB_C_TRIAL_FIRST] : NULL;
+	return (unsigned)c < AB_COUNTERS ? &abwatch_rows[c - AB_C_TRIAL_FIRST] : NULL;
 }
 
 /* ---- the statistics and the decision ---------------------------------- */
@@ -356,7 +356,7 @@ static void analyse_counters(const struct ab_config *cfg, const struct ab_trial 
 {
 	res->n_expl = 0;
 	for (int c = 0; c < AB_COUNTERS; c++) {
-		const struct abw_row *row = ab_counter_row(c);
+		const struct abwatch_row *row = ab_counter_row(c);
 		double ca[512], cb[512];
 		int na = 0, nb = 0;
 		struct ab_explanation *e;
@@ -410,22 +410,22 @@ static void rank_explanations(struct ab_result *res)
  * summed, and the lines that tell them apart. */
 static void analyse_evidence(const struct ab_trial *tr, int n, struct ab_result *res)
 {
-	struct abw_arm arm[2];
+	struct abwatch_arm arm[2];
 	char buf[4096];
 	int r;
 
 	for (int a = 0; a < 2; a++)
-		abw_arm_init(&arm[a]);
+		abwatch_arm_init(&arm[a]);
 	for (int i = 0; i < n; i++)
-		abw_arm_add(&arm[tr[i].arm], &tr[i].watch);
+		abwatch_arm_add(&arm[tr[i].arm], &tr[i].watch);
 	free(res->evidence);
 	buf[0] = '\0';
-	r = abw_explain(&arm[0], &arm[1], buf, sizeof(buf));
+	r = abwatch_explain(&arm[0], &arm[1], buf, sizeof(buf));
 	res->evidence = (r > 0 || r == -ENOSPC) && buf[0] ? strdup(buf) : NULL;
 	for (int a = 0; a < 2; a++) {
 		json_decref(res->arm_json[a]);
-		res->arm_json[a] = abw_arm_json(&arm[a]);
-		abw_arm_release(&arm[a]);
+		res->arm_json[a] = abwatch_arm_json(&arm[a]);
+		abwatch_arm_release(&arm[a]);
 	}
 }
 

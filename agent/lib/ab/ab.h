@@ -105,14 +105,14 @@ enum ab_counter {
 	AB_C_NUMA_PAGES_MIGRATED,
 	AB_C_NUMA_MISS,
 	AB_C_CPU_PRESSURE_MS,         /* host: PSI */
-	AB_C_TRIAL_FIRST,             /* the trial's abwatch row 0 (AB_C_TRIAL_FIRST + enum abw_counter) */
-	AB_COUNTERS = AB_C_TRIAL_FIRST + ABW_N
+	AB_C_TRIAL_FIRST,             /* the trial's abwatch row 0 (AB_C_TRIAL_FIRST + enum abwatch_counter) */
+	AB_COUNTERS = AB_C_TRIAL_FIRST + ABWATCH_N
 };
 
 /* The row of counter c (0 <= c < AB_COUNTERS): its name (as the JSON and
  * report print it), unit, mechanism, source, whether it is a rate, and its
  * A/A floor.  Static storage; NULL for c out of range. */
-const struct abw_row *ab_counter_row(enum ab_counter c);
+const struct abwatch_row *ab_counter_row(enum ab_counter c);
 
 struct ab_explanation {
 	const char *counter;

@@ -454,7 +454,7 @@ static void trial_counters(struct ab_trial *t, const double c0[AB_COUNTERS], con
 
 	for (int k = 0; k < AB_C_TRIAL_FIRST; k++)
 		t->counter[k] = (c1[k] - c0[k]) / per;
-	for (int k = 0; k < ABW_N; k++) {
+	for (int k = 0; k < ABWATCH_N; k++) {
 		int c = AB_C_TRIAL_FIRST + k;
 
 		if (t->watch.why[k][0])
@@ -514,7 +514,7 @@ out:
 void abrun_trial_free(struct ab_trial *t)
 {
 	abfig_steps_release(&t->st);
-	abw_trial_release(&t->watch);
+	abwatch_trial_release(&t->watch);
 }
 
 /* ---- the stop signals --------------------------------------------------- */

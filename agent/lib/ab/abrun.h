@@ -29,7 +29,7 @@ struct ab_trial {
 	double wall;                  /* seconds */
 	struct abfig_steps st;        /* the step report merged over ranks (st.n 0: none) */
 	double counter[AB_COUNTERS];  /* rates per step (per s without steps); shares as they are */
-	struct abw_trial watch;       /* what the watch saw (owned) */
+	struct abwatch_trial watch;       /* what the watch saw (owned) */
 };
 
 /* Run one trial of arm a (cfg->arm[a]); index: its number in the

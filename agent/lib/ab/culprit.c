@@ -6,6 +6,7 @@
  * JSON; the A vs B text.
  */
 #include "ab/culprit.h"
+#include "ab/culprit_test.h"
 
 #include <errno.h>
 #include <sched.h>

@@ -167,9 +167,6 @@ void culprit_result_free(struct culprit_result *r);
 /* The result as JSON (a new reference; NULL on ENOMEM). */
 json_t *culprit_json(const struct culprit_result *r);
 
-/* "SCHED_FIFO", ...; "SCHED_?" for a number the kernel does not have. */
-const char *culprit_policy_name(int policy);
-
 /* The lines that explain A against B, one per culprit whose share of a
  * rank CPU differs most between the two, by half a percent of a CPU or
  * more (at most 3, largest first), e.g.

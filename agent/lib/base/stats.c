@@ -1,5 +1,6 @@
 /* stats.c — see stats.h. */
 #include "base/stats.h"
+#include "base/stats_test.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -106,55 +107,6 @@ double stats_hodges_lehmann(const double *a, size_t na, const double *b, size_t 
 	return m;
 }
 
-static uint64_t next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static double mean(const double *x, size_t n)
-{
-	double s = 0;
-
-	for (size_t i = 0; i < n; i++)
-		s += x[i];
-	return s / (double)n;
-}
-
-int stats_bootstrap_ratio(const double *a, size_t na, const double *b, size_t nb, int resamples,
-			  double alpha, uint64_t seed, double *ret_ratio, double *ret_lo, double *ret_hi)
-{
-	double *r, ma, mb;
-	uint64_t s = seed;
-	int k = 0;
-
-	if (!na || !nb || resamples < 10 || mean(a, na) == 0)
-		return -EINVAL;
-	r = malloc((size_t)resamples * sizeof(*r));
-	if (!r)
-		return -ENOMEM;
-	for (int i = 0; i < resamples; i++) {
-		double sa = 0, sb = 0;
-
-		for (size_t j = 0; j < na; j++)
-			sa += a[next(&s) % na];
-		for (size_t j = 0; j < nb; j++)
-			sb += b[next(&s) % nb];
-		ma = sa / na;
-		mb = sb / nb;
-		if (ma != 0)
-			r[k++] = mb / ma;
-	}
-	qsort(r, (size_t)k, sizeof(*r), cmp_double);
-	*ret_ratio = mean(b, nb) / mean(a, na);
-	*ret_lo = r[(int)floor(alpha / 2 * (k - 1))];
-	*ret_hi = r[(int)ceil((1 - alpha / 2) * (k - 1))];
-	free(r);
-	return 0;
-}
 
 /* The regularized incomplete beta I_x(a, b) by its continued fraction
  * (modified Lentz), on the side where it converges fast. */
@@ -224,6 +176,15 @@ double stats_t_quantile(double p2, double df)
 			hi = mid;
 	}
 	return (lo + hi) / 2;
+}
+
+static double mean(const double *x, size_t n)
+{
+	double s = 0;
+
+	for (size_t i = 0; i < n; i++)
+		s += x[i];
+	return s / (double)n;
 }
 
 int stats_block_ratio(const double *d, size_t n, double alpha, struct stats_blocks *ret)

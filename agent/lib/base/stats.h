@@ -1,16 +1,16 @@
-/* stats.h — the statistics of the A/B engine.
+/* stats.h — the statistics of the A/B engine, as it uses them.
  *
  * The verdict's estimate comes from paired ABBA blocks (stats_block_ratio,
- * a t interval); the counters' tests use Mann-Whitney U (two-sided, normal approximation with tie and continuity
- * corrections), the Hodges-Lehmann shift (median of all pairwise
- * differences), a seeded percentile bootstrap of the ratio of means, and the
- * verdict: regression, improvement, no-difference or inconclusive, against
- * a practical threshold. */
+ * a t interval) and stats_verdict judges it against a practical threshold:
+ * regression, improvement, no-difference or inconclusive; stats_blocks_needed
+ * says what a budget can decide.  The counters' explanations use medians,
+ * the MAD and Mann-Whitney U (two-sided, normal approximation with tie and
+ * continuity corrections); the step times the Hodges-Lehmann shift (the
+ * median of all pairwise differences). */
 #ifndef NODETUNE_STATS_H
 #define NODETUNE_STATS_H
 
 #include <stddef.h>
-#include <stdint.h>
 
 /* Median of x[0..n) (x is not modified); NAN for n = 0. */
 double stats_median(const double *x, size_t n);
@@ -25,16 +25,6 @@ double stats_mann_whitney(const double *a, size_t na, const double *b, size_t nb
 /* Hodges-Lehmann estimate of the shift b - a: the median of all b_j - a_i. */
 double stats_hodges_lehmann(const double *a, size_t na, const double *b, size_t nb);
 
-/* Percentile bootstrap (resamples, seed) of mean(b) / mean(a): the point
- * ratio in *ret_ratio, the (1-alpha) interval in *ret_lo, *ret_hi.
- * Returns 0, or -EINVAL for an empty sample or a zero mean. */
-int stats_bootstrap_ratio(const double *a, size_t na, const double *b, size_t nb, int resamples,
-			  double alpha, uint64_t seed, double *ret_ratio, double *ret_lo, double *ret_hi);
-
-/* Student's t: the two-sided p-value of t with df degrees of freedom
- * (df > 0; NAN otherwise), and the quantile q with P(|T| > q) = p2 (p2 in
- * (0, 1)). */
-double stats_t_p2(double t, double df);
 double stats_t_quantile(double p2, double df);
 
 /* The paired estimate of B/A.  A block is a run of trials of both arms
@@ -53,11 +43,6 @@ struct stats_blocks {
 	double sd;                    /* of d: the noise of one block's B/A, as a log */
 };
 int stats_block_ratio(const double *d, size_t n, double alpha, struct stats_blocks *ret);
-
-/* Blocks needed for a (1 - alpha) interval of half width at most w (a
- * log) at block noise sd.  At least 2; INT_MAX when sd is not finite or
- * w not > 0. */
-int stats_blocks_for_width(double sd, double alpha, double w);
 
 /* Blocks needed so that a (1 - alpha) interval of an A/A with that block
  * noise sd (a log, as above) fits within +-threshold, with room for the

@@ -82,18 +82,18 @@ static void test_counter_rows(void **state)
 {
 	(void)state;
 	for (int c = 0; c < AB_COUNTERS; c++) {
-		const struct abw_row *r = ab_counter_row(c);
+		const struct abwatch_row *r = ab_counter_row(c);
 
 		assert_non_null(r);
 		assert_true(r->name && r->name[0] && r->mechanism && r->mechanism[0] && r->unit);
 		assert_true(r->floor > 0);
-		assert_int_equal(r->source == ABW_SRC_HOST, c < AB_C_TRIAL_FIRST);
-		if (r->source == ABW_SRC_PERF)
+		assert_int_equal(r->source == ABWATCH_SRC_HOST, c < AB_C_TRIAL_FIRST);
+		if (r->source == ABWATCH_SRC_PERF)
 			assert_true(r->perf >= 0 && r->perf < TCG_PERF_N);
 		for (int d = 0; d < c; d++)
 			assert_string_not_equal(ab_counter_row(d)->name, r->name);
 	}
-	assert_ptr_equal(ab_counter_row(AB_C_TRIAL_FIRST + ABW_CG_FAULTS), &abw_rows[ABW_CG_FAULTS]);
+	assert_ptr_equal(ab_counter_row(AB_C_TRIAL_FIRST + ABWATCH_CG_FAULTS), &abwatch_rows[ABWATCH_CG_FAULTS]);
 	assert_string_equal(ab_counter_row(AB_C_CPU_PRESSURE_MS)->name, "cpu_pressure_ms");
 	assert_null(ab_counter_row(AB_COUNTERS));
 }

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "ab/culprit.h"
+#include "ab/culprit_test.h"
 #include "test_util.h"
 
 /* ---- a constructed proc tree ---------------------------------------------- */

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "base/stats.h"
+#include "base/stats_test.h"
 
 static void test_mann_whitney_known(void **state)
 {
@@ -49,23 +50,6 @@ static void test_median_mad_hl(void **state)
 	/* b - a over all pairs: -1 0 1 1 2 3 3 4 5: median 2 */
 	assert_true(stats_hodges_lehmann(a, 3, b, 3) == 2);
 	assert_true(stats_hodges_lehmann(b, 3, a, 3) == -2);
-}
-
-static void test_bootstrap(void **state)
-{
-	const double a[] = { 100, 102, 98, 101, 99, 100 }, b[] = { 90, 92, 88, 91, 89, 90 };
-	double r, lo, hi, r2, lo2, hi2;
-
-	(void)state;
-	assert_int_equal(stats_bootstrap_ratio(a, 6, b, 6, 2000, 0.05, 7, &r, &lo, &hi), 0);
-	assert_true(fabs(r - 0.9) < 1e-12);
-	assert_true(lo <= r && r <= hi);
-	assert_true(lo > 0.87 && hi < 0.93);         /* tight: the samples barely vary */
-	assert_int_equal(stats_bootstrap_ratio(a, 6, b, 6, 2000, 0.05, 7, &r2, &lo2, &hi2), 0);
-	assert_true(lo == lo2 && hi == hi2);         /* seeded: reproducible */
-	assert_int_equal(stats_bootstrap_ratio(a, 6, a, 6, 500, 0.05, 1, &r, &lo, &hi), 0);
-	assert_true(r == 1 && lo > 0.98 && hi < 1.02);
-	assert_int_equal(stats_bootstrap_ratio(a, 0, b, 6, 500, 0.05, 1, &r, &lo, &hi), -EINVAL);
 }
 
 static void test_verdicts(void **state)
@@ -153,7 +137,6 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mann_whitney_known),
 		cmocka_unit_test(test_median_mad_hl),
-		cmocka_unit_test(test_bootstrap),
 		cmocka_unit_test(test_verdicts),
 		cmocka_unit_test(test_student_t),
 		cmocka_unit_test(test_block_ratio),
