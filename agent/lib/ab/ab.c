@@ -18,12 +18,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ab/ab_test.h"
 #include "ab/abrun.h"
 #include "ab/abwatch.h"
 #include "base/fsroot.h"
 #include "observe/tlb.h"
 
-#define AB_MAX_TRIALS 400          /* both arms, warm-ups not counted: the last look */
 #define AB_REFUSE_PAIRS 24         /* before a refusal: the sd of 12 pairs is off by 20% (one sd) */
 
 /* ---- specs ------------------------------------------------------------- */
@@ -199,6 +199,20 @@ static void pooled(const struct ab_trial *tr, int n, int arm, int phase, double 
 	*ret_n = k;
 }
 
+enum stats_verdict ab_decide(double threshold, const double *d, int n, double level, struct stats_blocks *ret)
+{
+	/* a look that spends nothing still reports its estimate (at a
+	 * nominal level), and decides nothing */
+	memset(ret, 0, sizeof(*ret));
+	if (stats_block_ratio(d, (size_t)(n > 0 ? n : 0), level > 0 ? level : 1e-9, ret) < 0) {
+		ret->n = 0;
+		return VERDICT_INCONCLUSIVE;
+	}
+	if (!(level > 0))
+		return VERDICT_INCONCLUSIVE;
+	return stats_verdict(ret->p, ret->ratio, ret->eq_lo, ret->eq_hi, level, threshold);
+}
+
 /* The figure of each trial, arm by arm; the verdict from the pairs: each
  * ABBA (BAAB) block of trials 4b..4b+3 is two adjacent pairs, AB and BA,
  * each one difference of log figures.  Linear drift cancels over the two
@@ -227,20 +241,21 @@ static void analyse_metric(const struct ab_config *cfg, const struct ab_trial *t
 	}
 	res->alpha_used = alpha;
 	res->blocks = nb;
-	if (stats_block_ratio(d, (size_t)nb, alpha, &sb) < 0) {
-		res->verdict = VERDICT_INCONCLUSIVE;
-		res->ratio = res->ci_lo = res->ci_hi = res->p = 1;
+	res->verdict = ab_decide(cfg->threshold, d, nb, alpha, &sb);
+	if (sb.n == 0) {
+		res->ratio = res->ci_lo = res->ci_hi = res->eq_lo = res->eq_hi = res->p = 1;
 		return;
 	}
 	res->ratio = sb.ratio;
 	res->ci_lo = sb.ci_lo;
 	res->ci_hi = sb.ci_hi;
+	res->eq_lo = sb.eq_lo;
+	res->eq_hi = sb.eq_hi;
 	res->p = sb.p;
 	res->noise = sb.sd;
 	/* the typical pair's spread, one outlier pair left out (1.4826 MAD:
 	 * the sd of a normal) */
 	res->noise_typical = 1.4826 * stats_mad(d, (size_t)nb);
-	res->verdict = stats_verdict(res->p, res->ratio, res->ci_lo, res->ci_hi, alpha, cfg->threshold);
 }
 
 /* Per-step times: the median, the stalls, the shift between the arms, and
@@ -488,11 +503,13 @@ static int warm_up(const struct ab_config *cfg, const regex_t *re, const struct 
 }
 
 /* Would an A/A at this noise decide within the budget?  Else refuse: the
- * verdict stays inconclusive and the report says the budget it needs. */
-static void needed_budget(const struct ab_config *cfg, double start, double trials_s, double alpha_look,
+ * verdict stays inconclusive and the report says the budget it needs.
+ * level: what the last look could still spend (no-difference needs the
+ * (1 - 2 level) interval within the threshold: TOST). */
+static void needed_budget(const struct ab_config *cfg, double start, double trials_s, double level,
 			  struct ab_result *res)
 {
-	int need = stats_blocks_needed(res->noise, alpha_look, cfg->threshold);
+	int need = stats_blocks_needed(res->noise, 2 * level, cfg->threshold);
 	double pair_s = res->blocks ? trials_s / res->blocks : 0;
 
 	/* the warm-up and the looks' own time, then the pairs (-1: never) */
@@ -502,27 +519,28 @@ static void needed_budget(const struct ab_config *cfg, double start, double tria
 /* Refuse when the budget cannot resolve the threshold at all: when, at the
  * noise seen so far (after AB_REFUSE_PAIRS pairs; the smaller of the sd and
  * the typical pair's spread, since one stalled pair inflates the sd and
- * more pairs dilute it), the interval after every pair the budget still
- * has room for would be wider (its half width) than the threshold.  Then
- * neither a no-difference nor an effect of the threshold's size can be
- * called, only a far larger effect, which would have shown by now.  The
- * point estimate is not used: early on it wanders (an A/A whose first pairs
- * read 0.986, a true 2% slowdown read as 0.991 after 26 pairs).  The budget
- * the report states is the one an A/A at this noise needs. */
-static bool refuse(const struct ab_config *cfg, double start, double trials_s, double alpha_look, struct ab_result *res)
+ * more pairs dilute it), TOST's interval after every pair the budget still
+ * has room for, at the most the last look can spend (level), would be
+ * wider (its half width) than the threshold.  Then neither a no-difference
+ * nor an effect of the threshold's size can be called, only a far larger
+ * effect, which would have shown by now.  The point estimate is not used:
+ * early on it wanders (an A/A whose first pairs read 0.986, a true 2%
+ * slowdown read as 0.991 after 26 pairs).  The budget the report states is
+ * the one an A/A at this noise needs. */
+static bool refuse(const struct ab_config *cfg, double start, double trials_s, double level, struct ab_result *res)
 {
 	double sd = fmin(res->noise, res->noise_typical), pair_s, left, hw = INFINITY;
 	int n;
 
-	needed_budget(cfg, start, trials_s, alpha_look, res);
+	needed_budget(cfg, start, trials_s, level, res);
 	res->refused = false;
 	if (res->verdict != VERDICT_INCONCLUSIVE || res->blocks < AB_REFUSE_PAIRS)
 		return false;
 	pair_s = trials_s / res->blocks;
 	left = cfg->budget_s - (abrun_now_s() - start);
 	n = res->blocks + (pair_s > 0 && left > 0 ? (int)fmin(left / pair_s, AB_MAX_TRIALS / 2) : 0);
-	if (isfinite(sd))
-		hw = stats_t_quantile(alpha_look, n - 1) * sd / sqrt(n);
+	if (isfinite(sd) && level > 0)
+		hw = stats_t_quantile(2 * level, n - 1) * sd / sqrt(n);
 	res->refused = !(hw <= log1p(cfg->threshold));
 	return res->refused;
 }
@@ -555,28 +573,87 @@ static int run_block(const struct ab_config *cfg, const regex_t *re, const struc
 	return r;
 }
 
-/* The blocks to run before the next look, n trials run: the first look
- * after --trials per arm; each later one after half as many trials again,
- * so that the looks grow only with log n. */
-static int look_blocks(const struct ab_config *cfg, int n)
+/* ---- the sequential design --------------------------------------------
+ *
+ * The experiment looks at its pairs several times and stops at the first
+ * look that decides.  Each look is a chance of a false alarm, so the
+ * experiment's alpha is spent over the looks, by how far along the
+ * experiment is, not split evenly over every look it could take:
+ *
+ *   - Information fraction.  At a look after n pairs, t = n / N, where N is
+ *     the pairs the budget allows: n plus the pairs the rest of the budget
+ *     has room for at the time a pair has taken so far (re-estimated at
+ *     every look, from the measured time of the blocks; the warm-up and the
+ *     looks' own time are in the elapsed time).  t never goes back.  The
+ *     look is the last (t = 1) when not one more block fits in the budget,
+ *     or the trials' cap (AB_MAX_TRIALS) is reached; the experiment then
+ *     stops whatever that look says.
+ *   - Spending (Lan and DeMets 1983, O'Brien-Fleming type): by fraction t
+ *     the experiment has spent alpha(t) = 2 - 2 Phi(z_{1-alpha/2} / sqrt t)
+ *     (stats_obf_spent), alpha(1) = alpha.  A look spends the increment
+ *     level_k = alpha(t_k) - alpha(t_{k-1}): at alpha 0.05 and four looks
+ *     (t = .25, .5, .75, 1) that is 0.00009, 0.0055, 0.018, 0.026, where
+ *     splitting alpha over the ten looks the schedule could take gave
+ *     0.005 each.
+ *   - Each look tests at its own level (Bonferroni over the looks actually
+ *     taken): a regression or improvement when the two-sided t test of the
+ *     mean log pair ratio has p < level_k (and the effect is beyond the
+ *     threshold), a no-difference when TOST at level_k rejects a difference
+ *     of the threshold: the (1 - 2 level_k) interval within 1 +- threshold
+ *     (stats_verdict).  By the union bound the chance of any false alarm
+ *     over all looks is at most sum level_k = alpha(t_K) <= alpha, and so is
+ *     the chance of a false no-difference when B truly differs by the
+ *     threshold.  This needs no joint distribution of the looks, so it holds
+ *     with the t statistic's estimated variance and with a look schedule
+ *     that depends on measured time; the exact group-sequential boundaries
+ *     (the recursive integration of Armitage, McPherson and Rowe) would let
+ *     the last look of four spend about 0.043 instead of 0.026, for a
+ *     bound that holds only for the z statistic.  The pair time the
+ *     schedule uses is the sum of an A and a B trial, which under A = B is
+ *     uncorrelated with the pair's difference, so the schedule does not
+ *     peek at the effect.
+ *   - Variance reduction.  The pairs already are: AB and BA trials
+ *     adjacent in time, so drift and the load of the moment cancel (an
+ *     order of magnitude on this machine: pair noise against trial noise).
+ *     A warm-up covariate (CUPED) is not used: an arm's policy is in force
+ *     from its first step, so its warm-up steps are post-treatment, and
+ *     regressing on them would take part of the effect away with the noise.
+ *
+ * tests/unit/ab/test_ab.c runs thousands of simulated A/A and A/B
+ * experiments through ab_look_blocks, ab_look_fraction, ab_seq_level and
+ * ab_decide and checks the false-alarm rate against its binomial bound. */
+
+int ab_look_blocks(const struct ab_config *cfg, int n)
 {
-	return n == 0 ? (cfg->trials + 1) / 2 : (n / 8 > 1 ? n / 8 : 1);
+	int b = n == 0 ? (cfg->trials + 1) / 2 : (n / 8 > 1 ? n / 8 : 1);
+
+	/* never past the cap: the last look is at AB_MAX_TRIALS */
+	return n + 4 * b > AB_MAX_TRIALS && n + 4 <= AB_MAX_TRIALS ? (AB_MAX_TRIALS - n) / 4 : b;
 }
 
-/* Every look at the growing data is another chance of a false alarm: alpha
- * is split evenly over the most looks the schedule can take before
- * AB_MAX_TRIALS (Bonferroni: 10 looks at the default 8 trials), so that
- * the experiment's false-alarm rate is at most alpha, however many looks
- * the budget allows. */
-static double look_alpha(const struct ab_config *cfg)
+double ab_look_fraction(const struct ab_config *cfg, int n, double elapsed_s, double trials_s, bool *ret_final)
 {
-	int n = 0, k = 0;
+	int blocks = n / 4, more;
+	double block_s = blocks > 0 ? trials_s / blocks : 0, left = cfg->budget_s - elapsed_s;
 
-	do {
-		n += 4 * look_blocks(cfg, n);
-		k++;
-	} while (n < AB_MAX_TRIALS);
-	return cfg->alpha / k;
+	*ret_final = n >= AB_MAX_TRIALS || !(block_s > 0) || !(left >= block_s);
+	if (*ret_final)
+		return 1;
+	more = (int)fmin(floor(left / block_s), (AB_MAX_TRIALS - n) / 4);
+	return (double)blocks / (blocks + more);
+}
+
+double ab_seq_level(const struct ab_config *cfg, struct ab_seq *s, double t, bool final)
+{
+	double spent, level;
+
+	t = final ? 1 : fmin(fmax(t, s->t), 1);
+	spent = fmax(stats_obf_spent(cfg->alpha, t), s->spent);
+	level = spent - s->spent;
+	s->spent = spent;
+	s->t = t;
+	s->looks++;
+	return level;
 }
 
 int ab_run(const struct ab_config *cfg, struct ab_result *res, struct nt_err *err)
@@ -584,7 +661,8 @@ int ab_run(const struct ab_config *cfg, struct ab_result *res, struct nt_err *er
 	struct ab_trial *tr = NULL;
 	int n = 0, cap = 0, r = 0;
 	uint64_t rng = cfg->seed * 0x9e3779b97f4a7c15ull + 1;
-	double start = abrun_now_s(), trials_s = 0, alpha_look = look_alpha(cfg);
+	double start = abrun_now_s(), trials_s = 0;
+	struct ab_seq seq = { 0 };
 	struct fsroot *host = fsroot_open("/");
 	struct tlb_counter tlb = { .source = TLB_SRC_NONE, .why = "/ cannot be opened" };
 	struct sigaction old[3];
@@ -602,7 +680,9 @@ int ab_run(const struct ab_config *cfg, struct ab_result *res, struct nt_err *er
 		tlb_counter_open(&tlb, host, tlb_sources_from_env());
 	r = warm_up(cfg, cfg->metric ? &re : NULL, &tlb, res, err);
 	for (;;) {
-		int blocks = look_blocks(cfg, n);
+		int blocks = ab_look_blocks(cfg, n);
+		bool final;
+		double t, level;
 
 		if (r)
 			break;
@@ -620,10 +700,15 @@ int ab_run(const struct ab_config *cfg, struct ab_result *res, struct nt_err *er
 		}
 		if (r)
 			break;
-		analyse(cfg, tr, n, alpha_look, res);
-		if (res->verdict != VERDICT_INCONCLUSIVE || abrun_now_s() - start > cfg->budget_s || n >= AB_MAX_TRIALS)
+		t = ab_look_fraction(cfg, n, abrun_now_s() - start, trials_s, &final);
+		level = ab_seq_level(cfg, &seq, t, final);
+		analyse(cfg, tr, n, level, res);
+		res->looks = seq.looks;
+		res->info_frac = seq.t;
+		res->alpha_spent = seq.spent;
+		if (res->verdict != VERDICT_INCONCLUSIVE || final)
 			break;
-		if (refuse(cfg, start, trials_s, alpha_look, res))
+		if (refuse(cfg, start, trials_s, cfg->alpha - seq.spent, res))
 			break;
 		/* bisect asks only "regression or not": once a slowdown beyond
 		 * the threshold is excluded, more trials cannot make it one */
@@ -631,7 +716,8 @@ int ab_run(const struct ab_config *cfg, struct ab_result *res, struct nt_err *er
 			break;
 	}
 	if (!r && res->verdict == VERDICT_INCONCLUSIVE && !res->refused)
-		needed_budget(cfg, start, trials_s, alpha_look, res);
+		needed_budget(cfg, start, trials_s, seq.spent < cfg->alpha ? cfg->alpha - seq.spent : res->alpha_used,
+			      res);
 	res->elapsed_s = abrun_now_s() - start;
 	for (int i = 0; i < n; i++)
 		abrun_trial_free(&tr[i]);

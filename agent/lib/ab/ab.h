@@ -134,7 +134,11 @@ struct ab_result {
 	char figure[64];              /* what the figure is, in words */
 	bool per_step;                /* counters per step (else per second of trial) */
 	double ratio, ci_lo, ci_hi, p;
-	double alpha_used;            /* the level of the last look: alpha / looks */
+	double eq_lo, eq_hi;          /* the (1 - 2 alpha_used) interval: TOST's, for no-difference */
+	double alpha_used;            /* the level of the last look (its share of alpha; ab.c's design) */
+	double alpha_spent;           /* by all the looks taken */
+	int looks;
+	double info_frac;             /* the information fraction of the last look (1: the budget's last) */
 	int blocks;                   /* AB pairs (two in each ABBA block) behind the interval */
 	double noise;                 /* sd of one pair's B/A (a log): the noise floor */
 	double noise_typical;         /* 1.4826 MAD of the same: the typical pair's */

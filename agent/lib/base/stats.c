@@ -178,6 +178,37 @@ double stats_t_quantile(double p2, double df)
 	return (lo + hi) / 2;
 }
 
+double stats_norm_p2(double z)
+{
+	return isnan(z) ? NAN : erfc(fabs(z) / M_SQRT2);
+}
+
+double stats_norm_quantile(double p2)
+{
+	double lo = 0, hi = 40;
+
+	if (!(p2 > 0 && p2 < 1))
+		return NAN;
+	for (int i = 0; i < 200 && hi - lo > 1e-13; i++) {
+		double mid = (lo + hi) / 2;
+
+		if (stats_norm_p2(mid) > p2)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return (lo + hi) / 2;
+}
+
+double stats_obf_spent(double alpha, double t)
+{
+	if (!(t > 0))
+		return 0;
+	if (t >= 1)
+		return alpha;
+	return stats_norm_p2(stats_norm_quantile(alpha) / sqrt(t));
+}
+
 static double mean(const double *x, size_t n)
 {
 	double s = 0;
@@ -206,6 +237,10 @@ int stats_block_ratio(const double *d, size_t n, double alpha, struct stats_bloc
 	ret->ratio = exp(m);
 	ret->ci_lo = exp(m - q * se);
 	ret->ci_hi = exp(m + q * se);
+	/* TOST's interval: each one-sided test at alpha */
+	q = 2 * alpha < 1 ? stats_t_quantile(2 * alpha, (double)(n - 1)) : 0;
+	ret->eq_lo = exp(m - q * se);
+	ret->eq_hi = exp(m + q * se);
 	ret->p = se > 0 ? stats_t_p2(m / se, (double)(n - 1)) : (m == 0 ? 1.0 : 0.0);
 	return 0;
 }
@@ -228,6 +263,8 @@ int stats_blocks_for_width(double sd, double alpha, double w)
 
 enum stats_verdict stats_verdict(double p, double ratio, double lo, double hi, double alpha, double threshold)
 {
+	/* p < alpha: the (1 - alpha) interval excludes 1, and so does the
+	 * narrower (1 - 2 alpha) one, lo..hi */
 	if (p < alpha && hi < 1 && ratio < 1 - threshold)
 		return VERDICT_REGRESSION;
 	if (p < alpha && lo > 1 && ratio > 1 + threshold)

@@ -132,9 +132,42 @@ static void test_blocks_needed(void **state)
 	assert_int_equal(stats_blocks_needed(NAN, 0.05, 0.02), 2147483647);
 }
 
+/* The normal's tail and the O'Brien-Fleming-type spending (Lan-DeMets):
+ * values from the normal table and from Jennison and Turnbull's table of
+ * the spending function at alpha 0.05. */
+static void test_spending(void **state)
+{
+	(void)state;
+	assert_true(fabs(stats_norm_quantile(0.05) - 1.959964) < 1e-6);
+	assert_true(fabs(stats_norm_p2(-2.575829) - 0.01) < 1e-6);
+	assert_true(isnan(stats_norm_quantile(0)) && isnan(stats_norm_quantile(1)));
+	assert_true(stats_obf_spent(0.05, 0) == 0 && stats_obf_spent(0.05, -1) == 0);
+	assert_true(stats_obf_spent(0.05, 1) == 0.05 && stats_obf_spent(0.05, 2) == 0.05);
+	assert_true(fabs(stats_obf_spent(0.05, 0.25) - 0.0000889) < 2e-6);
+	assert_true(fabs(stats_obf_spent(0.05, 0.5) - 0.00557) < 2e-5);
+	assert_true(fabs(stats_obf_spent(0.05, 0.75) - 0.0236) < 2e-4);
+	for (double t = 0.05; t < 1; t += 0.05)     /* increasing: every look spends >= 0 */
+		assert_true(stats_obf_spent(0.05, t) < stats_obf_spent(0.05, t + 0.05));
+}
+
+/* TOST's interval is the (1 - 2 alpha) one: inside the (1 - alpha) one. */
+static void test_tost_interval(void **state)
+{
+	const double d[] = { 0.01, -0.02, 0.015, 0.0, -0.005, 0.02, -0.01, 0.005 };
+	struct stats_blocks b;
+
+	(void)state;
+	assert_int_equal(stats_block_ratio(d, 8, 0.05, &b), 0);
+	assert_true(b.ci_lo < b.eq_lo && b.eq_lo < b.ratio && b.ratio < b.eq_hi && b.eq_hi < b.ci_hi);
+	/* t(0.95, 7) = 1.894579 */
+	assert_true(fabs(log(b.eq_hi / b.ratio) - 1.894579 * b.sd / sqrt(8)) < 1e-6);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_spending),
+		cmocka_unit_test(test_tost_interval),
 		cmocka_unit_test(test_mann_whitney_known),
 		cmocka_unit_test(test_median_mad_hl),
 		cmocka_unit_test(test_verdicts),
