@@ -25,6 +25,7 @@
 #include "observe/tlb.h"
 
 #define AB_REFUSE_PAIRS 24         /* before a refusal: the sd of 12 pairs is off by 20% (one sd) */
+#define AB_CLAIM_SHARE 0.10        /* a cause accounts for at least this share of the change */
 
 /* ---- specs ------------------------------------------------------------- */
 
@@ -162,15 +163,20 @@ int ab_default_command(struct ab_config *cfg, char *const *command)
  * (tlb.h's source), /proc/vmstat's compaction and NUMA counters, the
  * host's PSI cpu some total.  Rows like abwatch's. */
 static const struct abwatch_row host_rows[AB_C_TRIAL_FIRST] = {
-	[AB_C_TLB_SHOOTDOWNS] = { "tlb_shootdowns", "", "munmap/madvise churn (TLB shootdowns)", ABWATCH_SRC_HOST, 0,
-				  true, 1 },
-	[AB_C_COMPACT_STALL] = { "compact_stall", "", "THP compaction", ABWATCH_SRC_HOST, 0, true, 0.05 },
-	[AB_C_NUMA_HINT_FAULTS] = { "numa_hint_faults", "", "automatic NUMA balancing", ABWATCH_SRC_HOST, 0, true, 10 },
-	[AB_C_NUMA_PAGES_MIGRATED] = { "numa_pages_migrated", "", "automatic NUMA balancing", ABWATCH_SRC_HOST, 0, true,
-				       10 },
-	[AB_C_NUMA_MISS] = { "numa_miss", "", "placement (remote memory)", ABWATCH_SRC_HOST, 0, true, 10 },
-	[AB_C_CPU_PRESSURE_MS] = { "cpu_pressure_ms", "ms", "CPU contention (PSI: runnable, no CPU)", ABWATCH_SRC_HOST, 0,
-				   true, 0.5 },
+	/* name, unit, mechanism,
+	 *	source, perf event, rate, A/A floor, cost of one unit (ms) */
+	[AB_C_TLB_SHOOTDOWNS] = { "tlb_shootdowns", "", "munmap/madvise churn (TLB shootdowns)",
+		ABWATCH_SRC_HOST, 0, true, 1, 0.01 },
+	[AB_C_COMPACT_STALL] = { "compact_stall", "", "THP compaction",
+		ABWATCH_SRC_HOST, 0, true, 0.05, 5 },
+	[AB_C_NUMA_HINT_FAULTS] = { "numa_hint_faults", "", "automatic NUMA balancing",
+		ABWATCH_SRC_HOST, 0, true, 10, 0.005 },
+	[AB_C_NUMA_PAGES_MIGRATED] = { "numa_pages_migrated", "", "automatic NUMA balancing",
+		ABWATCH_SRC_HOST, 0, true, 10, 0.1 },
+	[AB_C_NUMA_MISS] = { "numa_miss", "", "placement (remote memory)",
+		ABWATCH_SRC_HOST, 0, true, 10, -1 },
+	[AB_C_CPU_PRESSURE_MS] = { "cpu_pressure_ms", "ms", "CPU contention (PSI: runnable, no CPU)",
+		ABWATCH_SRC_HOST, 0, true, 0.5, 1 },
 };
 
 const struct abwatch_row *ab_counter_row(enum ab_counter c)
@@ -364,9 +370,23 @@ static void analyse_ranks(const struct ab_trial *tr, int n, struct ab_result *re
 	}
 }
 
+double ab_share_of_change(const struct abwatch_row *row, double a, double b, double ratio, double frame_ms)
+{
+	double f = 1 / ratio - 1, x;
+
+	if (row->cost_ms < 0 || !(fabs(ratio - 1) >= 0.002) || !(frame_ms > 0))
+		return NAN;
+	x = row->cost_ms > 0 ? (b - a) * row->cost_ms / frame_ms : b - a;
+	return x / f;
+}
+
 /* The explanations: each countable counter, A's trials against B's.  A
- * counter is claimed only when it moved beyond its own A/A noise (the
- * smaller MAD of the two arms: the spread of the arm that did not change, and its floor) and the rank test says so. */
+ * counter moved when the rank test says so (p < alpha) and its change is
+ * beyond its own A/A noise (twice the smaller MAD of the two arms: the
+ * spread of the arm that did not change) and its row's floor.  It is
+ * claimed as a cause only when, moreover, it can account for at least
+ * AB_CLAIM_SHARE of the change in the figure (ab_share_of_change); a counter
+ * that moved but cannot is listed as "also moved", never as a cause. */
 static void analyse_counters(const struct ab_config *cfg, const struct ab_trial *tr, int n, struct ab_result *res)
 {
 	res->n_expl = 0;
@@ -392,12 +412,14 @@ static void analyse_counters(const struct ab_config *cfg, const struct ab_trial 
 		e->b = stats_median(cb, (size_t)nb);
 		e->noise = fmin(stats_mad(ca, (size_t)na), stats_mad(cb, (size_t)nb));
 		e->p = stats_mann_whitney(ca, (size_t)na, cb, (size_t)nb, NULL);
-		e->claimed = e->p < cfg->alpha && fabs(e->b - e->a) > fmax(2 * e->noise, row->floor);
+		e->moved = e->p < cfg->alpha && fabs(e->b - e->a) > fmax(2 * e->noise, row->floor);
+		e->share = ab_share_of_change(row, e->a, e->b, res->ratio, res->per_step ? res->step_p50[0] : 1000);
+		e->claimed = e->moved && e->share >= AB_CLAIM_SHARE;
 	}
 }
 
-/* The explanations: claimed ones first, by their change over their noise;
- * then the rest by significance. */
+/* The explanations: claimed ones first, then those that also moved, each by
+ * its change over its noise; then the rest by significance. */
 static double strength(const struct ab_explanation *x)
 {
 	return fabs(x->b - x->a) / (x->noise + 1e-9 + 1e-3 * fmax(fabs(x->a), fabs(x->b)));
@@ -409,7 +431,8 @@ static void rank_explanations(struct ab_result *res)
 		for (int j = i + 1; j < res->n_expl; j++) {
 			struct ab_explanation *x = &res->expl[i], *y = &res->expl[j];
 			bool swap = y->claimed != x->claimed ? y->claimed
-				    : x->claimed ? strength(y) > strength(x)
+				    : y->moved != x->moved ? y->moved
+				    : x->claimed || x->moved ? strength(y) > strength(x)
 				    : y->p < x->p - 1e-12 || (fabs(y->p - x->p) < 1e-12 && strength(y) > strength(x));
 
 			if (swap) {

@@ -121,7 +121,10 @@ struct ab_explanation {
 	double a, b;                  /* the median over each arm's trials */
 	double noise;                 /* the smaller spread (MAD) within one arm: its A/A noise */
 	double p;                     /* Mann-Whitney, A's trials against B's */
-	bool claimed;                 /* moved beyond its noise, significantly */
+	bool moved;                   /* significantly (p < alpha), beyond its A/A noise and floor */
+	double share;                 /* of the figure's change it can account for at most
+				       * (ab_share_of_change; NAN: not estimable) */
+	bool claimed;                 /* a cause: moved, and share >= 10% */
 };
 
 struct ab_result {

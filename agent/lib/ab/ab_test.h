@@ -43,4 +43,16 @@ double ab_seq_level(const struct ab_config *cfg, struct ab_seq *s, double t, boo
  * with TOST's interval.  A level of 0 decides nothing (inconclusive). */
 enum stats_verdict ab_decide(double threshold, const double *d, int n, double level, struct stats_blocks *ret);
 
+/* How much of the change in the figure (ratio = B/A of a throughput) a
+ * counter's change from a to b (A's and B's medians) can account for: its
+ * cost (row->cost_ms per unit, an upper bound) over frame_ms, the time
+ * its rate is per (A's step time, or 1000 for a rate per second), against
+ * B's extra time per unit of A's, 1 / ratio - 1; a share of a rank CPU
+ * (cost 0) is itself a share of its time.  E.g. throttling of 30 ms per
+ * 100 ms step when B is 1/1.3 as fast: 1.0, all of it; 36 more page faults
+ * per 100 ms step at 5 us each, against a 40% slowdown: 0.003.  Signed:
+ * < 0 when the counter moved against the change.  NAN when the row's cost
+ * is unknown (< 0), or the figure did not move (|ratio - 1| < 0.2%). */
+double ab_share_of_change(const struct abwatch_row *row, double a, double b, double ratio, double frame_ms);
+
 #endif

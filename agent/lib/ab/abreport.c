@@ -18,9 +18,12 @@ static json_t *explanations_json(const struct ab_result *res)
 	for (int i = 0; i < res->n_expl; i++) {
 		const struct ab_explanation *e = &res->expl[i];
 
-		json_array_append_new(ex, json_pack("{s:s, s:s, s:s, s:f, s:f, s:f, s:f, s:b}", "counter", e->counter,
-						    "mechanism", e->mechanism, "unit", e->unit, "a", e->a, "b", e->b,
-						    "noise", e->noise, "p_value", e->p, "claimed", e->claimed));
+		json_array_append_new(ex, json_pack("{s:s, s:s, s:s, s:f, s:f, s:f, s:f, s:b, s:b, s:o}", "counter",
+						    e->counter, "mechanism", e->mechanism, "unit", e->unit, "a", e->a,
+						    "b", e->b, "noise", e->noise, "p_value", e->p, "moved", e->moved,
+						    "claimed", e->claimed,
+						    "share_of_change", isfinite(e->share) ? json_real(e->share)
+						    : json_null()));
 	}
 	return ex;
 }
@@ -140,14 +143,25 @@ int abreport_print(FILE *out, const struct ab_config *cfg, const struct ab_resul
 	if (res->rank_skew[0] > 0 || res->rank_skew[1] > 0)
 		fprintf(out, "ranks: step skew (slowest / fastest) A %.3f, B %.3f; slowest in B: rank %d (%.0f%% of steps)\n",
 			res->rank_skew[0], res->rank_skew[1], res->slowest_rank[1], res->slowest_share[1] * 100);
-	fprintf(out, "explanations (counters %s of trial, A -> B; claimed beyond their A/A noise):\n",
-		res->per_step ? "per step" : "per second");
+	fprintf(out, "explanations (counters %s of trial, A -> B; a cause moved beyond its A/A noise and can "
+		"account for 10%% or more of the change):\n", res->per_step ? "per step" : "per second");
 	for (int i = 0; i < res->n_expl && res->expl[i].claimed; i++, shown++)
-		fprintf(out, "  %d. %-22s %10.3f -> %10.3f %s (noise %.3g, p = %.3g)  => %s\n", i + 1, res->expl[i].counter,
-			res->expl[i].a, res->expl[i].b, res->expl[i].unit, res->expl[i].noise, res->expl[i].p,
-			res->expl[i].mechanism);
+		fprintf(out, "  %d. %-22s %10.3f -> %10.3f %s (noise %.3g, p = %.3g; up to %.0f%% of the change)  => %s\n",
+			i + 1, res->expl[i].counter, res->expl[i].a, res->expl[i].b, res->expl[i].unit,
+			res->expl[i].noise, res->expl[i].p, 100 * res->expl[i].share, res->expl[i].mechanism);
 	if (!shown)
-		fprintf(out, "  (no counter moved beyond its noise)\n");
+		fprintf(out, "  (no counter moved beyond its noise by enough to account for the change)\n");
+	for (int i = shown; i < res->n_expl && res->expl[i].moved; i++) {
+		const struct ab_explanation *e = &res->expl[i];
+		char share[48];
+
+		if (isfinite(e->share))
+			snprintf(share, sizeof(share), "at most %.1f%% of the change", 100 * e->share);
+		else
+			snprintf(share, sizeof(share), "its share not estimable");
+		fprintf(out, "  also moved: %s %.3f -> %.3f %s (p = %.3g; %s)\n", e->counter, e->a, e->b, e->unit, e->p,
+			share);
+	}
 	if (res->evidence && res->evidence[0]) {
 		fprintf(out, "evidence:\n");
 		for (const char *p = res->evidence; *p;) {

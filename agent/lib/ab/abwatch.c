@@ -30,24 +30,30 @@
 /* ---- rows --------------------------------------------------------------- */
 
 const struct abwatch_row abwatch_rows[ABWATCH_N] = {
-	[ABWATCH_THROTTLED_PERIODS] = { "throttled_periods", "", "CPU quota throttling", ABWATCH_SRC_CGROUP, 0, true, 0.05 },
-	[ABWATCH_THROTTLED_MS] = { "throttled_ms", "ms", "CPU quota throttling", ABWATCH_SRC_CGROUP, 0, true, 0.5 },
+	/* name, unit, mechanism,
+	 *	source, perf event, rate, A/A floor, cost of one unit (ms) */
+	[ABWATCH_THROTTLED_PERIODS] = { "throttled_periods", "", "CPU quota throttling",
+		ABWATCH_SRC_CGROUP, 0, true, 0.05, -1 },
+	[ABWATCH_THROTTLED_MS] = { "throttled_ms", "ms", "CPU quota throttling",
+		ABWATCH_SRC_CGROUP, 0, true, 0.5, 1 },
 	[ABWATCH_CG_CPU_PRESSURE_MS] = { "cg_cpu_pressure_ms", "ms", "CPU contention of the job (its cgroup's PSI)",
-				     ABWATCH_SRC_CGROUP, 0, true, 0.5 },
+		ABWATCH_SRC_CGROUP, 0, true, 0.5, 1 },
 	[ABWATCH_CG_MEM_PRESSURE_MS] = { "cg_memory_pressure_ms", "ms", "memory limit reclaim (its cgroup's PSI)",
-				     ABWATCH_SRC_CGROUP, 0, true, 0.5 },
-	[ABWATCH_MEM_EVENTS] = { "memory_limit_events", "", "memory limit reclaim", ABWATCH_SRC_CGROUP, 0, true, 0.05 },
+		ABWATCH_SRC_CGROUP, 0, true, 0.5, 1 },
+	[ABWATCH_MEM_EVENTS] = { "memory_limit_events", "", "memory limit reclaim",
+		ABWATCH_SRC_CGROUP, 0, true, 0.05, 1 },
 	[ABWATCH_CG_SWITCHES] = { "cg_context_switches", "", "preemption or blocking of the job (context switches)",
-			      ABWATCH_SRC_PERF, TCG_PERF_SWITCHES, true, 2 },
-	[ABWATCH_CG_MIGRATIONS] = { "cg_cpu_migrations", "", "the job's threads moving between CPUs", ABWATCH_SRC_PERF,
-				TCG_PERF_MIGRATIONS, true, 1 },
-	[ABWATCH_CG_FAULTS] = { "cg_page_faults", "", "page faults of the job (memory management)", ABWATCH_SRC_PERF,
-			    TCG_PERF_FAULTS, true, 10 },
-	[ABWATCH_FOREIGN_CPU_SHARE] = { "foreign_cpu_share", "share", "CPU contention by another task", ABWATCH_SRC_CULPRIT,
-				    0, false, 0.02 },
-	[ABWATCH_IRQ_SHARE] = { "irq_share", "share", "IRQ/softirq load on rank CPUs", ABWATCH_SRC_CULPRIT, 0, false, 0.01 },
-	[ABWATCH_AFFINITY_CHANGES] = { "affinity_changes", "", "affinity or cpuset change of a rank", ABWATCH_SRC_CULPRIT, 0,
-				   false, 0.5 },
+		ABWATCH_SRC_PERF, TCG_PERF_SWITCHES, true, 2, 0.01 },
+	[ABWATCH_CG_MIGRATIONS] = { "cg_cpu_migrations", "", "the job's threads moving between CPUs",
+		ABWATCH_SRC_PERF, TCG_PERF_MIGRATIONS, true, 1, 0.05 },
+	[ABWATCH_CG_FAULTS] = { "cg_page_faults", "", "page faults of the job (memory management)",
+		ABWATCH_SRC_PERF, TCG_PERF_FAULTS, true, 10, 0.005 },
+	[ABWATCH_FOREIGN_CPU_SHARE] = { "foreign_cpu_share", "share", "CPU contention by another task",
+		ABWATCH_SRC_CULPRIT, 0, false, 0.02, 0 },
+	[ABWATCH_IRQ_SHARE] = { "irq_share", "share", "IRQ/softirq load on rank CPUs",
+		ABWATCH_SRC_CULPRIT, 0, false, 0.01, 0 },
+	[ABWATCH_AFFINITY_CHANGES] = { "affinity_changes", "", "affinity or cpuset change of a rank",
+		ABWATCH_SRC_CULPRIT, 0, false, 0.5, -1 },
 };
 
 /* ---- the watch ---------------------------------------------------------- */
@@ -865,6 +871,12 @@ int abwatch_explain(const struct abwatch_arm *a, const struct abwatch_arm *b, ch
 	if (lines < 0)
 		return lines;
 	len = strlen(buf);
+	r = culprit_describe_changes(a->culprit_trials ? &a->culprit : NULL, a->culprit_trials,
+				     b->culprit_trials ? &b->culprit : NULL, b->culprit_trials, buf + len, size - len);
+	if (r < 0)
+		return r;
+	lines += r;
+	len += strlen(buf + len);
 	if (!explain_limits(arm, buf, size, &len, &lines))
 		return -ENOSPC;
 	r = explain_irqs(arm, buf, size, &len, &lines);

@@ -81,6 +81,10 @@ struct abwatch_row {
 				    * steps); false: a share or a count taken as it is */
 	double floor;              /* its A/A floor: the least change (in those units) that
 				    * can explain anything, however quiet the arms were */
+	double cost_ms;            /* the most one unit of it can cost the job, in ms (an upper
+				    * bound; 1 for a time in ms): how much of a slowdown its change
+				    * can account for; 0: a share of a rank CPU, itself a share of
+				    * its time; < 0: not estimable (a count whose cost is unknown) */
 };
 
 extern const struct abwatch_row abwatch_rows[ABWATCH_N];
@@ -172,9 +176,11 @@ void abwatch_arm_release(struct abwatch_arm *a);
 
 /* The evidence for the report, arm A against arm B, one line each ending
  * in '\n':
- *   - culprits and affinity changes (culprit_describe_top over the merged
- *     results): "pid 4242 (stress, SCHED_FIFO 50) ran 9.8% of CPU 1 during
- *     B trials, 0% during A";
+ *   - culprits (culprit_describe_top over the merged results): "pid 4242
+ *     (stress, SCHED_FIFO 50) ran 9.8% of CPU 1 during B trials, 0% during
+ *     A"; then the affinity changes by kind, those that differ between the
+ *     arms with their counts per arm, those alike summed up in one line
+ *     (culprit_describe_changes);
  *   - when either arm was throttled or hit a memory limit, one line per arm
  *     with cgroup counters (trialcg_describe): "B: throttled in 412 of 500
  *     periods (82%), 3.1 s in all; quota 0.5 CPU; ...";

@@ -9,6 +9,7 @@
 #include "ab/culprit_test.h"
 
 #include <errno.h>
+#include <math.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1241,7 +1242,6 @@ static const char *pct(double share, char *buf, size_t size)
 int culprit_describe_top(const struct culprit_result *a, const struct culprit_result *b, char *buf, size_t size)
 {
 	struct cmp_line *l = calloc((size_t)((a ? a->n_tasks : 0) + (b ? b->n_tasks : 0)) + 1, sizeof(*l));
-	const struct culprit_result *arm[2] = { a, b };
 	size_t len = 0;
 	int n, lines = 0;
 	bool ok = true;
@@ -1267,15 +1267,105 @@ int culprit_describe_top(const struct culprit_result *a, const struct culprit_re
 			    pct(l[i].share[!hi], p[1], sizeof(p[1])), hi ? 'A' : 'B');
 		lines += ok;
 	}
-	for (int s = 0; s < 2 && ok; s++) {
-		for (int i = 0; arm[s] && i < arm[s]->n_changes && ok; i++) {
-			const struct culprit_affinity_change *ch = &arm[s]->changes[i];
-
-			ok = textbuf_appendf(buf, size, &len, "pid %d (%s) thread %d: allowed CPUs %s -> %s, %.1f s into %s trial\n",
-				    ch->pid, ch->comm, ch->tid, ch->before, ch->after, ch->t, s ? "a B" : "an A");
-			lines += ok;
-		}
-	}
 	free(l);
+	return ok ? lines : -ENOSPC;
+}
+
+/* One kind of affinity change (a program's threads going from one list of
+ * allowed CPUs to another), counted in each arm. */
+struct change_kind {
+	const struct culprit_affinity_change *first[2];   /* each arm's first of this kind (NULL: none) */
+	int n[2];
+	double rate[2];                                   /* per trial */
+};
+
+static bool same_kind(const struct culprit_affinity_change *x, const struct culprit_affinity_change *y)
+{
+	return !strcmp(x->comm, y->comm) && !strcmp(x->before, y->before) && !strcmp(x->after, y->after);
+}
+
+/* The kinds of change in both arms, counted (at most 2 CULPRIT_MAX_CHANGES). */
+static int change_kinds(const struct culprit_result *arm[2], const int trials[2], struct change_kind *k)
+{
+	int n = 0;
+
+	for (int s = 0; s < 2; s++)
+		for (int i = 0; arm[s] && i < arm[s]->n_changes; i++) {
+			const struct culprit_affinity_change *ch = &arm[s]->changes[i];
+			int j = 0;
+
+			while (j < n && !same_kind(k[j].first[0] ? k[j].first[0] : k[j].first[1], ch))
+				j++;
+			if (j == n)
+				memset(&k[n++], 0, sizeof(*k));
+			if (!k[j].first[s])
+				k[j].first[s] = ch;
+			k[j].n[s]++;
+		}
+	for (int j = 0; j < n; j++)
+		for (int s = 0; s < 2; s++)
+			k[j].rate[s] = (double)k[j].n[s] / (trials[s] > 0 ? trials[s] : 1);
+	return n;
+}
+
+/* Seen alike in both arms: in both, at rates within a factor of 2. */
+static bool kind_alike(const struct change_kind *k)
+{
+	return k->n[0] && k->n[1] && fmin(k->rate[0], k->rate[1]) >= 0.5 * fmax(k->rate[0], k->rate[1]);
+}
+
+static int cmp_kind(const void *a, const void *b)
+{
+	const struct change_kind *x = a, *y = b;
+	double dx = fabs(x->rate[1] - x->rate[0]), dy = fabs(y->rate[1] - y->rate[0]);
+
+	return (dx < dy) - (dx > dy);
+}
+
+int culprit_describe_changes(const struct culprit_result *a, int trials_a, const struct culprit_result *b,
+			     int trials_b, char *buf, size_t size)
+{
+	const struct culprit_result *arm[2] = { a, b };
+	const int trials[2] = { trials_a, trials_b };
+	struct change_kind k[2 * CULPRIT_MAX_CHANGES];
+	int n, lines = 0, alike = 0, alike_n[2] = { 0, 0 }, first_alike = -1;
+	size_t len = 0;
+	bool ok = true;
+
+	if (!size)
+		return -ENOSPC;
+	buf[0] = '\0';
+	n = change_kinds(arm, trials, k);
+	qsort(k, (size_t)n, sizeof(*k), cmp_kind);
+	for (int j = 0; j < n && ok; j++) {
+		int hi = k[j].rate[1] >= k[j].rate[0];
+		const struct culprit_affinity_change *ch = k[j].first[hi];
+
+		if (kind_alike(&k[j])) {
+			alike++;
+			alike_n[0] += k[j].n[0];
+			alike_n[1] += k[j].n[1];
+			first_alike = first_alike < 0 ? j : first_alike;
+			continue;
+		}
+		if (lines >= 3)
+			continue;
+		ok = textbuf_appendf(buf, size, &len, "%s's threads: allowed CPUs %s -> %s %d%s time%s in %d %c trials, "
+				     "%d%s in %d %c (first pid %d thread %d, %.1f s into a trial)\n", ch->comm,
+				     ch->before, ch->after, k[j].n[hi],
+				     arm[hi]->n_changes >= CULPRIT_MAX_CHANGES ? "+" : "", k[j].n[hi] == 1 ? "" : "s",
+				     trials[hi], hi ? 'B' : 'A',
+				     k[j].n[!hi], arm[!hi] && arm[!hi]->n_changes >= CULPRIT_MAX_CHANGES ? "+" : "",
+				     trials[!hi], hi ? 'A' : 'B', ch->pid, ch->tid, ch->t);
+		lines += ok;
+	}
+	if (alike && ok) {
+		const struct culprit_affinity_change *ch = k[first_alike].first[0];
+
+		ok = textbuf_appendf(buf, size, &len, "alike in both arms, so not a difference: %d kind%s of affinity "
+				     "change (%d in A, %d in B), e.g. %s's threads %s -> %s\n", alike,
+				     alike == 1 ? "" : "s", alike_n[0], alike_n[1], ch->comm, ch->before, ch->after);
+		lines += ok;
+	}
 	return ok ? lines : -ENOSPC;
 }

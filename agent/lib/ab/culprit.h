@@ -171,12 +171,28 @@ json_t *culprit_json(const struct culprit_result *r);
  * rank CPU differs most between the two, by half a percent of a CPU or
  * more (at most 3, largest first), e.g.
  *   pid 4242 (stress, SCHED_FIFO 50) in cgroup /noisy ran 9.8% of CPU 1 during B trials, 0% during A
- * (a kernel thread reads "(ksoftirqd/1, kernel thread, SCHED_OTHER 0)"),
- * then one line per affinity change.  A process is the same in both when
+ * (a kernel thread reads "(ksoftirqd/1, kernel thread, SCHED_OTHER 0)").
+ * A process is the same in both when
  * its pid and comm are.  Lines end in '\n'.  Returns the number of lines
  * (0: nothing to say, buf ""), or -ENOSPC when buf was too small (it then
  * holds the lines that fit). */
 int culprit_describe_top(const struct culprit_result *a, const struct culprit_result *b, char *buf, size_t size);
+
+/* The job threads' affinity changes, A against B, by kind (a program's
+ * threads going from one list of allowed CPUs to another; pids differ
+ * between trials, programs do not), counted per arm over its trials
+ * (trials_a, trials_b; the counts end in "+" where an arm kept only its
+ * first CULPRIT_MAX_CHANGES).  A kind seen alike in both arms (in both, at
+ * rates per trial within a factor of 2: the job's own threads settling,
+ * say) is no difference: all of them are summed up in one last line,
+ *   alike in both arms, so not a difference: 1 kind of affinity change (16 in A, 16 in B), e.g. ...
+ * The kinds that differ come first, by the difference of their rates, at
+ * most 3:
+ *   python3's threads: allowed CPUs 1 -> 0-1 12 times in 8 B trials, 0 in 8 A (first pid 7 thread 8, 0.5 s into a trial)
+ * Lines end in '\n'.  Returns the number of lines (0: none, buf ""), or
+ * -ENOSPC when buf was too small (it holds the whole lines that fit). */
+int culprit_describe_changes(const struct culprit_result *a, int trials_a, const struct culprit_result *b,
+			     int trials_b, char *buf, size_t size);
 
 /* qsort order of culprit_task: the largest share of a rank CPU first, then
  * the most seconds, then the pid. */

@@ -101,6 +101,30 @@ static void test_counter_rows(void **state)
 	assert_null(ab_counter_row(AB_COUNTERS));
 }
 
+/* A counter is a cause only if it can account for a share of the change:
+ * page faults at 2504 against 2540 per step did not make B 40% slower
+ * (issue 25); throttling and another task's share of the CPU can. */
+static void test_share_of_change(void **state)
+{
+	const struct abwatch_row *faults = ab_counter_row(AB_C_TRIAL_FIRST + ABWATCH_CG_FAULTS);
+	const struct abwatch_row *thr = ab_counter_row(AB_C_TRIAL_FIRST + ABWATCH_THROTTLED_MS);
+	const struct abwatch_row *foreign = ab_counter_row(AB_C_TRIAL_FIRST + ABWATCH_FOREIGN_CPU_SHARE);
+	const struct abwatch_row *aff = ab_counter_row(AB_C_TRIAL_FIRST + ABWATCH_AFFINITY_CHANGES);
+	double share;
+
+	(void)state;
+	share = ab_share_of_change(faults, 2504, 2540, 1 / 1.4, 100);
+	print_message("  page faults +36 per 100 ms step, B 40%% slower: %.4f of the change\n", share);
+	assert_true(share > 0 && share < 0.01);
+	assert_true(fabs(ab_share_of_change(thr, 0, 30, 1 / 1.3, 100) - 1) < 1e-9);
+	assert_true(fabs(ab_share_of_change(foreign, 0.001, 0.101, 1 / 1.1, 100) - 1) < 1e-9);
+	assert_true(ab_share_of_change(thr, 30, 0, 1 / 1.3, 100) < 0);   /* moved against the change */
+	assert_true(isnan(ab_share_of_change(aff, 0, 5, 0.5, 100)));     /* no cost known */
+	assert_true(isnan(ab_share_of_change(thr, 0, 30, 1.001, 100)));  /* nothing to account for */
+	/* per second without steps: 50 ms throttled per s, B 5% slower */
+	assert_true(fabs(ab_share_of_change(thr, 0, 50, 1 / 1.05, 1000) - 1) < 1e-9);
+}
+
 /* ---- the sequential design, simulated ------------------------------------ */
 
 static uint64_t sim_rng;
@@ -243,6 +267,7 @@ int main(void)
 		cmocka_unit_test(test_default_command),
 		cmocka_unit_test(test_files),
 		cmocka_unit_test(test_counter_rows),
+		cmocka_unit_test(test_share_of_change),
 		cmocka_unit_test(test_sequential_simulated),
 	};
 

@@ -403,6 +403,40 @@ static void test_live_fifo(void **state)
 
 /* ---- A against B -------------------------------------------------------------- */
 
+/* Affinity changes by kind, A against B: the job's own threads settling
+ * alike in both arms are one line at the end; what B does and A does not
+ * leads, with its counts per arm. */
+static void test_describe_changes(void **state)
+{
+	struct culprit_result a = { 0 }, b = { 0 };
+	char buf[1024];
+
+	(void)state;
+	for (int i = 0; i < 16; i++) {       /* the harness's threads, both arms: 2 per trial */
+		a.changes[a.n_changes++] = (struct culprit_affinity_change){ .pid = 100 + i, .tid = 200 + i,
+			.comm = "nodetune-harnes", .before = "1", .after = "0", .t = 0.2 };
+		b.changes[b.n_changes++] = (struct culprit_affinity_change){ .pid = 300 + i, .tid = 400 + i,
+			.comm = "nodetune-harnes", .before = "1", .after = "0", .t = 0.2 };
+	}
+	for (int i = 0; i < 4; i++)          /* B's helper, moved onto rank CPU 1 */
+		b.changes[b.n_changes++] = (struct culprit_affinity_change){ .pid = 500 + i, .tid = 500 + i,
+			.comm = "helper", .before = "0-1", .after = "1", .t = 1.5 };
+	assert_int_equal(culprit_describe_changes(&a, 8, &b, 8, buf, sizeof(buf)), 2);
+	print_message("%s", buf);
+	assert_string_equal(buf, "helper's threads: allowed CPUs 0-1 -> 1 4 times in 8 B trials, 0 in 8 A "
+			    "(first pid 500 thread 500, 1.5 s into a trial)\n"
+			    "alike in both arms, so not a difference: 1 kind of affinity change (16 in A, 16 in B), "
+			    "e.g. nodetune-harnes's threads 1 -> 0\n");
+	/* alike within a factor of 2 per trial; 16 over 8 trials against 16 over 2 is not */
+	assert_int_equal(culprit_describe_changes(&a, 8, &a, 8, buf, sizeof(buf)), 1);
+	assert_non_null(strstr(buf, "alike in both arms"));
+	assert_int_equal(culprit_describe_changes(&a, 8, &a, 2, buf, sizeof(buf)), 1);
+	assert_non_null(strstr(buf, "nodetune-harnes's threads: allowed CPUs 1 -> 0 16 times in 2 B trials, 16 in 8 A"));
+	assert_int_equal(culprit_describe_changes(NULL, 0, NULL, 0, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "");
+	assert_int_equal(culprit_describe_changes(&a, 8, &b, 8, buf, 40), -ENOSPC);
+}
+
 static void test_describe(void **state)
 {
 	struct culprit_cpu_time on1 = { 1, 0.98, 0.098 }, k1 = { 1, 0.3, 0.03 }, k1a = { 1, 0.003, 0.0003 };
@@ -427,11 +461,10 @@ static void test_describe(void **state)
 	a.n_changes = 1;
 	a.changes[0] = (struct culprit_affinity_change){ .pid = 7, .tid = 8, .comm = "python3", .before = "1",
 							 .after = "0-1", .t = 0.5 };
-	assert_int_equal(culprit_describe_top(&a, &b, buf, sizeof(buf)), 3);
+	assert_int_equal(culprit_describe_top(&a, &b, buf, sizeof(buf)), 2);   /* the changes are describe_changes' */
 	assert_string_equal(buf, "pid 4242 (stress, SCHED_FIFO 50) in cgroup /noisy ran 9.8% of CPU 1 during B trials, 0% during A\n"
 			    "pid 12 (ksoftirqd/1, kernel thread, SCHED_OTHER 0) ran 3.0% of CPU 1 during A trials, "
-			    "0.0% during B\n"
-			    "pid 7 (python3) thread 8: allowed CPUs 1 -> 0-1, 0.5 s into an A trial\n");
+			    "0.0% during B\n");
 	assert_int_equal(culprit_describe_top(&a, &b, buf, 100), -ENOSPC);
 	assert_string_equal(buf, "pid 4242 (stress, SCHED_FIFO 50) in cgroup /noisy ran 9.8% of CPU 1 during B trials, 0% during A\n");
 	assert_int_equal(culprit_describe_top(&b, &b, buf, sizeof(buf)), 0);   /* no difference */
@@ -447,6 +480,7 @@ int main(void)
 		cmocka_unit_test(test_live_other),
 		cmocka_unit_test(test_live_fifo),
 		cmocka_unit_test(test_describe),
+		cmocka_unit_test(test_describe_changes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
