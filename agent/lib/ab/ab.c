@@ -679,6 +679,28 @@ double ab_seq_level(const struct ab_config *cfg, struct ab_seq *s, double t, boo
 	return level;
 }
 
+/* One look at the n trials run, elapsed since start, trials_s of it in the
+ * blocks: its level from the design (seq), the analysis at that level
+ * into res.  Returns true when the experiment stops here: a verdict, the
+ * budget's last look, a refusal, or (bisect, which asks only "regression
+ * or not") a slowdown beyond the threshold excluded. */
+static bool look(const struct ab_config *cfg, struct ab_seq *seq, const struct ab_trial *tr, int n, double start,
+		 double trials_s, struct ab_result *res)
+{
+	bool final;
+	double t = ab_look_fraction(cfg, n, abrun_now_s() - start, trials_s, &final);
+
+	analyse(cfg, tr, n, ab_seq_level(cfg, seq, t, final), res);
+	res->looks = seq->looks;
+	res->info_frac = seq->t;
+	res->alpha_spent = seq->spent;
+	if (res->verdict != VERDICT_INCONCLUSIVE || final)
+		return true;
+	if (refuse(cfg, start, trials_s, cfg->alpha - seq->spent, res))
+		return true;
+	return cfg->regression_only && res->ci_lo >= 1 - cfg->threshold;
+}
+
 int ab_run(const struct ab_config *cfg, struct ab_result *res, struct nt_err *err)
 {
 	struct ab_trial *tr = NULL;
@@ -704,12 +726,9 @@ int ab_run(const struct ab_config *cfg, struct ab_result *res, struct nt_err *er
 	r = warm_up(cfg, cfg->metric ? &re : NULL, &tlb, res, err);
 	for (;;) {
 		int blocks = ab_look_blocks(cfg, n);
-		bool final;
-		double t, level;
 
 		if (r)
 			break;
-
 		for (int b = 0; b < blocks && !r; b++) {
 			double t0 = abrun_now_s();
 
@@ -721,21 +740,7 @@ int ab_run(const struct ab_config *cfg, struct ab_result *res, struct nt_err *er
 			r = run_block(cfg, cfg->metric ? &re : NULL, &tlb, (int)(rng & 1), &tr, &n, &cap, res, err);
 			trials_s += abrun_now_s() - t0;
 		}
-		if (r)
-			break;
-		t = ab_look_fraction(cfg, n, abrun_now_s() - start, trials_s, &final);
-		level = ab_seq_level(cfg, &seq, t, final);
-		analyse(cfg, tr, n, level, res);
-		res->looks = seq.looks;
-		res->info_frac = seq.t;
-		res->alpha_spent = seq.spent;
-		if (res->verdict != VERDICT_INCONCLUSIVE || final)
-			break;
-		if (refuse(cfg, start, trials_s, cfg->alpha - seq.spent, res))
-			break;
-		/* bisect asks only "regression or not": once a slowdown beyond
-		 * the threshold is excluded, more trials cannot make it one */
-		if (cfg->regression_only && res->ci_lo >= 1 - cfg->threshold)
+		if (r || look(cfg, &seq, tr, n, start, trials_s, res))
 			break;
 	}
 	if (!r && res->verdict == VERDICT_INCONCLUSIVE && !res->refused)
