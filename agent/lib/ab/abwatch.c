@@ -636,13 +636,11 @@ static int cmp_cpu_time(const void *a, const void *b)
 	return (x->cpu > y->cpu) - (x->cpu < y->cpu);
 }
 
-/* Shares over the merged seconds, top CPUs, the order. */
-static void merge_settle(struct culprit_result *m)
+/* Shares of rows[0..n) over s seconds, their top CPUs, their order. */
+static void settle_rows(struct culprit_task *rows, int n, double s)
 {
-	double s = m->seconds;
-
-	for (int i = 0; i < m->n_tasks; i++) {
-		struct culprit_task *row = &m->tasks[i];
+	for (int i = 0; i < n; i++) {
+		struct culprit_task *row = &rows[i];
 
 		qsort(row->cpus, (size_t)row->n_cpus, sizeof(*row->cpus), cmp_cpu_time);
 		row->top_cpu = -1;
@@ -655,8 +653,17 @@ static void merge_settle(struct culprit_result *m)
 			}
 		}
 	}
-	if (m->n_tasks)
-		qsort(m->tasks, (size_t)m->n_tasks, sizeof(*m->tasks), culprit_task_cmp);
+	if (n)
+		qsort(rows, (size_t)n, sizeof(*rows), culprit_task_cmp);
+}
+
+/* Shares over the merged seconds, top CPUs, the order. */
+static void merge_settle(struct culprit_result *m)
+{
+	double s = m->seconds;
+
+	settle_rows(m->tasks, m->n_tasks, s);
+	settle_rows(m->job, m->n_job, s);
 	for (int i = 0; i < m->n_irq_cpus; i++) {
 		struct culprit_cpu_irq *o = &m->irq_cpus[i];
 
@@ -665,15 +672,70 @@ static void merge_settle(struct culprit_result *m)
 	}
 }
 
+/* The job's process row of x's kind in m (comm, policy, priority: the
+ * job's pids differ from trial to trial); NULL: none. */
+static struct culprit_task *find_job_row(const struct culprit_result *m, const struct culprit_task *x)
+{
+	for (int i = 0; i < m->n_job; i++)
+		if (!strcmp(m->job[i].comm, x->comm) && m->job[i].policy == x->policy &&
+		    m->job[i].priority == x->priority)
+			return &m->job[i];
+	return NULL;
+}
+
+/* Make room for t's job rows in m (as merge_reserve does for the tasks):
+ * new kinds appended empty (*n_new of them).  0 or -ENOMEM (m as it was,
+ * but for larger allocations). */
+static int job_reserve(struct culprit_result *m, const struct culprit_result *t, int *n_new)
+{
+	struct culprit_task *rows = realloc(m->job, (size_t)(m->n_job + t->n_job + 1) * sizeof(*rows));
+
+	*n_new = 0;
+	if (!rows)
+		return -ENOMEM;
+	m->job = rows;
+	for (int i = 0; i < t->n_job; i++) {
+		struct culprit_task *row = find_job_row(m, &t->job[i]);
+		struct culprit_cpu_time *ct;
+
+		if (!row) {
+			row = &m->job[m->n_job++];
+			*row = t->job[i];
+			row->seconds = 0;
+			row->n_cpus = 0;
+			row->cpus = NULL;
+			row->threads = 0;
+			++*n_new;
+		}
+		ct = realloc(row->cpus, (size_t)(row->n_cpus + t->job[i].n_cpus + 1) * sizeof(*ct));
+		if (!ct)
+			goto out_take_back;
+		row->cpus = ct;
+	}
+	return 0;
+out_take_back:
+	for (; *n_new > 0; --*n_new)
+		free(m->job[--m->n_job].cpus);
+	return -ENOMEM;
+}
+
 /* t's culprit result into the arm's merged one.  0 or -ENOMEM (m as it was). */
 static int arm_add_culprit(struct abwatch_arm *a, const struct culprit_result *t)
 {
 	struct culprit_result *m = &a->culprit;
 	char cpus[CULPRIT_LIST_LEN];
-	int n_new, r = merge_reserve(m, t, cpus, sizeof(cpus), &n_new);
+	int n_job_new, n_new, r = job_reserve(m, t, &n_job_new);
 
 	if (r < 0)
 		return r;
+	r = merge_reserve(m, t, cpus, sizeof(cpus), &n_new);
+	if (r < 0) {
+		for (; n_job_new > 0; n_job_new--)
+			free(m->job[--m->n_job].cpus);
+		return r;
+	}
+	for (int i = 0; i < t->n_job; i++)
+		merge_task(find_job_row(m, &t->job[i]), &t->job[i]);
 	for (int i = 0; i < t->n_tasks; i++)
 		merge_task(find_row(m, t->tasks[i].pid, t->tasks[i].comm), &t->tasks[i]);
 	for (int i = 0; i < t->n_irq_cpus; i++) {
@@ -866,11 +928,17 @@ int abwatch_explain(const struct abwatch_arm *a, const struct abwatch_arm *b, ch
 	if (!size)
 		return -ENOSPC;
 	buf[0] = '\0';
-	lines = culprit_describe_top(a->culprit_trials ? &a->culprit : NULL, b->culprit_trials ? &b->culprit : NULL,
+	lines = culprit_describe_job(a->culprit_trials ? &a->culprit : NULL, b->culprit_trials ? &b->culprit : NULL,
 				     buf, size);
 	if (lines < 0)
 		return lines;
 	len = strlen(buf);
+	r = culprit_describe_top(a->culprit_trials ? &a->culprit : NULL, b->culprit_trials ? &b->culprit : NULL,
+				 buf + len, size - len);
+	if (r < 0)
+		return r;
+	lines += r;
+	len += strlen(buf + len);
 	r = culprit_describe_changes(a->culprit_trials ? &a->culprit : NULL, a->culprit_trials,
 				     b->culprit_trials ? &b->culprit : NULL, b->culprit_trials, buf + len, size - len);
 	if (r < 0)

@@ -160,7 +160,9 @@ struct abwatch_arm {
 	 * by label per CPU, irq/softirq seconds summed (shares likewise);
 	 * affinity changes concatenated up to CULPRIT_MAX_CHANGES; rank CPUs
 	 * the union.  tasks[] is sorted by top_share and may hold more than
-	 * CULPRIT_MAX_TASKS rows. */
+	 * CULPRIT_MAX_TASKS rows.  The job's own processes (job[]) are merged
+	 * by kind, comm, policy and priority, since their pids differ from
+	 * trial to trial; a kind's row keeps the first trial's pid. */
 	struct culprit_result culprit;
 };
 
@@ -176,6 +178,9 @@ void abwatch_arm_release(struct abwatch_arm *a);
 
 /* The evidence for the report, arm A against arm B, one line each ending
  * in '\n':
+ *   - what the job's own tree does differently (culprit_describe_job): "B's
+ *     command runs pid 4242 (helper, SCHED_FIFO 50) that took 11.0% of a
+ *     CPU on the rank CPUs (most on CPU 1); A has no such process";
  *   - culprits (culprit_describe_top over the merged results): "pid 4242
  *     (stress, SCHED_FIFO 50) ran 9.8% of CPU 1 during B trials, 0% during
  *     A"; then the affinity changes by kind, those that differ between the

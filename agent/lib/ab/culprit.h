@@ -125,6 +125,10 @@ struct culprit_result {
 	int n_culprits;              /* all the processes found on the rank CPUs */
 	int n_tasks;                 /* the top ones kept, by top_share */
 	struct culprit_task *tasks;
+	int n_job;                   /* the job's own processes (the forked pid's tree, and
+				      * those the caller added) that ran on a rank CPU, the top
+				      * CULPRIT_MAX_TASKS by top_share, in the same rows */
+	struct culprit_task *job;
 	int n_irq_cpus;              /* one per rank CPU */
 	struct culprit_cpu_irq *irq_cpus;
 	int n_changes;
@@ -193,6 +197,18 @@ int culprit_describe_top(const struct culprit_result *a, const struct culprit_re
  * -ENOSPC when buf was too small (it holds the whole lines that fit). */
 int culprit_describe_changes(const struct culprit_result *a, int trials_a, const struct culprit_result *b,
 			     int trials_b, char *buf, size_t size);
+
+/* What the job's own tree does differently, A against B: its processes
+ * grouped by kind (comm, policy and priority: pids differ from trial to
+ * trial), each kind's time on the rank CPUs over its arm's time.  A kind
+ * that took 2% of a CPU or more in one arm and at most half of that (less
+ * 1%) in the other is a line, largest difference first, at most 3:
+ *   B's command runs pid 4242 (helper, SCHED_FIFO 50) that took 11.0% of a CPU on the rank CPUs (most on
+ *   CPU 1); A has no such process
+ * or "...; in A it took 5.0%".
+ * Lines end in '\n'.  Returns the number of lines (0: none, buf ""), or
+ * -ENOSPC when buf was too small (it holds the whole lines that fit). */
+int culprit_describe_job(const struct culprit_result *a, const struct culprit_result *b, char *buf, size_t size);
 
 /* qsort order of culprit_task: the largest share of a rank CPU first, then
  * the most seconds, then the pid. */

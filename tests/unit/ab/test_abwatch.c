@@ -616,6 +616,58 @@ static void free_arms(struct abwatch_trial tr[3], struct abwatch_arm arm[2])
 		abwatch_trial_release(&tr[i]);
 }
 
+/* A job process row (the job's own tree), as add_task builds a culprit. */
+static void add_job(struct culprit_result *r, int pid, const char *comm, int policy, int prio,
+		    const struct fake_cpu *cpus, int n)
+{
+	struct culprit_result tmp = { .seconds = r->seconds };
+
+	add_task(&tmp, pid, comm, policy, prio, cpus, n);
+	r->job = realloc(r->job, (size_t)(r->n_job + 1) * sizeof(*r->job));
+	assert_non_null(r->job);
+	r->job[r->n_job++] = tmp.tasks[0];
+	free(tmp.tasks);
+}
+
+/* The job's own tree merged by kind over an arm's trials (its pids differ
+ * from trial to trial), and what B's command runs that A's does not leads
+ * the evidence; the ranks, alike in both arms, say nothing. */
+static void test_arm_job_tree(void **state)
+{
+	struct abwatch_trial tr[3];
+	struct abwatch_arm arm[2];
+	const struct culprit_task *h = NULL;
+	char text[2048];
+
+	(void)state;
+	fake_trial(&tr[0], 2.0, "1");
+	add_job(&tr[0].culprit, 100, "rank", SCHED_OTHER, 0, (struct fake_cpu[]){ { 1, 1.8 } }, 1);
+	add_job(&tr[0].culprit, 500, "helper", SCHED_FIFO, 50, (struct fake_cpu[]){ { 1, 0.5 } }, 1);
+	fake_trial(&tr[1], 3.0, "1");
+	add_job(&tr[1].culprit, 200, "rank", SCHED_OTHER, 0, (struct fake_cpu[]){ { 1, 2.7 } }, 1);
+	add_job(&tr[1].culprit, 600, "helper", SCHED_FIFO, 50, (struct fake_cpu[]){ { 1, 0.6 } }, 1);
+	fake_trial(&tr[2], 5.0, "1");
+	add_job(&tr[2].culprit, 300, "rank", SCHED_OTHER, 0, (struct fake_cpu[]){ { 1, 4.5 } }, 1);
+	abwatch_arm_init(&arm[0]);
+	abwatch_arm_init(&arm[1]);
+	assert_int_equal(abwatch_arm_add(&arm[0], &tr[2]), 0);
+	assert_int_equal(abwatch_arm_add(&arm[1], &tr[0]), 0);
+	assert_int_equal(abwatch_arm_add(&arm[1], &tr[1]), 0);
+	assert_int_equal(arm[1].culprit.n_job, 2);                 /* one row per kind */
+	for (int i = 0; i < arm[1].culprit.n_job; i++)
+		if (!strcmp(arm[1].culprit.job[i].comm, "helper"))
+			h = &arm[1].culprit.job[i];
+	assert_non_null(h);
+	assert_int_equal(h->pid, 500);                             /* the first trial's */
+	assert_true(fabs(h->seconds - 1.1) < 1e-9);
+	assert_true(fabs(h->top_share - 0.22) < 1e-9);
+	assert_int_equal(abwatch_explain(&arm[0], &arm[1], text, sizeof(text)), 1);
+	print_message("%s", text);
+	assert_string_equal(text, "B's command runs pid 500 (helper, SCHED_FIFO 50) that took 22.0% of a CPU on the "
+			    "rank CPUs (most on CPU 1); A has no such process\n");
+	free_arms(tr, arm);
+}
+
 /* The merged B arm: seconds and shares, the order, IRQs, cgroup sums. */
 static void test_arm_merge(void **state)
 {
@@ -745,6 +797,7 @@ int main(void)
 		cmocka_unit_test(test_arm_merge),
 		cmocka_unit_test(test_arm_explain_and_json),
 		cmocka_unit_test(test_arm_of_nothing),
+		cmocka_unit_test(test_arm_job_tree),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -437,6 +437,42 @@ static void test_describe_changes(void **state)
 	assert_int_equal(culprit_describe_changes(&a, 8, &b, 8, buf, 40), -ENOSPC);
 }
 
+/* The job's own tree, A against B: a real-time helper only B's command
+ * starts leads; the ranks, alike in both, say nothing; a helper in both
+ * that takes far more in B is named with A's figure. */
+static void test_describe_job(void **state)
+{
+	struct culprit_cpu_time r0 = { 0, 9.5, 0.95 }, r1 = { 1, 9.5, 0.95 }, h1 = { 1, 1.1, 0.11 };
+	struct culprit_cpu_time w1a = { 1, 0.2, 0.02 }, w1b = { 1, 3.0, 0.30 };
+	struct culprit_task ja[3] = {
+		{ .pid = 10, .comm = "rank", .top_cpu = 0, .top_share = 0.95, .seconds = 9.5, .n_cpus = 1, .cpus = &r0 },
+		{ .pid = 11, .comm = "rank", .top_cpu = 1, .top_share = 0.95, .seconds = 9.5, .n_cpus = 1, .cpus = &r1 },
+		{ .pid = 12, .comm = "worker", .top_cpu = 1, .top_share = 0.02, .seconds = 0.2, .n_cpus = 1, .cpus = &w1a },
+	};
+	struct culprit_task jb[4] = {
+		{ .pid = 20, .comm = "rank", .top_cpu = 0, .top_share = 0.95, .seconds = 9.5, .n_cpus = 1, .cpus = &r0 },
+		{ .pid = 21, .comm = "rank", .top_cpu = 1, .top_share = 0.95, .seconds = 9.5, .n_cpus = 1, .cpus = &r1 },
+		{ .pid = 4242, .comm = "helper", .policy = SCHED_FIFO, .priority = 50, .top_cpu = 1, .top_share = 0.11,
+		  .seconds = 1.1, .n_cpus = 1, .cpus = &h1 },
+		{ .pid = 22, .comm = "worker", .top_cpu = 1, .top_share = 0.30, .seconds = 3.0, .n_cpus = 1, .cpus = &w1b },
+	};
+	struct culprit_result a = { .seconds = 10, .n_job = 3, .job = ja }, b = { .seconds = 10, .n_job = 4, .job = jb };
+	char buf[1024];
+
+	(void)state;
+	assert_int_equal(culprit_describe_job(&a, &b, buf, sizeof(buf)), 2);
+	print_message("%s", buf);
+	assert_string_equal(buf, "B's command runs pid 22 (worker, SCHED_OTHER 0) that took 30.0% of a CPU on the rank "
+			    "CPUs (most on CPU 1); in A it took 2.0%\n"
+			    "B's command runs pid 4242 (helper, SCHED_FIFO 50) that took 11.0% of a CPU on the rank "
+			    "CPUs (most on CPU 1); A has no such process\n");
+	assert_int_equal(culprit_describe_job(&a, &a, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "");
+	assert_int_equal(culprit_describe_job(&b, &a, buf, sizeof(buf)), 2);       /* the mirror: A's command */
+	assert_non_null(strstr(buf, "A's command runs pid 4242 (helper, SCHED_FIFO 50)"));
+	assert_int_equal(culprit_describe_job(&a, &b, buf, 60), -ENOSPC);
+}
+
 static void test_describe(void **state)
 {
 	struct culprit_cpu_time on1 = { 1, 0.98, 0.098 }, k1 = { 1, 0.3, 0.03 }, k1a = { 1, 0.003, 0.0003 };
@@ -481,6 +517,7 @@ int main(void)
 		cmocka_unit_test(test_live_fifo),
 		cmocka_unit_test(test_describe),
 		cmocka_unit_test(test_describe_changes),
+		cmocka_unit_test(test_describe_job),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
