@@ -10,15 +10,26 @@
 # others, power is the share of `regression` verdicts.  The cases run
 # round-robin (verdict 1 of every case, then verdict 2, ...) so that drift on
 # the machine hits all of them alike; each verdict has its own --seed (its
-# own ABBA order).  The workload is the CPU harness, one
-# process (--comm none), as in tests/integration/test_ab.sh.  Raw results:
-# one TSV line per verdict on stderr and in $OUT.
+# own ABBA order).  Raw results: one TSV line per verdict on stderr and in
+# $OUT.  WORKLOAD= picks the job:
+#   micro    the CPU harness, one process (--comm none), 0.2 s a trial, as
+#            in tests/integration/test_ab.sh (the default);
+#   default  what `nodetune ab` runs with no command: the harness at world 2
+#            under mpirun, 30 steps of batch 2048 after 3 warm-up steps.
+# (torch, contrib/examples/ddp_train.py, is not here: the example has no
+# calibrated slowdown yet, and this machine has no torch.)
 . "$(dirname "$0")/lib.sh"
-: "${VERDICTS:=10}" "${BUDGET:=90}" "${THRESHOLD:=1}" "${CASES:=0 2 5 10}" "${TRIALS:=8}"
+: "${VERDICTS:=10}" "${BUDGET:=90}" "${THRESHOLD:=1}" "${CASES:=0 2 5 10}" "${TRIALS:=8}" "${WORKLOAD:=micro}"
 : "${NODETUNE:=build/nodetune}" "${OUT:=$TMP/ab_power.tsv}"
-C="$HARNESS --comm none --rows 1000 --batch 512 --steps 15 --warmup 2 --blas-threads 1 --quiet"
+case "$WORKLOAD" in
+micro) C="$HARNESS --comm none --rows 1000 --batch 512 --steps 15 --warmup 2 --blas-threads 1 --quiet" ;;
+default)
+	root=""; [ "$(id -u)" -ne 0 ] || root=--allow-run-as-root
+	C="mpirun -np 2 $root --oversubscribe $HARNESS --quiet --steps 30 --warmup 3 --batch 2048" ;;
+*) echo "bench: WORKLOAD=$WORKLOAD: micro or default" >&2; exit 2 ;;
+esac
 
-echo "# ab_power: $VERDICTS verdicts per case, --threshold $THRESHOLD --budget $BUDGET --trials $TRIALS, $(nproc) CPUs"
+echo "# ab_power: WORKLOAD=$WORKLOAD, $VERDICTS verdicts per case, --threshold $THRESHOLD --budget $BUDGET --trials $TRIALS, $(nproc) CPUs"
 printf 'case\tverdict_no\tverdict\tratio\tci_low\tci_high\tp\ttrials_a\ttrials_b\telapsed_s\tpairs\tpair_noise_pct\trefused\n' >"$OUT"
 for i in $(seq 1 "$VERDICTS"); do
 	for c in $CASES; do

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "ab/ab.h"
+#include "ab/abreport.h"
 #include "cli.h"
 #include "base/log.h"
 #include "ab/html.h"
@@ -122,10 +123,10 @@ static int ab_output(const struct opts *o, const struct ab_config *cfg, const st
 		rc = EXIT_RUNTIME;
 	}
 	if (o->json) {
-		int pr = print_json(ab_json(cfg, res));
+		int pr = print_json(abreport_json(cfg, res));
 
 		rc = pr ? pr : rc;
-	} else if (ab_print(stdout, cfg, res) < 0) {
+	} else if (abreport_print(stdout, cfg, res) < 0) {
 		rc = EXIT_RUNTIME;
 	}
 	if (res->error) {

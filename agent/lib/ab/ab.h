@@ -1,6 +1,8 @@
 /* ab.h — the A/B engine: two configurations (a policy, a command, or both),
  * randomized interleaved trials, statistics, stalls, and an explanation
- * from kernel counters.
+ * from kernel counters.  This header is the experiment's configuration,
+ * result and decision (ab.c); one trial is run by abrun.h, and the result
+ * printed by abreport.h.
  *
  * A trial applies its arm's policy (journaled, reverted after the trial),
  * runs the workload in a cgroup of its own (abwatch.h: throttling, memory
@@ -20,6 +22,7 @@
 #include <stdio.h>
 
 #include "ab/abfigure.h"
+#include "ab/abwatch.h"
 #include "base/log.h"
 #include "base/stats.h"
 
@@ -90,9 +93,11 @@ int ab_default_command(struct ab_config *cfg, char *const *command);
 int ab_parse_spec(const char *spec, struct ab_arm *arm, struct nt_err *err);
 void ab_arm_release(struct ab_arm *arm);
 
-/* The counters an A/B explains with: the host's (its share of them is
- * the job's and everyone else's), then the trial's own (abwatch.h: its
- * cgroup and the CPUs its ranks used), in abwatch's order. */
+/* The counters an A/B explains with, each a row (ab_counter_row): the
+ * host's (its share of them is the job's and everyone else's), then the
+ * trial's own (abwatch.h's rows: its cgroup and the CPUs its ranks used),
+ * in abwatch's order.  Adding a trial counter is adding a row to abwatch;
+ * adding a host counter, a row here and in ab.c's host_rows. */
 enum ab_counter {
 	AB_C_TLB_SHOOTDOWNS,          /* host: tlb.h's source */
 	AB_C_COMPACT_STALL,           /* host: vmstat */
@@ -100,12 +105,14 @@ enum ab_counter {
 	AB_C_NUMA_PAGES_MIGRATED,
 	AB_C_NUMA_MISS,
 	AB_C_CPU_PRESSURE_MS,         /* host: PSI */
-	AB_C_TRIAL_FIRST,             /* = abwatch's ABW_THROTTLED_PERIODS, and on in its order */
-	AB_COUNTERS = AB_C_TRIAL_FIRST + 11
+	AB_C_TRIAL_FIRST,             /* the trial's abwatch row 0 (AB_C_TRIAL_FIRST + enum abwatch_counter) */
+	AB_COUNTERS = AB_C_TRIAL_FIRST + ABWATCH_N
 };
 
-/* "tlb_shootdowns", ... (the JSON and report name) */
-const char *ab_counter_name(enum ab_counter c);
+/* The row of counter c (0 <= c < AB_COUNTERS): its name (as the JSON and
+ * report print it), unit, mechanism, source, whether it is a rate, and its
+ * A/A floor.  Static storage; NULL for c out of range. */
+const struct abwatch_row *ab_counter_row(enum ab_counter c);
 
 struct ab_explanation {
 	const char *counter;
@@ -114,7 +121,10 @@ struct ab_explanation {
 	double a, b;                  /* the median over each arm's trials */
 	double noise;                 /* the smaller spread (MAD) within one arm: its A/A noise */
 	double p;                     /* Mann-Whitney, A's trials against B's */
-	bool claimed;                 /* moved beyond its noise, significantly */
+	bool moved;                   /* significantly (p < alpha), beyond its A/A noise and floor */
+	double share;                 /* of the figure's change it can account for at most
+				       * (ab_share_of_change; NAN: not estimable) */
+	bool claimed;                 /* a cause: moved, and share >= 10% */
 };
 
 struct ab_result {
@@ -127,7 +137,11 @@ struct ab_result {
 	char figure[64];              /* what the figure is, in words */
 	bool per_step;                /* counters per step (else per second of trial) */
 	double ratio, ci_lo, ci_hi, p;
-	double alpha_used;            /* the level of the last look: alpha / looks */
+	double eq_lo, eq_hi;          /* the (1 - 2 alpha_used) interval: TOST's, for no-difference */
+	double alpha_used;            /* the level of the last look (its share of alpha; ab.c's design) */
+	double alpha_spent;           /* by all the looks taken */
+	int looks;
+	double info_frac;             /* the information fraction of the last look (1: the budget's last) */
 	int blocks;                   /* AB pairs (two in each ABBA block) behind the interval */
 	double noise;                 /* sd of one pair's B/A (a log): the noise floor */
 	double noise_typical;         /* 1.4826 MAD of the same: the typical pair's */
@@ -160,8 +174,5 @@ struct ab_result {
  * for bad input (exit 2); an arm that fails gives res->error (exit 3). */
 int ab_run(const struct ab_config *cfg, struct ab_result *res, struct nt_err *err);
 void ab_result_release(struct ab_result *res);
-
-json_t *ab_json(const struct ab_config *cfg, const struct ab_result *res);
-int ab_print(FILE *out, const struct ab_config *cfg, const struct ab_result *res);
 
 #endif

@@ -12,6 +12,7 @@
  *   JSON
  */
 #include "ab/abwatch.h"
+#include "ab/abwatch_test.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -28,43 +29,38 @@
 
 /* ---- rows --------------------------------------------------------------- */
 
-const struct abw_row abw_rows[ABW_N] = {
-	[ABW_THROTTLED_PERIODS] = { "throttled_periods", "", "CPU quota throttling" },
-	[ABW_THROTTLED_MS] = { "throttled_ms", "ms", "CPU quota throttling" },
-	[ABW_CG_CPU_PRESSURE_MS] = { "cg_cpu_pressure_ms", "ms", "CPU contention of the job (its cgroup's PSI)" },
-	[ABW_CG_MEM_PRESSURE_MS] = { "cg_memory_pressure_ms", "ms", "memory limit reclaim (its cgroup's PSI)" },
-	[ABW_MEM_EVENTS] = { "memory_limit_events", "", "memory limit reclaim" },
-	[ABW_CG_SWITCHES] = { "cg_context_switches", "", "preemption or blocking of the job (context switches)" },
-	[ABW_CG_MIGRATIONS] = { "cg_cpu_migrations", "", "the job's threads moving between CPUs" },
-	[ABW_CG_FAULTS] = { "cg_page_faults", "", "page faults of the job (memory management)" },
-	[ABW_FOREIGN_CPU_SHARE] = { "foreign_cpu_share", "share", "CPU contention by another task" },
-	[ABW_IRQ_SHARE] = { "irq_share", "share", "IRQ/softirq load on rank CPUs" },
-	[ABW_AFFINITY_CHANGES] = { "affinity_changes", "", "affinity or cpuset change of a rank" },
-};
-
-/* Where each counter comes from: a part of the watch that may be missing
- * as a whole (its reason then stands for all of its counters). */
-enum abw_source { SRC_CGROUP, SRC_PERF, SRC_CULPRIT, SRC_N };
-
-static const enum abw_source row_source[ABW_N] = {
-	[ABW_THROTTLED_PERIODS] = SRC_CGROUP, [ABW_THROTTLED_MS] = SRC_CGROUP,
-	[ABW_CG_CPU_PRESSURE_MS] = SRC_CGROUP, [ABW_CG_MEM_PRESSURE_MS] = SRC_CGROUP,
-	[ABW_MEM_EVENTS] = SRC_CGROUP, [ABW_CG_SWITCHES] = SRC_PERF, [ABW_CG_MIGRATIONS] = SRC_PERF,
-	[ABW_CG_FAULTS] = SRC_PERF, [ABW_FOREIGN_CPU_SHARE] = SRC_CULPRIT, [ABW_IRQ_SHARE] = SRC_CULPRIT,
-	[ABW_AFFINITY_CHANGES] = SRC_CULPRIT,
-};
-
-/* The perf event behind each perf counter. */
-static const enum trialcg_perf_event row_perf[ABW_N] = {
-	[ABW_CG_SWITCHES] = TCG_PERF_SWITCHES, [ABW_CG_MIGRATIONS] = TCG_PERF_MIGRATIONS,
-	[ABW_CG_FAULTS] = TCG_PERF_FAULTS,
+const struct abwatch_row abwatch_rows[ABWATCH_N] = {
+	/* name, unit, mechanism,
+	 *	source, perf event, rate, A/A floor, cost of one unit (ms) */
+	[ABWATCH_THROTTLED_PERIODS] = { "throttled_periods", "", "CPU quota throttling",
+		ABWATCH_SRC_CGROUP, 0, true, 0.05, -1 },
+	[ABWATCH_THROTTLED_MS] = { "throttled_ms", "ms", "CPU quota throttling",
+		ABWATCH_SRC_CGROUP, 0, true, 0.5, 1 },
+	[ABWATCH_CG_CPU_PRESSURE_MS] = { "cg_cpu_pressure_ms", "ms", "CPU contention of the job (its cgroup's PSI)",
+		ABWATCH_SRC_CGROUP, 0, true, 0.5, 1 },
+	[ABWATCH_CG_MEM_PRESSURE_MS] = { "cg_memory_pressure_ms", "ms", "memory limit reclaim (its cgroup's PSI)",
+		ABWATCH_SRC_CGROUP, 0, true, 0.5, 1 },
+	[ABWATCH_MEM_EVENTS] = { "memory_limit_events", "", "memory limit reclaim",
+		ABWATCH_SRC_CGROUP, 0, true, 0.05, 1 },
+	[ABWATCH_CG_SWITCHES] = { "cg_context_switches", "", "preemption or blocking of the job (context switches)",
+		ABWATCH_SRC_PERF, TCG_PERF_SWITCHES, true, 2, 0.01 },
+	[ABWATCH_CG_MIGRATIONS] = { "cg_cpu_migrations", "", "the job's threads moving between CPUs",
+		ABWATCH_SRC_PERF, TCG_PERF_MIGRATIONS, true, 1, 0.05 },
+	[ABWATCH_CG_FAULTS] = { "cg_page_faults", "", "page faults of the job (memory management)",
+		ABWATCH_SRC_PERF, TCG_PERF_FAULTS, true, 10, 0.005 },
+	[ABWATCH_FOREIGN_CPU_SHARE] = { "foreign_cpu_share", "share", "CPU contention by another task",
+		ABWATCH_SRC_CULPRIT, 0, false, 0.02, 0 },
+	[ABWATCH_IRQ_SHARE] = { "irq_share", "share", "IRQ/softirq load on rank CPUs",
+		ABWATCH_SRC_CULPRIT, 0, false, 0.01, 0 },
+	[ABWATCH_AFFINITY_CHANGES] = { "affinity_changes", "", "affinity or cpuset change of a rank",
+		ABWATCH_SRC_CULPRIT, 0, false, 0.5, -1 },
 };
 
 /* ---- the watch ---------------------------------------------------------- */
 
 struct abwatch {
 	const struct fsroot *root;       /* borrowed */
-	struct trialcg *cg;              /* NULL: none (why[SRC_CGROUP]) */
+	struct trialcg *cg;              /* NULL: none (why[ABWATCH_SRC_CGROUP]) */
 	char procs_rel[1024];            /* the group's cgroup.procs below root ("" none) */
 	char *procs_buf;                 /* PROCS_BUF, for reading it each tick */
 	bool started;
@@ -75,18 +71,18 @@ struct abwatch {
 	struct culprit *cu;              /* NULL: not started, or failed (why) */
 	char cpus[CULPRIT_LIST_LEN];     /* given by abwatch_set_cpus ("" none) */
 	int *known, n_known, cap_known;  /* pids taken from the group, sorted */
-	char why[SRC_N][ABW_WHY_LEN];    /* a part that is missing, and why */
+	char why[ABWATCH_SRC_N][ABWATCH_WHY_LEN];    /* a part that is missing, and why */
 };
 
 /* Say why a counter (or a part of the watch) is missing: a reason cut to
- * ABW_WHY_LEN, on purpose. */
+ * ABWATCH_WHY_LEN, on purpose. */
 __attribute__((format(printf, 2, 3)))
-static void why_set(char out[ABW_WHY_LEN], const char *fmt, ...)
+static void why_set(char out[ABWATCH_WHY_LEN], const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(out, ABW_WHY_LEN, fmt, ap);
+	vsnprintf(out, ABWATCH_WHY_LEN, fmt, ap);
 	va_end(ap);
 }
 
@@ -119,9 +115,9 @@ struct abwatch *abwatch_begin(const struct fsroot *root, const char *label, stru
 		return NULL;
 	}
 	if (!w->cg) {
-		why_set(w->why[SRC_CGROUP], "no trial cgroup: %s", e.msg);
-		why_set(w->why[SRC_PERF], "perf counts the trial cgroup, and there is none: %s", e.msg);
-		log_msg(LOG_DEBUG, "abwatch %s: %s", label, w->why[SRC_CGROUP]);
+		why_set(w->why[ABWATCH_SRC_CGROUP], "no trial cgroup: %s", e.msg);
+		why_set(w->why[ABWATCH_SRC_PERF], "perf counts the trial cgroup, and there is none: %s", e.msg);
+		log_msg(LOG_DEBUG, "abwatch %s: %s", label, w->why[ABWATCH_SRC_CGROUP]);
 		return w;
 	}
 	/* the first of the group's directories (", " between them; a v1
@@ -180,17 +176,17 @@ int abwatch_started(struct abwatch *w, pid_t pid, struct nt_err *err)
 	if (w->cg) {
 		w->have_before = trialcg_read(w->cg, &w->before, &e) == 0;
 		if (!w->have_before) {
-			why_set(w->why[SRC_CGROUP], "trial cgroup unreadable before the job: %s", e.msg);
+			why_set(w->why[ABWATCH_SRC_CGROUP], "trial cgroup unreadable before the job: %s", e.msg);
 			keep_first(&first, err, e.code, e.msg);
 		}
 		if (trialcg_perf_open(w->cg, &w->perf, &e) < 0) {
-			why_set(w->why[SRC_PERF], "%s", e.msg);
+			why_set(w->why[ABWATCH_SRC_PERF], "%s", e.msg);
 			keep_first(&first, err, e.code, e.msg);
 		}
 	}
 	w->cu = culprit_start(w->root, &job, 1, &e);
 	if (!w->cu) {
-		why_set(w->why[SRC_CULPRIT], "culprit watch: %s", e.msg);
+		why_set(w->why[ABWATCH_SRC_CULPRIT], "culprit watch: %s", e.msg);
 		keep_first(&first, err, e.code, e.msg);
 	} else if (w->cpus[0] && culprit_set_cpus(w->cu, w->cpus, &e) < 0) {
 		keep_first(&first, err, e.code, e.msg);      /* checked when given: not expected */
@@ -281,7 +277,7 @@ static void why_part(const char *why, const char *prefix, const char *fallback, 
 }
 
 /* after - before of counter c, when both reads have it. */
-static bool cg_delta(const struct abw_trial *t, enum trialcg_counter c, double *ret)
+static bool cg_delta(const struct abwatch_trial *t, enum trialcg_counter c, double *ret)
 {
 	if (!trialcg_has(&t->before, c) || !trialcg_has(&t->after, c))
 		return false;
@@ -290,83 +286,86 @@ static bool cg_delta(const struct abw_trial *t, enum trialcg_counter c, double *
 }
 
 /* The cgroup counters of t (read), each with its reason when missing. */
-static void fill_cgroup(struct abw_trial *t)
+static void fill_cgroup(struct abwatch_trial *t)
 {
 	const char *why = t->after.why;
 	double d, sum = 0;
 	bool v2mem = true;
 
 	if (cg_delta(t, TCG_CPU_NR_THROTTLED, &d))
-		t->v[ABW_THROTTLED_PERIODS] = d;
+		t->v[ABWATCH_THROTTLED_PERIODS] = d;
 	else
-		why_part(why, "CPU throttling:", "cpu.stat has no nr_throttled", t->why[ABW_THROTTLED_PERIODS],
-			 ABW_WHY_LEN);
+		why_part(why, "CPU throttling:", "cpu.stat has no nr_throttled", t->why[ABWATCH_THROTTLED_PERIODS],
+			 ABWATCH_WHY_LEN);
 	if (cg_delta(t, TCG_CPU_THROTTLED_USEC, &d))
-		t->v[ABW_THROTTLED_MS] = d / 1000.0;
+		t->v[ABWATCH_THROTTLED_MS] = d / 1000.0;
 	else
-		why_part(why, "CPU throttling:", "cpu.stat has no throttled time", t->why[ABW_THROTTLED_MS],
-			 ABW_WHY_LEN);
+		why_part(why, "CPU throttling:", "cpu.stat has no throttled time", t->why[ABWATCH_THROTTLED_MS],
+			 ABWATCH_WHY_LEN);
 	if (cg_delta(t, TCG_PSI_CPU_SOME_US, &d))
-		t->v[ABW_CG_CPU_PRESSURE_MS] = d / 1000.0;
+		t->v[ABWATCH_CG_CPU_PRESSURE_MS] = d / 1000.0;
 	else
-		why_part(why, "PSI:", "no cpu.pressure", t->why[ABW_CG_CPU_PRESSURE_MS], ABW_WHY_LEN);
+		why_part(why, "PSI:", "no cpu.pressure", t->why[ABWATCH_CG_CPU_PRESSURE_MS], ABWATCH_WHY_LEN);
 	if (cg_delta(t, TCG_PSI_MEM_SOME_US, &d))
-		t->v[ABW_CG_MEM_PRESSURE_MS] = d / 1000.0;
+		t->v[ABWATCH_CG_MEM_PRESSURE_MS] = d / 1000.0;
 	else
-		why_part(why, "PSI:", "no memory.pressure", t->why[ABW_CG_MEM_PRESSURE_MS], ABW_WHY_LEN);
+		why_part(why, "PSI:", "no memory.pressure", t->why[ABWATCH_CG_MEM_PRESSURE_MS], ABWATCH_WHY_LEN);
 	for (enum trialcg_counter c = TCG_MEM_HIGH; c <= TCG_MEM_OOM && v2mem; c++) {
 		v2mem = cg_delta(t, c, &d);
 		sum += d;
 	}
 	if (v2mem)
-		t->v[ABW_MEM_EVENTS] = sum;
+		t->v[ABWATCH_MEM_EVENTS] = sum;
 	else if (cg_delta(t, TCG_MEM_FAILCNT, &d))
-		t->v[ABW_MEM_EVENTS] = d;
+		t->v[ABWATCH_MEM_EVENTS] = d;
 	else
-		why_part(why, "memory events:", "no memory.events or memory.failcnt", t->why[ABW_MEM_EVENTS],
-			 ABW_WHY_LEN);
+		why_part(why, "memory events:", "no memory.events or memory.failcnt", t->why[ABWATCH_MEM_EVENTS],
+			 ABWATCH_WHY_LEN);
 }
 
 /* The culprit counters of t (result in). */
-static void fill_culprit(struct abw_trial *t)
+static void fill_culprit(struct abwatch_trial *t)
 {
 	const struct culprit_result *r = &t->culprit;
 	double irq = -1;
 
-	t->v[ABW_AFFINITY_CHANGES] = r->n_changes;
+	t->v[ABWATCH_AFFINITY_CHANGES] = r->n_changes;
 	if (!r->cpus[0]) {
 		static const char none[] = "no rank CPUs: the job ran on no CPU for 1% of the trial (too short to sample?)";
 
-		why_set(t->why[ABW_FOREIGN_CPU_SHARE], "%s", none);
-		why_set(t->why[ABW_IRQ_SHARE], "%s", none);
+		why_set(t->why[ABWATCH_FOREIGN_CPU_SHARE], "%s", none);
+		why_set(t->why[ABWATCH_IRQ_SHARE], "%s", none);
 		return;
 	}
-	t->v[ABW_FOREIGN_CPU_SHARE] = r->n_tasks ? r->tasks[0].top_share : 0;   /* sorted by top_share */
+	t->v[ABWATCH_FOREIGN_CPU_SHARE] = r->n_tasks ? r->tasks[0].top_share : 0;   /* sorted by top_share */
 	for (int i = 0; i < r->n_irq_cpus; i++)
 		if (r->irq_cpus[i].irq_seconds >= 0 && r->irq_cpus[i].irq_share + r->irq_cpus[i].softirq_share > irq)
 			irq = r->irq_cpus[i].irq_share + r->irq_cpus[i].softirq_share;
 	if (irq >= 0)
-		t->v[ABW_IRQ_SHARE] = irq;
+		t->v[ABWATCH_IRQ_SHARE] = irq;
 	else
-		why_set(t->why[ABW_IRQ_SHARE], "per-CPU irq/softirq time of proc/stat not readable");
+		why_set(t->why[ABWATCH_IRQ_SHARE], "per-CPU irq/softirq time of proc/stat not readable");
 }
 
 /* v[] and why[] of t from what the watch read. */
-static void fill_trial(const struct abwatch *w, struct abw_trial *t, const uint64_t perf[TCG_PERF_N], bool perf_ok)
+static void fill_trial(const struct abwatch *w, struct abwatch_trial *t, const uint64_t perf[TCG_PERF_N], bool perf_ok)
 {
-	const char *src_why[SRC_N];
+	const char *src_why[ABWATCH_SRC_N];
 
-	src_why[SRC_CGROUP] = t->cg_read ? "" : w->why[SRC_CGROUP][0] ? w->why[SRC_CGROUP] : "trial cgroup not read";
-	src_why[SRC_PERF] = perf_ok ? "" : w->why[SRC_PERF][0] ? w->why[SRC_PERF] : "perf events not read";
-	src_why[SRC_CULPRIT] = t->culprit_read ? "" : w->why[SRC_CULPRIT][0] ? w->why[SRC_CULPRIT]
+	src_why[ABWATCH_SRC_CGROUP] = t->cg_read ? ""
+				      : w->why[ABWATCH_SRC_CGROUP][0] ? w->why[ABWATCH_SRC_CGROUP]
+				      : "trial cgroup not read";
+	src_why[ABWATCH_SRC_PERF] = perf_ok ? ""
+				    : w->why[ABWATCH_SRC_PERF][0] ? w->why[ABWATCH_SRC_PERF] : "perf events not read";
+	src_why[ABWATCH_SRC_CULPRIT] = t->culprit_read ? "" : w->why[ABWATCH_SRC_CULPRIT][0] ? w->why[ABWATCH_SRC_CULPRIT]
 				: "culprit watch not run";
 	if (!w->started)
-		src_why[SRC_CGROUP] = src_why[SRC_PERF] = src_why[SRC_CULPRIT] = "the job was not started";
-	for (int c = 0; c < ABW_N; c++) {
+		src_why[ABWATCH_SRC_CGROUP] = src_why[ABWATCH_SRC_PERF] = src_why[ABWATCH_SRC_CULPRIT] = "the job was not started";
+	for (int c = 0; c < ABWATCH_N; c++) {
 		t->v[c] = 0;
-		why_set(t->why[c], "%s", src_why[row_source[c]]);
-		if (row_source[c] == SRC_PERF && perf_ok)
-			t->v[c] = (double)perf[row_perf[c]];
+		why_set(t->why[c], "%s", src_why[abwatch_rows[c].source]);
+		if (abwatch_rows[c].source == ABWATCH_SRC_PERF && perf_ok)
+			t->v[c] = (double)perf[abwatch_rows[c].perf];
 	}
 	if (t->cg_read)
 		fill_cgroup(t);
@@ -375,7 +374,7 @@ static void fill_trial(const struct abwatch *w, struct abw_trial *t, const uint6
 }
 
 /* The reads at the end of a started watch into t; the first error kept. */
-static void end_reads(struct abwatch *w, struct abw_trial *t, uint64_t perf[TCG_PERF_N], bool *perf_ok, int *first,
+static void end_reads(struct abwatch *w, struct abwatch_trial *t, uint64_t perf[TCG_PERF_N], bool *perf_ok, int *first,
 		      struct nt_err *err)
 {
 	struct nt_err e = { 0 };
@@ -386,14 +385,14 @@ static void end_reads(struct abwatch *w, struct abw_trial *t, uint64_t perf[TCG_
 			t->before = w->before;
 			t->cg_read = true;
 		} else {
-			why_set(w->why[SRC_CGROUP], "trial cgroup unreadable after the job: %s", e.msg);
+			why_set(w->why[ABWATCH_SRC_CGROUP], "trial cgroup unreadable after the job: %s", e.msg);
 			keep_first(first, err, e.code, e.msg);
 		}
 	}
 	if (w->perf.fd) {
 		*perf_ok = trialcg_perf_read(&w->perf, perf, &e) == 0;
 		if (!*perf_ok) {
-			why_set(w->why[SRC_PERF], "%s", e.msg);
+			why_set(w->why[ABWATCH_SRC_PERF], "%s", e.msg);
 			keep_first(first, err, e.code, e.msg);
 		}
 	}
@@ -404,13 +403,13 @@ static void end_reads(struct abwatch *w, struct abw_trial *t, uint64_t perf[TCG_
 		w->cu = NULL;
 		t->culprit_read = r == 0;
 		if (r < 0) {
-			why_set(w->why[SRC_CULPRIT], "culprit watch: %s", e.msg);
+			why_set(w->why[ABWATCH_SRC_CULPRIT], "culprit watch: %s", e.msg);
 			keep_first(first, err, e.code, e.msg);
 		}
 	}
 }
 
-int abwatch_end(struct abwatch *w, struct abw_trial *ret, struct nt_err *err)
+int abwatch_end(struct abwatch *w, struct abwatch_trial *ret, struct nt_err *err)
 {
 	uint64_t perf[TCG_PERF_N] = { 0 };
 	bool perf_ok = false;
@@ -418,7 +417,7 @@ int abwatch_end(struct abwatch *w, struct abw_trial *ret, struct nt_err *err)
 
 	memset(ret, 0, sizeof(*ret));
 	if (!w) {
-		for (int c = 0; c < ABW_N; c++)
+		for (int c = 0; c < ABWATCH_N; c++)
 			why_set(ret->why[c], "no watch");
 		return err_set(err, -EINVAL, "abwatch_end: no watch");
 	}
@@ -438,7 +437,7 @@ int abwatch_end(struct abwatch *w, struct abw_trial *ret, struct nt_err *err)
 	return first;
 }
 
-void abw_trial_release(struct abw_trial *t)
+void abwatch_trial_release(struct abwatch_trial *t)
 {
 	if (!t)
 		return;
@@ -448,22 +447,22 @@ void abw_trial_release(struct abw_trial *t)
 
 /* ---- an arm --------------------------------------------------------------- */
 
-void abw_arm_init(struct abw_arm *a)
+void abwatch_arm_init(struct abwatch_arm *a)
 {
 	memset(a, 0, sizeof(*a));
 	a->cg.mem_limit = a->cg.mem_high = -1;
 }
 
-void abw_arm_release(struct abw_arm *a)
+void abwatch_arm_release(struct abwatch_arm *a)
 {
 	if (!a)
 		return;
 	culprit_result_free(&a->culprit);
-	abw_arm_init(a);
+	abwatch_arm_init(a);
 }
 
 /* t's cgroup deltas into the arm's sums. */
-static void arm_add_cgroup(struct abw_arm *a, const struct abw_trial *t)
+static void arm_add_cgroup(struct abwatch_arm *a, const struct abwatch_trial *t)
 {
 	struct trialcg_stats *s = &a->cg;
 	uint32_t have = t->before.have & t->after.have;
@@ -637,13 +636,11 @@ static int cmp_cpu_time(const void *a, const void *b)
 	return (x->cpu > y->cpu) - (x->cpu < y->cpu);
 }
 
-/* Shares over the merged seconds, top CPUs, the order. */
-static void merge_settle(struct culprit_result *m)
+/* Shares of rows[0..n) over s seconds, their top CPUs, their order. */
+static void settle_rows(struct culprit_task *rows, int n, double s)
 {
-	double s = m->seconds;
-
-	for (int i = 0; i < m->n_tasks; i++) {
-		struct culprit_task *row = &m->tasks[i];
+	for (int i = 0; i < n; i++) {
+		struct culprit_task *row = &rows[i];
 
 		qsort(row->cpus, (size_t)row->n_cpus, sizeof(*row->cpus), cmp_cpu_time);
 		row->top_cpu = -1;
@@ -656,8 +653,17 @@ static void merge_settle(struct culprit_result *m)
 			}
 		}
 	}
-	if (m->n_tasks)
-		qsort(m->tasks, (size_t)m->n_tasks, sizeof(*m->tasks), culprit_task_cmp);
+	if (n)
+		qsort(rows, (size_t)n, sizeof(*rows), culprit_task_cmp);
+}
+
+/* Shares over the merged seconds, top CPUs, the order. */
+static void merge_settle(struct culprit_result *m)
+{
+	double s = m->seconds;
+
+	settle_rows(m->tasks, m->n_tasks, s);
+	settle_rows(m->job, m->n_job, s);
 	for (int i = 0; i < m->n_irq_cpus; i++) {
 		struct culprit_cpu_irq *o = &m->irq_cpus[i];
 
@@ -666,15 +672,70 @@ static void merge_settle(struct culprit_result *m)
 	}
 }
 
+/* The job's process row of x's kind in m (comm, policy, priority: the
+ * job's pids differ from trial to trial); NULL: none. */
+static struct culprit_task *find_job_row(const struct culprit_result *m, const struct culprit_task *x)
+{
+	for (int i = 0; i < m->n_job; i++)
+		if (!strcmp(m->job[i].comm, x->comm) && m->job[i].policy == x->policy &&
+		    m->job[i].priority == x->priority)
+			return &m->job[i];
+	return NULL;
+}
+
+/* Make room for t's job rows in m (as merge_reserve does for the tasks):
+ * new kinds appended empty (*n_new of them).  0 or -ENOMEM (m as it was,
+ * but for larger allocations). */
+static int job_reserve(struct culprit_result *m, const struct culprit_result *t, int *n_new)
+{
+	struct culprit_task *rows = realloc(m->job, (size_t)(m->n_job + t->n_job + 1) * sizeof(*rows));
+
+	*n_new = 0;
+	if (!rows)
+		return -ENOMEM;
+	m->job = rows;
+	for (int i = 0; i < t->n_job; i++) {
+		struct culprit_task *row = find_job_row(m, &t->job[i]);
+		struct culprit_cpu_time *ct;
+
+		if (!row) {
+			row = &m->job[m->n_job++];
+			*row = t->job[i];
+			row->seconds = 0;
+			row->n_cpus = 0;
+			row->cpus = NULL;
+			row->threads = 0;
+			++*n_new;
+		}
+		ct = realloc(row->cpus, (size_t)(row->n_cpus + t->job[i].n_cpus + 1) * sizeof(*ct));
+		if (!ct)
+			goto out_take_back;
+		row->cpus = ct;
+	}
+	return 0;
+out_take_back:
+	for (; *n_new > 0; --*n_new)
+		free(m->job[--m->n_job].cpus);
+	return -ENOMEM;
+}
+
 /* t's culprit result into the arm's merged one.  0 or -ENOMEM (m as it was). */
-static int arm_add_culprit(struct abw_arm *a, const struct culprit_result *t)
+static int arm_add_culprit(struct abwatch_arm *a, const struct culprit_result *t)
 {
 	struct culprit_result *m = &a->culprit;
 	char cpus[CULPRIT_LIST_LEN];
-	int n_new, r = merge_reserve(m, t, cpus, sizeof(cpus), &n_new);
+	int n_job_new, n_new, r = job_reserve(m, t, &n_job_new);
 
 	if (r < 0)
 		return r;
+	r = merge_reserve(m, t, cpus, sizeof(cpus), &n_new);
+	if (r < 0) {
+		for (; n_job_new > 0; n_job_new--)
+			free(m->job[--m->n_job].cpus);
+		return r;
+	}
+	for (int i = 0; i < t->n_job; i++)
+		merge_task(find_job_row(m, &t->job[i]), &t->job[i]);
 	for (int i = 0; i < t->n_tasks; i++)
 		merge_task(find_row(m, t->tasks[i].pid, t->tasks[i].comm), &t->tasks[i]);
 	for (int i = 0; i < t->n_irq_cpus; i++) {
@@ -705,7 +766,7 @@ static int arm_add_culprit(struct abw_arm *a, const struct culprit_result *t)
 	return 0;
 }
 
-int abw_arm_add(struct abw_arm *a, const struct abw_trial *t)
+int abwatch_arm_add(struct abwatch_arm *a, const struct abwatch_trial *t)
 {
 	if (t->culprit_read) {
 		int r = arm_add_culprit(a, &t->culprit);
@@ -727,7 +788,7 @@ static uint64_t cg_sum(const struct trialcg_stats *s, enum trialcg_counter c)
 }
 
 /* Was the arm throttled, or did it hit a memory limit? */
-static bool arm_limited(const struct abw_arm *a)
+static bool arm_limited(const struct abwatch_arm *a)
 {
 	const struct trialcg_stats *s = &a->cg;
 
@@ -736,7 +797,7 @@ static bool arm_limited(const struct abw_arm *a)
 }
 
 /* One line per arm with cgroup counters, when either arm was limited. */
-static bool explain_limits(const struct abw_arm *arm[2], char *buf, size_t size, size_t *len, int *lines)
+static bool explain_limits(const struct abwatch_arm *arm[2], char *buf, size_t size, size_t *len, int *lines)
 {
 	if (!arm_limited(arm[0]) && !arm_limited(arm[1]))
 		return true;
@@ -799,7 +860,7 @@ static void irq_names(const struct culprit_cpu_irq *o, bool soft, char *out, siz
 }
 
 /* The candidates: each rank CPU of either arm, irq and softirq. */
-static int irq_lines(const struct abw_arm *arm[2], struct irq_line *out)
+static int irq_lines(const struct abwatch_arm *arm[2], struct irq_line *out)
 {
 	int n = 0;
 
@@ -820,7 +881,7 @@ static int irq_lines(const struct abw_arm *arm[2], struct irq_line *out)
 					l.share[x] = !l.o[x] || l.o[x]->irq_seconds < 0 ? -1
 						     : soft ? l.o[x]->softirq_share : l.o[x]->irq_share;
 				}
-				if (irq_diff(&l) >= ABW_IRQ_MIN_DIFF)
+				if (irq_diff(&l) >= ABWATCH_IRQ_MIN_DIFF)
 					out[n++] = l;
 			}
 		}
@@ -831,7 +892,7 @@ static int irq_lines(const struct abw_arm *arm[2], struct irq_line *out)
 }
 
 /* 0, -ENOSPC (buf holds the whole lines that fit) or -ENOMEM. */
-static int explain_irqs(const struct abw_arm *arm[2], char *buf, size_t size, size_t *len, int *lines)
+static int explain_irqs(const struct abwatch_arm *arm[2], char *buf, size_t size, size_t *len, int *lines)
 {
 	int cap = 2 * (arm[0]->culprit.n_irq_cpus + arm[1]->culprit.n_irq_cpus) + 1, n;
 	struct irq_line *l = calloc((size_t)cap, sizeof(*l));
@@ -858,20 +919,32 @@ static int explain_irqs(const struct abw_arm *arm[2], char *buf, size_t size, si
 	return ok ? 0 : -ENOSPC;
 }
 
-int abw_explain(const struct abw_arm *a, const struct abw_arm *b, char *buf, size_t size)
+int abwatch_explain(const struct abwatch_arm *a, const struct abwatch_arm *b, char *buf, size_t size)
 {
-	const struct abw_arm *arm[2] = { a, b };
+	const struct abwatch_arm *arm[2] = { a, b };
 	size_t len;
 	int lines, r;
 
 	if (!size)
 		return -ENOSPC;
 	buf[0] = '\0';
-	lines = culprit_describe_top(a->culprit_trials ? &a->culprit : NULL, b->culprit_trials ? &b->culprit : NULL,
+	lines = culprit_describe_job(a->culprit_trials ? &a->culprit : NULL, b->culprit_trials ? &b->culprit : NULL,
 				     buf, size);
 	if (lines < 0)
 		return lines;
 	len = strlen(buf);
+	r = culprit_describe_top(a->culprit_trials ? &a->culprit : NULL, b->culprit_trials ? &b->culprit : NULL,
+				 buf + len, size - len);
+	if (r < 0)
+		return r;
+	lines += r;
+	len += strlen(buf + len);
+	r = culprit_describe_changes(a->culprit_trials ? &a->culprit : NULL, a->culprit_trials,
+				     b->culprit_trials ? &b->culprit : NULL, b->culprit_trials, buf + len, size - len);
+	if (r < 0)
+		return r;
+	lines += r;
+	len += strlen(buf + len);
 	if (!explain_limits(arm, buf, size, &len, &lines))
 		return -ENOSPC;
 	r = explain_irqs(arm, buf, size, &len, &lines);
@@ -885,7 +958,7 @@ static json_t *count_or_null(const struct trialcg_stats *s, enum trialcg_counter
 	return trialcg_has(s, c) ? json_integer((json_int_t)s->v[c]) : json_null();
 }
 
-static json_t *cgroup_json(const struct abw_arm *a)
+static json_t *cgroup_json(const struct abwatch_arm *a)
 {
 	const struct trialcg_stats *s = &a->cg;
 	json_t *mem;
@@ -907,7 +980,7 @@ static json_t *cgroup_json(const struct abw_arm *a)
 			 "mem_events", mem, "quota_cpus", s->quota_cpus, "paths", s->paths, "text", text);
 }
 
-json_t *abw_arm_json(const struct abw_arm *a)
+json_t *abwatch_arm_json(const struct abwatch_arm *a)
 {
 	json_t *culprit = json_null();
 

@@ -14,7 +14,7 @@
  *     still the job's when it stayed in the group).
  * What cannot be counted here (no cgroup mount, not root, no perf, no proc)
  * does not stop the trial: each counter it takes away has its reason in
- * abw_trial.why[], and its value is 0 only as a placeholder, never to be
+ * abwatch_trial.why[], and its value is 0 only as a placeholder, never to be
  * read as "nothing happened".
  *
  * Lifecycle (fork and exec are the caller's):
@@ -23,8 +23,8 @@
  *     parent: abwatch_started(w, pid, err); let the child go
  *             while running: abwatch_tick(w) every ~100 ms
  *             after waitpid: abwatch_end(w, &trial, err)   (frees w)
- * then per arm: abw_arm_init, abw_arm_add for each trial, abw_explain(A, B),
- * abw_arm_json, abw_arm_release; abw_trial_release for each trial.
+ * then per arm: abwatch_arm_init, abwatch_arm_add for each trial, abwatch_explain(A, B),
+ * abwatch_arm_json, abwatch_arm_release; abwatch_trial_release for each trial.
  *
  * Threads: none; one watch is used by one thread (culprit.h's rule).
  */
@@ -41,30 +41,55 @@
 #include "base/log.h"
 #include "ab/trialcg.h"
 
-/* The per-trial figures the explanations rank, by enum; abw_rows[] says
- * what each is and the mechanism a change of it points at. */
-enum abw_counter {
-	ABW_THROTTLED_PERIODS,     /* trial cgroup cpu.stat nr_throttled */
-	ABW_THROTTLED_MS,          /* its throttled time (v2 throttled_usec, v1 throttled_time), ms */
-	ABW_CG_CPU_PRESSURE_MS,    /* its PSI cpu some, ms (cgroup2 only) */
-	ABW_CG_MEM_PRESSURE_MS,    /* its PSI memory some, ms (cgroup2 only) */
-	ABW_MEM_EVENTS,            /* v2 memory.events high+max+oom, else v1 memory.failcnt */
-	ABW_CG_SWITCHES,           /* perf context-switches of the cgroup */
-	ABW_CG_MIGRATIONS,         /* perf cpu-migrations of the cgroup */
-	ABW_CG_FAULTS,             /* perf page-faults of the cgroup */
-	ABW_FOREIGN_CPU_SHARE,     /* the largest share of one rank CPU taken by one task not of the job */
-	ABW_IRQ_SHARE,             /* the largest irq+softirq time share of one rank CPU (proc/stat) */
-	ABW_AFFINITY_CHANGES,      /* changes of a job thread's allowed CPUs seen */
-	ABW_N
+/* The per-trial figures the explanations rank, by enum; abwatch_rows[] holds
+ * each one's row. */
+enum abwatch_counter {
+	ABWATCH_THROTTLED_PERIODS,     /* trial cgroup cpu.stat nr_throttled */
+	ABWATCH_THROTTLED_MS,          /* its throttled time (v2 throttled_usec, v1 throttled_time), ms */
+	ABWATCH_CG_CPU_PRESSURE_MS,    /* its PSI cpu some, ms (cgroup2 only) */
+	ABWATCH_CG_MEM_PRESSURE_MS,    /* its PSI memory some, ms (cgroup2 only) */
+	ABWATCH_MEM_EVENTS,            /* v2 memory.events high+max+oom, else v1 memory.failcnt */
+	ABWATCH_CG_SWITCHES,           /* perf context-switches of the cgroup */
+	ABWATCH_CG_MIGRATIONS,         /* perf cpu-migrations of the cgroup */
+	ABWATCH_CG_FAULTS,             /* perf page-faults of the cgroup */
+	ABWATCH_FOREIGN_CPU_SHARE,     /* the largest share of one rank CPU taken by one task not of the job */
+	ABWATCH_IRQ_SHARE,             /* the largest irq+softirq time share of one rank CPU (proc/stat) */
+	ABWATCH_AFFINITY_CHANGES,      /* changes of a job thread's allowed CPUs seen */
+	ABWATCH_N
 };
 
-extern const struct abw_row {
+/* Where a counter is read.  A part of the watch may be missing as a whole
+ * (no cgroup, no perf): its reason then stands for all of its counters. */
+enum abwatch_source {
+	ABWATCH_SRC_HOST,              /* the whole host, read by the engine around a trial (ab.h), not by the watch */
+	ABWATCH_SRC_CGROUP,            /* the trial cgroup's files */
+	ABWATCH_SRC_PERF,              /* a perf event counting the trial cgroup (the row's perf) */
+	ABWATCH_SRC_CULPRIT,           /* the culprit watch (culprit.h) */
+	ABWATCH_SRC_N
+};
+
+/* One counter, one row: what the A/B engine needs to read, scale, judge
+ * and name it.  The engine's host counters (ab.h's enum ab_counter) are
+ * rows of the same kind. */
+struct abwatch_row {
 	const char *name;          /* "throttled_periods", as reports and JSON print it */
 	const char *unit;          /* "" a count, "ms", "share" (0..1) */
 	const char *mechanism;     /* what a change of it points at: "CPU quota throttling", ... */
-} abw_rows[ABW_N];
+	enum abwatch_source source;
+	enum trialcg_perf_event perf;   /* ABWATCH_SRC_PERF: the event */
+	bool rate;                 /* a count over the trial, judged per step (per s without
+				    * steps); false: a share or a count taken as it is */
+	double floor;              /* its A/A floor: the least change (in those units) that
+				    * can explain anything, however quiet the arms were */
+	double cost_ms;            /* the most one unit of it can cost the job, in ms (an upper
+				    * bound; 1 for a time in ms): how much of a slowdown its change
+				    * can account for; 0: a share of a rank CPU, itself a share of
+				    * its time; < 0: not estimable (a count whose cost is unknown) */
+};
 
-#define ABW_WHY_LEN 256
+extern const struct abwatch_row abwatch_rows[ABWATCH_N];
+
+#define ABWATCH_WHY_LEN 256
 
 struct abwatch; /* one trial's watch (opaque) */
 
@@ -75,12 +100,6 @@ struct abwatch; /* one trial's watch (opaque) */
  * and the trial says why for each cgroup counter.  Returns the watch (freed
  * by abwatch_end), or NULL with err only on -ENOMEM. */
 struct abwatch *abwatch_begin(const struct fsroot *root, const char *label, struct nt_err *err);
-
-/* The CPUs the job's ranks are bound to (a cpulist), when the caller knows
- * them; without it the rank CPUs are those the job ran on (culprit.h).
- * Any time before abwatch_end.  0, or -EINVAL with err (a bad list); the
- * watch is unchanged on error. */
-int abwatch_set_cpus(struct abwatch *w, const char *cpulist, struct nt_err *err);
 
 /* In the forked child, before exec: join the trial cgroup (a no-op without
  * one).  Async-signal-safe: the only system call is write(2).  0, or the
@@ -103,13 +122,13 @@ int abwatch_started(struct abwatch *w, pid_t pid, struct nt_err *err);
 int abwatch_tick(struct abwatch *w);
 
 /* One trial's figures. */
-struct abw_trial {
-	double v[ABW_N];
-	char why[ABW_N][ABW_WHY_LEN];   /* "" countable; else why not (v[] is then 0) */
+struct abwatch_trial {
+	double v[ABWATCH_N];
+	char why[ABWATCH_N][ABWATCH_WHY_LEN];   /* "" countable; else why not (v[] is then 0) */
 	bool cg_read;                   /* before and after hold the trial cgroup's counters */
 	struct trialcg_stats before, after;
 	bool culprit_read;              /* culprit holds a result */
-	struct culprit_result culprit;  /* owned: abw_trial_release */
+	struct culprit_result culprit;  /* owned: abwatch_trial_release */
 };
 
 /* After the job ended (waited for): the cgroup's counters "after", the perf
@@ -117,20 +136,16 @@ struct abw_trial {
  * it is killed) and w is freed, in every case (NULL: -EINVAL).  *ret is
  * always filled, the counters that could not be read with their why (also
  * when abwatch_started was never called), and must be released with
- * abw_trial_release.  Returns 0, or the -errno of the first part that
+ * abwatch_trial_release.  Returns 0, or the -errno of the first part that
  * failed with err (-EBUSY: the cgroup could not be emptied and is left). */
-int abwatch_end(struct abwatch *w, struct abw_trial *ret, struct nt_err *err);
-
-/* The trial cgroup of w (NULL when there is none): for its paths, or for a
- * test to set a limit on it.  Owned by w. */
-const struct trialcg *abwatch_cgroup(const struct abwatch *w);
+int abwatch_end(struct abwatch *w, struct abwatch_trial *ret, struct nt_err *err);
 
 /* Free what t holds (not t); a zeroed t, or NULL, is a no-op. */
-void abw_trial_release(struct abw_trial *t);
+void abwatch_trial_release(struct abwatch_trial *t);
 
 /* ---- an arm: its trials summed ----------------------------------------- */
 
-struct abw_arm {
+struct abwatch_arm {
 	int trials;                     /* added */
 	int cg_trials;                  /* of them, with cgroup counters (summed in cg) */
 	int culprit_trials;             /* ... with a culprit result (merged in culprit) */
@@ -145,37 +160,44 @@ struct abw_arm {
 	 * by label per CPU, irq/softirq seconds summed (shares likewise);
 	 * affinity changes concatenated up to CULPRIT_MAX_CHANGES; rank CPUs
 	 * the union.  tasks[] is sorted by top_share and may hold more than
-	 * CULPRIT_MAX_TASKS rows. */
+	 * CULPRIT_MAX_TASKS rows.  The job's own processes (job[]) are merged
+	 * by kind, comm, policy and priority, since their pids differ from
+	 * trial to trial; a kind's row keeps the first trial's pid. */
 	struct culprit_result culprit;
 };
 
 /* An empty arm. */
-void abw_arm_init(struct abw_arm *a);
+void abwatch_arm_init(struct abwatch_arm *a);
 
 /* Add trial t to arm a.  0, or -ENOMEM (a is then as it was, or has t's
  * cgroup counters but not its culprit rows: still consistent). */
-int abw_arm_add(struct abw_arm *a, const struct abw_trial *t);
+int abwatch_arm_add(struct abwatch_arm *a, const struct abwatch_trial *t);
 
 /* Free what a holds and make it empty again; NULL is a no-op. */
-void abw_arm_release(struct abw_arm *a);
+void abwatch_arm_release(struct abwatch_arm *a);
 
 /* The evidence for the report, arm A against arm B, one line each ending
  * in '\n':
- *   - culprits and affinity changes (culprit_describe_top over the merged
- *     results): "pid 4242 (stress, SCHED_FIFO 50) ran 9.8% of CPU 1 during
- *     B trials, 0% during A";
+ *   - what the job's own tree does differently (culprit_describe_job): "B's
+ *     command runs pid 4242 (helper, SCHED_FIFO 50) that took 11.0% of a
+ *     CPU on the rank CPUs (most on CPU 1); A has no such process";
+ *   - culprits (culprit_describe_top over the merged results): "pid 4242
+ *     (stress, SCHED_FIFO 50) ran 9.8% of CPU 1 during B trials, 0% during
+ *     A"; then the affinity changes by kind, those that differ between the
+ *     arms with their counts per arm, those alike summed up in one line
+ *     (culprit_describe_changes);
  *   - when either arm was throttled or hit a memory limit, one line per arm
  *     with cgroup counters (trialcg_describe): "B: throttled in 412 of 500
  *     periods (82%), 3.1 s in all; quota 0.5 CPU; ...";
- *   - a rank CPU whose irq or softirq share differs by ABW_IRQ_MIN_DIFF
+ *   - a rank CPU whose irq or softirq share differs by ABWATCH_IRQ_MIN_DIFF
  *     (one percentage point) or more, with its busiest lines (at most 3
  *     lines, largest difference first): "CPU 1: softirq 12.0% of the time
  *     during B (NET_RX 48210, TIMER 812), 0.1% during A"; a CPU that was
  *     not a rank CPU of the other arm reads "not a rank CPU during A".
  * Returns the number of lines (0: nothing to say, buf ""), or -ENOSPC when
  * buf was too small (it holds the whole lines that fit), -ENOMEM. */
-#define ABW_IRQ_MIN_DIFF 0.01
-int abw_explain(const struct abw_arm *a, const struct abw_arm *b, char *buf, size_t size);
+#define ABWATCH_IRQ_MIN_DIFF 0.01
+int abwatch_explain(const struct abwatch_arm *a, const struct abwatch_arm *b, char *buf, size_t size);
 
 /* The arm for the JSON report (a new reference; NULL on ENOMEM):
  *   {"trials", "seconds", "cgroup": {"trials", "periods",
@@ -183,6 +205,6 @@ int abw_explain(const struct abw_arm *a, const struct abw_arm *b, char *buf, siz
  *    (null where not counted), "quota_cpus", "paths", "text"} or null,
  *    "culprit": culprit_json of the merged result with its top
  *    CULPRIT_MAX_TASKS tasks, or null} */
-json_t *abw_arm_json(const struct abw_arm *a);
+json_t *abwatch_arm_json(const struct abwatch_arm *a);
 
 #endif

@@ -6,8 +6,10 @@
  * JSON; the A vs B text.
  */
 #include "ab/culprit.h"
+#include "ab/culprit_test.h"
 
 #include <errno.h>
+#include <math.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -688,9 +690,12 @@ static int culprit_row(const struct culprit *c, const struct cu_proc *p, double 
 	return 0;
 }
 
-/* Every process other than the job's (and ours) that ran on a rank CPU,
- * the top CULPRIT_MAX_TASKS kept. */
-static int result_tasks(const struct culprit *c, double seconds, struct culprit_result *r)
+/* Every process that ran on a rank CPU, the job's (job) or those other than
+ * the job's and ours (!job), the top CULPRIT_MAX_TASKS kept in *ret (*ret_n),
+ * how many there were in *ret_all.  0 or -ENOMEM (*ret holds what was
+ * built, for culprit_result_free). */
+static int result_rows(const struct culprit *c, double seconds, bool job, struct culprit_task **ret, int *ret_n,
+		       int *ret_all)
 {
 	struct culprit_task *all = calloc((size_t)c->n_procs + 1, sizeof(*all));
 	int n = 0;
@@ -700,22 +705,22 @@ static int result_tasks(const struct culprit *c, double seconds, struct culprit_
 	for (int i = 0; i < c->n_procs; i++) {
 		int k;
 
-		if (c->procs[i].job || c->procs[i].self)
+		if (c->procs[i].job != job || c->procs[i].self)
 			continue;
 		k = culprit_row(c, &c->procs[i], seconds, &all[n]);
 		if (k == -ENOMEM) {
-			r->tasks = all;
-			r->n_tasks = n;
+			*ret = all;
+			*ret_n = n;
 			return k;
 		}
 		n += k == 0;
 	}
 	qsort(all, (size_t)n, sizeof(*all), culprit_task_cmp);
-	r->n_culprits = n;
-	r->n_tasks = n < CULPRIT_MAX_TASKS ? n : CULPRIT_MAX_TASKS;
-	for (int i = r->n_tasks; i < n; i++)
+	*ret_all = n;
+	*ret_n = n < CULPRIT_MAX_TASKS ? n : CULPRIT_MAX_TASKS;
+	for (int i = *ret_n; i < n; i++)
 		free(all[i].cpus);
-	r->tasks = all;
+	*ret = all;
 	return 0;
 }
 
@@ -829,6 +834,9 @@ void culprit_result_free(struct culprit_result *r)
 	for (int i = 0; i < r->n_tasks; i++)
 		free(r->tasks[i].cpus);
 	free(r->tasks);
+	for (int i = 0; i < r->n_job; i++)
+		free(r->job[i].cpus);
+	free(r->job);
 	free(r->irq_cpus);
 	memset(r, 0, sizeof(*r));
 }
@@ -854,7 +862,12 @@ static int result_build(struct culprit *c, double seconds, struct culprit_result
 	if (!e)
 		e = rank_list(c, r->cpus, sizeof(r->cpus));
 	if (!e)
-		e = result_tasks(c, seconds, r);
+		e = result_rows(c, seconds, false, &r->tasks, &r->n_tasks, &r->n_culprits);
+	if (!e) {
+		int all;
+
+		e = result_rows(c, seconds, true, &r->job, &r->n_job, &all);
+	}
 	if (!e)
 		e = result_irqs(c, &irq1, &soft1, stat1, seconds, r);
 	procfs_irqtab_free(&irq1);
@@ -940,10 +953,12 @@ static json_t *cpu_irq_json(const struct culprit_cpu_irq *o)
 
 json_t *culprit_json(const struct culprit_result *r)
 {
-	json_t *tasks = json_array(), *irqs = json_array(), *changes = json_array();
+	json_t *tasks = json_array(), *irqs = json_array(), *changes = json_array(), *job = json_array();
 
 	for (int i = 0; i < r->n_tasks; i++)
 		json_array_append_new(tasks, task_json(&r->tasks[i]));
+	for (int i = 0; i < r->n_job; i++)
+		json_array_append_new(job, task_json(&r->job[i]));
 	for (int i = 0; i < r->n_irq_cpus; i++)
 		json_array_append_new(irqs, cpu_irq_json(&r->irq_cpus[i]));
 	for (int i = 0; i < r->n_changes; i++) {
@@ -953,7 +968,7 @@ json_t *culprit_json(const struct culprit_result *r)
 							 ch->tid, "comm", ch->comm, "before", ch->before, "after",
 							 ch->after, "t", ch->t));
 	}
-	return json_pack("{s:s, s:s, s:s, s:f, s:i, s:{s:f, s:f}, s:i, s:i, s:o, s:o, s:o}", "method",
+	return json_pack("{s:s, s:s, s:s, s:f, s:i, s:{s:f, s:f}, s:i, s:i, s:o, s:o, s:o, s:o}", "method",
 			 r->schedstat ? "schedstat sampling: a thread's run time between two samples is put on the "
 					"CPU it last ran on"
 				      : "utime+stime sampling (no schedstat): a thread's CPU time between two samples "
@@ -961,7 +976,7 @@ json_t *culprit_json(const struct culprit_result *r)
 			 "cpus", r->cpus, "cpus_from", r->cpus_given ? "caller" : "job run time", "seconds",
 			 r->seconds, "samples", r->samples, "sample_ms", "mean", r->sample_ms_mean, "max",
 			 r->sample_ms_max, "procs_dropped", r->procs_dropped, "culprits", r->n_culprits, "tasks", tasks,
-			 "irqs", irqs, "affinity_changes", changes);
+			 "irqs", irqs, "affinity_changes", changes, "job", job);
 }
 
 /* ---- A against B ------------------------------------------------------------ */
@@ -1037,7 +1052,6 @@ static const char *pct(double share, char *buf, size_t size)
 int culprit_describe_top(const struct culprit_result *a, const struct culprit_result *b, char *buf, size_t size)
 {
 	struct cmp_line *l = calloc((size_t)((a ? a->n_tasks : 0) + (b ? b->n_tasks : 0)) + 1, sizeof(*l));
-	const struct culprit_result *arm[2] = { a, b };
 	size_t len = 0;
 	int n, lines = 0;
 	bool ok = true;
@@ -1063,14 +1077,192 @@ int culprit_describe_top(const struct culprit_result *a, const struct culprit_re
 			    pct(l[i].share[!hi], p[1], sizeof(p[1])), hi ? 'A' : 'B');
 		lines += ok;
 	}
-	for (int s = 0; s < 2 && ok; s++) {
-		for (int i = 0; arm[s] && i < arm[s]->n_changes && ok; i++) {
-			const struct culprit_affinity_change *ch = &arm[s]->changes[i];
+	free(l);
+	return ok ? lines : -ENOSPC;
+}
 
-			ok = textbuf_appendf(buf, size, &len, "pid %d (%s) thread %d: allowed CPUs %s -> %s, %.1f s into %s trial\n",
-				    ch->pid, ch->comm, ch->tid, ch->before, ch->after, ch->t, s ? "a B" : "an A");
-			lines += ok;
+/* One kind of affinity change (a program's threads going from one list of
+ * allowed CPUs to another), counted in each arm. */
+struct change_kind {
+	const struct culprit_affinity_change *first[2];   /* each arm's first of this kind (NULL: none) */
+	int n[2];
+	double rate[2];                                   /* per trial */
+};
+
+static bool same_kind(const struct culprit_affinity_change *x, const struct culprit_affinity_change *y)
+{
+	return !strcmp(x->comm, y->comm) && !strcmp(x->before, y->before) && !strcmp(x->after, y->after);
+}
+
+/* The kinds of change in both arms, counted (at most 2 CULPRIT_MAX_CHANGES). */
+static int change_kinds(const struct culprit_result *arm[2], const int trials[2], struct change_kind *k)
+{
+	int n = 0;
+
+	for (int s = 0; s < 2; s++)
+		for (int i = 0; arm[s] && i < arm[s]->n_changes; i++) {
+			const struct culprit_affinity_change *ch = &arm[s]->changes[i];
+			int j = 0;
+
+			while (j < n && !same_kind(k[j].first[0] ? k[j].first[0] : k[j].first[1], ch))
+				j++;
+			if (j == n)
+				memset(&k[n++], 0, sizeof(*k));
+			if (!k[j].first[s])
+				k[j].first[s] = ch;
+			k[j].n[s]++;
 		}
+	for (int j = 0; j < n; j++)
+		for (int s = 0; s < 2; s++)
+			k[j].rate[s] = (double)k[j].n[s] / (trials[s] > 0 ? trials[s] : 1);
+	return n;
+}
+
+/* Seen alike in both arms: in both, at rates within a factor of 2. */
+static bool kind_alike(const struct change_kind *k)
+{
+	return k->n[0] && k->n[1] && fmin(k->rate[0], k->rate[1]) >= 0.5 * fmax(k->rate[0], k->rate[1]);
+}
+
+static int cmp_kind(const void *a, const void *b)
+{
+	const struct change_kind *x = a, *y = b;
+	double dx = fabs(x->rate[1] - x->rate[0]), dy = fabs(y->rate[1] - y->rate[0]);
+
+	return (dx < dy) - (dx > dy);
+}
+
+int culprit_describe_changes(const struct culprit_result *a, int trials_a, const struct culprit_result *b,
+			     int trials_b, char *buf, size_t size)
+{
+	const struct culprit_result *arm[2] = { a, b };
+	const int trials[2] = { trials_a, trials_b };
+	struct change_kind k[2 * CULPRIT_MAX_CHANGES];
+	int n, lines = 0, alike = 0, alike_n[2] = { 0, 0 }, first_alike = -1;
+	size_t len = 0;
+	bool ok = true;
+
+	if (!size)
+		return -ENOSPC;
+	buf[0] = '\0';
+	n = change_kinds(arm, trials, k);
+	qsort(k, (size_t)n, sizeof(*k), cmp_kind);
+	for (int j = 0; j < n && ok; j++) {
+		int hi = k[j].rate[1] >= k[j].rate[0];
+		const struct culprit_affinity_change *ch = k[j].first[hi];
+
+		if (kind_alike(&k[j])) {
+			alike++;
+			alike_n[0] += k[j].n[0];
+			alike_n[1] += k[j].n[1];
+			first_alike = first_alike < 0 ? j : first_alike;
+			continue;
+		}
+		if (lines >= 3)
+			continue;
+		ok = textbuf_appendf(buf, size, &len, "%s's threads: allowed CPUs %s -> %s %d%s time%s in %d %c trials, "
+				     "%d%s in %d %c (first pid %d thread %d, %.1f s into a trial)\n", ch->comm,
+				     ch->before, ch->after, k[j].n[hi],
+				     arm[hi]->n_changes >= CULPRIT_MAX_CHANGES ? "+" : "", k[j].n[hi] == 1 ? "" : "s",
+				     trials[hi], hi ? 'B' : 'A',
+				     k[j].n[!hi], arm[!hi] && arm[!hi]->n_changes >= CULPRIT_MAX_CHANGES ? "+" : "",
+				     trials[!hi], hi ? 'A' : 'B', ch->pid, ch->tid, ch->t);
+		lines += ok;
+	}
+	if (alike && ok) {
+		const struct culprit_affinity_change *ch = k[first_alike].first[0];
+
+		ok = textbuf_appendf(buf, size, &len, "alike in both arms, so not a difference: %d kind%s of affinity "
+				     "change (%d in A, %d in B), e.g. %s's threads %s -> %s\n", alike,
+				     alike == 1 ? "" : "s", alike_n[0], alike_n[1], ch->comm, ch->before, ch->after);
+		lines += ok;
+	}
+	return ok ? lines : -ENOSPC;
+}
+
+/* ---- the job's own tree, A against B ------------------------------------ */
+
+static bool same_job_kind(const struct culprit_task *x, const struct culprit_task *y)
+{
+	return !strcmp(x->comm, y->comm) && x->policy == y->policy && x->priority == y->priority;
+}
+
+/* The rows of r of t's kind: their time on the rank CPUs over r's time. */
+static double kind_share(const struct culprit_result *r, const struct culprit_task *t)
+{
+	double sec = 0;
+
+	for (int i = 0; r && i < r->n_job; i++)
+		if (same_job_kind(&r->job[i], t))
+			sec += r->job[i].seconds;
+	return r && r->seconds > 0 ? sec / r->seconds : 0;
+}
+
+struct job_line {
+	const struct culprit_task *t;  /* in the arm where its kind took more */
+	int hi;                        /* that arm */
+	double share[2];
+	bool absent;                   /* no process of its kind in the other arm */
+};
+
+static bool kind_in(const struct culprit_result *r, const struct culprit_task *t)
+{
+	for (int i = 0; r && i < r->n_job; i++)
+		if (same_job_kind(&r->job[i], t))
+			return true;
+	return false;
+}
+
+static int cmp_job_line(const void *a, const void *b)
+{
+	const struct job_line *x = a, *y = b;
+	double dx = fabs(x->share[1] - x->share[0]), dy = fabs(y->share[1] - y->share[0]);
+
+	return (dx < dy) - (dx > dy);
+}
+
+int culprit_describe_job(const struct culprit_result *a, const struct culprit_result *b, char *buf, size_t size)
+{
+	const struct culprit_result *arm[2] = { a, b };
+	struct job_line *l = calloc((size_t)((a ? a->n_job : 0) + (b ? b->n_job : 0)) + 1, sizeof(*l));
+	size_t len = 0;
+	int n = 0, lines = 0;
+	bool ok = true;
+
+	if (!size)
+		return free(l), -ENOSPC;
+	buf[0] = '\0';
+	if (!l)
+		return -ENOMEM;
+	for (int s = 0; s < 2; s++)
+		for (int i = 0; arm[s] && i < arm[s]->n_job; i++) {
+			const struct culprit_task *t = &arm[s]->job[i];
+			struct job_line x = { .t = t, .hi = s };
+			bool dup = false;
+
+			x.share[s] = kind_share(arm[s], t);
+			x.share[!s] = kind_share(arm[!s], t);
+			x.absent = !kind_in(arm[!s], t);
+			for (int k = 0; k < n && !dup; k++)
+				dup = same_job_kind(l[k].t, t);
+			if (!dup && x.share[s] >= 0.02 && x.share[!s] <= x.share[s] / 2 - 0.01)
+				l[n++] = x;
+		}
+	qsort(l, (size_t)n, sizeof(*l), cmp_job_line);
+	for (int i = 0; i < n && i < 3 && ok; i++) {
+		const struct culprit_task *t = l[i].t;
+		char other[48];
+
+		if (l[i].absent)
+			snprintf(other, sizeof(other), "%c has no such process", l[i].hi ? 'A' : 'B');
+		else
+			snprintf(other, sizeof(other), "in %c it took %.1f%%", l[i].hi ? 'A' : 'B',
+				 100 * l[i].share[!l[i].hi]);
+		ok = textbuf_appendf(buf, size, &len, "%c's command runs pid %d (%s, %s %d) that took %.1f%% of a CPU on the rank CPUs "
+				     "(most on CPU %d); %s\n",
+				     l[i].hi ? 'B' : 'A', t->pid, t->comm, culprit_policy_name(t->policy), t->priority,
+				     100 * l[i].share[l[i].hi], t->top_cpu, other);
+		lines += ok;
 	}
 	free(l);
 	return ok ? lines : -ENOSPC;

@@ -125,6 +125,10 @@ struct culprit_result {
 	int n_culprits;              /* all the processes found on the rank CPUs */
 	int n_tasks;                 /* the top ones kept, by top_share */
 	struct culprit_task *tasks;
+	int n_job;                   /* the job's own processes (the forked pid's tree, and
+				      * those the caller added) that ran on a rank CPU, the top
+				      * CULPRIT_MAX_TASKS by top_share, in the same rows */
+	struct culprit_task *job;
 	int n_irq_cpus;              /* one per rank CPU */
 	struct culprit_cpu_irq *irq_cpus;
 	int n_changes;
@@ -167,19 +171,44 @@ void culprit_result_free(struct culprit_result *r);
 /* The result as JSON (a new reference; NULL on ENOMEM). */
 json_t *culprit_json(const struct culprit_result *r);
 
-/* "SCHED_FIFO", ...; "SCHED_?" for a number the kernel does not have. */
-const char *culprit_policy_name(int policy);
-
 /* The lines that explain A against B, one per culprit whose share of a
  * rank CPU differs most between the two, by half a percent of a CPU or
  * more (at most 3, largest first), e.g.
  *   pid 4242 (stress, SCHED_FIFO 50) in cgroup /noisy ran 9.8% of CPU 1 during B trials, 0% during A
- * (a kernel thread reads "(ksoftirqd/1, kernel thread, SCHED_OTHER 0)"),
- * then one line per affinity change.  A process is the same in both when
+ * (a kernel thread reads "(ksoftirqd/1, kernel thread, SCHED_OTHER 0)").
+ * A process is the same in both when
  * its pid and comm are.  Lines end in '\n'.  Returns the number of lines
  * (0: nothing to say, buf ""), or -ENOSPC when buf was too small (it then
  * holds the lines that fit). */
 int culprit_describe_top(const struct culprit_result *a, const struct culprit_result *b, char *buf, size_t size);
+
+/* The job threads' affinity changes, A against B, by kind (a program's
+ * threads going from one list of allowed CPUs to another; pids differ
+ * between trials, programs do not), counted per arm over its trials
+ * (trials_a, trials_b; the counts end in "+" where an arm kept only its
+ * first CULPRIT_MAX_CHANGES).  A kind seen alike in both arms (in both, at
+ * rates per trial within a factor of 2: the job's own threads settling,
+ * say) is no difference: all of them are summed up in one last line,
+ *   alike in both arms, so not a difference: 1 kind of affinity change (16 in A, 16 in B), e.g. ...
+ * The kinds that differ come first, by the difference of their rates, at
+ * most 3:
+ *   python3's threads: allowed CPUs 1 -> 0-1 12 times in 8 B trials, 0 in 8 A (first pid 7 thread 8, 0.5 s into a trial)
+ * Lines end in '\n'.  Returns the number of lines (0: none, buf ""), or
+ * -ENOSPC when buf was too small (it holds the whole lines that fit). */
+int culprit_describe_changes(const struct culprit_result *a, int trials_a, const struct culprit_result *b,
+			     int trials_b, char *buf, size_t size);
+
+/* What the job's own tree does differently, A against B: its processes
+ * grouped by kind (comm, policy and priority: pids differ from trial to
+ * trial), each kind's time on the rank CPUs over its arm's time.  A kind
+ * that took 2% of a CPU or more in one arm and at most half of that (less
+ * 1%) in the other is a line, largest difference first, at most 3:
+ *   B's command runs pid 4242 (helper, SCHED_FIFO 50) that took 11.0% of a CPU on the rank CPUs (most on
+ *   CPU 1); A has no such process
+ * or "...; in A it took 5.0%".
+ * Lines end in '\n'.  Returns the number of lines (0: none, buf ""), or
+ * -ENOSPC when buf was too small (it holds the whole lines that fit). */
+int culprit_describe_job(const struct culprit_result *a, const struct culprit_result *b, char *buf, size_t size);
 
 /* qsort order of culprit_task: the largest share of a rank CPU first, then
  * the most seconds, then the pid. */

@@ -294,7 +294,7 @@ static void explanations(FILE *f, const struct ab_result *res)
 	for (int c = 0; c < AB_COUNTERS; c++)
 		if (res->not_countable[c][0]) {
 			fprintf(f, "<tr class=\"nc\"><td>%s</td><td colspan=\"5\">not countable on this host: ",
-				ab_counter_name(c));
+				ab_counter_row(c)->name);
 			html_escape(f, res->not_countable[c]);
 			fputs("</td></tr>\n", f);
 		}

@@ -13,6 +13,7 @@
  *   perf          per-CPU events of the cgroup
  */
 #include "ab/trialcg.h"
+#include "ab/trialcg_test.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -73,11 +73,6 @@ int trialcg_attach(const struct trialcg *cg, pid_t pid, struct nt_err *err);
 /* The group's directories, ", " between them, for messages ("" none). */
 const char *trialcg_paths(const struct trialcg *cg);
 
-/* A directory fd of the group in the hierarchy perf counts cgroups of (v1
- * perf_event where it is mounted, else cgroup2), for PERF_FLAG_PID_CGROUP;
- * -1 when there is none.  Owned by cg. */
-int trialcg_perf_fd(const struct trialcg *cg);
-
 /* ---- what a cgroup says ------------------------------------------------ */
 
 /* The counters, by enum; v[] of struct trialcg_stats. */
@@ -131,17 +126,6 @@ static inline bool trialcg_has(const struct trialcg_stats *s, enum trialcg_count
 /* Read the group's counters now.  Returns 0, or -ENOENT (the group's
  * directories are gone) with err; *ret is untouched on error. */
 int trialcg_read(const struct trialcg *cg, struct trialcg_stats *ret, struct nt_err *err);
-
-/* Read the cgroups pid is in right now (proc/PID/cgroup below root, mapped
- * to the mounts of proc/self/mounts): e.g. the group a wrapper in the job
- * moved itself into to apply a quota.  Returns 0, -ENOENT (no such pid, or
- * its cgroups are not mounted here), -ENOTSUP (no cgroup mounted), -EINVAL
- * (a malformed file, with file:line) with err; *ret untouched on error. */
-int trialcg_read_pid(const struct fsroot *root, pid_t pid, struct trialcg_stats *ret, struct nt_err *err);
-
-/* Is pid in the group in every hierarchy of it (false when it has moved
- * elsewhere, or is gone)? */
-bool trialcg_holds(const struct trialcg *cg, pid_t pid);
 
 /* What changed from before to after (two reads of the same cgroups), in
  * words fit for the explanation: "throttled in 412 of 500 periods (82%),

@@ -1,5 +1,6 @@
 /* stats.c — see stats.h. */
 #include "base/stats.h"
+#include "base/stats_test.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -106,55 +107,6 @@ double stats_hodges_lehmann(const double *a, size_t na, const double *b, size_t 
 	return m;
 }
 
-static uint64_t next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static double mean(const double *x, size_t n)
-{
-	double s = 0;
-
-	for (size_t i = 0; i < n; i++)
-		s += x[i];
-	return s / (double)n;
-}
-
-int stats_bootstrap_ratio(const double *a, size_t na, const double *b, size_t nb, int resamples,
-			  double alpha, uint64_t seed, double *ret_ratio, double *ret_lo, double *ret_hi)
-{
-	double *r, ma, mb;
-	uint64_t s = seed;
-	int k = 0;
-
-	if (!na || !nb || resamples < 10 || mean(a, na) == 0)
-		return -EINVAL;
-	r = malloc((size_t)resamples * sizeof(*r));
-	if (!r)
-		return -ENOMEM;
-	for (int i = 0; i < resamples; i++) {
-		double sa = 0, sb = 0;
-
-		for (size_t j = 0; j < na; j++)
-			sa += a[next(&s) % na];
-		for (size_t j = 0; j < nb; j++)
-			sb += b[next(&s) % nb];
-		ma = sa / na;
-		mb = sb / nb;
-		if (ma != 0)
-			r[k++] = mb / ma;
-	}
-	qsort(r, (size_t)k, sizeof(*r), cmp_double);
-	*ret_ratio = mean(b, nb) / mean(a, na);
-	*ret_lo = r[(int)floor(alpha / 2 * (k - 1))];
-	*ret_hi = r[(int)ceil((1 - alpha / 2) * (k - 1))];
-	free(r);
-	return 0;
-}
 
 /* The regularized incomplete beta I_x(a, b) by its continued fraction
  * (modified Lentz), on the side where it converges fast. */
@@ -226,6 +178,46 @@ double stats_t_quantile(double p2, double df)
 	return (lo + hi) / 2;
 }
 
+double stats_norm_p2(double z)
+{
+	return isnan(z) ? NAN : erfc(fabs(z) / M_SQRT2);
+}
+
+double stats_norm_quantile(double p2)
+{
+	double lo = 0, hi = 40;
+
+	if (!(p2 > 0 && p2 < 1))
+		return NAN;
+	for (int i = 0; i < 200 && hi - lo > 1e-13; i++) {
+		double mid = (lo + hi) / 2;
+
+		if (stats_norm_p2(mid) > p2)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return (lo + hi) / 2;
+}
+
+double stats_obf_spent(double alpha, double t)
+{
+	if (!(t > 0))
+		return 0;
+	if (t >= 1)
+		return alpha;
+	return stats_norm_p2(stats_norm_quantile(alpha) / sqrt(t));
+}
+
+static double mean(const double *x, size_t n)
+{
+	double s = 0;
+
+	for (size_t i = 0; i < n; i++)
+		s += x[i];
+	return s / (double)n;
+}
+
 int stats_block_ratio(const double *d, size_t n, double alpha, struct stats_blocks *ret)
 {
 	double m, ss = 0, se, q;
@@ -245,6 +237,10 @@ int stats_block_ratio(const double *d, size_t n, double alpha, struct stats_bloc
 	ret->ratio = exp(m);
 	ret->ci_lo = exp(m - q * se);
 	ret->ci_hi = exp(m + q * se);
+	/* TOST's interval: each one-sided test at alpha */
+	q = 2 * alpha < 1 ? stats_t_quantile(2 * alpha, (double)(n - 1)) : 0;
+	ret->eq_lo = exp(m - q * se);
+	ret->eq_hi = exp(m + q * se);
 	ret->p = se > 0 ? stats_t_p2(m / se, (double)(n - 1)) : (m == 0 ? 1.0 : 0.0);
 	return 0;
 }
@@ -267,6 +263,8 @@ int stats_blocks_for_width(double sd, double alpha, double w)
 
 enum stats_verdict stats_verdict(double p, double ratio, double lo, double hi, double alpha, double threshold)
 {
+	/* p < alpha: the (1 - alpha) interval excludes 1, and so does the
+	 * narrower (1 - 2 alpha) one, lo..hi */
 	if (p < alpha && hi < 1 && ratio < 1 - threshold)
 		return VERDICT_REGRESSION;
 	if (p < alpha && lo > 1 && ratio > 1 + threshold)

@@ -1,16 +1,16 @@
-/* stats.h — the statistics of the A/B engine.
+/* stats.h — the statistics of the A/B engine, as it uses them.
  *
  * The verdict's estimate comes from paired ABBA blocks (stats_block_ratio,
- * a t interval); the counters' tests use Mann-Whitney U (two-sided, normal approximation with tie and continuity
- * corrections), the Hodges-Lehmann shift (median of all pairwise
- * differences), a seeded percentile bootstrap of the ratio of means, and the
- * verdict: regression, improvement, no-difference or inconclusive, against
- * a practical threshold. */
+ * a t interval) and stats_verdict judges it against a practical threshold:
+ * regression, improvement, no-difference or inconclusive; stats_blocks_needed
+ * says what a budget can decide.  The counters' explanations use medians,
+ * the MAD and Mann-Whitney U (two-sided, normal approximation with tie and
+ * continuity corrections); the step times the Hodges-Lehmann shift (the
+ * median of all pairwise differences). */
 #ifndef NODETUNE_STATS_H
 #define NODETUNE_STATS_H
 
 #include <stddef.h>
-#include <stdint.h>
 
 /* Median of x[0..n) (x is not modified); NAN for n = 0. */
 double stats_median(const double *x, size_t n);
@@ -25,16 +25,6 @@ double stats_mann_whitney(const double *a, size_t na, const double *b, size_t nb
 /* Hodges-Lehmann estimate of the shift b - a: the median of all b_j - a_i. */
 double stats_hodges_lehmann(const double *a, size_t na, const double *b, size_t nb);
 
-/* Percentile bootstrap (resamples, seed) of mean(b) / mean(a): the point
- * ratio in *ret_ratio, the (1-alpha) interval in *ret_lo, *ret_hi.
- * Returns 0, or -EINVAL for an empty sample or a zero mean. */
-int stats_bootstrap_ratio(const double *a, size_t na, const double *b, size_t nb, int resamples,
-			  double alpha, uint64_t seed, double *ret_ratio, double *ret_lo, double *ret_hi);
-
-/* Student's t: the two-sided p-value of t with df degrees of freedom
- * (df > 0; NAN otherwise), and the quantile q with P(|T| > q) = p2 (p2 in
- * (0, 1)). */
-double stats_t_p2(double t, double df);
 double stats_t_quantile(double p2, double df);
 
 /* The paired estimate of B/A.  A block is a run of trials of both arms
@@ -48,16 +38,25 @@ double stats_t_quantile(double p2, double df);
 struct stats_blocks {
 	int n;                        /* blocks */
 	double ratio;                 /* exp(mean d): B/A */
-	double ci_lo, ci_hi;          /* the (1 - alpha) interval of the ratio */
+	double ci_lo, ci_hi;          /* the (1 - alpha) interval of the ratio: the difference test's */
+	double eq_lo, eq_hi;          /* the (1 - 2 alpha) interval: TOST's (two one-sided tests at alpha) */
 	double p;                     /* two-sided, of mean d = 0 */
 	double sd;                    /* of d: the noise of one block's B/A, as a log */
 };
 int stats_block_ratio(const double *d, size_t n, double alpha, struct stats_blocks *ret);
 
-/* Blocks needed for a (1 - alpha) interval of half width at most w (a
- * log) at block noise sd.  At least 2; INT_MAX when sd is not finite or
- * w not > 0. */
-int stats_blocks_for_width(double sd, double alpha, double w);
+/* The standard normal's two-sided p-value of z, 2 (1 - Phi(|z|)), and its
+ * inverse: z with that p-value (p2 in (0, 1); NAN otherwise). */
+double stats_norm_p2(double z);
+double stats_norm_quantile(double p2);
+
+/* The alpha a group-sequential design has spent by information fraction t
+ * (Lan-DeMets, O'Brien-Fleming type, two-sided): 2 - 2 Phi(z_{1-alpha/2} /
+ * sqrt(t)); 0 for t <= 0, alpha for t >= 1.  It spends almost nothing
+ * early (alpha 0.05: 0.00009 at t = 0.25, 0.0056 at 0.5, 0.024 at 0.75),
+ * so early looks stop only on a large effect and the last keeps most of
+ * the power of a single test. */
+double stats_obf_spent(double alpha, double t);
 
 /* Blocks needed so that a (1 - alpha) interval of an A/A with that block
  * noise sd (a log, as above) fits within +-threshold, with room for the
@@ -67,12 +66,15 @@ int stats_blocks_needed(double sd, double alpha, double threshold);
 
 enum stats_verdict { VERDICT_NO_DIFFERENCE, VERDICT_IMPROVEMENT, VERDICT_REGRESSION, VERDICT_INCONCLUSIVE };
 
-/* For a higher-is-better metric (throughput) of B over A, ratio = B/A with
- * its interval: regression when the rank test is significant (p < alpha),
- * the interval lies below 1 and the ratio is below 1 - threshold (a real
- * and practically large loss); improvement the mirror image; no-difference
- * when the whole interval lies within 1 +- threshold (equivalence);
- * inconclusive otherwise: more trials would decide. */
+/* For a higher-is-better metric (throughput) of B over A, ratio = B/A, at
+ * level alpha (one look's share of the experiment's alpha): regression
+ * when the difference test is significant (two-sided p < alpha: the
+ * (1 - alpha) interval excludes 1) and the ratio is below 1 - threshold (a
+ * real and practically large loss); improvement the mirror image;
+ * no-difference when the equivalence test (TOST: two one-sided tests at
+ * alpha) rejects a difference of the threshold, that is when lo..hi, the
+ * (1 - 2 alpha) interval (stats_blocks' eq_lo, eq_hi), lies within
+ * 1 +- threshold; inconclusive otherwise: more trials would decide. */
 enum stats_verdict stats_verdict(double p, double ratio, double ci_lo, double ci_hi, double alpha,
 				 double threshold);
 

@@ -1,6 +1,9 @@
 /* test_ab.c — the A/B set-up the verbs share: the defaults (the one copy),
- * the default command of the arms that name none, and the trial files. */
+ * the default command of the arms that name none, the trial files, and the
+ * counters' rows; and the sequential design, through thousands of simulated
+ * experiments: its false alarms within their binomial bound, its power. */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +11,7 @@
 #include <cmocka.h>
 
 #include "ab/ab.h"
+#include "ab/ab_test.h"
 #include "test_util.h"
 
 static void test_defaults(void **state)
@@ -73,12 +77,198 @@ static void test_files(void **state)
 	assert_int_equal(stat(f.work, &st), -1);
 }
 
+/* Every counter is one whole row, found by its enum: a name no other
+ * counter has, a mechanism, a source that says who reads it (the host's
+ * rows the engine's, the trial's the watch's), a perf event for a perf
+ * counter, and an A/A floor above 0. */
+static void test_counter_rows(void **state)
+{
+	(void)state;
+	for (int c = 0; c < AB_COUNTERS; c++) {
+		const struct abwatch_row *r = ab_counter_row(c);
+
+		assert_non_null(r);
+		assert_true(r->name && r->name[0] && r->mechanism && r->mechanism[0] && r->unit);
+		assert_true(r->floor > 0);
+		assert_int_equal(r->source == ABWATCH_SRC_HOST, c < AB_C_TRIAL_FIRST);
+		if (r->source == ABWATCH_SRC_PERF)
+			assert_true(r->perf >= 0 && r->perf < TCG_PERF_N);
+		for (int d = 0; d < c; d++)
+			assert_string_not_equal(ab_counter_row(d)->name, r->name);
+	}
+	assert_ptr_equal(ab_counter_row(AB_C_TRIAL_FIRST + ABWATCH_CG_FAULTS), &abwatch_rows[ABWATCH_CG_FAULTS]);
+	assert_string_equal(ab_counter_row(AB_C_CPU_PRESSURE_MS)->name, "cpu_pressure_ms");
+	assert_null(ab_counter_row(AB_COUNTERS));
+}
+
+/* A counter is a cause only if it can account for a share of the change:
+ * page faults at 2504 against 2540 per step did not make B 40% slower
+ * (issue 25); throttling and another task's share of the CPU can. */
+static void test_share_of_change(void **state)
+{
+	const struct abwatch_row *faults = ab_counter_row(AB_C_TRIAL_FIRST + ABWATCH_CG_FAULTS);
+	const struct abwatch_row *thr = ab_counter_row(AB_C_TRIAL_FIRST + ABWATCH_THROTTLED_MS);
+	const struct abwatch_row *foreign = ab_counter_row(AB_C_TRIAL_FIRST + ABWATCH_FOREIGN_CPU_SHARE);
+	const struct abwatch_row *aff = ab_counter_row(AB_C_TRIAL_FIRST + ABWATCH_AFFINITY_CHANGES);
+	double share;
+
+	(void)state;
+	share = ab_share_of_change(faults, 2504, 2540, 1 / 1.4, 100);
+	print_message("  page faults +36 per 100 ms step, B 40%% slower: %.4f of the change\n", share);
+	assert_true(share > 0 && share < 0.01);
+	assert_true(fabs(ab_share_of_change(thr, 0, 30, 1 / 1.3, 100) - 1) < 1e-9);
+	assert_true(fabs(ab_share_of_change(foreign, 0.001, 0.101, 1 / 1.1, 100) - 1) < 1e-9);
+	assert_true(ab_share_of_change(thr, 30, 0, 1 / 1.3, 100) < 0);   /* moved against the change */
+	assert_true(isnan(ab_share_of_change(aff, 0, 5, 0.5, 100)));     /* no cost known */
+	assert_true(isnan(ab_share_of_change(thr, 0, 30, 1.001, 100)));  /* nothing to account for */
+	/* per second without steps: 50 ms throttled per s, B 5% slower */
+	assert_true(fabs(ab_share_of_change(thr, 0, 50, 1 / 1.05, 1000) - 1) < 1e-9);
+}
+
+/* ---- the sequential design, simulated ------------------------------------ */
+
+static uint64_t sim_rng;
+
+static double sim_uniform(void)
+{
+	sim_rng ^= sim_rng << 13;
+	sim_rng ^= sim_rng >> 7;
+	sim_rng ^= sim_rng << 17;
+	return ((sim_rng >> 11) + 0.5) / 9007199254740992.0;
+}
+
+static double sim_normal(void)
+{
+	return sqrt(-2 * log(sim_uniform())) * cos(2 * M_PI * sim_uniform());
+}
+
+/* One experiment as ab_run runs it: a warm-up, then looks at the blocks
+ * ab_look_blocks says (a look's later blocks only while the budget
+ * lasts), each look's fraction and finality from the time the blocks took
+ * (ab_look_fraction, each block block_s +-20%), its level (ab_seq_level)
+ * and its verdict (ab_decide).  Each pair's log B/A is effect + sd N(0,1).
+ * The refusal is left out: it only ever stops an experiment earlier and
+ * undecided.  Returns the verdict; *ret_s its time. */
+static enum stats_verdict sim_experiment(const struct ab_config *cfg, double sd, double effect, double block_s,
+					 double *ret_s)
+{
+	double d[AB_MAX_TRIALS / 2], elapsed = 2 * block_s, trials_s = 0;
+	struct ab_seq seq = { 0 };
+	int n = 0, np = 0;
+
+	for (;;) {
+		int blocks = ab_look_blocks(cfg, n);
+		struct stats_blocks sb;
+		enum stats_verdict v;
+		double t, level;
+		bool final;
+
+		for (int b = 0; b < blocks; b++) {
+			double bs = block_s * (0.8 + 0.4 * sim_uniform());
+
+			if (n > 0 && b > 0 && elapsed > cfg->budget_s)
+				break;
+			d[np++] = effect + sd * sim_normal();
+			d[np++] = effect + sd * sim_normal();
+			n += 4;
+			elapsed += bs;
+			trials_s += bs;
+		}
+		t = ab_look_fraction(cfg, n, elapsed, trials_s, &final);
+		level = ab_seq_level(cfg, &seq, t, final);
+		v = ab_decide(cfg->threshold, d, np, level, &sb);
+		*ret_s = elapsed;
+		if (v != VERDICT_INCONCLUSIVE || final)
+			return v;
+	}
+}
+
+struct sim_tally {
+	int n, verdicts[4];
+	double median_s;
+};
+
+static void sim_many(const struct ab_config *cfg, int n, double sd, double effect, double block_s,
+		     struct sim_tally *ret)
+{
+	double *secs = calloc((size_t)n, sizeof(double));
+
+	assert_non_null(secs);
+	memset(ret, 0, sizeof(*ret));
+	for (int i = 0; i < n; i++)
+		ret->verdicts[sim_experiment(cfg, sd, effect, block_s, &secs[i])]++;
+	ret->n = n;
+	ret->median_s = stats_median(secs, (size_t)n);
+	free(secs);
+}
+
+/* The most false alarms of n experiments at rate alpha that a correct
+ * design shows with probability 0.999: the binomial's mean + 3.1 sd. */
+static int sim_bound(int n, double alpha)
+{
+	return (int)ceil(n * alpha + 3.1 * sqrt(n * alpha * (1 - alpha)));
+}
+
+static void sim_print(const char *what, const struct sim_tally *t)
+{
+	print_message("  %-36s %5d: regression %4d, improvement %4d, no-difference %4d, inconclusive %4d; median %.0f s\n",
+		      what, t->n, t->verdicts[VERDICT_REGRESSION], t->verdicts[VERDICT_IMPROVEMENT],
+		      t->verdicts[VERDICT_NO_DIFFERENCE], t->verdicts[VERDICT_INCONCLUSIVE], t->median_s);
+}
+
+/* A/A: every regression or improvement is a false alarm; the rate must stay
+ * within alpha's binomial bound, on a quiet job and on one whose noise
+ * far exceeds the threshold (where most looks see an effect of chance
+ * beyond it), at the default schedule and at a long budget with many
+ * looks.  With B 'threshold' slower, a no-difference is the equivalence
+ * test's error, bounded alike.  Power is what the design claims in
+ * bench/RESULTS.md: a 5% slowdown at 3.6% pair noise found within 120 s. */
+static void test_sequential_simulated(void **state)
+{
+	static const struct {
+		const char *what;
+		double sd, effect, threshold, budget, block_s;
+	} aa[] = {
+		{ "A/A, noise 3.6%, 120 s, thr 2%", 0.036, 0, 0.02, 120, 7 },
+		{ "A/A, noise 8.2%, 120 s, thr 1%", 0.082, 0, 0.01, 120, 7 },
+		{ "A/A, noise 5%, 900 s (many looks), thr 0.5%", 0.05, 0, 0.005, 900, 1.5 },
+	};
+	struct ab_config cfg;
+	struct sim_tally t;
+	const int n = 4000;
+
+	(void)state;
+	ab_config_defaults(&cfg);
+	sim_rng = 0x2545f4914f6cdd1dull;
+	for (size_t i = 0; i < sizeof(aa) / sizeof(aa[0]); i++) {
+		cfg.threshold = aa[i].threshold;
+		cfg.budget_s = aa[i].budget;
+		sim_many(&cfg, n, aa[i].sd, aa[i].effect, aa[i].block_s, &t);
+		sim_print(aa[i].what, &t);
+		assert_in_range(t.verdicts[VERDICT_REGRESSION] + t.verdicts[VERDICT_IMPROVEMENT], 0, sim_bound(n, cfg.alpha));
+	}
+	/* B exactly 2% slower: "no difference" is wrong at most alpha of the time */
+	cfg.threshold = 0.02;
+	cfg.budget_s = 120;
+	sim_many(&cfg, n, 0.036, log(0.98), 7, &t);
+	sim_print("B 2% slower (at the threshold)", &t);
+	assert_in_range(t.verdicts[VERDICT_NO_DIFFERENCE], 0, sim_bound(n, cfg.alpha));
+	/* power: B 5% slower at 3.6% pair noise */
+	sim_many(&cfg, n, 0.036, log(0.95), 7, &t);
+	sim_print("B 5% slower, noise 3.6%, 120 s", &t);
+	assert_true(t.verdicts[VERDICT_REGRESSION] >= 0.95 * n);
+	assert_int_equal(t.verdicts[VERDICT_IMPROVEMENT], 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_default_command),
 		cmocka_unit_test(test_files),
+		cmocka_unit_test(test_counter_rows),
+		cmocka_unit_test(test_share_of_change),
+		cmocka_unit_test(test_sequential_simulated),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "ab/abwatch.h"
+#include "ab/abwatch_test.h"
 #include "test_util.h"
 
 #define BURNER_COMM "abw-burner"
@@ -32,7 +33,7 @@ struct live {
 	struct fsroot *root;
 	char tmp[64];               /* a temporary root, when one is used */
 	struct abwatch *w;          /* begun, not yet ended */
-	struct abw_trial trial;
+	struct abwatch_trial trial;
 	pid_t job, burner;
 	pid_t ran;                  /* the job's pid, after it was reaped */
 	pid_t daemon;               /* a daemonized process of the job (not our child) */
@@ -67,7 +68,7 @@ static void reap(pid_t *pid)
 static int live_teardown(void **state)
 {
 	struct live *t = *state;
-	struct abw_trial discard;
+	struct abwatch_trial discard;
 	bool left;
 
 	reap(&t->job);
@@ -76,9 +77,9 @@ static int live_teardown(void **state)
 		kill(t->daemon, SIGKILL);
 	if (t->w) {                 /* a test failed between begin and end */
 		abwatch_end(t->w, &discard, NULL);
-		abw_trial_release(&discard);
+		abwatch_trial_release(&discard);
 	}
-	abw_trial_release(&t->trial);
+	abwatch_trial_release(&t->trial);
 	fsroot_free(t->root);
 	if (t->tmp[0])
 		test_rmrf(t->tmp);
@@ -268,12 +269,12 @@ static void live_begin(struct live *t, const char *label, bool need_cgroup)
 	t->w = abwatch_begin(t->root, label, &err);
 	assert_non_null(t->w);
 	if (need_cgroup && !abwatch_cgroup(t->w)) {
-		struct abw_trial nc;
+		struct abwatch_trial nc;
 
 		abwatch_end(t->w, &nc, NULL);
 		t->w = NULL;
-		print_message("skip: no trial cgroup here: %s\n", nc.why[ABW_THROTTLED_PERIODS]);
-		abw_trial_release(&nc);
+		print_message("skip: no trial cgroup here: %s\n", nc.why[ABWATCH_THROTTLED_PERIODS]);
+		abwatch_trial_release(&nc);
 		skip();
 	}
 }
@@ -286,10 +287,10 @@ static const struct culprit_task *find_task(const struct culprit_result *r, int 
 	return NULL;
 }
 
-static void print_counters(const struct abw_trial *tr)
+static void print_counters(const struct abwatch_trial *tr)
 {
-	for (int c = 0; c < ABW_N; c++)
-		print_message("  %-22s %10.3f %s%s\n", abw_rows[c].name, tr->v[c], tr->why[c][0] ? "not countable: " : "",
+	for (int c = 0; c < ABWATCH_N; c++)
+		print_message("  %-22s %10.3f %s%s\n", abwatch_rows[c].name, tr->v[c], tr->why[c][0] ? "not countable: " : "",
 			      tr->why[c]);
 }
 
@@ -300,7 +301,7 @@ static void test_live_culprit_named(void **state)
 	struct live *t = *state;
 	const struct job_spec js = { .seconds = 0.6, .pin = true };
 	const struct culprit_task *b;
-	struct abw_arm arm[2];
+	struct abwatch_arm arm[2];
 	char text[4096], want[64];
 
 	live_begin(t, "unit-culprit", false);
@@ -317,33 +318,33 @@ static void test_live_culprit_named(void **state)
 	assert_int_equal(b->top_cpu, 0);
 	print_message("burner: %.1f%% of CPU 0\n", 100 * b->top_share);
 	assert_true(b->top_share > 0.02);          /* ~50% alone, 10-30% on a loaded host */
-	assert_true(t->trial.v[ABW_FOREIGN_CPU_SHARE] >= b->top_share);
-	assert_string_equal(t->trial.why[ABW_FOREIGN_CPU_SHARE], "");
+	assert_true(t->trial.v[ABWATCH_FOREIGN_CPU_SHARE] >= b->top_share);
+	assert_string_equal(t->trial.why[ABWATCH_FOREIGN_CPU_SHARE], "");
 	assert_null(find_task(&t->trial.culprit, (int)getpid()));
 	assert_null(find_task(&t->trial.culprit, (int)t->ran));    /* the job is not a culprit */
 	for (int i = 0; i < t->trial.culprit.n_tasks; i++)
 		assert_string_not_equal(t->trial.culprit.tasks[i].comm, "test_abwatch");
 	/* perf: countable here, or says why; sharing CPU 0 means switches */
-	if (!t->trial.why[ABW_CG_SWITCHES][0])
-		assert_true(t->trial.v[ABW_CG_SWITCHES] > 0);
-	for (int c = 0; c < ABW_N; c++)
+	if (!t->trial.why[ABWATCH_CG_SWITCHES][0])
+		assert_true(t->trial.v[ABWATCH_CG_SWITCHES] > 0);
+	for (int c = 0; c < ABWATCH_N; c++)
 		if (t->trial.why[c][0])
 			assert_true(t->trial.v[c] == 0);
 	/* cgroup counters: countable with a trial cgroup, never a silent 0 */
 	if (!t->trial.cg_read)
-		assert_string_not_equal(t->trial.why[ABW_THROTTLED_PERIODS], "");
+		assert_string_not_equal(t->trial.why[ABWATCH_THROTTLED_PERIODS], "");
 	/* the text: B had the burner, A is an empty arm */
-	abw_arm_init(&arm[0]);
-	abw_arm_init(&arm[1]);
-	assert_int_equal(abw_arm_add(&arm[1], &t->trial), 0);
-	assert_true(abw_explain(&arm[0], &arm[1], text, sizeof(text)) >= 1);
+	abwatch_arm_init(&arm[0]);
+	abwatch_arm_init(&arm[1]);
+	assert_int_equal(abwatch_arm_add(&arm[1], &t->trial), 0);
+	assert_true(abwatch_explain(&arm[0], &arm[1], text, sizeof(text)) >= 1);
 	print_message("%s", text);
 	snprintf(want, sizeof(want), "pid %d (" BURNER_COMM ", SCHED_OTHER %d) in cgroup ", (int)t->burner,
 		 getpriority(PRIO_PROCESS, 0));   /* the nice value this test runs at */
 	assert_non_null(strstr(text, want));
 	assert_non_null(strstr(text, "of CPU 0 during B trials, 0% during A"));
-	abw_arm_release(&arm[0]);
-	abw_arm_release(&arm[1]);
+	abwatch_arm_release(&arm[0]);
+	abwatch_arm_release(&arm[1]);
 }
 
 /* Is pid gone (or a zombie nobody reaps)? */
@@ -394,27 +395,27 @@ static void test_live_quota_throttled(void **state)
 {
 	struct live *t = *state;
 	const struct job_spec js = { .seconds = 0.8, .quota_v2 = "20000 100000", .quota_v1 = "20000" };
-	struct abw_arm arm[2];
+	struct abwatch_arm arm[2];
 	char text[4096];
 
 	live_begin(t, "unit-quota", true);
 	run_trial(t, &js);
 	print_counters(&t->trial);
 	assert_true(t->trial.cg_read);
-	assert_string_equal(t->trial.why[ABW_THROTTLED_PERIODS], "");
-	assert_true(t->trial.v[ABW_THROTTLED_PERIODS] > 0);
-	assert_true(t->trial.v[ABW_THROTTLED_MS] > 0);
+	assert_string_equal(t->trial.why[ABWATCH_THROTTLED_PERIODS], "");
+	assert_true(t->trial.v[ABWATCH_THROTTLED_PERIODS] > 0);
+	assert_true(t->trial.v[ABWATCH_THROTTLED_MS] > 0);
 	assert_true(t->trial.after.quota_cpus > 0.19 && t->trial.after.quota_cpus < 0.21);
-	abw_arm_init(&arm[0]);
-	abw_arm_init(&arm[1]);
-	assert_int_equal(abw_arm_add(&arm[1], &t->trial), 0);
-	assert_true(abw_explain(&arm[0], &arm[1], text, sizeof(text)) >= 1);
+	abwatch_arm_init(&arm[0]);
+	abwatch_arm_init(&arm[1]);
+	assert_int_equal(abwatch_arm_add(&arm[1], &t->trial), 0);
+	assert_true(abwatch_explain(&arm[0], &arm[1], text, sizeof(text)) >= 1);
 	print_message("%s", text);
 	assert_non_null(strstr(text, "B: throttled in "));
 	assert_non_null(strstr(text, "quota 0.2 CPU"));
 	assert_null(strstr(text, "\nA: "));          /* A had no cgroup counters: no line */
-	abw_arm_release(&arm[0]);
-	abw_arm_release(&arm[1]);
+	abwatch_arm_release(&arm[0]);
+	abwatch_arm_release(&arm[1]);
 }
 
 /* A root with nothing in it: no cgroup, no proc.  The watch still runs a
@@ -438,14 +439,14 @@ static void test_nothing_countable(void **state)
 	print_counters(&t->trial);
 	assert_false(t->trial.cg_read);
 	assert_false(t->trial.culprit_read);
-	for (int c = 0; c < ABW_N; c++) {
+	for (int c = 0; c < ABWATCH_N; c++) {
 		assert_string_not_equal(t->trial.why[c], "");
 		assert_true(t->trial.v[c] == 0);
 	}
-	assert_non_null(strstr(t->trial.why[ABW_THROTTLED_PERIODS], "no trial cgroup: "));
-	assert_non_null(strstr(t->trial.why[ABW_MEM_EVENTS], "cgroup"));
-	assert_non_null(strstr(t->trial.why[ABW_CG_SWITCHES], "perf counts the trial cgroup"));
-	assert_non_null(strstr(t->trial.why[ABW_FOREIGN_CPU_SHARE], "culprit watch: "));
+	assert_non_null(strstr(t->trial.why[ABWATCH_THROTTLED_PERIODS], "no trial cgroup: "));
+	assert_non_null(strstr(t->trial.why[ABWATCH_MEM_EVENTS], "cgroup"));
+	assert_non_null(strstr(t->trial.why[ABWATCH_CG_SWITCHES], "perf counts the trial cgroup"));
+	assert_non_null(strstr(t->trial.why[ABWATCH_FOREIGN_CPU_SHARE], "culprit watch: "));
 }
 
 /* Begun and ended without a job: every counter says the job did not
@@ -464,10 +465,10 @@ static void test_not_started(void **state)
 	assert_int_equal(abwatch_tick(t->w), 0);
 	assert_int_equal(abwatch_end(t->w, &t->trial, &err), 0);
 	t->w = NULL;
-	for (int c = 0; c < ABW_N; c++)
+	for (int c = 0; c < ABWATCH_N; c++)
 		assert_string_equal(t->trial.why[c], "the job was not started");
 	assert_int_equal(abwatch_end(NULL, &t->trial, &err), -EINVAL);
-	assert_string_equal(t->trial.why[ABW_IRQ_SHARE], "no watch");
+	assert_string_equal(t->trial.why[ABWATCH_IRQ_SHARE], "no watch");
 }
 
 /* ---- an arm's trials merged ------------------------------------------- */
@@ -529,7 +530,7 @@ static void add_irq_cpu(struct culprit_result *r, int cpu, double softirq_s, uin
 							    .count = 100 };
 }
 
-static void fake_trial(struct abw_trial *t, double seconds, const char *cpus)
+static void fake_trial(struct abwatch_trial *t, double seconds, const char *cpus)
 {
 	memset(t, 0, sizeof(*t));
 	t->culprit_read = true;
@@ -540,7 +541,7 @@ static void fake_trial(struct abw_trial *t, double seconds, const char *cpus)
 }
 
 /* cpu.stat before and after: periods and throttled periods grown. */
-static void fake_cgroup(struct abw_trial *t, uint64_t periods, uint64_t throttled, uint64_t throttled_us)
+static void fake_cgroup(struct abwatch_trial *t, uint64_t periods, uint64_t throttled, uint64_t throttled_us)
 {
 	struct trialcg_stats *s[2] = { &t->before, &t->after };
 
@@ -578,9 +579,9 @@ static double cpu_share(const struct culprit_task *t, int cpu)
  * "kworker/1:1" in the first, 4242 "cron" (a reused pid) in the second,
  * softirqs summed by label, throttling summed, an affinity change; one A
  * trial with none of it.  tr[] holds the trials (release them too). */
-static void make_arms(struct abw_trial tr[3], struct abw_arm arm[2])
+static void make_arms(struct abwatch_trial tr[3], struct abwatch_arm arm[2])
 {
-	struct abw_trial *b1 = &tr[0], *b2 = &tr[1], *a1 = &tr[2];
+	struct abwatch_trial *b1 = &tr[0], *b2 = &tr[1], *a1 = &tr[2];
 
 	fake_trial(b1, 2.0, "1");
 	add_task(&b1->culprit, 4242, "stress", SCHED_FIFO, 50, (struct fake_cpu[]){ { 1, 0.2 } }, 1);
@@ -599,27 +600,79 @@ static void make_arms(struct abw_trial tr[3], struct abw_arm arm[2])
 	add_irq_cpu(&a1->culprit, 1, 0.005, 20, 0);
 	add_irq_cpu(&a1->culprit, 2, 0.0, 0, 0);
 	fake_cgroup(a1, 200, 0, 0);
-	abw_arm_init(&arm[0]);
-	abw_arm_init(&arm[1]);
-	assert_int_equal(abw_arm_add(&arm[0], a1), 0);
-	assert_int_equal(abw_arm_add(&arm[1], b1), 0);
-	assert_int_equal(abw_arm_add(&arm[1], b2), 0);
+	abwatch_arm_init(&arm[0]);
+	abwatch_arm_init(&arm[1]);
+	assert_int_equal(abwatch_arm_add(&arm[0], a1), 0);
+	assert_int_equal(abwatch_arm_add(&arm[1], b1), 0);
+	assert_int_equal(abwatch_arm_add(&arm[1], b2), 0);
 }
 
-static void free_arms(struct abw_trial tr[3], struct abw_arm arm[2])
+static void free_arms(struct abwatch_trial tr[3], struct abwatch_arm arm[2])
 {
-	abw_arm_release(&arm[0]);
-	abw_arm_release(&arm[1]);
+	abwatch_arm_release(&arm[0]);
+	abwatch_arm_release(&arm[1]);
 	assert_int_equal(arm[1].trials, 0);
 	for (int i = 0; i < 3; i++)
-		abw_trial_release(&tr[i]);
+		abwatch_trial_release(&tr[i]);
+}
+
+/* A job process row (the job's own tree), as add_task builds a culprit. */
+static void add_job(struct culprit_result *r, int pid, const char *comm, int policy, int prio,
+		    const struct fake_cpu *cpus, int n)
+{
+	struct culprit_result tmp = { .seconds = r->seconds };
+
+	add_task(&tmp, pid, comm, policy, prio, cpus, n);
+	r->job = realloc(r->job, (size_t)(r->n_job + 1) * sizeof(*r->job));
+	assert_non_null(r->job);
+	r->job[r->n_job++] = tmp.tasks[0];
+	free(tmp.tasks);
+}
+
+/* The job's own tree merged by kind over an arm's trials (its pids differ
+ * from trial to trial), and what B's command runs that A's does not leads
+ * the evidence; the ranks, alike in both arms, say nothing. */
+static void test_arm_job_tree(void **state)
+{
+	struct abwatch_trial tr[3];
+	struct abwatch_arm arm[2];
+	const struct culprit_task *h = NULL;
+	char text[2048];
+
+	(void)state;
+	fake_trial(&tr[0], 2.0, "1");
+	add_job(&tr[0].culprit, 100, "rank", SCHED_OTHER, 0, (struct fake_cpu[]){ { 1, 1.8 } }, 1);
+	add_job(&tr[0].culprit, 500, "helper", SCHED_FIFO, 50, (struct fake_cpu[]){ { 1, 0.5 } }, 1);
+	fake_trial(&tr[1], 3.0, "1");
+	add_job(&tr[1].culprit, 200, "rank", SCHED_OTHER, 0, (struct fake_cpu[]){ { 1, 2.7 } }, 1);
+	add_job(&tr[1].culprit, 600, "helper", SCHED_FIFO, 50, (struct fake_cpu[]){ { 1, 0.6 } }, 1);
+	fake_trial(&tr[2], 5.0, "1");
+	add_job(&tr[2].culprit, 300, "rank", SCHED_OTHER, 0, (struct fake_cpu[]){ { 1, 4.5 } }, 1);
+	abwatch_arm_init(&arm[0]);
+	abwatch_arm_init(&arm[1]);
+	assert_int_equal(abwatch_arm_add(&arm[0], &tr[2]), 0);
+	assert_int_equal(abwatch_arm_add(&arm[1], &tr[0]), 0);
+	assert_int_equal(abwatch_arm_add(&arm[1], &tr[1]), 0);
+	assert_int_equal(arm[1].culprit.n_job, 2);                 /* one row per kind */
+	for (int i = 0; i < arm[1].culprit.n_job; i++)
+		if (!strcmp(arm[1].culprit.job[i].comm, "helper"))
+			h = &arm[1].culprit.job[i];
+	assert_non_null(h);
+	assert_int_equal(h->pid, 500);                             /* the first trial's */
+	assert_true(fabs(h->seconds - 1.1) < 1e-9);
+	assert_true(fabs(h->top_share - 0.22) < 1e-9);
+	assert_int_equal(abwatch_explain(&arm[0], &arm[1], text, sizeof(text)), 1);
+	print_message("%s", text);
+	assert_string_equal(text, "B's command runs pid 500 (helper, SCHED_FIFO 50) that took 22.0% of a CPU on the "
+			    "rank CPUs (most on CPU 1); A has no such process\n");
+	free_arms(tr, arm);
 }
 
 /* The merged B arm: seconds and shares, the order, IRQs, cgroup sums. */
 static void test_arm_merge(void **state)
 {
-	struct abw_trial tr[3];
-	struct abw_arm arm[2];
+	struct abwatch_trial tr[3];
+	struct abwatch_arm arm[2];
 	const struct culprit_task *s;
 	const struct culprit_cpu_irq *cpu1;
 
@@ -663,15 +716,15 @@ static void test_arm_merge(void **state)
 /* A against B in words, and B as JSON. */
 static void test_arm_explain_and_json(void **state)
 {
-	struct abw_trial tr[3];
-	struct abw_arm arm[2];
+	struct abwatch_trial tr[3];
+	struct abwatch_arm arm[2];
 	char text[4096];
 	json_t *j, *tasks;
 	int n;
 
 	(void)state;
 	make_arms(tr, arm);
-	n = abw_explain(&arm[0], &arm[1], text, sizeof(text));
+	n = abwatch_explain(&arm[0], &arm[1], text, sizeof(text));
 	print_message("%s", text);
 	assert_int_equal(n, 7);
 	assert_non_null(strstr(text, "pid 4242 (stress, SCHED_FIFO 50) in cgroup /user.slice ran 12.0% of CPU 2 during B trials, "
@@ -679,19 +732,19 @@ static void test_arm_explain_and_json(void **state)
 	/* a pid reused by another program on the same CPU is another culprit */
 	assert_non_null(strstr(text, "pid 4242 (cron, SCHED_OTHER 0) in cgroup /user.slice ran 1.0% of CPU 2 during B trials, "
 				   "0% during A\n"));
-	assert_non_null(strstr(text, "pid 9 (rank0) thread 10: allowed CPUs 1 -> 0-3"));
+	assert_non_null(strstr(text, "rank0's threads: allowed CPUs 1 -> 0-3 1 time in"));
 	assert_non_null(strstr(text, "B: throttled in 30 of 200 periods (15%), 0.6 s in all; quota 0.5 CPU"));
 	assert_non_null(strstr(text, "A: not throttled (0 of 200 periods)"));
 	assert_non_null(strstr(text, "CPU 1: softirq 6.0% of the time during B (NET_RX 600, TIMER 10), 0.1% during A\n"));
 	assert_null(strstr(text, "CPU 2: "));                      /* no difference there */
 	/* A against itself: nothing to say */
-	assert_int_equal(abw_explain(&arm[0], &arm[0], text, sizeof(text)), 0);
+	assert_int_equal(abwatch_explain(&arm[0], &arm[0], text, sizeof(text)), 0);
 	assert_string_equal(text, "");
 	/* too small: the whole lines that fit */
-	assert_int_equal(abw_explain(&arm[0], &arm[1], text, 160), -ENOSPC);
+	assert_int_equal(abwatch_explain(&arm[0], &arm[1], text, 160), -ENOSPC);
 	assert_true(strlen(text) > 0 && strlen(text) < 160 && text[strlen(text) - 1] == '\n');
 
-	j = abw_arm_json(&arm[1]);
+	j = abwatch_arm_json(&arm[1]);
 	assert_non_null(j);
 	assert_int_equal(json_integer_value(json_object_get(j, "trials")), 2);
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "cgroup"), "throttled_periods")), 30);
@@ -700,7 +753,7 @@ static void test_arm_explain_and_json(void **state)
 	assert_int_equal(json_integer_value(json_object_get(json_array_get(tasks, 0), "pid")), 4242);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(tasks, 0), "comm")), "stress");
 	json_decref(j);
-	j = abw_arm_json(&arm[0]);
+	j = abwatch_arm_json(&arm[0]);
 	assert_non_null(j);
 	assert_int_equal(json_array_size(json_object_get(json_object_get(j, "culprit"), "tasks")), 0);
 	json_decref(j);
@@ -710,27 +763,27 @@ static void test_arm_explain_and_json(void **state)
 /* An arm of trials without culprit or cgroup results: no rows, no text. */
 static void test_arm_of_nothing(void **state)
 {
-	struct abw_trial t;
-	struct abw_arm a, b;
+	struct abwatch_trial t;
+	struct abwatch_arm a, b;
 	char text[256];
 	json_t *j;
 
 	(void)state;
 	memset(&t, 0, sizeof(t));
-	abw_arm_init(&a);
-	abw_arm_init(&b);
-	assert_int_equal(abw_arm_add(&a, &t), 0);
+	abwatch_arm_init(&a);
+	abwatch_arm_init(&b);
+	assert_int_equal(abwatch_arm_add(&a, &t), 0);
 	assert_int_equal(a.trials, 1);
 	assert_int_equal(a.culprit_trials + a.cg_trials, 0);
-	assert_int_equal(abw_explain(&a, &b, text, sizeof(text)), 0);
+	assert_int_equal(abwatch_explain(&a, &b, text, sizeof(text)), 0);
 	assert_string_equal(text, "");
-	j = abw_arm_json(&a);
+	j = abwatch_arm_json(&a);
 	assert_non_null(j);
 	assert_true(json_is_null(json_object_get(j, "culprit")));
 	assert_true(json_is_null(json_object_get(j, "cgroup")));
 	json_decref(j);
-	abw_arm_release(&a);
-	abw_arm_release(&b);
+	abwatch_arm_release(&a);
+	abwatch_arm_release(&b);
 }
 
 int main(void)
@@ -744,6 +797,7 @@ int main(void)
 		cmocka_unit_test(test_arm_merge),
 		cmocka_unit_test(test_arm_explain_and_json),
 		cmocka_unit_test(test_arm_of_nothing),
+		cmocka_unit_test(test_arm_job_tree),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "ab/culprit.h"
+#include "ab/culprit_test.h"
 #include "test_util.h"
 
 /* ---- a constructed proc tree ---------------------------------------------- */
@@ -379,6 +380,76 @@ static void test_live_fifo(void **state)
 
 /* ---- A against B -------------------------------------------------------------- */
 
+/* Affinity changes by kind, A against B: the job's own threads settling
+ * alike in both arms are one line at the end; what B does and A does not
+ * leads, with its counts per arm. */
+static void test_describe_changes(void **state)
+{
+	struct culprit_result a = { 0 }, b = { 0 };
+	char buf[1024];
+
+	(void)state;
+	for (int i = 0; i < 16; i++) {       /* the harness's threads, both arms: 2 per trial */
+		a.changes[a.n_changes++] = (struct culprit_affinity_change){ .pid = 100 + i, .tid = 200 + i,
+			.comm = "nodetune-harnes", .before = "1", .after = "0", .t = 0.2 };
+		b.changes[b.n_changes++] = (struct culprit_affinity_change){ .pid = 300 + i, .tid = 400 + i,
+			.comm = "nodetune-harnes", .before = "1", .after = "0", .t = 0.2 };
+	}
+	for (int i = 0; i < 4; i++)          /* B's helper, moved onto rank CPU 1 */
+		b.changes[b.n_changes++] = (struct culprit_affinity_change){ .pid = 500 + i, .tid = 500 + i,
+			.comm = "helper", .before = "0-1", .after = "1", .t = 1.5 };
+	assert_int_equal(culprit_describe_changes(&a, 8, &b, 8, buf, sizeof(buf)), 2);
+	print_message("%s", buf);
+	assert_string_equal(buf, "helper's threads: allowed CPUs 0-1 -> 1 4 times in 8 B trials, 0 in 8 A "
+			    "(first pid 500 thread 500, 1.5 s into a trial)\n"
+			    "alike in both arms, so not a difference: 1 kind of affinity change (16 in A, 16 in B), "
+			    "e.g. nodetune-harnes's threads 1 -> 0\n");
+	/* alike within a factor of 2 per trial; 16 over 8 trials against 16 over 2 is not */
+	assert_int_equal(culprit_describe_changes(&a, 8, &a, 8, buf, sizeof(buf)), 1);
+	assert_non_null(strstr(buf, "alike in both arms"));
+	assert_int_equal(culprit_describe_changes(&a, 8, &a, 2, buf, sizeof(buf)), 1);
+	assert_non_null(strstr(buf, "nodetune-harnes's threads: allowed CPUs 1 -> 0 16 times in 2 B trials, 16 in 8 A"));
+	assert_int_equal(culprit_describe_changes(NULL, 0, NULL, 0, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "");
+	assert_int_equal(culprit_describe_changes(&a, 8, &b, 8, buf, 40), -ENOSPC);
+}
+
+/* The job's own tree, A against B: a real-time helper only B's command
+ * starts leads; the ranks, alike in both, say nothing; a helper in both
+ * that takes far more in B is named with A's figure. */
+static void test_describe_job(void **state)
+{
+	struct culprit_cpu_time r0 = { 0, 9.5, 0.95 }, r1 = { 1, 9.5, 0.95 }, h1 = { 1, 1.1, 0.11 };
+	struct culprit_cpu_time w1a = { 1, 0.2, 0.02 }, w1b = { 1, 3.0, 0.30 };
+	struct culprit_task ja[3] = {
+		{ .pid = 10, .comm = "rank", .top_cpu = 0, .top_share = 0.95, .seconds = 9.5, .n_cpus = 1, .cpus = &r0 },
+		{ .pid = 11, .comm = "rank", .top_cpu = 1, .top_share = 0.95, .seconds = 9.5, .n_cpus = 1, .cpus = &r1 },
+		{ .pid = 12, .comm = "worker", .top_cpu = 1, .top_share = 0.02, .seconds = 0.2, .n_cpus = 1, .cpus = &w1a },
+	};
+	struct culprit_task jb[4] = {
+		{ .pid = 20, .comm = "rank", .top_cpu = 0, .top_share = 0.95, .seconds = 9.5, .n_cpus = 1, .cpus = &r0 },
+		{ .pid = 21, .comm = "rank", .top_cpu = 1, .top_share = 0.95, .seconds = 9.5, .n_cpus = 1, .cpus = &r1 },
+		{ .pid = 4242, .comm = "helper", .policy = SCHED_FIFO, .priority = 50, .top_cpu = 1, .top_share = 0.11,
+		  .seconds = 1.1, .n_cpus = 1, .cpus = &h1 },
+		{ .pid = 22, .comm = "worker", .top_cpu = 1, .top_share = 0.30, .seconds = 3.0, .n_cpus = 1, .cpus = &w1b },
+	};
+	struct culprit_result a = { .seconds = 10, .n_job = 3, .job = ja }, b = { .seconds = 10, .n_job = 4, .job = jb };
+	char buf[1024];
+
+	(void)state;
+	assert_int_equal(culprit_describe_job(&a, &b, buf, sizeof(buf)), 2);
+	print_message("%s", buf);
+	assert_string_equal(buf, "B's command runs pid 22 (worker, SCHED_OTHER 0) that took 30.0% of a CPU on the rank "
+			    "CPUs (most on CPU 1); in A it took 2.0%\n"
+			    "B's command runs pid 4242 (helper, SCHED_FIFO 50) that took 11.0% of a CPU on the rank "
+			    "CPUs (most on CPU 1); A has no such process\n");
+	assert_int_equal(culprit_describe_job(&a, &a, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "");
+	assert_int_equal(culprit_describe_job(&b, &a, buf, sizeof(buf)), 2);       /* the mirror: A's command */
+	assert_non_null(strstr(buf, "A's command runs pid 4242 (helper, SCHED_FIFO 50)"));
+	assert_int_equal(culprit_describe_job(&a, &b, buf, 60), -ENOSPC);
+}
+
 static void test_describe(void **state)
 {
 	struct culprit_cpu_time on1 = { 1, 0.98, 0.098 }, k1 = { 1, 0.3, 0.03 }, k1a = { 1, 0.003, 0.0003 };
@@ -403,11 +474,10 @@ static void test_describe(void **state)
 	a.n_changes = 1;
 	a.changes[0] = (struct culprit_affinity_change){ .pid = 7, .tid = 8, .comm = "python3", .before = "1",
 							 .after = "0-1", .t = 0.5 };
-	assert_int_equal(culprit_describe_top(&a, &b, buf, sizeof(buf)), 3);
+	assert_int_equal(culprit_describe_top(&a, &b, buf, sizeof(buf)), 2);   /* the changes are describe_changes' */
 	assert_string_equal(buf, "pid 4242 (stress, SCHED_FIFO 50) in cgroup /noisy ran 9.8% of CPU 1 during B trials, 0% during A\n"
 			    "pid 12 (ksoftirqd/1, kernel thread, SCHED_OTHER 0) ran 3.0% of CPU 1 during A trials, "
-			    "0.0% during B\n"
-			    "pid 7 (python3) thread 8: allowed CPUs 1 -> 0-1, 0.5 s into an A trial\n");
+			    "0.0% during B\n");
 	assert_int_equal(culprit_describe_top(&a, &b, buf, 100), -ENOSPC);
 	assert_string_equal(buf, "pid 4242 (stress, SCHED_FIFO 50) in cgroup /noisy ran 9.8% of CPU 1 during B trials, 0% during A\n");
 	assert_int_equal(culprit_describe_top(&b, &b, buf, sizeof(buf)), 0);   /* no difference */
@@ -422,6 +492,8 @@ int main(void)
 		cmocka_unit_test(test_live_other),
 		cmocka_unit_test(test_live_fifo),
 		cmocka_unit_test(test_describe),
+		cmocka_unit_test(test_describe_changes),
+		cmocka_unit_test(test_describe_job),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

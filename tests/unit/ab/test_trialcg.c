@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "ab/trialcg.h"
+#include "ab/trialcg_test.h"
 #include "test_util.h"
 
 struct live {

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "base/stats.h"
+#include "base/stats_test.h"
 
 static void test_mann_whitney_known(void **state)
 {
@@ -49,23 +50,6 @@ static void test_median_mad_hl(void **state)
 	/* b - a over all pairs: -1 0 1 1 2 3 3 4 5: median 2 */
 	assert_true(stats_hodges_lehmann(a, 3, b, 3) == 2);
 	assert_true(stats_hodges_lehmann(b, 3, a, 3) == -2);
-}
-
-static void test_bootstrap(void **state)
-{
-	const double a[] = { 100, 102, 98, 101, 99, 100 }, b[] = { 90, 92, 88, 91, 89, 90 };
-	double r, lo, hi, r2, lo2, hi2;
-
-	(void)state;
-	assert_int_equal(stats_bootstrap_ratio(a, 6, b, 6, 2000, 0.05, 7, &r, &lo, &hi), 0);
-	assert_true(fabs(r - 0.9) < 1e-12);
-	assert_true(lo <= r && r <= hi);
-	assert_true(lo > 0.87 && hi < 0.93);         /* tight: the samples barely vary */
-	assert_int_equal(stats_bootstrap_ratio(a, 6, b, 6, 2000, 0.05, 7, &r2, &lo2, &hi2), 0);
-	assert_true(lo == lo2 && hi == hi2);         /* seeded: reproducible */
-	assert_int_equal(stats_bootstrap_ratio(a, 6, a, 6, 500, 0.05, 1, &r, &lo, &hi), 0);
-	assert_true(r == 1 && lo > 0.98 && hi < 1.02);
-	assert_int_equal(stats_bootstrap_ratio(a, 0, b, 6, 500, 0.05, 1, &r, &lo, &hi), -EINVAL);
 }
 
 static void test_verdicts(void **state)
@@ -148,12 +132,44 @@ static void test_blocks_needed(void **state)
 	assert_int_equal(stats_blocks_needed(NAN, 0.05, 0.02), 2147483647);
 }
 
+/* The normal's tail and the O'Brien-Fleming-type spending (Lan-DeMets):
+ * values from the normal table and from Jennison and Turnbull's table of
+ * the spending function at alpha 0.05. */
+static void test_spending(void **state)
+{
+	(void)state;
+	assert_true(fabs(stats_norm_quantile(0.05) - 1.959964) < 1e-6);
+	assert_true(fabs(stats_norm_p2(-2.575829) - 0.01) < 1e-6);
+	assert_true(isnan(stats_norm_quantile(0)) && isnan(stats_norm_quantile(1)));
+	assert_true(stats_obf_spent(0.05, 0) == 0 && stats_obf_spent(0.05, -1) == 0);
+	assert_true(stats_obf_spent(0.05, 1) == 0.05 && stats_obf_spent(0.05, 2) == 0.05);
+	assert_true(fabs(stats_obf_spent(0.05, 0.25) - 0.0000889) < 2e-6);
+	assert_true(fabs(stats_obf_spent(0.05, 0.5) - 0.00557) < 2e-5);
+	assert_true(fabs(stats_obf_spent(0.05, 0.75) - 0.0236) < 2e-4);
+	for (double t = 0.05; t < 1; t += 0.05)     /* increasing: every look spends >= 0 */
+		assert_true(stats_obf_spent(0.05, t) < stats_obf_spent(0.05, t + 0.05));
+}
+
+/* TOST's interval is the (1 - 2 alpha) one: inside the (1 - alpha) one. */
+static void test_tost_interval(void **state)
+{
+	const double d[] = { 0.01, -0.02, 0.015, 0.0, -0.005, 0.02, -0.01, 0.005 };
+	struct stats_blocks b;
+
+	(void)state;
+	assert_int_equal(stats_block_ratio(d, 8, 0.05, &b), 0);
+	assert_true(b.ci_lo < b.eq_lo && b.eq_lo < b.ratio && b.ratio < b.eq_hi && b.eq_hi < b.ci_hi);
+	/* t(0.95, 7) = 1.894579 */
+	assert_true(fabs(log(b.eq_hi / b.ratio) - 1.894579 * b.sd / sqrt(8)) < 1e-6);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_spending),
+		cmocka_unit_test(test_tost_interval),
 		cmocka_unit_test(test_mann_whitney_known),
 		cmocka_unit_test(test_median_mad_hl),
-		cmocka_unit_test(test_bootstrap),
 		cmocka_unit_test(test_verdicts),
 		cmocka_unit_test(test_student_t),
 		cmocka_unit_test(test_block_ratio),

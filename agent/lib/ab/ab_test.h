@@ -1,0 +1,58 @@
+/* ab_test.h — what ab.c exports for its unit test only
+ * (tests/unit/ab/test_ab.c): the sequential design's steps, which the test
+ * runs thousands of simulated experiments through.  Nothing outside ab.c
+ * and its test includes this. */
+#ifndef NODETUNE_AB_TEST_H
+#define NODETUNE_AB_TEST_H
+
+#include <stdbool.h>
+
+#include "ab/ab.h"
+
+#define AB_MAX_TRIALS 400          /* both arms, warm-ups not counted: the last look */
+
+/* The blocks (of four trials) to run before the next look, n trials run:
+ * the first look after cfg->trials per arm; each later one after half as
+ * many trials again (n / 8 blocks, at least 1), so looks grow with log n;
+ * never past AB_MAX_TRIALS. */
+int ab_look_blocks(const struct ab_config *cfg, int n);
+
+/* The information fraction of a look after n trials (n / 4 whole blocks),
+ * elapsed_s into the experiment, trials_s of it spent in the blocks: the
+ * blocks so far over those plus the blocks the rest of cfg->budget_s has
+ * room for at the blocks' mean time (at most AB_MAX_TRIALS in all).
+ * *ret_final: this is the last look (no block fits in the rest of the
+ * budget, or AB_MAX_TRIALS is reached); the fraction is then 1. */
+double ab_look_fraction(const struct ab_config *cfg, int n, double elapsed_s, double trials_s, bool *ret_final);
+
+/* The spending so far: cumulative alpha, the last fraction, looks taken. */
+struct ab_seq {
+	double spent;
+	double t;
+	int looks;
+};
+
+/* The level of a look at fraction t (final: 1): the O'Brien-Fleming-type
+ * alpha spent by max(t, s->t) less what s has spent; s is updated.  >= 0;
+ * the levels of all the looks sum to at most cfg->alpha. */
+double ab_seq_level(const struct ab_config *cfg, struct ab_seq *s, double t, bool final);
+
+/* The verdict of one look over the pair differences d[0..n) (log B/A of
+ * each AB pair) at level (the look's share of alpha): stats_block_ratio
+ * into *ret (ret->n 0: fewer than 2 pairs, no estimate) and stats_verdict
+ * with TOST's interval.  A level of 0 decides nothing (inconclusive). */
+enum stats_verdict ab_decide(double threshold, const double *d, int n, double level, struct stats_blocks *ret);
+
+/* How much of the change in the figure (ratio = B/A of a throughput) a
+ * counter's change from a to b (A's and B's medians) can account for: its
+ * cost (row->cost_ms per unit, an upper bound) over frame_ms, the time
+ * its rate is per (A's step time, or 1000 for a rate per second), against
+ * B's extra time per unit of A's, 1 / ratio - 1; a share of a rank CPU
+ * (cost 0) is itself a share of its time.  E.g. throttling of 30 ms per
+ * 100 ms step when B is 1/1.3 as fast: 1.0, all of it; 36 more page faults
+ * per 100 ms step at 5 us each, against a 40% slowdown: 0.003.  Signed:
+ * < 0 when the counter moved against the change.  NAN when the row's cost
+ * is unknown (< 0), or the figure did not move (|ratio - 1| < 0.2%). */
+double ab_share_of_change(const struct abwatch_row *row, double a, double b, double ratio, double frame_ms);
+
+#endif

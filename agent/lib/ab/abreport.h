@@ -1,0 +1,24 @@
+/* abreport.h — an A/B experiment's result for people and for programs.
+ *
+ * The text report: the verdict, the effect with its interval, the noise
+ * (and the budget an undecided experiment would need), steps and stalls,
+ * rank skew, the claimed explanations, the evidence lines, and what could
+ * not be counted.  The JSON report carries the same, plus each trial's
+ * figure and each arm's watch (abwatch_arm_json).
+ */
+#ifndef NODETUNE_ABREPORT_H
+#define NODETUNE_ABREPORT_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+#include "ab/ab.h"
+
+/* The report as a JSON object (a new reference; NULL on ENOMEM); an arm
+ * that failed gives {"verdict": "error", "error": ...}. */
+json_t *abreport_json(const struct ab_config *cfg, const struct ab_result *res);
+
+/* The text report to out.  0, or -EIO when out failed. */
+int abreport_print(FILE *out, const struct ab_config *cfg, const struct ab_result *res);
+
+#endif
