@@ -73,6 +73,12 @@ for t in gpu-host-untuned gpu-host-tuned; do
 	golden $F/sysroot/$t.expected.json -- --topology $HGX --sysroot $F/sysroot/$t
 	facts $F/sysroot/$t.expected.json $HGX $F/sysroot/$t
 done
+# the gpu-host trees are exactly what plant-hazards.sh makes from the capture
+run tests/fixtures/sysroot/plant-hazards.sh $F/sysroot/debian12-kvm-2cpu "$T_TMP/planted"
+for t in gpu-host-untuned gpu-host-tuned gpu-host-hazards; do
+	check "$t = plant-hazards.sh on the capture debian12-kvm-2cpu (exit $RC)" -- \
+		[ "$(tree_hash $F/sysroot/$t)" = "$(tree_hash "$T_TMP/planted/$t")" ]
+done
 SYN="pack:2 numa:1 core:8 pu:2"
 golden $F/synthetic-pack2-numa1-core8-pu2.expected.json -- --synthetic "$SYN"
 lstopo-no-graphics -i "$SYN" --of xml - >"$T_TMP/synthetic.xml" 2>/dev/null
