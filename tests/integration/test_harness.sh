@@ -194,9 +194,9 @@ if "$H" --device cuda $Q --steps 1 --batch 64 2>"$T_TMP/gpuprobe"; then
 			"[ $rc -eq 3 ] && [ $elapsed -lt 30 ] && grep -q 'peer rank 1' '$T_TMP/t0.err'"
 		kill -9 "$TPID0" 2>/dev/null
 	else
-		t_skip "GPU multi-rank checks: one GPU here (NCCL needs one per rank)"
+		t_skip_host "GPU multi-rank checks: one GPU here (NCCL needs one per rank)"
 	fi
 else
-	t_skip "the CUDA training checks: $(head -c 200 "$T_TMP/gpuprobe")"
+	t_skip_host "the CUDA training checks: $(head -c 200 "$T_TMP/gpuprobe")"
 fi
 t_done

@@ -76,12 +76,12 @@ storm_check() {
 	said=$(sed -n 's/^tlbstorm: //p' "$T_TMP/storm.err")
 	detail=$(NODETUNE_TLB_SOURCES=$srcs "$NODETUNE" doctor --json | jq -r .counters.tlb_shootdowns.detail)
 	if [ "$rc" -eq 77 ]; then
-		t_skip "$label: $said"
+		t_skip_host "$label: $said"
 	elif [ "$rc0" -ne 0 ] || [ "$rc" -ne 0 ]; then
 		t_not_ok "$label: nodetune observe -- tlbstorm exited $rc0 (0 flushes) and $rc ($N flushes)"
 		cat "$T_TMP/storm0.err" "$T_TMP/storm.err" | sed 's/^/#   /'
 	elif [ "$sb" = '"n/c"' ] || [ "$st" = '"n/c"' ]; then
-		t_skip "$label: TLB shootdowns not countable on this host: $detail"
+		t_skip_host "$label: TLB shootdowns not countable on this host: $detail"
 	else
 		check "$label, $(echo "$detail" | sed 's/ (.*//'): $said; counted $st against $sb in a clean run (want +$min or more)" -- \
 			[ "$st" -ge $((sb + min)) ]
@@ -94,7 +94,7 @@ echo "# informational, not checked: the harness's --inject tlb-shootdown: TLB sh
 if [ "$(id -u)" -eq 0 ]; then
 	storm_check "TLB shootdowns, NODETUNE_TLB_SOURCES=tracepoint" tracepoint
 else
-	t_skip "TLB shootdowns by the tracepoint alone: system-wide perf events need root"
+	t_skip_host "TLB shootdowns by the tracepoint alone: system-wide perf events need root"
 fi
 # the same, on a host that cannot count them: null, not 0, and the reason
 tn=$(NODETUNE_TLB_SOURCES=none tlb_obs tlbnc --inject tlb-shootdown)
@@ -108,7 +108,7 @@ if [ "$(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/kernel/mm/transparent_hugepage/enabl
 	check "thp-compaction: thp_fault_alloc +$((a1 - a0)), compact_stall +$((c1 - c0)), compact_migrate_scanned +$((m1 - m0))" -- \
 		[ $((a1 - a0 + c1 - c0 + m1 - m0)) -gt 100 ]
 else
-	t_skip "thp-compaction: THP disabled on this host"
+	t_skip_host "thp-compaction: THP disabled on this host"
 fi
 
 h sync --inject host-sync
@@ -138,7 +138,7 @@ if command -v mpirun >/dev/null; then
 	check "--inject-rank 1: rank 1 is the straggler (skew $(jq -c '.summary | [.rank_skew, .slowest_rank]' "$T_TMP/strag.json" 2>/dev/null))" -- \
 		jq -e '.summary | .slowest_rank == 1 and .rank_skew > 1.3 and (.ranks | length) == 2 and .ranks[1].compute_ms_p50 > .ranks[0].compute_ms_p50' "$T_TMP/strag.json"
 else
-	t_skip "straggler: needs mpirun"
+	t_need mpirun "straggler: needs mpirun"
 fi
 expect_fail 2 "--inject 'slow:x': slow:PCT needs a percentage" "bad --inject" -- "$HARNESS" --inject slow:x
 expect_fail 2 "--inject 'gremlins': expected thp-compaction" "unknown --inject" -- "$HARNESS" --inject gremlins
