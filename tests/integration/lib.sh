@@ -19,6 +19,15 @@
 
 set -u
 SRCDIR=$(cd "$(dirname "$0")/../.." && pwd)
+# The host lock (`flock /tmp/nodetune-host.lock make ...`) reaches the test
+# as an inherited descriptor.  It is closed here (the flock process keeps
+# the lock): a daemon the test starts (munged double-forks) would inherit
+# it and, left running by a test that was killed, hold the lock for ever.
+for t_fd in 3 4 5 6 7 8 9; do
+	case $(readlink "/proc/$$/fd/$t_fd" 2>/dev/null) in
+	*/nodetune-host.lock) eval "exec $t_fd>&-" ;;
+	esac
+done
 cd "$SRCDIR" || exit 1
 : "${NODETUNE:=$SRCDIR/build/nodetune}"
 SHARED=../shared/topologies

@@ -96,7 +96,8 @@ cat $DEFRAG >"$T_TMP/defrag.before"; cat $SWAP >"$T_TMP/swap.before"
 t_defer "[ \"\$(cat $SWAP)\" = '$s0' ] || echo $s0 >$SWAP; grep -q '\\[$d0\\]' $DEFRAG || echo $d0 >$DEFRAG"
 printf '[main]\nsummary = test_slurm\n[thp]\ndefrag = %s\n[sysctl]\nvm.swappiness = %s\n' "$d1" "$s1" >"$T_TMP/job.conf"
 chmod 644 "$T_TMP/job.conf"
-jid=$(sbatch --parsable -n 1 -o "$T_TMP/job.out" --nodetune="$T_TMP/job.conf" --wrap "sed 's/.*\[\(.*\)\].*/\1/' $DEFRAG; cat $SWAP; ls $ST")
+jid=$(sbatch --parsable -n 1 -o "$T_TMP/job.out" --nodetune="$T_TMP/job.conf" --wrap "sed 's/.*\[\(.*\)\].*/\1/' $DEFRAG; cat $SWAP; ls $ST") ||
+	t_not_ok "sbatch --nodetune: sbatch exit $?"
 for _ in $(seq 100); do
 	[ -z "$(squeue -h -j "$jid" 2>/dev/null)" ] && [ ! -d "$ST/$jid" ] && break
 	sleep 0.2

@@ -14,7 +14,8 @@ GT=policies/gpu-train.conf
 # newline at the end (a line-buffering wrapper would add one).
 JOB='printf "first line\n\tsecond, tabbed  \n\nfourth: %s\nlast, no newline" "$0"'
 sh -c "$JOB" job >"$T_TMP/bare.out" 2>"$T_TMP/bare.err"
-check "the bare job prints its text and nothing on stderr" -- sh -c "[ -s '$T_TMP/bare.out' ] && [ ! -s '$T_TMP/bare.err' ]"
+brc=$?
+check "the bare job exits 0 ($brc), prints its text and nothing on stderr" -- sh -c "[ $brc -eq 0 ] && [ -s '$T_TMP/bare.out' ] && [ ! -s '$T_TMP/bare.err' ]"
 
 # A policy with a host knob this host has (THP defrag, set to a value other
 # than the current one, so that run really changes and restores something)
