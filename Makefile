@@ -171,7 +171,9 @@ $(BUILD)/tests/tlbstorm: tests/tools/tlbstorm.c $(LIB) | deps
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB) $(LDSAN) $(LIBS)
 
 # checks of the source itself (tests/lint/test_*.sh): the layering of
-# agent/lib (scripts/check-layout.sh), each shown to fail on planted faults
+# agent/lib (scripts/check-layout.sh) and the integration tests' shell
+# patterns that make a check unable to fail (scripts/lint-tests.sh), each
+# shown to fail on planted faults
 lint:
 	@fail=0; for t in tests/lint/test_*.sh; do $$t || fail=1; done; exit $$fail
 

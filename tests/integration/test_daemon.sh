@@ -147,7 +147,7 @@ check "status (text) answers: the policy, the last verify (0 drifted), drift cou
 
 # promtool on /metrics and on the textfile
 if command -v promtool >/dev/null; then
-	curl -sf "http://127.0.0.1:$P1/metrics" >"$T_TMP/metrics.txt"
+	curl -sf "http://127.0.0.1:$P1/metrics" >"$T_TMP/metrics.txt" || t_not_ok "GET /metrics: curl exit $?"
 	run promtool check metrics <"$T_TMP/metrics.txt"
 	check "promtool check metrics: /metrics is clean" -- sh -c "[ $RC -eq 0 ] && [ ! -s '$OUT' ] && [ ! -s '$ERR' ]"
 	run promtool check metrics <"$T_TMP/textfile/nodetune.prom"
