@@ -1,16 +1,37 @@
 #!/bin/sh
 # Run integration scripts (tests/integration/test_*.sh); each prints its own
-# "ok"/"not ok" lines and exits non-zero when one failed, 77 when skipped.
+# "ok"/"not ok" lines, closes with "# N checks, F failed, S skipped" and a
+# "# skipped: KIND: REASON" line per skip (lib.sh's t_done), and exits
+# non-zero when a check failed, 77 when every check skipped.
+#
+# The tally counts checks, not files: a file with one skipped check among
+# forty passed ones shows that skip.  A file that exits non-zero without a
+# failed check in its tally (it died before t_done) counts as one failure.
+# The closing line is "integration: N passed, N failed, N skipped", followed,
+# when something skipped, by ": FILE: KIND: REASON; ..." naming every skip.
+# With NODETUNE_SKIP_LOG set, each skip is appended there too, one a line
+# (make check names them all in its own last line).
 set -u
-pass=0 fail=0 skip=0 failed=""
+pass=0 fail=0 skip=0 failed="" skips=""
+log=$(mktemp) rcf=$(mktemp)
+trap 'rm -f "$log" "$rcf"' EXIT INT TERM
 for t in "$@"; do
 	echo "== $t"
-	sh "$t"; rc=$?
-	case $rc in
-	0) pass=$((pass + 1)) ;;
-	77) skip=$((skip + 1)) ;;
-	*) fail=$((fail + 1)); failed="$failed $t" ;;
-	esac
+	{ sh "$t" 2>&1; echo $? >"$rcf"; } | tee "$log"
+	rc=$(cat "$rcf")
+	tally=$(sed -n 's/^# \([0-9]*\) checks, \([0-9]*\) failed, \([0-9]*\) skipped$/\1 \2 \3/p' "$log" | tail -n 1)
+	read -r tn tf ts <<EOF
+$tally
+EOF
+	tn=${tn:-0} tf=${tf:-0} ts=${ts:-0}
+	[ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || [ "$tf" -gt 0 ] || { tf=1 tn=$((tn + 1)); }
+	pass=$((pass + tn - tf - ts)); fail=$((fail + tf)); skip=$((skip + ts))
+	[ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || failed="$failed $t"
+	sed -n 's/^# skipped: //p' "$log" >"$rcf"
+	while IFS= read -r why; do
+		skips="$skips${skips:+; }$(basename "$t"): $why"
+		[ -z "${NODETUNE_SKIP_LOG:-}" ] || echo "${NODETUNE_SKIP_TAG:-}integration $(basename "$t"): $why" >>"$NODETUNE_SKIP_LOG"
+	done <"$rcf"
 done
-echo "integration: $pass passed, $fail failed, $skip skipped"
-[ "$fail" -eq 0 ] || { echo "integration: failing:$failed" >&2; exit 1; }
+echo "integration: $pass passed, $fail failed, $skip skipped${skips:+: $skips}"
+[ -z "$failed" ] || { echo "integration: failing:$failed" >&2; exit 1; }

@@ -1,8 +1,21 @@
 #!/bin/sh
 # Run cmocka unit-test binaries; print one closing tally line.
 # A binary's exit status is its number of failed tests (cmocka).
+#
+# A skipped test says why on a "SKIP host: ..." or "SKIP need DEP: ..."
+# line (tests/unit/test_util.h's test_skip_host and test_need) before
+# cmocka's "[  SKIPPED ] name"; the closing line is
+# "unit: N passed, N failed, N skipped", followed, when something skipped,
+# by ": BINARY.TEST: KIND: REASON; ..." naming every skip.  With
+# NODETUNE_SKIP_LOG set, each skip is appended there too, one a line.
 set -u
-pass=0 fail=0 skip=0 failed=""
+pass=0 fail=0 skip=0 failed="" skips=""
+# the skips of one binary's output (stdin), "TEST: REASON" a line
+skipped() {
+	awk '/^\[ RUN      \] / { t = $4; why = "" }
+	     /^SKIP (host|need)/ { why = substr($0, 6) }
+	     /^\[  SKIPPED \] / && $4 == t { print t ": " (why == "" ? "no reason given" : why); t = "" }'
+}
 for bin in "$@"; do
 	out=$("$bin" 2>&1); rc=$?
 	printf '%s\n' "$out"
@@ -12,6 +25,14 @@ for bin in "$@"; do
 	if [ "$rc" -ne 0 ]; then
 		fail=$((fail + (rc < 255 ? rc : 1))); failed="$failed $(basename "$bin")"
 	fi
+	why=$(printf '%s\n' "$out" | skipped)
+	while IFS= read -r w; do
+		[ -n "$w" ] || continue
+		skips="$skips${skips:+; }$(basename "$bin").$w"
+		[ -z "${NODETUNE_SKIP_LOG:-}" ] || echo "${NODETUNE_SKIP_TAG:-}unit $(basename "$bin").$w" >>"$NODETUNE_SKIP_LOG"
+	done <<EOF
+$why
+EOF
 done
-echo "unit: $pass passed, $fail failed, $skip skipped"
+echo "unit: $pass passed, $fail failed, $skip skipped${skips:+: $skips}"
 [ "$fail" -eq 0 ] || { echo "unit: failing:$failed" >&2; exit 1; }

@@ -5,10 +5,29 @@
 #   SHARED     ../shared/topologies when it exists
 #
 # Each check prints "ok N - what" or "not ok N - what" plus the evidence;
-# t_done exits 1 when a check failed, 77 when everything was skipped.
+# t_done prints "# N checks, F failed, S skipped", each skip's reason on a
+# "# skipped: ..." line, and exits 1 when a check failed, 77 when
+# everything was skipped.
+#
+# A skip says which kind it is:
+#   t_skip_host WHAT: REASON   this host lacks a capability (no GPU, no
+#                               steerable IRQ, not root): a skip anywhere
+#   t_need DEP WHAT            DEP, which scripts/install-deps.sh provides
+#                               (etcd, slurm, promtool, chromium, torch,
+#                               mpirun, ../shared ...), is missing: a skip,
+#                               but under CI=true a failure
 
 set -u
 SRCDIR=$(cd "$(dirname "$0")/../.." && pwd)
+# The host lock (`flock /tmp/nodetune-host.lock make ...`) reaches the test
+# as an inherited descriptor.  It is closed here (the flock process keeps
+# the lock): a daemon the test starts (munged double-forks) would inherit
+# it and, left running by a test that was killed, hold the lock for ever.
+for t_fd in 3 4 5 6 7 8 9; do
+	case $(readlink "/proc/$$/fd/$t_fd" 2>/dev/null) in
+	*/nodetune-host.lock) eval "exec $t_fd>&-" ;;
+	esac
+done
 cd "$SRCDIR" || exit 1
 : "${NODETUNE:=$SRCDIR/build/nodetune}"
 SHARED=../shared/topologies
@@ -76,7 +95,34 @@ t_cleanup() {
 
 t_ok() { T_N=$((T_N + 1)); echo "ok $T_N - $*"; }
 t_not_ok() { T_N=$((T_N + 1)); T_FAIL=$((T_FAIL + 1)); echo "not ok $T_N - $*"; }
-t_skip() { T_N=$((T_N + 1)); T_SKIP=$((T_SKIP + 1)); echo "ok $T_N - # SKIP $*"; }
+T_SKIPPED=""
+t_skip_() { T_N=$((T_N + 1)); T_SKIP=$((T_SKIP + 1)); echo "ok $T_N - # SKIP $*"; T_SKIPPED="$T_SKIPPED$*
+"; }
+t_skip_host() { t_skip_ "host: $*"; }
+t_need() {
+	dep=$1
+	shift
+	if [ "${CI:-}" = true ]; then
+		t_not_ok "$* -- $dep is missing, and scripts/install-deps.sh provides it (CI=true: a failure, not a skip)"
+	else
+		t_skip_ "need $dep: $*"
+	fi
+}
+
+# wait_until SECONDS CMD...: poll CMD every 0.1 s until it succeeds, for up
+# to SECONDS (times T_SLOW: 4 under the sanitizers); returns 1 when it
+# never did.  An event waited for with a deadline, never a fixed sleep.
+T_SLOW=1
+[ -z "${SANITIZED:-}" ] || T_SLOW=4
+wait_until() {
+	n=$(awk -v s="$1" -v k="$T_SLOW" 'BEGIN { print int(s * k * 10) }')
+	shift
+	until "$@" >/dev/null 2>&1; do
+		[ "$n" -gt 0 ] || return 1
+		n=$((n - 1))
+		sleep 0.1
+	done
+}
 
 # run CMD...: sets RC, OUT (stdout file), ERR (stderr file)
 run() {
@@ -126,6 +172,7 @@ t_done() {
 		for d in $cg_left; do rmdir "$d" 2>/dev/null; done
 	fi
 	echo "# $T_N checks, $T_FAIL failed, $T_SKIP skipped"
+	printf '%s' "$T_SKIPPED" | sed 's/^/# skipped: /'
 	[ "$T_FAIL" -eq 0 ] || exit 1
 	[ "$T_SKIP" -lt "$T_N" ] || exit 77
 	exit 0

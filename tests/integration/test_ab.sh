@@ -55,7 +55,7 @@ if command -v chromium >/dev/null; then
 		 awk '\$1 == \"1f77b4\" && \$2 < 300 { exit 1 } \$1 == \"e8710a\" && \$2 < 300 { exit 1 }
 		      \$1 == \"dd0000\" && \$2 < ($stalls > 0 ? 50 : 20) { exit 1 }' '$T_TMP/colours'"
 else
-	t_skip "headless Chromium check of the report: chromium is not installed (scripts/install-deps.sh browser)"
+	t_need chromium "headless Chromium check of the report: chromium is not installed (scripts/install-deps.sh browser)"
 fi
 
 # A busy thread inside the job (--inject noisy-neighbor): CPU contention is
@@ -77,7 +77,7 @@ check "noisy-neighbor: explained as CPU contention ($(jq -c '[.explanations[:3][
 CT="$HARNESS --comm none --rows 1000 --batch 128 --steps 15 --warmup 2 --blas-threads 1 --quiet"
 run "$NODETUNE" ab --a "cmd=$CT" --b "cmd=$CT --inject tlb-shootdown" --trials 6 --budget 10 --json
 if jq -e '.not_countable.tlb_shootdowns' "$OUT" >/dev/null; then
-	t_skip "tlb-shootdown explained by TLB shootdowns: not countable on this host: $(jq -r .not_countable.tlb_shootdowns "$OUT")"
+	t_skip_host "tlb-shootdown explained by TLB shootdowns: not countable on this host: $(jq -r .not_countable.tlb_shootdowns "$OUT")"
 else
 	check "tlb-shootdown: explained by tlb_shootdowns ($(jq -c '[.explanations[] | select(.counter == "tlb_shootdowns")][0] | [.a, .b, .p_value, .claimed]' "$OUT"))" -- \
 		jq -e '[.explanations[] | select(.counter == "tlb_shootdowns" and .b > 2 * .a + 0.5 and .p_value < 0.05)] | length == 1' "$OUT"
@@ -111,13 +111,15 @@ expect_fail 2 "arm A: $T_TMP/nope.conf: No such file" "a missing policy" -- "$NO
 expect_fail 2 "arm A: no-such-command: command not found" "a command not found" -- "$NODETUNE" ab --a cmd=no-such-command --b "cmd=$C"
 expect_fail 2 "--a SPEC and --b SPEC are required" "a missing arm" -- "$NODETUNE" ab --a "cmd=$C"
 
-if [ "$(id -u)" -eq 0 ] && command -v mpirun >/dev/null; then
+if [ "$(id -u)" -ne 0 ]; then
+	t_skip_host "policy arms: not root (they apply policies to this host)"
+elif ! command -v mpirun >/dev/null; then
+	t_need mpirun "policy arms: mpirun is not installed (scripts/install-deps.sh)"
+else
 	thp0=$(cat /sys/kernel/mm/transparent_hugepage/defrag)
 	run "$NODETUNE" ab --a policy=policies/baseline.conf --b policy=policies/gpu-train.conf --trials 2 --steps 8 --budget 1 --json
 	check "policies applied and reverted around every trial (harness under mpirun + nodetune exec): a verdict, the host as it was" -- sh -c \
 		"[ $RC -le 1 ] && jq -e '.trials_a == 2 and .trials_b == 2 and .rank_skew.a >= 1 and .rank_skew.b >= 1' '$OUT' && [ \"\$(cat /sys/kernel/mm/transparent_hugepage/defrag)\" = '$thp0' ] &&
 		 [ ! -d /sys/fs/cgroup/cpuset/nodetune-job ]"
-else
-	t_skip "policy arms: need root and mpirun"
 fi
 t_done

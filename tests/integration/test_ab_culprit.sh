@@ -14,7 +14,7 @@ PY=/usr/bin/python3
 TORCH="$PY $SRCDIR/contrib/examples/ddp_train.py --steps 30 --batch 128 --width 256 --log-every 5"
 
 if [ "$(id -u)" -ne 0 ] || [ "$(nproc)" -lt 2 ]; then
-	t_skip "culprit scenarios: need root (cgroups, SCHED_FIFO) and 2 CPUs"
+	t_skip_host "culprit scenarios: need root (cgroups, SCHED_FIFO) and 2 CPUs"
 	t_done
 fi
 
@@ -72,7 +72,7 @@ workloads="harness"
 if $PY -c 'import torch' 2>/dev/null; then
 	workloads="harness torch"
 else
-	t_skip "the PyTorch job: python3-torch is not installed (scripts/install-deps.sh torch)"
+	t_need torch "the PyTorch job: python3-torch is not installed (scripts/install-deps.sh torch)"
 fi
 cmd_of() { if [ "$1" = torch ]; then echo "$TORCH"; else echo "$C"; fi; }
 
@@ -106,7 +106,7 @@ done
 # interrupts can be steered to one CPU and driven from here cannot make one
 # that is not also a task's CPU time (ping -f's softirqs run in its own
 # context on loopback): not made here
-t_skip "IRQ/softirq load on a rank CPU: no steerable interrupt source on this host (loopback softirqs run in the sender's context)"
+t_skip_host "IRQ/softirq load on a rank CPU: no steerable interrupt source on this host (loopback softirqs run in the sender's context)"
 
 # The PyTorch job's own step reports: stalls (a 100 ms pause every 10 steps
 # in B) counted per step, phases named by the job, and --metric on its log

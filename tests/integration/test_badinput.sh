@@ -203,7 +203,7 @@ else
 	AS=skip
 fi
 if [ "$AS" = skip ]; then
-	t_skip "unreadable files: running as root without setpriv"
+	t_need setpriv "unreadable files: running as root without setpriv (util-linux)"
 else
 	table <<'EOF'
 discover|--topology $D/unreadable|.*/unreadable: Permission denied|unreadable --topology

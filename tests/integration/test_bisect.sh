@@ -17,7 +17,7 @@ expect_fail 2 "set every knob alike: nothing to bisect" "two policies alike" -- 
 expect_fail 2 "arm A: no-such-command: command not found" "a command not found" -- "$NODETUNE" bisect --good "$T_TMP/good.conf" --bad "$T_TMP/bad.conf" -- no-such-command
 
 if [ "$(id -u)" -ne 0 ] || [ ! -w /sys/kernel/mm/transparent_hugepage/defrag ] || [ ! -w /proc/sys/vm/stat_interval ]; then
-	t_skip "bisect on this host: needs root and writable THP and vm sysctls"
+	t_skip_host "bisect on this host: needs root and writable THP and vm sysctls"
 	t_done
 fi
 before=$(cat /sys/kernel/mm/transparent_hugepage/enabled /sys/kernel/mm/transparent_hugepage/defrag \

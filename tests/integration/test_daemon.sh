@@ -18,8 +18,7 @@
 HGX=tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml
 UNTUNED=tests/fixtures/sysroot/gpu-host-untuned
 IV=1                                    # --interval of the daemons below
-SLOW=1
-[ -z "${SANITIZED:-}" ] || SLOW=4
+SLOW=$T_SLOW                            # 4 under the sanitizers (lib.sh)
 # a correction is due within two intervals; the slack is for a loaded host
 # (the test polls every 0.1 s and the daemon logs before it writes)
 CORRECT_S=$(awk -v i=$IV -v k=$SLOW 'BEGIN { print 2 * i + 0.5 * k }')
@@ -31,17 +30,7 @@ ENABLED=sys/kernel/mm/transparent_hugepage/enabled NB=proc/sys/kernel/numa_balan
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 
-# wait_until SECONDS CMD...: poll CMD every 0.1 s until it succeeds, for up
-# to SECONDS (times SLOW); 1 when it never did
-wait_until() {
-	n=$(awk -v s="$1" -v k=$SLOW 'BEGIN { print int(s * k * 10) }')
-	shift
-	until "$@" >/dev/null 2>&1; do
-		[ "$n" -gt 0 ] || return 1
-		n=$((n - 1))
-		sleep 0.1
-	done
-}
+# (wait_until SECONDS CMD...: lib.sh, scaled by SLOW)
 
 # is FILE VALUE: the knob file holds VALUE (a THP file: VALUE bracketed or plain)
 is() { v=$(cat "$1" 2>/dev/null) && { [ "$v" = "$2" ] || case $v in *"[$2]"*) true ;; *) false ;; esac; }; }
@@ -158,7 +147,7 @@ check "status (text) answers: the policy, the last verify (0 drifted), drift cou
 
 # promtool on /metrics and on the textfile
 if command -v promtool >/dev/null; then
-	curl -sf "http://127.0.0.1:$P1/metrics" >"$T_TMP/metrics.txt"
+	curl -sf "http://127.0.0.1:$P1/metrics" >"$T_TMP/metrics.txt" || t_not_ok "GET /metrics: curl exit $?"
 	run promtool check metrics <"$T_TMP/metrics.txt"
 	check "promtool check metrics: /metrics is clean" -- sh -c "[ $RC -eq 0 ] && [ ! -s '$OUT' ] && [ ! -s '$ERR' ]"
 	run promtool check metrics <"$T_TMP/textfile/nodetune.prom"
@@ -166,7 +155,7 @@ if command -v promtool >/dev/null; then
 		"[ $RC -eq 0 ] && [ ! -s '$OUT' ] && [ ! -s '$ERR' ] && [ \"\$(stat -c %a '$T_TMP/textfile/nodetune.prom')\" = 644 ] &&
 		 [ \"\$(ls -A '$T_TMP/textfile')\" = nodetune.prom ]"
 else
-	t_skip "promtool: not installed (scripts/install-deps.sh daemon)"
+	t_need promtool "promtool: not installed (scripts/install-deps.sh daemon)"
 fi
 
 # ---- a real Prometheus scrapes the daemon --------------------------------
@@ -212,7 +201,7 @@ EOF
 	wait $PROM_PID
 	check "Prometheus stopped (SIGTERM: exit 0)" -- [ $? -eq 0 ]
 else
-	t_skip "Prometheus: /usr/bin/prometheus not installed (scripts/install-deps.sh daemon)"
+	t_need prometheus "Prometheus: /usr/bin/prometheus not installed (scripts/install-deps.sh daemon)"
 fi
 
 # ---- SIGTERM keeps the tuning; revert restores the tree ------------------
@@ -469,7 +458,7 @@ check "SIGTERM after all that: exit 0" -- [ "$DRC" -eq 0 ]
 # ---- live on this host (root): applied, a drift corrected, SIGTERM, revert --
 LSW=/proc/sys/vm/swappiness LDF=/sys/kernel/mm/transparent_hugepage/defrag
 if [ "$(id -u)" -ne 0 ] || [ ! -w $LSW ] || [ ! -w $LDF ]; then
-	t_skip "live daemon: needs root and writable vm.swappiness and THP defrag"
+	t_skip_host "live daemon: needs root and writable vm.swappiness and THP defrag"
 else
 	sw0=$(cat $LSW) df0=$(sed 's/.*\[\(.*\)\].*/\1/' $LDF)
 	# put them back whatever happens (the revert below is what is tested)

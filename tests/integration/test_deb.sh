@@ -18,20 +18,20 @@
 . "$(dirname "$0")/lib.sh"
 
 if [ -n "${SANITIZED:-}" ]; then
-	t_skip "the ASan pass: the packages are built without sanitizers (the first pass tests them)"; t_done
+	t_skip_host "the ASan pass: the packages are built without sanitizers (the first pass tests them)"; t_done
 fi
 if [ "$(id -u)" -ne 0 ]; then
-	t_skip "not root: installing packages needs root"; t_done
+	t_skip_host "not root: installing packages needs root"; t_done
 fi
 for tool in dpkg-buildpackage dh lintian dch apt-get; do
-	command -v $tool >/dev/null || { t_skip "$tool is not installed (scripts/install-deps.sh pkg)"; t_done; }
+	command -v $tool >/dev/null || { t_need "$tool" "$tool is not installed (scripts/install-deps.sh pkg)"; t_done; }
 done
 if dpkg-query -W -f='${db:Status-Abbrev}' nodetune nodetune-slurm 2>/dev/null | grep -q '^.[iUFWht]'; then
-	t_skip "nodetune is installed on this host already ($(dpkg-query -W nodetune nodetune-slurm 2>/dev/null | tr '\n' ' ')): not touching it"
+	t_skip_host "nodetune is installed on this host already ($(dpkg-query -W nodetune nodetune-slurm 2>/dev/null | tr '\n' ' ')): not touching it"
 	t_done
 fi
 for p in /usr/bin/nodetune /etc/nodetune /var/lib/nodetune /usr/share/nodetune; do
-	[ -e "$p" ] && { t_skip "$p exists (nodetune installed from elsewhere): not touching it"; t_done; }
+	[ -e "$p" ] && { t_skip_host "$p exists (nodetune installed from elsewhere): not touching it"; t_done; }
 done
 
 # the packages are purged, however the test ends, and then what the test

@@ -42,7 +42,7 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
 elif [ "$(id -u)" -ne 0 ]; then
 	expect_fail 2 "unreadable.xml: Permission denied" "unreadable XML" -- "$NODETUNE" discover --topology "$D/unreadable.xml"
 else
-	t_skip "unreadable XML: running as root without setpriv"
+	t_need setpriv "unreadable XML: running as root without setpriv (util-linux)"
 fi
 
 # ---- bad synthetic descriptions -----------------------------------------
@@ -83,7 +83,7 @@ if [ -w /dev/full ]; then
 	check "stdout to /dev/full: exit 3 and says so" -- sh -c \
 		"[ $RC -eq 3 ] && grep -q 'writing standard output failed' '$T_TMP/err'"
 else
-	t_skip "/dev/full not writable"
+	t_skip_host "/dev/full not writable"
 fi
 
 t_done

@@ -26,9 +26,23 @@ expect_fail 2 "--window '0': expected seconds" "bad --window" -- "$NODETUNE" doc
 expect_fail 2 "--topology/--synthetic describe another machine" "a foreign topology without its kernel state" -- \
 	"$NODETUNE" doctor --topology $HGX
 
+# this host as it is: every one of the 8 checks ran or says why it was
+# skipped, the exit status follows what was found (1 with a hazard, else 0),
+# and three findings are derived here from the kernel, not from doctor:
+# THP defrag always, swap on (/proc/swaps), NUMA balancing on with 2+ nodes
 run "$NODETUNE" doctor --window 1 --json
-check "this host: doctor runs (exit 0 or 1) and reports its checks" -- sh -c \
-	"[ $RC -le 1 ] && jq -e '.checks >= 4 and (.hazards | type == \"array\")' '$OUT'"
+l_defrag=$(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/kernel/mm/transparent_hugepage/defrag)
+l_swap=$(awk 'NR > 1' /proc/swaps | wc -l)
+l_nodes=$(ls -d /sys/devices/system/node/node[0-9]* | wc -l)
+l_nb=$(cat /proc/sys/kernel/numa_balancing)
+tf() { if "$@"; then echo true; else echo false; fi; }
+l_d="[$(tf [ "$l_defrag" = always ]), $(tf [ "$l_swap" -gt 0 ]), $(tf [ "$l_nodes" -ge 2 -a "$l_nb" != 0 ])]"
+check "this host: 8 checks run or skipped with a reason, exit $RC as found; THP defrag always, swap on, NUMA balancing on by the kernel: $l_d (got $(jq -c '[.checks, [.hazards[].code]]' "$OUT" 2>/dev/null))" -- sh -c \
+	"[ $RC -le 1 ] && jq -e --argjson rc $RC --argjson d '$l_d' '
+	  def has(c): [.hazards[].code] | index(c) != null;
+	  .checks + (.skipped | length) == 8 and ((.hazards | length > 0) == (\$rc == 1))
+	  and has(\"thp-defrag-always\") == \$d[0] and has(\"swap-on\") == \$d[1] and has(\"numa-balancing-on\") == \$d[2]
+	  and all(.hazards[]; (.evidence | length) > 0 and (.fix | length) > 0)' '$OUT'"
 
 # ---- hazards made on this host (as root), named live, then undone --------
 # Each is created for real, doctor must name it (and, where the host starts
@@ -40,9 +54,9 @@ memcg_kernel() { awk '$1 == "memory" { print $3 }' /proc/cgroups; }
 memcg_live() { find /sys/fs/cgroup/memory -type d 2>/dev/null | wc -l; }
 MYMEMCG=$(awk -F: '$2 == "memory" { print $3 }' /proc/$$/cgroup)
 if [ "$(id -u)" -ne 0 ]; then
-	t_skip "zombie-memcg live: needs root to make memory cgroups"
+	t_skip_host "zombie-memcg live: needs root to make memory cgroups"
 elif [ ! -f /sys/fs/cgroup/memory/memory.stat ] || [ -z "$MYMEMCG" ]; then
-	t_skip "zombie-memcg live: this host has no cgroup v1 memory hierarchy to make dying groups in"
+	t_skip_host "zombie-memcg live: this host has no cgroup v1 memory hierarchy to make dying groups in"
 else
 	ZT=$T_TMP/zombies
 	mkdir "$ZT" && mount -t tmpfs -o size=32m nodetune-zombies "$ZT"
@@ -52,7 +66,7 @@ else
 	if [ $((k0 - l0)) -lt 1000 ]; then
 		check "zombie-memcg: not named before ($k0 memory cgroups, $l0 live)" -- sh -c "! jq -e '[.hazards[].code] | index(\"zombie-memcg\")' '$OUT'"
 	else
-		t_skip "zombie-memcg: this host already has $((k0 - l0)) dying memory cgroups, so no clean 'before'"
+		t_skip_host "zombie-memcg: this host already has $((k0 - l0)) dying memory cgroups, so no clean 'before'"
 	fi
 	run python3 tests/tools/memcg_zombies.py "/sys/fs/cgroup/memory$MYMEMCG" "$ZT" 1500
 	k1=$(memcg_kernel) l1=$(memcg_live)
@@ -81,9 +95,9 @@ devs=$(for n in /sys/class/net/*; do
 	done)
 irqs=$(for d in $devs; do ls "$d/msi_irqs" 2>/dev/null; done | sort -n)
 if [ "$(id -u)" -ne 0 ]; then
-	t_skip "irq-on-rank-cpus live: needs root to move IRQs"
+	t_skip_host "irq-on-rank-cpus live: needs root to move IRQs"
 elif [ "$(getconf _NPROCESSORS_ONLN)" -lt 2 ] || [ -z "$irqs" ]; then
-	t_skip "irq-on-rank-cpus live: this host has no NIC or GPU with MSI IRQs, or one CPU"
+	t_skip_host "irq-on-rank-cpus live: this host has no NIC or GPU with MSI IRQs, or one CPU"
 else
 	moved=""
 	for i in $irqs; do
@@ -94,7 +108,7 @@ else
 	done
 	set -- $moved
 	if [ $# -eq 0 ]; then
-		t_skip "irq-on-rank-cpus live: this host refuses to move any device IRQ (no steerable IRQ)"
+		t_skip_host "irq-on-rank-cpus live: this host refuses to move any device IRQ (no steerable IRQ)"
 	else
 		run "$NODETUNE" doctor --window 1 --json --policy "$HK"
 		check "irq-on-rank-cpus: not named with the IRQs$moved on CPU 0 and the ranks on CPU 1" -- sh -c \
@@ -108,9 +122,9 @@ fi
 
 # governor: a governor other than performance, set on every CPU, restored
 if [ ! -d /sys/devices/system/cpu/cpu0/cpufreq ]; then
-	t_skip "governor live: this host has no cpufreq (/sys/devices/system/cpu/cpu0/cpufreq absent)"
+	t_skip_host "governor live: this host has no cpufreq (/sys/devices/system/cpu/cpu0/cpufreq absent)"
 elif [ "$(id -u)" -ne 0 ]; then
-	t_skip "governor live: needs root to set the governor"
+	t_skip_host "governor live: needs root to set the governor"
 else
 	avail=$(cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_available_governors 2>/dev/null)
 	gov=""
@@ -118,7 +132,7 @@ else
 		case " $avail " in *" $g "*) gov=$g; break ;; esac
 	done
 	if [ -z "$gov" ]; then
-		t_skip "governor live: cpufreq offers only '$avail' here, nothing but performance to set"
+		t_skip_host "governor live: cpufreq offers only '$avail' here, nothing but performance to set"
 	else
 		for f in /sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor; do
 			t_defer "echo $(cat "$f") >$f"

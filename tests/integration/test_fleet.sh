@@ -17,13 +17,13 @@
 
 ETCD=${ETCD:-/usr/bin/etcd}
 if [ ! -x "$ETCD" ]; then
-	t_skip "etcd not installed ($ETCD): apt-get install etcd-server"
+	t_need etcd "etcd not installed ($ETCD): apt-get install etcd-server"
 	t_done
 fi
 TOPO_A=$SHARED/g4dnmetal.xml
 TOPO_B=$SHARED/nvidiaDGX2.xml
 if [ ! -f "$TOPO_A" ] || [ ! -f "$TOPO_B" ]; then
-	t_skip "no $SHARED topologies"
+	t_need ../shared "no $SHARED topologies"
 	t_done
 fi
 CL=$T_TMP/etcd

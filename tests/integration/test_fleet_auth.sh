@@ -18,11 +18,11 @@
 
 ETCD=${ETCD:-/usr/bin/etcd}
 if [ ! -x "$ETCD" ] || ! command -v etcdctl >/dev/null || ! command -v openssl >/dev/null; then
-	t_skip "etcd, etcdctl or openssl not installed (apt-get install etcd-server etcd-client openssl)"
+	t_need etcd "etcd, etcdctl or openssl not installed (apt-get install etcd-server etcd-client openssl)"
 	t_done
 fi
 TOPO=$SHARED/g4dnmetal.xml
-[ -f "$TOPO" ] || { t_skip "no $SHARED topologies"; t_done; }
+[ -f "$TOPO" ] || { t_need ../shared "no $SHARED topologies"; t_done; }
 
 # ---- certificates: a CA, the members' certificate for 127.0.0.1, another CA
 

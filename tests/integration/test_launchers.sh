@@ -25,7 +25,7 @@ if command -v mpirun >/dev/null; then
 		t_not_ok "mpirun -np 2 nodetune exec: exit $RC: $(sort "$OUT" | tr '\n' ' ') $(head -3 "$ERR")"
 	fi
 else
-	t_skip "mpirun: not installed"
+	t_need mpirun "mpirun: not installed"
 fi
 
 if /usr/bin/python3 -c 'import torch.distributed.launcher.api' 2>/dev/null; then
@@ -38,7 +38,7 @@ if /usr/bin/python3 -c 'import torch.distributed.launcher.api' 2>/dev/null; then
 	run /usr/bin/python3 tests/tools/torchrun.py 2 "$NODETUNE" exec -q --policy $GT -- sh -c 'test "$LOCAL_WORLD_SIZE" = 2'
 	check "torchrun: LOCAL_WORLD_SIZE=2 in each worker's environment" -- [ "$RC" -eq 0 ]
 else
-	t_skip "torchrun: python3-torch not installed (scripts/install-deps.sh bench)"
+	t_need torch "torchrun: python3-torch not installed (scripts/install-deps.sh bench)"
 fi
 
 t_done

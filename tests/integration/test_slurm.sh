@@ -11,7 +11,7 @@ for xml in $SHARED/g4dnmetal.xml $SHARED/nvidiaDGX2.xml $SHARED/power8gpudistanc
 	   tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml tests/fixtures/topologies/epyc-2s-numa0-8-mi300-synthetic.xml; do
 	want=tests/fixtures/gres/$(basename "$xml" .xml).conf
 	if [ ! -r "$xml" ]; then
-		t_skip "slurm gres $(basename "$xml"): topology not here"
+		t_need ../shared "slurm gres $(basename "$xml"): topology not here"
 		continue
 	fi
 	run "$NODETUNE" slurm gres --topology "$xml"
@@ -41,12 +41,16 @@ HGX=$SRCDIR/tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml
 DEFRAG=/sys/kernel/mm/transparent_hugepage/defrag
 SWAP=/proc/sys/vm/swappiness
 
+if [ "$(id -u)" -ne 0 ]; then
+	t_skip_host "Slurm: not root (a one-node Slurm of this host's own)"
+	t_done
+fi
 if ! slurm_have; then
-	t_skip "Slurm: needs root and slurmctld, slurmd, munged, srun (scripts/install-deps.sh slurm)"
+	t_need slurm "Slurm: needs slurmctld, slurmd, munged, srun (scripts/install-deps.sh slurm)"
 	t_done
 fi
 if [ ! -r "$PLUGIN" ]; then
-	t_skip "Slurm: no plugin built ($PLUGIN: needs /usr/include/slurm/spank.h)"
+	t_need slurm-dev "Slurm: no plugin built ($PLUGIN: needs /usr/include/slurm/spank.h)"
 	t_done
 fi
 ST=$T_TMP/state
@@ -92,7 +96,8 @@ cat $DEFRAG >"$T_TMP/defrag.before"; cat $SWAP >"$T_TMP/swap.before"
 t_defer "[ \"\$(cat $SWAP)\" = '$s0' ] || echo $s0 >$SWAP; grep -q '\\[$d0\\]' $DEFRAG || echo $d0 >$DEFRAG"
 printf '[main]\nsummary = test_slurm\n[thp]\ndefrag = %s\n[sysctl]\nvm.swappiness = %s\n' "$d1" "$s1" >"$T_TMP/job.conf"
 chmod 644 "$T_TMP/job.conf"
-jid=$(sbatch --parsable -n 1 -o "$T_TMP/job.out" --nodetune="$T_TMP/job.conf" --wrap "sed 's/.*\[\(.*\)\].*/\1/' $DEFRAG; cat $SWAP; ls $ST")
+jid=$(sbatch --parsable -n 1 -o "$T_TMP/job.out" --nodetune="$T_TMP/job.conf" --wrap "sed 's/.*\[\(.*\)\].*/\1/' $DEFRAG; cat $SWAP; ls $ST") ||
+	t_not_ok "sbatch --nodetune: sbatch exit $?"
 for _ in $(seq 100); do
 	[ -z "$(squeue -h -j "$jid" 2>/dev/null)" ] && [ ! -d "$ST/$jid" ] && break
 	sleep 0.2

@@ -14,7 +14,8 @@ GT=policies/gpu-train.conf
 # newline at the end (a line-buffering wrapper would add one).
 JOB='printf "first line\n\tsecond, tabbed  \n\nfourth: %s\nlast, no newline" "$0"'
 sh -c "$JOB" job >"$T_TMP/bare.out" 2>"$T_TMP/bare.err"
-check "the bare job prints its text and nothing on stderr" -- sh -c "[ -s '$T_TMP/bare.out' ] && [ ! -s '$T_TMP/bare.err' ]"
+brc=$?
+check "the bare job exits 0 ($brc), prints its text and nothing on stderr" -- sh -c "[ $brc -eq 0 ] && [ -s '$T_TMP/bare.out' ] && [ ! -s '$T_TMP/bare.err' ]"
 
 # A policy with a host knob this host has (THP defrag, set to a value other
 # than the current one, so that run really changes and restores something)
@@ -51,7 +52,7 @@ check "exec -q under a launcher's rank, into a pipe: same stdout, nothing on std
 
 # ---- run (root only: it applies to this host and reverts) ----------------
 if [ "$(id -u)" -ne 0 ]; then
-	t_skip "run: not root (run applies to this host)"
+	t_skip_host "run: not root (run applies to this host)"
 else
 	t_defer '"$NODETUNE" revert --state-dir "$ST" >/dev/null 2>&1'
 	run "$NODETUNE" run -n 1 --policy "$T_TMP/p.conf" --state-dir "$ST" -- sh -c "$JOB" job
@@ -120,6 +121,6 @@ if [ -w /dev/full ]; then
 		"[ $RC -eq 3 ] && grep -q 'writing standard output failed.*rolling back' '$T_TMP/e' &&
 		 grep -q 'everything changed was rolled back' '$T_TMP/e' && [ '$h0' = '$(tree_hash "$T")' ] && [ ! -e '$T_TMP/fst/journal' ]"
 else
-	t_skip "/dev/full not writable"
+	t_skip_host "/dev/full not writable"
 fi
 t_done

@@ -104,7 +104,7 @@ if [ "$(id -u)" -eq 0 ]; then
 		"$NODETUNE" revert --sysroot "$T" --state-dir "$ST"
 	chown 0:0 "$ST"
 else
-	t_skip "journal and state dir owned by another user: not root"
+	t_skip_host "journal and state dir owned by another user: not root"
 fi
 
 # apply into a state dir not to be trusted writes nothing at all: no change

@@ -3,6 +3,7 @@
 #define NODETUNE_TEST_UTIL_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,6 +101,61 @@ static inline size_t test_cgroup_leftovers(const char *parent)
 		fprintf(stderr, "left: %s\n", g.gl_pathv[0]);
 	globfree(&g);
 	return n;
+}
+
+/* ---- skips, each of one kind (tests/run-unit.sh lists them by reason) ----
+ * cmocka's skip() says nothing; these say why, on a line run-unit.sh reads:
+ *   test_skip_host(fmt, ...)  this host lacks a capability (no GPU, not
+ *                             root, one CPU, no cgroup controller): a skip
+ *   test_need(dep, fmt, ...)  dep, which scripts/install-deps.sh provides
+ *                             (etcd, promtool, ../shared ...), is missing:
+ *                             a skip, but a failure under CI=true
+ * Both need <cmocka.h> at the point of use, and return from the test. */
+static inline bool test_ci(void)
+{
+	const char *ci = getenv("CI");
+
+	return ci && strcmp(ci, "true") == 0;
+}
+
+#define test_skip_host(...) do { \
+		print_message("SKIP host: " __VA_ARGS__); \
+		print_message("\n"); \
+		skip(); \
+	} while (0)
+
+#define test_need(dep, ...) do { \
+		if (test_ci()) \
+			fail_msg("%s is missing, and scripts/install-deps.sh provides it (CI=true: a failure)", (dep)); \
+		print_message("SKIP need %s: ", (dep)); \
+		print_message(__VA_ARGS__); \
+		print_message("\n"); \
+		skip(); \
+	} while (0)
+
+/* The host can make cgroups with controller ctl ("cpu", "cpuset"): root,
+ * and ctl in the cgroup2 root's cgroup.controllers or a v1 hierarchy of its
+ * own mounted at /sys/fs/cgroup/ctl.  Read from /sys/fs/cgroup, never from
+ * the code under test, so that code cannot decide whether its check runs. */
+static inline bool test_host_has_controller(const char *ctl)
+{
+	char path[256], line[1024];
+	FILE *f;
+	bool found = false;
+
+	if (geteuid() != 0)
+		return false;
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/%s/cgroup.procs", ctl);
+	if (access(path, F_OK) == 0)
+		return true;
+	f = fopen("/sys/fs/cgroup/cgroup.controllers", "r");
+	if (!f)
+		return false;
+	if (fgets(line, sizeof(line), f))
+		for (char *w = strtok(line, " \n"); w && !found; w = strtok(NULL, " \n"))
+			found = strcmp(w, ctl) == 0;
+	fclose(f);
+	return found;
 }
 
 #endif

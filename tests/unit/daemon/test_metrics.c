@@ -170,8 +170,7 @@ static void test_promtool(void **state)
 
 	(void)state;
 	if (system("command -v promtool >/dev/null 2>&1") != 0) {
-		print_message("promtool not installed (Debian package prometheus, install-deps.sh daemon): skipped\n");
-		skip();
+		test_need("promtool", "not installed (Debian package prometheus, install-deps.sh daemon)");
 	}
 	m = sample_set();
 	assert_int_equal(metrics_render(m, &text, &len, &err), 0);

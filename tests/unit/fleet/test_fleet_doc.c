@@ -85,7 +85,7 @@ static void test_classes(void **state)
 				assert_string_not_equal(c[k].id, c[i].id);
 	}
 	if (found < 3)
-		skip();
+		test_need("../shared", "../shared/topologies is absent (%u of 5 topologies found)", found);
 }
 
 /* ---- waves ------------------------------------------------------------------ */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "test_util.h"
 
 #include "../../../kernels/cpu/ops.h"
 #include "cuda_backend.h"
@@ -51,8 +52,7 @@ static void test_kernels_match_cpu(void **state)
 
 	(void)state;
 	if (cuda_probe(&err) < 0) {
-		print_message("skip: %s\n", err.msg);
-		skip();
+		test_skip_host("%s", err.msg);   /* "no usable GPU: ..." */
 	}
 #ifdef HAVE_CUDA
 	enum { N = 37, IN = 29, OUT = 19, ROWS = 23, DIM = 16, BAG = 4 };

@@ -278,8 +278,7 @@ static void check_shared(const struct topo_expect *e)
 
 	snprintf(path, sizeof(path), "%s/../shared/topologies/%s", test_srcdir(), e->file);
 	if (access(path, R_OK) < 0) {
-		print_message("skip: %s not found (../shared/topologies is absent)\n", path);
-		skip();
+		test_need("../shared", "%s not found (../shared/topologies is absent)", path);
 	}
 	check_expect(e, path);
 }

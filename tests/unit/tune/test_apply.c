@@ -645,8 +645,7 @@ static void test_cgroup_existing_never_removed(void **state)
 
 	snprintf(name, sizeof(name), "nodetune-unit-apply-%d", (int)getpid());
 	if (!(pl = live_cgroup_plan(fx, name, &host))) {
-		print_message("skip: job cgroups need root and a cpuset hierarchy\n");
-		skip();
+		test_skip_host("job cgroups need root and a cpuset hierarchy");
 	}
 	if (jobcg_create(name, "0", "0", 0, &err) < 0)
 		fail_msg("%s", err.msg);

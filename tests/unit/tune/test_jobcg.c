@@ -49,19 +49,15 @@ static void test_create_attach_delete(void **state)
 	int status;
 
 	(void)state;
-	if (geteuid() != 0) {
-		print_message("skip: creating cgroups needs root\n");
-		skip();
-	}
-	if (!jobcg_available(why, sizeof(why))) {
-		print_message("skip: %s\n", why);
-		skip();
-	}
+	if (geteuid() != 0)
+		test_skip_host("not root: creating cgroups needs root");
+	/* whether the host can is read from /sys/fs/cgroup, not asked of jobcg */
+	if (!test_host_has_controller("cpuset"))
+		test_skip_host("no cpuset controller on this host (/sys/fs/cgroup)");
+	if (!jobcg_available(why, sizeof(why)))
+		fail_msg("the host has a cpuset controller, but jobcg_available says: %s", why);
 	hierarchy("cpuset", base, sizeof(base));
-	if (!base[0]) {
-		print_message("skip: no cpuset hierarchy mounted\n");
-		skip();
-	}
+	assert_true(base[0] != '\0');
 	snprintf(name, sizeof(name), "nodetune-unit-%d", (int)getpid());
 	assert_false(jobcg_exists(name));
 	if (jobcg_create(name, "0", "0", 200, &err) < 0)

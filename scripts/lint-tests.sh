@@ -1,0 +1,152 @@
+#!/bin/sh
+# lint-tests.sh [FILE...] -- the shell patterns that made checks unable to
+# fail (issue 23), found in the integration tests (default:
+# tests/integration/test_*.sh and lib.sh).
+#
+#   outside   `check DESC -- CMD && MORE` (or `|| MORE`): the condition after
+#             the operator falls outside the check; put it inside, as
+#             `check DESC -- sh -c "A && B"`.
+#   ge0       `-ge 0` or `>= 0`: true of every count.  A range with an upper
+#             bound on the same line (`>= 0 and ... <= 1`) is not flagged.
+#   true      `|| true` (or `|| :`) as the command right before a check.
+#   status    a command whose status is ignored, writing a file that a later
+#             check (or a `run` feeding one) of the same script reads.  A heuristic: the command
+#             writes `>"$T_TMP/NAME"` (stdout) or takes `--json`, `--out`,
+#             `--dump-weights` or `-o` with "$T_TMP/NAME"; its status counts
+#             as used when it is followed by && or ||, is under if, while,
+#             until or !, runs in the background (& -- its status is wait's),
+#             or the next command reads $? (or is `wait PID` followed by one
+#             that reads $?: a function that starts jobs in the background).  Text tools (echo, printf, cat,
+#             sed, awk, grep, jq, sort, head, tail, cut, tr, cp, mkdir, rm,
+#             python3 -c writing a fixture) and a loop's or a group's
+#             redirection (`done >FILE`) are not flagged.  The path is
+#             matched literally: one built from a variable ("$T_TMP/$out")
+#             is not followed.
+#
+# The scanner knows shell quoting well enough for these tests: single and
+# double quotes, $( ) and $(( )) nested, backslash continuations, comments,
+# here-documents.  Prints "FILE:LINE: KIND: what" per finding; exit 1 when
+# there is any, 0 when none, 2 on a file it cannot read.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+[ "$#" -gt 0 ] || set -- "$top"/tests/integration/lib.sh "$top"/tests/integration/test_*.sh
+bad=0
+for f in "$@"; do
+	[ -r "$f" ] || { echo "lint-tests.sh: cannot read $f" >&2; exit 2; }
+	awk -v file="$f" '
+# ---- scanning: the file into commands ------------------------------------
+# Each command (a pipeline element, or what lies between &&, ||, ;, & and
+# newlines at the top level) becomes C[i] (its text), CL[i] (its first
+# line), CB[i] (the operator before it), CA[i] (the operator after it).
+function endcmd(op) {
+	t = cur; gsub(/^[ \t]+|[ \t]+$/, "", t)
+	if (t != "") { nc++; C[nc] = t; CL[nc] = cl; CB[nc] = prevop; CA[nc] = op; prevop = op }
+	else if (op != "nl") prevop = op
+	cur = ""; cl = 0
+}
+{ lines[NR] = $0 }
+END {
+	n = NR; sp = 0; prevop = "nl"; cur = ""; cl = 0; hd = ""
+	for (ln = 1; ln <= n; ln++) {
+		s = lines[ln]
+		if (hd != "") {	# inside a here-document: skip to its end word
+			x = s; if (hdtab) sub(/^\t+/, "", x)
+			if (x == hd) hd = ""
+			continue
+		}
+		L = length(s); wordstart = 1
+		for (i = 1; i <= L; i++) {
+			c = substr(s, i, 1); c2 = substr(s, i, 2)
+			top_ = sp > 0 ? st[sp] : ""
+			if (cl == 0 && c !~ /[ \t]/) cl = ln
+			if (top_ == "S") { cur = cur c; if (c == "\x27") sp--; continue }
+			if (top_ == "D") {
+				if (c == "\\") { cur = cur c2; i++; continue }
+				if (c == "\"") { sp--; cur = cur c; continue }
+				if (c2 == "$(") { st[++sp] = "P"; cur = cur c2; i++; continue }
+				cur = cur c; continue
+			}
+			# top level or inside $( )
+			if (c == "\\") { if (i == L) { cur = cur " "; break }; cur = cur c2; i++; continue }
+			if (c == "#" && wordstart) break
+			if (c == "\x27") { st[++sp] = "S"; cur = cur c; wordstart = 0; continue }
+			if (c == "\"") { st[++sp] = "D"; cur = cur c; wordstart = 0; continue }
+			if (c2 == "$(") { st[++sp] = "P"; cur = cur c2; i++; wordstart = 1; continue }
+			if (c == "(" && top_ == "P") { st[++sp] = "P"; cur = cur c; continue }
+			if (c == ")" && top_ == "P") { sp--; cur = cur c; continue }
+			if (sp == 0 && substr(s, i, 2) == "<<" && substr(s, i, 3) != "<<<") {
+				rest = substr(s, i + 2); hdtab = (rest ~ /^-/)
+				if (match(rest, /^-?[ \t]*["\x27]?[A-Za-z_][A-Za-z_0-9]*/)) {
+					hd = substr(rest, RSTART, RLENGTH); gsub(/^-?[ \t]*["\x27]?/, "", hd)
+				}
+			}
+			if (sp == 0) {
+				if (c2 == "&&" || c2 == "||") { endcmd(c2); i++; wordstart = 1; continue }
+				if (c2 == ";;") { endcmd(";"); i++; wordstart = 1; continue }
+				if (c == ";" || c == "|") { endcmd(c); wordstart = 1; continue }
+				if (c == "&" && substr(s, i - 1, 1) != ">" && substr(s, i + 1, 1) != ">") { endcmd("&"); wordstart = 1; continue }
+			}
+			cur = cur c
+			wordstart = (c ~ /[ \t(]/)
+		}
+		if (sp == 0 && substr(s, length(s)) != "\\") endcmd("nl")
+		else if (sp > 0) cur = cur "\n"
+	}
+	endcmd("nl")
+	findings()
+}
+
+# the command with leading keywords, a case pattern and assignments removed
+function bare(t) {
+	while (1) {
+		if (match(t, /^(then|do|else|elif|if|while|until|!|\{|\()[ \t]+/)) { t = substr(t, RLENGTH + 1); continue }
+		if (match(t, /^[^ \t"\x27]*\)[ \t]+/)) { t = substr(t, RLENGTH + 1); continue }
+		if (match(t, /^[A-Za-z_][A-Za-z_0-9]*=([^ \t"\x27$]|\$[A-Za-z_{])*[ \t]+/)) { t = substr(t, RLENGTH + 1); continue }
+		break
+	}
+	return t
+}
+function firstword(t) { split(bare(t), w, /[ \t\n]+/); return w[1] }
+function report(line, kind, msg) { printf "%s:%d: %s: %s\n", file, line, kind, msg; found = 1 }
+
+# ---- the four patterns ---------------------------------------------------
+function findings(   i, j, t, fw, p, m, path, used, nxt, lnk, x, a) {
+	for (i = 1; i <= nc; i++) {
+		t = C[i]; fw = firstword(t)
+		if (fw == "check" && t ~ /[ \t\n]--([ \t\n]|$)/ && (CA[i] == "&&" || CA[i] == "||"))
+			report(CL[i], "outside", "a condition after `check ... --` joined by " CA[i] ", outside the check")
+		if (fw == "true" || fw == ":") if (CB[i] == "||" && i < nc && firstword(C[i + 1]) == "check")
+			report(CL[i], "true", "`|| " fw "` right before a check")
+	}
+	for (ln = 1; ln <= n; ln++) {
+		x = lines[ln]; if (x ~ /^[ \t]*#/) continue
+		if (x ~ /(-ge[ \t]+0|>=[ \t]*0)([^.0-9]|$)/ && x !~ /(<=|-le[ \t])/)
+			report(ln, "ge0", "`-ge 0` / `>= 0`: true of every count")
+	}
+	for (i = 1; i <= nc; i++) {
+		t = bare(C[i]); fw = firstword(t)
+		if (fw ~ /^(done|fi|esac|\}|\)|check|run|expect_fail|echo|printf|cat|sed|awk|grep|jq|sort|head|tail|cut|tr|cp|mkdir|rm|ln|chmod|touch|tee|python3|local|export|wait)$/) continue
+		if (fw ~ /^[A-Za-z_][A-Za-z_0-9]*=/ && t !~ /[ \t]/) continue
+		if (C[i] ~ /^(if|while|until|!)[ \t]/ || CB[i] == "&&" || CA[i] == "&&" || CA[i] == "||" || CA[i] == "&" || CA[i] == "|") continue
+		if (i < nc && C[i + 1] ~ /\$\?/) continue
+		# a background job (a function that starts one): the waits after it
+		for (j = i + 1; j < nc && firstword(C[j]) == "wait" && C[j + 1] ~ /\$\?/; j += 2) ;
+		if (j > i + 1) continue
+		# each file it writes: the first a later check or run reads is reported
+		rest = t
+		while (match(rest, /((^|[ \t])>>?|--json|--out|--dump-weights|-o)[ \t]*"?\$T_TMP\/[A-Za-z0-9_.\/-]+/)) {
+			path = substr(rest, RSTART, RLENGTH); rest = substr(rest, RSTART + RLENGTH)
+			sub(/^.*\$T_TMP\//, "$T_TMP/", path)
+			for (j = i + 1; j <= nc; j++)
+				if (firstword(C[j]) ~ /^(check|run)$/ && index(C[j], path) && !index(C[j], path "."))
+					break
+			if (j <= nc) {
+				report(CL[i], "status", "the status of `" fw "` writing " path " is ignored, and the " firstword(C[j]) " at line " CL[j] " reads it")
+				break
+			}
+		}
+	}
+	exit found
+}' "$f" || bad=1
+done
+exit $bad

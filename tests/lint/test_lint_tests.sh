@@ -1,0 +1,56 @@
+#!/bin/sh
+# The integration tests' lint (scripts/lint-tests.sh) passes on the tree and
+# fails, naming the file, line and kind, on each planted pattern: a
+# condition after `check ... --` outside the check (&& and ||), a `-ge 0` and
+# a `>= 0` on a count, `|| true` right before a check, and an ignored status
+# of a command whose output a later check reads (issue 23's test_harness.sh
+# bug, brought back by deleting the line that keeps mpirun's status).
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+lint=$top/scripts/lint-tests.sh
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT INT TERM
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok: $1"; }
+nok() { fail=$((fail + 1)); echo "FAIL: $1"; }
+
+out=$("$lint" 2>&1) && ok "the integration tests are clean" || nok "the tree: $out"
+
+# plant NAME FILE SED WANT: FILE (tests/integration/FILE) copied, the sed
+# applied (it must change the copy); the lint must fail with WANT
+plant() {
+	name=$1 file=$2 expr=$3 want=$4
+	cp "$top/tests/integration/$file" "$tmp/$file"
+	sed -i "$expr" "$tmp/$file"
+	if cmp -s "$top/tests/integration/$file" "$tmp/$file"; then
+		nok "$name: the plant did not change $file"
+	elif out=$("$lint" "$tmp/$file" 2>&1); then
+		nok "$name: passed"
+	elif printf '%s\n' "$out" | grep -q -- "$want"; then
+		ok "$name: $(printf '%s\n' "$out" | grep -- "$want" | head -n 1 | sed "s|$tmp/||")"
+	else
+		nok "$name: failed without naming it: $out"
+	fi
+}
+plant "&& after check --" test_stdout.sh \
+	'$a check "two conditions" -- [ -s "$T_TMP/bare.out" ] \&\& [ ! -s "$T_TMP/bare.err" ]' \
+	'test_stdout.sh:[0-9]*: outside: .* joined by &&'
+plant "|| after check --, on a continued line" test_stdout.sh \
+	'$a check "a condition" -- \\\n\t[ -s "$T_TMP/bare.out" ] || echo no' \
+	'test_stdout.sh:[0-9]*: outside: .* joined by ||'
+plant "-ge 0 on a count" test_inject.sh \
+	'$a check "switches" -- [ "$(s base counters.involuntary_switches)" -ge 0 ]' \
+	'test_inject.sh:[0-9]*: ge0:'
+plant ">= 0 in a jq program" test_observe_cli.sh \
+	"\$a check \"PSI\" -- jq -se 'all(.[]; .psi_ms.cpu_some >= 0)' \"\$OUT\"" \
+	'test_observe_cli.sh:[0-9]*: ge0:'
+plant "|| true before a check" test_stdout.sh \
+	'$a grep -q first "$T_TMP/bare.out" || true\ncheck "x" -- [ -s "$T_TMP/bare.out" ]' \
+	'test_stdout.sh:[0-9]*: true: `|| true` right before a check'
+plant "mpirun's status ignored (test_harness.sh, issue 23)" test_harness.sh \
+	'/^\tmrc=\$?$/d' \
+	'test_harness.sh:[0-9]*: status: the status of `timeout` writing \$T_TMP/w2 is ignored'
+plant "a status ignored, read by a check" test_stdout.sh \
+	'/^brc=\$?$/d' \
+	'test_stdout.sh:[0-9]*: status: the status of `sh` writing \$T_TMP/bare.out is ignored, and the check'
+echo "lint lint_tests: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
