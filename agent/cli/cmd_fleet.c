@@ -16,39 +16,39 @@
 #define DEFAULT_WAVES "1/class,1%,10%,50%,100%"
 #define DEFAULT_WAVE_TIMEOUT_S 600.0
 
-#define FLEET_OPTS_COMMON { OPT_ENDPOINTS, OPT_REQUIRED }
+#define FLEET_OPTS_COMMON { OPT_ENDPOINTS, OPT_REQUIRED, NULL }
 
 static const struct opt_row rollout_opts[] = {
 	FLEET_OPTS_COMMON,
-	{ OPT_POLICY, OPT_REQUIRED },
-	{ OPT_NAME, OPT_REQUIRED },
-	{ OPT_WAVES, OPT_OPTIONAL },
-	{ OPT_GATE_CMD, OPT_OPTIONAL },
-	{ OPT_GATE_BUDGET, OPT_OPTIONAL },
-	{ OPT_WAVE_TIMEOUT, OPT_OPTIONAL },
-	{ OPT_SHADOW, OPT_OPTIONAL },
-	{ OPT_GATE_ALLOW_INCONCLUSIVE, OPT_OPTIONAL },
-	{ OPT_JSON, OPT_OPTIONAL },
+	{ OPT_POLICY, OPT_REQUIRED, NULL },
+	{ OPT_NAME, OPT_REQUIRED, NULL },
+	{ OPT_WAVES, OPT_OPTIONAL, NULL },
+	{ OPT_GATE_CMD, OPT_OPTIONAL, NULL },
+	{ OPT_GATE_BUDGET, OPT_OPTIONAL, NULL },
+	{ OPT_WAVE_TIMEOUT, OPT_OPTIONAL, NULL },
+	{ OPT_SHADOW, OPT_OPTIONAL, NULL },
+	{ OPT_GATE_ALLOW_INCONCLUSIVE, OPT_OPTIONAL, NULL },
+	{ OPT_JSON, OPT_OPTIONAL, NULL },
 	OPT_TABLE_END,
 };
 
 static const struct opt_row name_opts[] = {
 	FLEET_OPTS_COMMON,
-	{ OPT_NAME, OPT_REQUIRED },
-	{ OPT_JSON, OPT_OPTIONAL },
+	{ OPT_NAME, OPT_REQUIRED, NULL },
+	{ OPT_JSON, OPT_OPTIONAL, NULL },
 	OPT_TABLE_END,
 };
 
 static const struct opt_row status_opts[] = {
 	FLEET_OPTS_COMMON,
-	{ OPT_NAME, OPT_OPTIONAL },
-	{ OPT_JSON, OPT_OPTIONAL },
+	{ OPT_NAME, OPT_OPTIONAL, NULL },
+	{ OPT_JSON, OPT_OPTIONAL, NULL },
 	OPT_TABLE_END,
 };
 
 static const struct opt_row hosts_opts[] = {
 	FLEET_OPTS_COMMON,
-	{ OPT_JSON, OPT_OPTIONAL },
+	{ OPT_JSON, OPT_OPTIONAL, NULL },
 	OPT_TABLE_END,
 };
 
@@ -57,9 +57,9 @@ static const struct opt_row hosts_opts[] = {
 
 const struct verb_spec fleet_rollout_spec = {
 	rollout_opts, VERB_NO_COMMAND,
-	"nodetune fleet rollout --endpoints URLS --policy FILE --name NAME\n"
-	"                   [--waves 1/class,1%,10%,50%,100%] [--gate-cmd CMD] [--gate-budget SECONDS]\n"
-	"                   [--wave-timeout SECONDS] [--shadow] [--gate-allow-inconclusive] [--json]",
+	"nodetune fleet rollout --endpoints URLS --policy FILE|NAME --name NAME\n"
+	"                   [--waves 1/class,1%,10%,50%,100%] [--gate-cmd CMD] [--gate-budget DURATION]\n"
+	"                   [--wave-timeout DURATION] [--shadow] [--gate-allow-inconclusive] [--json]",
 	"roll a policy out to the fleet's hosts in waves (canary gate, automatic rollback)",
 	"Validates FILE as every host will, stores it, plans the waves over the hosts alive\n"
 	"now (the first: one host of each hardware class; each P%: up to P% of the fleet,\n"
