@@ -28,7 +28,7 @@ static const struct opt_row daemon_opts[] = {
 	{ OPT_TEXTFILE_DIR, OPT_OPTIONAL, NULL },
 	{ OPT_SOCKET, OPT_OPTIONAL, NULL },
 	{ OPT_REVERT_ON_EXIT, OPT_OPTIONAL, NULL },
-	{ OPT_ENDPOINTS, OPT_OPTIONAL, "join a fleet: its etcd client URLs, comma-separated (see below)" },
+	{ OPT_ENDPOINTS, OPT_OPTIONAL, "join a fleet: its etcd client URLs, comma-separated (see above)" },
 	{ OPT_HOST, OPT_OPTIONAL, NULL },
 	{ OPT_JSON, OPT_REFUSED, "the daemon reports through `nodetune status --json` and its metrics; its stderr is a log" },
 	OPT_TABLE_END,

@@ -257,15 +257,23 @@ static int lead(struct opts *o, struct fleet_ctl *c, bool abort, bool wait)
 	return rc;
 }
 
-/* The policy file, checked as a host will check it (without a machine to
- * plan on: each host plans it on its own). */
+/* The policy file (a NAME: found on the policy path), checked as a host
+ * will check it (without a machine to plan on: each host plans it on its
+ * own). */
 static int read_policy(const struct opts *o, char **ret, size_t *ret_len)
 {
 	struct nt_err err = { 0 };
 	struct policy *p;
-	char why[256];
-	int r = userfile_read(o->policy, POLICY_MAX_SIZE, "a policy file", NULL, ret, ret_len, why, sizeof(why));
+	char why[256], file[4096];
+	int r;
 
+	if (policy_is_name(o->policy) &&
+	    policy_find(policy_search_path(), o->policy, cli_policy_flags(), file, sizeof(file), &err) < 0) {
+		log_msg(LOG_ERR, "--policy: %s", err.msg);
+		return EXIT_USAGE;
+	}
+	r = userfile_read(policy_is_name(o->policy) ? file : o->policy, POLICY_MAX_SIZE, "a policy file", NULL, ret,
+			  ret_len, why, sizeof(why));
 	if (r < 0) {
 		log_msg(LOG_ERR, "--policy %s: %s", o->policy, why);
 		return EXIT_USAGE;

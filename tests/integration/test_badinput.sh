@@ -242,6 +242,12 @@ expect_fail 2 "^nodetune: policy show: policy show takes one word, none given" "
 	"$NODETUNE" policy show
 expect_fail 2 "^nodetune: policy show: policy show takes one word, not 'b' too" "policy show with two words" -- \
 	"$NODETUNE" policy show a b
+NODETUNE_POLICY_PATH=$(pwd)/policies expect_fail 2 "^nodetune: fleet rollout: --policy: no policy named 'nope'" \
+	"fleet rollout --policy NAME that the path does not have" -- \
+	"$NODETUNE" fleet rollout --endpoints http://127.0.0.1:1 --policy nope --name r
+NODETUNE_POLICY_PATH=$(pwd)/policies expect_fail 3 "^nodetune: fleet rollout: etcd http://127.0.0.1:1" \
+	"fleet rollout --policy gpu-train: the NAME found, then the store (none here) is what fails" -- \
+	"$NODETUNE" fleet rollout --endpoints http://127.0.0.1:1 --policy gpu-train --name r
 expect_fail 2 "^nodetune: help: no verb 'nope'" "help of a verb that does not exist" -- "$NODETUNE" help nope
 expect_fail 2 "^nodetune: unknown verb 'nope' \(see nodetune help\)" "an unknown verb" -- "$NODETUNE" nope
 expect_fail 2 "^nodetune: --verbose given twice" "-v twice before the verb" -- "$NODETUNE" -v -v discover

@@ -104,6 +104,9 @@ check "daemon on a tree: ready, /metrics port logged ($P1), the policy applied (
 	sh -c "[ -n '$P1' ] && grep -q 'ready: 4 settings verified every 1 s' '$T_TMP/d1.log' &&
 	       [ \"\$(cat '$R1/$DEFRAG')\" = defer+madvise ] && [ \"\$(cat '$R1/$ENABLED')\" = madvise ] &&
 	       [ \"\$(cat '$R1/$NB')\" = 0 ] && [ \"\$(cat '$R1/$SW')\" = 10 ]"
+run "$NODETUNE" policy active --socket "$S1" --state-dir "$T_TMP/st1" --json
+check "policy active with a daemon: the daemon's policy (over its socket), its journal in the state dir" -- sh -c \
+	"[ $RC -eq 0 ] && jq -e '.active == \"$POLICY\" and .daemon.policy == \"$POLICY\" and .journals[0].state_dir == \"$T_TMP/st1\"' '$OUT' >/dev/null"
 
 # another writer: a sysctl.d file that sets the key
 mkdir -p "$R1/etc/sysctl.d"
