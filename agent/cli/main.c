@@ -71,6 +71,7 @@ void cli_usage(FILE *f)
 	for (size_t i = 0; i < N_VERBS; i++)
 		fprintf(f, "  %-14s %s\n", verbs[i].name, verbs[i].spec->summary);
 	fprintf(f, "  %-14s %s\n", "help [VERB]", "this list, or what a verb does and takes (as VERB --help)");
+	fprintf(f, "  %-14s %s\n", "help --json", "every verb's options as data (for man pages and completion)");
 	fprintf(f, "\nGlobal options, before or after the verb: -v/--verbose, --log-format text|syslog,\n"
 		   "--version, -h/--help.  Each option may be given once (a repeated one is refused).\n"
 		   "Exit codes: 0 ok, 1 problem found, 2 bad usage or input (nothing changed),\n"
@@ -134,9 +135,31 @@ static int not_a_verb(int argc, char **argv, int i)
 	return EXIT_USAGE;
 }
 
-/* `nodetune help [VERB [SUB-VERB]]`.  The exit code. */
+/* `nodetune help --json`: every verb's table as data (opts_spec_json),
+ * {"verbs": [{"verb", ...}], "groups": [{"group", "help"}]}. */
+static int help_json(void)
+{
+	json_t *vs = json_array(), *gs = json_array();
+
+	for (size_t k = 0; vs && k < N_VERBS; k++) {
+		json_t *v = opts_spec_json(verbs[k].spec);
+
+		if (v && !json_object_set_new(v, "verb", json_string(verbs[k].name)))
+			json_array_append_new(vs, v);
+		else
+			json_decref(v);
+	}
+	for (size_t k = 0; gs && k < sizeof(groups) / sizeof(groups[0]); k++)
+		json_array_append_new(gs, json_pack("{s:s, s:s}", "group", groups[k].name, "help", groups[k].help));
+	return finish_stdout(print_json(json_pack("{s:s, s:o*, s:o*}", "version", NODETUNE_VERSION, "verbs", vs,
+						  "groups", gs)));
+}
+
+/* `nodetune help [VERB [SUB-VERB]]`, `nodetune help --json`.  The exit code. */
 static int help(int argc, char **argv, int i)
 {
+	if (i + 2 == argc && !strcmp(argv[i + 1], "--json"))
+		return help_json();
 	if (i + 1 >= argc) {
 		cli_usage(stdout);
 		return finish_stdout(0);

@@ -715,6 +715,33 @@ void opts_print_help(FILE *f, const struct verb_spec *spec)
 	fprintf(f, "  -h, --help%*sthis help\n", HELP_COLUMN - 12, "");
 }
 
+static json_t *option_json(const struct opt_def *d, const struct opt_row *r)
+{
+	static const char *const need[] = { [OPT_OPTIONAL] = "optional", [OPT_REQUIRED] = "required",
+					    [OPT_REFUSED] = "refused" };
+	char letter[2] = { d->letter, 0 };
+
+	return json_pack("{s:s, s:s?, s:s?, s:s?, s:s, s:s, s:b}", "name", d->name, "letter", d->letter ? letter : NULL,
+			 "alias", d->alias, "value", d->arg, "help", r && r->help ? r->help : d->help, "need",
+			 need[r ? r->need : OPT_OPTIONAL], "global", d->global);
+}
+
+json_t *opts_spec_json(const struct verb_spec *spec)
+{
+	static const char *const takes[] = { [VERB_NO_COMMAND] = "nothing", [VERB_COMMAND] = "command",
+					     [VERB_COMMAND_OPTIONAL] = "optional command",
+					     [VERB_SUB_VERB] = "sub-verb", [VERB_ONE_WORD] = "word" };
+	json_t *arr = json_array();
+
+	for (const struct opt_row *r = spec->opts; arr && r->id != OPT_END; r++)
+		json_array_append_new(arr, option_json(&defs[r->id], r));
+	for (int i = 0; arr && i < OPT__COUNT; i++)
+		if (defs[i].global)
+			json_array_append_new(arr, option_json(&defs[i], NULL));
+	return json_pack("{s:s, s:s, s:s, s:s, s:o*}", "usage", spec->usage, "summary", spec->summary, "help",
+			 spec->help, "takes", takes[spec->command], "options", arr);
+}
+
 /* ---- opts_parse -------------------------------------------------------- */
 
 /* The option as typed, for messages: a missing value ends argv, so the

@@ -20,6 +20,7 @@
 #define NODETUNE_CLI_OPTS_H
 
 #include <stdbool.h>
+#include <jansson.h>
 #include <stdio.h>
 
 #include "observe/sampler.h"   /* SAMPLER_MAX_PIDS */
@@ -120,6 +121,14 @@ void cli_version(void);
  * its options from its table (the letter, the name, the value's name, the
  * help, any alias; the refused ones with why), then the global options. */
 void opts_print_help(FILE *f, const struct verb_spec *spec);
+
+/* spec's table as data, for tools that generate from it (man page checks,
+ * shell completion): {"usage", "summary", "help", "takes": "nothing" |
+ * "command" | "optional command" | "sub-verb" | "word", "options": [{"name",
+ * "letter", "alias", "value", "help", "need": "optional" | "required" |
+ * "refused"}]}, the global options last (with "global": true).  NULL: out
+ * of memory. */
+json_t *opts_spec_json(const struct verb_spec *spec);
 
 /* The global options before the verb (argv[0] is "nodetune"): parsed
  * into o from the same definitions as after it.  Returns the index of the

@@ -18,7 +18,7 @@ cp "$OUT" "$T_TMP/verbs"
 run "$NODETUNE" --help
 check "nodetune --help is nodetune help" -- cmp -s "$OUT" "$T_TMP/verbs"
 # the verbs: the list's first column (two words for a group's sub-verb)
-sed -n '/^Verbs:/,/^$/p' "$T_TMP/verbs" | cut -c3-16 | sed 's/ *$//' | grep -v -e '^$' -e '^help' >"$T_TMP/names"
+sed -n '/^Verbs:/,/^$/p' "$T_TMP/verbs" | sed 1d | cut -c3-16 | sed 's/ *$//' | grep -v -e '^$' -e '^help' >"$T_TMP/names"
 check "the list has the verbs and the sub-verbs ($(wc -l <"$T_TMP/names") of them)" -- sh -c \
 	"grep -qx plan '$T_TMP/names' && grep -qx 'fleet rollout' '$T_TMP/names' && grep -qx 'policy show' '$T_TMP/names'"
 bad_layout= bad_help= bad_usage= bad_json=
@@ -59,6 +59,22 @@ for pair in "plan|-n, --ranks" "apply|-n, --ranks" "apply|--synthetic" "verify|-
 	v=${pair%%|*} o=${pair#*|}
 	check "  $v: $o" -- sh -c "'$NODETUNE' help $v | grep -q -- '^  *$o '"
 done
+
+# help --json: the same tables as data (what man-page checks and completion use)
+run "$NODETUNE" help --json
+check "help --json: every verb of the list, with the version" -- sh -c \
+	"[ $RC -eq 0 ] && [ \"\$(jq -r '.verbs[].verb' '$OUT')\" = \"\$(cat '$T_TMP/names')\" ] && jq -e '.version == \"$(cat VERSION)\"' '$OUT' >/dev/null"
+cp "$OUT" "$T_TMP/help.json"
+bad=
+while read -r verb; do
+	# shellcheck disable=SC2086
+	"$NODETUNE" help $verb | sed -n '/^Options:$/,/^$/p;/^Global options/,$p' | grep -o '^  *\(-., \)\?--[a-z-]*' |
+		sed 's/.*--//' >"$T_TMP/text-opts"
+	jq -r --arg v "$verb" '.verbs[] | select(.verb == $v) | .options[].name' "$T_TMP/help.json" >"$T_TMP/json-opts"
+	echo help >>"$T_TMP/json-opts"
+	cmp -s "$T_TMP/text-opts" "$T_TMP/json-opts" || bad="$bad $verb"
+done <"$T_TMP/names"
+check "help --json names the options help VERB lists, in order, for every verb${bad:+ (not:$bad)}" -- [ -z "$bad" ]
 
 # ---- groups: the sub-verbs ----------------------------------------------------
 for g in fleet policy; do
