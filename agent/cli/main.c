@@ -5,6 +5,9 @@
  * library, prints, and returns the exit code of the contract in DESIGN.md:
  * 0 success, 1 the check found a problem, 2 bad usage or input (nothing
  * changed), 3 runtime failure (what was changed is rolled back).
+ *
+ * Divisions: the verbs and the groups of two-word verbs; usage and version;
+ * help (text and --json, from the verbs' option tables); main.
  */
 #include <jansson.h>
 #include <hwloc.h>
