@@ -184,12 +184,6 @@ static int help(int argc, char **argv, int i)
 	return EXIT_USAGE;
 }
 
-/* Lines start with syslog's "<N>" under journald (stderr is the stream
- * JOURNAL_STREAM names), or with --log-format=syslog; never on a terminal. */
-static void log_format(const struct opts *o)
-{
-	log_set_syslog(o->log_format ? !strcmp(o->log_format, "syslog") : log_stderr_is_journal());
-}
 
 int main(int argc, char **argv)
 {
@@ -198,10 +192,13 @@ int main(int argc, char **argv)
 	int i, rc, words;
 
 	log_set_prefix("nodetune");
+	/* lines start with syslog's "<N>" under journald (stderr is the stream
+	 * JOURNAL_STREAM names), never on a terminal; --log-format, wherever
+	 * it stands, decides from there on */
+	log_set_syslog(log_stderr_is_journal());
 	i = opts_parse_globals(argc, argv, &o);
 	if (i < 0)
 		return -1 - i;
-	log_format(&o);
 	if (!strcmp(argv[i], "help"))
 		return help(argc, argv, i);
 	for (size_t k = 0; k < N_VERBS; k++) {
@@ -211,10 +208,7 @@ int main(int argc, char **argv)
 		snprintf(prefix, sizeof(prefix), "nodetune: %s", verbs[k].name);
 		log_set_prefix(prefix);
 		rc = opts_parse(verbs[k].name, verbs[k].spec, argc - i, argv + i, &o);
-		if (rc >= 0)
-			return rc;
-		log_format(&o);
-		return verbs[k].run(&o);
+		return rc >= 0 ? rc : verbs[k].run(&o);
 	}
 	return not_a_verb(argc, argv, i);
 }

@@ -169,6 +169,27 @@ static int parse_millis(const struct opt_def *d, const char *val, void *dst)
 	return 0;
 }
 
+/* -v: debug lines from here on (before the rest of the line is parsed). */
+static int parse_verbose(const struct opt_def *d, const char *val, void *dst)
+{
+	parse_flag(d, val, dst);
+	log_set_level(LOG_DEBUG);
+	return 0;
+}
+
+/* --log-format text|syslog, in force from here on. */
+static int parse_log_format(const struct opt_def *d, const char *val, void *dst)
+{
+	if (strcmp(val, "text") && strcmp(val, "syslog")) {
+		log_msg(LOG_ERR, "--%s '%s': expected text or syslog (default: syslog under journald, else text)",
+			d->name, val);
+		return -EINVAL;
+	}
+	log_set_syslog(!strcmp(val, "syslog"));
+	*(const char **)dst = val;
+	return 0;
+}
+
 /* A percentage, stored as a fraction. */
 static int parse_percent(const struct opt_def *d, const char *val, void *dst)
 {
@@ -338,15 +359,7 @@ static int check_host(const struct opts *o)
 	return 0;
 }
 
-static int check_log_format(const struct opts *o)
-{
-	if (strcmp(o->log_format, "text") && strcmp(o->log_format, "syslog")) {
-		log_msg(LOG_ERR, "--log-format '%s': expected text or syslog (default: syslog under journald, else text)",
-			o->log_format);
-		return EXIT_USAGE;
-	}
-	return 0;
-}
+
 
 /* the gate's options need a gate, and a shadow rollout has none */
 static int check_gate(const struct opts *o)
@@ -471,9 +484,10 @@ static const struct opt_def defs[OPT__COUNT] = {
 			    .help = "drop the step reports numbered below N (default 1)" },
 	[OPT_GATE_ALLOW_INCONCLUSIVE] = FLAG("gate-allow-inconclusive", gate_allow_inconclusive), .check = check_gate,
 					 .help = "an inconclusive gate passes" },
-	[OPT_VERBOSE] = FLAG("verbose", verbose), .letter = 'v', .global = true, .help = "debug output on stderr" },
-	[OPT_LOG_FORMAT] = STRING("log-format", log_format), .global = true, .check = check_log_format,
-			    .arg = "text|syslog",
+	[OPT_VERBOSE] = { .name = "verbose", .parse = parse_verbose, .offset = AT(verbose), .letter = 'v',
+			   .global = true, .help = "debug output on stderr" },
+	[OPT_LOG_FORMAT] = { .name = "log-format", .takes_value = true, .parse = parse_log_format,
+			      .offset = AT(log_format), .global = true, .arg = "text|syslog",
 			    .help = "syslog: lines start with <N> priorities (the default under journald only)" },
 	[OPT_VERSION] = FLAG("version", version), .global = true, .help = "print the version and exit" },
 };
@@ -570,13 +584,8 @@ static int check_opts(const struct verb_spec *spec, struct opts *o)
 	}
 	if (!o->state_dir)
 		o->state_dir = JOURNAL_DEFAULT_DIR;
-	for (int i = 0; i < OPT__COUNT; i++)
-		if (defs[i].global && o->given[i] && defs[i].check && defs[i].check(o))
-			return EXIT_USAGE;
-	if (o->quiet)
+	if (o->quiet && !o->verbose)
 		log_set_level(LOG_ERR);
-	if (o->verbose)
-		log_set_level(LOG_DEBUG);
 	return 0;
 }
 
@@ -866,10 +875,6 @@ int opts_parse_globals(int argc, char **argv, struct opts *o)
 			return -1 - finish_stdout(0);
 		}
 	}
-	if (o->log_format && check_log_format(o))
-		return -1 - EXIT_USAGE;
-	if (o->verbose)
-		log_set_level(LOG_DEBUG);
 	if (optind >= argc || !strcmp(argv[optind - 1], "--")) {
 		cli_usage(stderr);
 		return -1 - EXIT_USAGE;

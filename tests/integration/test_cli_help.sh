@@ -35,9 +35,11 @@ while read -r verb; do
 		END { exit bad || blank < 3 || !opt || glob <= opt }' "$T_TMP/h1" || bad_layout="$bad_layout $verb"
 	# every option of the table is in the synopsis (those refused excepted)
 	sed '/^$/q' "$T_TMP/h1" >"$T_TMP/usage"
-	sed -n '/^Options:$/,/^$/p' "$T_TMP/h1" | grep -v 'not taken:' | grep -o '^  *\(-., \)\?--[a-z-]*' |
-		sed 's/.*--/--/' | while read -r o; do
-			grep -q -- "$o\\b" "$T_TMP/usage" || echo "$verb: $o"
+	sed -n '/^Options:$/,/^$/p' "$T_TMP/h1" | grep -v 'not taken:' | grep -oE '^(  -., |      )--[a-z-]+' |
+		sed 's/^ *//' | while read -r o; do
+			# "-n, --ranks": the synopsis may show either form
+			long=${o##* } short=${o%%,*}
+			grep -qE -- "$long\\b|(^|[[ ])$short " "$T_TMP/usage" || echo "$verb: $long"
 		done >>"$T_TMP/missing"
 	# --json: in the table, taken or refused with a reason
 	grep -q '^      --json  ' "$T_TMP/h1" || bad_json="$bad_json $verb"
@@ -68,7 +70,7 @@ cp "$OUT" "$T_TMP/help.json"
 bad=
 while read -r verb; do
 	# shellcheck disable=SC2086
-	"$NODETUNE" help $verb | sed -n '/^Options:$/,/^$/p;/^Global options/,$p' | grep -o '^  *\(-., \)\?--[a-z-]*' |
+	"$NODETUNE" help $verb | sed -n '/^Options:$/,/^$/p;/^Global options/,$p' | grep -oE '^(  -., |      )--[a-z-]+' |
 		sed 's/.*--//' >"$T_TMP/text-opts"
 	jq -r --arg v "$verb" '.verbs[] | select(.verb == $v) | .options[].name' "$T_TMP/help.json" >"$T_TMP/json-opts"
 	echo help >>"$T_TMP/json-opts"
@@ -81,42 +83,45 @@ for g in fleet policy; do
 	run "$NODETUNE" $g --help
 	check "$g --help: exit 0, usage, the sub-verbs on stdout" -- sh -c \
 		"[ $RC -eq 0 ] && head -1 '$OUT' | grep -q '^Usage: nodetune $g SUB-VERB' && grep -q '^Sub-verbs:' '$OUT' && [ ! -s '$ERR' ]"
-	cp "$OUT" "$T_TMP/g1"
+	cp "$OUT" "$T_TMP/$g.help"
 	run "$NODETUNE" help $g
-	check "help $g is $g --help" -- cmp -s "$OUT" "$T_TMP/g1"
+	check "help $g is $g --help" -- cmp -s "$OUT" "$T_TMP/$g.help"
 	run "$NODETUNE" $g
 	check "$g alone: exit 2, the sub-verbs on stderr" -- sh -c "[ $RC -eq 2 ] && grep -q '^Sub-verbs:' '$ERR' && [ ! -s '$OUT' ]"
 done
 check "fleet --help lists rollout, resume, abort, status, hosts" -- sh -c \
-	"for s in rollout resume abort status hosts; do grep -q \"^  \$s \" '$T_TMP/g1' || exit 1; done" 
+	"for s in rollout resume abort status hosts; do grep -q \"^  \$s \" '$T_TMP/fleet.help' || exit 1; done"
 
 # ---- global options anywhere; one name per concept ----------------------------
 "$NODETUNE" plan --policy $GT --synthetic "$SYN" --ranks 2 --json >"$T_TMP/ranks" 2>/dev/null
 run "$NODETUNE" plan --policy $GT --synthetic "$SYN" -n 2 --json
 check "plan -n 2 is plan --ranks 2" -- cmp -s "$OUT" "$T_TMP/ranks"
-run "$NODETUNE" plan --policy $GT --synthetic "$SYN" --json -v
-check "-v after the verb: exit 0, debug lines on stderr" -- sh -c "[ $RC -eq 0 ] && grep -q 'debug' '$ERR'"
-run "$NODETUNE" -v plan --policy $GT --synthetic "$SYN" --json
-check "-v before the verb: the same" -- sh -c "[ $RC -eq 0 ] && grep -q 'debug' '$ERR'"
+run "$NODETUNE" policy active --socket "$T_TMP/no.sock" --state-dir "$T_TMP/nost" -v
+check "-v after the verb: exit 0, debug lines on stderr" -- sh -c \
+	"[ $RC -eq 0 ] && grep -q '^nodetune: policy active: debug: no daemon is listening on $T_TMP/no.sock' '$ERR'"
+run "$NODETUNE" -v policy active --socket "$T_TMP/no.sock" --state-dir "$T_TMP/nost"
+check "-v before the verb: the same" -- sh -c "[ $RC -eq 0 ] && grep -q '^nodetune: policy active: debug: ' '$ERR'"
+run "$NODETUNE" policy active --socket "$T_TMP/no.sock" --state-dir "$T_TMP/nost"
+check "without -v: no debug line" -- sh -c "[ $RC -eq 0 ] && ! grep -q 'debug:' '$ERR'"
 run "$NODETUNE" plan --policy $GT --synthetic "$SYN" --log-format=syslog --ranks 0
 check "--log-format=syslog after the verb: <3> on the error" -- grep -q "^<3>nodetune: plan: --ranks '0'" "$ERR"
 run "$NODETUNE" plan --policy $GT --synthetic "$SYN" --ranks 0
 check "a terminal or a file (no journald): no <N> prefix" -- grep -q "^nodetune: plan: --ranks '0'" "$ERR"
-run "$NODETUNE" help daemon
-check "daemon --endpoints, with --fleet its alias, said in help" -- \
-	grep -q -- '^      --endpoints URL\[,URL...\] .*(also --fleet)' "$OUT"
-run "$NODETUNE" help fleet rollout
-check "fleet rollout --endpoints, the same option (also --fleet)" -- grep -q -- '--endpoints URL.*(also --fleet)' "$OUT"
+# help text as one line (options wrap)
+check "daemon --endpoints, with --fleet its alias, said in help" -- sh -c \
+	"'$NODETUNE' help daemon | tr -s ' \n' '  ' | grep -q -- '--endpoints URL\[,URL...\] join a fleet.*(also --fleet)'"
+check "fleet rollout --endpoints, the same option (also --fleet)" -- sh -c \
+	"'$NODETUNE' help fleet rollout | tr -s ' \n' '  ' | grep -q -- '--endpoints URL\[,URL...\] the fleet.s etcd client URLs, comma-separated (also --fleet) (required)'"
 
 # ---- durations: units, and a bare number in the option's own unit ------------
 run "$NODETUNE" observe --interval 100ms --duration 0.3s --json
 check "observe --interval 100ms --duration 0.3s: exit 0, records" -- sh -c "[ $RC -eq 0 ] && [ -s '$OUT' ]"
 run "$NODETUNE" observe --interval 100 --duration 300ms --json
 check "observe --interval 100 (bare: milliseconds) --duration 300ms: exit 0, records" -- sh -c "[ $RC -eq 0 ] && [ -s '$OUT' ]"
-run "$NODETUNE" help observe
-check "observe's help says what a bare --interval counts" -- grep -q 'a bare number counts milliseconds' "$OUT"
-run "$NODETUNE" help daemon
-check "the daemon's help says what a bare --interval counts" -- grep -q 'a bare number counts seconds' "$OUT"
+check "observe's help says what a bare --interval counts" -- sh -c \
+	"'$NODETUNE' help observe | tr -s ' \n' '  ' | grep -q -- '--interval DURATION between samples (default 100ms; a bare number counts milliseconds)'"
+check "the daemon's help says what a bare --interval counts" -- sh -c \
+	"'$NODETUNE' help daemon | tr -s ' \n' '  ' | grep -q -- '--interval DURATION between verifies (default 30s; a bare number counts seconds)'"
 
 # ---- one version ---------------------------------------------------------------
 v=$(cat VERSION)
