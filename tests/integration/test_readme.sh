@@ -15,7 +15,10 @@ HGX=tests/fixtures/topologies/hgx-2s8g8n.xml
 TREE=$T_TMP/tree
 ST=$T_TMP/state
 cp -r tests/fixtures/sysroot/gpu-host-untuned "$TREE"
-NODETUNE_POLICY_PATH=$(pwd)/policies
+# (a copy, root's and not group-writable whatever the clone's umask: a root
+# process refuses a policy directory others may write)
+mkdir -m 755 "$T_TMP/policies" && cp policies/*.conf "$T_TMP/policies/" && chmod 644 "$T_TMP"/policies/*.conf
+NODETUNE_POLICY_PATH=$T_TMP/policies
 export NODETUNE_POLICY_PATH
 
 # The commands, one file each in $T_TMP/cmd: N.sh (the command line, its
