@@ -52,6 +52,10 @@ ifeq ($(SAN),fuzz)
 ALL_CFLAGS += -fsanitize=fuzzer-no-link
 endif
 
+# One version for every binary (and the packages): the file VERSION, passed
+# as -DNODETUNE_VERSION to the CLI and the harness; a change rebuilds them.
+VERSION   := $(shell cat VERSION)
+
 # libnodetune: the agent's engine (agent/lib/, no main(), no exit()), linked
 # by the CLI (agent/cli/), the tests and the fuzz targets.
 LIB_SRCS  := $(wildcard agent/lib/*/*.c) common/nt_err.c
@@ -82,7 +86,7 @@ HARNESS   := $(BUILD)/nodetune-harness
 
 $(BUILD)/h/%.o: %.c | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(H_CFLAGS) -c $< -o $@
+	$(CC) $(H_CFLAGS) $(OBJ_CFLAGS) -c $< -o $@
 
 $(BUILD)/h/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
@@ -167,7 +171,7 @@ deps-fuzz:
 
 $(BUILD)/%.o: %.c | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) $(OBJ_CFLAGS) -c $< -o $@
 
 # the objects are rebuilt when the flags change (-fPIC, SAN): a stamp
 # holding them
@@ -175,6 +179,16 @@ $(BUILD)/.cflags: FORCE
 	@mkdir -p $(BUILD); echo '$(ALL_CFLAGS)' | cmp -s - $@ || echo '$(ALL_CFLAGS)' >$@
 $(LIB_OBJS) $(CLI_OBJS): $(BUILD)/.cflags
 .PHONY: FORCE
+
+# The policy search path (tune/policy.h): /etc's directory, the install's
+# share directory when PREFIX is not /usr (`make install` puts the policies
+# there), then /usr/share's (the package's).
+POLICY_PATH := /etc/nodetune/policies$(if $(filter /usr,$(PREFIX)),,:$(PREFIX)/share/nodetune/policies):/usr/share/nodetune/policies
+# (OBJ_CFLAGS: one object's own definitions)
+$(BUILD)/agent/lib/tune/policy.o: OBJ_CFLAGS = -DPOLICY_PATH_DEFAULT='"$(POLICY_PATH)"'
+$(BUILD)/agent/lib/tune/policy.o: $(BUILD)/.prefix
+$(BUILD)/agent/cli/main.o $(BUILD)/h/harness/engine.o: VERSION
+$(BUILD)/agent/cli/main.o $(BUILD)/h/harness/engine.o: OBJ_CFLAGS = -DNODETUNE_VERSION='"$(VERSION)"'
 
 $(LIB): $(LIB_OBJS)
 	@rm -f $@

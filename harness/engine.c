@@ -39,8 +39,8 @@
 #include "stepreport.h"
 #include "trainer.h"
 
-#ifndef HARNESS_VERSION
-#define HARNESS_VERSION "0.1.0"
+#ifndef NODETUNE_VERSION
+#error "NODETUNE_VERSION comes from the file VERSION (Makefile)"
 #endif
 
 extern void openblas_set_num_threads(int);
@@ -122,7 +122,7 @@ static void usage(void)
 
 static void version(void)
 {
-	printf("nodetune-harness %s\n", HARNESS_VERSION);
+	printf("nodetune-harness %s\n", NODETUNE_VERSION);
 	printf("cuda: %s\n", cuda_build_info());
 	printf("nccl: %s\n", cuda_nccl_info());
 	printf("mpi: %s\n", comm_mpi_version());

@@ -1,7 +1,7 @@
 #!/bin/sh
 # demo-fleet.sh BUILD_DIR — `nodetune fleet` on a simulated fleet: a local
 # 3-member etcd (tests/tools/etcd-cluster.sh) and 12 hosts of 3 hardware
-# classes, each a `nodetune daemon --fleet` on its own copy of the
+# classes, each a `nodetune daemon --endpoints` on its own copy of the
 # gpu-host-untuned tree with a real topology from ../shared/topologies.
 #
 #  1. a policy (THP defrag madvise) rolled through the waves 1/class, 25%,
@@ -56,7 +56,7 @@ for x in g4dnmetal.xml nvidiaDGX2.xml 96em64t-4n4d3ca2co-pci.xml; do
 		i=$((i + 1)); h=$(printf 'h%02d' $i); d=$dir/$h
 		mkdir -p "$d" && cp -a tests/fixtures/sysroot/gpu-host-untuned "$d/root"
 		"$nt" daemon --sysroot "$d/root" --topology "$topos/$x" --policy policies/baseline.conf \
-			--fleet "$EP" --host "$h" --no-metrics --socket "$d/sock" --state-dir "$d/state" \
+			--endpoints "$EP" --host "$h" --no-metrics --socket "$d/sock" --state-dir "$d/state" \
 			--interval 1 >"$d/log" 2>&1 &
 		echo $! >"$d/pid"
 	done

@@ -8,21 +8,24 @@ set -eu
 build=$1
 cd "$(dirname "$0")/.."
 nt="$build/nodetune"
-xml=../shared/topologies/g4dnmetal.xml
+xml=../shared/topologies/g4dnmetal.xml    # the real-machine test data, when beside the clone
+what="AWS g4dn.metal, 8 x T4"
+if [ ! -f "$xml" ]; then
+	xml=tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml
+	what="an HGX-like server: 2 sockets, 8 H100, 8 ConnectX-7"
+fi
 
 echo "### nodetune discover (this host)"
 "$nt" discover
 echo
 echo "### nodetune plan --policy policies/gpu-train.conf --ranks 2 (this host)"
 "$nt" plan --policy policies/gpu-train.conf --ranks 2
-if [ -f "$xml" ]; then
-	echo
-	echo "### nodetune discover --topology $xml (AWS g4dn.metal, 8 x T4)"
-	"$nt" discover --topology "$xml"
-	echo
-	echo "### nodetune plan --policy policies/gpu-train.conf --topology $xml"
-	"$nt" plan --policy policies/gpu-train.conf --topology "$xml"
-fi
+echo
+echo "### nodetune discover --topology $xml ($what)"
+"$nt" discover --topology "$xml"
+echo
+echo "### nodetune plan --policy policies/gpu-train.conf --topology $xml"
+"$nt" plan --policy policies/gpu-train.conf --topology "$xml"
 echo
 echo "### nodetune apply --policy policies/gpu-train.conf --dry-run (this host; nothing is written)"
 "$nt" apply --policy policies/gpu-train.conf --dry-run

@@ -6,9 +6,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tune/launch.h"
 #include "tune/limits.h"
 #include "base/log.h"
+#include "daemon/daemon.h"
+#include "tune/journal.h"
+#include "tune/launch.h"
+
+const char *const cli_state_dirs[] = { JOURNAL_DEFAULT_DIR, DAEMON_DEFAULT_STATE_DIR, NULL };
 
 int finish_stdout(int rc)
 {

@@ -86,6 +86,11 @@ int cli_check_limits(const struct ctx *x, const struct opts *o);
  * exit code (said). */
 int cli_apply(const struct ctx *x, const struct opts *o, enum say say);
 
+/* The state dirs a journal may be in when --state-dir is not given:
+ * nodetune apply's (JOURNAL_DEFAULT_DIR, /run/nodetune) and the daemon's
+ * (DAEMON_DEFAULT_STATE_DIR, /var/lib/nodetune); NULL-terminated. */
+extern const char *const cli_state_dirs[];
+
 /* Revert what the journal in o->state_dir records (cmd_apply.c; shared by
  * revert, apply's rollback and run).  0, or an exit code (said). */
 int cli_revert(const struct opts *o, enum say say);
@@ -115,6 +120,9 @@ VERB(fleet_hosts);
 VERB(fleet_keygen);
 VERB(fleet_init_auth);
 VERB(slurm);
+VERB(policy_list);
+VERB(policy_show);
+VERB(policy_active);
 #undef VERB
 
 #endif

@@ -14,28 +14,28 @@
 #include "ab/html.h"
 
 static const struct opt_row ab_opts[] = {
-	{ OPT_A, OPT_REQUIRED },
-	{ OPT_B, OPT_REQUIRED },
-	{ OPT_TRIALS, OPT_OPTIONAL },
-	{ OPT_STEPS, OPT_OPTIONAL },
-	{ OPT_THRESHOLD, OPT_OPTIONAL },
-	{ OPT_ALPHA, OPT_OPTIONAL },
-	{ OPT_BUDGET, OPT_OPTIONAL },
-	{ OPT_SEED, OPT_OPTIONAL },
-	{ OPT_METRIC, OPT_OPTIONAL },
-	{ OPT_METRIC_KIND, OPT_OPTIONAL },
-	{ OPT_SKIP_STEPS, OPT_OPTIONAL },
-	{ OPT_JSON, OPT_OPTIONAL },
-	{ OPT_REPORT, OPT_OPTIONAL },
-	{ OPT_SYSROOT, OPT_OPTIONAL },
-	{ OPT_TOPOLOGY, OPT_OPTIONAL },
+	{ OPT_A, OPT_REQUIRED, NULL },
+	{ OPT_B, OPT_REQUIRED, NULL },
+	{ OPT_TRIALS, OPT_OPTIONAL, NULL },
+	{ OPT_STEPS, OPT_OPTIONAL, NULL },
+	{ OPT_THRESHOLD, OPT_OPTIONAL, NULL },
+	{ OPT_ALPHA, OPT_OPTIONAL, NULL },
+	{ OPT_BUDGET, OPT_OPTIONAL, NULL },
+	{ OPT_SEED, OPT_OPTIONAL, NULL },
+	{ OPT_METRIC, OPT_OPTIONAL, NULL },
+	{ OPT_METRIC_KIND, OPT_OPTIONAL, NULL },
+	{ OPT_SKIP_STEPS, OPT_OPTIONAL, NULL },
+	{ OPT_JSON, OPT_OPTIONAL, NULL },
+	{ OPT_REPORT, OPT_OPTIONAL, NULL },
+	{ OPT_SYSROOT, OPT_OPTIONAL, NULL },
+	{ OPT_TOPOLOGY, OPT_OPTIONAL, NULL },
 	OPT_TABLE_END,
 };
 
 const struct verb_spec ab_spec = {
 	ab_opts, VERB_COMMAND_OPTIONAL,
 	"nodetune ab --a SPEC --b SPEC [--trials N] [--steps N] [--threshold PCT] [--alpha A]\n"
-	"                   [--budget SECONDS] [--seed N] [--metric REGEX [--metric-kind throughput|time]]\n"
+	"                   [--budget DURATION] [--seed N] [--metric REGEX [--metric-kind throughput|time]]\n"
 	"                   [--skip-steps N] [--json] [--report FILE.html]\n"
 	"                   [--sysroot DIR [--topology FILE.xml]] [-- CMD...]",
 	"A/B test two policies or commands with statistics (exit 1 on regression)",

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tune/apply.h"
 #include "cli.h"
@@ -13,22 +14,22 @@
 #include "base/log.h"
 
 static const struct opt_row apply_opts[] = {
-	{ OPT_POLICY, OPT_REQUIRED },
-	{ OPT_RANKS, OPT_OPTIONAL },
-	{ OPT_TOPOLOGY, OPT_OPTIONAL },
-	{ OPT_SYNTHETIC, OPT_OPTIONAL },
-	{ OPT_SYSROOT, OPT_OPTIONAL },
-	{ OPT_STATE_DIR, OPT_OPTIONAL },
-	{ OPT_DRY_RUN, OPT_OPTIONAL },
-	{ OPT_JSON, OPT_OPTIONAL },
-	{ OPT_LIMITS, OPT_OPTIONAL },
+	{ OPT_POLICY, OPT_REQUIRED, NULL },
+	{ OPT_RANKS, OPT_OPTIONAL, NULL },
+	{ OPT_TOPOLOGY, OPT_OPTIONAL, NULL },
+	{ OPT_SYNTHETIC, OPT_OPTIONAL, NULL },
+	{ OPT_SYSROOT, OPT_OPTIONAL, NULL },
+	{ OPT_STATE_DIR, OPT_OPTIONAL, NULL },
+	{ OPT_DRY_RUN, OPT_OPTIONAL, NULL },
+	{ OPT_JSON, OPT_OPTIONAL, NULL },
+	{ OPT_LIMITS, OPT_OPTIONAL, NULL },
 	OPT_TABLE_END,
 };
 
 const struct verb_spec apply_spec = {
 	apply_opts, VERB_NO_COMMAND,
-	"nodetune apply --policy FILE [--topology FILE.xml] [--sysroot DIR] [--state-dir DIR]\n"
-	"                      [--dry-run] [--json] [--limits FILE]",
+	"nodetune apply --policy FILE|NAME [-n N] [--topology FILE.xml | --synthetic DESC]\n"
+	"                      [--sysroot DIR] [--state-dir DIR] [--dry-run] [--json] [--limits FILE]",
 	"apply a policy's host settings, all or nothing, journaled",
 	"Write the policy's host settings (sysfs/procfs knobs, device IRQ affinities)\n"
 	"and create its job cgroup.  Only values that differ are written; each original\n"
@@ -41,18 +42,21 @@ const struct verb_spec apply_spec = {
 };
 
 static const struct opt_row revert_opts[] = {
-	{ OPT_SYSROOT, OPT_OPTIONAL },
-	{ OPT_STATE_DIR, OPT_OPTIONAL },
-	{ OPT_JSON, OPT_OPTIONAL },
+	{ OPT_SYSROOT, OPT_OPTIONAL, NULL },
+	{ OPT_STATE_DIR, OPT_OPTIONAL, "the journal's state dir (default: the one of /run/nodetune and /var/lib/nodetune that has a journal)" },
+	{ OPT_JSON, OPT_OPTIONAL, NULL },
 	OPT_TABLE_END,
 };
 
 const struct verb_spec revert_spec = {
 	revert_opts, VERB_NO_COMMAND,
 	"nodetune revert [--sysroot DIR] [--state-dir DIR] [--json]",
-	"restore everything the last apply changed",
-	"Restore, newest first, every value the journal in --state-dir records, delete\n"
-	"the job cgroup, then the journal.  Works after the applying process was killed.",
+	"restore everything the last apply (or the daemon) changed",
+	"Restore, newest first, every value the journal records, delete the job cgroup,\n"
+	"then the journal.  Works after the applying process was killed.  Without\n"
+	"--state-dir it looks in both /run/nodetune (nodetune apply's) and\n"
+	"/var/lib/nodetune (the daemon's, once the daemon is stopped) and reverts the one\n"
+	"journal it finds; with one in each it asks which (--state-dir).",
 };
 
 /* ---- reports ------------------------------------------------------------ */
@@ -101,6 +105,8 @@ static void print_dry_run(const struct plan *pl, const struct apply_changes *rep
 			printf("  /%s: %s -> %s\n", rep->changes[i].path,
 			       rep->changes[i].from[0] ? rep->changes[i].from : "?", rep->changes[i].to);
 	}
+	for (unsigned i = 0; i < rep->n_notes; i++)
+		printf("  %s\n", rep->notes[i]);
 }
 
 /* ---- apply, revert ------------------------------------------------------ */
@@ -196,7 +202,40 @@ int cmd_apply(struct opts *o)
 	return finish_stdout(rc);
 }
 
+/* Without --state-dir: the one default state dir that holds a journal
+ * (nodetune apply's or the daemon's) into o->state_dir.  0, or EXIT_USAGE
+ * (said) when both do. */
+static int find_journal(struct opts *o)
+{
+	const char *found[2] = { NULL, NULL };
+	size_t n = 0;
+
+	for (const char *const *dir = cli_state_dirs; *dir && n < 2; dir++) {
+		char path[4096];
+
+		snprintf(path, sizeof(path), "%s/journal", *dir);
+		if (access(path, F_OK) == 0)
+			found[n++] = *dir;
+	}
+	if (n == 2) {
+		log_msg(LOG_ERR, "journals in both %s (nodetune apply's) and %s (the daemon's): give --state-dir DIR "
+				 "for the one to revert", found[0], found[1]);
+		return EXIT_USAGE;
+	}
+	if (n == 0) {
+		log_msg(LOG_NOTICE, "no journal in %s (nodetune apply's) or %s (the daemon's)", cli_state_dirs[0],
+			cli_state_dirs[1]);
+		return 0;
+	}
+	if (strcmp(found[0], o->state_dir))
+		log_msg(LOG_NOTICE, "reverting the journal in %s", found[0]);
+	o->state_dir = found[0];
+	return 0;
+}
+
 int cmd_revert(struct opts *o)
 {
-	return finish_stdout(cli_revert(o, SAY_STDOUT));
+	int rc = o->given[OPT_STATE_DIR] ? 0 : find_journal(o);
+
+	return rc ? rc : finish_stdout(cli_revert(o, SAY_STDOUT));
 }

@@ -10,22 +10,22 @@
 #include "base/log.h"
 
 static const struct opt_row bisect_opts[] = {
-	{ OPT_GOOD, OPT_REQUIRED },
-	{ OPT_BAD, OPT_REQUIRED },
-	{ OPT_TRIALS, OPT_OPTIONAL },
-	{ OPT_STEPS, OPT_OPTIONAL },
-	{ OPT_THRESHOLD, OPT_OPTIONAL },
-	{ OPT_ALPHA, OPT_OPTIONAL },
-	{ OPT_BUDGET, OPT_OPTIONAL },
-	{ OPT_SEED, OPT_OPTIONAL },
-	{ OPT_JSON, OPT_OPTIONAL },
+	{ OPT_GOOD, OPT_REQUIRED, NULL },
+	{ OPT_BAD, OPT_REQUIRED, NULL },
+	{ OPT_TRIALS, OPT_OPTIONAL, NULL },
+	{ OPT_STEPS, OPT_OPTIONAL, NULL },
+	{ OPT_THRESHOLD, OPT_OPTIONAL, NULL },
+	{ OPT_ALPHA, OPT_OPTIONAL, NULL },
+	{ OPT_BUDGET, OPT_OPTIONAL, NULL },
+	{ OPT_SEED, OPT_OPTIONAL, NULL },
+	{ OPT_JSON, OPT_OPTIONAL, NULL },
 	OPT_TABLE_END,
 };
 
 const struct verb_spec bisect_spec = {
 	bisect_opts, VERB_COMMAND_OPTIONAL,
 	"nodetune bisect --good POLICY --bad POLICY [--trials N] [--steps N] [--threshold PCT]\n"
-	"                       [--alpha A] [--budget SECONDS] [--seed N] [--json] [-- CMD...]",
+	"                       [--alpha A] [--budget DURATION] [--seed N] [--json] [-- CMD...]",
 	"find the smallest set of knobs that turns a good policy into a bad one",
 	"The knobs whose values differ between the two policies (includes resolved) are\n"
 	"the delta.  Each test is an A/B (as `nodetune ab`, same options, --budget per\n"

@@ -18,34 +18,35 @@
 #include "daemon/metrics.h"
 
 static const struct opt_row daemon_opts[] = {
-	{ OPT_POLICY, OPT_OPTIONAL },
-	{ OPT_TOPOLOGY, OPT_OPTIONAL },
-	{ OPT_SYSROOT, OPT_OPTIONAL },
-	{ OPT_STATE_DIR, OPT_OPTIONAL },
-	{ OPT_INTERVAL_S, OPT_OPTIONAL },
-	{ OPT_FLAP, OPT_OPTIONAL },
-	{ OPT_METRICS, OPT_OPTIONAL },
-	{ OPT_NO_METRICS, OPT_OPTIONAL },
-	{ OPT_TEXTFILE_DIR, OPT_OPTIONAL },
-	{ OPT_SOCKET, OPT_OPTIONAL },
-	{ OPT_REVERT_ON_EXIT, OPT_OPTIONAL },
-	{ OPT_FLEET, OPT_OPTIONAL },
-	{ OPT_CACERT, OPT_OPTIONAL },
-	{ OPT_CERT, OPT_OPTIONAL },
-	{ OPT_KEY, OPT_OPTIONAL },
-	{ OPT_USER, OPT_OPTIONAL },
-	{ OPT_PASSWORD_FILE, OPT_OPTIONAL },
-	{ OPT_FLEET_CONF, OPT_OPTIONAL },
-	{ OPT_HOST, OPT_OPTIONAL },
+	{ OPT_POLICY, OPT_OPTIONAL, "the policy: a file or a NAME (default /etc/nodetune/policy.conf)" },
+	{ OPT_TOPOLOGY, OPT_OPTIONAL, NULL },
+	{ OPT_SYSROOT, OPT_OPTIONAL, NULL },
+	{ OPT_STATE_DIR, OPT_OPTIONAL, "the journal of originals (default /var/lib/nodetune)" },
+	{ OPT_INTERVAL_S, OPT_OPTIONAL, NULL },
+	{ OPT_FLAP, OPT_OPTIONAL, NULL },
+	{ OPT_METRICS, OPT_OPTIONAL, NULL },
+	{ OPT_NO_METRICS, OPT_OPTIONAL, NULL },
+	{ OPT_TEXTFILE_DIR, OPT_OPTIONAL, NULL },
+	{ OPT_SOCKET, OPT_OPTIONAL, NULL },
+	{ OPT_REVERT_ON_EXIT, OPT_OPTIONAL, NULL },
+	{ OPT_ENDPOINTS, OPT_OPTIONAL, "join a fleet: its etcd client URLs, comma-separated (see above)" },
+	{ OPT_CACERT, OPT_OPTIONAL, NULL },
+	{ OPT_CERT, OPT_OPTIONAL, NULL },
+	{ OPT_KEY, OPT_OPTIONAL, NULL },
+	{ OPT_USER, OPT_OPTIONAL, NULL },
+	{ OPT_PASSWORD_FILE, OPT_OPTIONAL, NULL },
+	{ OPT_FLEET_CONF, OPT_OPTIONAL, NULL },
+	{ OPT_HOST, OPT_OPTIONAL, NULL },
+	{ OPT_JSON, OPT_REFUSED, "the daemon reports through `nodetune status --json` and its metrics; its stderr is a log" },
 	OPT_TABLE_END,
 };
 
 const struct verb_spec daemon_spec = {
 	daemon_opts, VERB_NO_COMMAND,
-	"nodetune daemon [--policy FILE] [--topology XML] [--sysroot DIR] [--state-dir DIR]\n"
-	"                       [--interval SECONDS] [--flap N/SECONDS] [--metrics ADDR:PORT | --no-metrics]\n"
+	"nodetune daemon [--policy FILE|NAME] [--topology XML] [--sysroot DIR] [--state-dir DIR]\n"
+	"                       [--interval DURATION] [--flap N/SECONDS] [--metrics ADDR:PORT | --no-metrics]\n"
 	"                       [--textfile-dir DIR] [--socket PATH] [--revert-on-exit]\n"
-	"                       [--fleet ENDPOINTS --host NAME [--cacert FILE] [--cert FILE --key FILE]\n"
+	"                       [--endpoints URLS --host NAME [--cacert FILE] [--cert FILE --key FILE]\n"
 	"                        [--user NAME --password-file FILE] [--fleet-conf FILE]]",
 	"keep a policy applied, correct drift and name who caused it, export metrics",
 	"Runs in the foreground (systemd Type=notify, a Kubernetes DaemonSet).  At start it\n"
@@ -57,30 +58,16 @@ const struct verb_spec daemon_spec = {
 	"holding the file open) and corrected.  A setting that drifts N times within\n"
 	"--flap's window is contested: no longer corrected, said once and exported.\n"
 	"SIGHUP reloads the policy (validated first: a bad one is refused and counted).\n"
-	"SIGTERM leaves the host as it is (undo: nodetune revert), unless --revert-on-exit.\n\n"
-	"  --policy FILE        default /etc/nodetune/policy.conf\n"
-	"  --state-dir DIR      the journal of originals, default /var/lib/nodetune\n"
-	"  --interval SECONDS   between verifies, default 30\n"
-	"  --flap N/SECONDS     contested after N drifts within SECONDS, default 3/600\n"
-	"  --metrics ADDR:PORT  Prometheus /metrics, default 127.0.0.1:9477; --no-metrics: none\n"
-	"  --textfile-dir DIR   also write DIR/nodetune.prom for node_exporter\n"
-	"  --socket PATH        the status socket (nodetune status), default\n"
-	"                       /run/nodetune/nodetune.sock\n"
-	"  --revert-on-exit     restore the host when stopped\n"
-	"  --fleet ENDPOINTS    join a fleet: etcd client URLs, comma-separated; the host\n"
-	"                       registers under a lease (5 intervals, 3 to 60 s), publishes its\n"
-	"                       hardware class and what it runs, and follows the policy the\n"
-	"                       store names for it (nodetune fleet); --policy is its own until\n"
-	"                       then.  A store out of reach changes nothing: the last policy\n"
-	"                       the store named (kept in the state dir) stays, also across a\n"
-	"                       restart.\n"
-	"  --host NAME          this host's name in the fleet ([A-Za-z0-9._-])\n"
-	"  --cacert, --cert, --key, --user, --password-file\n"
-	"                       etcd's TLS and login, as etcdctl takes them (the password is\n"
-	"                       the first line of its file, root's, mode 0600); the same keys\n"
-	"                       in /etc/nodetune/fleet.conf (--fleet-conf FILE), so that no\n"
-	"                       secret is in ps or the unit.  Refused: one line, exit 3\n\n"
-	"Lines go to stderr with <N> syslog priorities (journald reads them).",
+	"SIGTERM leaves the host as it is (undo: nodetune revert), unless --revert-on-exit.\n"
+	"With --endpoints (and --host) the host joins a fleet: it registers under a lease\n"
+	"(5 intervals, 3 to 60 s), publishes its hardware class and what it runs, and\n"
+	"follows the policy the store names for it (nodetune fleet); --policy is its own\n"
+	"until then.  A store out of reach changes nothing: the last policy the store\n"
+	"named (kept in the state dir) stays, also across a restart.  etcd's TLS and login\n"
+	"as etcdctl takes them (--cacert, --cert/--key, --user/--password-file), or the\n"
+	"same keys in /etc/nodetune/fleet.conf (--fleet-conf), so that no secret is in ps\n"
+	"or the unit; a refusal is one line, exit 3.  Lines go to stderr,\n"
+	"with <N> syslog priorities under journald (or --log-format=syslog).",
 };
 
 static void daemon_note(int level, const char *msg, void *arg)
@@ -116,7 +103,7 @@ int cmd_daemon(struct opts *o)
 		.textfile_dir = o->textfile_dir,
 		.socket_path = o->socket ? o->socket : CTLSOCK_DEFAULT_PATH,
 		.revert_on_exit = o->revert_on_exit,
-		.fleet_endpoints = o->fleet,
+		.fleet_endpoints = o->endpoints,
 		.fleet_host = o->host,
 		.note = daemon_note,
 	};
@@ -125,7 +112,11 @@ int cmd_daemon(struct opts *o)
 	bool runtime = false;
 	int r;
 
-	if (o->fleet && (r = cli_fleet_creds(o, &creds)))
+	if (o->endpoints && !o->host) {
+		log_msg(LOG_ERR, "--endpoints URLS and --host NAME go together");
+		return EXIT_USAGE;
+	}
+	if (o->endpoints && (r = cli_fleet_creds(o, &creds)))
 		return r;
 	cfg.fleet_creds = &creds;
 
@@ -135,7 +126,7 @@ int cmd_daemon(struct opts *o)
 		socket_dir(cfg.socket_path);
 	/* in a fleet, the policy the store named last (kept in the state dir)
 	 * wins over the file: a restart while the store is out of reach keeps it */
-	if (o->fleet && fleet_host_cached_policy(cfg.state_dir, cached, sizeof(cached))) {
+	if (o->endpoints && fleet_host_cached_policy(cfg.state_dir, cached, sizeof(cached))) {
 		cfg.local_policy = cfg.policy_path;
 		cfg.policy_path = cached;
 		log_msg(LOG_NOTICE, "fleet: starting with the policy the store named last (%s), not %s", cached,

@@ -9,10 +9,10 @@
 #include "base/log.h"
 
 static const struct opt_row discover_opts[] = {
-	{ OPT_TOPOLOGY, OPT_OPTIONAL },
-	{ OPT_SYNTHETIC, OPT_OPTIONAL },
-	{ OPT_SYSROOT, OPT_OPTIONAL },
-	{ OPT_JSON, OPT_OPTIONAL },
+	{ OPT_TOPOLOGY, OPT_OPTIONAL, NULL },
+	{ OPT_SYNTHETIC, OPT_OPTIONAL, NULL },
+	{ OPT_SYSROOT, OPT_OPTIONAL, NULL },
+	{ OPT_JSON, OPT_OPTIONAL, NULL },
 	OPT_TABLE_END,
 };
 
@@ -22,13 +22,9 @@ const struct verb_spec discover_spec = {
 	"show topology, GPU/NIC locality and kernel state",
 	"Show packages, NUMA nodes, cores, GPUs and NICs with their locality, and the\n"
 	"kernel state that matters for training (THP, NUMA balancing, hugepages,\n"
-	"governor, isolated CPUs, swap, cgroup version), with warnings worth acting on.\n\n"
-	"  --topology FILE.xml  read an hwloc XML export instead of this host\n"
-	"  --synthetic DESC     an hwloc synthetic topology, e.g. \"pack:2 numa:1 core:8 pu:2\"\n"
-	"  --sysroot DIR        read /sys and /proc below DIR (a captured tree); without\n"
-	"                       --topology/--synthetic the topology is read there too\n"
-	"  --json               machine-readable output on stdout\n\n"
-	"The kernel state is read from this host, or from --sysroot; it is left out\n"
+	"governor, isolated CPUs, swap, cgroup version), with warnings worth acting on.\n"
+	"The kernel state is read from this host, or from --sysroot (where, without\n"
+	"--topology or --synthetic, the topology is read too); it is left out\n"
 	"(\"kernel\": null) for a --topology or --synthetic machine without --sysroot.",
 };
 

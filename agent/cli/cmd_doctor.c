@@ -8,18 +8,19 @@
 #include "base/log.h"
 
 static const struct opt_row doctor_opts[] = {
-	{ OPT_POLICY, OPT_OPTIONAL },
-	{ OPT_RANKS, OPT_OPTIONAL },
-	{ OPT_TOPOLOGY, OPT_OPTIONAL },
-	{ OPT_SYSROOT, OPT_OPTIONAL },
-	{ OPT_WINDOW, OPT_OPTIONAL },
-	{ OPT_JSON, OPT_OPTIONAL },
+	{ OPT_POLICY, OPT_OPTIONAL, "also check what matters for this policy's ranks (IRQs on their CPUs): a file or a NAME" },
+	{ OPT_RANKS, OPT_OPTIONAL, "the ranks of --policy's plan (default: one per GPU)" },
+	{ OPT_TOPOLOGY, OPT_OPTIONAL, NULL },
+	{ OPT_SYSROOT, OPT_OPTIONAL, NULL },
+	{ OPT_WINDOW, OPT_OPTIONAL, NULL },
+	{ OPT_JSON, OPT_OPTIONAL, NULL },
 	OPT_TABLE_END,
 };
 
 const struct verb_spec doctor_spec = {
 	doctor_opts, VERB_NO_COMMAND,
-	"nodetune doctor [--sysroot DIR] [--topology FILE.xml] [--policy FILE] [--window SECONDS] [--json]",
+	"nodetune doctor [--sysroot DIR] [--topology FILE.xml] [--policy FILE|NAME [-n N]]\n"
+	"                       [--window DURATION] [--json]",
 	"named hazards on this host, with evidence and a fix (exit 1 when any)",
 	"Checks: zombie memory cgroups (/proc/cgroups against live memcg directories);\n"
 	"a core saturated in kernel time (>= 95% for >= 1 s of a --window of /proc/stat\n"

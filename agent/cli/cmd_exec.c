@@ -5,17 +5,19 @@
 #include "base/log.h"
 
 static const struct opt_row exec_opts[] = {
-	{ OPT_POLICY, OPT_REQUIRED },
-	{ OPT_LOCAL_RANK, OPT_OPTIONAL },
-	{ OPT_LOCAL_SIZE, OPT_OPTIONAL },
-	{ OPT_TOPOLOGY, OPT_OPTIONAL },
-	{ OPT_QUIET, OPT_OPTIONAL },
+	{ OPT_POLICY, OPT_REQUIRED, NULL },
+	{ OPT_LOCAL_RANK, OPT_OPTIONAL, NULL },
+	{ OPT_LOCAL_SIZE, OPT_OPTIONAL, NULL },
+	{ OPT_TOPOLOGY, OPT_OPTIONAL, "plan against an hwloc XML export instead of this host (tests)" },
+	{ OPT_QUIET, OPT_OPTIONAL, "print only errors (no warnings)" },
+	{ OPT_JSON, OPT_REFUSED, "exec's standard output is the command's (nodetune's lines go to stderr): plan --json shows the binding" },
 	OPT_TABLE_END,
 };
 
 const struct verb_spec exec_spec = {
 	exec_opts, VERB_COMMAND,
-	"nodetune exec --policy FILE [--local-rank N] [--local-size N] [--quiet] -- COMMAND [ARGS...]",
+	"nodetune exec --policy FILE|NAME [--local-rank N] [--local-size N] [--topology FILE.xml]\n"
+	"                     [--quiet] -- COMMAND [ARGS...]",
 	"bind this process as one local rank, then exec the command",
 	"For use under mpirun, srun and torchrun: the local rank comes from\n"
 	"--local-rank, OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID or LOCAL_RANK; the\n"
@@ -23,9 +25,9 @@ const struct verb_spec exec_spec = {
 	"LOCAL_WORLD_SIZE or SLURM_(N)TASKS_PER_NODE (default: one per GPU).  Joins the\n"
 	"job cgroup, sets CPU affinity, the NUMA memory policy, scheduling policy and\n"
 	"nice, exports CUDA_VISIBLE_DEVICES when the policy asks, and execvp's the\n"
-	"command directly (no shell).  Threads and children inherit the binding.\n\n"
-	"Standard output is the command's alone: nodetune's own lines go to stderr.\n"
-	"  -q, --quiet   print only errors (no warnings)",
+	"command directly (no shell).  Threads and children inherit the binding.\n"
+	"Standard output is the command's alone: nodetune's own lines go to stderr, and\n"
+	"--json is refused.",
 };
 
 /* The local rank and size from the options, else the launcher's

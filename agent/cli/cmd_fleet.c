@@ -23,41 +23,42 @@
 #define DEFAULT_WAVES "1/class,1%,10%,50%,100%"
 #define DEFAULT_WAVE_TIMEOUT_S 600.0
 
-#define FLEET_OPTS_COMMON { OPT_ENDPOINTS, OPT_REQUIRED }, FLEET_OPTS_CREDS
-#define FLEET_OPTS_CREDS { OPT_CACERT, OPT_OPTIONAL }, { OPT_CERT, OPT_OPTIONAL }, { OPT_KEY, OPT_OPTIONAL }, \
-	{ OPT_USER, OPT_OPTIONAL }, { OPT_PASSWORD_FILE, OPT_OPTIONAL }, { OPT_FLEET_CONF, OPT_OPTIONAL }
+#define FLEET_OPTS_COMMON { OPT_ENDPOINTS, OPT_REQUIRED, NULL }, FLEET_OPTS_CREDS
+#define FLEET_OPTS_CREDS { OPT_CACERT, OPT_OPTIONAL, NULL }, { OPT_CERT, OPT_OPTIONAL, NULL }, \
+	{ OPT_KEY, OPT_OPTIONAL, NULL }, { OPT_USER, OPT_OPTIONAL, NULL }, { OPT_PASSWORD_FILE, OPT_OPTIONAL, NULL }, \
+	{ OPT_FLEET_CONF, OPT_OPTIONAL, NULL }
 
 static const struct opt_row rollout_opts[] = {
 	FLEET_OPTS_COMMON,
-	{ OPT_POLICY, OPT_REQUIRED },
-	{ OPT_NAME, OPT_REQUIRED },
-	{ OPT_WAVES, OPT_OPTIONAL },
-	{ OPT_GATE_CMD, OPT_OPTIONAL },
-	{ OPT_GATE_BUDGET, OPT_OPTIONAL },
-	{ OPT_WAVE_TIMEOUT, OPT_OPTIONAL },
-	{ OPT_SHADOW, OPT_OPTIONAL },
-	{ OPT_GATE_ALLOW_INCONCLUSIVE, OPT_OPTIONAL },
-	{ OPT_JSON, OPT_OPTIONAL },
+	{ OPT_POLICY, OPT_REQUIRED, NULL },
+	{ OPT_NAME, OPT_REQUIRED, NULL },
+	{ OPT_WAVES, OPT_OPTIONAL, NULL },
+	{ OPT_GATE_CMD, OPT_OPTIONAL, NULL },
+	{ OPT_GATE_BUDGET, OPT_OPTIONAL, NULL },
+	{ OPT_WAVE_TIMEOUT, OPT_OPTIONAL, NULL },
+	{ OPT_SHADOW, OPT_OPTIONAL, NULL },
+	{ OPT_GATE_ALLOW_INCONCLUSIVE, OPT_OPTIONAL, NULL },
+	{ OPT_JSON, OPT_OPTIONAL, NULL },
 	OPT_TABLE_END,
 };
 
 static const struct opt_row name_opts[] = {
 	FLEET_OPTS_COMMON,
-	{ OPT_NAME, OPT_REQUIRED },
-	{ OPT_JSON, OPT_OPTIONAL },
+	{ OPT_NAME, OPT_REQUIRED, NULL },
+	{ OPT_JSON, OPT_OPTIONAL, NULL },
 	OPT_TABLE_END,
 };
 
 static const struct opt_row status_opts[] = {
 	FLEET_OPTS_COMMON,
-	{ OPT_NAME, OPT_OPTIONAL },
-	{ OPT_JSON, OPT_OPTIONAL },
+	{ OPT_NAME, OPT_OPTIONAL, NULL },
+	{ OPT_JSON, OPT_OPTIONAL, NULL },
 	OPT_TABLE_END,
 };
 
 static const struct opt_row hosts_opts[] = {
 	FLEET_OPTS_COMMON,
-	{ OPT_JSON, OPT_OPTIONAL },
+	{ OPT_JSON, OPT_OPTIONAL, NULL },
 	OPT_TABLE_END,
 };
 
@@ -71,9 +72,9 @@ static const struct opt_row hosts_opts[] = {
 
 const struct verb_spec fleet_rollout_spec = {
 	rollout_opts, VERB_NO_COMMAND,
-	"nodetune fleet rollout --endpoints URLS --policy FILE --name NAME\n"
-	"                   [--waves 1/class,1%,10%,50%,100%] [--gate-cmd CMD] [--gate-budget SECONDS]\n"
-	"                   [--wave-timeout SECONDS] [--shadow] [--gate-allow-inconclusive] [--json]",
+	"nodetune fleet rollout --endpoints URLS --policy FILE|NAME --name NAME\n"
+	"                   [--waves 1/class,1%,10%,50%,100%] [--gate-cmd CMD] [--gate-budget DURATION]\n"
+	"                   [--wave-timeout DURATION] [--shadow] [--gate-allow-inconclusive] [--json]",
 	"roll a policy out to the fleet's hosts in waves (canary gate, automatic rollback)",
 	"Validates FILE as every host will, stores it, plans the waves over the hosts alive\n"
 	"now (the first: one host of each hardware class; each P%: up to P% of the fleet,\n"
@@ -308,15 +309,23 @@ static int lead(struct opts *o, struct fleet_ctl *c, bool abort, bool wait)
 	return rc;
 }
 
-/* The policy file, checked as a host will check it (without a machine to
- * plan on: each host plans it on its own). */
+/* The policy file (a NAME: found on the policy path), checked as a host
+ * will check it (without a machine to plan on: each host plans it on its
+ * own). */
 static int read_policy(const struct opts *o, char **ret, size_t *ret_len)
 {
 	struct nt_err err = { 0 };
 	struct policy *p;
-	char why[256];
-	int r = userfile_read(o->policy, POLICY_MAX_SIZE, "a policy file", NULL, ret, ret_len, why, sizeof(why));
+	char why[256], file[4096];
+	int r;
 
+	if (policy_is_name(o->policy) &&
+	    policy_find(policy_search_path(), o->policy, policy_trust_flags(), file, sizeof(file), &err) < 0) {
+		log_msg(LOG_ERR, "--policy: %s", err.msg);
+		return EXIT_USAGE;
+	}
+	r = userfile_read(policy_is_name(o->policy) ? file : o->policy, POLICY_MAX_SIZE, "a policy file", NULL, ret,
+			  ret_len, why, sizeof(why));
 	if (r < 0) {
 		log_msg(LOG_ERR, "--policy %s: %s", o->policy, why);
 		return EXIT_USAGE;
@@ -478,9 +487,9 @@ int cmd_fleet_hosts(struct opts *o)
 
 static const struct opt_row init_auth_opts[] = {
 	FLEET_OPTS_COMMON,
-	{ OPT_HOSTS, OPT_REQUIRED },
-	{ OPT_PASSWORD_DIR, OPT_REQUIRED },
-	{ OPT_PRINT, OPT_OPTIONAL },
+	{ OPT_HOSTS, OPT_REQUIRED, NULL },
+	{ OPT_PASSWORD_DIR, OPT_REQUIRED, NULL },
+	{ OPT_PRINT, OPT_OPTIONAL, NULL },
 	OPT_TABLE_END,
 };
 

@@ -8,8 +8,8 @@
 #include "base/log.h"
 
 static const struct opt_row keygen_opts[] = {
-	{ OPT_OUT, OPT_REQUIRED },
-	{ OPT_NAME, OPT_REQUIRED },
+	{ OPT_OUT, OPT_REQUIRED, NULL },
+	{ OPT_NAME, OPT_REQUIRED, "the key pair's name: 1 to 64 of a-z, 0-9, _ and -" },
 	OPT_TABLE_END,
 };
 

@@ -5,20 +5,34 @@
 #include "machine/knob.h"
 
 static const struct opt_row keys_opts[] = {
-	{ OPT_MARKDOWN, OPT_OPTIONAL },
+	{ OPT_MARKDOWN, OPT_OPTIONAL, NULL },
+	{ OPT_JSON, OPT_OPTIONAL, NULL },
 	OPT_TABLE_END,
 };
 
 const struct verb_spec keys_spec = {
 	keys_opts, VERB_NO_COMMAND,
-	"nodetune keys [--markdown]",
+	"nodetune keys [--markdown | --json]",
 	"list every policy key",
 	"Every policy key with what it does; --markdown prints the reference table\n"
-	"(section, values, scope, file written) kept in docs/policy-keys.md.",
+	"(section, values, scope, file written) kept in docs/policy-keys.md; --json the\n"
+	"same as a list of objects {section, key, help}.",
 };
 
 int cmd_keys(struct opts *o)
 {
+	if (o->markdown && o->json) {
+		log_msg(LOG_ERR, "--markdown and --json are mutually exclusive");
+		return EXIT_USAGE;
+	}
+	if (o->json) {
+		json_t *arr = json_array();
+
+		for (unsigned i = 0; arr && i < knob_count; i++)
+			json_array_append_new(arr, json_pack("{s:s, s:s, s:s}", "section", knob_table[i].section, "key",
+							     knob_table[i].key, "help", knob_table[i].help));
+		return finish_stdout(print_json(arr));
+	}
 	if (o->markdown) {
 		knob_print_reference(stdout);
 		return finish_stdout(0);

@@ -14,16 +14,16 @@
 #include "observe/watch.h"
 
 static const struct opt_row observe_opts[] = {
-	{ OPT_PID, OPT_OPTIONAL },
-	{ OPT_INTERVAL, OPT_OPTIONAL },
-	{ OPT_DURATION, OPT_OPTIONAL },
-	{ OPT_JSON, OPT_OPTIONAL },
+	{ OPT_PID, OPT_OPTIONAL, NULL },
+	{ OPT_INTERVAL, OPT_OPTIONAL, NULL },
+	{ OPT_DURATION, OPT_OPTIONAL, NULL },
+	{ OPT_JSON, OPT_OPTIONAL, NULL },
 	OPT_TABLE_END,
 };
 
 const struct verb_spec observe_spec = {
 	observe_opts, VERB_COMMAND_OPTIONAL,
-	"nodetune observe [--pid PID[,PID...]] [--interval MS] [--duration SECONDS] [--json] [-- CMD...]",
+	"nodetune observe [--pid PID[,PID...]] [--interval DURATION] [--duration DURATION] [--json] [-- CMD...]",
 	"sample host and process counters at an interval",
 	"Every --interval (default 100 ms) one record of what changed: per-CPU %usr and\n"
 	"%sys, vmstat (THP faults, compaction, NUMA hinting faults and migrations,\n"

@@ -4,18 +4,18 @@
 #include "cli.h"
 
 static const struct opt_row plan_opts[] = {
-	{ OPT_POLICY, OPT_REQUIRED },
-	{ OPT_RANKS, OPT_OPTIONAL },
-	{ OPT_TOPOLOGY, OPT_OPTIONAL },
-	{ OPT_SYNTHETIC, OPT_OPTIONAL },
-	{ OPT_SYSROOT, OPT_OPTIONAL },
-	{ OPT_JSON, OPT_OPTIONAL },
+	{ OPT_POLICY, OPT_REQUIRED, NULL },
+	{ OPT_RANKS, OPT_OPTIONAL, NULL },
+	{ OPT_TOPOLOGY, OPT_OPTIONAL, NULL },
+	{ OPT_SYNTHETIC, OPT_OPTIONAL, NULL },
+	{ OPT_SYSROOT, OPT_OPTIONAL, NULL },
+	{ OPT_JSON, OPT_OPTIONAL, NULL },
 	OPT_TABLE_END,
 };
 
 const struct verb_spec plan_spec = {
 	plan_opts, VERB_NO_COMMAND,
-	"nodetune plan --policy FILE [--ranks N] [--topology FILE.xml | --synthetic DESC]\n"
+	"nodetune plan --policy FILE|NAME [-n N] [--topology FILE.xml | --synthetic DESC]\n"
 	"                     [--sysroot DIR] [--json]",
 	"show what a policy would do for N local ranks (changes nothing)",
 	"Per local rank its GPU, CPUs, memory nodes and NIC; host settings with their\n"

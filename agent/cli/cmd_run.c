@@ -6,27 +6,27 @@
 
 static const struct opt_row run_opts[] = {
 	/* checked in this order: --policy, --state-dir, then -n */
-	{ OPT_POLICY, OPT_REQUIRED },
-	{ OPT_STATE_DIR, OPT_OPTIONAL },
-	{ OPT_RANKS, OPT_REQUIRED },
-	{ OPT_QUIET, OPT_OPTIONAL },
-	{ OPT_LIMITS, OPT_OPTIONAL },
+	{ OPT_POLICY, OPT_REQUIRED, NULL },
+	{ OPT_STATE_DIR, OPT_OPTIONAL, NULL },
+	{ OPT_RANKS, OPT_REQUIRED, "local ranks to start" },
+	{ OPT_QUIET, OPT_OPTIONAL, "print only errors (not the changes, not the ranks' statuses)" },
+	{ OPT_JSON, OPT_REFUSED, "run's standard output is the ranks' (nodetune's lines go to stderr): plan --json shows what it would do" },
+	{ OPT_LIMITS, OPT_OPTIONAL, NULL },
 	OPT_TABLE_END,
 };
 
 const struct verb_spec run_spec = {
 	run_opts, VERB_COMMAND,
-	"nodetune run -n N --policy FILE [--state-dir DIR] [--quiet] [--limits FILE] -- COMMAND [ARGS...]",
+	"nodetune run -n N --policy FILE|NAME [--state-dir DIR] [--quiet] [--limits FILE] -- COMMAND [ARGS...]",
 	"apply, start N bound local ranks, wait, revert",
 	"Apply the host settings, start N local ranks of the command, each bound as\n"
 	"`exec` would (LOCAL_RANK and LOCAL_WORLD_SIZE set), wait for all, revert, and\n"
 	"exit with the worst status of the ranks.  SIGINT/SIGTERM are passed on to the\n"
 	"ranks; the host is reverted either way.  A policy beyond the site limits\n"
 	"(--limits FILE, default /etc/nodetune/limits.conf when it exists) is refused\n"
-	"before anything changes (exit 2).\n\n"
-	"Standard output is the ranks' alone: what nodetune changed and restored, and\n"
-	"its summary lines, go to stderr.\n"
-	"  -q, --quiet   print only errors (not the changes, not the ranks' statuses)",
+	"before anything changes (exit 2).  Standard output is the ranks' alone:\n"
+	"what nodetune changed and restored, and its summary lines, go to stderr, and\n"
+	"--json is refused (nodetune plan --json shows what run would do).",
 };
 
 int cmd_run(struct opts *o)

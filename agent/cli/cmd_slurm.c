@@ -9,8 +9,8 @@
 #include "base/log.h"
 
 static const struct opt_row slurm_opts[] = {
-	{ OPT_TOPOLOGY, OPT_OPTIONAL },
-	{ OPT_JSON, OPT_OPTIONAL },
+	{ OPT_TOPOLOGY, OPT_OPTIONAL, NULL },
+	{ OPT_JSON, OPT_OPTIONAL, NULL },
 	OPT_TABLE_END,
 };
 
@@ -26,9 +26,7 @@ const struct verb_spec slurm_spec = {
 	"GPUs in PCI bus order; check `nvidia-smi -q | grep Minor` or\n"
 	"/sys/bus/pci/devices/BUSID/drm/ on the node); Cores= are the hwloc LOGICAL\n"
 	"indexes of the cores local to the GPU, as slurmd reads them.  A comment line\n"
-	"before each names the GPU's PCI bus id, model and CPUs (OS indexes).\n\n"
-	"  --topology FILE.xml  read an hwloc XML export instead of this host\n"
-	"  --json               the same as JSON on stdout",
+	"before each names the GPU's PCI bus id, model and CPUs (OS indexes).",
 };
 
 static json_t *gres_json(const struct gres *g, const struct topo *t)

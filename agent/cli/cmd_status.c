@@ -11,8 +11,8 @@
 #include "base/log.h"
 
 static const struct opt_row status_opts[] = {
-	{ OPT_SOCKET, OPT_OPTIONAL },
-	{ OPT_JSON, OPT_OPTIONAL },
+	{ OPT_SOCKET, OPT_OPTIONAL, NULL },
+	{ OPT_JSON, OPT_OPTIONAL, NULL },
 	OPT_TABLE_END,
 };
 

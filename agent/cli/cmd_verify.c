@@ -7,18 +7,19 @@
 #include "tune/verify.h"
 
 static const struct opt_row verify_opts[] = {
-	{ OPT_POLICY, OPT_REQUIRED },
-	{ OPT_RANKS, OPT_OPTIONAL },
-	{ OPT_TOPOLOGY, OPT_OPTIONAL },
-	{ OPT_SYNTHETIC, OPT_OPTIONAL },
-	{ OPT_SYSROOT, OPT_OPTIONAL },
-	{ OPT_JSON, OPT_OPTIONAL },
+	{ OPT_POLICY, OPT_REQUIRED, NULL },
+	{ OPT_RANKS, OPT_OPTIONAL, NULL },
+	{ OPT_TOPOLOGY, OPT_OPTIONAL, NULL },
+	{ OPT_SYNTHETIC, OPT_OPTIONAL, NULL },
+	{ OPT_SYSROOT, OPT_OPTIONAL, NULL },
+	{ OPT_JSON, OPT_OPTIONAL, NULL },
 	OPT_TABLE_END,
 };
 
 const struct verb_spec verify_spec = {
 	verify_opts, VERB_NO_COMMAND,
-	"nodetune verify --policy FILE [--sysroot DIR] [--json]",
+	"nodetune verify --policy FILE|NAME [-n N] [--topology FILE.xml | --synthetic DESC]\n"
+	"                       [--sysroot DIR] [--json]",
 	"compare the effective host state with the plan (exit 1 on drift)",
 	"Read back every host setting, device IRQ affinity and the job cgroup the\n"
 	"policy's plan asks for; list each drift as path, expected, actual; exit 1\n"

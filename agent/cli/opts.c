@@ -2,7 +2,7 @@
  * opts.h).
  *
  * Divisions: value parsers; the definitions; checks after parsing; the
- * command after "--"; opts_parse.
+ * command after "--"; help; opts_parse; the global options before the verb.
  */
 #include "opts.h"
 
@@ -38,13 +38,18 @@ typedef int (*opt_check_fn)(const struct opts *o);
 
 struct opt_def {
 	const char *name;             /* long name, without "--" */
+	const char *alias;            /* an old long name that means the same, NULL none */
 	char letter;                  /* short option, 0 none */
 	bool takes_value;
 	bool is_path;                 /* an empty value is refused */
+	bool global;                  /* every verb takes it (and nodetune before the verb) */
 	opt_parse_fn parse;
-	double min, max;              /* the range of a number */
+	double min, max;              /* the range of a number (a duration: in seconds) */
 	const char *unit;             /* a decimal number: "seconds", "a probability" */
+	double scale;                 /* a duration: what a bare number counts, in seconds */
 	size_t offset;                /* where in struct opts it is stored */
+	const char *arg;              /* the value's name in help ("FILE"), NULL for a flag */
+	const char *help;             /* one line for VERB --help (a verb's row may say its own) */
 	const char *required;         /* the message when a verb requires it and it is missing */
 	opt_check_fn check;
 };
@@ -116,6 +121,73 @@ static int parse_double(const struct opt_def *d, const char *val, void *dst)
 	char name[40];
 
 	return opt_double(dashed(d, name, sizeof(name)), val, d->min, d->max, d->unit, dst);
+}
+
+/* A duration as people write one: "250ms", "1.5s", "5m", "2h". */
+static void format_duration(double sec, char *buf, size_t size)
+{
+	if (sec < 1)
+		snprintf(buf, size, "%gms", sec * 1e3);
+	else if (sec < 60 || sec != (long long)(sec / 60) * 60.0)
+		snprintf(buf, size, "%gs", sec);
+	else if (sec < 3600 || sec != (long long)(sec / 3600) * 3600.0)
+		snprintf(buf, size, "%gm", sec / 60);
+	else
+		snprintf(buf, size, "%gh", sec / 3600);
+}
+
+/* A duration (parse_duration: a number and ms, s, m or h; a bare number
+ * counts d->scale seconds) within [d->min, d->max] seconds, into *ret_s.
+ * 0, or -EINVAL (said, with the range and what a bare number counts). */
+static int duration(const struct opt_def *d, const char *val, double *ret_s)
+{
+	char lo[32], hi[32];
+
+	if (parse_duration(val, d->scale, d->min, d->max, ret_s) == 0)
+		return 0;
+	format_duration(d->min, lo, sizeof(lo));
+	format_duration(d->max, hi, sizeof(hi));
+	log_msg(LOG_ERR, "--%s '%s': expected a duration from %s to %s (e.g. 100ms, 30s, 5m; a bare number counts %s)",
+		d->name, val, lo, hi, d->scale < 1 ? "milliseconds" : "seconds");
+	return -EINVAL;
+}
+
+/* A duration stored as seconds (double). */
+static int parse_seconds(const struct opt_def *d, const char *val, void *dst)
+{
+	return duration(d, val, dst);
+}
+
+/* A duration stored as whole milliseconds (unsigned). */
+static int parse_millis(const struct opt_def *d, const char *val, void *dst)
+{
+	double v;
+
+	if (duration(d, val, &v) < 0)
+		return -EINVAL;
+	*(unsigned *)dst = (unsigned)(v * 1e3 + 0.5);
+	return 0;
+}
+
+/* -v: debug lines from here on (before the rest of the line is parsed). */
+static int parse_verbose(const struct opt_def *d, const char *val, void *dst)
+{
+	parse_flag(d, val, dst);
+	log_set_level(LOG_DEBUG);
+	return 0;
+}
+
+/* --log-format text|syslog, in force from here on. */
+static int parse_log_format(const struct opt_def *d, const char *val, void *dst)
+{
+	if (strcmp(val, "text") && strcmp(val, "syslog")) {
+		log_msg(LOG_ERR, "--%s '%s': expected text or syslog (default: syslog under journald, else text)",
+			d->name, val);
+		return -EINVAL;
+	}
+	log_set_syslog(!strcmp(val, "syslog"));
+	*(const char **)dst = val;
+	return 0;
 }
 
 /* A percentage, stored as a fraction. */
@@ -275,15 +347,19 @@ static int check_textfile_dir(const struct opts *o)
 	return 0;
 }
 
-/* --fleet and --host go together (a daemon joins a fleet under a name) */
-static int check_fleet(const struct opts *o)
+/* the daemon's --host names it in a fleet: it needs the fleet's store
+ * (the other half, --endpoints without --host, is cmd_daemon's check:
+ * the fleet verbs take --endpoints alone) */
+static int check_host(const struct opts *o)
 {
-	if (!o->fleet != !o->host) {
-		log_msg(LOG_ERR, "--fleet ENDPOINTS and --host NAME go together");
+	if (!o->endpoints) {
+		log_msg(LOG_ERR, "--endpoints URLS and --host NAME go together");
 		return EXIT_USAGE;
 	}
 	return 0;
 }
+
+
 
 /* the gate's options need a gate, and a shadow rollout has none */
 static int check_gate(const struct opts *o)
@@ -308,77 +384,129 @@ static int check_gate(const struct opts *o)
 /* ---- the definitions --------------------------------------------------- */
 
 /* The rows below open with one of these and close with " }" after any
- * of .letter, .required, .check. */
+ * of .letter, .alias, .arg, .help, .required, .check. */
 #define AT(field) offsetof(struct opts, field)
 #define FLAG(n, f) { .name = n, .parse = parse_flag, .offset = AT(f)
 #define STRING(n, f) { .name = n, .takes_value = true, .parse = parse_string, .offset = AT(f)
 #define PATH(n, f) { .name = n, .takes_value = true, .is_path = true, .parse = parse_string, .offset = AT(f)
 #define NUMBER(n, f, fn, lo, hi, u) \
 	{ .name = n, .takes_value = true, .parse = fn, .min = lo, .max = hi, .unit = u, .offset = AT(f)
+/* a duration: lo and hi in seconds, a bare number counts bare seconds */
+#define DURATION(n, f, fn, lo, hi, bare) \
+	{ .name = n, .takes_value = true, .parse = fn, .min = lo, .max = hi, .scale = bare, .offset = AT(f)
 
 static const struct opt_def defs[OPT__COUNT] = {
-	[OPT_POLICY] = PATH("policy", policy), .required = "--policy FILE is required" },
-	[OPT_RANKS] = NUMBER("ranks", ranks, parse_uint, 1, PLAN_MAX_RANKS, NULL), .letter = 'n',
-		       .required = "-n/--ranks N is required" },
-	[OPT_TOPOLOGY] = PATH("topology", topology) },
-	[OPT_SYNTHETIC] = STRING("synthetic", synthetic), .check = check_machine },
-	[OPT_SYSROOT] = PATH("sysroot", sysroot), .check = check_sysroot },
-	[OPT_STATE_DIR] = PATH("state-dir", state_dir), .check = check_state_dir },
-	[OPT_JSON] = FLAG("json", json) },
-	[OPT_DRY_RUN] = FLAG("dry-run", dry_run) },
-	[OPT_MARKDOWN] = FLAG("markdown", markdown) },
-	[OPT_QUIET] = FLAG("quiet", quiet), .letter = 'q' },
-	[OPT_LOCAL_RANK] = NUMBER("local-rank", local_rank, parse_uint, 0, PLAN_MAX_RANKS - 1, NULL) },
-	[OPT_LOCAL_SIZE] = NUMBER("local-size", local_size, parse_uint, 1, PLAN_MAX_RANKS, NULL) },
-	[OPT_WINDOW] = NUMBER("window", window_s, parse_double, 0.2, 3600, "seconds") },
-	[OPT_A] = STRING("a", spec_a), .required = AB_ARMS_REQUIRED },
-	[OPT_B] = STRING("b", spec_b), .required = AB_ARMS_REQUIRED },
-	[OPT_REPORT] = PATH("report", report) },
-	[OPT_GOOD] = PATH("good", good), .required = BISECT_POLICIES_REQUIRED },
-	[OPT_BAD] = PATH("bad", bad), .required = BISECT_POLICIES_REQUIRED },
-	[OPT_TRIALS] = NUMBER("trials", trials, parse_uint, 2, 1000, NULL) },
-	[OPT_STEPS] = NUMBER("steps", steps, parse_uint, 1, 1000000, NULL) },
-	[OPT_THRESHOLD] = NUMBER("threshold", threshold, parse_percent, 0, 100, "a percentage") },
-	[OPT_ALPHA] = NUMBER("alpha", alpha, parse_double, 1e-6, 0.5, "a probability") },
-	[OPT_BUDGET] = NUMBER("budget", budget, parse_double, 1, 86400, "seconds") },
-	[OPT_SEED] = NUMBER("seed", seed, parse_seed, 1, 4000000000u, NULL) },
-	[OPT_PID] = NUMBER("pid", pids, parse_pids, 1, 4194304, NULL) },
-	[OPT_INTERVAL] = NUMBER("interval", interval_ms, parse_uint, 10, 60000, NULL) },
-	[OPT_DURATION] = NUMBER("duration", duration_s, parse_double, 0.001, 86400 * 365, "seconds") },
-	/* the daemon's: --interval has its own unit there (a second definition
-	 * of one name: the verb's table says which it takes) */
-	[OPT_INTERVAL_S] = NUMBER("interval", interval_s, parse_double, 0.05, 86400, "seconds") },
-	[OPT_FLAP] = STRING("flap", flap), .check = check_flap },
-	[OPT_METRICS] = STRING("metrics", metrics), .check = check_metrics },
-	[OPT_NO_METRICS] = FLAG("no-metrics", no_metrics) },
-	[OPT_TEXTFILE_DIR] = PATH("textfile-dir", textfile_dir), .check = check_textfile_dir },
-	[OPT_SOCKET] = PATH("socket", socket) },
-	[OPT_REVERT_ON_EXIT] = FLAG("revert-on-exit", revert_on_exit) },
-	[OPT_FLEET] = STRING("fleet", fleet), .check = check_fleet },
-	[OPT_HOST] = STRING("host", host), .check = check_fleet },
-	[OPT_ENDPOINTS] = STRING("endpoints", endpoints), .required = "--endpoints URL[,URL...] is required" },
-	[OPT_NAME] = STRING("name", name), .required = "--name NAME is required" },
-	[OPT_WAVES] = STRING("waves", waves) },
-	[OPT_GATE_CMD] = STRING("gate-cmd", gate_cmd), .check = check_gate },
-	[OPT_GATE_BUDGET] = NUMBER("gate-budget", gate_budget, parse_double, 1, 86400, "seconds"),
-			     .check = check_gate },
-	[OPT_WAVE_TIMEOUT] = NUMBER("wave-timeout", wave_timeout, parse_double, 1, 86400 * 7, "seconds") },
-	[OPT_SHADOW] = FLAG("shadow", shadow), .check = check_gate },
-	[OPT_METRIC] = STRING("metric", metric), .check = check_metric },
-	[OPT_METRIC_KIND] = STRING("metric-kind", metric_kind), .check = check_metric },
-	[OPT_SKIP_STEPS] = NUMBER("skip-steps", skip_steps, parse_uint, 0, 1000000, NULL) },
-	[OPT_GATE_ALLOW_INCONCLUSIVE] = FLAG("gate-allow-inconclusive", gate_allow_inconclusive), .check = check_gate },
-	[OPT_LIMITS] = PATH("limits", limits) },
-	[OPT_OUT] = PATH("out", out), .required = "--out DIR is required" },
-	[OPT_CACERT] = PATH("cacert", cacert) },
-	[OPT_CERT] = PATH("cert", cert) },
-	[OPT_KEY] = PATH("key", key) },
-	[OPT_USER] = STRING("user", user) },
-	[OPT_PASSWORD_FILE] = PATH("password-file", password_file) },
-	[OPT_FLEET_CONF] = PATH("fleet-conf", fleet_conf) },
-	[OPT_HOSTS] = STRING("hosts", hosts), .required = "--hosts NAME[,NAME...] is required" },
-	[OPT_PASSWORD_DIR] = PATH("password-dir", password_dir), .required = "--password-dir DIR is required" },
-	[OPT_PRINT] = FLAG("print", print) },
+	[OPT_POLICY] = PATH("policy", policy), .arg = "FILE|NAME", .required = "--policy FILE|NAME is required",
+			.help = "the policy: a file, or a NAME on the policy path (nodetune policy list)" },
+	[OPT_RANKS] = NUMBER("ranks", ranks, parse_uint, 1, PLAN_MAX_RANKS, NULL), .letter = 'n', .arg = "N",
+		       .required = "-n/--ranks N is required",
+		       .help = "local ranks to plan for (default: one per GPU, 1 without GPUs)" },
+	[OPT_TOPOLOGY] = PATH("topology", topology), .arg = "FILE.xml",
+			  .help = "the machine from an hwloc XML export instead of this host" },
+	[OPT_SYNTHETIC] = STRING("synthetic", synthetic), .check = check_machine, .arg = "DESC",
+			   .help = "the machine from an hwloc synthetic description (\"pack:2 numa:1 core:8 pu:2\")" },
+	[OPT_SYSROOT] = PATH("sysroot", sysroot), .check = check_sysroot, .arg = "DIR",
+			 .help = "read and write /sys and /proc below DIR (a captured tree) instead of this host's" },
+	[OPT_STATE_DIR] = PATH("state-dir", state_dir), .check = check_state_dir, .arg = "DIR",
+			   .help = "where the journal of originals is kept (default /run/nodetune)" },
+	[OPT_JSON] = FLAG("json", json), .help = "the result as JSON on stdout" },
+	[OPT_DRY_RUN] = FLAG("dry-run", dry_run), .help = "show what would change; write nothing" },
+	[OPT_MARKDOWN] = FLAG("markdown", markdown), .help = "the reference table in Markdown (docs/policy-keys.md)" },
+	[OPT_QUIET] = FLAG("quiet", quiet), .letter = 'q', .help = "print only errors" },
+	[OPT_LOCAL_RANK] = NUMBER("local-rank", local_rank, parse_uint, 0, PLAN_MAX_RANKS - 1, NULL), .arg = "N",
+			    .help = "this process's local rank (default: from the launcher's environment)" },
+	[OPT_LOCAL_SIZE] = NUMBER("local-size", local_size, parse_uint, 1, PLAN_MAX_RANKS, NULL), .arg = "N",
+			    .help = "the number of local ranks (default: from the launcher, else one per GPU)" },
+	[OPT_WINDOW] = DURATION("window", window_s, parse_seconds, 0.2, 3600, 1), .arg = "DURATION",
+			.help = "how long to sample counters (default 2s; a bare number counts seconds)" },
+	[OPT_A] = STRING("a", spec_a), .required = AB_ARMS_REQUIRED, .arg = "SPEC",
+		   .help = "arm A: policy=FILE|NAME, cmd=COMMAND ARGS, or both, comma-separated" },
+	[OPT_B] = STRING("b", spec_b), .required = AB_ARMS_REQUIRED, .arg = "SPEC", .help = "arm B, as --a" },
+	[OPT_REPORT] = PATH("report", report), .arg = "FILE.html", .help = "also write a self-contained HTML report" },
+	[OPT_GOOD] = PATH("good", good), .required = BISECT_POLICIES_REQUIRED, .arg = "POLICY",
+		      .help = "the policy that runs well (a file or a NAME)" },
+	[OPT_BAD] = PATH("bad", bad), .required = BISECT_POLICIES_REQUIRED, .arg = "POLICY",
+		     .help = "the policy that regresses (a file or a NAME)" },
+	[OPT_TRIALS] = NUMBER("trials", trials, parse_uint, 2, 1000, NULL), .arg = "N",
+			.help = "trials per arm (default 8)" },
+	[OPT_STEPS] = NUMBER("steps", steps, parse_uint, 1, 1000000, NULL), .arg = "N",
+		       .help = "steps of the default workload per trial (default 30)" },
+	[OPT_THRESHOLD] = NUMBER("threshold", threshold, parse_percent, 0, 100, "a percentage"), .arg = "PCT",
+			   .help = "the smallest change that counts, in % (default 2)" },
+	[OPT_ALPHA] = NUMBER("alpha", alpha, parse_double, 1e-6, 0.5, "a probability"), .arg = "A",
+		       .help = "the error rate of the verdict (default 0.05)" },
+	[OPT_BUDGET] = DURATION("budget", budget, parse_seconds, 1, 86400, 1), .arg = "DURATION",
+			.help = "the time the experiment may take (default 300s; a bare number counts seconds)" },
+	[OPT_SEED] = NUMBER("seed", seed, parse_seed, 1, 4000000000u, NULL), .arg = "N",
+		      .help = "the seed of the trial order (default 1)" },
+	[OPT_PID] = NUMBER("pid", pids, parse_pids, 1, 4194304, NULL), .arg = "PID[,PID...]",
+		     .help = "watch these processes and their descendants" },
+	[OPT_INTERVAL] = DURATION("interval", interval_ms, parse_millis, 0.01, 60, 1e-3), .arg = "DURATION",
+			  .help = "between samples (default 100ms; a bare number counts milliseconds)" },
+	[OPT_DURATION] = DURATION("duration", duration_s, parse_seconds, 0.001, 86400 * 365, 1), .arg = "DURATION",
+			  .help = "stop after this long (a bare number counts seconds)" },
+	/* the daemon's: --interval has its own bare unit there (a second
+	 * definition of one name: the verb's table says which it takes) */
+	[OPT_INTERVAL_S] = DURATION("interval", interval_s, parse_seconds, 0.05, 86400, 1), .arg = "DURATION",
+			    .help = "between verifies (default 30s; a bare number counts seconds)" },
+	[OPT_FLAP] = STRING("flap", flap), .check = check_flap, .arg = "N/SECONDS",
+		      .help = "contested after N drifts within SECONDS (default 3/600)" },
+	[OPT_METRICS] = STRING("metrics", metrics), .check = check_metrics, .arg = "ADDR:PORT",
+			 .help = "serve Prometheus /metrics there (default 127.0.0.1:9477)" },
+	[OPT_NO_METRICS] = FLAG("no-metrics", no_metrics), .help = "serve no metrics" },
+	[OPT_TEXTFILE_DIR] = PATH("textfile-dir", textfile_dir), .check = check_textfile_dir, .arg = "DIR",
+			      .help = "also write DIR/nodetune.prom for node_exporter" },
+	[OPT_SOCKET] = PATH("socket", socket), .arg = "PATH",
+			.help = "the daemon's status socket (default /run/nodetune/nodetune.sock)" },
+	[OPT_REVERT_ON_EXIT] = FLAG("revert-on-exit", revert_on_exit), .help = "restore the host when stopped" },
+	[OPT_HOST] = STRING("host", host), .check = check_host, .arg = "NAME",
+		      .help = "this host's name in the fleet ([A-Za-z0-9._-]); needs --endpoints" },
+	[OPT_ENDPOINTS] = STRING("endpoints", endpoints), .alias = "fleet", .arg = "URL[,URL...]",
+			   .required = "--endpoints URL[,URL...] is required",
+			   .help = "the fleet's etcd client URLs, comma-separated" },
+	[OPT_NAME] = STRING("name", name), .required = "--name NAME is required", .arg = "NAME",
+		      .help = "the rollout's name" },
+	[OPT_WAVES] = STRING("waves", waves), .arg = "LIST",
+		       .help = "the waves, e.g. 1/class,1%,10%,50%,100% (the default)" },
+	[OPT_GATE_CMD] = STRING("gate-cmd", gate_cmd), .check = check_gate, .arg = "CMD",
+			  .help = "the canary gate: A/B the old and new policy on CMD (one line of sh) on each first-wave host" },
+	[OPT_GATE_BUDGET] = DURATION("gate-budget", gate_budget, parse_seconds, 1, 86400, 1), .arg = "DURATION",
+			     .check = check_gate, .help = "the gate's A/B budget (a bare number counts seconds)" },
+	[OPT_WAVE_TIMEOUT] = DURATION("wave-timeout", wave_timeout, parse_seconds, 1, 86400 * 7, 1), .arg = "DURATION",
+			      .help = "how long a wave may take (default 600s; a bare number counts seconds)" },
+	[OPT_SHADOW] = FLAG("shadow", shadow), .check = check_gate,
+			.help = "every host plans and verifies, and reports; nothing is written" },
+	[OPT_METRIC] = STRING("metric", metric), .check = check_metric, .arg = "REGEX",
+			.help = "a trial's figure from its output: one capture group, the median of the matches" },
+	[OPT_METRIC_KIND] = STRING("metric-kind", metric_kind), .check = check_metric, .arg = "throughput|time",
+			     .help = "whether --metric is better higher (throughput, the default) or lower" },
+	[OPT_SKIP_STEPS] = NUMBER("skip-steps", skip_steps, parse_uint, 0, 1000000, NULL), .arg = "N",
+			    .help = "drop the step reports numbered below N (default 1)" },
+	[OPT_GATE_ALLOW_INCONCLUSIVE] = FLAG("gate-allow-inconclusive", gate_allow_inconclusive), .check = check_gate,
+					 .help = "an inconclusive gate passes" },
+	[OPT_VERBOSE] = { .name = "verbose", .parse = parse_verbose, .offset = AT(verbose), .letter = 'v',
+			   .global = true, .help = "debug output on stderr" },
+	[OPT_LOG_FORMAT] = { .name = "log-format", .takes_value = true, .parse = parse_log_format,
+			      .offset = AT(log_format), .global = true, .arg = "text|syslog",
+			    .help = "syslog: lines start with <N> priorities (the default under journald only)" },
+	[OPT_VERSION] = FLAG("version", version), .global = true, .help = "print the version and exit" },
+	[OPT_LIMITS] = PATH("limits", limits), .arg = "FILE",
+			.help = "the site's upper bounds on policy values (default /etc/nodetune/limits.conf when it exists)" },
+	[OPT_OUT] = PATH("out", out), .required = "--out DIR is required", .arg = "DIR",
+		     .help = "where the key pair goes" },
+	[OPT_CACERT] = PATH("cacert", cacert), .arg = "FILE", .help = "etcd's CA (TLS)" },
+	[OPT_CERT] = PATH("cert", cert), .arg = "FILE", .help = "a client certificate for etcd (TLS)" },
+	[OPT_KEY] = PATH("key", key), .arg = "FILE", .help = "the client certificate's key" },
+	[OPT_USER] = STRING("user", user), .arg = "NAME", .help = "log in to etcd as NAME (with --password-file)" },
+	[OPT_PASSWORD_FILE] = PATH("password-file", password_file), .arg = "FILE",
+			       .help = "the etcd user's password: the file's first line (root's, mode 0600)" },
+	[OPT_FLEET_CONF] = PATH("fleet-conf", fleet_conf), .arg = "FILE",
+			    .help = "etcd's credentials from a file (default /etc/nodetune/fleet.conf when it exists)" },
+	[OPT_HOSTS] = STRING("hosts", hosts), .required = "--hosts NAME[,NAME...] is required", .arg = "NAME[,NAME...]",
+		       .help = "the hosts to make etcd users for" },
+	[OPT_PASSWORD_DIR] = PATH("password-dir", password_dir), .required = "--password-dir DIR is required",
+			      .arg = "DIR", .help = "each etcd user's password file, DIR/USER (made when absent)" },
+	[OPT_PRINT] = FLAG("print", print), .help = "print the etcdctl commands instead of running them" },
 };
 
 /* getopt_long's value for option id: its letter, else past any char. */
@@ -407,19 +535,23 @@ static enum opt_id first_of_name(enum opt_id id)
 }
 
 /* getopt_long's table: every definition (whatever the verb), a name once,
- * and --help. */
+ * its alias, and --help. */
 static const struct option *long_options(void)
 {
-	static struct option lo[OPT__COUNT + 2];
+	static struct option lo[2 * OPT__COUNT + 2];
 
 	if (!lo[0].name) {
 		int n = 0;
 
-		for (int i = 0; i < OPT__COUNT; i++)
-			if (first_of_name(i) == i)
-				lo[n++] = (struct option){ defs[i].name,
-							   defs[i].takes_value ? required_argument : no_argument, NULL,
-							   opt_val(i) };
+		for (int i = 0; i < OPT__COUNT; i++) {
+			int has = defs[i].takes_value ? required_argument : no_argument;
+
+			if (first_of_name(i) != i)
+				continue;
+			lo[n++] = (struct option){ defs[i].name, has, NULL, opt_val(i) };
+			if (defs[i].alias)
+				lo[n++] = (struct option){ defs[i].alias, has, NULL, opt_val(i) };
+		}
 		lo[n] = (struct option){ "help", no_argument, NULL, 'h' };
 	}
 	return lo;
@@ -469,7 +601,7 @@ static int check_opts(const struct verb_spec *spec, struct opts *o)
 	}
 	if (!o->state_dir)
 		o->state_dir = JOURNAL_DEFAULT_DIR;
-	if (o->quiet)
+	if (o->quiet && !o->verbose)
 		log_set_level(LOG_ERR);
 	return 0;
 }
@@ -490,6 +622,22 @@ static int parse_command(const char *name, const struct verb_spec *spec, int arg
 		}
 		if (optind < argc)
 			o->args = argv + optind;
+		return 0;
+	}
+	if (spec->command == VERB_ONE_WORD && o->word) {
+		if (dashdash || optind < argc) {
+			log_msg(LOG_ERR, "%s takes one word, not '%s' too (see --help)", name, argv[optind - dashdash]);
+			return EXIT_USAGE;
+		}
+		return 0;
+	}
+	if (spec->command == VERB_ONE_WORD) {
+		if (dashdash || optind + 1 != argc) {
+			log_msg(LOG_ERR, "%s takes one word, %s (see --help)", name,
+				optind >= argc ? "none given" : dashdash ? "not '--'" : "not more");
+			return EXIT_USAGE;
+		}
+		o->word = argv[optind];
 		return 0;
 	}
 	if (spec->command == VERB_NO_COMMAND) {
@@ -518,6 +666,106 @@ static int parse_command(const char *name, const struct verb_spec *spec, int arg
 	if (optind < argc)
 		o->command = argv + optind;
 	return 0;
+}
+
+/* ---- help ------------------------------------------------------------- */
+
+#define HELP_WIDTH 79
+#define HELP_COLUMN 30
+
+/* text from column col on, wrapped at HELP_WIDTH, continuation lines
+ * indented to indent; then a newline */
+static void print_wrapped(FILE *f, const char *text, int col, int indent)
+{
+	const char *p = text;
+
+	while (*p) {
+		size_t word = strcspn(p, " "), space = 0;
+
+		if (col > indent && col + 1 + (int)word > HELP_WIDTH) {
+			fprintf(f, "\n%*s", indent, "");
+			col = indent;
+		} else if (col > indent) {
+			fputc(' ', f);
+			col++;
+		}
+		fprintf(f, "%.*s", (int)word, p);
+		col += (int)word;
+		p += word;
+		while (p[space] == ' ')
+			space++;
+		p += space;
+	}
+	fputc('\n', f);
+}
+
+/* One option's line: "  -n, --ranks N          help (also --x) (required)". */
+static void print_option(FILE *f, const struct opt_def *d, const struct opt_row *r)
+{
+	char left[64], help[512];
+	int n;
+
+	if (d->letter)
+		n = snprintf(left, sizeof(left), "  -%c, --%s%s%s", d->letter, d->name, d->arg ? " " : "",
+			     d->arg ? d->arg : "");
+	else
+		n = snprintf(left, sizeof(left), "      --%s%s%s", d->name, d->arg ? " " : "", d->arg ? d->arg : "");
+	if (r && r->need == OPT_REFUSED)
+		snprintf(help, sizeof(help), "not taken: %s", r->help);
+	else
+		snprintf(help, sizeof(help), "%s%s%s%s%s", r && r->help ? r->help : d->help, d->alias ? " (also --" : "",
+			 d->alias ? d->alias : "", d->alias ? ")" : "", r && r->need == OPT_REQUIRED ? " (required)" : "");
+	fputs(left, f);
+	if (n + 1 >= HELP_COLUMN) {
+		fprintf(f, "\n%*s", HELP_COLUMN, "");
+		n = HELP_COLUMN;
+	} else {
+		fprintf(f, "%*s", HELP_COLUMN - n, "");
+		n = HELP_COLUMN;
+	}
+	print_wrapped(f, help, n, HELP_COLUMN);
+}
+
+void opts_print_help(FILE *f, const struct verb_spec *spec)
+{
+	fprintf(f, "Usage: %s\n\n%s\n", spec->usage, spec->help);
+	if (spec->opts && spec->opts->id != OPT_END) {
+		fprintf(f, "\nOptions:\n");
+		for (const struct opt_row *r = spec->opts; r->id != OPT_END; r++)
+			print_option(f, &defs[r->id], r);
+	}
+	fprintf(f, "\nGlobal options (before or after the verb):\n");
+	for (int i = 0; i < OPT__COUNT; i++)
+		if (defs[i].global)
+			print_option(f, &defs[i], NULL);
+	fprintf(f, "  -h, --help%*sthis help\n", HELP_COLUMN - 12, "");
+}
+
+static json_t *option_json(const struct opt_def *d, const struct opt_row *r)
+{
+	static const char *const need[] = { [OPT_OPTIONAL] = "optional", [OPT_REQUIRED] = "required",
+					    [OPT_REFUSED] = "refused" };
+	char letter[2] = { d->letter, 0 };
+
+	return json_pack("{s:s, s:s?, s:s?, s:s?, s:s, s:s, s:b}", "name", d->name, "letter", d->letter ? letter : NULL,
+			 "alias", d->alias, "value", d->arg, "help", r && r->help ? r->help : d->help, "need",
+			 need[r ? r->need : OPT_OPTIONAL], "global", d->global);
+}
+
+json_t *opts_spec_json(const struct verb_spec *spec)
+{
+	static const char *const takes[] = { [VERB_NO_COMMAND] = "nothing", [VERB_COMMAND] = "command",
+					     [VERB_COMMAND_OPTIONAL] = "optional command",
+					     [VERB_SUB_VERB] = "sub-verb", [VERB_ONE_WORD] = "word" };
+	json_t *arr = json_array();
+
+	for (const struct opt_row *r = spec->opts; arr && r->id != OPT_END; r++)
+		json_array_append_new(arr, option_json(&defs[r->id], r));
+	for (int i = 0; arr && i < OPT__COUNT; i++)
+		if (defs[i].global)
+			json_array_append_new(arr, option_json(&defs[i], NULL));
+	return json_pack("{s:s, s:s, s:s, s:s, s:o*}", "usage", spec->usage, "summary", spec->summary, "help",
+			 spec->help, "takes", takes[spec->command], "options", arr);
 }
 
 /* ---- opts_parse -------------------------------------------------------- */
@@ -552,13 +800,20 @@ static int take_option(const struct verb_spec *spec, int ch, const char *name, c
 			argv[optind - 1]);
 		return EXIT_USAGE;
 	}
+	const struct opt_row *row;
+
 	if (id != OPT__COUNT && !verb_row(spec, id))
 		for (int i = id + 1; i < OPT__COUNT; i++)
 			if (first_of_name(i) == id && verb_row(spec, i))
 				id = i;       /* the verb's definition of this name */
 	d = &defs[id];
-	if (id == OPT__COUNT || !verb_row(spec, id)) {
+	row = id == OPT__COUNT ? NULL : verb_row(spec, id);
+	if (id == OPT__COUNT || (!row && !d->global)) {
 		log_msg(LOG_ERR, "unknown option '%s' (see --help)", name);
+		return EXIT_USAGE;
+	}
+	if (row && row->need == OPT_REFUSED) {
+		log_msg(LOG_ERR, "%s: %s", name, row->help);
 		return EXIT_USAGE;
 	}
 	/* every option may be given once: a second one is refused, whatever
@@ -582,9 +837,13 @@ int opts_parse(const char *name, const struct verb_spec *spec, int argc, char **
 	const struct option *lo = long_options();
 	int ch, r, li = -1;
 
-	/* a sub-verb comes first, its options after it */
+	/* a sub-verb comes first, its options after it; a verb's one word may
+	 * come before its options too (`policy show NAME --json`) */
 	if (spec->command == VERB_SUB_VERB && argc > 1 && argv[1][0] != '-') {
 		o->sub_verb = argv[1];
+		argc--, argv++;
+	} else if (spec->command == VERB_ONE_WORD && argc > 1 && argv[1][0] != '-') {
+		o->word = argv[1];
 		argc--, argv++;
 	}
 	optind = 1;
@@ -593,12 +852,16 @@ int opts_parse(const char *name, const struct verb_spec *spec, int argc, char **
 		char typed[64];
 
 		if (ch == 'h') {
-			printf("Usage: %s\n\n%s\n", spec->usage, spec->help);
+			opts_print_help(stdout, spec);
 			return finish_stdout(0);
 		}
 		r = take_option(spec, ch, typed_name(lo, ch, li, argv, typed, sizeof(typed)), argv, o);
 		if (r)
 			return r;
+		if (o->version) {
+			cli_version();
+			return finish_stdout(0);
+		}
 	}
 	if ((r = parse_command(name, spec, argc, argv, o)) || (r = check_opts(spec, o)))
 		return r;
@@ -649,4 +912,35 @@ int opts_dump(FILE *f, const char *name, const struct verb_spec *spec)
 		}
 	}
 	return ferror(f) ? -EIO : 0;
+}
+
+int opts_parse_globals(int argc, char **argv, struct opts *o)
+{
+	static const struct opt_row none[] = { OPT_TABLE_END };
+	static const struct verb_spec globals = { none, VERB_SUB_VERB, "", "", "" };
+	const struct option *lo = long_options();
+	int ch, r, li = -1;
+
+	optind = 1;
+	opterr = 0;
+	for (; (ch = getopt_long(argc, argv, short_options(), lo, &li)) != -1; li = -1) {
+		char typed[64];
+
+		if (ch == 'h') {
+			cli_usage(stdout);
+			return -1 - finish_stdout(0);
+		}
+		r = take_option(&globals, ch, typed_name(lo, ch, li, argv, typed, sizeof(typed)), argv, o);
+		if (r)
+			return -1 - r;
+		if (o->version) {
+			cli_version();
+			return -1 - finish_stdout(0);
+		}
+	}
+	if (optind >= argc || !strcmp(argv[optind - 1], "--")) {
+		cli_usage(stderr);
+		return -1 - EXIT_USAGE;
+	}
+	return optind;
 }

@@ -102,7 +102,7 @@ revert|--sysroot $SR --state-dir $ST --state-dir $ST|--state-dir given twice|--s
 revert|--sysroot $SR --state-dir $ST extra|unexpected argument 'extra'|a stray argument
 revert|--policy $GT --state-dir $ST|unknown option '--policy'|revert takes no policy
 # ---- verify ---------------------------------------------------------------
-verify|--topology $HGX --sysroot $SR|--policy FILE is required|no policy
+verify|--topology $HGX --sysroot $SR|--policy FILE.NAME is required|no policy
 verify|--policy $D/empty --topology $HGX --sysroot $SR|.*/empty: empty file|empty policy
 verify|--policy $GT --topology $D/dir --sysroot $SR|.*/dir: is a directory|a directory as --topology
 verify|--policy $GT --topology $HGX --sysroot $SR --json --json|--json given twice|--json twice
@@ -135,10 +135,12 @@ run|-n 1 --policy $BASE --state-dir $D/file -- true|--state-dir .*/file: not a d
 run|-n 1 --policy $BASE --state-dir $ST true|expected '-- COMMAND \[ARGS...\]'|a command without '--'
 run|-n 1 --policy $BASE --sysroot $SR --state-dir $ST -- true|unknown option '--sysroot'|--sysroot (run starts ranks on this host)
 # ---- doctor ---------------------------------------------------------------
-doctor|--window 0|--window '0': expected seconds from 0.2 to 3600|--window 0
-doctor|--window 2x|--window '2x': expected seconds|--window with trailing garbage
-doctor|--window ' 1'|--window ' 1': expected seconds|--window with a leading space
-doctor|--window nan|--window 'nan': expected seconds|--window nan
+doctor|--window 0|--window '0': expected a duration from 200ms to 1h \(e.g. 100ms, 30s, 5m; a bare number counts seconds\)$|--window 0
+doctor|--window 2x|--window '2x': expected a duration|--window with trailing garbage
+doctor|--window 2sec|--window '2sec': expected a duration|--window with a unit it does not know
+doctor|--window 2h|--window '2h': expected a duration from 200ms to 1h|--window above its range, in hours
+doctor|--window ' 1'|--window ' 1': expected a duration|--window with a leading space
+doctor|--window nan|--window 'nan': expected a duration|--window nan
 doctor|--window 1 --window 1|--window given twice|--window twice
 doctor|--policy $D/empty|.*/empty: empty file|empty policy
 doctor|--sysroot $D/file|--sysroot .*/file: not a directory|a file as --sysroot
@@ -153,7 +155,7 @@ ab|--a cmd=true --b cmd=true --trials 1|--trials '1': expected a whole number fr
 ab|--a cmd=true --b cmd=true --trials 5x|--trials '5x': expected a whole number|--trials with trailing garbage
 ab|--a cmd=true --b cmd=true --threshold 2x|--threshold '2x': expected a percentage|--threshold with trailing garbage
 ab|--a cmd=true --b cmd=true --alpha 0|--alpha '0': expected a probability|--alpha 0
-ab|--a cmd=true --b cmd=true --budget -5|--budget '-5': expected seconds|negative --budget
+ab|--a cmd=true --b cmd=true --budget -5|--budget '-5': expected a duration|negative --budget
 ab|--a cmd=true --b cmd=true --seed 1e3|--seed '1e3': expected a whole number|--seed in exponent notation
 ab|--a cmd=true --b cmd=true --seed 0|--seed '0': expected a whole number from 1|--seed 0 (never silently replaced)
 ab|--a cmd=true --b cmd=true --threshold 101|--threshold '101': expected a percentage from 0 to 100|--threshold above 100%
@@ -170,10 +172,12 @@ bisect|--good $GT --bad $GT|.*set every knob alike: nothing to bisect|no knob di
 bisect|--good $GT --good $BASE --bad $GT|--good given twice|--good twice
 bisect|--good $BASE --bad $GT --steps 0|--steps '0': expected a whole number from 1|--steps 0
 # ---- observe ---------------------------------------------------------------
-observe|--interval 0|--interval '0': expected a whole number from 10|--interval 0
-observe|--interval 100ms|--interval '100ms': expected a whole number|--interval with a unit
-observe|--duration 0|--duration '0': expected seconds|--duration 0
-observe|--duration -1|--duration '-1': expected seconds|negative --duration
+observe|--interval 0|--interval '0': expected a duration from 10ms to 1m|--interval 0
+observe|--interval 5|--interval '5': expected a duration from 10ms to 1m \(e.g. 100ms, 30s, 5m; a bare number counts milliseconds\)$|--interval 5 (milliseconds: the message names the unit)
+observe|--interval 5ms|--interval '5ms': expected a duration from 10ms|--interval 5ms (below its range)
+observe|--interval 2m|--interval '2m': expected a duration from 10ms to 1m|--interval 2m (above its range)
+observe|--duration 0|--duration '0': expected a duration|--duration 0
+observe|--duration -1|--duration '-1': expected a duration|negative --duration
 observe|--pid 0|--pid '0': expected a whole number from 1|--pid 0
 observe|--pid 1,,2|--pid '1,,2': expected process ids separated by commas|--pid with an empty item
 observe|--pid 1 --pid 1|--pid given twice|--pid twice (a list is one --pid)
@@ -183,7 +187,22 @@ observe|--|expected '-- COMMAND \[ARGS...\]', got '--' alone|'--' and no command
 # ---- keys ------------------------------------------------------------------
 keys|extra|unexpected argument 'extra'|a stray argument
 keys|--markdown --markdown|--markdown given twice|--markdown twice
-keys|--json|unknown option '--json'|an option keys does not take
+keys|--json --markdown|--markdown and --json are mutually exclusive|--json with --markdown
+keys|--dry-run|unknown option '--dry-run'|an option keys does not take
+# ---- --json where stdout is not nodetune's: refused, saying why -------------
+run|-n 1 --policy $BASE --state-dir $ST --json -- true|--json: run's standard output is the ranks'|run --json
+exec|--policy $GT --local-rank 0 --json -- true|--json: exec's standard output is the command's|exec --json
+daemon|--json|--json: the daemon reports through .nodetune status --json.|daemon --json
+# ---- one name per concept: old forms are aliases, a pair goes together ----
+daemon|--host h1 --policy $GT $A --no-metrics|--endpoints URLS and --host NAME go together|daemon --host without --endpoints
+daemon|--fleet http://127.0.0.1:1 --policy $GT $A --no-metrics|--endpoints URLS and --host NAME go together|daemon --fleet (the old --endpoints) without --host
+daemon|--fleet http://127.0.0.1:1 --endpoints http://127.0.0.1:1 --host h|--endpoints given twice|--fleet and --endpoints are one option
+# ---- policies by name ------------------------------------------------------
+plan|--policy 'a b'|'a b': not a policy name|a policy NAME with a space
+plan|--policy ../x|.*../x: No such file or directory|a path is a file, never a NAME
+# ---- global options, anywhere ----------------------------------------------
+plan|--policy $GT -v -v|--verbose given twice|-v twice after the verb
+plan|--policy $GT --log-format=json|--log-format 'json': expected text or syslog|a bad --log-format after the verb
 EOF
 
 # Unreadable files: root reads anything, so drop to nobody for a real EACCES.
@@ -217,6 +236,22 @@ ab|--a policy=$D/unreadable --b cmd=true|arm A: .*/unreadable: Permission denied
 bisect|--good $D/unreadable --bad $GT|.*/unreadable: Permission denied|unreadable --good
 EOF
 fi
+
+# ---- outside the table: the verb is not one word, or there is none ---------
+expect_fail 2 "^nodetune: policy show: policy show takes one word, none given" "policy show without a NAME" -- \
+	"$NODETUNE" policy show
+expect_fail 2 "^nodetune: policy show: policy show takes one word, not 'b' too" "policy show with two words" -- \
+	"$NODETUNE" policy show a b
+NODETUNE_POLICY_PATH=$(pwd)/policies expect_fail 2 "^nodetune: fleet rollout: --policy: no policy named 'nope'" \
+	"fleet rollout --policy NAME that the path does not have" -- \
+	"$NODETUNE" fleet rollout --endpoints http://127.0.0.1:1 --policy nope --name r
+NODETUNE_POLICY_PATH=$(pwd)/policies expect_fail 3 "^nodetune: fleet rollout: etcd http://127.0.0.1:1" \
+	"fleet rollout --policy gpu-train: the NAME found, then the store (none here) is what fails" -- \
+	"$NODETUNE" fleet rollout --endpoints http://127.0.0.1:1 --policy gpu-train --name r
+expect_fail 2 "^nodetune: help: no verb 'nope'" "help of a verb that does not exist" -- "$NODETUNE" help nope
+expect_fail 2 "^nodetune: unknown verb 'nope' \(see nodetune help\)" "an unknown verb" -- "$NODETUNE" nope
+expect_fail 2 "^nodetune: --verbose given twice" "-v twice before the verb" -- "$NODETUNE" -v -v discover
+expect_fail 2 "^nodetune: unknown option '--json'" "a verb's option before the verb" -- "$NODETUNE" --json discover
 
 check "no row changed the copied tree or left a journal ($CHANGED did)" -- \
 	sh -c "[ $CHANGED -eq 0 ] && [ '$h0' = '$(tree_hash "$SR")' ] && [ ! -e '$ST/journal' ]"

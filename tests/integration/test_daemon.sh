@@ -50,7 +50,7 @@ chmod 0600 "$POLICY"
 start() {
 	name=$1
 	shift
-	"$NODETUNE" daemon "$@" >"$T_TMP/$name.out" 2>"$T_TMP/$name.log" &
+	"$NODETUNE" daemon --log-format=syslog "$@" >"$T_TMP/$name.out" 2>"$T_TMP/$name.log" &
 	DPID=$!
 	t_defer "kill -9 $DPID 2>/dev/null"
 }
@@ -93,6 +93,9 @@ check "daemon on a tree: ready, /metrics port logged ($P1), the policy applied (
 	sh -c "[ -n '$P1' ] && grep -q 'ready: 4 settings verified every 1 s' '$T_TMP/d1.log' &&
 	       [ \"\$(cat '$R1/$DEFRAG')\" = defer+madvise ] && [ \"\$(cat '$R1/$ENABLED')\" = madvise ] &&
 	       [ \"\$(cat '$R1/$NB')\" = 0 ] && [ \"\$(cat '$R1/$SW')\" = 10 ]"
+run "$NODETUNE" policy active --socket "$S1" --state-dir "$T_TMP/st1" --json
+check "policy active with a daemon: the daemon's policy (over its socket), its journal in the state dir" -- sh -c \
+	"[ $RC -eq 0 ] && jq -e '.active == \"$POLICY\" and .daemon.policy == \"$POLICY\" and .journals[0].state_dir == \"$T_TMP/st1\"' '$OUT' >/dev/null"
 
 # another writer: a sysctl.d file that sets the key
 mkdir -p "$R1/etc/sysctl.d"
@@ -209,7 +212,7 @@ stop_daemon $D1
 check "SIGTERM: exit 0, every value still applied, the socket removed, the journal kept" -- sh -c \
 	"[ $DRC -eq 0 ] && [ \"\$(cat '$R1/$DEFRAG')\" = defer+madvise ] && [ \"\$(cat '$R1/$SW')\" = 10 ] &&
 	 [ \"\$(cat '$R1/$NB')\" = 0 ] && [ ! -e '$S1' ] && [ -s '$T_TMP/st1/journal' ] &&
-	 grep -q 'Terminated: stopping; the host stays as it is (undo: nodetune revert)' '$T_TMP/d1.log'"
+	 grep -qF 'Terminated: stopping; the host stays as it is (undo: nodetune revert --state-dir $T_TMP/st1)' '$T_TMP/d1.log'"
 run "$NODETUNE" revert --sysroot "$R1" --state-dir "$T_TMP/st1"
 check "nodetune revert after the daemon: the tree byte for byte as before" -- sh -c \
 	"[ $RC -eq 0 ] && [ '$h1' = '$(tree_hash "$R1")' ]"
@@ -326,7 +329,7 @@ check "status: reloads 1, reload_failures 1, the new sha256" -- \
 # ---- one daemon per state dir ----------------------------------------------
 expect_fail 2 "^<3>nodetune: daemon: $T_TMP/st4 is held by another nodetune .*: one daemon per state dir" \
 	"a second daemon on the same state dir exits 2" -- \
-	timeout 30 "$NODETUNE" daemon --policy "$POLICY" --topology $HGX --sysroot "$R4" --state-dir "$T_TMP/st4" \
+	timeout 30 "$NODETUNE" daemon --log-format=syslog --policy "$POLICY" --topology $HGX --sysroot "$R4" --state-dir "$T_TMP/st4" \
 	--interval $IV --no-metrics --socket "$T_TMP/other.sock"
 check "the first daemon still runs, its socket answers" -- status_is "$S4" '.reloads == 1'
 
@@ -354,9 +357,30 @@ bad "--metrics with --no-metrics" "--metrics and --no-metrics are mutually exclu
 	--policy "$POLICY" --metrics 127.0.0.1:0 --no-metrics
 bad "--no-metrics with --metrics" "--metrics and --no-metrics are mutually exclusive" -- \
 	--policy "$POLICY" --no-metrics --metrics 127.0.0.1:0
-expect_fail 2 "^<3>nodetune: daemon: --interval '0'" "a bad --interval (0)" -- timeout 30 "$NODETUNE" daemon \
+expect_fail 2 "^<3>nodetune: daemon: --interval '0'" "a bad --interval (0)" -- timeout 30 "$NODETUNE" daemon --log-format=syslog \
 	--policy "$POLICY" --topology $HGX --sysroot "$R5" --state-dir "$T_TMP/st5" --socket "$T_TMP/d5.sock" \
 	--no-metrics --interval 0
+# ---- syslog's <N> only under journald (or --log-format=syslog) -------------
+# stderr to a file, as a terminal or a container runtime: plain lines; the
+# same file named by JOURNAL_STREAM (dev:inode, as systemd sets it): <N>
+bad_interval() {
+	timeout 30 "$NODETUNE" daemon --policy "$POLICY" --topology $HGX --sysroot "$R5" --state-dir "$T_TMP/st5" \
+		--socket "$T_TMP/d5.sock" --no-metrics --interval 0 "$@" 2>"$T_TMP/plain.log"
+}
+# each run is refused (exit 2: --interval 0) with one line, whose prefix is checked
+bad_interval; brc=$?
+check "no journald: the daemon's lines carry no <N> prefix (exit $brc)" -- sh -c \
+	"[ $brc -eq 2 ] && grep -q \"^nodetune: daemon: --interval '0'\" '$T_TMP/plain.log'"
+JOURNAL_STREAM=$(stat -c '%d:%i' "$T_TMP/plain.log") bad_interval; brc=$?
+check "JOURNAL_STREAM naming stderr: <3> prefix (exit $brc)" -- sh -c \
+	"[ $brc -eq 2 ] && grep -q \"^<3>nodetune: daemon: --interval '0'\" '$T_TMP/plain.log'"
+JOURNAL_STREAM=1:1 bad_interval; brc=$?
+check "JOURNAL_STREAM inherited but naming another file: no prefix (exit $brc)" -- sh -c \
+	"[ $brc -eq 2 ] && grep -q '^nodetune: daemon: --interval' '$T_TMP/plain.log'"
+bad_interval --log-format=text; brc=$?
+check "--log-format=text: plain (exit $brc)" -- sh -c "[ $brc -eq 2 ] && grep -q '^nodetune: daemon: --interval' '$T_TMP/plain.log'"
+expect_fail 2 "--log-format 'json': expected text or syslog" "a bad --log-format" -- "$NODETUNE" --log-format=json discover
+
 check "none of those changed the tree, left a journal or a socket" -- sh -c \
 	"[ '$h5' = '$(tree_hash "$R5")' ] && [ ! -e '$T_TMP/st5/journal' ] && [ ! -e '$T_TMP/d5.sock' ]"
 

@@ -25,7 +25,7 @@ if [ -f ../shared/topologies/g4dnmetal.xml ]; then
 		jq -e '[.ranks[] | .mems] == ["0","0","0","0","1","1","1","1"]' "$OUT" >/dev/null
 fi
 expect_fail 2 "3 ranks but only 2 CPUs" "more ranks than CPUs" -- "$NODETUNE" plan --policy $GT --synthetic "pack:1 core:2 pu:1" --ranks 3
-expect_fail 2 "^nodetune: plan: --policy FILE is required" "plan without --policy" -- "$NODETUNE" plan
+expect_fail 2 "^nodetune: plan: --policy FILE\|NAME is required" "plan without --policy" -- "$NODETUNE" plan
 expect_fail 2 "--ranks '0': expected a whole number from 1" "--ranks 0" -- "$NODETUNE" plan --policy $GT --ranks 0
 
 # ---- bad policies and impossible plans change nothing --------------------
@@ -73,6 +73,81 @@ if [ "$(id -u)" -eq 0 ]; then
 		"$NODETUNE" apply --dry-run --policy $GT --limits "$T_TMP/limits.conf" --topology $HGX --sysroot "$T" --state-dir "$ST"
 fi
 check "none of those changed the tree or left a journal" -- sh -c "[ '$h0' = '$(tree_hash "$T")' ] && [ ! -e '$ST/journal' ]"
+
+# ---- policies by name: the policy path, include = NAME, list, show, active --
+PP=$T_TMP/pp
+mkdir -p "$PP/etc" "$PP/share" && chmod 755 "$PP" "$PP/etc" "$PP/share"
+cp policies/*.conf "$PP/share/" && chmod 644 "$PP"/share/*.conf
+printf '[main]\nsummary = site\ninclude = gpu-train\n[sysctl]\nvm.swappiness = 10\n' >"$PP/etc/site.conf"
+sed 's/^summary = .*/summary = the site'"'"'s baseline/' policies/baseline.conf >"$PP/etc/baseline.conf"
+# the site's gpu-train: the shared one (by its path) and a key more
+printf '[main]\nsummary = site gpu-train\ninclude = %s\n[sysctl]\nvm.max_map_count = 1048576\n' "$PP/share/gpu-train.conf" \
+	>"$PP/etc/gpu-train.conf"
+chmod 644 "$PP"/etc/*.conf
+export NODETUNE_POLICY_PATH="$PP/etc:$PP/share"
+run "$NODETUNE" plan --policy gpu-train --topology $HGX --json
+check "plan --policy NAME: NAME.conf found on NODETUNE_POLICY_PATH" -- sh -c \
+	"[ $RC -eq 0 ] && jq -e '.policy == \"gpu-train\" and (.host | length) > 0' '$OUT' >/dev/null"
+run "$NODETUNE" policy show site --json
+check "policy show NAME: include = NAME resolved on the path; each key says its file" -- sh -c \
+	"[ $RC -eq 0 ] && jq -e '.file == \"$PP/etc/site.conf\" and
+	 ([.settings[] | select(.key == \"vm.swappiness\")][0].file == \"$PP/etc/site.conf\") and
+	 ([.settings[] | select(.key == \"defrag\")][0].file == \"$PP/share/gpu-train.conf\")' '$OUT' >/dev/null"
+check "include = gpu-train took /etc's gpu-train, not the shared one (the first on the path wins)" -- \
+	jq -e '[.settings[] | select(.key == "vm.max_map_count")][0].file == "'"$PP"'/etc/gpu-train.conf"' "$OUT"
+run "$NODETUNE" policy list --json
+check "policy list: every NAME in path order, /etc's baseline first, the shared one shadowed" -- sh -c \
+	"[ $RC -eq 0 ] && jq -e '[.policies[] | .name] == [\"baseline\", \"gpu-train\", \"site\", \"baseline\", \"cross-numa\", \"gpu-train\"] and
+	 .policies[0].summary == \"the site'\"'\"'s baseline\" and .policies[3].shadowed and .policies[5].shadowed and
+	 (.policies[0].shadowed | not) and (.policies[4].shadowed | not)' '$OUT' >/dev/null"
+run "$NODETUNE" policy list
+check "policy list (text): the path, then each name with its file" -- sh -c \
+	"[ $RC -eq 0 ] && grep -q '^policy path: $PP/etc:$PP/share\$' '$OUT' && grep -q '^gpu-train  *$PP/share/gpu-train.conf (shadowed)\$' '$OUT'"
+expect_fail 2 "no policy named 'nope' in $PP/etc:$PP/share" "--policy NAME that the path does not have" -- \
+	"$NODETUNE" plan --policy nope --topology $HGX
+printf '[main]\ninclude = nope\n' >"$PP/etc/broken.conf" && chmod 644 "$PP/etc/broken.conf"
+expect_fail 2 "broken.conf:2: include 'nope': no policy named 'nope'" "include = NAME that the path does not have" -- \
+	"$NODETUNE" plan --policy broken --topology $HGX
+rm "$PP/etc/broken.conf"
+expect_fail 2 "'a b': not a policy name" "a NAME with a space" -- "$NODETUNE" plan --policy 'a b' --topology $HGX
+if [ "$(id -u)" -eq 0 ]; then
+	chmod 777 "$PP/share"
+	expect_fail 2 "refusing the directory $PP/share .*mode 0777" "root refuses a group/other-writable directory of the path, even after the one that has the NAME" -- \
+		"$NODETUNE" plan --policy site --topology $HGX
+	expect_fail 2 "refusing the directory $PP/share" "policy list refuses it too" -- "$NODETUNE" policy list
+	chmod 755 "$PP/share"
+fi
+NODETUNE_POLICY_PATH=relative/dir expect_fail 2 "'relative/dir' is not an absolute directory" "a relative directory on NODETUNE_POLICY_PATH" -- \
+	"$NODETUNE" plan --policy gpu-train --topology $HGX
+
+# policy active: what the journal (here --state-dir's; no daemon) says is applied
+AT=$T_TMP/active-tree
+cp -r "$UNTUNED" "$AT"
+run "$NODETUNE" policy active --state-dir "$T_TMP/ast" --socket "$T_TMP/no.sock" --json
+check "policy active before any apply: nothing active, no daemon" -- sh -c \
+	"[ $RC -eq 0 ] && jq -e '.active == null and .daemon == null and .journals == []' '$OUT' >/dev/null"
+"$NODETUNE" apply --policy site --topology $HGX --sysroot "$AT" --state-dir "$T_TMP/ast" >/dev/null 2>&1
+run "$NODETUNE" policy active --state-dir "$T_TMP/ast" --socket "$T_TMP/no.sock" --json
+check "policy active after apply --policy site: the journal's policy, applied, its originals counted" -- sh -c \
+	"[ $RC -eq 0 ] && jq -e '.active == \"site\" and .journals[0].committed and .journals[0].changes == 3' '$OUT' >/dev/null"
+run "$NODETUNE" policy active --state-dir "$T_TMP/ast" --socket "$T_TMP/no.sock"
+check "policy active (text): no daemon, the journal, the active policy" -- sh -c \
+	"grep -q '^daemon:  none answers on $T_TMP/no.sock' '$OUT' && grep -q '^journal: $T_TMP/ast: site, applied, 3 originals kept' '$OUT' && grep -qx 'active:  site' '$OUT'"
+"$NODETUNE" revert --sysroot "$AT" --state-dir "$T_TMP/ast" >/dev/null 2>&1
+run "$NODETUNE" policy active --state-dir "$T_TMP/ast" --socket "$T_TMP/no.sock" --json
+check "policy active after revert: nothing" -- jq -e '.active == null' "$OUT"
+unset NODETUNE_POLICY_PATH
+
+# ---- apply --dry-run promises what apply does: no job cgroup on a sysroot --
+DT=$T_TMP/dry-tree
+cp -r "$UNTUNED" "$DT"
+run "$NODETUNE" apply --dry-run --policy $GT --topology $HGX --sysroot "$DT" --state-dir "$T_TMP/dst"
+cp "$OUT" "$T_TMP/dry.out"
+run "$NODETUNE" apply --policy $GT --topology $HGX --sysroot "$DT" --state-dir "$T_TMP/dst"
+check "dry run on a sysroot: no 'job cgroup ... would be created', the note apply gives, the same count" -- sh -c \
+	"! grep -q 'would be created' '$T_TMP/dry.out' && grep -q 'job cgroup nodetune-job: not created, $DT is not the live host' '$T_TMP/dry.out' &&
+	 [ \"\$(sed -n 's/^dry run of .*: \([0-9]*\) changes*, nothing written/\1/p' '$T_TMP/dry.out')\" = \"\$(sed -n 's/.*): \([0-9]*\) changes*$/\1/p' '$OUT')\" ]"
+"$NODETUNE" revert --sysroot "$DT" --state-dir "$T_TMP/dst" >/dev/null 2>&1
 
 # ---- apply, verify, revert on a copied tree ----------------------------
 run "$NODETUNE" apply --policy $GT --topology $HGX --sysroot "$T" --state-dir "$ST"
@@ -199,4 +274,30 @@ expect_fail 2 "no-such-command: command not found" "run of a command that does n
 	"$NODETUNE" run -n 2 --policy "$T_TMP/live.conf" --state-dir "$LST" -- no-such-command
 expect_fail 2 "no local rank" "exec outside a launcher without --local-rank" -- \
 	env -u OMPI_COMM_WORLD_LOCAL_RANK -u SLURM_LOCALID -u LOCAL_RANK "$NODETUNE" exec --policy "$T_TMP/live.conf" -- true
+# ---- revert finds the journal of either default state dir ------------------
+# nodetune apply's is /run/nodetune, the daemon's /var/lib/nodetune: a plain
+# `nodetune revert` (what the daemon's log says to run) looks in both
+if [ -e /run/nodetune/journal ] || [ -e /var/lib/nodetune/journal ]; then
+	t_skip "revert's lookup: this host already has a journal in /run/nodetune or /var/lib/nodetune"
+else
+	made_run=1 made_var=1
+	[ -d /run/nodetune ] && made_run=0
+	[ -d /var/lib/nodetune ] && made_var=0
+	sw0=$(cat /proc/sys/vm/swappiness)
+	printf '[sysctl]\nvm.swappiness = %s\n' $((sw0 == 61 ? 62 : 61)) >"$T_TMP/sw.conf"
+	"$NODETUNE" apply --policy "$T_TMP/sw.conf" --state-dir /var/lib/nodetune >/dev/null 2>&1
+	run "$NODETUNE" revert
+	check "plain revert finds the daemon's state dir's journal, says so, restores" -- sh -c \
+		"[ $RC -eq 0 ] && grep -q 'reverting the journal in /var/lib/nodetune' '$ERR' &&
+		 [ \"\$(cat /proc/sys/vm/swappiness)\" = '$sw0' ] && [ ! -e /var/lib/nodetune/journal ]"
+	"$NODETUNE" apply --policy "$T_TMP/sw.conf" --state-dir /var/lib/nodetune >/dev/null 2>&1
+	"$NODETUNE" apply --policy "$T_TMP/sw.conf" >/dev/null 2>&1
+	expect_fail 2 "journals in both /run/nodetune .* and /var/lib/nodetune .*: give --state-dir DIR" \
+		"revert with a journal in each default dir asks which, restores nothing" -- "$NODETUNE" revert
+	"$NODETUNE" revert --state-dir /run/nodetune >/dev/null 2>&1
+	"$NODETUNE" revert --state-dir /var/lib/nodetune >/dev/null 2>&1
+	check "after reverting both: swappiness as before" -- [ "$(cat /proc/sys/vm/swappiness)" = "$sw0" ]
+	[ $made_run = 1 ] && rm -f /run/nodetune/lock && rmdir /run/nodetune
+	[ $made_var = 1 ] && rm -f /var/lib/nodetune/lock && rmdir /var/lib/nodetune
+fi
 t_done

@@ -3,6 +3,9 @@
 #include "base/textbuf.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,6 +26,18 @@ int log_get_level(void)
 void log_set_prefix(const char *prefix)
 {
 	log_prefix = prefix;
+}
+
+bool log_stderr_is_journal(void)
+{
+	const char *env = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+	int n = 0;
+
+	if (!env || sscanf(env, "%llu:%llu%n", &dev, &ino, &n) != 2 || env[n] || fstat(STDERR_FILENO, &st) < 0)
+		return false;
+	return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
 }
 
 void log_set_syslog(bool on)

@@ -18,8 +18,14 @@ int log_get_level(void);
 /* Prefix printed before every message, e.g. "nodetune: discover". Not copied. */
 void log_set_prefix(const char *prefix);
 /* Start every line with its syslog priority, "<3>" (sd-daemon(3)'s
- * SD_ERR...), which journald reads and strips: for the daemon. */
+ * SD_ERR...), which journald reads and strips. */
 void log_set_syslog(bool on);
+
+/* Is stderr connected to journald: JOURNAL_STREAM ("DEV:INODE", set by
+ * systemd for a service's output) names the file stderr is?  False when
+ * unset, malformed, or another file (a terminal, a pipe the variable was
+ * inherited across), as systemd.exec(5) advises. */
+bool log_stderr_is_journal(void);
 
 /* One line on stderr: prefix, message, '\n'; a control character in the
  * message (from a path, a store value, a process's name) is shown as '?'. */

@@ -743,10 +743,17 @@ static int loop(struct daemon *d, int sfd)
 		int sig = wait_signal(sfd, fleet_host_fd(d->fleet), fmin(next, now_mono() + tick));
 
 		switch (daemon_decide(sig, now_mono(), next, d->watchdog_s > 0)) {
-		case DAEMON_STOP:
-			say(d, LOG_NOTICE, "%s: stopping; the host stays as it is%s", strsignal(sig),
-			    d->cfg->revert_on_exit ? " until the revert (--revert-on-exit)" : " (undo: nodetune revert)");
+		case DAEMON_STOP: {
+			char undo[600] = " until the revert (--revert-on-exit)";
+
+			/* `nodetune revert` finds the default state dir's journal itself */
+			if (!d->cfg->revert_on_exit && !strcmp(d->cfg->state_dir, DAEMON_DEFAULT_STATE_DIR))
+				snprintf(undo, sizeof(undo), " (undo: nodetune revert)");
+			else if (!d->cfg->revert_on_exit)
+				snprintf(undo, sizeof(undo), " (undo: nodetune revert --state-dir %s)", d->cfg->state_dir);
+			say(d, LOG_NOTICE, "%s: stopping; the host stays as it is%s", strsignal(sig), undo);
 			return 0;
+		}
 		case DAEMON_FLEET:
 			fleet_tick(d);          /* the store asked for something */
 			break;

@@ -210,7 +210,7 @@ const struct knob knob_table[KNOB_COUNT] = {
 	META(KNOB_MAIN_SUMMARY, "main", "summary", KT_STRING, validate_text,
 	     "one line saying what the policy is for"),
 	META(KNOB_MAIN_INCLUDE, "main", "include", KT_INCLUDE, validate_text,
-	     "parent policies (comma-separated, relative to this file); this file overrides them"),
+	     "parent policies, comma-separated: a file (relative to this one) or a NAME on the policy search path; this file overrides them"),
 
 	SETTING_ENUM(KNOB_AFFINITY_MODE, "affinity", "mode", v_affinity, KS_RANK,
 		     "CPUs of each local rank: none (unbound), numa (spread over NUMA nodes), gpu-local (CPUs local to the rank's GPU), far-numa (a far node: for demonstrations only)"),
@@ -269,7 +269,7 @@ const struct knob knob_table[KNOB_COUNT] = {
 		    "IRQs of the GPUs and NICs: leave, or housekeeping (onto the housekeeping CPUs)"),
 
 	SYSCTL(KNOB_SYSCTL_VM_SWAPPINESS, "vm", "swappiness", 0, 200,
-	       "tendency to swap (proc/sys/vm/swappiness)"),
+	       "tendency to swap"),
 	SYSCTL(KNOB_SYSCTL_VM_ZONE_RECLAIM_MODE, "vm", "zone_reclaim_mode", 0, 7,
 	       "reclaim on the local node before allocating remotely"),
 	SYSCTL(KNOB_SYSCTL_VM_MAX_MAP_COUNT, "vm", "max_map_count", 65530, 2147483647,
@@ -420,7 +420,7 @@ static void values_column(const struct knob *k, char *buf, size_t size)
 }
 
 /* The reference's "writes" column of k: the file pattern of a host knob,
- * the key's place below /proc/sys for a sysctl; the IRQs' files are found
+ * a sysctl's file too; the IRQs' files are found
  * from the devices, so they are not listed. */
 static void writes_column(const struct knob *k, char *buf, size_t size)
 {
@@ -428,10 +428,8 @@ static void writes_column(const struct knob *k, char *buf, size_t size)
 	case KS_HOST:
 	case KS_HOST_NODE:
 	case KS_HOST_CPU:
+	case KS_SYSCTL:     /* the file the row writes, never the key's dotted name */
 		snprintf(buf, size, "`/%s`", k->path);
-		break;
-	case KS_SYSCTL:
-		snprintf(buf, size, "`/proc/sys/%s` (dots as /)", k->key);
 		break;
 	default:
 		snprintf(buf, size, "-");

@@ -318,6 +318,25 @@ static int job_cgroup_create(const struct plan *pl, struct apply_changes *rep, s
 	return r;
 }
 
+/* Can pl's job cgroup be made under root (the live host, with a cgroup
+ * tree libcgroup can use)?  When not, a note says why: the same for the
+ * dry run and the apply. */
+static bool job_cgroup_possible(const struct plan *pl, const struct fsroot *root, struct apply_changes *rep)
+{
+	char why[256];
+
+	if (!fsroot_is_host(root)) {
+		report_note(rep, "job cgroup %s: not created, %s is not the live host", pl->cgroup,
+			    fsroot_path(root));
+		return false;
+	}
+	if (!jobcg_available(why, sizeof(why))) {
+		report_note(rep, "job cgroup %s: not created, %s", pl->cgroup, why);
+		return false;
+	}
+	return true;
+}
+
 /* --dry-run: report what would change, touching nothing. */
 static void apply_dry_run(const struct plan *pl, const struct item *items, unsigned n_items,
 			  const struct fsroot *root, struct apply_changes *rep)
@@ -330,7 +349,8 @@ static void apply_dry_run(const struct plan *pl, const struct item *items, unsig
 			continue;
 		report_add(rep, items[i].path, items[i].from, items[i].to);
 	}
-	if (pl->cgroup[0])
+	/* the promise the real apply keeps: a cgroup only where it makes one */
+	if (pl->cgroup[0] && job_cgroup_possible(pl, root, rep))
 		report_add(rep, "cgroup", "", pl->cgroup);
 }
 
@@ -365,18 +385,10 @@ static int apply_items(struct journal *j, const struct item *items, unsigned n_i
 static int apply_job_cgroup(const struct plan *pl, struct journal *j, const struct fsroot *root,
 			    struct apply_changes *rep, struct nt_err *err)
 {
-	char why[256];
 	int r;
 
-	if (!fsroot_is_host(root)) {
-		report_note(rep, "job cgroup %s: not created, %s is not the live host", pl->cgroup,
-			    fsroot_path(root));
+	if (!job_cgroup_possible(pl, root, rep))
 		return 0;
-	}
-	if (!jobcg_available(why, sizeof(why))) {
-		report_note(rep, "job cgroup %s: not created, %s", pl->cgroup, why);
-		return 0;
-	}
 	r = job_cgroup_create(pl, rep, err);
 	if (r < 0)
 		return r;

@@ -293,9 +293,10 @@ int journal_begin(struct journal *j, const char *root, const char *policy, struc
 	if (!line)
 		return err_set(err, -ENOMEM, "out of memory");
 	r = journal_append(j, line, O_CREAT | O_EXCL, err);
-	if (r == -EEXIST)
-		err_set(err, r, "%s exists: changes of an earlier apply are in effect; run `nodetune revert` first",
-			j->file);
+	if (r == -EEXIST)   /* the undo as it must be typed: a state dir of one's own is named */
+		err_set(err, r, "%s exists: changes of an earlier apply are in effect; run `nodetune revert%s%s` first",
+			j->file, strcmp(j->dir, JOURNAL_DEFAULT_DIR) ? " --state-dir " : "",
+			strcmp(j->dir, JOURNAL_DEFAULT_DIR) ? j->dir : "");
 	free(line);
 	return r;
 }

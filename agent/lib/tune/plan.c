@@ -660,8 +660,9 @@ json_t *plan_json(const struct plan *pl)
 	for (unsigned i = 0; i < pl->n_ranks; i++) {
 		const struct plan_rank *rk = &pl->ranks[i];
 
-		ok &= !json_array_append_new(ranks, json_pack("{s:i, s:i, s:o, s:o, s:s?, s:s, s:s?, s:o}",
-			"local_rank", rk->local_rank, "gpu", rk->gpu,
+		/* no GPU: null, as every field that binds nothing */
+		ok &= !json_array_append_new(ranks, json_pack("{s:i, s:o, s:o, s:o, s:s?, s:s, s:s?, s:o}",
+			"local_rank", rk->local_rank, "gpu", rk->gpu >= 0 ? json_integer(rk->gpu) : json_null(),
 			"cpus", jset_or_null(rk->cpus), "mems", jset_or_null(rk->mems),
 			"nic", rk->nic[0] ? rk->nic : NULL,
 			"memory_policy", pl->memory_policy,

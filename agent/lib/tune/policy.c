@@ -1,13 +1,14 @@
 /* policy.c — see policy.h.
  *
- * Divisions: reading one file safely; the line parser; includes and the
- * chain of files (cycles); cross-key rules; flattening (a policy as one
- * self-contained text); accessors.  A file and a buffer go through the same
- * parser (load_text); only files may include.
+ * Divisions: reading one file safely; names and the search path; the line
+ * parser; includes and the chain of files (cycles); cross-key rules;
+ * flattening (a policy as one self-contained text); accessors.  A file and
+ * a buffer go through the same parser (load_text); only files may include.
  */
 #include "tune/policy.h"
 
 #include <assert.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -58,6 +59,188 @@ static int read_policy_file(const char *path, unsigned flags, const char *from,
 			      ret_buf, ret_len, why, sizeof(why));
 
 	return r < 0 ? file_err(err, r, from, from_line, path, why) : 0;
+}
+
+/* ---- names and the search path ----------------------------------------- */
+
+static bool is_ident(const char *s, const char *extra);
+
+#ifndef POLICY_PATH_DEFAULT
+#define POLICY_PATH_DEFAULT "/etc/nodetune/policies:/usr/share/nodetune/policies"
+#endif
+const char policy_path_default[] = POLICY_PATH_DEFAULT;
+
+bool policy_is_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	return !strchr(s, '/') && !(n >= 5 && !strcmp(s + n - 5, ".conf"));
+}
+
+const char *policy_search_path(void)
+{
+	const char *env = secure_getenv(POLICY_PATH_ENV);
+
+	return env && env[0] ? env : policy_path_default;
+}
+
+static bool valid_name(const char *s)
+{
+	if (!*s || *s == '.' || *s == '-' || strlen(s) > POLICY_NAME_MAX)
+		return false;
+	return is_ident(s, ".-");
+}
+
+/* A directory of the search path: absolute, and with POLICY_TRUSTED_ONLY
+ * owned by root and not writable by group or others.  0 (also when it does
+ * not exist: *ret_exists false), or -EINVAL / -EPERM with err. */
+static int check_dir(const char *dir, unsigned flags, bool *ret_exists, struct nt_err *err)
+{
+	struct stat st;
+
+	*ret_exists = false;
+	if (dir[0] != '/')
+		return err_set(err, -EINVAL, "policy path: '%s' is not an absolute directory (%s)", dir,
+			       POLICY_PATH_ENV " and the default name absolute directories");
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return 0;
+	if ((flags & POLICY_TRUSTED_ONLY) && (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))))
+		return err_set(err, -EPERM,
+			       "policy path: refusing the directory %s (uid %u, mode %04o): a root process only reads policies from directories owned by root and not writable by group or others",
+			       dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+	*ret_exists = true;
+	return 0;
+}
+
+/* Call fn for each directory of search that exists, after checking every
+ * one.  0, fn's negative return, or check_dir's error. */
+static int each_dir(const char *search, unsigned flags, int (*fn)(const char *dir, void *arg), void *arg,
+		    struct nt_err *err)
+{
+	char *copy = strdup(search), *save = NULL;
+	int r = 0;
+
+	if (!copy)
+		return err_set(err, -ENOMEM, "out of memory");
+	for (int pass = 0; pass < 2 && r == 0; pass++) {
+		char *tmp = strcpy(copy, search);
+
+		for (char *d = strtok_r(tmp, ":", &save); d && r == 0; d = strtok_r(NULL, ":", &save)) {
+			bool exists;
+
+			r = check_dir(d, flags, &exists, err);
+			if (r == 0 && exists && pass == 1)
+				r = fn(d, arg);
+		}
+	}
+	free(copy);
+	return r;
+}
+
+struct find_ctx {
+	const char *name;
+	char found[PATH_MAX];
+};
+
+static int find_in(const char *dir, void *arg)
+{
+	struct find_ctx *f = arg;
+	struct stat st;
+
+	if (f->found[0])
+		return 0;
+	snprintf(f->found, sizeof(f->found), "%s/%s.conf", dir, f->name);
+	if (stat(f->found, &st) < 0)
+		f->found[0] = '\0';
+	return 0;
+}
+
+int policy_find(const char *search, const char *name, unsigned flags, char *ret_path, size_t size,
+		struct nt_err *err)
+{
+	struct find_ctx f = { .name = name };
+	int r;
+
+	if (!valid_name(name))
+		return err_set(err, -EINVAL, "'%s': not a policy name ([A-Za-z0-9_][A-Za-z0-9._-]*, at most %d bytes; a file needs a '/' or .conf)",
+			       name, POLICY_NAME_MAX);
+	r = each_dir(search, flags, find_in, &f, err);
+	if (r < 0)
+		return r;
+	if (!f.found[0])
+		return err_set(err, -ENOENT, "no policy named '%s' in %s (nodetune policy list)", name, search);
+	if (strlen(f.found) >= size)
+		return err_set(err, -ENAMETOOLONG, "%s: path too long", f.found);
+	memcpy(ret_path, f.found, strlen(f.found) + 1);
+	return 0;
+}
+
+struct list_ctx {
+	struct policy_entry *e;
+	int n, cap;
+	int r;
+};
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(((const struct policy_entry *)a)->name, ((const struct policy_entry *)b)->name);
+}
+
+static int list_in(const char *dir, void *arg)
+{
+	struct list_ctx *l = arg;
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int first = l->n;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		struct policy_entry *e;
+		struct stat st;
+
+		if (n <= 5 || n - 5 > POLICY_NAME_MAX || strcmp(de->d_name + n - 5, ".conf") ||
+		    fstatat(dirfd(d), de->d_name, &st, 0) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (l->n == l->cap) {
+			void *m = reallocarray(l->e, l->cap ? 2 * (size_t)l->cap : 16, sizeof(*l->e));
+
+			if (!m) {
+				closedir(d);
+				return -ENOMEM;
+			}
+			l->e = m, l->cap = l->cap ? 2 * l->cap : 16;
+		}
+		e = &l->e[l->n];
+		snprintf(e->name, sizeof(e->name), "%.*s", (int)(n - 5), de->d_name);
+		if (!valid_name(e->name))
+			continue;
+		snprintf(e->path, sizeof(e->path), "%s/%s", dir, de->d_name);
+		e->shadowed = false;
+		for (int i = 0; i < first; i++)
+			if (!strcmp(l->e[i].name, e->name))
+				e->shadowed = true;
+		l->n++;
+	}
+	closedir(d);
+	qsort(l->e + first, (size_t)(l->n - first), sizeof(*l->e), by_name);
+	return 0;
+}
+
+int policy_list(const char *search, unsigned flags, struct policy_entry **ret, struct nt_err *err)
+{
+	struct list_ctx l = { 0 };
+	int r = each_dir(search, flags, list_in, &l, err);
+
+	if (r == -ENOMEM)
+		err_set(err, r, "out of memory");
+	if (r < 0) {
+		free(l.e);
+		return r;
+	}
+	*ret = l.e;
+	return l.n;
 }
 
 /* ---- the line parser --------------------------------------------------- */
@@ -291,10 +474,20 @@ static int load_text(struct policy *p, const char *path, const char *real, char 
 			if (!*item)
 				continue;
 			snprintf(dir, sizeof(dir), "%s", path);
-			if (item[0] == '/')
+			if (policy_is_name(item)) {
+				struct nt_err ferr = { 0 };
+
+				/* a NAME: on the search path, as --policy NAME */
+				r = policy_find(policy_search_path(), item, flags, incpath, sizeof(incpath), &ferr);
+				if (r < 0) {
+					r = err_set(err, r, "%s:%d: include '%s': %s", path, ents[i].line, item, ferr.msg);
+					break;
+				}
+			} else if (item[0] == '/') {
 				snprintf(incpath, sizeof(incpath), "%s", item);
-			else
+			} else {
 				snprintf(incpath, sizeof(incpath), "%s/%s", dirname(dir), item);
+			}
 			r = load_file(p, incpath, flags, path, ents[i].line, chain, err);
 		}
 		free(list);
@@ -372,7 +565,8 @@ static struct policy *policy_new(const char *name, struct nt_err *err)
 {
 	struct policy *p = calloc(1, sizeof(*p));
 
-	if (!p || !(p->path = strdup(name)) || !(p->v = calloc(knob_count, sizeof(*p->v)))) {
+	if (!p || !(p->path = strdup(name)) || !(p->file = strdup(name)) ||
+	    !(p->v = calloc(knob_count, sizeof(*p->v)))) {
 		policy_free(p);
 		err_set(err, -ENOMEM, "out of memory");
 		return NULL;
@@ -384,9 +578,23 @@ struct policy *policy_load(const char *path, unsigned flags, struct nt_err *err)
 {
 	struct chain chain = { .depth = 0 };
 	struct policy *p = policy_new(path, err);
+	char found[PATH_MAX];
 
 	if (!p)
 		return NULL;
+	if (policy_is_name(path)) {
+		if (policy_find(policy_search_path(), path, flags, found, sizeof(found), err) < 0) {
+			policy_free(p);
+			return NULL;
+		}
+		path = found;
+	}
+	free(p->file);
+	if (!(p->file = strdup(path))) {
+		err_set(err, -ENOMEM, "out of memory");
+		policy_free(p);
+		return NULL;
+	}
 	if (load_file(p, path, flags, NULL, 0, &chain, err) < 0 || check_rules(p, err) < 0) {
 		policy_free(p);
 		return NULL;
@@ -547,6 +755,7 @@ void policy_free(struct policy *p)
 	}
 	free(p->v);
 	free(p->path);
+	free(p->file);
 	free(p);
 }
 

@@ -6,6 +6,10 @@
  *   [thp]
  *   enabled = madvise
  *
+ * A policy is named by a file path, or by a NAME (no '/', no ".conf"): the
+ * file NAME.conf in the first directory of the search path that has one
+ * (policy_find).  include = takes either form too.
+ *
  * Every key is a row of knob_table (knob.h).  Loading validates everything
  * (syntax, sections, keys, values, includes, cross-key rules) before anyone
  * acts on the policy; the first problem is reported as "file:line: what".
@@ -39,13 +43,61 @@ struct policy_value {
 };
 
 struct policy {
-	char *path;                 /* as given */
+	char *path;                 /* as given: a file or a NAME */
+	char *file;                 /* the file read (a NAME's, found on the search path) */
 	struct policy_value *v;     /* KNOB_COUNT entries, by enum knob_id */
 };
 
-/* Load path and its includes.  Returns the policy, or NULL with err->code
- * -EINVAL (bad content), -ENOENT/-EACCES/-EISDIR (file), -EPERM (untrusted
- * file), -ENOMEM, and err->msg one line "file:line: what". */
+/* ---- names and the search path ----------------------------------------
+ *
+ * The directories a NAME is looked up in, ':'-separated, the first that has
+ * NAME.conf wins: NODETUNE_POLICY_PATH when set (and the process is not
+ * set-uid), else policy_path_default: /etc/nodetune/policies, then
+ * /usr/share/nodetune/policies, and between the two the install's
+ * $(PREFIX)/share/nodetune/policies when PREFIX is not /usr (the Makefile
+ * defines it), so that `make install`'s policies have names too. */
+#define POLICY_PATH_ENV "NODETUNE_POLICY_PATH"
+extern const char policy_path_default[];
+#define POLICY_NAME_MAX 64          /* bytes of a NAME, NUL excluded */
+
+/* Is s a policy NAME rather than a file: no '/', and not ending in ".conf"? */
+bool policy_is_name(const char *s);
+
+/* The search path in force (the environment's or the default); never NULL. */
+const char *policy_search_path(void);
+
+/* Find NAME on search (a ':'-separated list of absolute directories; an
+ * empty item is skipped).  With POLICY_TRUSTED_ONLY, every directory of the
+ * path that exists must be owned by root and not writable by group or
+ * others (the file found is checked when it is read).  Returns 0 with
+ * ret_path (size bytes) the file; -EINVAL (not a valid NAME: [A-Za-z0-9_]
+ * then [A-Za-z0-9._-], at most POLICY_NAME_MAX; or a relative directory),
+ * -ENOENT (no directory has it), -EPERM (an untrusted directory),
+ * -ENAMETOOLONG, with err one line.  ret_path is untouched on error. */
+int policy_find(const char *search, const char *name, unsigned flags, char *ret_path, size_t size,
+		struct nt_err *err);
+
+/* One policy on the search path. */
+struct policy_entry {
+	char name[POLICY_NAME_MAX + 1];
+	char path[4096];
+	bool shadowed;              /* a directory before this one has the same NAME */
+};
+
+/* Every NAME.conf (a regular file with a valid NAME) in the directories of
+ * search, directory by directory in path order, by name within one.  The
+ * same trust rule as policy_find.  Returns the number of entries (>= 0)
+ * with *ret (malloc'd, the caller frees; NULL when 0), or -EINVAL, -EPERM,
+ * -ENOMEM, with err.  A directory that does not exist is skipped. */
+int policy_list(const char *search, unsigned flags, struct policy_entry **ret, struct nt_err *err);
+
+/* ---- loading ---------------------------------------------------------- */
+
+/* Load path (a file, or a NAME found with policy_find on the search path in
+ * force) and its includes.  Returns the policy, or NULL with err->code
+ * -EINVAL (bad content), -ENOENT/-EACCES/-EISDIR (file or NAME not found),
+ * -EPERM (untrusted file or directory), -ENOMEM, and err->msg one line
+ * "file:line: what". */
 struct policy *policy_load(const char *path, unsigned flags, struct nt_err *err);
 
 /* Parse a policy from memory: buf[0..len) (untrusted; need not be

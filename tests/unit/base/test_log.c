@@ -6,7 +6,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -56,11 +58,37 @@ static void test_level_checked_before_arguments(void **state)
 	log_set_level(LOG_NOTICE);
 }
 
+/* syslog prefixes under journald only: JOURNAL_STREAM must name stderr */
+static void test_journal_stream(void **state)
+{
+	struct stat st;
+	char v[64];
+
+	(void)state;
+	unsetenv("JOURNAL_STREAM");
+	assert_false(log_stderr_is_journal());
+	assert_int_equal(fstat(STDERR_FILENO, &st), 0);
+	snprintf(v, sizeof(v), "%llu:%llu", (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+	setenv("JOURNAL_STREAM", v, 1);
+	assert_true(log_stderr_is_journal());
+	/* inherited by a process whose stderr is another file */
+	snprintf(v, sizeof(v), "%llu:%llu", (unsigned long long)st.st_dev, (unsigned long long)st.st_ino + 1);
+	setenv("JOURNAL_STREAM", v, 1);
+	assert_false(log_stderr_is_journal());
+	snprintf(v, sizeof(v), "%llu:%llux", (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+	setenv("JOURNAL_STREAM", v, 1);
+	assert_false(log_stderr_is_journal());
+	setenv("JOURNAL_STREAM", "", 1);
+	assert_false(log_stderr_is_journal());
+	unsetenv("JOURNAL_STREAM");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_one_line),
 		cmocka_unit_test(test_level_checked_before_arguments),
+		cmocka_unit_test(test_journal_stream),
 	};
 
 	return cmocka_run_group_tests_name("log", tests, NULL, NULL);

@@ -200,6 +200,19 @@ static void test_reference_doc_matches(void **state)
 	fclose(m);
 	if (!strstr(doc, gen))
 		fail_msg("docs/policy-keys.md is out of date: regenerate it with `nodetune keys --markdown`");
+	/* every knob that writes a file names that file, as the kernel spells
+	 * it (/proc/sys/vm/swappiness, never /proc/sys/vm.swappiness) */
+	for (unsigned i = 0; i < knob_count; i++) {
+		char want[256];
+
+		if (!knob_table[i].path || strchr(knob_table[i].path, '%'))
+			continue;
+		snprintf(want, sizeof(want), "`/%s`", knob_table[i].path);
+		if (!strstr(gen, want))
+			fail_msg("the reference does not name %s's file %s", knob_table[i].key, want);
+	}
+	assert_null(strstr(gen, "/proc/sys/vm."));
+	assert_null(strstr(gen, "/proc/sys/kernel."));
 	free(doc);
 	free(gen);
 }

@@ -212,6 +212,13 @@ static void test_cpu_only_fallback(void **state)
 	assert_int_equal(pl->ranks[0].gpu, -1);
 	assert_true(hwloc_bitmap_iszero(pl->housekeeping));
 	assert_non_null(strstr(pl->notes[0], "no GPUs"));
+	{
+		/* no GPU is null in JSON, as the README says (not -1) */
+		json_t *j = plan_json(pl);
+
+		assert_true(json_is_null(json_object_get(json_array_get(json_object_get(j, "ranks"), 0), "gpu")));
+		json_decref(j);
+	}
 	plan_free(pl);
 	topo_free(t);
 

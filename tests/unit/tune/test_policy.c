@@ -385,6 +385,118 @@ static void test_flatten(void **state)
 	free(text);
 }
 
+/* Make the directory dir/sub (0755) and return its path (static, one of two). */
+static const char *mkdir_in(const char *sub)
+{
+	static char paths[2][256];
+	static int which;
+	char *path = paths[which++ % 2];
+
+	snprintf(path, 256, "%s/%s", dir, sub);
+	mkdir(path, 0755);
+	chmod(path, 0755);
+	return path;
+}
+
+/* --policy NAME and include = NAME: found on the search path, first wins. */
+static void test_names_and_search_path(void **state)
+{
+	struct nt_err err = { 0 };
+	char search[600], found[4096];
+	struct policy *p;
+
+	(void)state;
+	assert_true(policy_is_name("gpu-train"));
+	assert_false(policy_is_name("gpu-train.conf"));
+	assert_false(policy_is_name("./gpu-train"));
+	snprintf(search, sizeof(search), "%s:%s", mkdir_in("etc"), mkdir_in("share"));
+	put("share/base.conf", "[main]\nsummary = shared base\n[thp]\nenabled = never\n");
+	put("share/top.conf", "[main]\nsummary = top\ninclude = base\n[thp]\ndefrag = madvise\n");
+	assert_int_equal(policy_find(search, "base", 0, found, sizeof(found), &err), 0);
+	assert_non_null(strstr(found, "/share/base.conf"));
+	/* /etc's copy wins over the shared one */
+	put("etc/base.conf", "[main]\nsummary = site base\n[thp]\nenabled = always\n");
+	assert_int_equal(policy_find(search, "base", 0, found, sizeof(found), &err), 0);
+	assert_non_null(strstr(found, "/etc/base.conf"));
+	assert_int_equal(policy_find(search, "nope", 0, found, sizeof(found), &err), -ENOENT);
+	assert_non_null(strstr(err.msg, "no policy named 'nope' in"));
+	assert_int_equal(policy_find(search, "bad name", 0, found, sizeof(found), &err), -EINVAL);
+	assert_int_equal(policy_find(search, ".hidden", 0, found, sizeof(found), &err), -EINVAL);
+	assert_int_equal(policy_find("relative/dir", "base", 0, found, sizeof(found), &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "not an absolute directory"));
+	/* policy_load resolves a NAME, and include = NAME, through the environment's path */
+	setenv(POLICY_PATH_ENV, search, 1);
+	p = policy_load("top", 0, &err);
+	if (!p)
+		fail_msg("%s", err.msg);
+	assert_string_equal(p->path, "top");
+	assert_non_null(strstr(p->file, "/share/top.conf"));
+	assert_string_equal(policy_get(p, "thp", "enabled"), "always");   /* /etc's base */
+	assert_string_equal(policy_get(p, "thp", "defrag"), "madvise");
+	policy_free(p);
+	expect_error(put("inc-missing.conf", "[main]\ninclude = missing\n"), -ENOENT,
+		     "inc-missing.conf:2: include 'missing': no policy named 'missing'");
+	expect_error("missing", -ENOENT, "no policy named 'missing'");
+	unsetenv(POLICY_PATH_ENV);
+	assert_ptr_equal(policy_search_path(), policy_path_default);
+	assert_int_equal(strncmp(policy_path_default, "/etc/nodetune/policies:", 23), 0);
+	assert_non_null(strstr(policy_path_default, ":/usr/share/nodetune/policies"));
+}
+
+static void test_list(void **state)
+{
+	struct policy_entry *e = NULL;
+	struct nt_err err = { 0 };
+	char search[600];
+	int n;
+
+	(void)state;
+	snprintf(search, sizeof(search), "%s:%s:/nonexistent-nodetune", mkdir_in("l1"), mkdir_in("l2"));
+	put("l1/b.conf", "[main]\nsummary = b\n");
+	put("l2/a.conf", "[main]\nsummary = a\n");
+	put("l2/b.conf", "[main]\nsummary = b2\n");
+	put("l2/notes.txt", "not a policy\n");
+	put("l2/.hidden.conf", "[main]\n");
+	n = policy_list(search, 0, &e, &err);
+	assert_int_equal(n, 3);
+	assert_string_equal(e[0].name, "b");
+	assert_false(e[0].shadowed);
+	assert_string_equal(e[1].name, "a");
+	assert_string_equal(e[2].name, "b");
+	assert_true(e[2].shadowed);
+	assert_non_null(strstr(e[2].path, "/l2/b.conf"));
+	free(e);
+}
+
+/* As root, every directory of the path must be root's and not writable by
+ * group or others, whether or not the NAME is found before it. */
+static void test_untrusted_directory(void **state)
+{
+	struct policy_entry *e = NULL;
+	struct nt_err err = { 0 };
+	char search[600], found[4096];
+	const char *open_dir;
+
+	(void)state;
+	if (geteuid() != 0) {
+		print_message("skip: the trust rule is checked against root's own directories\n");
+		skip();
+	}
+	snprintf(search, sizeof(search), "%s:%s", mkdir_in("t1"), open_dir = mkdir_in("t2"));
+	put("t1/x.conf", "[main]\nsummary = x\n");
+	assert_int_equal(policy_find(search, "x", POLICY_TRUSTED_ONLY, found, sizeof(found), &err), 0);
+	chmod(open_dir, 0777);
+	assert_int_equal(policy_find(search, "x", POLICY_TRUSTED_ONLY, found, sizeof(found), &err), -EPERM);
+	assert_non_null(strstr(err.msg, "refusing the directory"));
+	assert_int_equal(policy_list(search, POLICY_TRUSTED_ONLY, &e, &err), -EPERM);
+	assert_int_equal(policy_find(search, "x", 0, found, sizeof(found), &err), 0);   /* not root: no rule */
+	chmod(open_dir, 0755);
+	assert_int_equal(chown(open_dir, 65534, 65534), 0);
+	assert_int_equal(policy_find(search, "x", POLICY_TRUSTED_ONLY, found, sizeof(found), &err), -EPERM);
+	assert_non_null(strstr(err.msg, "uid 65534"));
+	assert_int_equal(chown(open_dir, 0, 0), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -401,6 +513,9 @@ int main(void)
 		cmocka_unit_test(test_trusted_only),
 		cmocka_unit_test(test_trust_flags),
 		cmocka_unit_test(test_flatten),
+		cmocka_unit_test(test_names_and_search_path),
+		cmocka_unit_test(test_list),
+		cmocka_unit_test(test_untrusted_directory),
 	};
 
 	return cmocka_run_group_tests_name("policy", tests, setup, teardown);

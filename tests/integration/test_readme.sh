@@ -1,0 +1,124 @@
+#!/bin/sh
+# Every nodetune command README.md shows runs, as shown: each `nodetune ...`
+# line of a ```sh block (a `sudo` dropped, `\` continuations joined, a
+# trailing `# comment` dropped) and each `$ nodetune ...` of a ```console
+# block, whose output is compared with the lines that follow it.  Sandboxed:
+# a policy NAME resolves in this clone's policies/ (NODETUNE_POLICY_PATH),
+# and what writes (apply, revert) writes a copy of a captured tree
+# (--sysroot, --topology, --state-dir appended).  What needs a job, a
+# daemon, a store or minutes (exec, run, daemon, status, fleet, ab) is
+# listed as a skip with the test that covers it.  Also: the README stays the
+# front door (at most 250 lines), and no user-facing text cites ../shared.
+. "$(dirname "$0")/lib.sh"
+
+HGX=tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml
+TREE=$T_TMP/tree
+ST=$T_TMP/state
+cp -r tests/fixtures/sysroot/gpu-host-untuned "$TREE"
+# (a copy, root's and not group-writable whatever the clone's umask: a root
+# process refuses a policy directory others may write)
+mkdir -m 755 "$T_TMP/policies" && cp policies/*.conf "$T_TMP/policies/" && chmod 644 "$T_TMP"/policies/*.conf
+NODETUNE_POLICY_PATH=$T_TMP/policies
+export NODETUNE_POLICY_PATH
+
+# The commands, one file each in $T_TMP/cmd: N.sh (the command line, its
+# words as the shell would split them: the README quotes what it must) and,
+# for a console block, N.out (the output shown).
+python3 - README.md "$T_TMP/cmd" <<'EOF'
+import os, re, sys
+src, out = sys.argv[1], sys.argv[2]
+os.makedirs(out)
+n = 0
+def emit(cmd, expected=None):
+    global n
+    n += 1
+    with open(f"{out}/{n:03d}.sh", "w") as f:
+        f.write(cmd + "\n")
+    if expected is not None:
+        with open(f"{out}/{n:03d}.out", "w") as f:
+            f.write("".join(l + "\n" for l in expected))
+lines = open(src).read().split("\n")
+i = 0
+while i < len(lines):
+    m = re.match(r"^```(\w*)$", lines[i])
+    if not m:
+        i += 1
+        continue
+    lang, i = m.group(1), i + 1
+    block = []
+    while not lines[i].startswith("```"):
+        block.append(lines[i])
+        i += 1
+    i += 1
+    if lang == "sh":
+        joined, cur = [], ""
+        for l in block:
+            cur += l.rstrip("\\").rstrip() + " " if l.endswith("\\") else l
+            if not l.endswith("\\"):
+                joined.append(cur)
+                cur = ""
+        for l in joined:
+            l = re.sub(r"\s{2,}#\s.*$", "", l).strip()
+            for part in l.split("&&"):
+                part = re.sub(r"^sudo\s+", "", part.strip())
+                if part.startswith("nodetune "):
+                    emit(part)
+                elif " nodetune exec " in part:     # under a launcher: the exec it starts
+                    emit(part[part.index("nodetune exec "):])
+                elif part:
+                    print(f"not nodetune: {part}")
+    elif lang == "console":
+        cmd, exp = None, []
+        for l in block + ["$ "]:
+            if l.startswith("$ "):
+                if cmd:
+                    emit(cmd, exp)
+                cmd, exp = l[2:].strip() or None, []
+            else:
+                exp.append(l)
+EOF
+check "README.md shows nodetune commands ($(ls "$T_TMP/cmd"/*.sh | wc -l))" -- sh -c "[ \$(ls '$T_TMP/cmd'/*.sh | wc -l) -ge 10 ]"
+
+for f in "$T_TMP"/cmd/*.sh; do
+	line=$(cat "$f")
+	eval "set -- $line"
+	shift                                   # "nodetune"
+	verb=$1
+	[ "$verb" = policy ] || [ "$verb" = fleet ] && verb="$1 $2"
+	case $verb in
+	exec)   # as a launcher starts it: local rank 0 here, the job `true`
+		opts=
+		shift
+		while [ $# -gt 0 ] && [ "$1" != -- ]; do opts="$opts '$1'"; shift; done
+		eval "set -- exec $opts --local-rank 0 -- true"
+		line="$line (as local rank 0, the job: true)" ;;
+	run) t_skip "README: '$line': needs a job (test_policy_cli.sh, test_launchers.sh run it)"; continue ;;
+	daemon | status) t_skip "README: '$line': needs a running daemon (test_daemon.sh)"; continue ;;
+	fleet*) t_skip "README: '$line': needs an etcd store (test_fleet.sh)"; continue ;;
+	ab | bisect) t_skip "README: '$line': takes minutes and its arms' jobs (test_ab.sh, test_bisect.sh)"; continue ;;
+	apply | revert) set -- "$@" --sysroot "$TREE" --state-dir "$ST"
+		[ "$verb" = apply ] && set -- "$@" --topology $HGX ;;
+	esac
+	run "$NODETUNE" "$@"
+	if [ -f "${f%.sh}.out" ]; then
+		check "README: '$line': exit 0, the output shown" -- sh -c "[ $RC -eq 0 ] && diff -u '${f%.sh}.out' '$OUT' >&2"
+	else
+		case $verb in
+		doctor | verify) ok="[ $RC -le 1 ] && [ -s '$OUT' ]" ;;  # 1: it found something on this host
+		exec) ok="[ $RC -eq 0 ]" ;;                              # stdout is the job's (true: none)
+		*) ok="[ $RC -eq 0 ] && [ -s '$OUT' ]" ;;
+		esac
+		check "README: '$line' runs (exit $RC)" -- sh -c "$ok"
+	fi
+done
+check "after the README's apply and revert: the tree as captured, no journal" -- sh -c \
+	"diff -r tests/fixtures/sysroot/gpu-host-untuned '$TREE' >/dev/null && [ ! -e '$ST/journal' ]"
+
+# ---- the front door: short, and nothing that a clone lacks ----------------
+check "README.md is at most 250 lines ($(wc -l <README.md))" -- [ "$(wc -l <README.md)" -le 250 ]
+check "no ../shared path in README.md, docs/, deploy/README.md or any verb's help" -- sh -c \
+	"! grep -n '\.\./shared' README.md docs/*.md deploy/README.md >&2 && ! '$NODETUNE' help | grep -q '\.\./shared'"
+for doc in $(grep -o '](\(docs\|deploy\|agent\|bench\)/[^)]*)' README.md | sed 's/^](//; s/)$//' | sort -u); do
+	check "README links to $doc, which exists" -- [ -f "$doc" ]
+done
+t_done
