@@ -53,8 +53,10 @@ daemon="prometheus"
 # etcdctl, to look at that cluster by hand
 fleet="etcd-server etcd-client"
 slurm="slurmctld slurmd slurm-client libslurm-dev munge"
-# mandoc: `mandoc -T lint` of man/*; the rest builds and checks the .debs
-pkg="mandoc debhelper devscripts dpkg-dev fakeroot lintian"
+# mandoc: `mandoc -T lint` of man/*; debhelper to lintian build and check
+# the .debs; podman (and debootstrap, for a base image without a registry)
+# builds the image that installs one
+pkg="mandoc debhelper devscripts dpkg-dev fakeroot lintian podman buildah debootstrap"
 
 [ $# -gt 0 ] || set -- core
 want=""

@@ -2,7 +2,8 @@
  * opts.h).
  *
  * Divisions: value parsers; the definitions; checks after parsing; the
- * command after "--"; help; opts_parse; the global options before the verb.
+ * command after "--"; help; opts_parse; the global options before the verb;
+ * opts_dump (the tables, for the man page check and the bash completion).
  */
 #include "opts.h"
 

@@ -8,7 +8,8 @@
 # version is bumped with dch and whose policy.conf changed too: the
 # admin's edit of policy.conf survives, the package's new one beside it as
 # .dpkg-dist.  Then purge: no file of either package is left, nor
-# /etc/nodetune, nor the daemon's state in /var/lib/nodetune.
+# /etc/nodetune, nor the daemon's state in /var/lib/nodetune.  And the
+# DaemonSet's image: deploy/k8s/Containerfile built with podman on the .deb.
 #
 # Leaves the host as it found it: the packages are purged however the test
 # ends.  Skipped (saying why) when not root, when nodetune is already on
@@ -66,6 +67,57 @@ if [ -s "$T_TMP/lintian.tags" ]; then
 	t_not_ok "lintian --pedantic -I: tags"; sed 's/^/#   /' "$T_TMP/lintian.tags"
 else
 	t_ok "lintian --pedantic -I: no error, warning, info or pedantic tag (overrides: debian/*.lintian-overrides)"
+fi
+
+# ---- the DaemonSet image: deploy/k8s/Containerfile on the .deb -------------
+# podman build with --isolation chroot: podman's OCI runtime (crun) cannot
+# set the container's rlimits in a container without CAP_SYS_RESOURCE, as
+# this sandbox is; chroot isolation runs the RUN steps anywhere.  The base:
+# docker.io/library/debian:12 when it is here or can be pulled, else
+# localhost/debian:12, made once by scripts/podman-debian-base.sh from
+# Debian's archive (kept, like a download cache).
+image_test() {
+	base=""
+	for b in ${NODETUNE_BASE_IMAGE:-} docker.io/library/debian:12 localhost/debian:12; do
+		podman image exists "$b" 2>/dev/null && { base=$b; break; }
+	done
+	if [ -z "$base" ] && ! timeout 120 podman pull -q docker.io/library/debian:12 >"$T_TMP/pull" 2>&1; then
+		echo "# podman pull docker.io/library/debian:12: $(tail -1 "$T_TMP/pull")"
+		if command -v debootstrap >/dev/null && scripts/podman-debian-base.sh >"$T_TMP/base" 2>&1; then
+			echo "# $(tail -1 "$T_TMP/base")"
+			base=localhost/debian:12
+		else
+			t_skip "no Debian 12 base image: docker.io cannot be pulled here, and scripts/podman-debian-base.sh failed: $(tail -1 "$T_TMP/base" 2>/dev/null)"
+			return
+		fi
+	fi
+	[ -n "$base" ] || base=docker.io/library/debian:12
+	img=localhost/nodetune-test:$V1
+	t_defer "podman rmi -f $img >/dev/null 2>&1"
+	run podman build --isolation chroot --build-arg BASE="$base" -f deploy/k8s/Containerfile -t "$img" "$D1"
+	if [ "$RC" -ne 0 ]; then
+		t_not_ok "podman build -f deploy/k8s/Containerfile (FROM $base) $D1: exit $RC"
+		tail -8 "$OUT" "$ERR" | sed 's/^/#   /'
+		return
+	fi
+	t_ok "podman build -f deploy/k8s/Containerfile on $base with nodetune_${V1}_$ARCH.deb: $(podman image inspect --format '{{.Size}}' "$img") bytes"
+	check "the image's entry point is /usr/bin/nodetune, its command the daemon" -- sh -c \
+		"[ \"\$(podman image inspect --format '{{.Config.Entrypoint}} {{index .Config.Cmd 0}}' '$img')\" = '[/usr/bin/nodetune] daemon' ]"
+	ctr=$(buildah from "$img" 2>/dev/null | tail -n 1)
+	t_defer "buildah rm $ctr >/dev/null 2>&1"
+	got=$(buildah run --isolation chroot "$ctr" -- /usr/bin/nodetune --version 2>&1)
+	case $got in
+	"nodetune $V1 "*) t_ok "in the image: $got" ;;
+	*) t_not_ok "in the image, nodetune --version: '$got'" ;;
+	esac
+	check "in the image: /etc/nodetune/policy.conf plans (the package's default policy)" -- \
+		buildah run --isolation chroot "$ctr" -- /usr/bin/nodetune plan --policy /etc/nodetune/policy.conf \
+		--synthetic "pack:2 numa:1 core:4 pu:1"
+}
+if command -v podman >/dev/null && command -v buildah >/dev/null; then
+	image_test
+else
+	t_skip "podman or buildah is not installed (scripts/install-deps.sh pkg): the DaemonSet image is not built"
 fi
 
 # the second version: its changelog bumped with dch, and its default

@@ -314,4 +314,55 @@ json.dump(docs, sys.stdout)' "$T_TMP/k8s.json" "$spoil" >"$T_TMP/spoilt.json"
 		sh -c "[ \$(grep -c '^FAIL' '$T_TMP/spoilt.out') -eq 1 ] && grep -q '^FAIL ingress' '$T_TMP/spoilt.out'"
 done
 
+# ---- the image: deploy/k8s/Containerfile against the DaemonSet ---------------
+# (test_deb.sh builds the .deb it installs, and the image where podman and a
+# Debian 12 base image are here.)  Its entry point is the DaemonSet's
+# command, a binary the nodetune package ships; the DaemonSet's args are the
+# daemon verb and options of its table (`nodetune --dump-options`); the
+# image tag is the packages' version (debian/changelog) and the binary's;
+# its COPY glob takes nodetune_VERSION_ARCH.deb and no other package.
+"$NODETUNE" --dump-options >"$T_TMP/dump"
+VERSION=$(dpkg-parsechangelog -l debian/changelog -S Version 2>/dev/null)
+python3 - "$T_TMP/k8s.json" deploy/k8s/Containerfile "$T_TMP/dump" "$VERSION" \
+	"$("$NODETUNE" --version | cut -d' ' -f2)" debian/nodetune.install >"$T_TMP/image.out" 2>&1 <<'EOF'
+import fnmatch, json, re, sys
+docs = json.load(open(sys.argv[1]))
+cf = open(sys.argv[2]).read()
+dump = [l.split("\t") for l in open(sys.argv[3]).read().splitlines()]
+version, binver, installed = sys.argv[4], sys.argv[5], open(sys.argv[6]).read().split()
+ds = [d for d in docs if d["kind"] == "DaemonSet"][0]
+c = ds["spec"]["template"]["spec"]["containers"][0]
+fails = 0
+def want(ok, what):
+    global fails
+    print(("ok " if ok else "FAIL ") + what)
+    fails += not ok
+entry = re.search(r'^ENTRYPOINT\s+(\[.*\])\s*$', cf, re.M)
+entry = json.loads(entry.group(1)) if entry else None
+want(entry == c.get("command"), f"the Containerfile's ENTRYPOINT {entry} is the DaemonSet's command {c.get('command')}")
+want(bool(entry) and entry[0].lstrip("/") in installed, f"{entry and entry[0]} is a file of the nodetune package")
+cmd = re.search(r'^CMD\s+(\[.*\])\s*$', cf, re.M)
+cmd = json.loads(cmd.group(1)) if cmd else []
+args = c.get("args", [])
+want(args[:1] == ["daemon"] and cmd[:1] == ["daemon"], "the DaemonSet's args and the image's CMD run the daemon verb")
+daemon = {"--" + r[1] for r in dump if r[0] == "daemon"} | {"-" + r[2] for r in dump if r[0] == "daemon" and r[2] != "-"}
+for a in args[1:] + cmd[1:]:
+    if a.startswith("-"):
+        want(a in daemon, f"{a} is an option of the daemon's table")
+tag = c["image"].rpartition(":")[2]
+want(bool(version) and tag == version == binver,
+     f"the image tag {tag}, debian/changelog {version} and nodetune --version {binver} agree")
+copy = re.search(r'^COPY\s+(\S+)\s', cf, re.M)
+glob = copy.group(1) if copy else ""
+for name, match in ((f"nodetune_{version}_amd64.deb", True), (f"nodetune-slurm_{version}_amd64.deb", False),
+                    (f"nodetune-dbgsym_{version}_amd64.deb", False)):
+    want(fnmatch.fnmatch(name, glob) == match, f"COPY {glob} {'takes' if match else 'leaves'} {name}")
+sys.exit(1 if fails else 0)
+EOF
+if [ $? -eq 0 ]; then
+	t_ok "Containerfile: $(grep -c '^ok' "$T_TMP/image.out") checks (entry point, daemon args from the table, image tag = version, the .deb it copies)"
+else
+	t_not_ok "Containerfile:"; grep -v '^ok' "$T_TMP/image.out" | sed 's/^/#   /'
+fi
+
 t_done
