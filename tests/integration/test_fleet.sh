@@ -235,14 +235,22 @@ expect_fail 2 "rollout r-two exists already" "the same rollout name twice" -- \
 
 # ---- the canary gate: a regressing canary rolls back, a passing gate goes on --------
 
-# the job runs slower on a tree with numa_balancing 0, faster on one with THP defrag madvise
+# The gate's job is the real harness (a short DLRM run: 30 steps of batch 256
+# after 3 warm-up steps, about 0.2 s), and ab reads its step reports as for
+# any job.  A simulated host's knobs are files in its tree, which change
+# nothing the harness does; so the job reads the tree as a real host's
+# kernel would act on it: with numa_balancing 0 it runs with the harness's
+# own slow:80 injection (every step's compute stretched by 80%, measured
+# for real), a regression no run-to-run noise here comes near; with THP
+# defrag madvise, as with anything else, it runs unchanged: a neutral policy.
+: "${HARNESS:=$SRCDIR/build/nodetune-harness}"
 printf '%s\n' '#!/bin/sh' \
-	'if [ "$(cat "$NODETUNE_SYSROOT/proc/sys/kernel/numa_balancing")" = 0 ]; then sleep 0.3' \
-	'elif [ "$(cat "$NODETUNE_SYSROOT/sys/kernel/mm/transparent_hugepage/defrag")" = madvise ]; then sleep 0.05' \
-	'else sleep 0.15; fi' >"$T_TMP/gatejob.sh"
+	'set -- --rows 1000 --steps 30 --warmup 3 --batch 256 --quiet' \
+	'[ "$(cat "$NODETUNE_SYSROOT/proc/sys/kernel/numa_balancing")" = 0 ] && set -- "$@" --inject slow:80' \
+	"exec '$HARNESS' \"\$@\"" >"$T_TMP/gatejob.sh"
 chmod 755 "$T_TMP/gatejob.sh"
 policy slow sched numa_balancing 0
-policy fast thp defrag madvise
+policy neutral thp defrag madvise
 desired_of() { $ETCDCTL get "/nodetune/hosts/h$1/desired" --print-value-only | sha256sum; }
 fleet_snap() { for n in 1 2 3 4 5 6 7 8; do echo "h$n $(tree_hash "$T_TMP/h$n/root") $(desired_of $n)"; done; }
 fleet_snap >"$T_TMP/gate.before"
@@ -264,20 +272,23 @@ else
 	diff "$T_TMP/gate.before" "$T_TMP/gate.after" | sed 's/^/#   /'
 	head -c 800 "$ERR" | sed 's/^/#   /'
 fi
-run "$NODETUNE" fleet rollout --endpoints "$EP" --policy "$T_TMP/fast.conf" --name r-gate-fast --waves 1/class,100% \
-	--gate-cmd "$T_TMP/gatejob.sh" --gate-budget 60 --wave-timeout 120 --json
+# neutral: the same job either way; ab finds no difference, or (the budget
+# spent on a loaded host) cannot say, which this rollout allows
+run "$NODETUNE" fleet rollout --endpoints "$EP" --policy "$T_TMP/neutral.conf" --name r-gate-neutral --waves 1/class,100% \
+	--gate-cmd "$T_TMP/gatejob.sh" --gate-budget 60 --gate-allow-inconclusive --wave-timeout 120 --json
 gs=$(python3 -c '
 import json, sys
 r = json.load(open(sys.argv[1]))
-print(r["state"], " ".join(sorted(h["host"] + "=" + h["verdict"] for h in r["waves"][0]["hosts"])))' "$OUT" 2>&1)
+print(r["state"], " ".join(sorted(h["host"] + "=" + ("passed" if h["verdict"] in ("no-difference", "inconclusive") else h["verdict"])
+                                  for h in r["waves"][0]["hosts"])))' "$OUT" 2>&1)
 bad=""
 for n in 1 2 3 4 5 6 7 8; do
-	[ "$(cat "$T_TMP/h$n/root/$THP/defrag")" = madvise ] && [ "$(applied $n fast)" = 1 ] || bad="$bad h$n"
+	[ "$(cat "$T_TMP/h$n/root/$THP/defrag")" = madvise ] && [ "$(applied $n neutral)" = 1 ] || bad="$bad h$n"
 done
-if [ "$RC" -eq 0 ] && [ "$gs" = "done h1=improvement h5=improvement" ] && [ -z "$bad" ]; then
-	t_ok "gate: a passing gate (improvement on both canaries): the waves went on, every host on it, applied once"
+if [ "$RC" -eq 0 ] && [ "$gs" = "done h1=passed h5=passed" ] && [ -z "$bad" ]; then
+	t_ok "gate: a neutral policy passes (no-difference or inconclusive on both canaries, the harness as the job): the waves went on, every host on it, applied once"
 else
-	t_not_ok "passing gate: exit $RC, '$gs', hosts not on it:$bad"; head -c 800 "$ERR" | sed 's/^/#   /'
+	t_not_ok "neutral gate: exit $RC, '$gs', hosts not on it:$bad"; head -c 800 "$ERR" | sed 's/^/#   /'
 fi
 
 # ---- bad input --------------------------------------------------------------------------
