@@ -1,48 +1,69 @@
 /* nodetune_spank.c — the Slurm SPANK plugin: `srun/sbatch/salloc
  * --nodetune=POLICY` does for each local task what `nodetune exec` does
- * under mpirun, and tunes the node for the job.  Built over libnodetune
- * (the same planner and binder as exec), not over the CLI.
+ * under mpirun, and tunes the node for a job that owns it.  Built over
+ * libnodetune (the same planner and binder as exec), not over the CLI.
  *
  * Divisions:
- *   1. configuration (plugstack.conf arguments) and the option
- *   2. finding and checking the policy
- *   3. remote: check the policy as root before the step starts
- *      (init_post_opt), bind each task (task_init, in the task, after
- *      task/affinity has set its mask)
- *   4. job prolog/epilog (slurmd, root): `nodetune apply` into the job's
- *      state dir, `nodetune revert` from it
+ *   1. configuration (plugstack.conf arguments), the option, init: no
+ *      policy_dirs= and the plugin refuses to start
+ *   2. reading a policy as the job's user, from the policy directories
+ *   3. running nodetune and scontrol under a timeout
+ *   4. the prolog's outcome, which the job's steps read
+ *   5. remote: check the policy before the step starts (init_post_opt),
+ *      bind each task (task_init, in the task, after task/affinity)
+ *   6. job prolog/epilog (slurmd, root): the node's settings for a job
+ *      that owns the node, applied from a checked copy in the job's state
+ *      dir, reverted from it
  *
- * Failures: a bad --nodetune (missing file, invalid policy, a file root
- * must not trust) fails the step in init_post_opt with one line naming the
- * file, on the user's terminal (srun) and in slurmd's log; the prolog only
- * logs it (a failing prolog would drain the node) and applies nothing.
- * Nothing here exits or crashes slurmd: a bad plugstack argument is logged
- * and ignored.
+ * Trust: the value of --nodetune reaches the node in the job's
+ * environment, which the user controls, so the node trusts nothing about
+ * it: wherever it runs as root (prolog, slurmstepd) the plugin resolves and
+ * reads the file again with the job user's file-system identity (uid, gid
+ * and groups from slurmd's job credential, base/asuser.h), only beneath the
+ * allow-listed policy_dirs, only a root-owned file that is not group or
+ * world-writable; whatever fails to resolve or open gives one and the same
+ * line, so no answer tells which root-only paths exist or quotes their
+ * bytes.  The prolog writes the policy it checked (with the job's own
+ * cgroup name) into the job's 0700 state dir and applies that copy.
+ *
+ * Failures: a bad --nodetune fails at srun/sbatch/salloc with one line;
+ * on the node it fails the step's tasks, with the line on the task's
+ * stderr (the user's output) and in slurmd's log.  The prolog never fails
+ * (a failing prolog drains the node): it records its outcome in the state
+ * dir, and the job's tasks fail with the reason when it could not apply.
+ * Nothing here exits or crashes slurmd.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <numa.h>
+#include <poll.h>
 #include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <slurm/spank.h>
 
-#include "tune/bind.h"
+#include "base/asuser.h"
 #include "base/cpulist.h"
+#include "base/userfile.h"
 #include "machine/gres.h"
+#include "machine/knob.h"
+#include "machine/topo.h"
+#include "tune/bind.h"
 #include "tune/plan.h"
 #include "tune/policy.h"
-#include "machine/topo.h"
 
 SPANK_PLUGIN(nodetune, 1);
 
-/* ---- 1. configuration and the option -------------------------------------- */
+/* ---- 1. configuration, the option, init ----------------------------------- */
 
 /* The nodetune= default: the binary `make install` puts in PREFIX/bin (the
  * Makefile passes -DNODETUNE_BIN from PREFIX). */
@@ -52,12 +73,14 @@ SPANK_PLUGIN(nodetune, 1);
 
 /* plugstack.conf: required PREFIX/lib/slurm/nodetune_spank.so ARG... */
 static struct {
-	char default_policy[PATH_MAX]; /* default=FILE: for jobs without --nodetune */
-	char policy_dirs[PATH_MAX];    /* policy_dirs=DIR[:DIR...]: the allow-list */
+	char default_policy[PATH_MAX]; /* default=NAME: for jobs without --nodetune */
+	char policy_dirs[PATH_MAX];    /* policy_dirs=DIR[:DIR...]: the allow-list (required) */
 	char topology[PATH_MAX];       /* topology=FILE.xml: plan against it (tests) */
 	char state_dir[PATH_MAX];      /* state_dir=DIR: per-job state (/run/nodetune/slurm) */
 	char nodetune[PATH_MAX];       /* nodetune=PATH: the binary for apply/revert */
-} cfg = { "", "", "", "/run/nodetune/slurm", NODETUNE_BIN };
+	char scontrol[PATH_MAX];       /* scontrol=PATH: asks slurmctld whether a job owns the node */
+	char timeout[16];              /* timeout=SECONDS: for apply, revert, scontrol */
+} cfg = { "", "", "", "/run/nodetune/slurm", NODETUNE_BIN, "/usr/bin/scontrol", "60" };
 
 static char arg_policy[PATH_MAX];      /* --nodetune as given */
 static bool arg_given;
@@ -65,13 +88,14 @@ static bool arg_given;
 /* remote: what init_post_opt checked, for task_init */
 static struct policy *step_policy;
 static struct topo *step_topo;
-static char step_error[PATH_MAX + 1200];          /* a problem found before the tasks */
+static char step_error[PATH_MAX + 1200];  /* a problem found before the tasks: they fail */
+static char step_note[2048];              /* said once on task 0's stderr */
 
 static int opt_nodetune(int val, const char *optarg, int remote)
 {
 	(void)val, (void)remote;
 	if (!optarg || !optarg[0] || strlen(optarg) >= sizeof(arg_policy)) {
-		slurm_error("nodetune: --nodetune: expected a policy file or name");
+		slurm_error("nodetune: --nodetune: expected a policy name or file");
 		return -1;
 	}
 	snprintf(arg_policy, sizeof(arg_policy), "%s", optarg);
@@ -81,19 +105,21 @@ static int opt_nodetune(int val, const char *optarg, int remote)
 
 static struct spank_option nodetune_opt = {
 	"nodetune", "POLICY",
-	"bind each task next to its GPU and tune the node for the job with nodetune policy POLICY "
-	"(a file, or a name from the site's policy directories; 'none': nothing)",
+	"bind each task next to its GPU, and for a job that owns the node (--exclusive) tune the node, "
+	"with nodetune policy POLICY (a NAME or a file in the site's policy directories; 'none': nothing)",
 	1, 0, opt_nodetune,
 };
 
 /* Every callback gets the plugstack.conf arguments: slurmd's job prolog
- * and epilog run without slurm_spank_init.  Unknown ones are said once
- * per process (from init, or from the prolog/epilog). */
+ * and epilog run without slurm_spank_init.  Unknown ones are said (from
+ * init, or from the prolog/epilog). */
 static void parse_args(int ac, char **av, bool say)
 {
-	static const struct { const char *key; char *dst; } keys[] = {
-		{ "default=", cfg.default_policy }, { "policy_dirs=", cfg.policy_dirs },
-		{ "topology=", cfg.topology }, { "state_dir=", cfg.state_dir }, { "nodetune=", cfg.nodetune },
+	static const struct { const char *key; char *dst; size_t size; } keys[] = {
+		{ "default=", cfg.default_policy, PATH_MAX }, { "policy_dirs=", cfg.policy_dirs, PATH_MAX },
+		{ "topology=", cfg.topology, PATH_MAX }, { "state_dir=", cfg.state_dir, PATH_MAX },
+		{ "nodetune=", cfg.nodetune, PATH_MAX }, { "scontrol=", cfg.scontrol, PATH_MAX },
+		{ "timeout=", cfg.timeout, sizeof(cfg.timeout) },
 	};
 
 	for (int i = 0; i < ac; i++) {
@@ -102,20 +128,38 @@ static void parse_args(int ac, char **av, bool say)
 		for (; k < sizeof(keys) / sizeof(keys[0]); k++) {
 			size_t n = strlen(keys[k].key);
 
-			if (!strncmp(av[i], keys[k].key, n) && strlen(av[i] + n) < PATH_MAX) {
-				snprintf(keys[k].dst, PATH_MAX, "%s", av[i] + n);
+			if (!strncmp(av[i], keys[k].key, n) && strlen(av[i] + n) < keys[k].size) {
+				snprintf(keys[k].dst, keys[k].size, "%s", av[i] + n);
 				break;
 			}
 		}
 		if (k == sizeof(keys) / sizeof(keys[0]) && say)
-			slurm_error("nodetune: plugstack.conf: unknown argument '%s' ignored "
-				    "(known: default= policy_dirs= topology= state_dir= nodetune=)", av[i]);
+			slurm_error("nodetune: plugstack.conf: unknown argument '%s' ignored (known: default= "
+				    "policy_dirs= topology= state_dir= nodetune= scontrol= timeout=)", av[i]);
 	}
 }
 
+/* timeout= in seconds: 1..3600, else the default 60 */
+static int cfg_timeout(void)
+{
+	char *end;
+	long t = strtol(cfg.timeout, &end, 10);
+
+	return *end || end == cfg.timeout || t < 1 || t > 3600 ? 60 : (int)t;
+}
+
+/* Without policy_dirs= any file on the node could be named: the plugin
+ * refuses to start.  slurmd says so once in its log (and keeps running:
+ * its prolog and epilog then do nothing); srun, sbatch and salloc fail
+ * with the line, as does a step on the node. */
 int slurm_spank_init(spank_t sp, int ac, char **av)
 {
 	parse_args(ac, av, true);
+	if (!cfg.policy_dirs[0]) {
+		slurm_error("nodetune: plugstack.conf: no policy_dirs=DIR[:DIR...]: the plugin refuses to start "
+			    "(--nodetune could name any file on the node)");
+		return spank_context() == S_CTX_SLURMD ? 0 : -1;
+	}
 	if (spank_context() == S_CTX_SLURMD)
 		return 0;
 	if (spank_option_register(sp, &nodetune_opt) != ESPANK_SUCCESS)
@@ -123,7 +167,18 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 	return 0;
 }
 
-/* ---- 2. finding and checking the policy ----------------------------------- */
+/* ---- 2. reading a policy as the job's user -------------------------------- */
+
+/* value as shown in a message: the user's own text, printable, cut */
+static const char *shown(const char *value, char buf[96])
+{
+	size_t i = 0;
+
+	for (; value[i] && i < 95; i++)
+		buf[i] = value[i] >= 0x20 && value[i] < 0x7f ? value[i] : '?';
+	buf[i] = '\0';
+	return buf;
+}
 
 /* Is path (resolved) beneath one of the allow-listed directories? */
 static bool in_policy_dirs(const char *path)
@@ -143,68 +198,356 @@ static bool in_policy_dirs(const char *path)
 	return false;
 }
 
-/* The policy file for value: a path (relative to cwd), or with
- * policy_dirs a bare NAME found there as NAME or NAME.conf.  Returns 0
- * with ret (the resolved path), 1 for "none", or -errno with err naming the
- * file. */
-static int policy_resolve(const char *value, const char *cwd, char ret[PATH_MAX], struct nt_err *err)
+/* The file value names, resolved with the thread's current identity: a
+ * bare NAME is NAME or NAME.conf in the first policy directory that has
+ * it; a path is taken relative to cwd.  0 with real (beneath policy_dirs),
+ * or -errno: whatever the reason, the caller says the same line. */
+static int policy_resolve(const char *value, const char *cwd, char real[PATH_MAX])
 {
-	char path[PATH_MAX * 2];
+	char dirs[PATH_MAX], path[PATH_MAX * 2], *save = NULL;
 
-	if (!strcmp(value, "none"))
-		return 1;
-	if (!strchr(value, '/') && cfg.policy_dirs[0]) {
-		char dirs[PATH_MAX], *save = NULL;
+	if (!strchr(value, '/')) {
+		static const char *const suffixes[] = { "", ".conf" };
 
 		snprintf(dirs, sizeof(dirs), "%s", cfg.policy_dirs);
-		for (char *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-			snprintf(path, sizeof(path), "%s/%s", d, value);
-			if (access(path, F_OK) == 0)
-				break;
-			snprintf(path, sizeof(path), "%s/%s.conf", d, value);
-			if (access(path, F_OK) == 0)
-				break;
-			path[0] = '\0';
-		}
-		if (!path[0])
-			return err_set(err, -ENOENT, "%s: no such policy in %s", value, cfg.policy_dirs);
-	} else if (value[0] != '/' && cwd && cwd[0] == '/') {
+		for (char *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save))
+			for (int f = 0; f < 2; f++) {
+				snprintf(path, sizeof(path), "%s/%s%s", d, value, suffixes[f]);
+				if (realpath(path, real) && in_policy_dirs(real))
+					return 0;
+			}
+		return -ENOENT;
+	}
+	if (value[0] != '/' && (!cwd || cwd[0] != '/'))
+		return -ENOENT;
+	if (value[0] != '/')
 		snprintf(path, sizeof(path), "%s/%s", cwd, value);
-	} else {
+	else
 		snprintf(path, sizeof(path), "%s", value);
-	}
-	if (!realpath(path, ret)) {
-		int e = -errno;
+	if (!realpath(path, real))
+		return -errno;
+	return in_policy_dirs(real) ? 0 : -EPERM;
+}
 
-		return err_set(err, e, "%s: %s", path, strerror(-e));
+/* The trust rule of root (policy.h's POLICY_TRUSTED_ONLY): the node applies
+ * the file as root. */
+static int trusted_file(const struct stat *st, char *why, size_t size)
+{
+	if (st->st_uid == 0 && !(st->st_mode & 022))
+		return 0;
+	snprintf(why, size, "%s (uid %u, mode %04o): the node applies policies as root and takes only files "
+		 "owned by root and not writable by group or others",
+		 st->st_uid != 0 ? "not owned by root" : "writable by group or others", (unsigned)st->st_uid,
+		 (unsigned)(st->st_mode & 07777));
+	return -EKEYREJECTED;
+}
+
+/* Read --nodetune=value as user u (resolved, opened and read with u's
+ * file-system identity; root's comes back before anything is parsed) and
+ * parse it.  Returns the policy (p->path the resolved file) and, when
+ * ret_buf is not NULL, its bytes (*ret_buf malloc'd, *ret_len); or NULL
+ * with err one line.  A value that does not resolve, is outside
+ * policy_dirs, or that u cannot open gets one and the same line. */
+static struct policy *policy_for_user(const char *value, const char *cwd, const struct asuser *u, char **ret_buf,
+				      size_t *ret_len, struct nt_err *err)
+{
+	char real[PATH_MAX], why[512] = "", sv[96], *buf = NULL, *inc;
+	struct asuser_saved saved;
+	struct policy *p;
+	size_t len = 0;
+	int r;
+
+	if ((r = asuser_enter(u, &saved)) < 0) {
+		err_set(err, r, "--nodetune=%s: cannot take uid %u's identity to read it: %s", shown(value, sv),
+			(unsigned)u->uid, strerror(-r));
+		return NULL;
 	}
-	if (cfg.policy_dirs[0] && !in_policy_dirs(ret))
-		return err_set(err, -EPERM, "%s: not in the site's policy directories (%s)", ret, cfg.policy_dirs);
+	r = policy_resolve(value, cwd, real);
+	if (r == 0)
+		r = userfile_read(real, POLICY_MAX_SIZE, "a policy file", trusted_file, &buf, &len, why, sizeof(why));
+	asuser_leave(&saved);
+	if (r == -EKEYREJECTED || r == -EFBIG) {
+		err_set(err, -EPERM, "--nodetune=%s: %s: %s", shown(value, sv), real, why);
+		return NULL;
+	}
+	if (r < 0) {
+		err_set(err, -EPERM, "--nodetune=%s: not an allowed policy (a NAME or a file you can read in %s)",
+			shown(value, sv), cfg.policy_dirs);
+		return NULL;
+	}
+	p = policy_parse_buffer(buf, len, real, err);
+	/* the node applies the checked bytes alone, with no directory to
+	 * resolve an include against: say so in the user's terms */
+	if (!p && (inc = strstr(err->msg, ": include in a policy given as a buffer")))
+		snprintf(inc, sizeof(err->msg) - (size_t)(inc - err->msg), ": include= is not taken in a --nodetune "
+			 "policy (the node applies this file alone); ask for a self-contained one");
+	if (p && ret_buf) {
+		*ret_buf = buf;
+		*ret_len = len;
+	} else {
+		free(buf);
+	}
+	return p;
+}
+
+/* The value in effect: --nodetune, else the site default; NULL for none. */
+static const char *policy_value_in_effect(void)
+{
+	const char *v = arg_given ? arg_policy : cfg.default_policy[0] ? cfg.default_policy : NULL;
+
+	return v && strcmp(v, "none") ? v : NULL;
+}
+
+/* ---- 3. running nodetune and scontrol under a timeout ----------------------- */
+
+static long ms_since(const struct timespec *t0)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - t0->tv_sec) * 1000L + (now.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* Hand each whole line in buf[0..*used) to line(ctx), keeping the rest; a
+ * full buffer without a newline goes as one line. */
+static void split_lines(char *buf, size_t size, size_t *used, void (*line)(const char *, void *), void *ctx)
+{
+	char *nl;
+
+	buf[*used] = '\0';
+	while ((nl = strchr(buf, '\n')) || *used == size - 1) {
+		size_t take = nl ? (size_t)(nl - buf) + 1 : *used;
+
+		if (nl)
+			*nl = '\0';
+		line(buf, ctx);
+		memmove(buf, buf + take, *used - take + 1);
+		*used -= take;
+	}
+}
+
+/* Reap pid, killing its process group once limit_ms have passed since t0
+ * (at once when killed).  Returns the exit status, 128 + the signal that
+ * ended it, or -ETIME when it was killed. */
+static int reap_until(pid_t pid, const struct timespec *t0, long limit_ms, bool killed)
+{
+	const struct timespec tick = { 0, 20 * 1000000 };
+	int status = 0;
+	pid_t w;
+
+	if (killed)
+		kill(-pid, SIGKILL);
+	while ((w = waitpid(pid, &status, killed ? 0 : WNOHANG)) != pid) {
+		if (w < 0 && errno != EINTR)
+			return -ECHILD;
+		if (!killed && ms_since(t0) >= limit_ms) {
+			kill(-pid, SIGKILL);
+			killed = true;
+		} else if (!killed) {
+			nanosleep(&tick, NULL);
+		}
+	}
+	if (killed)
+		return -ETIME;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Run argv (argv[0] a full path; stdin /dev/null, stdout and stderr into a
+ * pipe, in its own process group), each output line to line(ctx); killed
+ * with its group after timeout_s, whether it still writes or not.  Returns
+ * the exit status (127: could not be run), 128 + the signal that ended it,
+ * -ETIME on the timeout, or -errno when it could not be started. */
+static int run_cmd(const char *const *argv, int timeout_s, void (*line)(const char *, void *), void *ctx)
+{
+	struct timespec t0;
+	char buf[4096];
+	size_t used = 0;
+	bool timed_out = false;
+	int fds[2];
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -errno;
+	if ((pid = fork()) < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return -EAGAIN;
+	}
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDONLY);
+
+		setpgid(0, 0);
+		dup2(null, STDIN_FILENO);
+		dup2(fds[1], STDOUT_FILENO);
+		dup2(fds[1], STDERR_FILENO);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		struct pollfd pfd = { .fd = fds[0], .events = POLLIN };
+		long left_ms = timeout_s * 1000L - ms_since(&t0);
+		ssize_t n;
+
+		if ((timed_out = left_ms <= 0))
+			break;
+		if (poll(&pfd, 1, (int)left_ms) < 0 && errno != EINTR)
+			break;
+		if (!(pfd.revents & (POLLIN | POLLHUP)))
+			continue;
+		n = read(fds[0], buf + used, sizeof(buf) - 1 - used);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		used += (size_t)n;
+		split_lines(buf, sizeof(buf), &used, line, ctx);
+	}
+	if (used)
+		line(buf, ctx);
+	close(fds[0]);
+	return reap_until(pid, &t0, timeout_s * 1000L, timed_out);
+}
+
+/* nodetune's lines: into slurmd's log, the last one kept (the reason) */
+static void nodetune_line(const char *l, void *last)
+{
+	slurm_info("nodetune: %s", l);
+	snprintf(last, 512, "%s", l);
+}
+
+/* Run `nodetune VERB ARGS...` under the timeout.  Returns run_cmd's
+ * result; *last (512 bytes) its last line, or why it did not run. */
+static int run_nodetune(const char *const *args, char *last)
+{
+	const char *argv[16] = { cfg.nodetune };
+	int r;
+
+	for (int i = 0; args[i] && i < 14; i++)
+		argv[i + 1] = args[i];
+	last[0] = '\0';
+	r = run_cmd(argv, cfg_timeout(), nodetune_line, last);
+	if (r == 127 || r == -EAGAIN || (r < 0 && r != -ETIME))
+		snprintf(last, 512, "%.400s could not be run (plugstack.conf nodetune=)", cfg.nodetune);
+	else if (r == -ETIME)
+		snprintf(last, 512, "timed out after %d s (plugstack.conf timeout=), killed", cfg_timeout());
+	return r;
+}
+
+struct capture { char text[8192]; size_t n; };
+
+static void capture_line(const char *l, void *arg)
+{
+	struct capture *c = arg;
+	int n = snprintf(c->text + c->n, sizeof(c->text) - c->n, "%s\n", l);
+
+	if (n > 0 && c->n + (size_t)n < sizeof(c->text))
+		c->n += (size_t)n;
+}
+
+/* Does job own this node?  slurmctld's word: `scontrol show job -o JOB`
+ * says OverSubscribe=NO for a job given the whole node (--exclusive).
+ * Returns 1, 0 (why says why not), or -errno when scontrol could not
+ * tell (why). */
+static int job_owns_node(uint32_t job, char *why, size_t size)
+{
+	char id[16];
+	struct capture c = { .n = 0 };
+	const char *argv[] = { cfg.scontrol, "show", "job", "-o", id, NULL };
+	const char *os;
+	int r;
+
+	snprintf(id, sizeof(id), "%u", job);
+	r = run_cmd(argv, cfg_timeout(), capture_line, &c);
+	if (r != 0 || !(os = strstr(c.text, " OverSubscribe="))) {
+		snprintf(why, size, "slurmctld could not be asked whether job %u owns the node (%.200s show job: %s)", job,
+			 cfg.scontrol, r == -ETIME ? "timed out" : r == 127 ? "cannot be run" : "no OverSubscribe=");
+		return r < 0 ? r : -EIO;
+	}
+	if (!strncmp(os, " OverSubscribe=NO", 17) && (os[17] == ' ' || os[17] == '\n'))
+		return 1;
+	snprintf(why, size, "job %u shares the node with other jobs (OverSubscribe=%.*s; submit with --exclusive)",
+		 job, (int)strcspn(os + 15, " \n"), os + 15);
 	return 0;
 }
 
-/* Resolve and load (refusing untrusted files when root).  Returns the
- * policy; NULL for "none" or no policy (err->code 0) or on error. */
-static struct policy *policy_for_job(const char *value, const char *cwd, char path[PATH_MAX], struct nt_err *err)
-{
-	int r;
+/* ---- 4. the prolog's outcome, read by the job's steps ---------------------- */
 
-	err->code = 0;
-	if (!value || !value[0])
-		return NULL;
-	r = policy_resolve(value, cwd, path, err);
-	if (r)
-		return NULL;
-	return policy_load(path, policy_trust_flags(), err);
+#define OUTCOME_FAILED "failed: "   /* the tasks fail with the rest of the line */
+#define OUTCOME_SHARED "shared: "   /* task 0 says the rest of the line */
+
+/* The job's state dir: state_dir/JOBID.  0, or -1 (said). */
+static int job_state_dir(uint32_t job, char *buf, size_t size)
+{
+	if (job == 0) {
+		slurm_error("nodetune: no job id");
+		return -1;
+	}
+	if ((size_t)snprintf(buf, size, "%s/%u", cfg.state_dir, job) >= size) {
+		slurm_error("nodetune: state_dir %s: too long", cfg.state_dir);
+		return -1;
+	}
+	return 0;
 }
 
-/* The value in effect: --nodetune, else the site default. */
-static const char *policy_value_in_effect(void)
+/* Write name (0600) in dir, replacing it.  0 or -errno. */
+static int write_state_file(const char *dir, const char *name, const char *text, size_t len)
 {
-	return arg_given ? arg_policy : cfg.default_policy[0] ? cfg.default_policy : NULL;
+	char path[PATH_MAX + 32];
+	int fd, r = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, len) != (ssize_t)len)
+		r = -EIO;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	return r;
 }
 
-/* ---- 3. remote: check, then bind each task -------------------------------- */
+static void outcome_write(const char *dir, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void outcome_write(const char *dir, const char *fmt, ...)
+{
+	char line[2048];
+	va_list ap;
+	int n, r;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	n = n > (int)sizeof(line) - 2 ? (int)sizeof(line) - 2 : n;
+	line[n++] = '\n';
+	if ((r = write_state_file(dir, "outcome", line, (size_t)n)) < 0)
+		slurm_error("nodetune: %s/outcome: %s", dir, strerror(-r));
+	else if (strncmp(line, "applied", 7))
+		slurm_info("nodetune: prolog: %.*s", n - 1, line);
+}
+
+/* The outcome the prolog left for job (one line, into out), or "". */
+static void outcome_read(uint32_t job, char *out, size_t size)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 16];
+	ssize_t n = 0;
+	int fd;
+
+	out[0] = '\0';
+	if (job_state_dir(job, dir, sizeof(dir)) < 0)
+		return;
+	snprintf(path, sizeof(path), "%s/outcome", dir);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+		return;
+	n = read(fd, out, size - 1);
+	close(fd);
+	out[n > 0 ? n : 0] = '\0';
+	out[strcspn(out, "\n")] = '\0';
+}
+
+/* ---- 5. remote: check, then bind each task -------------------------------- */
 
 /* The step's working directory from its environment, for a relative
  * --nodetune (init_post_opt runs before slurmstepd's chdir). */
@@ -215,41 +558,74 @@ static void step_cwd(spank_t sp, char *buf, size_t size)
 			buf[0] = '\0';
 }
 
-/* Where the option is given (srun, sbatch, salloc): the same checks as
- * on the node, root's trust rule included (the node will apply it), so
- * that a bad --nodetune fails at once with one line on the user's
- * terminal.  On the node (remote), as root before the step starts: a
- * problem is kept for task_init, which says it on the task's stderr (the
- * user's output) and fails the task; slurmd's log has it too. */
+/* The step's user: uid, gid and groups from slurmd's job credential. */
+static int step_user(spank_t sp, struct asuser *u)
+{
+	gid_t *gids = NULL;
+	int n = 0;
+
+	memset(u, 0, sizeof(*u));
+	if (spank_get_item(sp, S_JOB_UID, &u->uid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_GID, &u->gid) != ESPANK_SUCCESS)
+		return -ENOENT;
+	if (spank_get_item(sp, S_JOB_SUPPLEMENTARY_GIDS, &gids, &n) != ESPANK_SUCCESS || !gids || n <= 0)
+		return asuser_lookup(u->uid, u->gid, u);
+	u->n_groups = n < ASUSER_MAX_GROUPS ? n : ASUSER_MAX_GROUPS;
+	memcpy(u->groups, gids, (size_t)u->n_groups * sizeof(gid_t));
+	return 0;
+}
+
+/* Where the option is given (srun, sbatch, salloc; the user's own
+ * process): the same checks as on the node, so that a bad --nodetune fails
+ * at once with one line on the user's terminal. */
+static int check_locally(const char *value)
+{
+	char cwd[PATH_MAX];
+	struct nt_err err = { 0 };
+	struct asuser self;
+	struct policy *p;
+
+	if (!getcwd(cwd, sizeof(cwd)))
+		cwd[0] = '\0';
+	asuser_lookup(geteuid(), getegid(), &self);
+	if (!(p = policy_for_user(value, cwd, &self, NULL, NULL, &err))) {
+		slurm_error("nodetune: %s", err.msg);
+		return -1;
+	}
+	policy_free(p);
+	return 0;
+}
+
+/* On the node, as root before the step starts: the policy read as the
+ * job's user, and what the job's prolog did.  A problem is kept for
+ * task_init, which says it on the task's stderr and fails the task. */
 int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 {
-	char cwd[PATH_MAX], path[PATH_MAX];
+	char cwd[PATH_MAX], outcome[2048] = "";
 	struct nt_err err = { 0 };
 	const char *value = policy_value_in_effect();
-	struct policy *p;
+	struct asuser u;
+	uint32_t job = 0;
 
 	(void)ac, (void)av;
 	if (!value)
 		return 0;
-	if (spank_context() == S_CTX_LOCAL || spank_context() == S_CTX_ALLOCATOR) {
-		if (!getcwd(cwd, sizeof(cwd)))
-			cwd[0] = '\0';
-		if (policy_resolve(value, cwd, path, &err) < 0 ||
-		    (!strcmp(value, "none") ? 0 : !(p = policy_load(path, POLICY_TRUSTED_ONLY, &err)))) {
-			slurm_error("nodetune: --nodetune=%s: %s", value, err.msg);
-			return -1;
-		}
-		if (strcmp(value, "none"))
-			policy_free(p);
-		return 0;
-	}
+	if (spank_context() == S_CTX_LOCAL || spank_context() == S_CTX_ALLOCATOR)
+		return check_locally(value);
 	if (spank_context() != S_CTX_REMOTE)
 		return 0;
 	step_cwd(sp, cwd, sizeof(cwd));
-	step_policy = policy_for_job(value, cwd, path, &err);
-	if (!step_policy && err.code)
-		snprintf(step_error, sizeof(step_error), "--nodetune=%s: %s", value, err.msg);
-	if (step_policy) {
+	if (step_user(sp, &u) < 0)
+		snprintf(step_error, sizeof(step_error), "no job user from slurmstepd");
+	else if (!(step_policy = policy_for_user(value, cwd, &u, NULL, NULL, &err)))
+		snprintf(step_error, sizeof(step_error), "%s", err.msg);
+	if (spank_get_item(sp, S_JOB_ID, &job) == ESPANK_SUCCESS)
+		outcome_read(job, outcome, sizeof(outcome));
+	if (!step_error[0] && !strncmp(outcome, OUTCOME_FAILED, strlen(OUTCOME_FAILED)))
+		snprintf(step_error, sizeof(step_error), "%s", outcome + strlen(OUTCOME_FAILED));
+	else if (!strncmp(outcome, OUTCOME_SHARED, strlen(OUTCOME_SHARED)))
+		snprintf(step_note, sizeof(step_note), "%s", outcome + strlen(OUTCOME_SHARED));
+	if (step_policy && !step_error[0]) {
 		step_topo = cfg.topology[0] ? topo_load_xml(cfg.topology, &err) : topo_load_host(NULL, &err);
 		if (!step_topo)
 			snprintf(step_error, sizeof(step_error), "%s", err.msg);
@@ -372,6 +748,8 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 		slurm_error("nodetune: no local task id or count from slurmstepd");
 		return -1;
 	}
+	if (step_note[0] && task == 0)
+		fprintf(stderr, "nodetune: slurm: %s\n", step_note);
 	n = step_gpus(sp, step_topo, gpus, PLAN_MAX_RANKS, &gpus_from, &err);
 	if (n < 0) {
 		slurm_error("nodetune: %s", err.msg);
@@ -408,73 +786,14 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 	return 0;
 }
 
-/* ---- 4. job prolog/epilog: the node's settings for the job ---------------- */
+/* ---- 6. job prolog/epilog: the node's settings for a job that owns it ------ */
 
-/* Run nodetune with args (NULL-terminated, after the binary), its output
- * lines logged at info.  Returns its exit status, or -1. */
-static int run_nodetune(const char *const *args)
-{
-	const char *argv[16] = { cfg.nodetune };
-	char line[1024];
-	int fds[2], status = -1;
-	pid_t pid;
-	FILE *f;
-
-	for (int i = 0; args[i] && i < 14; i++)
-		argv[i + 1] = args[i];
-	if (pipe2(fds, O_CLOEXEC) < 0)
-		return -1;
-	pid = fork();
-	if (pid < 0) {
-		close(fds[0]);
-		close(fds[1]);
-		return -1;
-	}
-	if (pid == 0) {
-		dup2(fds[1], STDOUT_FILENO);
-		dup2(fds[1], STDERR_FILENO);
-		execv(argv[0], (char *const *)argv);
-		dprintf(STDERR_FILENO, "nodetune: %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	close(fds[1]);
-	if ((f = fdopen(fds[0], "r"))) {
-		while (fgets(line, sizeof(line), f)) {
-			line[strcspn(line, "\n")] = '\0';
-			slurm_info("nodetune: %s", line);
-		}
-		fclose(f);
-	} else {
-		close(fds[0]);
-	}
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-/* The job's state dir: state_dir/JOBID.  0, or -1 (said). */
-static int job_state_dir(spank_t sp, char *buf, size_t size)
-{
-	uint32_t job = 0;
-	const char *env = getenv("SLURM_JOB_ID");
-
-	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS || job == 0)
-		job = env ? (uint32_t)strtoul(env, NULL, 10) : 0;
-	if (job == 0) {
-		slurm_error("nodetune: no job id in the prolog/epilog");
-		return -1;
-	}
-	if ((size_t)snprintf(buf, size, "%s/%u", cfg.state_dir, job) >= size) {
-		slurm_error("nodetune: state_dir %s: too long", cfg.state_dir);
-		return -1;
-	}
-	return 0;
-}
-
-/* mkdir -p for the base, 0700 for the job's own directory. */
+/* mkdir -p for the base, 0700 for the job's own directory (root's: one
+ * that exists must be a directory of root's, not a link). */
 static int make_state_dir(const char *dir)
 {
 	char p[PATH_MAX];
+	struct stat st;
 
 	snprintf(p, sizeof(p), "%s", dir);
 	for (char *s = p + 1; *s; s++)
@@ -486,64 +805,177 @@ static int make_state_dir(const char *dir)
 		}
 	if (mkdir(p, 0700) < 0 && errno != EEXIST)
 		return -errno;
-	return 0;
+	if (lstat(p, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != 0)
+		return -ENOTDIR;
+	return chmod(p, 0700) < 0 ? -errno : 0;
 }
 
+/* Does p set anything beyond the tasks' own binding (a host file, IRQs,
+ * the job cgroup)? */
+static bool policy_host_wide(const struct policy *p)
+{
+	for (unsigned i = 0; i < knob_count; i++)
+		if (knob_table[i].scope >= KS_JOB && policy_value(p, (enum knob_id)i))
+			return true;
+	return false;
+}
+
+/* p as a self-contained policy file, its job cgroup named NAME-JOBID so
+ * that no two jobs (nor the daemon) share one.  Returns malloc'd text, or
+ * NULL (out of memory). */
+static char *policy_text_for_job(const struct policy *p, uint32_t job)
+{
+	const char *section = "";
+	char *text = NULL;
+	size_t size = 0;
+	FILE *f = open_memstream(&text, &size);
+
+	if (!f)
+		return NULL;
+	fprintf(f, "# written by the nodetune SPANK prolog for job %u from %s\n", job, p->path);
+	for (unsigned i = 0; i < knob_count; i++) {
+		const struct knob *k = &knob_table[i];
+		const char *v = policy_value(p, (enum knob_id)i);
+
+		if (!v || i == KNOB_MAIN_INCLUDE)
+			continue;
+		if (strcmp(section, k->section))
+			fprintf(f, "[%s]\n", section = k->section);
+		if (i == KNOB_CGROUP_NAME)
+			fprintf(f, "%s = %s-%u\n", k->key, v, job);
+		else
+			fprintf(f, "%s = %s\n", k->key, v);
+	}
+	if (fclose(f) != 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
+/* The prolog's steps once the policy is checked and the job owns the
+ * node: the copy into dir, apply it.  The outcome is written. */
+static void prolog_apply(const struct policy *p, uint32_t job, const char *dir)
+{
+	char copy[PATH_MAX + 16], journal[PATH_MAX + 16], last[512], undo[512];
+	char *text = policy_text_for_job(p, job);
+	const char *after = "", *tail = "nothing of the policy is in effect";
+	int r;
+
+	snprintf(copy, sizeof(copy), "%s/policy.conf", dir);
+	r = text ? write_state_file(dir, "policy.conf", text, strlen(text)) : -ENOMEM;
+	free(text);
+	if (r < 0) {
+		outcome_write(dir, OUTCOME_FAILED "job %u: the node was not tuned: %s: %s", job, copy, strerror(-r));
+		return;
+	}
+	r = run_nodetune((const char *const[]){ "apply", "--policy", copy, "--state-dir", dir, NULL }, last);
+	if (r == 0) {
+		outcome_write(dir, "applied");
+		return;
+	}
+	snprintf(journal, sizeof(journal), "%s/journal", dir);
+	if (r == -ETIME && access(journal, F_OK) == 0) {
+		/* killed mid-way, nothing rolled back: undo what it did now */
+		if (run_nodetune((const char *const[]){ "revert", "--state-dir", dir, NULL }, undo) == 0) {
+			after = "; reverted";
+		} else {
+			slurm_error("nodetune: prolog: revert after the timeout: %s (the epilog tries again)", undo);
+			after = "; its revert failed too";
+			tail = "the epilog reverts what it changed";
+		}
+	} else if (r > 0 && r != 127) {
+		after = "; rolled back";   /* nodetune's own failure (exit 2, 3) */
+	}
+	outcome_write(dir, OUTCOME_FAILED "job %u: the node could not be tuned (nodetune apply: %s%s); %s", job, last,
+		      after, tail);
+}
+
+/* The job's user, from slurmd: uid and gid (the job credential), groups
+ * from the user database.  0 or -1 (said). */
+static int prolog_user(spank_t sp, struct asuser *u)
+{
+	uid_t uid;
+	gid_t gid;
+
+	if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS) {
+		slurm_error("nodetune: prolog: no job user from slurmd");
+		return -1;
+	}
+	return asuser_lookup(uid, gid, u);
+}
+
+/* Check the job's policy as its user; for a job that owns the node apply
+ * it, else say why not.  Never fails: a failing prolog drains the node;
+ * the outcome file fails the job's tasks instead. */
 int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
 {
-	char dir[PATH_MAX], path[PATH_MAX], *optarg = NULL;
-	const char *value = cfg.default_policy[0] ? cfg.default_policy : NULL, *cwd;
+	char dir[PATH_MAX], why[512], *optarg = NULL;
+	const char *value = cfg.default_policy[0] ? cfg.default_policy : NULL;
 	struct nt_err err = { 0 };
+	struct asuser u;
 	struct policy *p;
-	int rc;
+	uint32_t job = 0;
+	int r;
 
 	parse_args(ac, av, true);
+	if (!cfg.policy_dirs[0])
+		return 0;   /* refused: said by slurmd's init */
 	if (spank_option_getopt(sp, &nodetune_opt, &optarg) == ESPANK_SUCCESS && optarg)
 		value = optarg;
-	if (!value || job_state_dir(sp, dir, sizeof(dir)) < 0)
+	if (!value || !strcmp(value, "none") || spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
+	    job_state_dir(job, dir, sizeof(dir)) < 0 || prolog_user(sp, &u) < 0)
 		return 0;
-	cwd = getenv("SLURM_JOB_WORK_DIR");
-	if (!cwd)
-		cwd = getenv("SLURM_SUBMIT_DIR");
-	/* a bad policy fails the job's steps (init_post_opt), with the
-	 * user told why; failing here would drain the node */
-	if (!(p = policy_for_job(value, cwd, path, &err))) {
-		if (err.code)
-			slurm_error("nodetune: prolog: --nodetune=%s: %s (nothing applied)", value, err.msg);
+	if ((r = make_state_dir(dir)) < 0) {
+		slurm_error("nodetune: prolog: %s: %s (nothing applied)", dir, strerror(-r));
 		return 0;
 	}
+	if (!(p = policy_for_user(value, getenv("SLURM_JOB_WORK_DIR"), &u, NULL, NULL, &err))) {
+		outcome_write(dir, OUTCOME_FAILED "%s", err.msg);
+		return 0;
+	}
+	if (!policy_host_wide(p))
+		outcome_write(dir, "applied");   /* nothing for the node: the tasks are bound */
+	else if ((r = job_owns_node(job, why, sizeof(why))) == 1)
+		prolog_apply(p, job, dir);
+	else
+		outcome_write(dir, OUTCOME_SHARED "host-wide settings of %s not applied, only the tasks bound: %s",
+			      p->path, why);
 	policy_free(p);
-	if ((rc = make_state_dir(dir)) < 0) {
-		slurm_error("nodetune: prolog: %s: %s (nothing applied)", dir, strerror(-rc));
-		return 0;
-	}
-	rc = run_nodetune((const char *const[]){ "apply", "--policy", path, "--state-dir", dir, NULL });
-	if (rc != 0)
-		slurm_error("nodetune: prolog: nodetune apply --policy %s --state-dir %s: exit %d (rolled back)",
-			    path, dir, rc);
 	return 0;
 }
 
 /* Whatever the prolog applied is reverted from the job's state dir, even
- * after a reboot or a crashed job: no option needed, only the dir. */
+ * after a reboot or a crashed job: no option needed, only the dir.  A
+ * revert that fails keeps the dir (and its journal) for the next try. */
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 {
-	char dir[PATH_MAX], journal[PATH_MAX + 16], lock[PATH_MAX + 16];
+	static const char *const files[] = { "policy.conf", "outcome", "lock" };
+	char dir[PATH_MAX], path[PATH_MAX + 16], last[512];
+	uint32_t job = 0;
 	struct stat st;
 	int rc;
 
 	parse_args(ac, av, true);
-	if (job_state_dir(sp, dir, sizeof(dir)) < 0 || stat(dir, &st) < 0)
+	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS || job_state_dir(job, dir, sizeof(dir)) < 0 ||
+	    lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
 		return 0;
-	rc = run_nodetune((const char *const[]){ "revert", "--state-dir", dir, NULL });
-	snprintf(journal, sizeof(journal), "%s/journal", dir);
-	if (rc != 0 || access(journal, F_OK) == 0) {
-		slurm_error("nodetune: epilog: nodetune revert --state-dir %s: exit %d (kept for the next try)", dir,
-			    rc);
-		return 0;
+	snprintf(path, sizeof(path), "%s/journal", dir);
+	if (access(path, F_OK) == 0) {
+		rc = run_nodetune((const char *const[]){ "revert", "--state-dir", dir, NULL }, last);
+		if (rc != 0 || access(path, F_OK) == 0) {
+			slurm_error("nodetune: epilog: nodetune revert --state-dir %s: %s (exit %d; kept for the next try)",
+				    dir, last, rc);
+			return 0;
+		}
 	}
-	snprintf(lock, sizeof(lock), "%s/lock", dir);
-	unlink(lock);
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		unlink(path);
+	}
 	if (rmdir(dir) < 0)
 		slurm_error("nodetune: epilog: rmdir %s: %s", dir, strerror(errno));
 	return 0;

@@ -34,7 +34,9 @@ print(" ".join(str(x.getsockname()[1]) for x in s))'
 
 slurm_write_conf() { # PLUGSTACK_LINES EXTRA GRES NGPUS
 	set -- "$1" "$2" "$3" $(slurm_free_ports) "$4"
-	mkdir -p "$SL/state" "$SL/spool" && chmod 700 "$SL"
+	# 0711: an unprivileged user (test_slurm.sh's leak tests) reaches
+	# slurm.conf and munge's socket by name, and lists nothing
+	mkdir -p "$SL/state" "$SL/spool" && chmod 711 "$SL"
 	cpus=$(nproc --all)
 	mem=$(awk '/MemTotal/ { print int($2 / 1024 / 2) }' /proc/meminfo)
 	gres_types= node_gres=

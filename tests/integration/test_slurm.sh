@@ -8,10 +8,10 @@
 # tools (tests/fixtures/gres/gen.sh), not by nodetune ---------------------
 for xml in $SHARED/g4dnmetal.xml $SHARED/nvidiaDGX2.xml $SHARED/power8gpudistances.xml \
 	   $SHARED/32em64t-2n8c2t-pci-normalio.xml $SHARED/96em64t-4n4d3ca2co-pci.xml \
-	   tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml tests/fixtures/topologies/epyc-2s-numa0-8-mi300-synthetic.xml; do
+	   tests/fixtures/topologies/hgx-2s8g8n.xml tests/fixtures/topologies/epyc-2s-numa0-8-mi300.xml; do
 	want=tests/fixtures/gres/$(basename "$xml" .xml).conf
 	if [ ! -r "$xml" ]; then
-		t_need ../shared "slurm gres $(basename "$xml"): topology not here"
+		t_skip "slurm gres $(basename "$xml"): topology not here"
 		continue
 	fi
 	run "$NODETUNE" slurm gres --topology "$xml"
@@ -22,7 +22,7 @@ for xml in $SHARED/g4dnmetal.xml $SHARED/nvidiaDGX2.xml $SHARED/power8gpudistanc
 		grep -v '^#' "$OUT" | diff - "$want" | head -5 | sed 's/^/#   /'
 	fi
 done
-run "$NODETUNE" slurm gres --topology tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml --json
+run "$NODETUNE" slurm gres --topology tests/fixtures/topologies/hgx-2s8g8n.xml --json
 check "slurm gres --json: 8 GPUs, the first /dev/nvidia0 on cores 0-23" -- sh -c \
 	"[ $RC -eq 0 ] && jq -e '(.gres | length) == 8 and .gres[0].file == \"/dev/nvidia0\" and .gres[0].cores == \"0-23\"' '$OUT'"
 expect_fail 2 "^nodetune: slurm: unknown sub-verb 'gress' \(known: gres\)$" "slurm gress: a usage error" -- \
@@ -37,24 +37,27 @@ expect_fail 2 "^nodetune: slurm: unexpected argument 'x'" "slurm gres x: a usage
 # build/nodetune_spank.so and runs the ASan nodetune in the prolog/epilog.
 PLUGIN=$(dirname "$NODETUNE")/nodetune_spank.so
 [ -r "$PLUGIN" ] || PLUGIN=$SRCDIR/build/nodetune_spank.so
-HGX=$SRCDIR/tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml
+HGX=$SRCDIR/tests/fixtures/topologies/hgx-2s8g8n.xml
 DEFRAG=/sys/kernel/mm/transparent_hugepage/defrag
 SWAP=/proc/sys/vm/swappiness
 
-if [ "$(id -u)" -ne 0 ]; then
-	t_skip_host "Slurm: not root (a one-node Slurm of this host's own)"
-	t_done
-fi
 if ! slurm_have; then
-	t_need slurm "Slurm: needs slurmctld, slurmd, munged, srun (scripts/install-deps.sh slurm)"
+	t_skip "Slurm: needs root and slurmctld, slurmd, munged, srun (scripts/install-deps.sh slurm)"
 	t_done
 fi
 if [ ! -r "$PLUGIN" ]; then
-	t_need slurm-dev "Slurm: no plugin built ($PLUGIN: needs /usr/include/slurm/spank.h)"
+	t_skip "Slurm: no plugin built ($PLUGIN: needs /usr/include/slurm/spank.h)"
 	t_done
 fi
-ST=$T_TMP/state
-if ! slurm_start "required $PLUGIN nodetune=$NODETUNE state_dir=$ST"; then
+# The site's policy directory (policy_dirs=, root's), beside the source
+# tree's policies/.  nobody, the unprivileged user of the leak tests,
+# traverses the test's directory (0711) but lists nothing in it.
+chmod 711 "$T_TMP"
+POL=$T_TMP/policies ST=$T_TMP/state
+mkdir -m 755 "$POL"
+NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups"
+PLUG="required $PLUGIN nodetune=$NODETUNE state_dir=$ST policy_dirs=$POL:$SRCDIR/policies"
+if ! slurm_start "$PLUG"; then
 	t_not_ok "a one-node Slurm starts (munged, slurmctld, slurmd) and the node is idle"
 	slurm_stop
 	t_done
@@ -86,33 +89,61 @@ plan1=$("$NODETUNE" plan --policy policies/gpu-train.conf --ranks 1 --json | jq 
 check "srun -n 1: the task's CPUs are the plan's ($plan1), not task/affinity's one CPU: $(cat "$OUT")" -- sh -c \
 	"[ $RC -eq 0 ] && grep -q \"Cpus_allowed_list:[[:space:]]*$plan1\$\" '$OUT'"
 
-# ---- sbatch: the node's settings during the job are the policy's, and
-# byte-identical after it (job_prolog applies, job_epilog reverts) ------------
+# ---- sbatch --exclusive: the node's settings during the job are the
+# policy's, from the checked copy in the job's state dir, with the job's own
+# cgroup; byte-identical after it (job_prolog applies, job_epilog reverts) ----
 d0=$(sed 's/.*\[\(.*\)\].*/\1/' $DEFRAG)
 if [ "$d0" = defer+madvise ]; then d1=madvise; else d1=defer+madvise; fi
 s0=$(cat $SWAP)
 s1=$(( s0 == 37 ? 38 : 37 ))
-cat $DEFRAG >"$T_TMP/defrag.before"; cat $SWAP >"$T_TMP/swap.before"
 t_defer "[ \"\$(cat $SWAP)\" = '$s0' ] || echo $s0 >$SWAP; grep -q '\\[$d0\\]' $DEFRAG || echo $d0 >$DEFRAG"
-printf '[main]\nsummary = test_slurm\n[thp]\ndefrag = %s\n[sysctl]\nvm.swappiness = %s\n' "$d1" "$s1" >"$T_TMP/job.conf"
-chmod 644 "$T_TMP/job.conf"
-jid=$(sbatch --parsable -n 1 -o "$T_TMP/job.out" --nodetune="$T_TMP/job.conf" --wrap "sed 's/.*\[\(.*\)\].*/\1/' $DEFRAG; cat $SWAP; ls $ST") ||
-	t_not_ok "sbatch --nodetune: sbatch exit $?"
-for _ in $(seq 100); do
-	[ -z "$(squeue -h -j "$jid" 2>/dev/null)" ] && [ ! -d "$ST/$jid" ] && break
-	sleep 0.2
-done
-check "sbatch --nodetune: inside the job THP defrag is $d1 and vm.swappiness $s1 (was $d0, $s0): $(head -2 "$T_TMP/job.out" | tr '\n' ' ')" -- \
+printf '[main]\nsummary = test_slurm\n[thp]\ndefrag = %s\n[sysctl]\nvm.swappiness = %s\n[cgroup]\nname = nt-slurm\n' \
+	"$d1" "$s1" >"$POL/job.conf"
+chmod 644 "$POL/job.conf"
+# the knobs job.conf touches, and its job cgroups
+snapshot() { cat $DEFRAG $SWAP; find /sys/fs/cgroup -maxdepth 2 -name 'nt-slurm*' | sort; }
+snapshot >"$T_TMP/node.before" || t_not_ok "the knobs job.conf touches could not be read before the jobs"
+# wait_jobs JOBID...: until none is listed and their state dirs are gone (20 s at most)
+wait_jobs() {
+	for _ in $(seq 100); do
+		left=
+		for j in "$@"; do [ -n "$(squeue -h -j "$j" 2>/dev/null)" ] || [ -d "$ST/$j" ] && left=1; done
+		[ -z "$left" ] && return 0
+		sleep 0.2
+	done
+}
+jid=$(sbatch --parsable --exclusive -n 1 -o "$T_TMP/job.out" --nodetune=job --wrap "sed 's/.*\[\(.*\)\].*/\1/' $DEFRAG; cat $SWAP;
+	grep '^name = ' $ST/\$SLURM_JOB_ID/policy.conf; stat -c %a $ST/\$SLURM_JOB_ID; find /sys/fs/cgroup -maxdepth 2 -name 'nt-slurm*'") ||
+	t_not_ok "sbatch --exclusive --nodetune=job: sbatch exit $?"
+wait_jobs "$jid"
+check "sbatch --exclusive --nodetune=job: inside the job THP defrag is $d1 and vm.swappiness $s1 (was $d0, $s0): $(head -2 "$T_TMP/job.out" | tr '\n' ' ')" -- \
 	sh -c "[ \"\$(sed -n 1p '$T_TMP/job.out')\" = '$d1' ] && [ \"\$(sed -n 2p '$T_TMP/job.out')\" = '$s1' ]"
-check "sbatch: the job's state dir $ST/$jid existed during the job" -- grep -qx "$jid" "$T_TMP/job.out"
-check "after the job: $DEFRAG and $SWAP byte-identical to before ($(cat $DEFRAG), $(cat $SWAP)), the state dir gone ($(ls "$ST/$jid" 2>&1))" -- sh -c \
-	"cat $DEFRAG | cmp -s - '$T_TMP/defrag.before' && cat $SWAP | cmp -s - '$T_TMP/swap.before' && [ ! -e '$ST/$jid' ]"
+check "the prolog applied its copy in the job's 0700 state dir, the cgroup named for the job: $(sed -n '3,5p' "$T_TMP/job.out" | tr '\n' ' ')" -- sh -c \
+	"[ \"\$(sed -n 3p '$T_TMP/job.out')\" = 'name = nt-slurm-$jid' ] && [ \"\$(sed -n 4p '$T_TMP/job.out')\" = 700 ] &&
+	 sed -n 5p '$T_TMP/job.out' | grep -q '/nt-slurm-$jid\$'"
+snapshot >"$T_TMP/node.after" || t_not_ok "the knobs job.conf touches could not be read (node.after)"
+check "after the job: $DEFRAG, $SWAP and the cgroups byte-identical to before, the state dir gone ($(ls "$ST/$jid" 2>&1))" -- sh -c \
+	"cmp -s '$T_TMP/node.before' '$T_TMP/node.after' && [ ! -e '$ST/$jid' ]"
 check "slurmd's log: the prolog's changes and the epilog's revert" -- sh -c \
 	"grep -q 'nodetune: nodetune: apply: $DEFRAG: $d0 -> $d1' '$SL/slurmd.log' &&
 	 grep -q 'nodetune: nodetune: revert: $DEFRAG: $d1 -> $d0' '$SL/slurmd.log'"
 
-# ---- a bad --nodetune fails the step with one line naming the file; the
-# node stays up and the next job runs -----------------------------------------
+# ---- two jobs sharing the node: only their tasks are bound, each is told
+# why once, and the node is byte-identical during and after both -----------
+j1=$(sbatch --parsable -n 1 -o "$T_TMP/s1.out" --nodetune=job --wrap "sleep 1; cat $SWAP")
+j2=$(sbatch --parsable -n 1 -o "$T_TMP/s2.out" --nodetune=job --wrap "sleep 1; cat $SWAP")
+wait_jobs "$j1" "$j2"
+snapshot >"$T_TMP/node.after2" || t_not_ok "the knobs job.conf touches could not be read (node.after2)"
+for j in 1 2; do
+	check "shared job $j: one line says why the node was not tuned, and the job saw vm.swappiness $s0: $(tr '\n' ' ' <"$T_TMP/s$j.out")" -- sh -c \
+		"[ \$(grep -c '^nodetune: slurm: ' '$T_TMP/s$j.out') -eq 1 ] &&
+		 grep -q '^nodetune: slurm: host-wide settings of $POL/job.conf not applied, only the tasks bound: job [0-9]* shares the node with other jobs (OverSubscribe=OK; submit with --exclusive)' '$T_TMP/s$j.out' &&
+		 [ \"\$(tail -n 1 '$T_TMP/s$j.out')\" = '$s0' ]"
+done
+check "after both shared jobs: the node byte-identical to before" -- cmp -s "$T_TMP/node.before" "$T_TMP/node.after2"
+
+# ---- a bad --nodetune fails at srun/sbatch with one line; the node stays
+# up and the next job runs ---------------------------------------------------
 bad_step() { # DESC PATTERN POLICY
 	run srun -n 1 --nodetune="$3" true
 	if [ "$RC" -ne 0 ] && [ "$(grep -c '^srun: error: nodetune: ' "$ERR")" -eq 1 ] && grep -Eq -- "$2" "$ERR"; then
@@ -122,14 +153,66 @@ bad_step() { # DESC PATTERN POLICY
 		sed 's/^/#   /' "$ERR" | head -5
 	fi
 }
-bad_step "a missing file" "^srun: error: nodetune: --nodetune=$T_TMP/nope.conf: $T_TMP/nope.conf: No such file" "$T_TMP/nope.conf"
-printf '[main]\nsummary = bad\n[thp]\ndefrag = sometimes\n' >"$T_TMP/bad.conf"; chmod 644 "$T_TMP/bad.conf"
-bad_step "a policy that fails validation" "nodetune: --nodetune=$T_TMP/bad.conf: $T_TMP/bad.conf:4: " "$T_TMP/bad.conf"
-cp "$T_TMP/job.conf" "$T_TMP/notroot.conf"; chown 65534 "$T_TMP/notroot.conf"
-bad_step "a file not owned by root" "nodetune: --nodetune=$T_TMP/notroot.conf: .*$T_TMP/notroot.conf.*owned" "$T_TMP/notroot.conf"
-run sbatch --parsable -n 1 --nodetune="$T_TMP/nope.conf" --wrap true
-check "sbatch with a missing policy is refused at submission, naming the file" -- sh -c \
-	"[ $RC -ne 0 ] && grep -q '^sbatch: error: nodetune: --nodetune=$T_TMP/nope.conf: $T_TMP/nope.conf: No such file' '$ERR'"
+NOTALLOWED="not an allowed policy \(a NAME or a file you can read in $POL:$SRCDIR/policies\)"
+bad_step "a name in no policy directory" "^srun: error: nodetune: --nodetune=nope: $NOTALLOWED\$" nope
+bad_step "a missing file" "^srun: error: nodetune: --nodetune=$POL/nope.conf: $NOTALLOWED\$" "$POL/nope.conf"
+bad_step "a file outside the policy directories" "^srun: error: nodetune: --nodetune=$SRCDIR/README.md: $NOTALLOWED\$" "$SRCDIR/README.md"
+printf '[main]\nsummary = bad\n[thp]\ndefrag = sometimes\n' >"$POL/bad.conf"; chmod 644 "$POL/bad.conf"
+bad_step "a policy that fails validation" "nodetune: $POL/bad.conf:4: " bad
+cp "$POL/job.conf" "$POL/notroot.conf"; chown 65534 "$POL/notroot.conf"
+bad_step "a file not owned by root" "nodetune: --nodetune=notroot: $POL/notroot.conf: not owned by root" notroot
+printf '[main]\ninclude = job.conf\n' >"$POL/inc.conf"; chmod 644 "$POL/inc.conf"
+bad_step "a policy with include=" "nodetune: $POL/inc.conf:2: include= is not taken in a --nodetune policy" inc
+run sbatch --parsable -n 1 --nodetune="$POL/nope.conf" --wrap true
+check "sbatch with a missing policy is refused at submission, in one line" -- sh -c \
+	"[ $RC -ne 0 ] && [ \$(grep -c '^sbatch: error: nodetune: ' '$ERR') -eq 1 ] && grep -q '^sbatch: error: nodetune: --nodetune=$POL/nope.conf: not an allowed policy' '$ERR'"
+
+# ---- what a user cannot read stays unread: --nodetune=/etc/shadow, a root-
+# only file in the policy directory, and the value smuggled past srun's
+# check in the job's environment, all as nobody -------------------------------
+printf 'SECRET-BYTES-%s\n' "$$" >"$POL/secret.conf"; chmod 600 "$POL/secret.conf"
+for v in /etc/shadow /etc/no-such-file /root/.no-such-file secret; do
+	run sh -c "cd / && $NOBODY srun -n 1 --nodetune=$v echo ran"
+	sed "s|--nodetune=$v:||" "$ERR" >"$T_TMP/said.$(basename $v)"
+	check "as nobody, --nodetune=$v: refused in one line, no byte of the file: $(grep nodetune "$ERR")" -- sh -c \
+		"[ $RC -ne 0 ] && [ \$(grep -c '^srun: error: nodetune: ' '$ERR') -eq 1 ] &&
+		 grep -Eq '^srun: error: nodetune: --nodetune=$v: $NOTALLOWED\$' '$ERR' && ! grep -q ran '$OUT' &&
+		 ! grep -q -e SECRET-BYTES -e '^root:' '$OUT' '$ERR'"
+done
+check "the answers for /etc/shadow, a missing file, a path below root-only /root and a root-only policy are the same line: no existence oracle" -- sh -c \
+	"cmp -s '$T_TMP/said.shadow' '$T_TMP/said.no-such-file' && cmp -s '$T_TMP/said.shadow' '$T_TMP/said..no-such-file' &&
+	 cmp -s '$T_TMP/said.shadow' '$T_TMP/said.secret'"
+for v in /etc/shadow "$POL/secret.conf"; do
+	run sh -c "cd / && $NOBODY env _SLURM_SPANK_OPTION_nodetune_nodetune=$v srun -n 1 echo ran"
+	check "as nobody, $v in _SLURM_SPANK_OPTION_nodetune_nodetune (past srun's check): the node reads it as nobody, the task fails in one line: $(grep '^nodetune:' "$ERR")" -- sh -c \
+		"[ $RC -ne 0 ] && [ \$(grep -c '^nodetune: slurm: ' '$ERR') -eq 1 ] &&
+		 grep -Eq '^nodetune: slurm: --nodetune=$v: $NOTALLOWED\$' '$ERR' && ! grep -q ran '$OUT'"
+	check "... and no secret bytes in the output or slurmd's log" -- sh -c \
+		"! grep -q -e SECRET-BYTES -e '^root:' '$OUT' '$ERR' '$SL/slurmd.log'"
+done
+
+# ---- a prolog that cannot apply fails the job's tasks with the reason on
+# the job's stderr; the node is not drained and the next job runs.  The
+# spank prolog reads plugstack.conf anew for each job ------------------------
+printf '#!/bin/sh\nsleep 30\n' >"$T_TMP/hang"; chmod 755 "$T_TMP/hang"
+for bin in /nonexistent/nodetune "$T_TMP/hang"; do
+	printf '%s\n' "$PLUG timeout=2" | sed "s|nodetune=$NODETUNE|nodetune=$bin|" >"$SL/plugstack.conf"
+	case $bin in
+	*/hang) why="nodetune apply: timed out after 2 s \(plugstack.conf timeout=\), killed\)" ;;
+	*) why="nodetune apply: $bin could not be run \(plugstack.conf nodetune=\)\)" ;;
+	esac
+	jid=$(sbatch --parsable --exclusive -n 1 -o "$T_TMP/fail.out" --nodetune=job --wrap 'echo ran') ||
+		t_not_ok "nodetune=$bin: sbatch exit $?"
+	wait_jobs "$jid"
+	check "nodetune=$bin: the job fails ($(scontrol show job "$jid" 2>/dev/null | grep -o 'JobState=[A-Z]*')), its output says why in one line: $(cat "$T_TMP/fail.out")" -- sh -c \
+		"[ \$(grep -c '^nodetune: slurm: ' '$T_TMP/fail.out') -eq 1 ] &&
+		 grep -Eq '^nodetune: slurm: job $jid: the node could not be tuned \($why; nothing of the policy is in effect\$' '$T_TMP/fail.out' &&
+		 ! grep -q ran '$T_TMP/fail.out'"
+	snapshot >"$T_TMP/node.after3" || t_not_ok "the knobs job.conf touches could not be read (node.after3)"
+	check "nodetune=$bin: the node byte-identical after it, the state dir gone" -- sh -c \
+		"cmp -s '$T_TMP/node.before' '$T_TMP/node.after3' && [ ! -e '$ST/$jid' ]"
+done
+printf '%s\n' "$PLUG" >"$SL/plugstack.conf"
 run srun -n 1 sh -c 'echo next'
 for _ in $(seq 50); do [ "$(sinfo -h -n $SLURM_HOST -o %t)" = idle ] && break; sleep 0.1; done
 check "the next job on the node runs normally (and the node is still idle, not drained): exit $RC, $(cat "$OUT"), $(sinfo -h -n $SLURM_HOST -o %t)" -- sh -c \
@@ -137,12 +220,28 @@ check "the next job on the node runs normally (and the node is still idle, not d
 check "slurmd kept running through all of it" -- sh -c "kill -0 \$(cat '$SL/slurmd.pid')"
 slurm_stop
 
+# ---- without policy_dirs= the plugin refuses to start: one line in
+# slurmd's log (slurmd keeps running), srun and sbatch fail with it ----------
+REFUSED="nodetune: plugstack.conf: no policy_dirs=DIR\[:DIR...\]: the plugin refuses to start"
+if slurm_start "required $PLUGIN nodetune=$NODETUNE state_dir=$ST"; then
+	check "without policy_dirs=: slurmd runs and says once why the plugin refuses ($(grep -c "$REFUSED" "$SL/slurmd.log") line)" -- \
+		sh -c "[ \$(grep -c 'error: $REFUSED' '$SL/slurmd.log') -eq 1 ]"
+	for cmd in srun sbatch; do
+		if [ $cmd = srun ]; then run srun -n 1 echo ran; else run sbatch --wrap 'echo ran'; fi
+		check "without policy_dirs=: $cmd fails (exit $RC), saying why: $(grep nodetune "$ERR")" -- sh -c \
+			"[ $RC -ne 0 ] && [ \$(grep -c '^$cmd: error: $REFUSED' '$ERR') -eq 1 ] && ! grep -q ran '$OUT'"
+	done
+else
+	t_not_ok "without policy_dirs=: slurmd keeps running (the node comes up idle)"
+fi
+slurm_stop
+
 # ---- GPU-local binding follows the step's GPUs: 8 fake GPUs (Slurm's own
 # tests use /dev/tty devices) and the plan made against an 8-GPU HGX
 # fixture (plugstack topology=).  This host has 2 CPUs: the plan's CPUs
 # are checked in the plugin's log line, and the task's affinity is their
 # intersection with this host's CPUs (none: Slurm's binding is kept) ----------
-if ! slurm_start "required $PLUGIN nodetune=$NODETUNE state_dir=$ST topology=$HGX" "" "Name=gpu File=/dev/tty[0-7]" 8; then
+if ! slurm_start "$PLUG topology=$HGX" "" "Name=gpu File=/dev/tty[0-7]" 8; then
 	t_not_ok "Slurm with 8 fake GPUs (gres.conf File=/dev/tty[0-7]) starts"
 	slurm_stop
 	t_done
