@@ -102,6 +102,27 @@ for w in $workloads; do
 	judged "quota-$w" "quota" "throttled in [0-9]+ of [0-9]+ periods"
 done
 
+# 5. the cause inside B's own command: a helper it starts that spins on
+# the rank CPU.  It is the job's (a descendant, in its trial cgroup), so no
+# task outside the job is to blame: the job's own tree, A against B, names
+# it.  (A real-time helper inside the job is not made here: started that
+# way within the trial cgroup it did not run, and the job ran unharmed,
+# B/A 0.99 and 1.00.)
+cat >"$T_TMP/helper0" <<'EOF'
+#!/bin/sh
+taskset -c 0 sh -c 'while :; do :; done' &
+h=$!
+taskset -c 0 "$@"
+rc=$?
+kill $h
+exit $rc
+EOF
+chmod +x "$T_TMP/helper0"
+for w in $workloads; do
+	BWRAP=helper0 ab_pair "helper-$w" $(cmd_of $w)
+	judged "helper-$w" "contention" "^B's command runs pid [0-9]+ \\(sh, SCHED_OTHER 0\\) that took [0-9.]+% .*; A has no such process"
+done
+
 # 4. IRQ or softirq load on a rank CPU: a host without a device whose
 # interrupts can be steered to one CPU and driven from here cannot make one
 # that is not also a task's CPU time (ping -f's softirqs run in its own

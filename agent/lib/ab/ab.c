@@ -458,7 +458,7 @@ static void analyse_evidence(const struct ab_trial *tr, int n, struct ab_result 
 		abwatch_arm_add(&arm[tr[i].arm], &tr[i].watch);
 	free(res->evidence);
 	buf[0] = '\0';
-	r = abwatch_explain(&arm[0], &arm[1], buf, sizeof(buf));
+	r = abwatch_explain(&arm[0], &arm[1], res->ratio < 1 ? 1 : res->ratio > 1 ? 0 : -1, buf, sizeof(buf));
 	res->evidence = (r > 0 || r == -ENOSPC) && buf[0] ? strdup(buf) : NULL;
 	for (int a = 0; a < 2; a++) {
 		json_decref(res->arm_json[a]);

@@ -155,10 +155,12 @@ int abreport_print(FILE *out, const struct ab_config *cfg, const struct ab_resul
 		const struct ab_explanation *e = &res->expl[i];
 		char share[48];
 
-		if (isfinite(e->share))
-			snprintf(share, sizeof(share), "at most %.1f%% of the change", 100 * e->share);
-		else
+		if (!isfinite(e->share))
 			snprintf(share, sizeof(share), "its share not estimable");
+		else if (e->share < 0)
+			snprintf(share, sizeof(share), "moved against the change");
+		else
+			snprintf(share, sizeof(share), "at most %.1f%% of the change", 100 * e->share);
 		fprintf(out, "  also moved: %s %.3f -> %.3f %s (p = %.3g; %s)\n", e->counter, e->a, e->b, e->unit, e->p,
 			share);
 	}

@@ -919,7 +919,7 @@ static int explain_irqs(const struct abwatch_arm *arm[2], char *buf, size_t size
 	return ok ? 0 : -ENOSPC;
 }
 
-int abwatch_explain(const struct abwatch_arm *a, const struct abwatch_arm *b, char *buf, size_t size)
+int abwatch_explain(const struct abwatch_arm *a, const struct abwatch_arm *b, int slower, char *buf, size_t size)
 {
 	const struct abwatch_arm *arm[2] = { a, b };
 	size_t len;
@@ -929,7 +929,7 @@ int abwatch_explain(const struct abwatch_arm *a, const struct abwatch_arm *b, ch
 		return -ENOSPC;
 	buf[0] = '\0';
 	lines = culprit_describe_job(a->culprit_trials ? &a->culprit : NULL, b->culprit_trials ? &b->culprit : NULL,
-				     buf, size);
+				     slower, buf, size);
 	if (lines < 0)
 		return lines;
 	len = strlen(buf);

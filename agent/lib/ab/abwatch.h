@@ -178,7 +178,9 @@ void abwatch_arm_release(struct abwatch_arm *a);
 
 /* The evidence for the report, arm A against arm B, one line each ending
  * in '\n':
- *   - what the job's own tree does differently (culprit_describe_job): "B's
+ *   - what the job's own tree does differently (culprit_describe_job, which
+ *     names what took more CPU in the slower arm, slower: 0 A, 1 B, -1 not
+ *     known: either): "B's
  *     command runs pid 4242 (helper, SCHED_FIFO 50) that took 11.0% of a
  *     CPU on the rank CPUs (most on CPU 1); A has no such process";
  *   - culprits (culprit_describe_top over the merged results): "pid 4242
@@ -197,7 +199,7 @@ void abwatch_arm_release(struct abwatch_arm *a);
  * Returns the number of lines (0: nothing to say, buf ""), or -ENOSPC when
  * buf was too small (it holds the whole lines that fit), -ENOMEM. */
 #define ABWATCH_IRQ_MIN_DIFF 0.01
-int abwatch_explain(const struct abwatch_arm *a, const struct abwatch_arm *b, char *buf, size_t size);
+int abwatch_explain(const struct abwatch_arm *a, const struct abwatch_arm *b, int slower, char *buf, size_t size);
 
 /* The arm for the JSON report (a new reference; NULL on ENOMEM):
  *   {"trials", "seconds", "cgroup": {"trials", "periods",

@@ -362,9 +362,15 @@ static void sample_task(struct culprit *c, int idx, int pid, int tid)
 	delta = !old ? run : run > old->run_ns ? run - old->run_ns : 0;
 	t->run_ns = run;
 	t->cpu = st.cpu;
+	p = &c->procs[idx];
+	if (tid == pid && strcmp(p->comm, st.comm)) {
+		/* exec renamed it (the forked job is "nodetune" until it
+		 * execs the command): the name it runs under */
+		snprintf(p->comm, sizeof(p->comm), "%s", st.comm);
+		text_printable(p->comm);
+	}
 	if (!delta)
 		return;
-	p = &c->procs[idx];
 	proc_add_ns(p, st.cpu, delta);
 	p->threads += t->trial_ns == 0;
 	t->trial_ns += delta;
@@ -1173,8 +1179,10 @@ int culprit_describe_changes(const struct culprit_result *a, int trials_a, const
 		const struct culprit_affinity_change *ch = k[first_alike].first[0];
 
 		ok = textbuf_appendf(buf, size, &len, "alike in both arms, so not a difference: %d kind%s of affinity "
-				     "change (%d in A, %d in B), e.g. %s's threads %s -> %s\n", alike,
-				     alike == 1 ? "" : "s", alike_n[0], alike_n[1], ch->comm, ch->before, ch->after);
+				     "change (%d%s in A, %d%s in B), e.g. %s's threads %s -> %s\n", alike,
+				     alike == 1 ? "" : "s", alike_n[0],
+				     a && a->n_changes >= CULPRIT_MAX_CHANGES ? "+" : "", alike_n[1],
+				     b && b->n_changes >= CULPRIT_MAX_CHANGES ? "+" : "", ch->comm, ch->before, ch->after);
 		lines += ok;
 	}
 	return ok ? lines : -ENOSPC;
@@ -1221,7 +1229,8 @@ static int cmp_job_line(const void *a, const void *b)
 	return (dx < dy) - (dx > dy);
 }
 
-int culprit_describe_job(const struct culprit_result *a, const struct culprit_result *b, char *buf, size_t size)
+int culprit_describe_job(const struct culprit_result *a, const struct culprit_result *b, int slower, char *buf,
+			 size_t size)
 {
 	const struct culprit_result *arm[2] = { a, b };
 	struct job_line *l = calloc((size_t)((a ? a->n_job : 0) + (b ? b->n_job : 0)) + 1, sizeof(*l));
@@ -1245,7 +1254,9 @@ int culprit_describe_job(const struct culprit_result *a, const struct culprit_re
 			x.absent = !kind_in(arm[!s], t);
 			for (int k = 0; k < n && !dup; k++)
 				dup = same_job_kind(l[k].t, t);
-			if (!dup && x.share[s] >= 0.02 && x.share[!s] <= x.share[s] / 2 - 0.01)
+			/* in the faster arm it is a victim of the slowdown, not its cause */
+			if (!dup && (slower < 0 || s == slower) && x.share[s] >= 0.02 &&
+			    x.share[!s] <= x.share[s] / 2 - 0.01)
 				l[n++] = x;
 		}
 	qsort(l, (size_t)n, sizeof(*l), cmp_job_line);

@@ -202,13 +202,17 @@ int culprit_describe_changes(const struct culprit_result *a, int trials_a, const
  * grouped by kind (comm, policy and priority: pids differ from trial to
  * trial), each kind's time on the rank CPUs over its arm's time.  A kind
  * that took 2% of a CPU or more in one arm and at most half of that (less
- * 1%) in the other is a line, largest difference first, at most 3:
+ * 1%) in the other is a line, largest difference first, at most 3; with
+ * slower 0 (A) or 1 (B) only the kinds that took more in the slower arm
+ * (in the faster one a process that took more is the slowdown's victim,
+ * not its cause), with -1 either:
  *   B's command runs pid 4242 (helper, SCHED_FIFO 50) that took 11.0% of a CPU on the rank CPUs (most on
  *   CPU 1); A has no such process
  * or "...; in A it took 5.0%".
  * Lines end in '\n'.  Returns the number of lines (0: none, buf ""), or
  * -ENOSPC when buf was too small (it holds the whole lines that fit). */
-int culprit_describe_job(const struct culprit_result *a, const struct culprit_result *b, char *buf, size_t size);
+int culprit_describe_job(const struct culprit_result *a, const struct culprit_result *b, int slower, char *buf,
+			 size_t size);
 
 /* qsort order of culprit_task: the largest share of a rank CPU first, then
  * the most seconds, then the pid. */

@@ -340,7 +340,7 @@ static void test_live_culprit_named(void **state)
 	abwatch_arm_init(&arm[0]);
 	abwatch_arm_init(&arm[1]);
 	assert_int_equal(abwatch_arm_add(&arm[1], &t->trial), 0);
-	assert_true(abwatch_explain(&arm[0], &arm[1], text, sizeof(text)) >= 1);
+	assert_true(abwatch_explain(&arm[0], &arm[1], -1, text, sizeof(text)) >= 1);
 	print_message("%s", text);
 	snprintf(want, sizeof(want), "pid %d (" BURNER_COMM ", SCHED_OTHER %d) in cgroup ", (int)t->burner,
 		 getpriority(PRIO_PROCESS, 0));   /* the nice value this test runs at */
@@ -412,7 +412,7 @@ static void test_live_quota_throttled(void **state)
 	abwatch_arm_init(&arm[0]);
 	abwatch_arm_init(&arm[1]);
 	assert_int_equal(abwatch_arm_add(&arm[1], &t->trial), 0);
-	assert_true(abwatch_explain(&arm[0], &arm[1], text, sizeof(text)) >= 1);
+	assert_true(abwatch_explain(&arm[0], &arm[1], -1, text, sizeof(text)) >= 1);
 	print_message("%s", text);
 	assert_non_null(strstr(text, "B: throttled in "));
 	assert_non_null(strstr(text, "quota 0.2 CPU"));
@@ -664,7 +664,8 @@ static void test_arm_job_tree(void **state)
 	assert_int_equal(h->pid, 500);                             /* the first trial's */
 	assert_true(fabs(h->seconds - 1.1) < 1e-9);
 	assert_true(fabs(h->top_share - 0.22) < 1e-9);
-	assert_int_equal(abwatch_explain(&arm[0], &arm[1], text, sizeof(text)), 1);
+	assert_int_equal(abwatch_explain(&arm[0], &arm[1], 0, text, sizeof(text)), 0);   /* A the slower: a victim */
+	assert_int_equal(abwatch_explain(&arm[0], &arm[1], 1, text, sizeof(text)), 1);
 	print_message("%s", text);
 	assert_string_equal(text, "B's command runs pid 500 (helper, SCHED_FIFO 50) that took 22.0% of a CPU on the "
 			    "rank CPUs (most on CPU 1); A has no such process\n");
@@ -727,7 +728,7 @@ static void test_arm_explain_and_json(void **state)
 
 	(void)state;
 	make_arms(tr, arm);
-	n = abwatch_explain(&arm[0], &arm[1], text, sizeof(text));
+	n = abwatch_explain(&arm[0], &arm[1], -1, text, sizeof(text));
 	print_message("%s", text);
 	assert_int_equal(n, 7);
 	assert_non_null(strstr(text, "pid 4242 (stress, SCHED_FIFO 50) in cgroup /user.slice ran 12.0% of CPU 2 during B trials, "
@@ -741,10 +742,10 @@ static void test_arm_explain_and_json(void **state)
 	assert_non_null(strstr(text, "CPU 1: softirq 6.0% of the time during B (NET_RX 600, TIMER 10), 0.1% during A\n"));
 	assert_null(strstr(text, "CPU 2: "));                      /* no difference there */
 	/* A against itself: nothing to say */
-	assert_int_equal(abwatch_explain(&arm[0], &arm[0], text, sizeof(text)), 0);
+	assert_int_equal(abwatch_explain(&arm[0], &arm[0], -1, text, sizeof(text)), 0);
 	assert_string_equal(text, "");
 	/* too small: the whole lines that fit */
-	assert_int_equal(abwatch_explain(&arm[0], &arm[1], text, 160), -ENOSPC);
+	assert_int_equal(abwatch_explain(&arm[0], &arm[1], -1, text, 160), -ENOSPC);
 	assert_true(strlen(text) > 0 && strlen(text) < 160 && text[strlen(text) - 1] == '\n');
 
 	j = abwatch_arm_json(&arm[1]);
@@ -778,7 +779,7 @@ static void test_arm_of_nothing(void **state)
 	assert_int_equal(abwatch_arm_add(&a, &t), 0);
 	assert_int_equal(a.trials, 1);
 	assert_int_equal(a.culprit_trials + a.cg_trials, 0);
-	assert_int_equal(abwatch_explain(&a, &b, text, sizeof(text)), 0);
+	assert_int_equal(abwatch_explain(&a, &b, -1, text, sizeof(text)), 0);
 	assert_string_equal(text, "");
 	j = abwatch_arm_json(&a);
 	assert_non_null(j);

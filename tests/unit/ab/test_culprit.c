@@ -479,17 +479,19 @@ static void test_describe_job(void **state)
 	char buf[1024];
 
 	(void)state;
-	assert_int_equal(culprit_describe_job(&a, &b, buf, sizeof(buf)), 2);
+	assert_int_equal(culprit_describe_job(&a, &b, -1, buf, sizeof(buf)), 2);
 	print_message("%s", buf);
 	assert_string_equal(buf, "B's command runs pid 22 (worker, SCHED_OTHER 0) that took 30.0% of a CPU on the rank "
 			    "CPUs (most on CPU 1); in A it took 2.0%\n"
 			    "B's command runs pid 4242 (helper, SCHED_FIFO 50) that took 11.0% of a CPU on the rank "
 			    "CPUs (most on CPU 1); A has no such process\n");
-	assert_int_equal(culprit_describe_job(&a, &a, buf, sizeof(buf)), 0);
+	assert_int_equal(culprit_describe_job(&a, &a, -1, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "");
-	assert_int_equal(culprit_describe_job(&b, &a, buf, sizeof(buf)), 2);       /* the mirror: A's command */
+	assert_int_equal(culprit_describe_job(&b, &a, -1, buf, sizeof(buf)), 2);       /* the mirror: A's command */
 	assert_non_null(strstr(buf, "A's command runs pid 4242 (helper, SCHED_FIFO 50)"));
-	assert_int_equal(culprit_describe_job(&a, &b, buf, 60), -ENOSPC);
+	assert_int_equal(culprit_describe_job(&a, &b, -1, buf, 60), -ENOSPC);
+	assert_int_equal(culprit_describe_job(&a, &b, 0, buf, sizeof(buf)), 0);   /* A slower: B's take more, victims */
+	assert_int_equal(culprit_describe_job(&a, &b, 1, buf, sizeof(buf)), 2);
 }
 
 static void test_describe(void **state)
