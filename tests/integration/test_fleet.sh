@@ -162,8 +162,14 @@ fi
 NODETUNE_FLEET_PAUSE=1 "$NODETUNE" fleet rollout --endpoints "$EP" --policy "$T_TMP/nobal.conf" --name r-member \
 	--waves 1/class,50%,100% --wave-timeout 30 >"$T_TMP/member.out" 2>&1 &
 pid=$!
-sleep 1.5
+# mid-rollout: once it has taken a step (said as "HH:MM:SS r-member: ..."),
+# while it still runs; the member is then shown down (its endpoint answers
+# no health check) before the rollout goes on
+wait_until 30 grep -Eq '^[0-9:]{8} r-member: ' "$T_TMP/member.out"
 tests/tools/etcd-cluster.sh kill-member "$CL" 1
+krc=$?
+mid=no; kill -0 $pid 2>/dev/null && ! grep -q 'r-member: done' "$T_TMP/member.out" && mid=yes
+down=no; env ETCDCTL_API=3 etcdctl --endpoints "${EP%%,*}" --dial-timeout 2s endpoint health >/dev/null 2>&1 || down=yes
 wait $pid
 rc=$?
 tests/tools/etcd-cluster.sh start-member "$CL" 1 >/dev/null
@@ -171,8 +177,12 @@ bad=""
 for n in 1 2 3 4 5 6 7 8; do
 	[ "$(cat "$T_TMP/h$n/root/proc/sys/kernel/numa_balancing")" = 0 ] || bad="$bad h$n"
 done
-[ $rc -eq 0 ] && [ -z "$bad" ] && t_ok "one etcd member stopped mid-rollout: the rollout went on to done" ||
-	{ t_not_ok "member stopped mid-rollout: exit $rc, hosts not on it:$bad"; tail -5 "$T_TMP/member.out" | sed 's/^/#   /'; }
+if [ $krc -eq 0 ] && [ $mid = yes ] && [ $down = yes ] && [ $rc -eq 0 ] && [ -z "$bad" ]; then
+	t_ok "one etcd member stopped mid-rollout (after its first step, the member's endpoint down): the rollout went on to done"
+else
+	t_not_ok "member stopped mid-rollout: kill-member exit $krc, rollout running then: $mid, member down: $down; exit $rc, hosts not on it:$bad"
+	tail -5 "$T_TMP/member.out" | sed 's/^/#   /'
+fi
 
 # ---- shadow: an invalid plan on one class, nothing written -------------------------
 
@@ -216,7 +226,9 @@ policy two thp defrag never
 NODETUNE_FLEET_PAUSE=2 "$NODETUNE" fleet rollout --endpoints "$EP" --policy "$T_TMP/two.conf" --name r-two \
 	--waves 1/class,100% --wave-timeout 30 >"$T_TMP/two.a" 2>&1 &
 pa=$!
-sleep 0.5
+# the second starts once the first leads: it has taken a step (said as
+# "HH:MM:SS r-two: ..."), and pauses 2 s after each
+wait_until 30 grep -Eq '^[0-9:]{8} r-two: ' "$T_TMP/two.a" || t_not_ok "the first controller took no step on r-two"
 "$NODETUNE" fleet resume --endpoints "$EP" --name r-two >"$T_TMP/two.b" 2>&1 &
 pb=$!
 wait $pa; ra=$?
@@ -311,7 +323,11 @@ $ETCDCTL put /nodetune/policies/$sha "{\"name\":\"x\",\"sha256\":\"$sha\",\"cont
 $ETCDCTL put /nodetune/hosts/h2/desired "{\"rollout\":\"manual\",\"mode\":\"apply\",\"policy\":\"x\",\"sha256\":\"$sha\"}" >/dev/null
 # one whose error quotes a raw newline and an escape sequence back (jansson quotes the input)
 $ETCDCTL put /nodetune/hosts/h3/desired "$(printf '{"a\\\n\033[2J":1}')" >/dev/null
-sleep 2
+# each host answers on its status key: waited for, the checks below read it
+for n in 1 2 3; do
+	wait_until 20 sh -c "$ETCDCTL get /nodetune/hosts/h$n/status --print-value-only | grep -q 'not valid'" ||
+		echo "# h$n's status key did not change within 20 s"
+done
 e1=$($ETCDCTL get /nodetune/hosts/h1/status --print-value-only | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["state"], d["error"])')
 e2=$($ETCDCTL get /nodetune/hosts/h2/status --print-value-only | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["state"], d["error"])')
 case $e1 in "invalid /nodetune/hosts/h1/desired: not valid JSON"*) t_ok "a desired value that is not JSON: reported on the host's key ($e1)" ;;
