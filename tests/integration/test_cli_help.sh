@@ -134,7 +134,7 @@ if [ -x "$HARNESS" ]; then
 	run "$HARNESS" --version
 	check "nodetune-harness --version is the same VERSION" -- grep -qx "nodetune-harness $v" "$OUT"
 else
-	t_skip "nodetune-harness not built"
+	t_need nodetune-harness "nodetune-harness not built"
 fi
 
 # ---- --json where it reports -------------------------------------------------------

@@ -278,7 +278,7 @@ expect_fail 2 "no local rank" "exec outside a launcher without --local-rank" -- 
 # nodetune apply's is /run/nodetune, the daemon's /var/lib/nodetune: a plain
 # `nodetune revert` (what the daemon's log says to run) looks in both
 if [ -e /run/nodetune/journal ] || [ -e /var/lib/nodetune/journal ]; then
-	t_skip "revert's lookup: this host already has a journal in /run/nodetune or /var/lib/nodetune"
+	t_skip_host "revert's lookup: this host already has a journal in /run/nodetune or /var/lib/nodetune"
 else
 	made_run=1 made_var=1
 	[ -d /run/nodetune ] && made_run=0

@@ -92,10 +92,10 @@ for f in "$T_TMP"/cmd/*.sh; do
 		while [ $# -gt 0 ] && [ "$1" != -- ]; do opts="$opts '$1'"; shift; done
 		eval "set -- exec $opts --local-rank 0 -- true"
 		line="$line (as local rank 0, the job: true)" ;;
-	run) t_skip "README: '$line': needs a job (test_policy_cli.sh, test_launchers.sh run it)"; continue ;;
-	daemon | status) t_skip "README: '$line': needs a running daemon (test_daemon.sh)"; continue ;;
-	fleet*) t_skip "README: '$line': needs an etcd store (test_fleet.sh)"; continue ;;
-	ab | bisect) t_skip "README: '$line': takes minutes and its arms' jobs (test_ab.sh, test_bisect.sh)"; continue ;;
+	run) echo "# README: '$line': needs a job (test_policy_cli.sh, test_launchers.sh run it) (not run here)"; continue ;;
+	daemon | status) echo "# README: '$line': needs a running daemon (test_daemon.sh) (not run here)"; continue ;;
+	fleet*) echo "# README: '$line': needs an etcd store (test_fleet.sh) (not run here)"; continue ;;
+	ab | bisect) echo "# README: '$line': takes minutes and its arms' jobs (test_ab.sh, test_bisect.sh) (not run here)"; continue ;;
 	apply | revert) set -- "$@" --sysroot "$TREE" --state-dir "$ST"
 		[ "$verb" = apply ] && set -- "$@" --topology $HGX ;;
 	esac

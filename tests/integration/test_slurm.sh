@@ -11,7 +11,7 @@ for xml in $SHARED/g4dnmetal.xml $SHARED/nvidiaDGX2.xml $SHARED/power8gpudistanc
 	   tests/fixtures/topologies/hgx-2s8g8n.xml tests/fixtures/topologies/epyc-2s-numa0-8-mi300.xml; do
 	want=tests/fixtures/gres/$(basename "$xml" .xml).conf
 	if [ ! -r "$xml" ]; then
-		t_skip "slurm gres $(basename "$xml"): topology not here"
+		t_need ../shared "slurm gres $(basename "$xml"): topology not here"
 		continue
 	fi
 	run "$NODETUNE" slurm gres --topology "$xml"
@@ -42,11 +42,11 @@ DEFRAG=/sys/kernel/mm/transparent_hugepage/defrag
 SWAP=/proc/sys/vm/swappiness
 
 if ! slurm_have; then
-	t_skip "Slurm: needs root and slurmctld, slurmd, munged, srun (scripts/install-deps.sh slurm)"
+	t_need slurm "Slurm: needs root and slurmctld, slurmd, munged, srun (scripts/install-deps.sh slurm)"
 	t_done
 fi
 if [ ! -r "$PLUGIN" ]; then
-	t_skip "Slurm: no plugin built ($PLUGIN: needs /usr/include/slurm/spank.h)"
+	t_need libslurm-dev "Slurm: no plugin built ($PLUGIN: needs /usr/include/slurm/spank.h)"
 	t_done
 fi
 # The site's policy directory (policy_dirs=, root's), beside the source
