@@ -23,11 +23,15 @@
 #    controller's requests;
 #  - the rollout document's size (/nodetune/rollouts/NAME) against etcd's
 #    request limit.
+# AUTH=1: the members serve TLS (certificates made here by openssl) with
+# auth enabled by `nodetune fleet init-auth --print`; each host logs in as
+# its own user (nodetune-host-hN), the controller as nodetune-controller:
+# the cost of TLS and tokens, against the same run without.
 set -eu
 cd "$(dirname "$0")/.."
 : "${NODETUNE:=build/nodetune}" "${HOSTS:=200}" "${INTERVAL:=30}" "${IDLE_S:=120}"
 : "${WAVES:=1/class,1%,10%,50%,100%}" "${ETCD:=/usr/bin/etcd}"
-: "${GATE_CMD=sleep 0.1}" "${GATE_BUDGET:=60}"
+: "${GATE_CMD=sleep 0.1}" "${GATE_BUDGET:=60}" "${AUTH:=0}"
 export ETCD
 TMP=$(mktemp -d /tmp/nodetune-bench-XXXXXX)
 topos=../shared/topologies
@@ -43,13 +47,35 @@ trap 'cleanup; exit 130' INT TERM
 [ -x "$NODETUNE" ] || { echo "bench: $NODETUNE not built (run make)" >&2; exit 2; }
 [ -x "$ETCD" ] || { echo "bench: no etcd ($ETCD)" >&2; exit 2; }
 
+CTL="" HOSTCRED="" CURLCA="" ETCDCTL_AUTH=""
+if [ "$AUTH" = 1 ]; then
+	C=$TMP/certs
+	mkdir -p "$C"
+	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=fleet_scale CA" -keyout "$C/ca-key.pem" \
+		-out "$C/ca.pem" 2>/dev/null
+	openssl req -newkey rsa:2048 -nodes -subj "/CN=etcd" -keyout "$C/server-key.pem" -out "$C/server.csr" 2>/dev/null
+	printf 'subjectAltName = IP:127.0.0.1\n' >"$C/ext"
+	openssl x509 -req -in "$C/server.csr" -CA "$C/ca.pem" -CAkey "$C/ca-key.pem" -CAcreateserial -days 2 \
+		-extfile "$C/ext" -out "$C/server.pem" 2>/dev/null
+	export ETCD_TLS=$C
+fi
 EP=$(tests/tools/etcd-cluster.sh start "$TMP/etcd")
+if [ "$AUTH" = 1 ]; then
+	mkdir -m 0700 "$TMP/pw"
+	"$NODETUNE" fleet init-auth --endpoints "$EP" --cacert "$C/ca.pem" --password-dir "$TMP/pw" --print \
+		--hosts "$(seq -s, -f 'h%.0f' 1 "$HOSTS")" | sh >/dev/null
+	CTL="--cacert $C/ca.pem --user nodetune-controller --password-file $TMP/pw/nodetune-controller"
+	CURLCA="--cacert $C/ca.pem"
+	ETCDCTL_AUTH="--cacert $C/ca.pem --user root:$(cat "$TMP/pw/root")"
+fi
 # requests handled so far by the whole cluster
 handled() {
-	for u in $(echo "$EP" | tr , ' '); do curl -s "$u/metrics"; done |
+	# shellcheck disable=SC2086
+	for u in $(echo "$EP" | tr , ' '); do curl -s $CURLCA "$u/metrics"; done |
 		awk '/^grpc_server_handled_total/ { s += $NF } END { printf "%d\n", s }'
 }
-alive() { "$NODETUNE" fleet hosts --endpoints "$EP" --json | python3 -c '
+# shellcheck disable=SC2086
+alive() { "$NODETUNE" fleet hosts --endpoints "$EP" $CTL --json | python3 -c '
 import json, sys; print(sum(1 for h in json.load(sys.stdin) if h["alive"]))'; }
 
 i=0
@@ -57,8 +83,10 @@ while [ $i -lt "$HOSTS" ]; do
 	i=$((i + 1)); d=$TMP/h$i
 	case $((i % 3)) in 0) x=g4dnmetal.xml ;; 1) x=nvidiaDGX2.xml ;; *) x=96em64t-4n4d3ca2co-pci.xml ;; esac
 	mkdir -p "$d" && cp -a tests/fixtures/sysroot/gpu-host-untuned "$d/root"
+	[ "$AUTH" = 1 ] && HOSTCRED="--cacert $C/ca.pem --user nodetune-host-h$i --password-file $TMP/pw/nodetune-host-h$i"
+	# shellcheck disable=SC2086
 	"$NODETUNE" daemon --sysroot "$d/root" --topology "$topos/$x" --policy policies/baseline.conf \
-		--fleet "$EP" --host "h$i" --no-metrics --socket "$d/sock" --state-dir "$d/state" \
+		--fleet "$EP" --host "h$i" $HOSTCRED --no-metrics --socket "$d/sock" --state-dir "$d/state" \
 		--interval "$INTERVAL" >"$d/log" 2>&1 &
 	echo $! >"$d/pid"
 done
@@ -77,11 +105,11 @@ h1=$(handled); t1=$(date +%s.%N)
 printf '[main]\nsummary = fleet_scale\n[thp]\ndefrag = madvise\n' >"$TMP/p.conf"
 chmod 644 "$TMP/p.conf"
 h2=$(handled)
-python3 - "$NODETUNE" "$EP" "$TMP/p.conf" "$WAVES" "$GATE_CMD" "$GATE_BUDGET" >"$TMP/ctl" <<'EOF'
+python3 - "$NODETUNE" "$EP" "$TMP/p.conf" "$WAVES" "$GATE_CMD" "$GATE_BUDGET" "$CTL" >"$TMP/ctl" <<'EOF'
 import resource, subprocess, sys, time
-nt, ep, pol, waves, gate, budget = sys.argv[1:]
+nt, ep, pol, waves, gate, budget, ctl = sys.argv[1:]
 cmd = [nt, "fleet", "rollout", "--endpoints", ep, "--policy", pol, "--name", "scale", "--waves", waves,
-       "--wave-timeout", "120"]
+       "--wave-timeout", "120"] + ctl.split()
 if gate:
     cmd += ["--gate-cmd", gate, "--gate-budget", budget, "--gate-allow-inconclusive"]
 t = time.monotonic()
@@ -92,8 +120,10 @@ print(p.returncode, "%.2f" % wall, "%.2f" % (ru.ru_utime + ru.ru_stime))
 EOF
 h3=$(handled)
 read -r rc wall cpu <"$TMP/ctl"
-"$NODETUNE" fleet status --endpoints "$EP" --name scale --json >"$TMP/r.json"
-env ETCDCTL_API=3 etcdctl --endpoints "$EP" get /nodetune/rollouts/scale --print-value-only >"$TMP/doc.json"
+# shellcheck disable=SC2086
+"$NODETUNE" fleet status --endpoints "$EP" $CTL --name scale --json >"$TMP/r.json"
+# shellcheck disable=SC2086
+env ETCDCTL_API=3 etcdctl --endpoints "$EP" $ETCDCTL_AUTH get /nodetune/rollouts/scale --print-value-only >"$TMP/doc.json"
 docsz=$(wc -c <"$TMP/doc.json")
 waves=$(python3 -c '
 import json, sys
@@ -115,7 +145,7 @@ EOF2
 bad=0
 for d in "$TMP"/h*; do [ "$(cat "$d/root/sys/kernel/mm/transparent_hugepage/defrag")" = madvise ] || bad=$((bad + 1)); done
 
-echo "# fleet_scale: $HOSTS daemons (--interval $INTERVAL), 3-member etcd on loopback, waves $WAVES, gate: ${GATE_CMD:-none}"
+echo "# fleet_scale: $HOSTS daemons (--interval $INTERVAL), 3-member etcd on loopback$([ "$AUTH" = 1 ] && echo ", TLS + auth (a user per host)"), waves $WAVES, gate: ${GATE_CMD:-none}"
 echo "# host: $(nproc) CPUs, $(uname -r); $("$ETCD" --version | head -1)"
 echo "daemon RSS (mean): ${rss} kB"
 python3 -c '

@@ -1026,6 +1026,7 @@ static int login(struct etcd *e, struct nt_err *err)
 {
 	json_t *req = json_pack("{s:s, s:s}", "name", e->user, "password", e->password), *root, *tok;
 	struct http_buf resp = { 0 };
+	long timeout = e->timeout_ms;
 	int rc;
 
 	if (!req)
@@ -1033,7 +1034,12 @@ static int login(struct etcd *e, struct nt_err *err)
 	secret_free(e->token);
 	e->token = NULL;
 	set_headers(e, NULL);
+	/* etcd checks the password with bcrypt: a login costs the member tens of
+	 * ms of CPU, so many hosts logging in at once need more than a short
+	 * request timeout, or they time out and log in again, a storm */
+	e->timeout_ms = timeout > ETCD_LOGIN_TIMEOUT_MS ? timeout : ETCD_LOGIN_TIMEOUT_MS;
 	rc = call_endpoints(e, "/v3/auth/authenticate", req, &resp, err);
+	e->timeout_ms = timeout;
 	json_decref(req);
 	if ((rc == -EACCES || rc == -EINVAL || rc == -EKEYEXPIRED) && !strstr(err ? err->msg : "", ": TLS: ")) {
 		char why[sizeof(err->msg)];

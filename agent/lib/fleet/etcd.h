@@ -46,6 +46,7 @@
 #define ETCD_RESPONSE_MAX (64u << 20)  /* bytes of one response body */
 #define ETCD_ENDPOINTS_MAX 16
 #define ETCD_TIMEOUT_MS   5000         /* default per-request timeout */
+#define ETCD_LOGIN_TIMEOUT_MS 10000    /* a login's, at least (etcd's bcrypt is slow by design) */
 
 struct etcd;
 
