@@ -52,13 +52,16 @@ handled() {
 alive() { "$NODETUNE" fleet hosts --endpoints "$EP" --json | python3 -c '
 import json, sys; print(sum(1 for h in json.load(sys.stdin) if h["alive"]))'; }
 
+# the controller's signing key, which every host trusts (fleet keygen)
+mkdir -m 700 "$TMP/sk" && mkdir -m 755 "$TMP/keys.d"
+"$NODETUNE" fleet keygen --out "$TMP/sk" --name ctl >/dev/null && cp "$TMP/sk/ctl.pub" "$TMP/keys.d/"
 i=0
 while [ $i -lt "$HOSTS" ]; do
 	i=$((i + 1)); d=$TMP/h$i
 	case $((i % 3)) in 0) x=g4dnmetal.xml ;; 1) x=nvidiaDGX2.xml ;; *) x=96em64t-4n4d3ca2co-pci.xml ;; esac
 	mkdir -p "$d" && cp -a tests/fixtures/sysroot/gpu-host-untuned "$d/root"
 	"$NODETUNE" daemon --sysroot "$d/root" --topology "$topos/$x" --policy policies/baseline.conf \
-		--fleet "$EP" --host "h$i" --no-metrics --socket "$d/sock" --state-dir "$d/state" \
+		--fleet "$EP" --host "h$i" --fleet-keys "$TMP/keys.d" --no-metrics --socket "$d/sock" --state-dir "$d/state" \
 		--interval "$INTERVAL" >"$d/log" 2>&1 &
 	echo $! >"$d/pid"
 done
@@ -77,11 +80,11 @@ h1=$(handled); t1=$(date +%s.%N)
 printf '[main]\nsummary = fleet_scale\n[thp]\ndefrag = madvise\n' >"$TMP/p.conf"
 chmod 644 "$TMP/p.conf"
 h2=$(handled)
-python3 - "$NODETUNE" "$EP" "$TMP/p.conf" "$WAVES" "$GATE_CMD" "$GATE_BUDGET" >"$TMP/ctl" <<'EOF'
+python3 - "$NODETUNE" "$EP" "$TMP/p.conf" "$WAVES" "$GATE_CMD" "$GATE_BUDGET" "$TMP/sk/ctl.key" >"$TMP/ctl" <<'EOF'
 import resource, subprocess, sys, time
-nt, ep, pol, waves, gate, budget = sys.argv[1:]
+nt, ep, pol, waves, gate, budget, key = sys.argv[1:]
 cmd = [nt, "fleet", "rollout", "--endpoints", ep, "--policy", pol, "--name", "scale", "--waves", waves,
-       "--wave-timeout", "120"]
+       "--wave-timeout", "120", "--signing-key", key]
 if gate:
     cmd += ["--gate-cmd", gate, "--gate-budget", budget, "--gate-allow-inconclusive"]
 t = time.monotonic()

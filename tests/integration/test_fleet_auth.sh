@@ -80,11 +80,15 @@ run env ETCDCTL_API=3 etcdctl --endpoints "$EP" --cacert "$C/ca.pem" put /nodetu
 # ---- a host over TLS with its own user, a rollout with the controller's ------------
 
 mkdir -p "$T_TMP/h1" && cp -a tests/fixtures/sysroot/gpu-host-untuned "$T_TMP/h1/root"
+# the controller's signing key, which h1 trusts
+mkdir -m 700 "$T_TMP/sk" && mkdir -m 755 "$T_TMP/keys.d"
+"$NODETUNE" fleet keygen --out "$T_TMP/sk" --name ctl >/dev/null && cp "$T_TMP/sk/ctl.pub" "$T_TMP/keys.d/" ||
+	t_not_ok "fleet keygen"
 printf '[main]\nsummary = test thp\n[thp]\nenabled = madvise\n' >"$T_TMP/thp.conf"
 chmod 644 "$T_TMP/thp.conf"
 # shellcheck disable=SC2086
 "$NODETUNE" daemon --sysroot "$T_TMP/h1/root" --topology "$TOPO" --policy policies/baseline.conf \
-	--fleet "$EP" --host h1 $H1 --no-metrics --socket "$T_TMP/h1/sock" --state-dir "$T_TMP/h1/state" \
+	--fleet "$EP" --host h1 $H1 --fleet-keys "$T_TMP/keys.d" --no-metrics --socket "$T_TMP/h1/sock" --state-dir "$T_TMP/h1/state" \
 	--interval 1 >>"$T_TMP/h1/log" 2>&1 &
 echo $! >"$T_TMP/h1/pid"
 i=0
@@ -100,7 +104,7 @@ grep -q '"alive": true' "$OUT" && grep -q '"state": "verified"' "$OUT" &&
 run as root role add nodetune-test-bump
 [ "$RC" -eq 0 ] && t_ok "the auth store changed under h1's token" || t_not_ok "role add as root (exit $RC)"
 # shellcheck disable=SC2086
-run "$NODETUNE" fleet rollout $CTL --policy "$T_TMP/thp.conf" --name r-tls --waves 100% --wave-timeout 30 --json
+run "$NODETUNE" fleet rollout $CTL --signing-key "$T_TMP/sk/ctl.key" --policy "$T_TMP/thp.conf" --name r-tls --waves 100% --wave-timeout 30 --json
 [ "$RC" -eq 0 ] && grep -q '"state": "done"' "$OUT" && grep -q 'fleet: applied thp.conf' "$T_TMP/h1/log" &&
 	t_ok "a rollout with the controller's user reached h1, which logged in again (done, applied)" ||
 	{ t_not_ok "rollout over TLS (exit $RC)"; sed 's/^/#   /' "$ERR" | tail -3; }
