@@ -107,7 +107,7 @@ run as root role add nodetune-test-bump
 run "$NODETUNE" fleet rollout $CTL --signing-key "$T_TMP/sk/ctl.key" --policy "$T_TMP/thp.conf" --name r-tls --waves 100% --wave-timeout 30 --json
 [ "$RC" -eq 0 ] && grep -q '"state": "done"' "$OUT" && grep -q 'fleet: applied thp.conf' "$T_TMP/h1/log" &&
 	t_ok "a rollout with the controller's user reached h1, which logged in again (done, applied)" ||
-	{ t_not_ok "rollout over TLS (exit $RC)"; sed 's/^/#   /' "$ERR" | tail -3; }
+	{ t_not_ok "rollout over TLS (exit $RC)"; sed 's/^/#   /' "$ERR" "$T_TMP/h1/log" | tail -8; }
 
 # ---- least privilege: h1's credentials -------------------------------------------
 

@@ -473,8 +473,9 @@ char *fleet_ctl_write_value(const struct fleet_rollout *r, const struct fleet_wr
 
 /* Sign the value *val of write w to host: a restored value that was
  * signed before is unwrapped and signed again with this seq (its old seq
- * would be a replay); the sha signed is the one the desired names. */
-static int sign_write(const struct fleet_ctl *c, const struct fleet_rollout *r, const struct fleet_write *w,
+ * would be a replay); the rollout and sha signed are the ones the desired
+ * names (a restored one names the rollout it came from). */
+static int sign_write(const struct fleet_ctl *c, const struct fleet_write *w,
 		      const char *host, uint64_t seq, const char *key, char **val, struct nt_err *err)
 {
 	struct sign_envelope e = { 0 };
@@ -490,7 +491,7 @@ static int sign_write(const struct fleet_ctl *c, const struct fleet_rollout *r, 
 	}
 	if ((rc = fleet_parse_desired(key, *val, strlen(*val), &d, err)) < 0)
 		return rc;
-	return seal(c, w->kind == FLEET_W_PUT_SHADOW ? SIGN_KIND_SHADOW : SIGN_KIND_DESIRED, host, r->name, d.sha256,
+	return seal(c, w->kind == FLEET_W_PUT_SHADOW ? SIGN_KIND_SHADOW : SIGN_KIND_DESIRED, host, d.rollout, d.sha256,
 		    seq, val, err);
 }
 
@@ -543,7 +544,7 @@ static int commit(struct fleet_ctl *c, const struct fleet_rollout *next, int64_t
 		if (!(vals[i] = fleet_ctl_write_value(next, &w[i])))
 			r = err_set(err, -ENOMEM, "out of memory");
 		else if (c->signer)
-			r = sign_write(c, next, &w[i], h->host, seq, keys[i], &vals[i], err);
+			r = sign_write(c, &w[i], h->host, seq, keys[i], &vals[i], err);
 	}
 	while (r == 0) {
 		unsigned n = 0;

@@ -867,12 +867,12 @@ struct fleet_host *fleet_host_start(const struct fleet_host_config *cfg, const s
 		err_set(err, -EINVAL, "the topology has no NUMA node: no hardware class");
 		goto out_free;
 	}
-	if (keys_load(fh, err) < 0)
-		goto out_free;
 	if (!(fh->e = etcd_open(cfg->endpoints, err)) || fleet_creds_apply(fh->e, cfg->creds, err) < 0)
 		goto out_free;
 	etcd_set_timeout(fh->e, 1000);
 	if (cfg->creds && fleet_creds_any(cfg->creds) && creds_probe(fh, err) < 0)
+		goto out_free;
+	if (keys_load(fh, err) < 0)
 		goto out_free;
 	if ((fh->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
 		err_set(err, -errno, "eventfd: %s", strerror(errno));
