@@ -134,6 +134,22 @@ static struct fleet_host_row *row_of(struct fleet_host_row *rows, unsigned *n, c
 	return &rows[(*n)++];
 }
 
+/* A desired or shadow value as the controller reads it back: the
+ * document inside a signed envelope (the hosts verify it; the controller
+ * only observes), else the value itself. */
+static int parse_desired_value(const struct etcd_kv *kv, struct fleet_desired *d, struct nt_err *err)
+{
+	struct sign_envelope e = { 0 };
+	enum sign_reject why;
+	int r;
+
+	if (sign_envelope_parse(kv->value, kv->value_len, &e, &why, NULL) < 0)
+		return fleet_parse_desired(kv->key, kv->value, kv->value_len, d, err);
+	r = fleet_parse_desired(kv->key, e.doc, e.doc_len, d, err);
+	sign_envelope_release(&e);
+	return r;
+}
+
 /* One key-value of the hosts' prefix into its row.  A value that does not
  * parse is kept as the row's "bad" (a host's problem, not the controller's). */
 static void row_take(struct fleet_host_row *row, enum fleet_key_kind kind, const struct etcd_kv *kv)
@@ -148,12 +164,12 @@ static void row_take(struct fleet_host_row *row, enum fleet_key_kind kind, const
 		row->alive = true;
 		break;
 	case FLEET_KEY_DESIRED:
-		r = fleet_parse_desired(kv->key, kv->value, kv->value_len, &row->desired, &err);
+		r = parse_desired_value(kv, &row->desired, &err);
 		row->has_desired = r == 0;
 		row->desired_rev = kv->mod_revision;
 		break;
 	case FLEET_KEY_SHADOW:
-		r = fleet_parse_desired(kv->key, kv->value, kv->value_len, &shadow, &err);
+		r = parse_desired_value(kv, &shadow, &err);
 		row->shadow_rev = kv->mod_revision;
 		break;
 	case FLEET_KEY_STATUS:
