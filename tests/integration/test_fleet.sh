@@ -260,7 +260,12 @@ printf '%s\n' '#!/bin/sh' \
 chmod 755 "$T_TMP/gatejob.sh"
 policy slow sched numa_balancing 0
 policy fast thp defrag madvise
-desired_of() { $ETCDCTL get "/nodetune/hosts/h$1/desired" --print-value-only | sha256sum; }
+# host N's desired document (inside its signed envelope: a restore signs it again with a new seq)
+desired_of() { $ETCDCTL get "/nodetune/hosts/h$1/desired" --print-value-only | python3 -c '
+import base64, json, sys
+v = sys.stdin.read()
+try: print(base64.b64decode(json.loads(v)["doc"]).decode())
+except Exception: print(v)' | sha256sum; }
 fleet_snap() { for n in 1 2 3 4 5 6 7 8; do echo "h$n $(tree_hash "$T_TMP/h$n/root") $(desired_of $n)"; done; }
 fleet_snap >"$T_TMP/gate.before"
 run "$NODETUNE" fleet rollout --endpoints "$EP" $SIGN --policy "$T_TMP/slow.conf" --name r-gate-slow --waves 1/class,100% \
