@@ -78,6 +78,9 @@ handled() {
 alive() { "$NODETUNE" fleet hosts --endpoints "$EP" $CTL --json | python3 -c '
 import json, sys; print(sum(1 for h in json.load(sys.stdin) if h["alive"]))'; }
 
+# the controller's signing key, which every host trusts (fleet keygen)
+mkdir -m 700 "$TMP/sk" && mkdir -m 755 "$TMP/keys.d"
+"$NODETUNE" fleet keygen --out "$TMP/sk" --name ctl >/dev/null && cp "$TMP/sk/ctl.pub" "$TMP/keys.d/"
 i=0
 while [ $i -lt "$HOSTS" ]; do
 	i=$((i + 1)); d=$TMP/h$i
@@ -86,7 +89,7 @@ while [ $i -lt "$HOSTS" ]; do
 	[ "$AUTH" = 1 ] && HOSTCRED="--cacert $C/ca.pem --user nodetune-host-h$i --password-file $TMP/pw/nodetune-host-h$i"
 	# shellcheck disable=SC2086
 	"$NODETUNE" daemon --sysroot "$d/root" --topology "$topos/$x" --policy policies/baseline.conf \
-		--fleet "$EP" --host "h$i" $HOSTCRED --no-metrics --socket "$d/sock" --state-dir "$d/state" \
+		--fleet "$EP" --host "h$i" $HOSTCRED --fleet-keys "$TMP/keys.d" --no-metrics --socket "$d/sock" --state-dir "$d/state" \
 		--interval "$INTERVAL" >"$d/log" 2>&1 &
 	echo $! >"$d/pid"
 done
@@ -105,11 +108,11 @@ h1=$(handled); t1=$(date +%s.%N)
 printf '[main]\nsummary = fleet_scale\n[thp]\ndefrag = madvise\n' >"$TMP/p.conf"
 chmod 644 "$TMP/p.conf"
 h2=$(handled)
-python3 - "$NODETUNE" "$EP" "$TMP/p.conf" "$WAVES" "$GATE_CMD" "$GATE_BUDGET" "$CTL" >"$TMP/ctl" <<'EOF'
+python3 - "$NODETUNE" "$EP" "$TMP/p.conf" "$WAVES" "$GATE_CMD" "$GATE_BUDGET" "$CTL" "$TMP/sk/ctl.key" >"$TMP/ctl" <<'EOF'
 import resource, subprocess, sys, time
-nt, ep, pol, waves, gate, budget, ctl = sys.argv[1:]
+nt, ep, pol, waves, gate, budget, ctl, key = sys.argv[1:]
 cmd = [nt, "fleet", "rollout", "--endpoints", ep, "--policy", pol, "--name", "scale", "--waves", waves,
-       "--wave-timeout", "120"] + ctl.split()
+       "--wave-timeout", "120", "--signing-key", key] + ctl.split()
 if gate:
     cmd += ["--gate-cmd", gate, "--gate-budget", budget, "--gate-allow-inconclusive"]
 t = time.monotonic()

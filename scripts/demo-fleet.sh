@@ -26,6 +26,9 @@ for x in g4dnmetal.xml nvidiaDGX2.xml 96em64t-4n4d3ca2co-pci.xml; do
 done
 
 dir=$(mktemp -d /tmp/nodetune-demo-fleet.XXXXXX)
+# the controller's signing key, which every host trusts (fleet keygen)
+mkdir -m 700 "$dir/ctl" && mkdir -m 755 "$dir/keys.d"
+"$nt" fleet keygen --out "$dir/ctl" --name ctl >/dev/null && cp "$dir/ctl/ctl.pub" "$dir/keys.d/"
 cleanup() {
 	trap - EXIT INT TERM
 	for p in "$dir"/h*/pid; do [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null; done
@@ -56,7 +59,7 @@ for x in g4dnmetal.xml nvidiaDGX2.xml 96em64t-4n4d3ca2co-pci.xml; do
 		i=$((i + 1)); h=$(printf 'h%02d' $i); d=$dir/$h
 		mkdir -p "$d" && cp -a tests/fixtures/sysroot/gpu-host-untuned "$d/root"
 		"$nt" daemon --sysroot "$d/root" --topology "$topos/$x" --policy policies/baseline.conf \
-			--endpoints "$EP" --host "$h" --no-metrics --socket "$d/sock" --state-dir "$d/state" \
+			--endpoints "$EP" --host "$h" --fleet-keys "$dir/keys.d" --no-metrics --socket "$d/sock" --state-dir "$d/state" \
 			--interval 1 >"$d/log" 2>&1 &
 		echo $! >"$d/pid"
 	done
@@ -77,7 +80,7 @@ policy nonuma sched numa_balancing 0
 echo
 echo "### 1. roll out defrag.conf (THP defrag madvise), canaries gated on the job"
 echo "\$ nodetune fleet rollout --policy defrag.conf --waves 1/class,25%,50%,100% --gate-cmd job.sh"
-"$nt" fleet rollout --endpoints "$EP" --policy "$dir/defrag.conf" --name good --waves 1/class,25%,50%,100% \
+"$nt" fleet rollout --endpoints "$EP" --signing-key "$dir/ctl/ctl.key" --policy "$dir/defrag.conf" --name good --waves 1/class,25%,50%,100% \
 	--gate-cmd "$dir/job.sh" --gate-budget 60 --wave-timeout 120 || true
 printf 'THP defrag per host:'
 for d in "$dir"/h*; do printf ' %s=%s' "${d##*/}" "$(cat "$d/root/sys/kernel/mm/transparent_hugepage/defrag")"; done
@@ -86,7 +89,7 @@ echo
 echo
 echo "### 2. roll out nonuma.conf (NUMA balancing off): the job regresses on the canaries"
 for d in "$dir"/h*; do tree_hash "$d/root" >"$d/before"; done
-"$nt" fleet rollout --endpoints "$EP" --policy "$dir/nonuma.conf" --name bad --waves 1/class,25%,50%,100% \
+"$nt" fleet rollout --endpoints "$EP" --signing-key "$dir/ctl/ctl.key" --policy "$dir/nonuma.conf" --name bad --waves 1/class,25%,50%,100% \
 	--gate-cmd "$dir/job.sh" --gate-budget 60 --wave-timeout 120 && rc=0 || rc=$?
 echo "(exit $rc)"
 same=0 changed=""

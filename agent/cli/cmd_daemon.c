@@ -37,6 +37,8 @@ static const struct opt_row daemon_opts[] = {
 	{ OPT_PASSWORD_FILE, OPT_OPTIONAL, NULL },
 	{ OPT_FLEET_CONF, OPT_OPTIONAL, NULL },
 	{ OPT_HOST, OPT_OPTIONAL, NULL },
+	{ OPT_FLEET_KEYS, OPT_OPTIONAL, NULL },
+	{ OPT_FLEET_INSECURE_UNSIGNED, OPT_OPTIONAL, NULL },
 	{ OPT_JSON, OPT_REFUSED, "the daemon reports through `nodetune status --json` and its metrics; its stderr is a log" },
 	OPT_TABLE_END,
 };
@@ -47,7 +49,8 @@ const struct verb_spec daemon_spec = {
 	"                       [--interval DURATION] [--flap N/SECONDS] [--metrics ADDR:PORT | --no-metrics]\n"
 	"                       [--textfile-dir DIR] [--socket PATH] [--revert-on-exit]\n"
 	"                       [--endpoints URLS --host NAME [--cacert FILE] [--cert FILE --key FILE]\n"
-	"                        [--user NAME --password-file FILE] [--fleet-conf FILE]]",
+	"                        [--user NAME --password-file FILE] [--fleet-conf FILE]\n"
+	"                        [--fleet-keys DIR] [--fleet-insecure-unsigned]]",
 	"keep a policy applied, correct drift and name who caused it, export metrics",
 	"Runs in the foreground (systemd Type=notify, a Kubernetes DaemonSet).  At start it\n"
 	"takes the state dir's lock (a second daemon there exits 2), finishes an apply\n"
@@ -66,7 +69,13 @@ const struct verb_spec daemon_spec = {
 	"named (kept in the state dir) stays, also across a restart.  etcd's TLS and login\n"
 	"as etcdctl takes them (--cacert, --cert/--key, --user/--password-file), or the\n"
 	"same keys in /etc/nodetune/fleet.conf (--fleet-conf), so that no secret is in ps\n"
-	"or the unit; a refusal is one line, exit 3.  Lines go to stderr,\n"
+	"or the unit; a refusal is one line, exit 3.  The host follows only documents\n"
+	"signed by a key of /etc/nodetune/fleet-keys.d (--fleet-keys DIR; root's, NAME.pub\n"
+	"from `nodetune fleet keygen`): unsigned, badly signed, of an unknown key, for\n"
+	"another host or older than the last one applied is refused, counted in\n"
+	"nodetune_fleet_rejected_total{reason} and said in the status; no key trusted:\n"
+	"every one is refused.  --fleet-insecure-unsigned also follows unsigned ones\n"
+	"(tests, demos).  Lines go to stderr,\n"
 	"with <N> syslog priorities under journald (or --log-format=syslog).",
 };
 
@@ -105,6 +114,8 @@ int cmd_daemon(struct opts *o)
 		.revert_on_exit = o->revert_on_exit,
 		.fleet_endpoints = o->endpoints,
 		.fleet_host = o->host,
+		.fleet_keys = o->fleet_keys,
+		.fleet_insecure_unsigned = o->fleet_insecure_unsigned,
 		.note = daemon_note,
 	};
 	struct nt_err err = { 0 };

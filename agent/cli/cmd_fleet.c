@@ -17,6 +17,7 @@
 #include "fleet/fleet_auth.h"
 #include "fleet/fleet_creds.h"
 #include "fleet/fleet_ctl.h"
+#include "fleet/sign.h"
 #include "base/log.h"
 #include "base/userfile.h"
 
@@ -38,6 +39,7 @@ static const struct opt_row rollout_opts[] = {
 	{ OPT_WAVE_TIMEOUT, OPT_OPTIONAL, NULL },
 	{ OPT_SHADOW, OPT_OPTIONAL, NULL },
 	{ OPT_GATE_ALLOW_INCONCLUSIVE, OPT_OPTIONAL, NULL },
+	{ OPT_SIGNING_KEY, OPT_OPTIONAL, NULL },
 	{ OPT_JSON, OPT_OPTIONAL, NULL },
 	OPT_TABLE_END,
 };
@@ -45,6 +47,7 @@ static const struct opt_row rollout_opts[] = {
 static const struct opt_row name_opts[] = {
 	FLEET_OPTS_COMMON,
 	{ OPT_NAME, OPT_REQUIRED, NULL },
+	{ OPT_SIGNING_KEY, OPT_OPTIONAL, NULL },
 	{ OPT_JSON, OPT_OPTIONAL, NULL },
 	OPT_TABLE_END,
 };
@@ -64,6 +67,9 @@ static const struct opt_row hosts_opts[] = {
 
 #define EXITS "Exit: 0 done, 1 rolled back or aborted (or a shadow found an invalid plan), 2 bad\n" \
 	      "usage or input (nothing written), 3 the store failed or the rollout ended failed.\n\n" CREDS
+#define SIGNING "--signing-key FILE (fleet keygen's NAME.key, mode 0600) signs every desired,\n" \
+	"shadow and policy document written, with the store's revision as its seq; hosts\n" \
+	"follow only documents signed by a key they trust (nodetune daemon --fleet-keys).\n"
 #define CREDS "etcd's credentials, as etcdctl takes them: --cacert FILE (the members' CA), --cert\n" \
 	      "FILE --key FILE (a client certificate), --user NAME --password-file FILE (a login;\n" \
 	      "the password is the file's first line, root's, mode 0600); the same keys in\n" \
@@ -74,7 +80,8 @@ const struct verb_spec fleet_rollout_spec = {
 	rollout_opts, VERB_NO_COMMAND,
 	"nodetune fleet rollout --endpoints URLS --policy FILE|NAME --name NAME\n"
 	"                   [--waves 1/class,1%,10%,50%,100%] [--gate-cmd CMD] [--gate-budget DURATION]\n"
-	"                   [--wave-timeout DURATION] [--shadow] [--gate-allow-inconclusive] [--json]",
+	"                   [--wave-timeout DURATION] [--shadow] [--gate-allow-inconclusive]\n"
+	"                   [--signing-key FILE] [--json]",
 	"roll a policy out to the fleet's hosts in waves (canary gate, automatic rollback)",
 	"Validates FILE as every host will, stores it, plans the waves over the hosts alive\n"
 	"now (the first: one host of each hardware class; each P%: up to P% of the fleet,\n"
@@ -88,20 +95,20 @@ const struct verb_spec fleet_rollout_spec = {
 	"--gate-allow-inconclusive) rolls back.  --shadow: every host plans and verifies\n"
 	"FILE and reports what it would change, or why it is invalid there; nothing is\n"
 	"written to any host.  Every step is a compare-and-swap in etcd: a controller\n"
-	"killed anywhere goes on with `fleet resume`.\n" EXITS,
+	"killed anywhere goes on with `fleet resume`.\n" SIGNING EXITS,
 };
 
 const struct verb_spec fleet_resume_spec = {
 	name_opts, VERB_NO_COMMAND,
-	"nodetune fleet resume --endpoints URLS --name NAME [--json]",
+	"nodetune fleet resume --endpoints URLS --name NAME [--signing-key FILE] [--json]",
 	"go on with a rollout whose controller stopped",
 	"Waits for a dead controller's lease to expire (at most its TTL), then leads the\n"
-	"rollout from where the store says it is; no step is taken twice.\n" EXITS,
+	"rollout from where the store says it is; no step is taken twice.\n" SIGNING EXITS,
 };
 
 const struct verb_spec fleet_abort_spec = {
 	name_opts, VERB_NO_COMMAND,
-	"nodetune fleet abort --endpoints URLS --name NAME [--json]",
+	"nodetune fleet abort --endpoints URLS --name NAME [--signing-key FILE] [--json]",
 	"stop a rollout and put back what it changed",
 	"Every host the rollout touched goes back to the policy it ran before; a running\n"
 	"controller does it, or this command when there is none.\n" EXITS,
@@ -258,6 +265,16 @@ int cli_fleet_creds(const struct opts *o, struct fleet_creds *ret)
 	return 0;
 }
 
+/* The controller's signing key (--signing-key): lives as long as the
+ * command; wiped at exit by the controller's close (ctl_close). */
+static struct sign_key signer;
+
+static void ctl_close(struct fleet_ctl *c)
+{
+	fleet_ctl_close(c);
+	sign_key_wipe(&signer);
+}
+
 /* A controller over --endpoints with the credentials; NULL with
  * *ret_exit: 3 when the store refused us (TLS, login), else 2. */
 static struct fleet_ctl *ctl_open(struct opts *o, int *ret_exit)
@@ -268,11 +285,20 @@ static struct fleet_ctl *ctl_open(struct opts *o, int *ret_exit)
 
 	if ((*ret_exit = cli_fleet_creds(o, &creds)))
 		return NULL;
+	if (o->signing_key && sign_key_load(o->signing_key, policy_trust_flags() ? SIGN_TRUSTED_ONLY : 0,
+					    &signer, &err) < 0) {
+		explicit_bzero(&creds, sizeof(creds));
+		log_msg(LOG_ERR, "--signing-key: %s", err.msg);
+		*ret_exit = EXIT_USAGE;
+		return NULL;
+	}
 	c = fleet_ctl_open(o->endpoints, &creds, fleet_note, o, &err);
 	explicit_bzero(&creds, sizeof(creds));
 	if (!c) {
 		log_msg(LOG_ERR, "%s", err.msg);
 		*ret_exit = err.code == -EACCES ? EXIT_RUNTIME : EXIT_USAGE;
+	} else if (o->signing_key) {
+		fleet_ctl_set_signer(c, &signer);
 	}
 	return c;
 }
@@ -367,7 +393,7 @@ int cmd_fleet_rollout(struct opts *o)
 		return rc;
 	}
 	rc = fleet_ctl_create(c, &ro, &err) < 0 ? store_error(&err) : lead(o, c, false, false);
-	fleet_ctl_close(c);
+	ctl_close(c);
 	free(content);
 	return rc;
 }
@@ -381,7 +407,7 @@ static int lead_named(struct opts *o, bool abort)
 	if (!c)
 		return rc;
 	rc = lead(o, c, abort, true);
-	fleet_ctl_close(c);
+	ctl_close(c);
 	return rc;
 }
 
@@ -414,7 +440,7 @@ int cmd_fleet_status(struct opts *o)
 	for (unsigned i = 0; i < n; i++)
 		fleet_rollout_release(&all[i]);
 	free(all);
-	fleet_ctl_close(c);
+	ctl_close(c);
 	return rc;
 }
 
@@ -464,7 +490,7 @@ int cmd_fleet_hosts(struct opts *o)
 	if (!c)
 		return rc;
 	rc = fleet_ctl_hosts(c, &rows, &n, &err);
-	fleet_ctl_close(c);
+	ctl_close(c);
 	if (rc < 0)
 		return store_error(&err);
 	if (o->json) {

@@ -43,6 +43,8 @@ enum opt_id {
 	OPT_METRIC, OPT_METRIC_KIND, OPT_SKIP_STEPS,   /* ab's figure */
 	OPT_LIMITS,                   /* apply's and run's site limits */
 	OPT_OUT,                      /* fleet keygen's directory */
+	OPT_SIGNING_KEY,              /* the controller's secret key (fleet keygen's NAME.key) */
+	OPT_FLEET_KEYS, OPT_FLEET_INSECURE_UNSIGNED,   /* the daemon's trust in the fleet's documents */
 	OPT_VERBOSE, OPT_LOG_FORMAT, OPT_VERSION,      /* global: every verb takes them */
 	OPT__COUNT,
 	OPT_END = -1,                 /* ends a verb's table */
@@ -73,9 +75,10 @@ struct opts {
 	const char *log_format;
 	double gate_budget, wave_timeout;
 	const char *metric, *metric_kind;
-	const char *limits, *out;
+	const char *limits, *out, *signing_key, *fleet_keys;
 	unsigned skip_steps;
 	bool json, dry_run, markdown, quiet, no_metrics, revert_on_exit, shadow, gate_allow_inconclusive, print;
+	bool fleet_insecure_unsigned;
 	bool verbose, version;
 	bool given[OPT__COUNT];
 	char **command;               /* NULL-terminated, after "--"; NULL none */

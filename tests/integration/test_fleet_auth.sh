@@ -80,11 +80,15 @@ run env ETCDCTL_API=3 etcdctl --endpoints "$EP" --cacert "$C/ca.pem" put /nodetu
 # ---- a host over TLS with its own user, a rollout with the controller's ------------
 
 mkdir -p "$T_TMP/h1" && cp -a tests/fixtures/sysroot/gpu-host-untuned "$T_TMP/h1/root"
+# the controller's signing key, which h1 trusts
+mkdir -m 700 "$T_TMP/sk" && mkdir -m 755 "$T_TMP/keys.d"
+"$NODETUNE" fleet keygen --out "$T_TMP/sk" --name ctl >/dev/null && cp "$T_TMP/sk/ctl.pub" "$T_TMP/keys.d/" ||
+	t_not_ok "fleet keygen"
 printf '[main]\nsummary = test thp\n[thp]\nenabled = madvise\n' >"$T_TMP/thp.conf"
 chmod 644 "$T_TMP/thp.conf"
 # shellcheck disable=SC2086
 "$NODETUNE" daemon --sysroot "$T_TMP/h1/root" --topology "$TOPO" --policy policies/baseline.conf \
-	--fleet "$EP" --host h1 $H1 --no-metrics --socket "$T_TMP/h1/sock" --state-dir "$T_TMP/h1/state" \
+	--fleet "$EP" --host h1 $H1 --fleet-keys "$T_TMP/keys.d" --no-metrics --socket "$T_TMP/h1/sock" --state-dir "$T_TMP/h1/state" \
 	--interval 1 >>"$T_TMP/h1/log" 2>&1 &
 echo $! >"$T_TMP/h1/pid"
 i=0
@@ -100,10 +104,10 @@ grep -q '"alive": true' "$OUT" && grep -q '"state": "verified"' "$OUT" &&
 run as root role add nodetune-test-bump
 [ "$RC" -eq 0 ] && t_ok "the auth store changed under h1's token" || t_not_ok "role add as root (exit $RC)"
 # shellcheck disable=SC2086
-run "$NODETUNE" fleet rollout $CTL --policy "$T_TMP/thp.conf" --name r-tls --waves 100% --wave-timeout 30 --json
+run "$NODETUNE" fleet rollout $CTL --signing-key "$T_TMP/sk/ctl.key" --policy "$T_TMP/thp.conf" --name r-tls --waves 100% --wave-timeout 30 --json
 [ "$RC" -eq 0 ] && grep -q '"state": "done"' "$OUT" && grep -q 'fleet: applied thp.conf' "$T_TMP/h1/log" &&
 	t_ok "a rollout with the controller's user reached h1, which logged in again (done, applied)" ||
-	{ t_not_ok "rollout over TLS (exit $RC)"; sed 's/^/#   /' "$ERR" | tail -3; }
+	{ t_not_ok "rollout over TLS (exit $RC)"; sed 's/^/#   /' "$ERR" "$T_TMP/h1/log" | tail -8; }
 
 # ---- least privilege: h1's credentials -------------------------------------------
 
@@ -141,7 +145,9 @@ for how in password ca; do
 	else creds="--cacert $C/other-ca.pem --user nodetune-host-h2 --password-file $P/nodetune-host-h2"; fi
 	# shellcheck disable=SC2086
 	run timeout 30 "$NODETUNE" daemon --sysroot "$T_TMP/h2/root" --topology "$TOPO" --policy "$T_TMP/thp.conf" \
-		--fleet "$EP" --host h2 $creds --no-metrics --socket "$T_TMP/h2/sock" --state-dir "$T_TMP/h2/state-$how" --interval 1
+		--fleet "$EP" --host h2 $creds --no-metrics --socket "$T_TMP/h2/sock" --state-dir "$T_TMP/h2/state-$how" --interval 1 \
+		--log-format=syslog
+	# --log-format=syslog: each line carries its priority, so the error lines are counted
 	if [ "$RC" -eq 3 ] && [ "$(grep -c '<3>' "$ERR")" -eq 1 ] && grep -q 'https://127.0.0.1' "$ERR" &&
 		[ "$(tree_hash "$T_TMP/h2/root")" = "$before" ] && ! ls "$T_TMP/h2/state-$how"/journal* >/dev/null 2>&1; then
 		t_ok "daemon with a wrong $how: exit 3, one error line naming the endpoint, host byte-identical"

@@ -166,7 +166,8 @@ static void doctor_maybe(struct daemon *d, double mono)
 enum daemon_metric {
 	DM_BUILD_INFO, DM_POLICY_INFO, DM_VERIFY_LAST, DM_VERIFY_DURATION, DM_DOCTOR_DURATION, DM_VERIFY_TOTAL,
 	DM_KNOBS_CHECKED, DM_KNOBS_DRIFTED, DM_CORRECTIONS, DM_CORRECTION_FAILURES, DM_RELOADS, DM_RELOAD_FAILURES,
-	DM_DRIFT, DM_KNOB_CONTESTED, DM_DOCTOR_FINDING, DM_TLB, DM_DEVICE_IRQ, DM_PRESSURE, DM_MEMCG, DM__COUNT
+	DM_DRIFT, DM_KNOB_CONTESTED, DM_DOCTOR_FINDING, DM_TLB, DM_DEVICE_IRQ, DM_PRESSURE, DM_MEMCG, DM_FLEET_REJECTED,
+	DM__COUNT
 };
 
 struct metric_row {
@@ -267,6 +268,18 @@ static int memcg_samples(const struct daemon *d, struct metrics *m, const char *
 	return r < 0 ? r : sample(m, name, (const char *[]){ "state", "live", NULL }, (double)d->snap.memcg_live, err);
 }
 
+static int fleet_rejected_samples(const struct daemon *d, struct metrics *m, const char *name, struct nt_err *err)
+{
+	int r = 0;
+
+	for (unsigned i = 0; i < SIGN_REJ__COUNT && r == 0; i++)
+		r = sample(m, name, (const char *[]){ "reason", sign_reject_names[i], NULL },
+			   (double)fleet_host_rejected(d->fleet, (enum sign_reject)i), err);
+	return r;
+}
+
+static bool in_fleet(const struct daemon *d) { return d->fleet != NULL; }
+
 static double v_verify_wall(const struct daemon *d) { return d->verify_wall; }
 static double v_verify_dur(const struct daemon *d) { return d->verify_dur; }
 static double v_doctor_dur(const struct daemon *d) { return d->doctor_dur; }
@@ -320,6 +333,9 @@ static const struct metric_row metric_rows[DM__COUNT] = {
 		     has_tlb },
 	[DM_DEVICE_IRQ] = { "nodetune_device_interrupts_total", METRIC_COUNTER,
 			    "Device (numbered) interrupts, all CPUs.", v_device_irq, NULL, has_sampler },
+	[DM_FLEET_REJECTED] = { "nodetune_fleet_rejected_total", METRIC_COUNTER,
+				"Fleet documents refused (unsigned, bad signature, unknown key, other host, replay...).",
+				NULL, fleet_rejected_samples, in_fleet },
 	[DM_PRESSURE] = { "nodetune_pressure_stalled_seconds_total", METRIC_COUNTER,
 			  "Pressure stall time (PSI) by resource and kind.", NULL, pressure_samples, has_psi },
 	[DM_MEMCG] = { "nodetune_memory_cgroups", METRIC_GAUGE,
@@ -591,7 +607,8 @@ static int fleet_start(struct daemon *d, struct nt_err *err)
 	const struct daemon_config *c = d->cfg;
 	const char *local = c->local_policy ? c->local_policy : c->policy_path, *base = strrchr(local, '/');
 	struct fleet_host_config fc = { c->fleet_endpoints, c->fleet_creds, c->fleet_host, c->state_dir, local, c->policy_path,
-					c->sysroot, c->topology, c->interval_s, c->note, c->note_arg };
+					c->sysroot, c->topology, c->interval_s, c->note, c->note_arg,
+					c->fleet_keys, c->fleet_insecure_unsigned };
 
 	snprintf(d->policy_name, sizeof(d->policy_name), "%s", base ? base + 1 : local);
 	d->fleet = fleet_host_start(&fc, d->topo, err);

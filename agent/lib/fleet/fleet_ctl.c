@@ -16,6 +16,7 @@
 #include "fleet/fleet_creds.h"
 #include "fleet/fleet_ctl.h"
 #include "fleet/fleet_ctl_test.h"
+#include "fleet/sign.h"
 
 struct fleet_ctl {
 	struct etcd *e;
@@ -25,6 +26,7 @@ struct fleet_ctl {
 	int64_t leader_rev;           /* the leader key's create_revision */
 	double next_keepalive;
 	double pause_s;               /* NODETUNE_FLEET_PAUSE: tests kill the controller between steps */
+	const struct sign_key *signer;  /* NULL: documents go unsigned */
 };
 
 /* One line for the caller's note callback (none: nothing). */
@@ -65,6 +67,45 @@ struct fleet_ctl *fleet_ctl_open(const char *endpoints, const struct fleet_creds
 	return c;
 }
 
+void fleet_ctl_set_signer(struct fleet_ctl *c, const struct sign_key *k)
+{
+	c->signer = k;
+}
+
+/* With a signer, replace *val (a document for host, "*" for a policy) by
+ * its signed envelope.  0, -EINVAL or -ENOMEM with err; *val kept on error. */
+static int seal(const struct fleet_ctl *c, enum sign_kind kind, const char *host, const char *rollout,
+		const char *sha, uint64_t seq, char **val, struct nt_err *err)
+{
+	struct sign_header h = { .kind = kind, .seq = seq };
+	char *env;
+	int r;
+
+	if (!c->signer)
+		return 0;
+	snprintf(h.host, sizeof(h.host), "%s", host);
+	snprintf(h.rollout, sizeof(h.rollout), "%s", rollout);
+	snprintf(h.policy_sha256, sizeof(h.policy_sha256), "%s", *sha ? sha : FLEET_SHA_NONE);
+	if ((r = sign_envelope_make(c->signer, &h, *val, strlen(*val), &env, err)) < 0)
+		return r;
+	free(*val);
+	*val = env;
+	return 0;
+}
+
+/* The store's revision now: the seq of what is signed next (each write
+ * after it has a higher revision, so a host sees its seqs grow). */
+static int seq_now(struct fleet_ctl *c, const char *key, uint64_t *ret, struct nt_err *err)
+{
+	struct etcd_range rg = { 0 };
+	int r = etcd_get(c->e, key, false, &rg, err);
+
+	if (r == 0)
+		*ret = (uint64_t)rg.revision;
+	etcd_range_free(&rg);
+	return r;
+}
+
 void fleet_ctl_close(struct fleet_ctl *c)
 {
 	if (!c)
@@ -93,6 +134,22 @@ static struct fleet_host_row *row_of(struct fleet_host_row *rows, unsigned *n, c
 	return &rows[(*n)++];
 }
 
+/* A desired or shadow value as the controller reads it back: the
+ * document inside a signed envelope (the hosts verify it; the controller
+ * only observes), else the value itself. */
+static int parse_desired_value(const struct etcd_kv *kv, struct fleet_desired *d, struct nt_err *err)
+{
+	struct sign_envelope e = { 0 };
+	enum sign_reject why;
+	int r;
+
+	if (sign_envelope_parse(kv->value, kv->value_len, &e, &why, NULL) < 0)
+		return fleet_parse_desired(kv->key, kv->value, kv->value_len, d, err);
+	r = fleet_parse_desired(kv->key, e.doc, e.doc_len, d, err);
+	sign_envelope_release(&e);
+	return r;
+}
+
 /* One key-value of the hosts' prefix into its row.  A value that does not
  * parse is kept as the row's "bad" (a host's problem, not the controller's). */
 static void row_take(struct fleet_host_row *row, enum fleet_key_kind kind, const struct etcd_kv *kv)
@@ -107,12 +164,12 @@ static void row_take(struct fleet_host_row *row, enum fleet_key_kind kind, const
 		row->alive = true;
 		break;
 	case FLEET_KEY_DESIRED:
-		r = fleet_parse_desired(kv->key, kv->value, kv->value_len, &row->desired, &err);
+		r = parse_desired_value(kv, &row->desired, &err);
 		row->has_desired = r == 0;
 		row->desired_rev = kv->mod_revision;
 		break;
 	case FLEET_KEY_SHADOW:
-		r = fleet_parse_desired(kv->key, kv->value, kv->value_len, &shadow, &err);
+		r = parse_desired_value(kv, &shadow, &err);
 		row->shadow_rev = kv->mod_revision;
 		break;
 	case FLEET_KEY_STATUS:
@@ -181,11 +238,17 @@ static int store_policy(struct fleet_ctl *c, const struct fleet_rollout_opts *o,
 			struct nt_err *err)
 {
 	char key[128], *doc = fleet_policy_doc_json(o->policy_name, o->content, o->content_len, sha);
+	uint64_t seq = 0;
 	int r;
 
 	if (!doc)
 		return err_set(err, -ENOMEM, "out of memory");
-	r = etcd_cas(c->e, fleet_policy_key(key, sizeof(key), sha), 0, doc, strlen(doc), 0, NULL, err);
+	fleet_policy_key(key, sizeof(key), sha);
+	r = c->signer ? seq_now(c, key, &seq, err) : 0;
+	if (r == 0)
+		r = seal(c, SIGN_KIND_POLICY, "*", o->name, sha, seq, &doc, err);
+	if (r == 0)
+		r = etcd_cas(c->e, key, 0, doc, strlen(doc), 0, NULL, err);
 	free(doc);
 	return r == -ECANCELED ? 0 : r;
 }
@@ -424,6 +487,30 @@ char *fleet_ctl_write_value(const struct fleet_rollout *r, const struct fleet_wr
 	return fleet_desired_json(&d, w->kind == FLEET_W_PUT_SHADOW);
 }
 
+/* Sign the value *val of write w to host: a restored value that was
+ * signed before is unwrapped and signed again with this seq (its old seq
+ * would be a replay); the rollout and sha signed are the ones the desired
+ * names (a restored one names the rollout it came from). */
+static int sign_write(const struct fleet_ctl *c, const struct fleet_write *w,
+		      const char *host, uint64_t seq, const char *key, char **val, struct nt_err *err)
+{
+	struct sign_envelope e = { 0 };
+	struct fleet_desired d;
+	enum sign_reject why;
+	int rc;
+
+	if (w->kind == FLEET_W_RESTORE_DESIRED && sign_envelope_parse(*val, strlen(*val), &e, &why, NULL) == 0) {
+		free(*val);
+		*val = e.doc;             /* moved: NUL-terminated */
+		e.doc = NULL;
+		sign_envelope_release(&e);
+	}
+	if ((rc = fleet_parse_desired(key, *val, strlen(*val), &d, err)) < 0)
+		return rc;
+	return seal(c, w->kind == FLEET_W_PUT_SHADOW ? SIGN_KIND_SHADOW : SIGN_KIND_DESIRED, host, d.rollout, d.sha256,
+		    seq, val, err);
+}
+
 /* One transaction: the compares of a step and ops[0..n). */
 static int txn(struct fleet_ctl *c, const char *rkey, int64_t rollout_rev, const struct etcd_op *ops, unsigned n,
 	       int64_t *ret_rev, struct nt_err *err)
@@ -458,17 +545,22 @@ static int commit(struct fleet_ctl *c, const struct fleet_rollout *next, int64_t
 	struct etcd_op *ops = calloc(FLEET_TXN_HOSTS + 1, sizeof(*ops));
 	char **vals = calloc(n_w + 1, sizeof(char *)), (*keys)[128] = calloc(n_w + 1, sizeof(*keys)), rkey[128];
 	unsigned done = 0;
+	uint64_t seq = 0;
 	int r = 0;
 
 	if (!ops || !vals || !keys)
 		r = err_set(err, -ENOMEM, "out of memory");
 	fleet_rollout_key(rkey, sizeof(rkey), next->name, false);
+	if (r == 0 && c->signer)
+		r = seq_now(c, rkey, &seq, err);
 	for (unsigned i = 0; r == 0 && i < n_w; i++) {
 		const struct fleet_rhost *h = &next->waves[w[i].wave].hosts[w[i].index];
 
 		fleet_host_key(keys[i], sizeof(keys[i]), h->host, w[i].kind == FLEET_W_PUT_SHADOW ? "shadow" : "desired");
 		if (!(vals[i] = fleet_ctl_write_value(next, &w[i])))
 			r = err_set(err, -ENOMEM, "out of memory");
+		else if (c->signer)
+			r = sign_write(c, &w[i], h->host, seq, keys[i], &vals[i], err);
 	}
 	while (r == 0) {
 		unsigned n = 0;

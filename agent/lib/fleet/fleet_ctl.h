@@ -49,6 +49,15 @@ struct fleet_ctl *fleet_ctl_open(const char *endpoints, const struct fleet_creds
 				 void *arg, struct nt_err *err);
 void fleet_ctl_close(struct fleet_ctl *c);
 
+/* Sign every desired, shadow and policy document this controller writes
+ * with k (fleet/sign.h; NULL: unsigned), which must outlive c.  The seq of
+ * a step's documents is the store's revision read just before the step's
+ * transaction, so a host's seqs only grow; the policy_sha256 signed is the
+ * one the desired names (FLEET_SHA_NONE for mode local).  A restored
+ * desired value that was signed before is signed again with the new seq. */
+struct sign_key;
+void fleet_ctl_set_signer(struct fleet_ctl *c, const struct sign_key *k);
+
 /* Store the policy (create-only), plan the waves over the hosts alive now
  * and create the rollout (only if no rollout of that name exists, and none
  * other is running).  0, or -EEXIST, -EBUSY, -EINVAL (no hosts), a store

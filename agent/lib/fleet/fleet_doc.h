@@ -76,6 +76,7 @@
 #define FLEET_CLASS_LEN 12           /* hex digits of a class id */
 #define FLEET_LABEL_MAX 64
 #define FLEET_SHA_LEN (SHA256_DIGEST_STRING_LENGTH - 1)
+#define FLEET_SHA_NONE "0000000000000000000000000000000000000000000000000000000000000000" /* signed for a desired naming no policy */
 #define FLEET_WAVES_MAX 16
 #define FLEET_HOSTS_MAX 20000
 #define FLEET_EVENTS_MAX 256         /* timeline entries kept in a rollout */

@@ -24,6 +24,7 @@
 #include "fleet/fleet_creds.h"
 #include "fleet/fleet_host.h"
 #include "fleet/fleet_host_test.h"
+#include "fleet/sign.h"
 #include "tune/verify.h"
 
 #define STATUS_EVERY_S 30.0
@@ -50,6 +51,10 @@ struct fleet_host {
 	char *published;           /* its JSON, to publish only changes */
 	char *running;             /* the bytes of the policy that runs (for the gate's arm A) */
 	size_t running_len;
+	struct sign_keyring *keys; /* NULL: none trusted */
+	uint64_t last_seq;         /* the seq of the last desired admitted (FLEET_HOST_SEQ) */
+	uint64_t shadow_seq;       /* the last shadow's (not kept: a shadow changes nothing) */
+	unsigned long rejected[SIGN_REJ__COUNT];
 };
 
 /* One line for the caller's note callback (none: nothing). */
@@ -192,6 +197,115 @@ static void *lease_thread(void *arg)
 	return NULL;
 }
 
+/* ---- admitting a document (signatures) --------------------------------- */
+
+/* The bytes as they are: an unsigned document under insecure. */
+static int admit_bare(const char *buf, size_t len, struct sign_envelope *ret, struct nt_err *err)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (!(ret->doc = malloc(len + 1)))
+		return err_set(err, -ENOMEM, "out of memory");
+	memcpy(ret->doc, buf, len);
+	ret->doc[len] = '\0';
+	ret->doc_len = len;
+	return 0;
+}
+
+/* A signed desired or shadow must say what its header signed. */
+static int admit_agrees(const struct sign_envelope *e, const char *host, enum sign_reject *ret_reason,
+			struct nt_err *err)
+{
+	struct fleet_desired d;
+	char key[128];
+
+	fleet_host_key(key, sizeof(key), host, e->h.kind == SIGN_KIND_SHADOW ? "shadow" : "desired");
+	if (fleet_parse_desired(key, e->doc, e->doc_len, &d, NULL) < 0)
+		return 0;                /* the caller's parse says why */
+	if (strcmp(d.rollout, e->h.rollout) || strcmp(*d.sha256 ? d.sha256 : FLEET_SHA_NONE, e->h.policy_sha256)) {
+		*ret_reason = SIGN_REJ_MALFORMED;
+		return err_set(err, -EPERM, "refused (malformed): the document's rollout or sha256 is not the one signed");
+	}
+	return 0;
+}
+
+int fleet_host_admit(const struct sign_keyring *kr, bool insecure, enum sign_kind kind, const char *host,
+		     uint64_t last_seq, const char *buf, size_t len, struct sign_envelope *ret,
+		     enum sign_reject *ret_reason, struct nt_err *err)
+{
+	struct sign_expect want = { kind, host, last_seq };
+	struct sign_envelope e = { 0 };
+	enum sign_reject why = SIGN_REJ_UNSIGNED;
+	struct nt_err perr = { 0 };
+	int r = sign_envelope_parse(buf, len, &e, &why, &perr);
+
+	if (r == -ENOMEM)
+		return err_set(err, r, "out of memory");
+	sign_envelope_release(&e);
+	if (r < 0 && why == SIGN_REJ_UNSIGNED && insecure)
+		return admit_bare(buf, len, ret, err);
+	if (r == 0 && !kr) {
+		*ret_reason = SIGN_REJ_UNKNOWN_KEY;
+		return err_set(err, -EPERM, "refused (unknown_key): no signing key is trusted here");
+	}
+	if (r < 0) {
+		*ret_reason = why;
+		return err_set(err, -EPERM, "%s", perr.msg);
+	}
+	if ((r = sign_verify(kr, buf, len, &want, &e, ret_reason, err)) < 0)
+		return r;
+	if (kind != SIGN_KIND_POLICY && (r = admit_agrees(&e, host, ret_reason, err)) < 0) {
+		sign_envelope_release(&e);
+		return r;
+	}
+	*ret = e;
+	return 0;
+}
+
+/* A refusal: counted, and the caller says it once. */
+static void rejected(struct fleet_host *fh, enum sign_reject why)
+{
+	if ((unsigned)why < SIGN_REJ__COUNT)
+		fh->rejected[why]++;
+}
+
+unsigned long fleet_host_rejected(const struct fleet_host *fh, enum sign_reject r)
+{
+	return fh && (unsigned)r < SIGN_REJ__COUNT ? fh->rejected[r] : 0;
+}
+
+static int write_file(const char *path, const char *buf, size_t len);
+
+/* The last seq applied, from the state dir (0: none yet). */
+static uint64_t seq_load(const char *state_dir)
+{
+	char path[4096], buf[32] = "";
+	unsigned long long v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", state_dir, FLEET_HOST_SEQ);
+	if (!(f = fopen(path, "re")))
+		return 0;
+	if (!fgets(buf, sizeof(buf), f) || sscanf(buf, "%llu", &v) != 1)
+		v = 0;
+	fclose(f);
+	return (uint64_t)v;
+}
+
+/* A newer seq admitted: kept, so that a restart still refuses older ones. */
+static void seq_note(struct fleet_host *fh, uint64_t seq)
+{
+	char path[4096], buf[32];
+	int r;
+
+	if (seq <= fh->last_seq)
+		return;
+	fh->last_seq = seq;
+	snprintf(path, sizeof(path), "%s/%s", fh->cfg.state_dir, FLEET_HOST_SEQ);
+	snprintf(buf, sizeof(buf), "%llu\n", (unsigned long long)seq);
+	if ((r = write_file(path, buf, strlen(buf))) < 0)
+		say(fh, LOG_WARNING, "fleet: %s: %s (a restart would accept an older document)", path, strerror(-r));
+}
+
 /* ---- fetching and validating a policy ---------------------------------- */
 
 /* A policy and its plan for this host, checked as a file is. */
@@ -230,7 +344,9 @@ static int candidate_fetch(struct fleet_host *fh, const char *sha, const struct 
 			   struct candidate *c, struct nt_err *err)
 {
 	struct fleet_policy_doc doc = { 0 };
+	struct sign_envelope env = { 0 };
 	struct etcd_range rg = { 0 };
+	enum sign_reject why;
 	char key[128];
 	int r = etcd_get(fh->e, fleet_policy_key(key, sizeof(key), sha), false, &rg, err);
 
@@ -238,8 +354,14 @@ static int candidate_fetch(struct fleet_host *fh, const char *sha, const struct 
 		return r;
 	if (rg.n_kvs == 0)
 		r = err_set(err, -EINVAL, "%s: no such policy in the store", key);
-	else
-		r = fleet_parse_policy_doc(key, rg.kvs[0].value, rg.kvs[0].value_len, &doc, err);
+	else if ((r = fleet_host_admit(fh->keys, fh->cfg.insecure_unsigned, SIGN_KIND_POLICY, fh->host, 0,
+				       rg.kvs[0].value, rg.kvs[0].value_len, &env, &why, err)) == -EPERM)
+		rejected(fh, why);
+	else if (r == 0 && *env.h.policy_sha256 && strcmp(env.h.policy_sha256, sha))
+		r = err_set(err, -EINVAL, "%s: signed for sha256 %.12s", key, env.h.policy_sha256);
+	else if (r == 0)
+		r = fleet_parse_policy_doc(key, env.doc, env.doc_len, &doc, err);
+	sign_envelope_release(&env);
 	etcd_range_free(&rg);
 	if (r == 0 && strcmp(doc.sha256, sha))
 		r = err_set(err, -EINVAL, "%s: the document names sha256 %.12s", key, doc.sha256);
@@ -588,6 +710,37 @@ static int follow(struct fleet_host *fh, struct fleet_host_view *v, const struct
 	return changed;
 }
 
+/* Admit and parse a desired or shadow value.  A refusal is counted once
+ * per revision (a refused desired is then said by refuse(); a refused
+ * shadow here).  0 or -errno with err. */
+static int read_desired(struct fleet_host *fh, enum fleet_key_kind k, const struct etcd_kv *kv,
+			struct fleet_desired *d, struct nt_err *err)
+{
+	bool desired = k == FLEET_KEY_DESIRED;
+	int64_t seen = desired ? fh->failed_rev : fh->done_shadow_rev;
+	struct sign_envelope e = { 0 };
+	enum sign_reject why;
+	int r = fleet_host_admit(fh->keys, fh->cfg.insecure_unsigned, desired ? SIGN_KIND_DESIRED : SIGN_KIND_SHADOW,
+				 fh->host, desired ? fh->last_seq : fh->shadow_seq, kv->value, kv->value_len, &e, &why,
+				 err);
+
+	if (r == -EPERM && kv->mod_revision != seen) {
+		rejected(fh, why);
+		if (!desired) {
+			say(fh, LOG_ERR, "fleet: %s refused, nothing planned: %s", kv->key, err->msg);
+			fh->done_shadow_rev = kv->mod_revision;
+		}
+	}
+	if (r == 0)
+		r = fleet_parse_desired(kv->key, e.doc, e.doc_len, d, err);
+	if (r == 0 && desired)
+		seq_note(fh, e.h.seq);
+	else if (r == 0 && e.h.seq > fh->shadow_seq)
+		fh->shadow_seq = e.h.seq;
+	sign_envelope_release(&e);
+	return r;
+}
+
 /* Read this host's desired and shadow keys and follow them. */
 static int poll_store(struct fleet_host *fh, struct fleet_host_view *v)
 {
@@ -609,8 +762,7 @@ static int poll_store(struct fleet_host *fh, struct fleet_host_view *v)
 		char host[FLEET_NAME_MAX];
 		enum fleet_key_kind k = fleet_key_parse(kv->key, host);
 		struct fleet_desired d;
-		bool parsed = (k == FLEET_KEY_DESIRED || k == FLEET_KEY_SHADOW) &&
-			      fleet_parse_desired(kv->key, kv->value, kv->value_len, &d, &err) == 0;
+		bool parsed = (k == FLEET_KEY_DESIRED || k == FLEET_KEY_SHADOW) && read_desired(fh, k, kv, &d, &err) == 0;
 
 		switch (fleet_host_route(k, parsed, kv->mod_revision, fh->failed_rev, fh->done_shadow_rev)) {
 		case FLEET_HOST_REFUSE:
@@ -677,6 +829,22 @@ static int creds_probe(struct fleet_host *fh, struct nt_err *err)
 	return rc == -EACCES ? rc : 0;
 }
 
+/* The trusted keys (a missing directory: none), and the last seq applied. */
+static int keys_load(struct fleet_host *fh, struct nt_err *err)
+{
+	const char *dir = fh->cfg.keys_dir ? fh->cfg.keys_dir : SIGN_KEYS_DIR;
+	struct nt_err e = { 0 };
+
+	fh->keys = sign_keyring_load(dir, policy_trust_flags() ? SIGN_TRUSTED_ONLY : 0, &e);
+	if (!fh->keys && e.code != -ENOENT)
+		return err_set(err, e.code, "fleet keys: %s", e.msg);
+	fh->last_seq = seq_load(fh->cfg.state_dir);
+	if (!fh->keys || sign_keyring_count(fh->keys) == 0)
+		say(fh, LOG_WARNING, "fleet: no signing key trusted in %s: every %sdocument is refused", dir,
+		    fh->cfg.insecure_unsigned ? "signed " : "");
+	return 0;
+}
+
 struct fleet_host *fleet_host_start(const struct fleet_host_config *cfg, const struct topo *t, struct nt_err *err)
 {
 	struct fleet_host *fh;
@@ -703,6 +871,8 @@ struct fleet_host *fleet_host_start(const struct fleet_host_config *cfg, const s
 		goto out_free;
 	etcd_set_timeout(fh->e, 1000);
 	if (cfg->creds && fleet_creds_any(cfg->creds) && creds_probe(fh, err) < 0)
+		goto out_free;
+	if (keys_load(fh, err) < 0)
 		goto out_free;
 	if ((fh->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
 		err_set(err, -errno, "eventfd: %s", strerror(errno));
@@ -739,5 +909,6 @@ void fleet_host_stop(struct fleet_host *fh)
 	pthread_mutex_destroy(&fh->lock);
 	free(fh->published);
 	free(fh->running);
+	sign_keyring_free(fh->keys);
 	free(fh);
 }

@@ -23,6 +23,16 @@
  *    or why it is invalid here, is reported; nothing is written;
  *  - the status key says what runs and how the last verify went, when it
  *    changes (and at least every 30 s).
+ * Signatures (fleet/sign.h): every desired, shadow and policy document is
+ * verified against the public keys of keys_dir (root-owned, checked as
+ * root) before anything is done with it; one that is unsigned, malformed,
+ * signed by an unknown key, badly signed, addressed to another host, of
+ * another kind, or older than the last seq applied (kept in the state dir,
+ * FLEET_HOST_SEQ) is refused: the host keeps its policy, says it once,
+ * counts it (fleet_host_rejected) and its status says "refused (REASON)".
+ * A keys_dir that is missing or holds no key trusts nothing: every
+ * document is refused (unknown_key), unless insecure_unsigned, which
+ * follows unsigned documents (and still verifies signed ones).
  * A policy applied from the store is also kept in the state dir
  * (FLEET_HOST_CACHE), so that a daemon restarted while the store is out of
  * reach runs it again, never its older file: a host that loses the store
@@ -35,11 +45,13 @@
 #include <stdbool.h>
 
 #include "fleet/fleet.h"
+#include "fleet/sign.h"
 #include "base/fsroot.h"
 #include "tune/plan.h"
 #include "tune/policy.h"
 
 #define FLEET_HOST_CACHE "fleet-policy.conf"   /* in the state dir */
+#define FLEET_HOST_SEQ "fleet-seq"             /* in the state dir: the last seq applied */
 
 struct journal;
 struct fleet_host;
@@ -58,6 +70,8 @@ struct fleet_host_config {
 	double interval_s;
 	note_fn note;
 	void *note_arg;
+	const char *keys_dir;         /* the trusted signing keys; NULL: SIGN_KEYS_DIR */
+	bool insecure_unsigned;       /* also follow unsigned documents (tests, demos) */
 };
 
 /* The daemon's state a tick reads, and replaces after an apply. */
@@ -74,13 +88,18 @@ struct fleet_host_view {
 	double verify_wall;
 };
 
-/* Check the configuration (names, endpoints, credentials) and start the
+/* Check the configuration (names, endpoints, credentials, the trusted
+ * keys: a keys_dir that exists but is not root's, or holds a bad key, is
+ * -EPERM/-EINVAL) and start the
  * lease thread; the store need not be reachable, but with credentials it
  * is asked once: a TLS failure, a refused login or a permission denied
  * reading this host's keys is NULL with err -EACCES naming the endpoint.
  * NULL with err (-EINVAL, -EACCES, -ENOMEM). */
 struct fleet_host *fleet_host_start(const struct fleet_host_config *cfg, const struct topo *t,
 				    struct nt_err *err);
+
+/* Documents refused for reason r since the start (0 when fh is NULL). */
+unsigned long fleet_host_rejected(const struct fleet_host *fh, enum sign_reject r);
 
 /* Readable when the store changed something for this host; -1 when fh is
  * NULL.  The tick drains it. */

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "fleet/fleet_host.h"
+#include "fleet/sign.h"
 
 /* What a key of this host's prefix asks, as read (kind: fleet_key_parse's;
  * parsed: fleet_parse_desired took its value): IGNORE (not a desired or
@@ -40,5 +41,16 @@ void fleet_host_status_refresh(struct fleet_status *s, const char *host, const s
 /* Is the status to be put: never published, changed (now_json, without
  * its times, differs from published), or due (now >= next_status)? */
 bool fleet_host_status_due(const char *now_json, const char *published, double now, double next_status);
+
+/* What the host admits of a store value buf[0..len) of kind: verified
+ * against kr (NULL: no key) for host with last_seq (sign_verify), or, with
+ * insecure and no envelope, the bytes as they are (ret->h zeroed, its
+ * policy_sha256 ""); for a desired or shadow the document must also name
+ * the rollout and policy sha256 that were signed (else malformed).
+ * Returns 0 and fills *ret (sign_envelope_release), or -EPERM with
+ * *ret_reason and err ("refused (REASON): what"), or -ENOMEM. */
+int fleet_host_admit(const struct sign_keyring *kr, bool insecure, enum sign_kind kind, const char *host,
+		     uint64_t last_seq, const char *buf, size_t len, struct sign_envelope *ret,
+		     enum sign_reject *ret_reason, struct nt_err *err);
 
 #endif

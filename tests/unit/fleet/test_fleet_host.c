@@ -4,7 +4,10 @@
  * what was answered or refused before (each mode, each edge); the status
  * after a cycle (verified, drift, a failed verify, a state the controller
  * must read kept, an older verify not reported again); when the status is
- * put. */
+ * put; what a host admits of a store value (fleet_host_admit): signed by
+ * a trusted key for it, or refused with the reason (unsigned, unknown key,
+ * no key at all, another host, a replay, a header the document belies),
+ * and unsigned values under --fleet-insecure-unsigned only. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,7 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <cmocka.h>
+
+#include "test_util.h"
 
 #include "fleet/fleet_host_test.h"
 
@@ -134,6 +140,113 @@ static void test_status_due(void **state)
 	assert_true(fleet_host_status_due("{\"a\":1}", "{\"a\":1}", 30, 30));      /* due */
 }
 
+/* ---- admitting a document ---- */
+
+static char tdir[64];
+
+/* Key pair name in tdir/NAME/ (its own directory: a keyring of it alone). */
+static struct sign_keyring *key_in(const char *name, struct sign_key *k)
+{
+	struct nt_err err = { 0 };
+	char d[128], path[256];
+	struct sign_keyring *kr;
+
+	snprintf(d, sizeof(d), "%s/%s", tdir, name);
+	assert_int_equal(mkdir(d, 0755), 0);
+	if (sign_keygen(d, name, NULL, &err) < 0)
+		fail_msg("keygen: %s", err.msg);
+	snprintf(path, sizeof(path), "%s/%s.key", d, name);
+	if (sign_key_load(path, 0, k, &err) < 0)
+		fail_msg("load: %s", err.msg);
+	if (!(kr = sign_keyring_load(d, 0, &err)))
+		fail_msg("keyring: %s", err.msg);
+	return kr;
+}
+
+/* A signed desired for host at seq; sha: the header's (NULL: the document's). */
+static char *signed_desired(const struct sign_key *k, const char *host, uint64_t seq, const char *sha, char **doc)
+{
+	struct fleet_desired d = desired(FLEET_MODE_APPLY, SHA_NEW);
+	struct sign_header h = { .kind = SIGN_KIND_DESIRED, .seq = seq };
+	struct nt_err err = { 0 };
+	char *env = NULL;
+
+	*doc = fleet_desired_json(&d, false);
+	snprintf(h.host, sizeof(h.host), "%s", host);
+	snprintf(h.rollout, sizeof(h.rollout), "r1");
+	snprintf(h.policy_sha256, sizeof(h.policy_sha256), "%s", sha ? sha : SHA_NEW);
+	if (sign_envelope_make(k, &h, *doc, strlen(*doc), &env, &err) < 0)
+		fail_msg("sign: %s", err.msg);
+	return env;
+}
+
+/* Admit v as h1's desired after last_seq: 0, or the reason refused. */
+static int admit(const struct sign_keyring *kr, bool insecure, const char *v, uint64_t last_seq,
+		 enum sign_reject *why, struct sign_envelope *e)
+{
+	struct nt_err err = { 0 };
+	int r = fleet_host_admit(kr, insecure, SIGN_KIND_DESIRED, "h1", last_seq, v, strlen(v), e, why, &err);
+
+	if (r < 0)
+		assert_non_null(strstr(err.msg, sign_reject_names[*why]));   /* the status names the reason */
+	return r;
+}
+
+static void test_admit(void **state)
+{
+	struct sign_key k1, k2;
+	struct sign_keyring *kr1, *kr2;
+	struct sign_envelope e = { 0 };
+	enum sign_reject why = SIGN_REJ__COUNT;
+	char *doc, *v;
+
+	(void)state;
+	assert_non_null(test_tmpdir(tdir, sizeof(tdir)));
+	kr1 = key_in("k1", &k1);
+	kr2 = key_in("k2", &k2);
+	/* signed by the trusted key for this host: the document's bytes, its seq */
+	v = signed_desired(&k1, "h1", 7, NULL, &doc);
+	assert_int_equal(admit(kr1, false, v, 7, &why, &e), 0);        /* an equal seq: the same one read again */
+	assert_string_equal(e.doc, doc);
+	assert_int_equal(e.h.seq, 7);
+	sign_envelope_release(&e);
+	/* a replay, an unknown key, no key at all */
+	assert_int_equal(admit(kr1, false, v, 8, &why, &e), -EPERM);
+	assert_int_equal(why, SIGN_REJ_REPLAY);
+	assert_int_equal(admit(kr2, false, v, 0, &why, &e), -EPERM);
+	assert_int_equal(why, SIGN_REJ_UNKNOWN_KEY);
+	assert_int_equal(admit(NULL, false, v, 0, &why, &e), -EPERM);
+	assert_int_equal(why, SIGN_REJ_UNKNOWN_KEY);
+	assert_int_equal(admit(NULL, true, v, 0, &why, &e), -EPERM);     /* insecure verifies what is signed */
+	assert_int_equal(why, SIGN_REJ_UNKNOWN_KEY);
+	/* unsigned: refused, unless insecure */
+	assert_int_equal(admit(kr1, false, doc, 0, &why, &e), -EPERM);
+	assert_int_equal(why, SIGN_REJ_UNSIGNED);
+	assert_int_equal(admit(NULL, false, doc, 0, &why, &e), -EPERM);
+	assert_int_equal(why, SIGN_REJ_UNSIGNED);
+	assert_int_equal(admit(kr1, true, doc, 5, &why, &e), 0);
+	assert_string_equal(e.doc, doc);
+	sign_envelope_release(&e);
+	free(v);
+	free(doc);
+	/* another host's; a header whose sha256 the document does not name */
+	v = signed_desired(&k1, "h2", 9, NULL, &doc);
+	assert_int_equal(admit(kr1, false, v, 0, &why, &e), -EPERM);
+	assert_int_equal(why, SIGN_REJ_OTHER_HOST);
+	free(v);
+	free(doc);
+	v = signed_desired(&k1, "h1", 9, SHA_RUN, &doc);
+	assert_int_equal(admit(kr1, false, v, 0, &why, &e), -EPERM);
+	assert_int_equal(why, SIGN_REJ_MALFORMED);
+	free(v);
+	free(doc);
+	sign_key_wipe(&k1);
+	sign_key_wipe(&k2);
+	sign_keyring_free(kr1);
+	sign_keyring_free(kr2);
+	test_rmrf(tdir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -141,6 +254,7 @@ int main(void)
 		cmocka_unit_test(test_decide),
 		cmocka_unit_test(test_status_refresh),
 		cmocka_unit_test(test_status_due),
+		cmocka_unit_test(test_admit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
