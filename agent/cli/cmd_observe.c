@@ -1,5 +1,5 @@
 /* cmd_observe.c — `nodetune observe`: host and process counters at an
- * interval (watch.h runs the loop; this checks the options and prints
+ * interval (observe/observe.h runs the loop; this checks the options and prints
  * each record). */
 #include <errno.h>
 #include <signal.h>
@@ -11,7 +11,7 @@
 #include "cli.h"
 #include "tune/launch.h"
 #include "base/log.h"
-#include "observe/watch.h"
+#include "observe/observe.h"
 
 static const struct opt_row observe_opts[] = {
 	{ OPT_PID, OPT_OPTIONAL, NULL },
@@ -42,7 +42,7 @@ const struct verb_spec observe_spec = {
 /* What print_record needs: the options, and the interval's steps. */
 struct observe_ctx {
 	const struct opts *o;
-	struct watch_steps steps;
+	struct observe_steps steps;
 	bool with_steps;
 };
 
@@ -84,7 +84,7 @@ static int print_record(const struct sampler *s, const struct sampler_snap *a, c
 int cmd_observe(struct opts *o)
 {
 	struct observe_ctx ctx = { .o = o, .with_steps = o->command != NULL };
-	struct watch_config cfg = {
+	struct observe_config cfg = {
 		.pids = o->pids.pid, .n_pids = o->pids.n, .command = o->command, .interval_ms = o->interval_ms,
 		.duration_s = o->duration_s, .record = print_record, .note = cli_note, .arg = &ctx,
 	};
@@ -114,7 +114,7 @@ int cmd_observe(struct opts *o)
 		log_msg(LOG_WARNING, "mkdtemp %s: %s (no step reports)", dir, strerror(errno));
 		ctx.with_steps = false;
 	}
-	r = watch_run(&cfg, &status, &err);
+	r = observe_run(&cfg, &status, &err);
 	if (cfg.step_file) {
 		unlink(path);
 		rmdir(dir);

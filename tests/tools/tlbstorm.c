@@ -32,7 +32,7 @@
 #include <unistd.h>
 
 #include "base/fsroot.h"
-#include "observe/observe.h"
+#include "observe/obs.h"
 #include "base/parse.h"
 #include "observe/tlb_test.h"
 

@@ -20,7 +20,7 @@
 #include "base/fsroot.h"
 #include "base/userfile.h"
 #include "machine/topo.h"
-#include "observe/observe.h"
+#include "observe/obs.h"
 #include "observe/sampler.h"
 #include "tune/apply.h"
 #include "tune/plan.h"

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "base/cpulist.h"
-#include "observe/observe.h"
+#include "observe/obs.h"
 #include "base/parse.h"
 #include "base/textbuf.h"
 

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "base/cpulist.h"
-#include "observe/observe.h"
+#include "observe/obs.h"
 #include "observe/procfs.h"
 #include "base/parse.h"
 #include "base/textbuf.h"

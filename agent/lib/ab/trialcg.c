@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "observe/observe.h"
+#include "observe/obs.h"
 #include "base/parse.h"
 
 #define REL_MAX 512

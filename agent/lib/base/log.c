@@ -70,7 +70,7 @@ void log_msg_impl(int level, const char *fmt, ...)
 		fprintf(stderr, "%s: %s%s\n", log_prefix, tag, line);
 }
 
-void note_add(char **notes, unsigned *n, unsigned max, const char *fmt, ...)
+void log_note_add(char **notes, unsigned *n, unsigned max, const char *fmt, ...)
 {
 	va_list ap;
 	char *s;

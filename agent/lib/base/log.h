@@ -53,7 +53,7 @@ void notef(note_fn note, void *arg, int level, const char *fmt, ...)
 
 /* Append a formatted note to notes[0..max) (*n counts them); notes past
  * max, or on out of memory, are dropped.  The caller frees each note. */
-void note_add(char **notes, unsigned *n, unsigned max, const char *fmt, ...)
+void log_note_add(char **notes, unsigned *n, unsigned max, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
 #endif

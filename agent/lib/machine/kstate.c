@@ -19,7 +19,7 @@
 #define KSTATE_SMALL 4096
 #define KSTATE_LARGE (1u << 20) /* /proc/mounts on container hosts */
 
-#define kstate_note(ks, ...) note_add((ks)->notes, &(ks)->n_notes, KSTATE_MAX_NOTES, __VA_ARGS__)
+#define kstate_note(ks, ...) log_note_add((ks)->notes, &(ks)->n_notes, KSTATE_MAX_NOTES, __VA_ARGS__)
 
 void kstate_release(struct kstate *ks)
 {

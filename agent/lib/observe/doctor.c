@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "base/cpulist.h"
-#include "observe/observe.h"
+#include "observe/obs.h"
 #include "observe/tlb.h"
 #include "base/parse.h"
 
@@ -30,7 +30,7 @@ static struct doctor_hazard *hazard(struct doctor_findings *rep, const char *cod
 	return &tmp[rep->n++];
 }
 
-#define note(rep, ...) note_add((rep)->notes, &(rep)->n_notes, DOCTOR_MAX_NOTES, __VA_ARGS__)
+#define note(rep, ...) log_note_add((rep)->notes, &(rep)->n_notes, DOCTOR_MAX_NOTES, __VA_ARGS__)
 
 void doctor_findings_release(struct doctor_findings *rep)
 {

@@ -1,490 +1,232 @@
-/* observe.c — see observe.h. */
+/* observe.c — the observer's loop (see observe.h).
+ *
+ * Divisions: signals; the command; the loop.
+ */
 #include "observe/observe.h"
-#include "observe/observe_test.h"
 
 #include <errno.h>
-#include <linux/perf_event.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "base/parse.h"
+#include "base/stats.h"
+#include "base/steps.h"
 
-#define BIG (1u << 22)   /* /proc/stat of a 4096-CPU host fits */
+/* why the loop stopped */
+enum { RUNNING, STOP_SIGNAL, STOP_CHILD_EXITED, STOP_RECORD_FAILED };
 
-/* One read buffer for the big files, allocated on first use and kept: the
- * sampler reads them ten times a second, and a fresh 4 MiB malloc is an
- * mmap, page faults and an munmap (with TLB shootdowns, which it measures)
- * every time.  The agent reads these files from one thread only. */
-static char *scratch(void)
+/* ---- signals ----------------------------------------------------------- */
+
+static volatile sig_atomic_t watch_stop;
+static pid_t watch_child;
+
+static void watch_on_signal(int sig)
 {
-	static char *buf;
-
-	if (!buf)
-		buf = malloc(BIG);
-	return buf;
+	watch_stop = STOP_SIGNAL;
+	if (watch_child > 0)
+		kill(watch_child, sig);
 }
 
-int obs_read_stat(const struct fsroot *root, const char *relpath, struct obs_stat *ret,
-		  struct nt_err *err)
+/* ---- the command ------------------------------------------------------- */
+
+/* Fork and exec cfg->command, with the step report's descriptor (-1:
+ * none) inherited: 0 with *ret_pid, or -errno with err. */
+static int start_command(const struct observe_config *cfg, int step_fd, pid_t *ret_pid, struct nt_err *err)
 {
-	char *buf = scratch(), *line, *save = NULL, disp[4096];
-	ssize_t n;
-	int lineno = 0;
+	pid_t pid = fork();
 
-	if (!buf)
-		return err_set(err, -ENOMEM, "out of memory");
-	fsroot_display(root, relpath, disp, sizeof(disp));
-	n = fsroot_read(root, relpath, buf, BIG);
-	if (n < 0)
-		return n == -ENOENT ? -ENOENT : err_set(err, (int)n, "%s: %s", disp, strerror((int)-n));
-	/* parsed into ret in place (only the CPUs seen are touched) */
-	memset(ret->present, 0, sizeof(ret->present));
-	ret->n_cpus = 0;
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		unsigned long long v[8] = { 0 };
-		unsigned cpu;
-		int k;
+	if (pid == 0) {
+		char fd[16];
 
-		lineno++;
-		if (strncmp(line, "cpu", 3) || line[3] < '0' || line[3] > '9')
-			continue;
-		k = sscanf(line, "cpu%u %llu %llu %llu %llu %llu %llu %llu %llu", &cpu, &v[0], &v[1], &v[2],
-			   &v[3], &v[4], &v[5], &v[6], &v[7]);
-		if (k < 5 || cpu >= OBS_MAX_CPUS) {
-			ret->n_cpus = 0;
-			return err_set(err, -EINVAL, "%s:%d: expected 'cpuN user nice system idle ...', got '%.60s'",
-				       disp, lineno, line);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		if (step_fd >= 0) {
+			snprintf(fd, sizeof(fd), "%d", step_fd);
+			fcntl(step_fd, F_SETFD, 0);
+			setenv(STEPS_ENV_FILE, cfg->step_file, 1);
+			setenv(STEPS_ENV_FD, fd, 1);
 		}
-		ret->present[cpu] = true;
-		ret->cpu[cpu] = (struct obs_cpu){ v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7] };
-		if ((int)cpu + 1 > ret->n_cpus)
-			ret->n_cpus = (int)cpu + 1;
+		execvp(cfg->command[0], cfg->command);
+		notef(cfg->note, cfg->arg, LOG_ERR, "%s: %s", cfg->command[0], strerror(errno));
+		_exit(127);
 	}
-	if (ret->n_cpus == 0)
-		return err_set(err, -EINVAL, "%s: no 'cpuN' lines: not a /proc/stat", disp);
+	if (pid < 0)
+		return err_set(err, -errno, "fork: %s", strerror(errno));
+	*ret_pid = pid;
 	return 0;
 }
 
-static uint64_t total(const struct obs_cpu *c)
+/* After the loop: stop the command (on a signal or a failed record) or
+ * wait for it to end by itself; *status is its wait status. */
+static void finish_command(const struct observe_config *cfg, pid_t pid, double duration, int *status)
 {
-	return c->user + c->nice + c->system + c->idle + c->iowait + c->irq + c->softirq + c->steal;
-}
-
-double obs_sys_percent(const struct obs_stat *a, const struct obs_stat *b, int cpu)
-{
-	const struct obs_cpu *x = &a->cpu[cpu], *y = &b->cpu[cpu];
-	uint64_t dt;
-
-	if (!a->present[cpu] || !b->present[cpu] || total(y) <= total(x))
-		return -1;
-	dt = total(y) - total(x);
-	/* softirq time counts: NAPI polling starved by memcg walks shows there */
-	return 100.0 * (double)((y->system + y->irq + y->softirq) - (x->system + x->irq + x->softirq)) / (double)dt;
-}
-
-int obs_longest_sys_run(const struct obs_stat *s, int n, double min_pct, int *ret_cpu, double *ret_avg_sys)
-{
-	int best = 0, best_cpu = -1, best_end = 0, cpus = n ? s[0].n_cpus : 0;
-
-	for (int c = 0; c < cpus; c++) {
-		int run = 0;
-
-		for (int i = 1; i < n; i++) {
-			run = obs_sys_percent(&s[i - 1], &s[i], c) >= min_pct ? run + 1 : 0;
-			if (run > best) {
-				best = run;
-				best_cpu = c;
-				best_end = i;
-			}
-		}
-	}
-	if (best && ret_avg_sys) {
-		double sum = 0;
-		int k = 0;
-
-		for (int c = 0; c < cpus; c++) {
-			for (int i = best_end - best + 1; i <= best_end; i++) {
-				double p = obs_sys_percent(&s[i - 1], &s[i], c);
-
-				if (p >= 0) {
-					sum += p;
-					k++;
-				}
-			}
-		}
-		*ret_avg_sys = k ? sum / k : 0;
-	}
-	if (ret_cpu)
-		*ret_cpu = best_cpu;
-	return best;
-}
-
-int64_t obs_vmstat(const struct fsroot *root, const char *key)
-{
-	char *buf = scratch(), *line, *save = NULL;
-	size_t kl = strlen(key);
-	int64_t v = -1;
-
-	if (!buf || fsroot_read(root, "proc/vmstat", buf, BIG) < 0)
-		return -1;
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		uint64_t u;
-
-		if (!strncmp(line, key, kl) && line[kl] == ' ' && parse_u64(line + kl + 1, INT64_MAX, &u) == 0) {
-			v = (int64_t)u;
-			break;
-		}
-	}
-	return v;
-}
-
-/* Directories below relpath (itself included), counted to depth; 0 for a
- * file, -1 when relpath cannot be listed. */
-static long count_dirs(const struct fsroot *root, const char *relpath, int depth)
-{
-	char **names = NULL;
-	long n = 1;
-	int k = fsroot_list(root, relpath, &names);
-
-	if (k < 0)
-		return k == -ENOTDIR ? 0 : -1;
-	for (int i = 0; i < k && depth > 0; i++) {
-		char sub[4096];
-		long c;
-
-		snprintf(sub, sizeof(sub), "%s/%s", relpath, names[i]);
-		c = count_dirs(root, sub, depth - 1);
-		n += c > 0 ? c : 0;
-	}
-	fsroot_names_free(names);
-	return n;
-}
-
-void obs_memcg(const struct fsroot *root, long *ret_kernel, long *ret_live)
-{
-	char buf[8192], *line, *save = NULL;
-
-	*ret_kernel = *ret_live = -1;
-	if (fsroot_read(root, "proc/cgroups", buf, sizeof(buf)) >= 0) {
-		for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-			char name[64];
-			long hier, num, en;
-
-			if (sscanf(line, "%63s %ld %ld %ld", name, &hier, &num, &en) == 4 && !strcmp(name, "memory"))
-				*ret_kernel = num;
-		}
-	}
-	if (fsroot_exists(root, "sys/fs/cgroup/memory/memory.stat") ||
-	    fsroot_exists(root, "sys/fs/cgroup/memory/tasks"))
-		*ret_live = count_dirs(root, "sys/fs/cgroup/memory", 16);
-	else if (fsroot_exists(root, "sys/fs/cgroup/cgroup.controllers"))
-		*ret_live = count_dirs(root, "sys/fs/cgroup", 16);
-}
-
-static void scan_cpu_stat(const struct fsroot *root, const char *dir, int depth, double *worst,
-			  char *path, size_t size, uint64_t *thr, uint64_t *per, uint64_t *sum)
-{
-	char file[4096], buf[1024], **names = NULL;
-	int k;
-
-	snprintf(file, sizeof(file), "%s/cpu.stat", dir);
-	if (fsroot_read(root, file, buf, sizeof(buf)) >= 0) {
-		unsigned long long p = 0, t = 0;
-		char *q;
-
-		if ((q = strstr(buf, "nr_periods ")))
-			sscanf(q + 11, "%llu", &p);
-		if ((q = strstr(buf, "nr_throttled ")))
-			sscanf(q + 13, "%llu", &t);
-		*sum += t;
-		if (p > 0 && (double)t / (double)p > *worst) {
-			*worst = (double)t / (double)p;
-			snprintf(path, size, "%s", file);
-			*thr = t;
-			*per = p;
-		}
-	}
-	if (depth == 0 || (k = fsroot_list(root, dir, &names)) < 0)
+	if (watch_stop == STOP_CHILD_EXITED)
 		return;
-	for (int i = 0; i < k; i++) {
-		char sub[4096];
-
-		snprintf(sub, sizeof(sub), "%s/%s", dir, names[i]);
-		if (strchr(names[i], '.'))      /* control files, not groups */
-			continue;
-		scan_cpu_stat(root, sub, depth - 1, worst, path, size, thr, per, sum);
-	}
-	fsroot_names_free(names);
+	if (watch_stop)
+		kill(pid, SIGTERM);
+	else if (duration > 0)
+		notef(cfg->note, cfg->arg, LOG_NOTICE, "--duration reached; waiting for %s to exit",
+			     cfg->command[0]);
+	waitpid(pid, status, 0);
 }
 
-/* every cpu.stat of the cpu hierarchies (v1 cpu, cpu,cpuacct; v2) to depth 3 */
-static double scan_throttling(const struct fsroot *root, char *path, size_t size, uint64_t *thr, uint64_t *per,
-			      uint64_t *sum)
-{
-	static const char *const roots[] = { "sys/fs/cgroup/cpu", "sys/fs/cgroup/cpu,cpuacct", "sys/fs/cgroup" };
-	double worst = 0;
+/* ---- step reports ------------------------------------------------------ */
 
-	path[0] = '\0';
-	*thr = *per = *sum = 0;
-	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++)
-		scan_cpu_stat(root, roots[i], 3, &worst, path, size, thr, per, sum);
-	return worst;
-}
-
-double obs_worst_throttling(const struct fsroot *root, char *path, size_t size,
-			    uint64_t *ret_throttled, uint64_t *ret_periods)
-{
-	uint64_t sum;
-
-	return scan_throttling(root, path, size, ret_throttled, ret_periods, &sum);
-}
-
-uint64_t obs_total_throttled(const struct fsroot *root)
-{
-	uint64_t sum, t, p;
-	char path[4096];
-
-	scan_throttling(root, path, sizeof(path), &t, &p, &sum);
-	return sum;
-}
-
-/* ---- a process and its threads ----------------------------------------- */
-
-/* Add one thread's proc/PID/task/TID/{stat,status,schedstat} contents
- * (status and schedstat may be NULL or empty) to p; *cpu is the CPU it last
- * ran on.  0; -ENOENT for a zombie; -EINVAL with err when stat is
- * malformed (procfs_pid_stat_parse). */
-static int obs_task_add(struct obs_proc *p, const char *stat, const char *status, const char *schedstat, int *cpu,
-			struct nt_err *err)
-{
-	struct procfs_pid_stat st;
-
-	if (procfs_pid_stat_parse(stat, strlen(stat), &st, err) < 0)
-		return -EINVAL;
-	if (st.zombie)
-		return -ENOENT;         /* a zombie has exited: only its entry is left */
-	p->utime += st.utime;
-	p->stime += st.stime;
-	*cpu = st.cpu;
-	for (const char *line = status; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
-		unsigned long long x;
-
-		if (sscanf(line, "voluntary_ctxt_switches: %llu", &x) == 1)
-			p->vol_switches += x;
-		else if (sscanf(line, "nonvoluntary_ctxt_switches: %llu", &x) == 1)
-			p->invol_switches += x;
-	}
-	if (schedstat) {
-		unsigned long long run, wait;
-
-		if (sscanf(schedstat, "%llu %llu", &run, &wait) == 2) {
-			p->run_ns += run;
-			p->wait_ns += wait;
-		}
-	}
-	return 0;
-}
-
-/* one thread; 0, -ENOENT when it is gone, -EINVAL with err */
-static int read_task(const struct fsroot *root, int pid, const char *tid, struct obs_proc *p, int *cpu,
-		     struct nt_err *err)
-{
-	char rel[3][128], stat[8192], status[8192], schedstat[256], shown[4096];
-	struct nt_err e = { 0 };
-	ssize_t n;
-	int r;
-
-	snprintf(rel[0], sizeof(rel[0]), "proc/%d/task/%s/stat", pid, tid);
-	snprintf(rel[1], sizeof(rel[1]), "proc/%d/task/%s/status", pid, tid);
-	snprintf(rel[2], sizeof(rel[2]), "proc/%d/task/%s/schedstat", pid, tid);
-	n = fsroot_read(root, rel[0], stat, sizeof(stat));
-	if (n < 0)
-		return n == -ENOENT || n == -ESRCH ? -ENOENT : err_set(err, (int)n, "%s: %s",
-			fsroot_display(root, rel[0], shown, sizeof(shown)), strerror((int)-n));
-	if (fsroot_read(root, rel[1], status, sizeof(status)) < 0)
-		status[0] = '\0';
-	if (fsroot_read(root, rel[2], schedstat, sizeof(schedstat)) < 0)
-		schedstat[0] = '\0';
-	r = obs_task_add(p, stat, status, schedstat, cpu, &e);
-	if (r == -EINVAL)
-		return err_set(err, -EINVAL, "%s:1: %s", fsroot_display(root, rel[0], shown, sizeof(shown)), e.msg);
-	return r;
-}
-
-int obs_read_proc(const struct fsroot *root, int pid, struct obs_proc *ret, struct nt_err *err)
-{
-	char rel[64], **names = NULL;
-	int n, r = 0;
-	unsigned char *seen = calloc(OBS_MAX_CPUS, 1);
-
-	memset(ret, 0, sizeof(*ret));
-	ret->pid = pid;
-	snprintf(rel, sizeof(rel), "proc/%d/task", pid);
-	n = fsroot_list(root, rel, &names);
-	if (n < 0 || !seen) {
-		free(seen);
-		return n == -ESRCH ? -ENOENT : n < 0 ? n : -ENOMEM;
-	}
-	for (int i = 0; i < n && !r; i++) {
-		int cpu = -1, t = read_task(root, pid, names[i], ret, &cpu, err);
-
-		if (t == -ENOENT)
-			continue;       /* exited meanwhile */
-		r = t;
-		ret->n_threads++;
-		if (cpu >= 0 && cpu < OBS_MAX_CPUS && !seen[cpu]++)
-			ret->n_cpus_seen++;
-	}
-	fsroot_names_free(names);
-	free(seen);
-	return r ? r : ret->n_threads ? 0 : -ENOENT;
-}
-
-/* ---- PSI --------------------------------------------------------------- */
-
-static void psi_file(const struct fsroot *root, const char *rel, uint64_t *some, uint64_t *full, bool *present)
-{
-	char buf[512], *line, *save = NULL;
-
-	if (fsroot_read(root, rel, buf, sizeof(buf)) < 0)
-		return;
-	*present = true;
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *t = strstr(line, "total=");
-		unsigned long long v;
-
-		if (!t || sscanf(t, "total=%llu", &v) != 1)
-			continue;
-		if (!strncmp(line, "some ", 5) && some)
-			*some = v;
-		else if (!strncmp(line, "full ", 5) && full)
-			*full = v;
-	}
-}
-
-void obs_read_psi(const struct fsroot *root, struct obs_psi *ret)
-{
-	memset(ret, 0, sizeof(*ret));
-	psi_file(root, "proc/pressure/cpu", &ret->cpu_some_us, &ret->cpu_full_us, &ret->present);
-	psi_file(root, "proc/pressure/memory", &ret->mem_some_us, &ret->mem_full_us, &ret->present);
-	psi_file(root, "proc/pressure/io", &ret->io_some_us, &ret->io_full_us, &ret->present);
-}
-
-void obs_read_cgroup_psi(const struct fsroot *root, const char *cgdir, struct obs_psi *ret)
-{
-	static const char *const file[] = { "cpu.pressure", "memory.pressure", "io.pressure" };
-	uint64_t *some[] = { &ret->cpu_some_us, &ret->mem_some_us, &ret->io_some_us };
-	uint64_t *full[] = { &ret->cpu_full_us, &ret->mem_full_us, &ret->io_full_us };
-
-	memset(ret, 0, sizeof(*ret));
-	for (int i = 0; i < 3; i++) {
-		char rel[4096];
-
-		snprintf(rel, sizeof(rel), "%s/%s", cgdir, file[i]);
-		psi_file(root, rel, some[i], full[i], &ret->present);
-	}
-}
-
-/* ---- interrupts -------------------------------------------------------- */
-
-int obs_read_interrupts(const struct fsroot *root, struct obs_irq *ret, struct nt_err *err)
-{
-	struct procfs_irqtab t;
-	int r;
-
-	memset(ret, 0, sizeof(*ret));
-	r = procfs_irqtab_read(root, "proc/interrupts", &t, err);
-	if (r < 0)
-		return r;
-	ret->n_cpus = t.n_cols;
-	for (int i = 0; i < t.n_rows; i++) {
-		if (procfs_irqtab_numbered(&t, i))
-			ret->device += procfs_irqtab_row_sum(&t, i);
-		else if (strstr(t.rows[i].name, "TLB shootdowns")) {
-			ret->tlb += procfs_irqtab_row_sum(&t, i);
-			ret->has_tlb_line = true;
-		}
-	}
-	procfs_irqtab_free(&t);
-	return 0;
-}
-
-/* ---- perf events ------------------------------------------------------- */
-
-/* The events of struct obs_perf, by its enum: perf's type and config, and
- * the name perf(1) gives the event. */
-static const struct perf_event_row {
-	uint32_t type;
-	uint64_t config;
-	const char *name;
-} perf_events[OBS_PERF_N] = {
-	[OBS_PERF_MIGRATIONS] = { PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS, "cpu-migrations" },
-	[OBS_PERF_SWITCHES] = { PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES, "context-switches" },
-	[OBS_PERF_FAULTS] = { PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS, "page-faults" },
+struct step_tail {
+	int fd;                       /* reads the step file; -1 none */
+	char buf[STEPS_LINE_MAX * 4];
+	size_t len;                   /* bytes of a line not yet ended */
+	double *t;                    /* the interval's step times, ms */
+	size_t n, cap;
 };
 
-static int perf_open(int pid, const struct perf_event_row *ev, bool exclude_kernel)
+/* The lines ended since the last call into cfg->steps. */
+static void step_tail_read(const struct observe_config *cfg, struct step_tail *st)
 {
-	struct perf_event_attr a;
+	struct observe_steps *w = cfg->steps;
+	ssize_t got;
 
-	memset(&a, 0, sizeof(a));
-	a.size = sizeof(a);
-	a.type = ev->type;
-	a.config = ev->config;
-	a.disabled = 1;
-	a.inherit = 1;
-	a.enable_on_exec = 1;
-	a.exclude_kernel = exclude_kernel;
-	a.exclude_hv = 1;
-	return (int)syscall(SYS_perf_event_open, &a, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
-}
+	st->n = 0;
+	while (st->fd >= 0 && (got = read(st->fd, st->buf + st->len, sizeof(st->buf) - st->len)) > 0) {
+		char *end = memrchr(st->buf, '\n', st->len + (size_t)got);
+		size_t done = end ? (size_t)(end - st->buf) + 1 : 0;
+		struct nt_err err = { 0 };
+		struct steps s;
 
-void obs_perf_open(struct obs_perf *p, int pid)
-{
-	bool excl = false;
+		st->len += (size_t)got;
+		if (!done && st->len == sizeof(st->buf))
+			done = st->len;         /* a line past the limit: refused whole */
+		if (done && steps_parse(st->buf, done, cfg->step_file, &s, &err) == 0) {
+			w->bad_lines += s.bad_lines;
+			w->total += s.n;
+			for (size_t i = 0; i < s.n; i++) {
+				if (st->n == st->cap) {
+					double *t = realloc(st->t, (st->cap = st->cap ? 2 * st->cap : 256) * sizeof(*t));
 
-	memset(p, 0, sizeof(*p));
-	for (int i = 0; i < OBS_PERF_N; i++)
-		p->fd[i] = -1;
-	for (int i = 0; i < OBS_PERF_N; i++) {
-		p->fd[i] = perf_open(pid, &perf_events[i], excl);
-		if (p->fd[i] < 0 && errno == EACCES && !excl) {
-			/* perf_event_paranoid 2: user space only (software
-			 * events still count the task's switches and faults) */
-			excl = true;
-			p->fd[i] = perf_open(pid, &perf_events[i], excl);
+					if (!t)
+						break;
+					st->t = t;
+				}
+				st->t[st->n++] = s.r[i].t * 1000;
+			}
+			steps_release(&s);
 		}
-		if (p->fd[i] < 0) {
-			snprintf(p->why, sizeof(p->why), "perf_event_open: %s%s", strerror(errno),
-				 errno == EACCES || errno == EPERM ? " (kernel.perf_event_paranoid, or a seccomp filter)" :
-				 errno == ENOSYS || errno == ENOENT ? " (no perf events in this kernel)" : "");
-			obs_perf_close(p);
-			return;
+		memmove(st->buf, st->buf + done, st->len - done);
+		st->len -= done;
+	}
+	w->n = (unsigned)st->n;
+	w->p50_ms = st->n ? stats_median(st->t, st->n) : 0;
+	w->max_ms = 0;
+	for (size_t i = 0; i < st->n; i++)
+		w->max_ms = st->t[i] > w->max_ms ? st->t[i] : w->max_ms;
+}
+
+/* ---- the loop ---------------------------------------------------------- */
+
+static void timespec_add(struct timespec *t, double s)
+{
+	t->tv_nsec += (long)(s * 1e9);
+	t->tv_sec += t->tv_nsec / 1000000000L;
+	t->tv_nsec %= 1000000000L;
+}
+
+/* Sample every interval until a stop; pid is the started command (0 none). */
+static int sample_loop(const struct observe_config *cfg, struct sampler *s, pid_t pid, double duration, int *status,
+		       struct step_tail *st)
+{
+	double interval = (cfg->interval_ms ? cfg->interval_ms : OBSERVE_INTERVAL_MS_DEFAULT) / 1000.0;
+	struct sampler_snap snap[2] = { 0 };
+	struct timespec next;
+	int cur = 0, r = 0;
+
+	sampler_take(s, &snap[cur]);
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	while (!watch_stop) {
+		timespec_add(&next, interval);
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR && !watch_stop)
+			;
+		if (pid && waitpid(pid, status, WNOHANG) == pid)
+			watch_stop = STOP_CHILD_EXITED;     /* one last sample, then stop */
+		sampler_take(s, &snap[!cur]);
+		if (cfg->steps)
+			step_tail_read(cfg, st);
+		r = cfg->record(s, &snap[cur], &snap[!cur], cfg->arg);
+		if (r < 0)
+			watch_stop = STOP_RECORD_FAILED;
+		cur = !cur;
+		if ((duration > 0 && snap[cur].t >= duration) || (!pid && cfg->n_pids && !sampler_alive(&snap[cur])))
+			break;
+	}
+	sampler_snap_release(&snap[0]);
+	sampler_snap_release(&snap[1]);
+	return r < 0 ? r : 0;
+}
+
+int observe_run(const struct observe_config *cfg, int *ret_status, struct nt_err *err)
+{
+	struct sigaction sa = { .sa_handler = watch_on_signal }, old_int, old_term;
+	double duration = cfg->duration_s ? cfg->duration_s
+			  : cfg->command || cfg->n_pids ? 0 : OBSERVE_DURATION_S_DEFAULT;
+	struct step_tail *st = calloc(1, sizeof(*st));
+	struct sampler s;
+	int r, status = 0, wfd = -1;
+	pid_t pid = 0;
+	char nc[1024];
+
+	if (!st)
+		return err_set(err, -ENOMEM, "out of memory");
+	st->fd = -1;
+	if (cfg->command && cfg->step_file && cfg->steps) {
+		wfd = open(cfg->step_file, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+		st->fd = wfd < 0 ? -1 : open(cfg->step_file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (st->fd < 0) {
+			r = err_set(err, -errno, "%s: %s", cfg->step_file, strerror(errno));
+			if (wfd >= 0)
+				close(wfd);
+			free(st);
+			return r;
 		}
 	}
-	p->ok = true;
-}
-
-int obs_perf_read(const struct obs_perf *p, uint64_t out[OBS_PERF_N])
-{
-	for (int i = 0; i < OBS_PERF_N; i++) {
-		out[i] = 0;
-		if (!p->ok || read(p->fd[i], &out[i], sizeof(out[i])) != sizeof(out[i]))
-			return -EIO;
+	watch_stop = RUNNING;
+	watch_child = 0;
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	r = cfg->command ? start_command(cfg, wfd, &pid, err) : 0;
+	if (wfd >= 0)
+		close(wfd);
+	if (r < 0)
+		goto out_signals;
+	watch_child = pid;
+	/* never NULL: sampler_init copies the pids with memcpy, even none */
+	r = sampler_init(&s, cfg->root ? cfg->root : "/", pid ? &pid : cfg->pids ? cfg->pids : &pid,
+			 pid ? 1 : cfg->n_pids, true);
+	if (r < 0) {
+		err_set(err, r, "%s: %s", cfg->root ? cfg->root : "/", strerror(-r));
+		watch_stop = STOP_SIGNAL;   /* the command goes too */
+		goto out_command;
 	}
-	return 0;
-}
-
-void obs_perf_close(struct obs_perf *p)
-{
-	for (int i = 0; i < OBS_PERF_N; i++) {
-		if (p->fd[i] >= 0)
-			close(p->fd[i]);
-		p->fd[i] = -1;
-	}
-	p->ok = false;
+	/* once, before the records: which fields read n/c (null) here */
+	if (sampler_uncountable(&s, nc, sizeof(nc)))
+		notef(cfg->note, cfg->arg, LOG_NOTICE, "%s", nc);
+	r = sample_loop(cfg, &s, pid, duration, &status, st);
+	sampler_release(&s);
+out_command:
+	if (pid)
+		finish_command(cfg, pid, duration, &status);
+	if (r == 0)   /* the command's status, as time(1) gives it */
+		*ret_status = !pid ? 0 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+out_signals:
+	watch_child = 0;
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	if (st->fd >= 0)
+		close(st->fd);
+	free(st->t);
+	free(st);
+	return r;
 }

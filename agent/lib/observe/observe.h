@@ -1,121 +1,65 @@
-/* observe.h — cheap kernel counters, read below an fsroot: per-CPU time
- * from /proc/stat, /proc/vmstat, the TLB-shootdown line of /proc/interrupts,
- * memory cgroups (/proc/cgroups against live directories), cgroup CPU
- * throttling (cpu.stat), PSI.  Used by the doctor (and the A/B engine). */
+/* observe.h — the observer's loop: sample host and process counters at an
+ * interval (sampler.h) and hand each record to a callback, for a while, for
+ * the life of some processes, or for the life of a command it starts.
+ *
+ * Owns: the schedule (absolute deadlines on CLOCK_MONOTONIC, so intervals
+ * do not drift), the command it starts, and SIGINT/SIGTERM while it runs
+ * (passed on to that command; the previous handlers are restored when it
+ * returns).  Promises: it never prints; records go to cfg->record and
+ * messages for the user to cfg->note; the last record is taken after the
+ * command or the processes ended, so their final counters are in it.
+ */
 #ifndef NODETUNE_OBSERVE_H
 #define NODETUNE_OBSERVE_H
 
-#include <stdbool.h>
-#include <stdint.h>
-
-#include "base/fsroot.h"
 #include "base/log.h"
-#include "observe/procfs.h"
+#include "base/log.h"
+#include "observe/sampler.h"
 
-#define OBS_MAX_CPUS PROCFS_MAX_CPUS
+#define OBSERVE_INTERVAL_MS_DEFAULT 100
+#define OBSERVE_DURATION_S_DEFAULT 10.0   /* with neither pids nor a command */
 
-struct obs_cpu {               /* jiffies of one CPU */
-	uint64_t user, nice, system, idle, iowait, irq, softirq, steal;
+struct observe_config {
+	const char *root;             /* the tree read; NULL: "/" */
+	const int *pids;              /* follow these processes (and their descendants) */
+	int n_pids;                   /* 0..SAMPLER_MAX_PIDS */
+	char *const *command;         /* or start this one (NULL-terminated; NULL: none) */
+	unsigned interval_ms;         /* 0: OBSERVE_INTERVAL_MS_DEFAULT */
+	double duration_s;            /* stop after this; 0: OBSERVE_DURATION_S_DEFAULT with neither
+				       * pids nor a command, else until they end */
+	/* One record: what changed from a to b.  A negative return stops the
+	 * loop and is returned by observe_run (a failed write). */
+	int (*record)(const struct sampler *s, const struct sampler_snap *a, const struct sampler_snap *b,
+		      void *arg);
+	/* A message for the user (syslog level); may be NULL.  Also called in
+	 * the started command's child when its exec fails. */
+	note_fn note;
+	void *arg;
+	/* With a command: its step reports (steps.h).  The command gets
+	 * NODETUNE_STEP_FILE (this path, made afresh) and NODETUNE_STEP_FD, and
+	 * before each record *steps says what it reported in the interval.
+	 * NULL: none. */
+	const char *step_file;
+	struct observe_steps *steps;
 };
 
-struct obs_stat {
-	int n_cpus;                /* highest cpuN + 1 seen */
-	bool present[OBS_MAX_CPUS];
-	struct obs_cpu cpu[OBS_MAX_CPUS];
+/* A record's step reports: the steps that ended in the interval. */
+struct observe_steps {
+	unsigned n;                   /* lines (a step of each rank) */
+	double p50_ms, max_ms;        /* of their times (0 without any) */
+	unsigned long total;          /* lines since the start */
+	unsigned bad_lines;           /* refused since the start */
 };
 
-/* Parse proc/stat (or relpath, for a captured series).  0, -ENOENT, or
- * -EINVAL with err naming file:line. */
-int obs_read_stat(const struct fsroot *root, const char *relpath, struct obs_stat *ret,
-		  struct nt_err *err);
-
-/* The longest run of consecutive sample intervals, in samples[0..n), during
- * which one CPU spent at least min_pct in the kernel: *ret_cpu, its length
- * in intervals and the average %sys of all CPUs over the same run.  Returns
- * the run length (0 when none). */
-int obs_longest_sys_run(const struct obs_stat *samples, int n, double min_pct, int *ret_cpu,
-			double *ret_avg_sys);
-
-/* The value of key in proc/vmstat, or -1 when absent. */
-int64_t obs_vmstat(const struct fsroot *root, const char *key);
-
-/* Memory cgroups: the kernel's count (/proc/cgroups "memory" num_cgroups;
- * -1 unknown) and the live directories of the memory hierarchy (v1
- * sys/fs/cgroup/memory, else the v2 root; -1 unknown). */
-void obs_memcg(const struct fsroot *root, long *ret_kernel, long *ret_live);
-
-/* A cgroup whose CPU quota throttles it: the worst ratio nr_throttled /
- * nr_periods among the cpu.stat files found (v1 cpu hierarchy and v2), at
- * most depth 3.  Returns the ratio (0 when none) and its path (relative). */
-double obs_worst_throttling(const struct fsroot *root, char *path, size_t size,
-			    uint64_t *ret_throttled, uint64_t *ret_periods);
-
-/* nr_throttled summed over the same cpu.stat files (a cgroup counted once
- * per hierarchy it is found in). */
-uint64_t obs_total_throttled(const struct fsroot *root);
-
-/* ---- a process and all its threads ------------------------------------ */
-
-struct obs_proc {
-	int pid;
-	int n_threads;
-	uint64_t utime, stime;        /* clock ticks, all threads */
-	uint64_t vol_switches, invol_switches;
-	uint64_t run_ns, wait_ns;     /* schedstat: on CPU, waiting on a run queue */
-	int n_cpus_seen;              /* distinct CPUs the threads last ran on */
-};
-
-/* Sum proc/PID/task/TID/{stat,status,schedstat} over the threads.  0;
- * -ENOENT when the process is gone; -EINVAL with err naming file:line. A
- * thread that exits while it is read is skipped. */
-int obs_read_proc(const struct fsroot *root, int pid, struct obs_proc *ret, struct nt_err *err);
-
-/* ---- pressure stall information (proc/pressure) ----------------------- */
-
-struct obs_psi {
-	bool present;
-	uint64_t cpu_some_us, mem_some_us, mem_full_us, io_some_us, io_full_us;  /* total= */
-	uint64_t cpu_full_us;         /* a cgroup's (the host-wide line is 0) */
-};
-
-void obs_read_psi(const struct fsroot *root, struct obs_psi *ret);
-
-/* The same totals of one cgroup v2 directory (relpath below root): its
- * cpu.pressure, memory.pressure and io.pressure.  ret->present is false
- * when none of them could be read (no PSI, not a v2 cgroup). */
-void obs_read_cgroup_psi(const struct fsroot *root, const char *cgdir, struct obs_psi *ret);
-
-/* ---- proc/interrupts --------------------------------------------------- */
-
-struct obs_irq {
-	uint64_t tlb;                 /* TLB shootdowns, all CPUs (see tlb.h: the
-				       * line may exist and never move) */
-	bool has_tlb_line;
-	uint64_t device;              /* numbered (device) IRQs, all CPUs */
-	int n_cpus;
-};
-
-/* 0, or -errno / -EINVAL with err. */
-int obs_read_interrupts(const struct fsroot *root, struct obs_irq *ret, struct nt_err *err);
-
-/* ---- perf_event_open software counters -------------------------------- */
-
-enum { OBS_PERF_MIGRATIONS, OBS_PERF_SWITCHES, OBS_PERF_FAULTS, OBS_PERF_N };
-
-struct obs_perf {
-	int fd[OBS_PERF_N];
-	bool ok;
-	char why[160];                /* why not, when !ok */
-};
-
-/* Count cpu-migrations, context-switches and page-faults of pid and every
- * thread and child it creates from now on (inherit), starting when it calls
- * exec (enable_on_exec): open them between fork and exec.  Falls back
- * cleanly: where perf events are refused (perf_event_paranoid, seccomp, no
- * kernel support) p->ok is false and p->why says why. */
-void obs_perf_open(struct obs_perf *p, int pid);
-/* The counts so far (children folded in as they exit); 0 or -errno. */
-int obs_perf_read(const struct obs_perf *p, uint64_t out[OBS_PERF_N]);
-void obs_perf_close(struct obs_perf *p);
+/* Run the loop until the duration is reached (a started command is then
+ * waited for), the processes are gone, the command exited, or SIGINT or
+ * SIGTERM arrived (the command is then sent SIGTERM and waited for).  The
+ * counters this host cannot produce are noted once (LOG_NOTICE) before the
+ * first record.  Returns 0 with *ret_status the command's exit status (128
+ * + S when killed by signal S; 127 when it could not be exec'd; 0 without a
+ * command); record's negative value (err untouched); or -errno with err
+ * when the command cannot be forked or the root not opened.  cfg->pids
+ * and cfg->command are not changed. */
+int observe_run(const struct observe_config *cfg, int *ret_status, struct nt_err *err);
 
 #endif

@@ -17,7 +17,7 @@
 #include <stdbool.h>
 
 #include "base/fsroot.h"
-#include "observe/observe.h"
+#include "observe/obs.h"
 #include "observe/tlb.h"
 
 #define SAMPLER_MAX_PIDS 256

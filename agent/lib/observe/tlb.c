@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
-#include "observe/observe.h"
+#include "observe/obs.h"
 
 const char *tlb_source_name(enum tlb_source s)
 {

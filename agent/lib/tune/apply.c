@@ -61,7 +61,7 @@ static int report_add(struct apply_changes *rep, const char *path, const char *f
 	return 0;
 }
 
-#define report_note(rep, ...) note_add((rep)->notes, &(rep)->n_notes, APPLY_MAX_NOTES, __VA_ARGS__)
+#define report_note(rep, ...) log_note_add((rep)->notes, &(rep)->n_notes, APPLY_MAX_NOTES, __VA_ARGS__)
 
 void apply_changes_release(struct apply_changes *rep)
 {

@@ -21,7 +21,7 @@
 
 /* ---- 1. notes, enum values -------------------------------------------- */
 
-#define plan_note(pl, ...) note_add((pl)->notes, &(pl)->n_notes, PLAN_MAX_NOTES, __VA_ARGS__)
+#define plan_note(pl, ...) log_note_add((pl)->notes, &(pl)->n_notes, PLAN_MAX_NOTES, __VA_ARGS__)
 
 /* The policy's value of an enum knob as the table's own (static) string,
  * or NULL when unset. */

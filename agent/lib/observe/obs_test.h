@@ -1,0 +1,12 @@
+/* obs_test.h — what obs.c exports for its unit test only
+ * (tests/unit/observe/test_obs.c): steps of the module that the test checks one
+ * by one.  Nothing outside observe.c and its test includes this. */
+#ifndef NODETUNE_OBS_TEST_H
+#define NODETUNE_OBS_TEST_H
+
+#include "observe/obs.h"
+
+/* %sys of cpu between two samples (0..100; -1 when it did not run). */
+double obs_sys_percent(const struct obs_stat *a, const struct obs_stat *b, int cpu);
+
+#endif
