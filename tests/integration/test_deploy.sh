@@ -98,7 +98,7 @@ if command -v systemd-analyze >/dev/null; then
 	# comment lines from "#   [Service]" on), as systemd merges it: valid
 	sed -n '/^#   \[Service\]$/,/^#   IPAddressAllow=/s/^#   //p' "$V" >"$T_TMP/verify/dropin"
 	cat "$V" "$T_TMP/verify/dropin" >"$T_TMP/verify/fleet.service"
-	systemd-analyze verify "$T_TMP/verify/fleet.service" >"$T_TMP/verify.fleet" 2>&1
+	MANPATH=$D/usr/local/share/man systemd-analyze verify "$T_TMP/verify/fleet.service" >"$T_TMP/verify.fleet" 2>&1
 	frc=$?
 	check "the unit documents an IPAddressAllow= drop-in for etcd ($(tr '\n' ' ' <"$T_TMP/verify/dropin")), valid for verify (exit $frc)" -- \
 		sh -c "[ $frc -eq 0 ] && grep -qx 'IPAddressAllow=[0-9. /]*' '$T_TMP/verify/dropin' && [ ! -s '$T_TMP/verify.fleet' ]"

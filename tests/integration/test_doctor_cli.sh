@@ -22,7 +22,7 @@ G=$T_TMP/g
 cp -r $HAZ "$G" && printf 'cpu0 1 2 x\n' >"$G/proc/stat.series/005"
 expect_fail 2 "proc/stat.series/005:1: expected 'cpuN user nice system idle" "garbage in a /proc/stat sample" -- \
 	"$NODETUNE" doctor --topology $HGX --sysroot "$G"
-expect_fail 2 "--window '0': expected seconds" "bad --window" -- "$NODETUNE" doctor --window 0
+expect_fail 2 "--window '0': expected a duration from 200ms to 1h" "bad --window" -- "$NODETUNE" doctor --window 0
 expect_fail 2 "--topology/--synthetic describe another machine" "a foreign topology without its kernel state" -- \
 	"$NODETUNE" doctor --topology $HGX
 
