@@ -81,7 +81,8 @@ const struct verb_spec fleet_rollout_spec = {
 	"nodetune fleet rollout --endpoints URLS --policy FILE|NAME --name NAME\n"
 	"                   [--waves 1/class,1%,10%,50%,100%] [--gate-cmd CMD] [--gate-budget DURATION]\n"
 	"                   [--wave-timeout DURATION] [--shadow] [--gate-allow-inconclusive]\n"
-	"                   [--signing-key FILE] [--json]",
+	"                   [--signing-key FILE] [--json]\n"
+	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]",
 	"roll a policy out to the fleet's hosts in waves (canary gate, automatic rollback)",
 	"Validates FILE as every host will, stores it, plans the waves over the hosts alive\n"
 	"now (the first: one host of each hardware class; each P%: up to P% of the fleet,\n"
@@ -100,7 +101,8 @@ const struct verb_spec fleet_rollout_spec = {
 
 const struct verb_spec fleet_resume_spec = {
 	name_opts, VERB_NO_COMMAND,
-	"nodetune fleet resume --endpoints URLS --name NAME [--signing-key FILE] [--json]",
+	"nodetune fleet resume --endpoints URLS --name NAME [--signing-key FILE] [--json]\n"
+	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]",
 	"go on with a rollout whose controller stopped",
 	"Waits for a dead controller's lease to expire (at most its TTL), then leads the\n"
 	"rollout from where the store says it is; no step is taken twice.\n" SIGNING EXITS,
@@ -108,7 +110,8 @@ const struct verb_spec fleet_resume_spec = {
 
 const struct verb_spec fleet_abort_spec = {
 	name_opts, VERB_NO_COMMAND,
-	"nodetune fleet abort --endpoints URLS --name NAME [--signing-key FILE] [--json]",
+	"nodetune fleet abort --endpoints URLS --name NAME [--signing-key FILE] [--json]\n"
+	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]",
 	"stop a rollout and put back what it changed",
 	"Every host the rollout touched goes back to the policy it ran before; a running\n"
 	"controller does it, or this command when there is none.\n" EXITS,
@@ -116,7 +119,8 @@ const struct verb_spec fleet_abort_spec = {
 
 const struct verb_spec fleet_status_spec = {
 	status_opts, VERB_NO_COMMAND,
-	"nodetune fleet status --endpoints URLS [--name NAME] [--json]",
+	"nodetune fleet status --endpoints URLS [--name NAME] [--json]\n"
+	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]",
 	"a rollout's waves, hosts, verdicts and timeline (all rollouts without --name)",
 	"A table per rollout: its state, policy, reason, and per wave each host's class,\n"
 	"state and gate verdict; then its timeline.  --json: the rollout documents.\n\n" CREDS,
@@ -124,7 +128,8 @@ const struct verb_spec fleet_status_spec = {
 
 const struct verb_spec fleet_hosts_spec = {
 	hosts_opts, VERB_NO_COMMAND,
-	"nodetune fleet hosts --endpoints URLS [--json]",
+	"nodetune fleet hosts --endpoints URLS [--json]\n"
+	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]",
 	"the fleet's hosts: alive, hardware class, policy, last verify",
 	"Every host with keys in the store: whether its lease lives, its hardware class,\n"
 	"the policy it runs and how its last verify went, and what it was told to run.\n\n" CREDS,
@@ -516,13 +521,14 @@ static const struct opt_row init_auth_opts[] = {
 	{ OPT_HOSTS, OPT_REQUIRED, NULL },
 	{ OPT_PASSWORD_DIR, OPT_REQUIRED, NULL },
 	{ OPT_PRINT, OPT_OPTIONAL, NULL },
+	{ OPT_JSON, OPT_REFUSED, "init-auth prints etcdctl commands (--print) or what it created, one line each" },
 	OPT_TABLE_END,
 };
 
 const struct verb_spec fleet_init_auth_spec = {
 	init_auth_opts, VERB_NO_COMMAND,
 	"nodetune fleet init-auth --endpoints URLS --hosts NAME[,NAME...] --password-dir DIR [--print]\n"
-	"                   [--cacert FILE] [--user root --password-file FILE]",
+	"                   [--cacert FILE] [--cert FILE --key FILE] [--user root --password-file FILE] [--fleet-conf FILE]",
 	"least privilege in etcd: create the fleet's roles and users, or print the etcdctl commands",
 	"Creates through the gateway (--print: prints the etcdctl commands that do it, to\n"
 	"run with sh) a role and user nodetune-controller with readwrite on /nodetune/,\n"

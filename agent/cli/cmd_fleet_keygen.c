@@ -10,6 +10,7 @@
 static const struct opt_row keygen_opts[] = {
 	{ OPT_OUT, OPT_REQUIRED, NULL },
 	{ OPT_NAME, OPT_REQUIRED, "the key pair's name: 1 to 64 of a-z, 0-9, _ and -" },
+	{ OPT_JSON, OPT_REFUSED, "keygen writes two files and prints the key id, one line" },
 	OPT_TABLE_END,
 };
 

@@ -74,9 +74,9 @@ void cli_usage(FILE *f)
 {
 	fprintf(f, "Usage: nodetune [GLOBAL OPTIONS] VERB [OPTIONS]\n\nVerbs:\n");
 	for (size_t i = 0; i < N_VERBS; i++)
-		fprintf(f, "  %-14s %s\n", verbs[i].name, verbs[i].spec->summary);
-	fprintf(f, "  %-14s %s\n", "help [VERB]", "this list, or what a verb does and takes (as VERB --help)");
-	fprintf(f, "  %-14s %s\n", "help --json", "every verb's options as data (for man pages and completion)");
+		fprintf(f, "  %-16s %s\n", verbs[i].name, verbs[i].spec->summary);
+	fprintf(f, "  %-16s %s\n", "help [VERB]", "this list, or what a verb does and takes (as VERB --help)");
+	fprintf(f, "  %-16s %s\n", "help --json", "every verb's options as data (for man pages and completion)");
 	fprintf(f, "\nGlobal options, before or after the verb: -v/--verbose, --log-format text|syslog,\n"
 		   "--version, -h/--help.  Each option may be given once (a repeated one is refused).\n"
 		   "Exit codes: 0 ok, 1 problem found, 2 bad usage or input (nothing changed),\n"

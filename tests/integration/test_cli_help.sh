@@ -18,7 +18,7 @@ cp "$OUT" "$T_TMP/verbs"
 run "$NODETUNE" --help
 check "nodetune --help is nodetune help" -- cmp -s "$OUT" "$T_TMP/verbs"
 # the verbs: the list's first column (two words for a group's sub-verb)
-sed -n '/^Verbs:/,/^$/p' "$T_TMP/verbs" | sed 1d | cut -c3-16 | sed 's/ *$//' | grep -v -e '^$' -e '^help' >"$T_TMP/names"
+sed -n '/^Verbs:/,/^$/p' "$T_TMP/verbs" | sed 1d | cut -c3-18 | sed 's/ *$//' | grep -v -e '^$' -e '^help' >"$T_TMP/names"
 check "the list has the verbs and the sub-verbs ($(wc -l <"$T_TMP/names") of them)" -- sh -c \
 	"grep -qx plan '$T_TMP/names' && grep -qx 'fleet rollout' '$T_TMP/names' && grep -qx 'policy show' '$T_TMP/names'"
 bad_layout= bad_help= bad_usage= bad_json=

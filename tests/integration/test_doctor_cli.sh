@@ -70,8 +70,11 @@ else
 	fi
 	run python3 tests/tools/memcg_zombies.py "/sys/fs/cgroup/memory$MYMEMCG" "$ZT" 1500
 	k1=$(memcg_kernel) l1=$(memcg_live)
+	# the kernel may free a few dying groups meanwhile (these or older ones
+	# counted in k0: seen 1499 of 1500 on a loaded host), so 1400 of the 1500
+	# must still be counted: far above doctor's threshold of 1000
 	check "1500 memory cgroups made and removed: /proc/cgroups $k0 -> $k1, live directories $l0 -> $l1" -- \
-		sh -c "[ $RC -eq 0 ] && [ $k1 -ge $((k0 + 1500)) ] && [ $l1 -le $((l0 + 20)) ]"
+		sh -c "[ $RC -eq 0 ] && [ $k1 -ge $((k0 + 1400)) ] && [ $l1 -le $((l0 + 20)) ]"
 	run "$NODETUNE" doctor --window 1 --json
 	check "zombie-memcg named live, its evidence counting /proc/cgroups against the live directories" -- sh -c \
 		"[ $RC -eq 1 ] && jq -e '.hazards[] | select(.code == \"zombie-memcg\") | .evidence | test(\"counts [0-9]+ memory cgroups, only [0-9]+ live\")' '$OUT'"

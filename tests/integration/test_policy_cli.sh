@@ -258,7 +258,7 @@ check "after run: host reverted, no journal, no cgroup" -- sh -c \
 
 # a job cgroup that exists before apply is someone else's: apply refuses it
 # (exit 3, one line, the rest rolled back), and a revert never removes it
-if [ $cg_ok = 1 ]; then
+if [ $cg_host = 1 ]; then
 	cgdir=/sys/fs/cgroup/cpuset/$CG
 	[ -d /sys/fs/cgroup/cpuset ] || cgdir=/sys/fs/cgroup/$CG
 	mkdir "$cgdir" && t_defer "rmdir '$cgdir' 2>/dev/null"

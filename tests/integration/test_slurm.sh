@@ -8,7 +8,7 @@
 # tools (tests/fixtures/gres/gen.sh), not by nodetune ---------------------
 for xml in $SHARED/g4dnmetal.xml $SHARED/nvidiaDGX2.xml $SHARED/power8gpudistances.xml \
 	   $SHARED/32em64t-2n8c2t-pci-normalio.xml $SHARED/96em64t-4n4d3ca2co-pci.xml \
-	   tests/fixtures/topologies/hgx-2s8g8n.xml tests/fixtures/topologies/epyc-2s-numa0-8-mi300.xml; do
+	   tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml tests/fixtures/topologies/epyc-2s-numa0-8-mi300-synthetic.xml; do
 	want=tests/fixtures/gres/$(basename "$xml" .xml).conf
 	if [ ! -r "$xml" ]; then
 		t_need ../shared "slurm gres $(basename "$xml"): topology not here"
@@ -22,7 +22,7 @@ for xml in $SHARED/g4dnmetal.xml $SHARED/nvidiaDGX2.xml $SHARED/power8gpudistanc
 		grep -v '^#' "$OUT" | diff - "$want" | head -5 | sed 's/^/#   /'
 	fi
 done
-run "$NODETUNE" slurm gres --topology tests/fixtures/topologies/hgx-2s8g8n.xml --json
+run "$NODETUNE" slurm gres --topology tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml --json
 check "slurm gres --json: 8 GPUs, the first /dev/nvidia0 on cores 0-23" -- sh -c \
 	"[ $RC -eq 0 ] && jq -e '(.gres | length) == 8 and .gres[0].file == \"/dev/nvidia0\" and .gres[0].cores == \"0-23\"' '$OUT'"
 expect_fail 2 "^nodetune: slurm: unknown sub-verb 'gress' \(known: gres\)$" "slurm gress: a usage error" -- \
@@ -37,7 +37,7 @@ expect_fail 2 "^nodetune: slurm: unexpected argument 'x'" "slurm gres x: a usage
 # build/nodetune_spank.so and runs the ASan nodetune in the prolog/epilog.
 PLUGIN=$(dirname "$NODETUNE")/nodetune_spank.so
 [ -r "$PLUGIN" ] || PLUGIN=$SRCDIR/build/nodetune_spank.so
-HGX=$SRCDIR/tests/fixtures/topologies/hgx-2s8g8n.xml
+HGX=$SRCDIR/tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml
 DEFRAG=/sys/kernel/mm/transparent_hugepage/defrag
 SWAP=/proc/sys/vm/swappiness
 
@@ -56,6 +56,13 @@ chmod 711 "$T_TMP"
 POL=$T_TMP/policies ST=$T_TMP/state
 mkdir -m 755 "$POL"
 NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups"
+# srun loads the plugin as the submitting user: when the build sits below a
+# directory nobody may not enter (a clone in a mktemp -d), nobody's srun
+# loads a copy of it in a directory nobody may read
+if ! $NOBODY test -r "$PLUGIN"; then
+	mkdir -m 755 "$T_TMP/plugin" && install -m 0755 "$PLUGIN" "$T_TMP/plugin/nodetune_spank.so" &&
+		PLUGIN=$T_TMP/plugin/nodetune_spank.so
+fi
 PLUG="required $PLUGIN nodetune=$NODETUNE state_dir=$ST policy_dirs=$POL:$SRCDIR/policies"
 if ! slurm_start "$PLUG"; then
 	t_not_ok "a one-node Slurm starts (munged, slurmctld, slurmd) and the node is idle"
