@@ -22,6 +22,13 @@
 #             redirection (`done >FILE`) are not flagged.  The path is
 #             matched literally: one built from a variable ("$T_TMP/$out")
 #             is not followed.
+#   sleep     a fixed `sleep N` as a command of its own, outside a loop's
+#             body and not in the background: a check that waits a fixed
+#             time instead of for its event (wait_until, a loop with a
+#             deadline).  A sleep that is a window on purpose (evidence
+#             that nothing happens meanwhile, a point inside a pause) says
+#             so and gives its margin in the comment right above it, one of
+#             whose lines starts `# window:`.
 #
 # The scanner knows shell quoting well enough for these tests: single and
 # double quotes, $( ) and $(( )) nested, backslash continuations, comments,
@@ -110,13 +117,24 @@ function firstword(t) { split(bare(t), w, /[ \t\n]+/); return w[1] }
 function report(line, kind, msg) { printf "%s:%d: %s: %s\n", file, line, kind, msg; found = 1 }
 
 # ---- the four patterns ---------------------------------------------------
-function findings(   i, j, t, fw, p, m, path, used, nxt, lnk, x, a) {
+function findings(   win, i, j, t, fw, p, m, path, used, nxt, lnk, x, a) {
 	for (i = 1; i <= nc; i++) {
 		t = C[i]; fw = firstword(t)
 		if (fw == "check" && t ~ /[ \t\n]--([ \t\n]|$)/ && (CA[i] == "&&" || CA[i] == "||"))
 			report(CL[i], "outside", "a condition after `check ... --` joined by " CA[i] ", outside the check")
 		if (fw == "true" || fw == ":") if (CB[i] == "||" && i < nc && firstword(C[i + 1]) == "check")
 			report(CL[i], "true", "`|| " fw "` right before a check")
+	}
+	depth = 0
+	for (i = 1; i <= nc; i++) {
+		t = C[i]
+		if (t ~ /^do([ \t\n]|$)/ || t ~ /^(while|until|for)[ \t].*[ \t]do([ \t\n]|$)/) depth++
+		fw = firstword(t)
+		win = 0
+		for (j = CL[i] - 1; j > 0 && lines[j] ~ /^[ \t]*#/; j--) if (lines[j] ~ /^[ \t]*# window:/) win = 1
+		if (fw == "sleep" && bare(t) ~ /^sleep[ \t]+[0-9.]+[ \t]*$/ && depth == 0 && CA[i] != "&" && !win)
+			report(CL[i], "sleep", "a fixed `" bare(t) "` outside a wait loop: wait for the event (wait_until), or give the window and its margin in a `# window:` comment right above")
+		if (t ~ /^done([ \t\n);|&]|$)/ && depth > 0) depth--
 	}
 	for (ln = 1; ln <= n; ln++) {
 		x = lines[ln]; if (x ~ /^[ \t]*#/) continue

@@ -149,7 +149,8 @@ fi
 # process, trial cgroup or work directory behind
 "$NODETUNE" ab --a "cmd=sleep 300" --b "cmd=sleep 300" --trials 2 >"$T_TMP/int.out" 2>"$T_TMP/int.err" &
 abpid=$!
-sleep 3
+# the signal lands while the warm-up trial's job runs, whenever that starts
+wait_until 30 pgrep -f '^sleep 300$' || t_not_ok "ab's warm-up job (sleep 300) did not start within 30 s"
 kill -INT $abpid
 t0=$(date +%s)
 wait $abpid

@@ -330,6 +330,8 @@ fi
 # host N's status error
 status_error() { $ETCDCTL get "/nodetune/hosts/h$1/status" --print-value-only |
 	python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["state"], d["error"])'; }
+# status_is N PREFIX: host N's status says PREFIX (state, then error)
+status_is() { case $(status_error "$1" 2>/dev/null) in "$2"*) return 0 ;; esac; return 1; }
 before=$(all_trees)
 # a rollout signed by a key no host trusts: every host refuses it (and the rollback's restore, signed by it too)
 run "$NODETUNE" fleet rollout --endpoints "$EP" --signing-key "$T_TMP/evil/evil.key" --policy "$T_TMP/nobal.conf" \
@@ -341,14 +343,16 @@ if [ "$RC" -ne 0 ] && [ "$before" = "$(all_trees)" ] && case $e in "invalid refu
 else
 	t_not_ok "unknown key: exit $RC, h1 '$e'"; grep -a 'refused' "$T_TMP/h1/log" | tail -3 | sed 's/^/#   /'
 fi
-sleep 1.5
+# the metrics file is rewritten at each of the host's intervals
+wait_until 20 grep -Eq '^nodetune_fleet_rejected_total\{reason="unknown_key"\} [1-9]' "$T_TMP/h1/nodetune.prom" ||
+	t_not_ok "h1's metrics file did not count the unknown key within 20 s"
 grep -Eq '^nodetune_fleet_rejected_total\{reason="unknown_key"\} [1-9]' "$T_TMP/h1/nodetune.prom" &&
 	grep -q '^nodetune_fleet_rejected_total{reason="replay"} 0' "$T_TMP/h1/nodetune.prom" &&
 	t_ok "counted: $(grep -h 'rejected_total{reason="unknown_key"}' "$T_TMP/h1/nodetune.prom")" ||
 	t_not_ok "h1's metrics: $(grep -h rejected_total "$T_TMP/h1/nodetune.prom" | tr '\n' ' ')"
 # a replay: h1's desired of r-thp, older than what it applied since
 $ETCDCTL put /nodetune/hosts/h1/desired "$(cat "$T_TMP/h1.desired.old")" >/dev/null
-sleep 2
+wait_until 20 status_is 1 "invalid refused (replay)" || t_not_ok "h1 did not refuse the replay within 20 s"
 e=$(status_error 1)
 case $e in "invalid refused (replay)"*) t_ok "a replayed older signed desired: refused ($e)" ;;
 *) t_not_ok "replay: h1 '$e'" ;; esac
@@ -356,7 +360,7 @@ case $e in "invalid refused (replay)"*) t_ok "a replayed older signed desired: r
 sha=$(python3 -c 'import json,sys,base64; print(json.loads(base64.b64decode(json.load(open(sys.argv[1]))["doc"]))["sha256"])' \
 	"$T_TMP/h1.desired.old")
 $ETCDCTL put /nodetune/hosts/h2/desired "{\"rollout\":\"manual\",\"mode\":\"apply\",\"policy\":\"thp\",\"sha256\":\"$sha\"}" >/dev/null
-sleep 2
+wait_until 20 status_is 2 "invalid refused (unsigned)" || t_not_ok "h2 did not refuse the unsigned desired within 20 s"
 e=$(status_error 2)
 case $e in "invalid refused (unsigned)"*) t_ok "an unsigned desired written with etcdctl: refused ($e)" ;;
 *) t_not_ok "unsigned: h2 '$e'" ;; esac

@@ -75,7 +75,10 @@ torchrun_env() { # torchrun_env PORT ARGS...: 2 ranks in the background, pids in
 # each other, must not meet)
 P0=$((20000 + $$ % 20000))
 torchrun_env $((P0 + 1)) --rows 1000 --steps 1000000 --batch 64 --timeout 30 --quiet
-sleep 3
+# rank 1 dies once the two are connected (their rendezvous done, all-reduces
+# under way), not at a fixed time
+wait_until 30 sh -c "ss -Htn state established '( sport = :$((P0 + 1)) )' | grep -q ." ||
+	t_not_ok "the two ranks did not connect on port $((P0 + 1)) within 30 s: $(head -c 300 "$T_TMP/t0.err")"
 start=$(date +%s)
 kill -9 "$TPID1"
 wait "$TPID0"; rc=$?
@@ -208,6 +211,10 @@ if "$H" --device cuda $Q --steps 1 --batch 64 2>"$T_TMP/gpuprobe"; then
 		run "$WDIFF" "$T_TMP/wg" "$T_TMP/wg4" 1e-5
 		check "GPU, torchrun: the NCCL id over the TCP rendezvous, same weights: $(cat "$OUT")" -- [ "$RC" -eq 0 ]
 		torchrun_env $((P0 + 3)) --device cuda --rows 1000 --steps 1000000 --batch 64 --timeout 10 --quiet
+		# window: NCCL's init on a GPU (seconds; nothing shows its end under
+		# --quiet) must be over, so that rank 1 dies in a training step; 8 s
+		# is several times the init on the H100 hosts we ran, and the check
+		# below does not depend on when in training the kill lands
 		sleep 8
 		start=$(date +%s)
 		kill -9 "$TPID1"

@@ -179,6 +179,9 @@ i=0
 while [ "$(grep -c '^file' "$ST/journal" 2>/dev/null)" != 2 ] && [ $i -lt 200 ]; do
 	sleep 0.05; i=$((i + 1))
 done
+# window: 0.2 s in which apply, were it not held by the FIFO, would write the
+# third setting and commit (each takes well under a millisecond): the check
+# that neither happened needs the time to pass
 sleep 0.2
 kill -9 $pid; wait $pid 2>/dev/null
 check "apply killed between its 2nd and 3rd write: two settings changed, journal has 2 entries, no commit" -- sh -c \

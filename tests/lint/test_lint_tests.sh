@@ -2,7 +2,8 @@
 # The integration tests' lint (scripts/lint-tests.sh) passes on the tree and
 # fails, naming the file, line and kind, on each planted pattern: a
 # condition after `check ... --` outside the check (&& and ||), a `-ge 0` and
-# a `>= 0` on a count, `|| true` right before a check, and an ignored status
+# a `>= 0` on a count, `|| true` right before a check, a fixed sleep
+# outside a wait loop, and an ignored status
 # of a command whose output a later check reads (issue 23's test_harness.sh
 # bug, brought back by deleting the line that keeps mpirun's status).
 set -u
@@ -52,5 +53,14 @@ plant "mpirun's status ignored (test_harness.sh, issue 23)" test_harness.sh \
 plant "a status ignored, read by a check" test_stdout.sh \
 	'/^brc=\$?$/d' \
 	'test_stdout.sh:[0-9]*: status: the status of `sh` writing \$T_TMP/bare.out is ignored, and the check'
+plant "a fixed sleep before a check (test_fleet.sh's, issue 23)" test_fleet.sh \
+	's/^wait_until 20 status_is 1 "invalid refused (replay)".*$/sleep 2/' \
+	'test_fleet.sh:[0-9]*: sleep: a fixed `sleep 2` outside a wait loop'
+# a window said as one, with its margin, is not flagged; the same sleep in a
+# loop's body is a poll, not flagged either
+cp "$top/tests/integration/test_stdout.sh" "$tmp/w.sh"
+printf '# window: 0.2 s in which nothing may happen (it takes ms)\nsleep 0.2\nwhile ! [ -e x ]; do\n\tsleep 0.1\ndone\n' >>"$tmp/w.sh"
+out=$("$lint" "$tmp/w.sh" 2>&1) && ok "a sleep under a '# window:' comment, and one in a loop body: not flagged" ||
+	nok "a window or a poll flagged: $out"
 echo "lint lint_tests: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
