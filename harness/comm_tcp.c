@@ -192,9 +192,19 @@ static void tcp_close(struct comm *c)
 	c->priv = NULL;
 }
 
+/* Called by whichever thread failed first, while another (the DDP
+ * thread's bucket all-reduce) may still be inside a collective on the
+ * same sockets and buffer: nothing is freed here (that thread would use
+ * freed memory; exit frees it all anyway).  shutdown() makes the peers
+ * see the connection close now, and wakes this process's other thread
+ * out of its recv with an error. */
 static void tcp_abort(struct comm *c, int code)
 {
-	tcp_close(c);           /* the peers see the connection close */
+	struct tcp *t = c->priv;
+
+	for (int i = 0; t && i < t->n_fd; i++)
+		if (t->fd[i] >= 0)
+			shutdown(t->fd[i], SHUT_RDWR);
 	exit(code);
 }
 

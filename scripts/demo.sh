@@ -3,7 +3,9 @@
 # discover this host, plan the gpu-train policy for it and for a real GPU
 # server, show what applying it would change (a dry run: nothing is
 # written), then train dlrm-small for 20 steps with the harness under mpirun,
-# each rank bound by `nodetune exec`, and A/B-test baseline against gpu-train.
+# each rank bound by `nodetune exec`, A/B-test baseline against gpu-train,
+# and A/B-test a job against the same job under a launcher that starts a
+# helper on its CPU (a "framework upgrade"): a regression, its cause named.
 set -eu
 build=$1
 cd "$(dirname "$0")/.."
@@ -47,4 +49,19 @@ if [ "$(id -u)" -eq 0 ]; then
 	echo "(the HTML report: $build/demo-ab.html)"
 else
 	echo "(skipped: applying a policy's host settings needs root)"
+fi
+
+echo
+# the question after a framework upgrade: the same job, A as it was, B under
+# a launcher that also starts a helper on the job's CPU
+# (contrib/examples/agent-wrapper.sh); ab finds the regression and names
+# the process B's own command started
+job="taskset -c 0 $build/nodetune-harness --comm none --rows 1000 --batch 512 --steps 15 --warmup 2 --blas-threads 1 --quiet"
+echo "### nodetune ab --a cmd=JOB --b cmd='contrib/examples/agent-wrapper.sh JOB' (JOB: the harness on CPU 0; B's launcher starts a helper there)"
+if [ "$(id -u)" -eq 0 ]; then
+	"$nt" ab --a "cmd=$job" --b "cmd=contrib/examples/agent-wrapper.sh $job" --trials 4 --budget 60 \
+		--report "$build/demo-ab-upgrade.html" || true
+	echo "(the HTML report: $build/demo-ab-upgrade.html)"
+else
+	echo "(skipped: the trial cgroups need root)"
 fi

@@ -74,18 +74,32 @@ torchrun_env() { # torchrun_env PORT ARGS...: 2 ranks in the background, pids in
 # ports of this run's own (two runs of the suite back to back, or beside
 # each other, must not meet)
 P0=$((20000 + $$ % 20000))
-torchrun_env $((P0 + 1)) --rows 1000 --steps 1000000 --batch 64 --timeout 30 --quiet
-# rank 1 dies once the two are connected (their rendezvous done, all-reduces
-# under way), not at a fixed time
-wait_until 30 sh -c "ss -Htn state established '( sport = :$((P0 + 1)) )' | grep -q ." ||
-	t_not_ok "the two ranks did not connect on port $((P0 + 1)) within 30 s: $(head -c 300 "$T_TMP/t0.err")"
-start=$(date +%s)
-kill -9 "$TPID1"
-wait "$TPID0"; rc=$?
-elapsed=$(( $(date +%s) - start ))
-check "over TCP, rank 1 dies (SIGKILL): rank 0 exits at once (exit $rc, $elapsed s): $(head -c 300 "$T_TMP/t0.err")" -- sh -c \
-	"[ $rc -ne 0 ] && [ $elapsed -lt 10 ] && grep -q 'rank 1 closed the connection' '$T_TMP/t0.err'"
-kill -9 "$TPID0" 2>/dev/null
+# Rank 1 killed at 20 points of a run: at the connection, and then up to
+# 0.5 s into training (the DDP thread's bucket all-reduces overlapping the
+# main thread's collectives).  Rank 0 must exit 3 (never a crash: a
+# SIGSEGV when the failing thread freed what the other still used, 3 in 40
+# runs before the fix), naming rank 1, at once (threshold 10 s; measured
+# p99 0.04 s, bench/timing_margins.sh).
+deaths="" worst=0
+for i in $(seq 0 19); do
+	torchrun_env $((P0 + 10 + i)) --rows 1000 --steps 1000000 --batch 64 --timeout 30 --quiet
+	wait_until 30 sh -c "ss -Htn state established '( sport = :$((P0 + 10 + i)) )' | grep -q ." ||
+		t_not_ok "the two ranks did not connect on port $((P0 + 10 + i)) within 30 s: $(head -c 300 "$T_TMP/t0.err")"
+	[ "$i" -eq 0 ] || sleep "0.$(( (i * 7) % 10 ))$(( i % 5 ))"
+	start=$(date +%s)
+	kill -9 "$TPID1"
+	wait "$TPID0"; rc=$?
+	elapsed=$(( $(date +%s) - start ))
+	[ "$elapsed" -le "$worst" ] || worst=$elapsed
+	grep -q 'rank 1 closed the connection' "$T_TMP/t0.err" || rc="$rc(unnamed)"
+	deaths="$deaths $rc"
+	wait "$TPID1" 2>/dev/null
+	kill -9 "$TPID0" 2>/dev/null
+done
+# shellcheck disable=SC2086
+notthree=$(printf '%s\n' $deaths | grep -cvx 3)
+check "over TCP, rank 1 killed (-9) at 20 points of a run: rank 0 exits 3 each time, naming rank 1, within $worst s (exits:$deaths)" -- \
+	sh -c "[ $notthree -eq 0 ] && [ $worst -lt 10 ]"
 
 "$H" $Q --steps 20 --batch 256 --dump-weights "$T_TMP/w3"
 hrc=$?
