@@ -19,6 +19,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,11 +198,15 @@ static void tcp_close(struct comm *c)
  * same sockets and buffer: nothing is freed here (that thread would use
  * freed memory; exit frees it all anyway).  shutdown() makes the peers
  * see the connection close now, and wakes this process's other thread
- * out of its recv with an error. */
+ * out of its recv with an error.  Only the first caller exits. */
 static void tcp_abort(struct comm *c, int code)
 {
+	static atomic_flag aborting = ATOMIC_FLAG_INIT;
 	struct tcp *t = c->priv;
 
+	if (atomic_flag_test_and_set(&aborting))
+		for (;;)
+			pause();        /* the first thread's exit ends the process (exit twice is undefined) */
 	for (int i = 0; t && i < t->n_fd; i++)
 		if (t->fd[i] >= 0)
 			shutdown(t->fd[i], SHUT_RDWR);
