@@ -222,13 +222,13 @@ static void test_cgroup_parse(void **state)
  * a gone pid, and this process on the host. */
 static void test_cgroup_read(void **state)
 {
-	char dir[] = "/tmp/nt-procfs-XXXXXX";
+	char dir[64];
 	struct procfs_cgroup c;
 	struct nt_err err = { 0 };
 	struct fsroot *root;
 
 	(void)state;
-	assert_non_null(mkdtemp(dir));
+	assert_non_null(test_tmpdir(dir, sizeof(dir)));
 	assert_int_equal(test_write(dir, "proc/7/cgroup", "0::/\n1:cpu:/a/../b\n"), 0);
 	assert_int_equal(test_write(dir, "proc/8/cgroup", "1:cpu:/a\n0::/b\n"), 0);
 	root = fsroot_open(dir);
