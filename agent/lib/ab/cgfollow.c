@@ -311,6 +311,15 @@ int cgfollow_add_pid(struct cgfollow *f, pid_t pid)
 	return job_add(f, (int)pid, st.starttime);
 }
 
+void cgfollow_free(struct cgfollow *f)
+{
+	if (!f)
+		return;
+	free(f->procs);
+	free(f->others);
+	free(f);
+}
+
 int cgfollow_stop(struct cgfollow *f, struct cgfollow_result *ret, struct nt_err *err)
 {
 	memset(ret, 0, sizeof(*ret));
@@ -324,9 +333,7 @@ int cgfollow_stop(struct cgfollow *f, struct cgfollow_result *ret, struct nt_err
 	ret->n = f->n_groups;
 	for (int i = 0; i < f->n_groups; i++)
 		ret->group[i] = f->group[i].g;
-	free(f->procs);
-	free(f->others);
-	free(f);
+	cgfollow_free(f);
 	return 0;
 }
 

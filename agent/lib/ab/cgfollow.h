@@ -84,6 +84,10 @@ int cgfollow_tick(struct cgfollow *f);
  * every case.  0, or -EINVAL (NULL); *ret is filled either way. */
 int cgfollow_stop(struct cgfollow *f, struct cgfollow_result *ret, struct nt_err *err);
 
+/* Free f without a result (a trial that ends before it was read); NULL is
+ * a no-op. */
+void cgfollow_free(struct cgfollow *f);
+
 /* Did group g throttle, or hit a memory limit, during the trial? */
 bool cgfollow_group_limited(const struct cgfollow_group *g);
 
