@@ -836,8 +836,18 @@ static struct abwatch_group *arm_group(const struct abwatch_arm *a, const char *
 	return NULL;
 }
 
-/* t's followed cgroups into the arm's, by name.  0 or -ENOMEM (a as it
- * was). */
+/* Is a followed group the trial cgroup, or below it, or its parent
+ * (the arm's cg and explain_limits tell of the trial cgroup: a new one
+ * each trial)? */
+static bool trial_group(const char *name)
+{
+	const char *p = strstr(name, "/" TRIALCG_PARENT);
+
+	return p && (p[strlen(TRIALCG_PARENT) + 1] == '/' || p[strlen(TRIALCG_PARENT) + 1] == '\0');
+}
+
+/* t's followed cgroups into the arm's, by name, but the trial cgroups.
+ * 0 or -ENOMEM (a as it was). */
 static int arm_add_follow(struct abwatch_arm *a, const struct cgfollow_result *f)
 {
 	struct abwatch_group *rows = realloc(a->groups, (size_t)(a->n_groups + f->n + 1) * sizeof(*rows));
@@ -850,6 +860,8 @@ static int arm_add_follow(struct abwatch_arm *a, const struct cgfollow_result *f
 		struct abwatch_group *row = arm_group(a, g->name);
 		uint32_t have = g->before.have & g->after.have;
 
+		if (trial_group(g->name))
+			continue;
 		if (!row) {
 			row = &a->groups[a->n_groups++];
 			memset(row, 0, sizeof(*row));
@@ -1030,15 +1042,6 @@ static int explain_irqs(const struct abwatch_arm *arm[2], char *buf, size_t size
 	}
 	free(l);
 	return ok ? 0 : -ENOSPC;
-}
-
-/* Is a followed group the trial cgroup, or below it, or its parent
- * (explain_limits tells of the trial cgroup)? */
-static bool trial_group(const char *name)
-{
-	const char *p = strstr(name, "/" TRIALCG_PARENT);
-
-	return p && (p[strlen(TRIALCG_PARENT) + 1] == '/' || p[strlen(TRIALCG_PARENT) + 1] == '\0');
 }
 
 static uint64_t group_v(const struct abwatch_group *g, enum trialcg_counter c)

@@ -176,7 +176,8 @@ struct abwatch_arm {
 	struct culprit_result culprit;
 	/* The job's cgroups (cgfollow) over the trials that followed them,
 	 * merged by name: each one's deltas summed over the trials it was
-	 * seen in, its quota the first trial's. */
+	 * seen in, its quota the first trial's.  The trial cgroups (a new one
+	 * each trial, nodetune-ab/...) are left out: cg holds them. */
 	int follow_trials;
 	int n_groups;
 	struct abwatch_group *groups;
