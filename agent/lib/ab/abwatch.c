@@ -448,10 +448,12 @@ static void end_reads(struct abwatch *w, struct abwatch_trial *t, uint64_t perf[
 		}
 	}
 	if (w->cf) {
-		if (!(t->follow = malloc(sizeof(*t->follow))))
+		if (!(t->follow = calloc(1, sizeof(*t->follow)))) {
+			cgfollow_free(w->cf);
 			keep_first(first, err, -ENOMEM, "out of memory");
-		else
-			(void)cgfollow_stop(w->cf, t->follow, NULL);
+		} else if (cgfollow_stop(w->cf, t->follow, &e) < 0) {
+			keep_first(first, err, e.code, e.msg);
+		}
 		w->cf = NULL;
 	}
 	if (w->cu) {
@@ -502,6 +504,7 @@ void abwatch_trial_release(struct abwatch_trial *t)
 		return;
 	culprit_result_free(&t->culprit);
 	t->culprit_read = false;
+	cgfollow_result_free(t->follow);
 	free(t->follow);
 	t->follow = NULL;
 }

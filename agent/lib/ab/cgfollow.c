@@ -330,11 +330,23 @@ int cgfollow_stop(struct cgfollow *f, struct cgfollow_result *ret, struct nt_err
 	ret->procs = f->n_procs;
 	ret->procs_dropped = f->procs_dropped;
 	ret->groups_dropped = f->groups_dropped;
+	if (f->n_groups && !(ret->group = calloc((size_t)f->n_groups, sizeof(*ret->group)))) {
+		cgfollow_free(f);
+		return err_set(err, -ENOMEM, "out of memory");
+	}
 	ret->n = f->n_groups;
 	for (int i = 0; i < f->n_groups; i++)
 		ret->group[i] = f->group[i].g;
 	cgfollow_free(f);
 	return 0;
+}
+
+void cgfollow_result_free(struct cgfollow_result *r)
+{
+	if (!r)
+		return;
+	free(r->group);
+	memset(r, 0, sizeof(*r));
 }
 
 uint64_t cgfollow_group_delta(const struct cgfollow_group *g, enum trialcg_counter c)

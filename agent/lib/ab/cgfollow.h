@@ -57,7 +57,7 @@ struct cgfollow_result {
 	int procs_dropped;           /* ... not followed: the table was full */
 	int groups_dropped;          /* cgroups not followed: CGFOLLOW_MAX_GROUPS reached */
 	int n;
-	struct cgfollow_group group[CGFOLLOW_MAX_GROUPS];   /* in the order seen */
+	struct cgfollow_group *group;   /* [n], in the order seen; owned: cgfollow_result_free */
 };
 
 struct cgfollow; /* one trial's follower (opaque) */
@@ -81,8 +81,12 @@ int cgfollow_tick(struct cgfollow *f);
 /* End: a last tick, then every group's counters "after", into *ret (a
  * group whose "after" cannot be read, gone with its last process, keeps
  * its last reading: after = the last one seen at a tick).  f is freed in
- * every case.  0, or -EINVAL (NULL); *ret is filled either way. */
+ * every case.  0, or -EINVAL (NULL), -ENOMEM with err; *ret is filled
+ * either way (no groups on error) and freed with cgfollow_result_free. */
 int cgfollow_stop(struct cgfollow *f, struct cgfollow_result *ret, struct nt_err *err);
+
+/* Free what r holds (not r) and empty it; NULL is a no-op. */
+void cgfollow_result_free(struct cgfollow_result *r);
 
 /* Free f without a result (a trial that ends before it was read); NULL is
  * a no-op. */

@@ -775,7 +775,10 @@ static void add_group(struct abwatch_trial *t, const char *name, bool job, const
 		t->follow = calloc(1, sizeof(*t->follow));
 		assert_non_null(t->follow);
 	}
+	t->follow->group = realloc(t->follow->group, (size_t)(t->follow->n + 1) * sizeof(*t->follow->group));
+	assert_non_null(t->follow->group);
 	g = &t->follow->group[t->follow->n++];
+	memset(g, 0, sizeof(*g));
 	snprintf(g->name, sizeof(g->name), "%s", name);
 	g->job = job;
 	for (int i = 0; i < 2; i++) {

@@ -125,6 +125,7 @@ static void test_follow_v2(void **state)
 	assert_non_null(g);
 	assert_false(g->job);
 	assert_int_equal(r->n, 5);
+	cgfollow_result_free(r);
 	fsroot_free(root);
 	test_rmrf(dir);
 	free(r);
@@ -170,7 +171,9 @@ static void test_follow_v1(void **state)
 	assert_int_equal(cgfollow_group_delta(g, TCG_CPU_NR_THROTTLED), 80);
 	assert_int_equal(cgfollow_group_delta(g, TCG_CPU_THROTTLED_USEC), 2000000);
 	assert_int_equal(r->n, 2);                    /* wrap (with unified's root) and the root */
+	cgfollow_result_free(r);
 	assert_int_equal(cgfollow_stop(NULL, r, &err), -EINVAL);
+	assert_int_equal(r->n, 0);
 	fsroot_free(root);
 	test_rmrf(dir);
 	free(r);
