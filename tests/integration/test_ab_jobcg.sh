@@ -7,8 +7,10 @@
 # the harness and the PyTorch example, the verdict must be a regression,
 # the throttling claimed as the cause ahead of CPU contention (PSI), and the
 # evidence must name that cgroup, its quota and its throttling in the B
-# trials (A: not throttled).  Both arms run on CPU 0.  The cgroup is removed
-# at the end, however the test ends.
+# trials (A: not throttled).  Then a real-time helper that B's command
+# starts (SCHED_FIFO 50, 30 ms bursts of every 100 ms on the job's CPU):
+# the evidence names it with its policy.  Both arms run on CPU 0.  The
+# cgroup is removed at the end, however the test ends.
 . "$(dirname "$0")/lib.sh"
 : "${HARNESS:=$SRCDIR/build/nodetune-harness}"
 C="$HARNESS --comm none --rows 1000 --batch 512 --steps 15 --warmup 2 --blas-threads 1 --quiet"
@@ -83,5 +85,47 @@ for w in $workloads; do
 	check "$w: the report's JSON lists B's cgroup with its throttling, A's trials never ran there ($(jq -c --arg n "$CG" '[.watch.b.job_cgroups[]? | select(.name == $n)]' "$T_TMP/$w.json" 2>/dev/null))" -- \
 		jq -e --arg n "$CG" '([.watch.b.job_cgroups[] | select(.name == $n and .job and .throttled_periods > 0 and .throttled_ms > 0)] | length == 1) and
 		  ([.watch.a.job_cgroups[] | select(.name == $n)] | length == 0)' "$T_TMP/$w.json"
+done
+
+# A real-time helper started by B's command, bursting on the job's CPU.  A
+# v1 cpu cgroup gets no real-time time unless given some (rt_runtime_us 0
+# in the trial cgroup: chrt would be refused), so where the trial cgroup
+# has none the helper moves to the cpu hierarchy's root first, as an agent
+# that a launcher starts would be; it stays a descendant of B's command.
+cat >"$T_TMP/burst.py" <<'BURST'
+import time
+while True:
+    t = time.monotonic()
+    while time.monotonic() - t < 0.03:
+        pass
+    time.sleep(0.07)
+BURST
+cat >"$T_TMP/rtwrap" <<'WRAP'
+#!/bin/sh
+py=$1 burst=$2
+shift 2
+m1=$(awk '$3 == "cgroup" && $4 ~ /(^|,)cpu(,|$)/ { print $2; exit }' /proc/self/mounts)
+v1=$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ { print $3 }' /proc/self/cgroup)
+root=""
+if [ -n "$m1" ] && [ "$(cat "$m1$v1/cpu.rt_runtime_us" 2>/dev/null)" = 0 ]; then
+	root=$m1
+fi
+sh -c '[ -z "$1" ] || echo $$ >"$1/cgroup.procs" || exit 99; exec chrt -f 50 taskset -c 0 "$2" "$3"' rt "$root" "$py" "$burst" &
+h=$!
+taskset -c 0 "$@"
+rc=$?
+kill $h
+wait $h
+exit $rc
+WRAP
+chmod +x "$T_TMP/rtwrap"
+for w in $workloads; do
+	run "$NODETUNE" ab --a "cmd=$T_TMP/on0 $(cmd_of $w)" --b "cmd=$T_TMP/rtwrap $PY $T_TMP/burst.py $(cmd_of $w)" \
+		--trials 4 --budget 60 --json
+	cp "$OUT" "$T_TMP/rt-$w.json"
+	check "$w, B's command starts a SCHED_FIFO 50 helper: $(jq -c '{verdict, ratio, claimed: [.explanations[] | select(.claimed) | .counter][:3], evidence: .evidence[:1]}' "$T_TMP/rt-$w.json" 2>/dev/null)" -- \
+		jq -e '.verdict == "regression" and
+		  ([.evidence[] | select(test("^B.s command runs pid [0-9]+ \\(python3, SCHED_FIFO 50\\) that took [0-9.]+% .*; A has no such process"))] | length >= 1)' \
+		"$T_TMP/rt-$w.json"
 done
 t_done
