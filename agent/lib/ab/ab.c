@@ -176,7 +176,7 @@ static const struct abwatch_row host_rows[AB_C_TRIAL_FIRST] = {
 	[AB_C_NUMA_MISS] = { "numa_miss", "", "placement (remote memory)",
 		ABWATCH_SRC_HOST, 0, true, 10, -1 },
 	[AB_C_CPU_PRESSURE_MS] = { "cpu_pressure_ms", "ms", "CPU contention (PSI: runnable, no CPU)",
-		ABWATCH_SRC_HOST, 0, true, 0.5, 1 },
+		ABWATCH_SRC_HOST, 0, true, 0.5, 1, true },
 };
 
 const struct abwatch_row *ab_counter_row(enum ab_counter c)
@@ -415,22 +415,26 @@ static void analyse_counters(const struct ab_config *cfg, const struct ab_trial 
 		e->moved = e->p < cfg->alpha && fabs(e->b - e->a) > fmax(2 * e->noise, row->floor);
 		e->share = ab_share_of_change(row, e->a, e->b, res->ratio, res->per_step ? res->step_p50[0] : 1000);
 		e->claimed = e->moved && e->share >= AB_CLAIM_SHARE;
+		e->symptom = row->symptom;
 	}
 }
 
-/* The explanations: claimed ones first, then those that also moved, each by
- * its change over its noise; then the rest by significance. */
+/* The explanations: claimed ones first (a cause before a symptom that it
+ * explains: CPU quota throttling before "CPU contention (PSI)"), then those
+ * that also moved, each by its change over its noise; then the rest by
+ * significance. */
 static double strength(const struct ab_explanation *x)
 {
 	return fabs(x->b - x->a) / (x->noise + 1e-9 + 1e-3 * fmax(fabs(x->a), fabs(x->b)));
 }
 
-static void rank_explanations(struct ab_result *res)
+void ab_rank_explanations(struct ab_result *res)
 {
 	for (int i = 0; i < res->n_expl; i++)
 		for (int j = i + 1; j < res->n_expl; j++) {
 			struct ab_explanation *x = &res->expl[i], *y = &res->expl[j];
 			bool swap = y->claimed != x->claimed ? y->claimed
+				    : x->claimed && x->symptom != y->symptom ? x->symptom
 				    : y->moved != x->moved ? y->moved
 				    : x->claimed || x->moved ? strength(y) > strength(x)
 				    : y->p < x->p - 1e-12 || (fabs(y->p - x->p) < 1e-12 && strength(y) > strength(x));
@@ -475,7 +479,7 @@ static void analyse(const struct ab_config *cfg, const struct ab_trial *tr, int 
 	analyse_phases(tr, n, res);
 	analyse_ranks(tr, n, res);
 	analyse_counters(cfg, tr, n, res);
-	rank_explanations(res);
+	ab_rank_explanations(res);
 	analyse_evidence(tr, n, res);
 }
 

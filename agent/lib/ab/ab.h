@@ -125,6 +125,7 @@ struct ab_explanation {
 	double share;                 /* of the figure's change it can account for at most
 				       * (ab_share_of_change; NAN: not estimable) */
 	bool claimed;                 /* a cause: moved, and share >= 10% */
+	bool symptom;                 /* its row's: a claimed cause ranks before it */
 };
 
 struct ab_result {

@@ -15,6 +15,7 @@
 #include "ab/abwatch_test.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,15 +32,15 @@
 
 const struct abwatch_row abwatch_rows[ABWATCH_N] = {
 	/* name, unit, mechanism,
-	 *	source, perf event, rate, A/A floor, cost of one unit (ms) */
+	 *	source, perf event, rate, A/A floor, cost of one unit (ms), symptom */
 	[ABWATCH_THROTTLED_PERIODS] = { "throttled_periods", "", "CPU quota throttling",
 		ABWATCH_SRC_CGROUP, 0, true, 0.05, -1 },
 	[ABWATCH_THROTTLED_MS] = { "throttled_ms", "ms", "CPU quota throttling",
 		ABWATCH_SRC_CGROUP, 0, true, 0.5, 1 },
 	[ABWATCH_CG_CPU_PRESSURE_MS] = { "cg_cpu_pressure_ms", "ms", "CPU contention of the job (its cgroup's PSI)",
-		ABWATCH_SRC_CGROUP, 0, true, 0.5, 1 },
+		ABWATCH_SRC_CGROUP, 0, true, 0.5, 1, true },
 	[ABWATCH_CG_MEM_PRESSURE_MS] = { "cg_memory_pressure_ms", "ms", "memory limit reclaim (its cgroup's PSI)",
-		ABWATCH_SRC_CGROUP, 0, true, 0.5, 1 },
+		ABWATCH_SRC_CGROUP, 0, true, 0.5, 1, true },
 	[ABWATCH_MEM_EVENTS] = { "memory_limit_events", "", "memory limit reclaim",
 		ABWATCH_SRC_CGROUP, 0, true, 0.05, 1 },
 	[ABWATCH_CG_SWITCHES] = { "cg_context_switches", "", "preemption or blocking of the job (context switches)",
@@ -69,6 +70,7 @@ struct abwatch {
 	struct trialcg_stats before;
 	struct trialcg_perf perf;        /* fd NULL: not open */
 	struct culprit *cu;              /* NULL: not started, or failed (why) */
+	struct cgfollow *cf;             /* NULL: not started, or failed (followed_why) */
 	char cpus[CULPRIT_LIST_LEN];     /* given by abwatch_set_cpus ("" none) */
 	int *known, n_known, cap_known;  /* pids taken from the group, sorted */
 	char why[ABWATCH_SRC_N][ABWATCH_WHY_LEN];    /* a part that is missing, and why */
@@ -184,6 +186,9 @@ int abwatch_started(struct abwatch *w, pid_t pid, struct nt_err *err)
 			keep_first(&first, err, e.code, e.msg);
 		}
 	}
+	w->cf = cgfollow_start(w->root, pid, &e);
+	if (!w->cf)
+		log_msg(LOG_DEBUG, "abwatch: the job's cgroups not followed: %s", e.msg);
 	w->cu = culprit_start(w->root, &job, 1, &e);
 	if (!w->cu) {
 		why_set(w->why[ABWATCH_SRC_CULPRIT], "culprit watch: %s", e.msg);
@@ -241,6 +246,8 @@ static int job_from_cgroup(struct abwatch *w)
 		w->known = tmp;
 		w->cap_known = cap;
 	}
+	for (int i = 0; w->cf && i < n_add; i++)
+		(void)cgfollow_add_pid(w->cf, add[i]);      /* gone, or the table full: not followed */
 	if (n_add && (r = culprit_add_pids(w->cu, add, n_add)) == 0) {
 		memcpy(w->known + w->n_known, add, (size_t)n_add * sizeof(int));
 		w->n_known += n_add;
@@ -254,7 +261,10 @@ int abwatch_tick(struct abwatch *w)
 {
 	int r;
 
-	if (!w || !w->cu)
+	if (!w)
+		return 0;
+	(void)cgfollow_tick(w->cf);      /* proc unlistable: the next tick looks again */
+	if (!w->cu)
 		return 0;
 	r = job_from_cgroup(w);
 	return r < 0 ? r : culprit_sample(w->cu);
@@ -347,6 +357,45 @@ static void fill_culprit(struct abwatch_trial *t)
 		why_set(t->why[ABWATCH_IRQ_SHARE], "per-CPU irq/softirq time of proc/stat not readable");
 }
 
+/* The job's cgroups (t->follow): the most throttled one stands for the
+ * trial's throttling, and the one with the most memory events for those,
+ * when it had more than the trial cgroup (or the trial cgroup could not
+ * be counted). */
+void abwatch_fill_follow(struct abwatch_trial *t)
+{
+	const struct cgfollow_result *f = t->follow;
+	double best_ms = -1, periods = 0, mem = -1;
+
+	for (int i = 0; i < f->n; i++) {
+		const struct cgfollow_group *g = &f->group[i];
+		bool v2mem = true;
+		double sum = 0;
+
+		if (trialcg_has(&g->before, TCG_CPU_THROTTLED_USEC) && trialcg_has(&g->after, TCG_CPU_THROTTLED_USEC) &&
+		    (double)cgfollow_group_delta(g, TCG_CPU_THROTTLED_USEC) / 1000.0 > best_ms) {
+			best_ms = (double)cgfollow_group_delta(g, TCG_CPU_THROTTLED_USEC) / 1000.0;
+			periods = (double)cgfollow_group_delta(g, TCG_CPU_NR_THROTTLED);
+		}
+		for (enum trialcg_counter c = TCG_MEM_HIGH; c <= TCG_MEM_OOM && v2mem; c++) {
+			v2mem = trialcg_has(&g->before, c) && trialcg_has(&g->after, c);
+			sum += (double)cgfollow_group_delta(g, c);
+		}
+		if (!v2mem && trialcg_has(&g->before, TCG_MEM_FAILCNT) && trialcg_has(&g->after, TCG_MEM_FAILCNT))
+			sum = (double)cgfollow_group_delta(g, TCG_MEM_FAILCNT), v2mem = true;
+		if (v2mem && sum > mem)
+			mem = sum;
+	}
+	if (best_ms >= 0 && (t->why[ABWATCH_THROTTLED_MS][0] || best_ms > t->v[ABWATCH_THROTTLED_MS])) {
+		t->v[ABWATCH_THROTTLED_MS] = best_ms;
+		t->v[ABWATCH_THROTTLED_PERIODS] = periods;
+		t->why[ABWATCH_THROTTLED_MS][0] = t->why[ABWATCH_THROTTLED_PERIODS][0] = '\0';
+	}
+	if (mem >= 0 && (t->why[ABWATCH_MEM_EVENTS][0] || mem > t->v[ABWATCH_MEM_EVENTS])) {
+		t->v[ABWATCH_MEM_EVENTS] = mem;
+		t->why[ABWATCH_MEM_EVENTS][0] = '\0';
+	}
+}
+
 /* v[] and why[] of t from what the watch read. */
 static void fill_trial(const struct abwatch *w, struct abwatch_trial *t, const uint64_t perf[TCG_PERF_N], bool perf_ok)
 {
@@ -371,6 +420,8 @@ static void fill_trial(const struct abwatch *w, struct abwatch_trial *t, const u
 		fill_cgroup(t);
 	if (t->culprit_read)
 		fill_culprit(t);
+	if (t->follow)
+		abwatch_fill_follow(t);
 }
 
 /* The reads at the end of a started watch into t; the first error kept. */
@@ -395,6 +446,15 @@ static void end_reads(struct abwatch *w, struct abwatch_trial *t, uint64_t perf[
 			why_set(w->why[ABWATCH_SRC_PERF], "%s", e.msg);
 			keep_first(first, err, e.code, e.msg);
 		}
+	}
+	if (w->cf) {
+		if (!(t->follow = calloc(1, sizeof(*t->follow)))) {
+			cgfollow_free(w->cf);
+			keep_first(first, err, -ENOMEM, "out of memory");
+		} else if (cgfollow_stop(w->cf, t->follow, &e) < 0) {
+			keep_first(first, err, e.code, e.msg);
+		}
+		w->cf = NULL;
 	}
 	if (w->cu) {
 		if ((r = job_from_cgroup(w)) < 0)
@@ -431,6 +491,7 @@ int abwatch_end(struct abwatch *w, struct abwatch_trial *ret, struct nt_err *err
 		snprintf(msg, sizeof(msg), "removing the trial cgroup %s: %s", w->procs_rel, strerror(-r));
 		keep_first(&first, err, r, msg);
 	}
+	cgfollow_free(w->cf);
 	free(w->procs_buf);
 	free(w->known);
 	free(w);
@@ -443,6 +504,9 @@ void abwatch_trial_release(struct abwatch_trial *t)
 		return;
 	culprit_result_free(&t->culprit);
 	t->culprit_read = false;
+	cgfollow_result_free(t->follow);
+	free(t->follow);
+	t->follow = NULL;
 }
 
 /* ---- an arm --------------------------------------------------------------- */
@@ -458,6 +522,7 @@ void abwatch_arm_release(struct abwatch_arm *a)
 	if (!a)
 		return;
 	culprit_result_free(&a->culprit);
+	free(a->groups);
 	abwatch_arm_init(a);
 }
 
@@ -766,8 +831,71 @@ static int arm_add_culprit(struct abwatch_arm *a, const struct culprit_result *t
 	return 0;
 }
 
+static struct abwatch_group *arm_group(const struct abwatch_arm *a, const char *name)
+{
+	for (int i = 0; i < a->n_groups; i++)
+		if (!strcmp(a->groups[i].name, name))
+			return &a->groups[i];
+	return NULL;
+}
+
+/* Is a followed group the trial cgroup, or below it, or its parent
+ * (the arm's cg and explain_limits tell of the trial cgroup: a new one
+ * each trial)? */
+static bool trial_group(const char *name)
+{
+	const char *p = strstr(name, "/" TRIALCG_PARENT);
+
+	return p && (p[strlen(TRIALCG_PARENT) + 1] == '/' || p[strlen(TRIALCG_PARENT) + 1] == '\0');
+}
+
+/* t's followed cgroups into the arm's, by name, but the trial cgroups.
+ * 0 or -ENOMEM (a as it was). */
+static int arm_add_follow(struct abwatch_arm *a, const struct cgfollow_result *f)
+{
+	struct abwatch_group *rows = realloc(a->groups, (size_t)(a->n_groups + f->n + 1) * sizeof(*rows));
+
+	if (!rows)
+		return -ENOMEM;
+	a->groups = rows;
+	for (int i = 0; i < f->n; i++) {
+		const struct cgfollow_group *g = &f->group[i];
+		struct abwatch_group *row = arm_group(a, g->name);
+		uint32_t have = g->before.have & g->after.have;
+
+		if (trial_group(g->name))
+			continue;
+		if (!row) {
+			row = &a->groups[a->n_groups++];
+			memset(row, 0, sizeof(*row));
+			snprintf(row->name, sizeof(row->name), "%s", g->name);
+			snprintf(row->quota, sizeof(row->quota), "%s", g->after.quota);
+			row->have = have;
+		}
+		row->have &= have;
+		row->job |= g->job;
+		row->trials++;
+		for (int c = 0; c < TCG_N; c++) {
+			uint64_t x = trialcg_counters[c].gauge ? g->after.v[c] : cgfollow_group_delta(g, c);
+
+			if (trialcg_counters[c].gauge)
+				row->v[c] = x > row->v[c] ? x : row->v[c];
+			else
+				row->v[c] += x;
+		}
+	}
+	a->follow_trials++;
+	return 0;
+}
+
 int abwatch_arm_add(struct abwatch_arm *a, const struct abwatch_trial *t)
 {
+	if (t->follow) {
+		int r = arm_add_follow(a, t->follow);
+
+		if (r < 0)
+			return r;
+	}
 	if (t->culprit_read) {
 		int r = arm_add_culprit(a, &t->culprit);
 
@@ -919,6 +1047,104 @@ static int explain_irqs(const struct abwatch_arm *arm[2], char *buf, size_t size
 	return ok ? 0 : -ENOSPC;
 }
 
+static uint64_t group_v(const struct abwatch_group *g, enum trialcg_counter c)
+{
+	return g && ((g->have >> c) & 1u) ? g->v[c] : 0;
+}
+
+static uint64_t group_mem(const struct abwatch_group *g)
+{
+	return group_v(g, TCG_MEM_HIGH) + group_v(g, TCG_MEM_MAX) + group_v(g, TCG_MEM_OOM) +
+	       group_v(g, TCG_MEM_OOM_KILL) + group_v(g, TCG_MEM_FAILCNT);
+}
+
+/* "throttled 412 times, 8.1 s" or "not throttled", then memory events, of g. */
+static void group_limits(const struct abwatch_group *g, char *out, size_t size)
+{
+	size_t len = 0;
+
+	out[0] = '\0';
+	if (group_v(g, TCG_CPU_NR_THROTTLED))
+		textbuf_appendf(out, size, &len, "throttled %llu times, %.1f s",
+				(unsigned long long)group_v(g, TCG_CPU_NR_THROTTLED),
+				(double)group_v(g, TCG_CPU_THROTTLED_USEC) / 1e6);
+	else
+		textbuf_appendf(out, size, &len, "not throttled");
+	if (group_mem(g))
+		textbuf_appendf(out, size, &len, "; memory: %llu over high, %llu at max, %llu OOM, %llu OOM kills, %llu failcnt",
+				(unsigned long long)group_v(g, TCG_MEM_HIGH), (unsigned long long)group_v(g, TCG_MEM_MAX),
+				(unsigned long long)group_v(g, TCG_MEM_OOM), (unsigned long long)group_v(g, TCG_MEM_OOM_KILL),
+				(unsigned long long)group_v(g, TCG_MEM_FAILCNT));
+}
+
+/* How much a group limited its arm, for the order: throttled time, then
+ * memory events. */
+static double group_weight(const struct abwatch_group *g)
+{
+	return (double)group_v(g, TCG_CPU_THROTTLED_USEC) + (double)group_v(g, TCG_CPU_NR_THROTTLED) + (double)group_mem(g);
+}
+
+struct group_line {
+	const struct abwatch_group *g[2];
+	double weight;
+};
+
+static int cmp_group_line(const void *x, const void *y)
+{
+	double a = ((const struct group_line *)x)->weight, b = ((const struct group_line *)y)->weight;
+
+	return (a < b) - (a > b);
+}
+
+/* The job's cgroups (not the trial's) that throttled or hit a memory limit
+ * in either arm, the most limiting first, at most 3 lines.  0, -ENOSPC or
+ * -ENOMEM. */
+static int explain_groups(const struct abwatch_arm *arm[2], int slower, char *buf, size_t size, size_t *len, int *lines)
+{
+	struct group_line *l = calloc((size_t)(arm[0]->n_groups + arm[1]->n_groups + 1), sizeof(*l));
+	int n = 0;
+	bool ok = true;
+
+	if (!l)
+		return -ENOMEM;
+	for (int s = 0; s < 2; s++)
+		for (int i = 0; i < arm[s]->n_groups; i++) {
+			const struct abwatch_group *g = &arm[s]->groups[i];
+			bool dup = false;
+
+			for (int k = 0; k < n && !dup; k++)
+				dup = !strcmp(l[k].g[s] ? l[k].g[s]->name : l[k].g[!s]->name, g->name);
+			if (dup || trial_group(g->name))
+				continue;
+			l[n].g[s] = g;
+			l[n].g[!s] = arm_group(arm[!s], g->name);
+			l[n].weight = fmax(group_weight(l[n].g[0]), group_weight(l[n].g[1]));
+			if (l[n].weight > 0)
+				n++;
+		}
+	if (n)
+		qsort(l, (size_t)n, sizeof(*l), cmp_group_line);
+	for (int i = 0; i < n && i < 3 && ok; i++) {
+		double w0 = l[i].g[0] ? group_weight(l[i].g[0]) : 0, w1 = l[i].g[1] ? group_weight(l[i].g[1]) : 0;
+		int hi = w1 > w0 ? 1 : w0 > w1 ? 0 : slower >= 0 ? slower : 1;
+		const struct abwatch_group *g = l[i].g[hi], *o = l[i].g[!hi];
+		char quota[96] = "", mine[256], other[256];
+
+		if (g->quota[0])
+			snprintf(quota, sizeof(quota), strncmp(g->quota, "cfs_", 4) ? " (cpu.max %s)" : " (%s)", g->quota);
+		group_limits(g, mine, sizeof(mine));
+		if (o)
+			group_limits(o, other, sizeof(other));
+		else
+			snprintf(other, sizeof(other), "not throttled (its job did not run there)");
+		ok = textbuf_appendf(buf, size, len, "%c's job ran %s %s%s: %s in the %c trials; %c: %s\n", hi ? 'B' : 'A',
+				     g->job ? "in" : "below", g->name, quota, mine, hi ? 'B' : 'A', hi ? 'A' : 'B', other);
+		*lines += ok;
+	}
+	free(l);
+	return ok ? 0 : -ENOSPC;
+}
+
 int abwatch_explain(const struct abwatch_arm *a, const struct abwatch_arm *b, int slower, char *buf, size_t size)
 {
 	const struct abwatch_arm *arm[2] = { a, b };
@@ -928,11 +1154,16 @@ int abwatch_explain(const struct abwatch_arm *a, const struct abwatch_arm *b, in
 	if (!size)
 		return -ENOSPC;
 	buf[0] = '\0';
-	lines = culprit_describe_job(a->culprit_trials ? &a->culprit : NULL, b->culprit_trials ? &b->culprit : NULL,
-				     slower, buf, size);
-	if (lines < 0)
-		return lines;
-	len = strlen(buf);
+	len = 0;
+	lines = 0;
+	if ((r = explain_groups(arm, slower, buf, size, &len, &lines)) < 0)
+		return r;
+	r = culprit_describe_job(a->culprit_trials ? &a->culprit : NULL, b->culprit_trials ? &b->culprit : NULL,
+				 slower, buf + len, size - len);
+	if (r < 0)
+		return r;
+	lines += r;
+	len += strlen(buf + len);
 	r = culprit_describe_top(a->culprit_trials ? &a->culprit : NULL, b->culprit_trials ? &b->culprit : NULL,
 				 buf + len, size - len);
 	if (r < 0)
@@ -980,6 +1211,40 @@ static json_t *cgroup_json(const struct abwatch_arm *a)
 			 "mem_events", mem, "quota_cpus", s->quota_cpus, "paths", s->paths, "text", text);
 }
 
+static json_t *group_count(const struct abwatch_group *g, enum trialcg_counter c, double div)
+{
+	if (!((g->have >> c) & 1u))
+		return json_null();
+	return div == 1 ? json_integer((json_int_t)g->v[c]) : json_real((double)g->v[c] / div);
+}
+
+static json_t *groups_json(const struct abwatch_arm *a)
+{
+	json_t *arr;
+
+	if (!a->follow_trials)
+		return json_null();
+	if (!(arr = json_array()))
+		return NULL;
+	for (int i = 0; i < a->n_groups; i++) {
+		const struct abwatch_group *g = &a->groups[i];
+		bool v2mem = ((g->have >> TCG_MEM_HIGH) & 1u) != 0;
+		json_t *mem = v2mem ? json_integer((json_int_t)(g->v[TCG_MEM_HIGH] + g->v[TCG_MEM_MAX] + g->v[TCG_MEM_OOM]))
+			      : group_count(g, TCG_MEM_FAILCNT, 1);
+
+		if (json_array_append_new(arr, json_pack("{s:s, s:b, s:i, s:s, s:o, s:o, s:o, s:o}", "name", g->name, "job",
+							 g->job, "trials", g->trials, "quota", g->quota,
+							 "throttled_periods", group_count(g, TCG_CPU_NR_THROTTLED, 1),
+							 "throttled_ms", group_count(g, TCG_CPU_THROTTLED_USEC, 1000),
+							 "mem_events", mem, "cpu_pressure_ms",
+							 group_count(g, TCG_PSI_CPU_SOME_US, 1000))) < 0) {
+			json_decref(arr);
+			return NULL;
+		}
+	}
+	return arr;
+}
+
 json_t *abwatch_arm_json(const struct abwatch_arm *a)
 {
 	json_t *culprit = json_null();
@@ -991,6 +1256,6 @@ json_t *abwatch_arm_json(const struct abwatch_arm *a)
 			top.n_tasks = CULPRIT_MAX_TASKS;
 		culprit = culprit_json(&top);
 	}
-	return json_pack("{s:i, s:f, s:o, s:o}", "trials", a->trials, "seconds", a->culprit.seconds, "cgroup",
-			 cgroup_json(a), "culprit", culprit);
+	return json_pack("{s:i, s:f, s:o, s:o, s:o}", "trials", a->trials, "seconds", a->culprit.seconds, "cgroup",
+			 cgroup_json(a), "culprit", culprit, "job_cgroups", groups_json(a));
 }

@@ -7,6 +7,10 @@
  *     whose cpu.stat, memory events and PSI are read before and after, and
  *     whose context switches, migrations and page faults are counted by perf
  *     for that cgroup alone;
+ *   - cgfollow.h follows the job's processes (pid and start time) into
+ *     every cgroup they run in, the trial cgroup or one they moved to (a
+ *     wrapper with a CPU limit), and its ancestors: throttling, quota,
+ *     memory events and PSI of each, at first sight and at the end;
  *   - culprit.h watches who else ran on the CPUs the job used, the IRQs and
  *     softirqs there, and affinity changes of the job's threads.  The job is
  *     the forked pid, its descendants, and every process found in the trial
@@ -36,6 +40,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "ab/cgfollow.h"
 #include "ab/culprit.h"
 #include "base/fsroot.h"
 #include "base/log.h"
@@ -44,11 +49,13 @@
 /* The per-trial figures the explanations rank, by enum; abwatch_rows[] holds
  * each one's row. */
 enum abwatch_counter {
-	ABWATCH_THROTTLED_PERIODS,     /* trial cgroup cpu.stat nr_throttled */
+	ABWATCH_THROTTLED_PERIODS,     /* cpu.stat nr_throttled of the job's most throttled cgroup: the
+					* trial cgroup, or one its processes moved to, or an ancestor */
 	ABWATCH_THROTTLED_MS,          /* its throttled time (v2 throttled_usec, v1 throttled_time), ms */
 	ABWATCH_CG_CPU_PRESSURE_MS,    /* its PSI cpu some, ms (cgroup2 only) */
 	ABWATCH_CG_MEM_PRESSURE_MS,    /* its PSI memory some, ms (cgroup2 only) */
-	ABWATCH_MEM_EVENTS,            /* v2 memory.events high+max+oom, else v1 memory.failcnt */
+	ABWATCH_MEM_EVENTS,            /* v2 memory.events high+max+oom, else v1 memory.failcnt, of the
+					* job's cgroup that had the most (as above) */
 	ABWATCH_CG_SWITCHES,           /* perf context-switches of the cgroup */
 	ABWATCH_CG_MIGRATIONS,         /* perf cpu-migrations of the cgroup */
 	ABWATCH_CG_FAULTS,             /* perf page-faults of the cgroup */
@@ -84,7 +91,8 @@ struct abwatch_row {
 	double cost_ms;            /* the most one unit of it can cost the job, in ms (an upper
 				    * bound; 1 for a time in ms): how much of a slowdown its change
 				    * can account for; 0: a share of a rank CPU, itself a share of
-				    * its time; < 0: not estimable (a count whose cost is unknown) */
+				    * its time; < 0: not estimable (a count whose cost is unknown) */	bool symptom;              /* a symptom that other rows name the cause of (PSI: stalled
+				    * for want of CPU or memory): a claimed cause ranks before it */
 };
 
 extern const struct abwatch_row abwatch_rows[ABWATCH_N];
@@ -129,6 +137,8 @@ struct abwatch_trial {
 	struct trialcg_stats before, after;
 	bool culprit_read;              /* culprit holds a result */
 	struct culprit_result culprit;  /* owned: abwatch_trial_release */
+	struct cgfollow_result *follow; /* the job's cgroups (cgfollow.h); NULL: not followed.
+					 * Owned: abwatch_trial_release */
 };
 
 /* After the job ended (waited for): the cgroup's counters "after", the perf
@@ -164,6 +174,23 @@ struct abwatch_arm {
 	 * by kind, comm, policy and priority, since their pids differ from
 	 * trial to trial; a kind's row keeps the first trial's pid. */
 	struct culprit_result culprit;
+	/* The job's cgroups (cgfollow) over the trials that followed them,
+	 * merged by name: each one's deltas summed over the trials it was
+	 * seen in, its quota the first trial's.  The trial cgroups (a new one
+	 * each trial, nodetune-ab/...) are left out: cg holds them. */
+	int follow_trials;
+	int n_groups;
+	struct abwatch_group *groups;
+};
+
+/* A cgroup the job of an arm ran in (or below), its trials summed. */
+struct abwatch_group {
+	char name[520];                 /* cgfollow_group's */
+	bool job;                       /* a process of the job was in it, in some trial */
+	int trials;                     /* the trials it was seen in */
+	char quota[64];                 /* trialcg_stats' */
+	uint32_t have;                  /* the counters every one of those trials had */
+	uint64_t v[TCG_N];              /* deltas summed (gauges: the largest) */
 };
 
 /* An empty arm. */
@@ -188,6 +215,12 @@ void abwatch_arm_release(struct abwatch_arm *a);
  *     A"; then the affinity changes by kind, those that differ between the
  *     arms with their counts per arm, those alike summed up in one line
  *     (culprit_describe_changes);
+ *   - a cgroup the job ran in, other than its trial cgroup, that throttled
+ *     or hit a memory limit in either arm, the most throttled first (at
+ *     most 3): "B's job ran in /sys/fs/cgroup/wrap.slice (cpu.max 50000
+ *     100000): throttled 412 times, 8.1 s in the B trials; A: not
+ *     throttled" ("ran below" for an ancestor of the job's cgroups; the
+ *     arm that throttled more is named first; memory events follow);
  *   - when either arm was throttled or hit a memory limit, one line per arm
  *     with cgroup counters (trialcg_describe): "B: throttled in 412 of 500
  *     periods (82%), 3.1 s in all; quota 0.5 CPU; ...";
@@ -206,7 +239,9 @@ int abwatch_explain(const struct abwatch_arm *a, const struct abwatch_arm *b, in
  *    "throttled_periods", "throttled_ms", "cpu_pressure_ms", "mem_events"
  *    (null where not counted), "quota_cpus", "paths", "text"} or null,
  *    "culprit": culprit_json of the merged result with its top
- *    CULPRIT_MAX_TASKS tasks, or null} */
+ *    CULPRIT_MAX_TASKS tasks, or null, "job_cgroups": [{"name", "job",
+ *    "trials", "quota", "throttled_periods", "throttled_ms", "mem_events",
+ *    "cpu_pressure_ms"} (null where not counted)] or null when not followed} */
 json_t *abwatch_arm_json(const struct abwatch_arm *a);
 
 #endif

@@ -17,4 +17,9 @@ int abwatch_set_cpus(struct abwatch *w, const char *cpulist, struct nt_err *err)
  * test to set a limit on it.  Owned by w. */
 const struct trialcg *abwatch_cgroup(const struct abwatch *w);
 
+/* The job's followed cgroups (t->follow) into t's throttling and memory
+ * rows: the most throttled one stands for the trial when it had more than
+ * the trial cgroup (or the trial cgroup was not countable). */
+void abwatch_fill_follow(struct abwatch_trial *t);
+
 #endif

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "observe/obs.h"
+#include "observe/procfs.h"
 #include "base/parse.h"
 
 #define REL_MAX 512
@@ -46,16 +47,8 @@ static const char *const hier_ctrl[H_N] = {
 	[H_V2] = NULL, [H_CPU] = "cpu", [H_CPUACCT] = "cpuacct", [H_MEMORY] = "memory", [H_PERF] = "perf_event",
 };
 
-/* The mounts of the hierarchies, relative to the root ("" not mounted). */
-struct mounts {
-	char rel[H_N][256];
-	bool ro[H_N];
-};
-
-/* The cgroup directories of one group (or of a pid), per hierarchy. */
-struct cgdirs {
-	char dir[H_N][REL_MAX];
-};
+_Static_assert(H_N == TRIALCG_HIER_N, "trialcg.h's TRIALCG_HIER_N counts enum hier");
+_Static_assert(REL_MAX == sizeof(((struct trialcg_dirs *)0)->dir[0]), "a directory fits REL_MAX");
 
 static bool has_token(const char *list, const char *tok, const char *sep)
 {
@@ -68,7 +61,7 @@ static bool has_token(const char *list, const char *tok, const char *sep)
 }
 
 /* One line of proc/self/mounts into m. */
-static void mount_line(char *line, struct mounts *m)
+static void mount_line(char *line, struct trialcg_mounts *m)
 {
 	char *save = NULL, *dev = strtok_r(line, " ", &save), *mnt = strtok_r(NULL, " ", &save);
 	char *type = strtok_r(NULL, " ", &save), *opts = strtok_r(NULL, " ", &save);
@@ -87,7 +80,7 @@ static void mount_line(char *line, struct mounts *m)
 
 /* The cgroup mounts below root.  0, -ENOTSUP with err when there is none
  * (or proc/self/mounts cannot be read). */
-static int find_mounts(const struct fsroot *root, struct mounts *m, struct nt_err *err)
+static int find_mounts(const struct fsroot *root, struct trialcg_mounts *m, struct nt_err *err)
 {
 	size_t size = 1u << 18;
 	char *buf = malloc(size), *line, *save = NULL, shown[4096];
@@ -113,7 +106,7 @@ static int find_mounts(const struct fsroot *root, struct mounts *m, struct nt_er
 }
 
 /* Does hierarchy h share its mount with an earlier row (cpu,cpuacct)? */
-static bool shared_mount(const struct mounts *m, int h)
+static bool shared_mount(const struct trialcg_mounts *m, int h)
 {
 	for (int e = 0; e < h; e++)
 		if (m->rel[e][0] && !strcmp(m->rel[e], m->rel[h]))
@@ -125,8 +118,8 @@ static bool shared_mount(const struct mounts *m, int h)
 
 struct trialcg {
 	const struct fsroot *root;
-	struct mounts m;
-	struct cgdirs d;           /* "" where the hierarchy is not used */
+	struct trialcg_mounts m;
+	struct trialcg_dirs d;           /* "" where the hierarchy is not used */
 	bool made[H_N];            /* this row created d.dir[h] (a shared mount's row did not) */
 	int dirfd[H_N];            /* O_DIRECTORY of d.dir[h] where made, else -1 */
 	int procs[H_N];            /* its cgroup.procs, O_WRONLY, where made, else -1 */
@@ -583,7 +576,7 @@ static void set_counter(struct trialcg_stats *s, enum trialcg_counter c, uint64_
 }
 
 /* The rows of file_rows[] whose hierarchy is in d. */
-static void read_rows(const struct fsroot *root, const struct cgdirs *d, struct trialcg_stats *s)
+static void read_rows(const struct fsroot *root, const struct trialcg_dirs *d, struct trialcg_stats *s)
 {
 	char buf[4096];
 	const struct file_row *last = NULL;
@@ -622,7 +615,7 @@ static int64_t read_limit(const struct fsroot *root, const char *dir, const char
 
 /* The CPU quota: v2 cpu.max "QUOTA PERIOD" or "max PERIOD", v1
  * cfs_quota_us (-1: none) and cfs_period_us. */
-static void read_quota(const struct fsroot *root, const struct cgdirs *d, struct trialcg_stats *s)
+static void read_quota(const struct fsroot *root, const struct trialcg_dirs *d, struct trialcg_stats *s)
 {
 	char rel[REL_MAX + 64], buf[64], per[32];
 	unsigned long long q, p;
@@ -645,7 +638,7 @@ static void read_quota(const struct fsroot *root, const struct cgdirs *d, struct
 		s->quota_cpus = (double)q / (double)p;
 }
 
-static void read_psi(const struct fsroot *root, const struct cgdirs *d, struct trialcg_stats *s)
+static void read_psi(const struct fsroot *root, const struct trialcg_dirs *d, struct trialcg_stats *s)
 {
 	struct obs_psi psi;
 
@@ -663,7 +656,7 @@ static void read_psi(const struct fsroot *root, const struct cgdirs *d, struct t
 }
 
 /* What was not countable, and why, into s->why. */
-static void explain_missing(const struct cgdirs *d, struct trialcg_stats *s)
+static void explain_missing(const struct trialcg_dirs *d, struct trialcg_stats *s)
 {
 	size_t n = 0;
 
@@ -683,7 +676,7 @@ static void explain_missing(const struct cgdirs *d, struct trialcg_stats *s)
 
 /* Read every counter of the directories d into *ret.  0, or -ENOENT when
  * not one of them could be read (gone) with err. */
-static int read_dirs(const struct fsroot *root, const struct cgdirs *d, struct trialcg_stats *ret,
+static int read_dirs(const struct fsroot *root, const struct trialcg_dirs *d, struct trialcg_stats *ret,
 		     struct nt_err *err)
 {
 	struct trialcg_stats s;
@@ -723,43 +716,85 @@ int trialcg_read(const struct trialcg *cg, struct trialcg_stats *ret, struct nt_
 
 /* ---- read_pid ----------------------------------------------------------- */
 
-/* The directories of the cgroups pid is in (proc/PID/cgroup: "ID:CTRLS:PATH"
- * per hierarchy, "0::PATH" for cgroup2) under the mounts m.  0, -ENOENT,
- * -EINVAL with err. */
-static int pid_dirs(const struct fsroot *root, const struct mounts *m, pid_t pid, struct cgdirs *ret,
+int trialcg_mounts_read(const struct fsroot *root, struct trialcg_mounts *ret, struct nt_err *err)
+{
+	struct trialcg_mounts m;
+	int r = find_mounts(root, &m, err);
+
+	if (r == 0)
+		*ret = m;
+	return r;
+}
+
+int trialcg_dirs_of(const struct trialcg_mounts *m, const struct procfs_cgroup *pc, struct trialcg_dirs *ret)
+{
+	struct trialcg_dirs d;
+	bool any = false;
+
+	memset(&d, 0, sizeof(d));
+	for (int h = 0; h < H_N; h++) {
+		const struct procfs_cgroup_line *l = procfs_cgroup_find(pc, hier_ctrl[h]);
+
+		if (!l || !m->rel[h][0])
+			continue;
+		snprintf(d.dir[h], sizeof(d.dir[h]), "%s%s", m->rel[h], l->path[1] ? l->path : "");
+		any = true;
+	}
+	if (!any)
+		return -ENOENT;
+	*ret = d;
+	return 0;
+}
+
+bool trialcg_dirs_parent(const struct trialcg_mounts *m, struct trialcg_dirs *d)
+{
+	bool up = false;
+
+	for (int h = 0; h < H_N; h++) {
+		size_t base = strlen(m->rel[h]);
+		char *slash;
+
+		if (!d->dir[h][0] || strlen(d->dir[h]) <= base || !(slash = strrchr(d->dir[h], '/')) ||
+		    (size_t)(slash - d->dir[h]) < base)
+			continue;
+		*slash = '\0';
+		up = true;
+	}
+	return up;
+}
+
+int trialcg_read_dirs(const struct fsroot *root, const struct trialcg_dirs *d, struct trialcg_stats *ret,
+		      struct nt_err *err)
+{
+	return read_dirs(root, d, ret, err);
+}
+
+/* The directories of the cgroups pid is in (proc/PID/cgroup, parsed by
+ * observe/procfs) under the mounts m.  0, -ENOENT, -EINVAL with err. */
+static int pid_dirs(const struct fsroot *root, const struct trialcg_mounts *m, pid_t pid, struct trialcg_dirs *ret,
 		    struct nt_err *err)
 {
-	char rel[64], buf[8192], shown[4096], *line, *save = NULL;
-	ssize_t n;
-	int lineno = 0;
+	struct procfs_cgroup *pc = malloc(sizeof(*pc));
+	char rel[64], shown[4096];
+	int r;
 
-	snprintf(rel, sizeof(rel), "proc/%d/cgroup", (int)pid);
-	fsroot_display(root, rel, shown, sizeof(shown));
-	if ((n = fsroot_read(root, rel, buf, sizeof(buf))) < 0)
-		return err_set(err, n == -ESRCH ? -ENOENT : (int)n, "%s: %s", shown, strerror((int)-n));
-	memset(ret, 0, sizeof(*ret));
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-
-		lineno++;
-		if (!c1 || !c2 || c2[1] != '/')
-			return err_set(err, -EINVAL, "%s:%d: expected 'ID:CONTROLLERS:/PATH', got '%.60s'", shown,
-				       lineno, line);
-		*c2 = '\0';
-		for (int h = 0; h < H_N; h++) {
-			bool match = hier_ctrl[h] ? has_token(c1 + 1, hier_ctrl[h], ",") : c2 == c1 + 1;
-
-			if (match && m->rel[h][0])
-				snprintf(ret->dir[h], sizeof(ret->dir[h]), "%s%s", m->rel[h], c2[2] ? c2 + 1 : "");
-		}
+	if (!pc)
+		return err_set(err, -ENOMEM, "out of memory");
+	r = procfs_cgroup_read(root, (int)pid, pc, err);
+	if (r == -ENOENT) {
+		snprintf(rel, sizeof(rel), "proc/%d/cgroup", (int)pid);
+		err_set(err, r, "%s: %s", fsroot_display(root, rel, shown, sizeof(shown)), strerror(-r));
 	}
-	return 0;
+	if (r == 0 && trialcg_dirs_of(m, pc, ret) < 0)
+		memset(ret, 0, sizeof(*ret));
+	free(pc);
+	return r;
 }
 
 int trialcg_read_pid(const struct fsroot *root, pid_t pid, struct trialcg_stats *ret, struct nt_err *err)
 {
-	struct mounts m;
-	struct cgdirs d;
+	struct trialcg_mounts m;
+	struct trialcg_dirs d;
 	int r;
 
 	if ((r = find_mounts(root, &m, err)) < 0 || (r = pid_dirs(root, &m, pid, &d, err)) < 0)
@@ -769,7 +804,7 @@ int trialcg_read_pid(const struct fsroot *root, pid_t pid, struct trialcg_stats 
 
 bool trialcg_holds(const struct trialcg *cg, pid_t pid)
 {
-	struct cgdirs d;
+	struct trialcg_dirs d;
 
 	if (pid_dirs(cg->root, &cg->m, pid, &d, NULL) < 0)
 		return false;

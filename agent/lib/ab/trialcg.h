@@ -139,6 +139,47 @@ int trialcg_read(const struct trialcg *cg, struct trialcg_stats *ret, struct nt_
 int trialcg_describe(const struct trialcg_stats *before, const struct trialcg_stats *after, char *buf,
 		     size_t size);
 
+/* ---- any cgroup: where a process runs, and its ancestors ------------------ */
+
+struct procfs_cgroup;          /* observe/procfs.h: a parsed proc/PID/cgroup */
+
+/* The hierarchies read: cgroup2, v1 cpu, cpuacct, memory, perf_event. */
+#define TRIALCG_HIER_N 5
+
+/* Where each hierarchy is mounted below a root ("" not mounted). */
+struct trialcg_mounts {
+	char rel[TRIALCG_HIER_N][256];
+	bool ro[TRIALCG_HIER_N];
+};
+
+/* One cgroup: its directory in each hierarchy, below the root ("" none). */
+struct trialcg_dirs {
+	char dir[TRIALCG_HIER_N][512];
+};
+
+/* The cgroup mounts of proc/self/mounts below root.  0, or -ENOTSUP (none
+ * mounted, or the file unreadable), -ENOMEM with err; *ret untouched on
+ * error. */
+int trialcg_mounts_read(const struct fsroot *root, struct trialcg_mounts *ret, struct nt_err *err);
+
+/* The directories of the cgroups a process is in (pc: its proc/PID/cgroup,
+ * parsed) under the mounts m: each hierarchy's line, v1 by its controller,
+ * cgroup2 by ID 0.  0, or -ENOENT when none of its hierarchies is mounted
+ * here; *ret untouched then. */
+int trialcg_dirs_of(const struct trialcg_mounts *m, const struct procfs_cgroup *pc, struct trialcg_dirs *ret);
+
+/* One level up, in each hierarchy of d that is not at its mount's root.
+ * Returns true when any moved (false: d is the root cgroup everywhere,
+ * unchanged). */
+bool trialcg_dirs_parent(const struct trialcg_mounts *m, struct trialcg_dirs *d);
+
+/* Read the counters of the cgroup d, as trialcg_read does for a trial's
+ * group: a quota, throttling, memory events and PSI where the hierarchy has
+ * them (the root cgroup has no cpu.max: quota ""), paths naming what was
+ * read.  0, or -ENOENT (gone) with err; *ret untouched on error. */
+int trialcg_read_dirs(const struct fsroot *root, const struct trialcg_dirs *d, struct trialcg_stats *ret,
+		      struct nt_err *err);
+
 /* ---- perf events counted for the cgroup -------------------------------- */
 
 enum trialcg_perf_event {

@@ -1,7 +1,7 @@
 /* procfs.c — see procfs.h.
  *
  * Divisions: the irq tables (header, a row, the whole file, look-ups);
- * a task's stat line.
+ * a task's stat line; a process's cgroup lines.
  */
 #include "observe/procfs.h"
 
@@ -304,4 +304,168 @@ int procfs_pid_stat_read(const struct fsroot *root, const char *relpath, struct 
 	if (r < 0)
 		return err_set(err, r, "%s:1: %s", fsroot_display(root, relpath, shown, sizeof(shown)), e.msg);
 	return 0;
+}
+
+/* ---- /proc/PID/cgroup ----------------------------------------------------- */
+
+/* Is the comma list ctl a list of controller names (each 1+ of
+ * [A-Za-z0-9_.=-], no empty one)? */
+static bool controllers_ok(const char *ctl)
+{
+	static const char ok[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.=-";
+
+	for (const char *p = ctl;; p++) {
+		size_t n = strspn(p, ok);
+
+		if (n == 0)
+			return false;
+		p += n;
+		if (*p == '\0')
+			return true;
+		if (*p != ',')
+			return false;
+	}
+}
+
+/* Why path is not an absolute, clean cgroup path (NULL: it is). */
+static const char *path_bad(const char *path)
+{
+	if (path[0] != '/')
+		return "an absolute PATH";
+	for (const char *p = path; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return "a PATH without control characters";
+	if (!path[1])
+		return NULL;
+	for (const char *c = path + 1;; ) {
+		size_t n = strcspn(c, "/");
+
+		if (n == 0)
+			return "a PATH without empty components ('//' or a trailing '/')";
+		if ((n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+			return "a PATH without '.' or '..' (a cgroup outside this cgroup namespace)";
+		if (!c[n])
+			return NULL;
+		c += n + 1;
+	}
+}
+
+/* One line, line[0..n) (NUL-free), into *out; why on refusal. */
+static int cgroup_line(const char *line, size_t n, struct procfs_cgroup_line *out, const char **why)
+{
+	char text[PROCFS_CGROUP_PATH_MAX + 160], *c1, *c2, *end;
+	unsigned long id;
+
+	if (n >= sizeof(text)) {
+		*why = "a line of at most 671 bytes";
+		return -EINVAL;
+	}
+	memcpy(text, line, n);
+	text[n] = '\0';
+	c1 = strchr(text, ':');
+	c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+	if (!c2) {
+		*why = "'ID:CONTROLLERS:PATH'";
+		return -EINVAL;
+	}
+	*c1 = *c2 = '\0';
+	errno = 0;
+	id = strtoul(text, &end, 10);
+	if (!text[0] || strspn(text, "0123456789") != strlen(text) || *end || errno || id > 0x7fffffff) {
+		*why = "a decimal hierarchy ID";
+		return -EINVAL;
+	}
+	if ((id == 0) != (c1[1] == '\0') || (id && !controllers_ok(c1 + 1)) ||
+	    strlen(c1 + 1) >= sizeof(out->controllers)) {
+		*why = "ID 0 with no controllers (cgroup2), or an ID > 0 with a list of controllers";
+		return -EINVAL;
+	}
+	if (strlen(c2 + 1) >= sizeof(out->path)) {
+		*why = "a PATH of at most 511 bytes";
+		return -EINVAL;
+	}
+	if ((*why = path_bad(c2 + 1)))
+		return -EINVAL;
+	out->id = (unsigned)id;
+	snprintf(out->controllers, sizeof(out->controllers), "%s", c1 + 1);
+	snprintf(out->path, sizeof(out->path), "%s", c2 + 1);
+	return 0;
+}
+
+int procfs_cgroup_parse(const char *buf, size_t len, struct procfs_cgroup *ret, struct nt_err *err)
+{
+	struct procfs_cgroup *c;
+	const char *p = buf, *end = buf + len, *why = NULL;
+	int lineno = 0, r = 0;
+
+	if (memchr(buf, '\0', len))
+		return err_set(err, -EINVAL, "expected text, found a NUL byte");
+	if (len && buf[len - 1] == '\n')
+		end--;
+	if (p == end)
+		return err_set(err, -EINVAL, "expected at least one line 'ID:CONTROLLERS:PATH'");
+	if (!(c = calloc(1, sizeof(*c))))
+		return err_set(err, -ENOMEM, "out of memory");
+	while (p <= end && r == 0) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+
+		lineno++;
+		if (c->n == PROCFS_CGROUP_MAX_LINES) {
+			why = "at most 32 lines";
+			r = -EINVAL;
+		} else if ((r = cgroup_line(p, n, &c->line[c->n], &why)) == 0) {
+			for (int i = 0; i < c->n && r == 0; i++)
+				if (c->line[i].id == c->line[c->n].id) {
+					why = "each hierarchy ID once";
+					r = -EINVAL;
+				}
+			c->n++;
+		}
+		if (!nl)
+			break;
+		p = nl + 1;
+	}
+	if (r == 0)
+		*ret = *c;
+	free(c);
+	return r < 0 ? err_set(err, r, "line %d: expected %s", lineno, why) : 0;
+}
+
+int procfs_cgroup_read(const struct fsroot *root, int pid, struct procfs_cgroup *ret, struct nt_err *err)
+{
+	char rel[64], buf[8192], shown[4096];
+	struct nt_err e = { 0 };
+	ssize_t n;
+	int r;
+
+	snprintf(rel, sizeof(rel), "proc/%d/cgroup", pid);
+	n = fsroot_read_exact(root, rel, buf, sizeof(buf));
+	if (n == -ENOENT || n == -ESRCH)
+		return -ENOENT;
+	if (n < 0)
+		return err_set(err, (int)n, "%s: %s", fsroot_display(root, rel, shown, sizeof(shown)), strerror((int)-n));
+	r = procfs_cgroup_parse(buf, (size_t)n, ret, &e);
+	if (r < 0)
+		return strncmp(e.msg, "line ", 5) ? err_set(err, r, "%s: %s", fsroot_display(root, rel, shown, sizeof(shown)), e.msg)
+		       : err_set(err, r, "%s:%s", fsroot_display(root, rel, shown, sizeof(shown)), e.msg + 5);
+	return 0;
+}
+
+const struct procfs_cgroup_line *procfs_cgroup_find(const struct procfs_cgroup *c, const char *controller)
+{
+	for (int i = 0; i < c->n; i++) {
+		const struct procfs_cgroup_line *l = &c->line[i];
+		size_t cl = controller ? strlen(controller) : 0;
+
+		if (!controller) {
+			if (l->id == 0)
+				return l;
+			continue;
+		}
+		for (const char *p = l->controllers; *p; p += strcspn(p, ","), p += *p == ',')
+			if (!strncmp(p, controller, cl) && (p[cl] == ',' || p[cl] == '\0'))
+				return l;
+	}
+	return NULL;
 }

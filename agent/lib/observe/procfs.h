@@ -1,11 +1,12 @@
 /* procfs.h — the one parser of each /proc file that more than one module
- * reads: the per-CPU tables of /proc/interrupts and /proc/softirqs, and a
- * task's /proc/PID/stat (or /proc/PID/task/TID/stat) line.
+ * reads: the per-CPU tables of /proc/interrupts and /proc/softirqs, a
+ * task's /proc/PID/stat (or /proc/PID/task/TID/stat) line, and the cgroups
+ * of a process (/proc/PID/cgroup, v1 and v2 lines).
  *
  * Owns: the formats, strictly (each file's content is untrusted: a process
  * names itself, and a captured tree may be anything); the callers (observe,
- * sampler, culprit) own what the numbers mean.  Both parsers are fuzzed
- * (tests/fuzz/fuzz_procirq.c, fuzz_pidstat.c).  Nothing here allocates but
+ * sampler, culprit, trialcg) own what the numbers mean.  Every parser is
+ * fuzzed (tests/fuzz/fuzz_procirq.c, fuzz_pidstat.c, fuzz_pidcgroup.c).  Nothing here allocates but
  * the irq table, which procfs_irqtab_free releases.
  */
 #ifndef NODETUNE_PROCFS_H
@@ -98,5 +99,42 @@ int procfs_pid_stat_parse(const char *buf, size_t len, struct procfs_pid_stat *r
  * -EINVAL with err naming the file.  *ret untouched on error. */
 int procfs_pid_stat_read(const struct fsroot *root, const char *relpath, struct procfs_pid_stat *ret,
 			 struct nt_err *err);
+
+/* ---- /proc/PID/cgroup ----------------------------------------------------- */
+
+#define PROCFS_CGROUP_MAX_LINES 32       /* v1 has at most 16 hierarchies, plus the v2 line */
+#define PROCFS_CGROUP_PATH_MAX 512
+
+/* One line: a hierarchy and the process's cgroup in it. */
+struct procfs_cgroup_line {
+	unsigned id;                 /* the hierarchy's ID; 0 the cgroup2 one */
+	char controllers[128];       /* "cpu,cpuacct", "name=systemd"; "" on the cgroup2 line */
+	char path[PROCFS_CGROUP_PATH_MAX];   /* "/" or "/a/b": absolute, no "", "." or ".." component,
+					      * no control character */
+};
+
+struct procfs_cgroup {
+	int n;
+	struct procfs_cgroup_line line[PROCFS_CGROUP_MAX_LINES];
+};
+
+/* Parse buf[0..len) (not NUL-terminated; a final newline allowed) as
+ * proc/PID/cgroup: lines "ID:CONTROLLERS:PATH", e.g. "0::/user.slice" (v2:
+ * ID 0, no controllers, at most one such line) and "4:cpu,cpuacct:/x" (v1:
+ * ID > 0, a comma list of controllers or "name=NAME", each of
+ * [A-Za-z0-9_.=-]).  PATH is the rest of the line.  A path with ".." (a
+ * cgroup outside the reader's cgroup namespace) is refused, like every
+ * other malformed line.  Returns 0 and fills *ret; -EINVAL with err
+ * ("line N: expected ..."); *ret untouched on error. */
+int procfs_cgroup_parse(const char *buf, size_t len, struct procfs_cgroup *ret, struct nt_err *err);
+
+/* Read proc/PID/cgroup below root and parse it.  0; -ENOENT when the
+ * process is gone (ENOENT, ESRCH: no err); -errno or -EINVAL with err
+ * naming the file.  *ret untouched on error. */
+int procfs_cgroup_read(const struct fsroot *root, int pid, struct procfs_cgroup *ret, struct nt_err *err);
+
+/* The line of the hierarchy that has controller ("cpu": not "cpuacct"),
+ * or with controller NULL the cgroup2 line; NULL when there is none. */
+const struct procfs_cgroup_line *procfs_cgroup_find(const struct procfs_cgroup *c, const char *controller);
 
 #endif

@@ -260,6 +260,33 @@ static void test_sequential_simulated(void **state)
 	assert_int_equal(t.verdicts[VERDICT_IMPROVEMENT], 0);
 }
 
+/* Claimed causes lead, and among them a cause leads a symptom it explains
+ * even when the symptom moved more for its noise: the job throttled in a
+ * cgroup it moved to also shows as CPU pressure (PSI); then what only
+ * moved; the rows are the real ones. */
+static void test_rank_cause_before_symptom(void **state)
+{
+	struct ab_result *res = calloc(1, sizeof(*res));
+	const struct abwatch_row *psi = ab_counter_row(AB_C_CPU_PRESSURE_MS);
+	const struct abwatch_row *thr = ab_counter_row(AB_C_TRIAL_FIRST + ABWATCH_THROTTLED_MS);
+
+	(void)state;
+	assert_non_null(res);
+	assert_true(psi->symptom);
+	assert_false(thr->symptom);
+	res->n_expl = 3;
+	res->expl[0] = (struct ab_explanation){ .counter = "faults", .a = 1, .b = 9, .noise = 0.1, .moved = true };
+	res->expl[1] = (struct ab_explanation){ .counter = psi->name, .a = 10, .b = 900, .noise = 1, .moved = true,
+						.claimed = true, .share = 0.9, .symptom = true };
+	res->expl[2] = (struct ab_explanation){ .counter = thr->name, .a = 0, .b = 400, .noise = 5, .moved = true,
+						.claimed = true, .share = 0.4 };
+	ab_rank_explanations(res);
+	assert_string_equal(res->expl[0].counter, "throttled_ms");
+	assert_string_equal(res->expl[1].counter, "cpu_pressure_ms");
+	assert_string_equal(res->expl[2].counter, "faults");
+	free(res);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -268,6 +295,7 @@ int main(void)
 		cmocka_unit_test(test_files),
 		cmocka_unit_test(test_counter_rows),
 		cmocka_unit_test(test_share_of_change),
+		cmocka_unit_test(test_rank_cause_before_symptom),
 		cmocka_unit_test(test_sequential_simulated),
 	};
 

@@ -764,6 +764,97 @@ static void test_arm_explain_and_json(void **state)
 	free_arms(tr, arm);
 }
 
+/* A followed cgroup of a trial: throttled and throttled_us grown by the
+ * given amounts, memory.events high by mem. */
+static void add_group(struct abwatch_trial *t, const char *name, bool job, const char *quota, uint64_t throttled,
+		      uint64_t throttled_us, uint64_t mem)
+{
+	struct cgfollow_group *g;
+
+	if (!t->follow) {
+		t->follow = calloc(1, sizeof(*t->follow));
+		assert_non_null(t->follow);
+	}
+	t->follow->group = realloc(t->follow->group, (size_t)(t->follow->n + 1) * sizeof(*t->follow->group));
+	assert_non_null(t->follow->group);
+	g = &t->follow->group[t->follow->n++];
+	memset(g, 0, sizeof(*g));
+	snprintf(g->name, sizeof(g->name), "%s", name);
+	g->job = job;
+	for (int i = 0; i < 2; i++) {
+		struct trialcg_stats *s = i ? &g->after : &g->before;
+
+		s->have = 1u << TCG_CPU_NR_PERIODS | 1u << TCG_CPU_NR_THROTTLED | 1u << TCG_CPU_THROTTLED_USEC |
+			  1u << TCG_MEM_HIGH | 1u << TCG_MEM_MAX | 1u << TCG_MEM_OOM;
+		s->v[TCG_CPU_NR_THROTTLED] = 5 + (uint64_t)i * throttled;
+		s->v[TCG_CPU_THROTTLED_USEC] = 100 + (uint64_t)i * throttled_us;
+		s->v[TCG_MEM_HIGH] = 1 + (uint64_t)i * mem;
+		snprintf(s->quota, sizeof(s->quota), "%s", quota);
+	}
+}
+
+/* The job moved itself into a cgroup with a CPU limit in the B trials: the
+ * trial's throttling is that cgroup's, the evidence names it first (with
+ * its quota, its throttling over the B trials, and A's), the trial cgroup
+ * and the ancestors that did not throttle say nothing, and the JSON lists
+ * the groups. */
+static void test_arm_followed_groups(void **state)
+{
+	struct abwatch_trial tr[3];
+	struct abwatch_arm arm[2];
+	char text[4096];
+	json_t *j, *g;
+
+	(void)state;
+	for (int i = 0; i < 3; i++) {
+		fake_trial(&tr[i], 2.0, "1");
+		fake_cgroup(&tr[i], 100, 0, 0);           /* the trial cgroup: not throttled */
+	}
+	for (int i = 0; i < 2; i++) {
+		add_group(&tr[i], "/sys/fs/cgroup/nodetune-ab/1-B", true, "max 100000", 0, 0, 0);
+		add_group(&tr[i], "/sys/fs/cgroup/wrap.slice", true, "50000 100000", 206, 4050000, 0);
+		add_group(&tr[i], "/sys/fs/cgroup", false, "", 0, 0, 0);
+		abwatch_fill_follow(&tr[i]);
+	}
+	add_group(&tr[2], "/sys/fs/cgroup/nodetune-ab/1-A", true, "max 100000", 0, 0, 0);
+	add_group(&tr[2], "/sys/fs/cgroup/cpu/v1.slice", true, "cfs_quota_us 20000 period 100000", 0, 0, 2);
+	add_group(&tr[2], "/sys/fs/cgroup", false, "", 0, 0, 0);
+	abwatch_fill_follow(&tr[2]);
+	assert_true(fabs(tr[0].v[ABWATCH_THROTTLED_MS] - 4050) < 1e-9);
+	assert_true(fabs(tr[0].v[ABWATCH_THROTTLED_PERIODS] - 206) < 1e-9);
+	assert_true(fabs(tr[2].v[ABWATCH_THROTTLED_MS]) < 1e-9);
+	assert_true(fabs(tr[2].v[ABWATCH_MEM_EVENTS] - 2) < 1e-9);
+	abwatch_arm_init(&arm[0]);
+	abwatch_arm_init(&arm[1]);
+	assert_int_equal(abwatch_arm_add(&arm[0], &tr[2]), 0);
+	assert_int_equal(abwatch_arm_add(&arm[1], &tr[0]), 0);
+	assert_int_equal(abwatch_arm_add(&arm[1], &tr[1]), 0);
+	assert_int_equal(arm[1].follow_trials, 2);
+	assert_int_equal(arm[1].n_groups, 2);            /* not the trial cgroup */
+	assert_true(abwatch_explain(&arm[0], &arm[1], 1, text, sizeof(text)) >= 2);
+	print_message("%s", text);
+	assert_ptr_equal(strstr(text, "B's job ran in /sys/fs/cgroup/wrap.slice (cpu.max 50000 100000): throttled 412 times, "
+				      "8.1 s in the B trials; A: not throttled (its job did not run there)\n"), text);
+	assert_non_null(strstr(text, "A's job ran in /sys/fs/cgroup/cpu/v1.slice (cfs_quota_us 20000 period 100000): not "
+				     "throttled; memory: 2 over high, 0 at max, 0 OOM, 0 OOM kills, 0 failcnt in the A trials; "
+				     "B: not throttled (its job did not run there)\n"));
+	assert_null(strstr(text, "nodetune-ab"));
+	assert_null(strstr(text, "ran below"));
+	j = abwatch_arm_json(&arm[1]);
+	assert_non_null(j);
+	g = json_object_get(j, "job_cgroups");
+	assert_int_equal(json_array_size(g), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(g, 0), "name")), "/sys/fs/cgroup/wrap.slice");
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(g, 0), "throttled_periods")), 412);
+	assert_true(fabs(json_real_value(json_object_get(json_array_get(g, 0), "throttled_ms")) - 8100) < 1e-6);
+	assert_true(json_is_false(json_object_get(json_array_get(g, 1), "job")));
+	json_decref(j);
+	abwatch_arm_release(&arm[0]);
+	abwatch_arm_release(&arm[1]);
+	for (int i = 0; i < 3; i++)
+		abwatch_trial_release(&tr[i]);
+}
+
 /* An arm of trials without culprit or cgroup results: no rows, no text. */
 static void test_arm_of_nothing(void **state)
 {
@@ -800,6 +891,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_not_started, live_setup, live_teardown),
 		cmocka_unit_test(test_arm_merge),
 		cmocka_unit_test(test_arm_explain_and_json),
+		cmocka_unit_test(test_arm_followed_groups),
 		cmocka_unit_test(test_arm_of_nothing),
 		cmocka_unit_test(test_arm_job_tree),
 	};

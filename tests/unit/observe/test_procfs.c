@@ -1,5 +1,5 @@
-/* test_procfs.c — the one parser of /proc/interrupts (and softirqs) and of
- * /proc/PID/stat: real lines, the tricky ones (a comm with spaces and ')',
+/* test_procfs.c — the one parser of /proc/interrupts (and softirqs), of
+ * /proc/PID/stat and of /proc/PID/cgroup: real lines, the tricky ones (a comm with spaces and ')',
  * offline CPUs, MIS with one count), every refusal, and the live host. */
 #include <errno.h>
 #include <setjmp.h>
@@ -9,6 +9,9 @@
 #include <cmocka.h>
 #include <sched.h>
 #include <unistd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "observe/procfs.h"
 #include "test_util.h"
@@ -144,6 +147,106 @@ static void test_pid_stat_live(void **state)
 	fsroot_free(root);
 }
 
+/* proc/PID/cgroup as captured: a hybrid host (this one: v1 controllers,
+ * a named systemd hierarchy, the cgroup2 line last), a pure v2 host, then
+ * every refusal, each leaving the output as it was. */
+static void test_cgroup_parse(void **state)
+{
+	static const char hybrid[] = "9:name=systemd:/\n8:pids:/\n4:memory:/process_api/a56404e6978ecf04b8e0234ccef55f65\n"
+				     "2:cpuacct:/\n1:cpu,cpuacct:/wrap.slice/job 1\n0::/\n";
+	static const char v2[] = "0::/system.slice/nodetune-ab/123-A-1";
+	static const struct {
+		const char *text, *msg;
+	} bad[] = {
+		{ "", "expected at least one line" },
+		{ "\n", "expected at least one line" },
+		{ "0::/\n\n", "line 2: expected 'ID:CONTROLLERS:PATH'" },
+		{ "0:/", "line 1: expected 'ID:CONTROLLERS:PATH'" },
+		{ "x::/", "line 1: expected a decimal hierarchy ID" },
+		{ "-1::/", "line 1: expected a decimal hierarchy ID" },
+		{ "99999999999::/", "line 1: expected a decimal hierarchy ID" },
+		{ "0:cpu:/", "line 1: expected ID 0 with no controllers" },
+		{ "3::/", "line 1: expected ID 0 with no controllers" },
+		{ "3:cpu,,memory:/", "line 1: expected ID 0 with no controllers" },
+		{ "3:cp u:/", "line 1: expected ID 0 with no controllers" },
+		{ "0::x", "line 1: expected an absolute PATH" },
+		{ "0::", "line 1: expected an absolute PATH" },
+		{ "0::/a//b", "line 1: expected a PATH without empty components" },
+		{ "0::/a/", "line 1: expected a PATH without empty components" },
+		{ "0::/../../x", "line 1: expected a PATH without '.' or '..'" },
+		{ "0::/a/./b", "line 1: expected a PATH without '.' or '..'" },
+		{ "0::/a\tb", "line 1: expected a PATH without control characters" },
+		{ "0::/\n1:cpu:/\n0::/x", "line 3: expected each hierarchy ID once" },
+	};
+	struct procfs_cgroup c, keep;
+	const struct procfs_cgroup_line *l;
+	struct nt_err err = { 0 };
+	char many[2048];
+	size_t n = 0;
+
+	(void)state;
+	assert_int_equal(procfs_cgroup_parse(hybrid, strlen(hybrid), &c, &err), 0);
+	assert_int_equal(c.n, 6);
+	assert_int_equal(c.line[0].id, 9);
+	assert_string_equal(c.line[0].controllers, "name=systemd");
+	assert_string_equal(c.line[2].path, "/process_api/a56404e6978ecf04b8e0234ccef55f65");
+	l = procfs_cgroup_find(&c, "cpu");
+	assert_non_null(l);
+	assert_int_equal(l->id, 1);                 /* not 2:cpuacct, though it starts with "cpu" */
+	assert_string_equal(l->path, "/wrap.slice/job 1");
+	assert_int_equal(procfs_cgroup_find(&c, "cpuacct")->id, 2);
+	assert_string_equal(procfs_cgroup_find(&c, NULL)->path, "/");
+	assert_null(procfs_cgroup_find(&c, "perf_event"));
+	assert_int_equal(procfs_cgroup_parse(v2, strlen(v2), &c, &err), 0);
+	assert_int_equal(c.n, 1);
+	assert_int_equal(c.line[0].id, 0);
+	assert_string_equal(c.line[0].controllers, "");
+	assert_string_equal(c.line[0].path, "/system.slice/nodetune-ab/123-A-1");
+	assert_null(procfs_cgroup_find(&c, "cpu"));
+	keep = c;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(procfs_cgroup_parse(bad[i].text, strlen(bad[i].text), &c, &err), -EINVAL);
+		if (!strstr(err.msg, bad[i].msg))
+			fail_msg("'%s': got '%s', expected '%s'", bad[i].text, err.msg, bad[i].msg);
+		assert_memory_equal(&c, &keep, sizeof(c));
+	}
+	assert_int_equal(procfs_cgroup_parse("0::/\0", 5, &c, &err), -EINVAL);
+	assert_string_equal(err.msg, "expected text, found a NUL byte");
+	for (int i = 1; i <= 33; i++)
+		n += (size_t)snprintf(many + n, sizeof(many) - n, "%d:c%d:/\n", i, i);
+	assert_int_equal(procfs_cgroup_parse(many, n, &c, &err), -EINVAL);
+	assert_string_equal(err.msg, "line 33: expected at most 32 lines");
+}
+
+/* Read below a captured root (the message names the file and the line),
+ * a gone pid, and this process on the host. */
+static void test_cgroup_read(void **state)
+{
+	char dir[64];
+	struct procfs_cgroup c;
+	struct nt_err err = { 0 };
+	struct fsroot *root;
+
+	(void)state;
+	assert_non_null(test_tmpdir(dir, sizeof(dir)));
+	assert_int_equal(test_write(dir, "proc/7/cgroup", "0::/\n1:cpu:/a/../b\n"), 0);
+	assert_int_equal(test_write(dir, "proc/8/cgroup", "1:cpu:/a\n0::/b\n"), 0);
+	root = fsroot_open(dir);
+	assert_non_null(root);
+	assert_int_equal(procfs_cgroup_read(root, 7, &c, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "/proc/7/cgroup:2: expected a PATH without '.' or '..'"));
+	assert_int_equal(procfs_cgroup_read(root, 8, &c, &err), 0);
+	assert_string_equal(procfs_cgroup_find(&c, NULL)->path, "/b");
+	assert_int_equal(procfs_cgroup_read(root, 9, &c, &err), -ENOENT);
+	fsroot_free(root);
+	test_rmrf(dir);
+	root = fsroot_open("/");
+	assert_non_null(root);
+	assert_int_equal(procfs_cgroup_read(root, (int)getpid(), &c, &err), 0);
+	assert_true(c.n >= 1);
+	fsroot_free(root);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -151,6 +254,8 @@ int main(void)
 		cmocka_unit_test(test_irqtab_read),
 		cmocka_unit_test(test_pid_stat_parse),
 		cmocka_unit_test(test_pid_stat_live),
+		cmocka_unit_test(test_cgroup_parse),
+		cmocka_unit_test(test_cgroup_read),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
