@@ -25,7 +25,8 @@
 #   loopback); the choice is kept in DIR/tls, so start-member does the same.
 #   With NODETUNE_ETCD_CERT_AUTH=1 as well (not ETCD_*: etcd reads those as
 #   its flags), the members require a client
-#   certificate signed by CERTDIR/ca.pem (--client-cert-auth); the health
+#   certificate signed by CERTDIR/ca.pem (--client-cert-auth
+#   --trusted-ca-file; etcd also requires one with --trusted-ca-file alone); the health
 #   checks here present CERTDIR/server.pem (its extendedKeyUsage includes
 #   clientAuth); kept in DIR/client-cert-auth.
 #
