@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "tune/limits.h"
 #include "daemon/ctlsock.h"
 #include "daemon/daemon.h"
 #include "daemon/flap.h"
@@ -39,6 +40,7 @@ static const struct opt_row daemon_opts[] = {
 	{ OPT_HOST, OPT_OPTIONAL, NULL },
 	{ OPT_FLEET_KEYS, OPT_OPTIONAL, NULL },
 	{ OPT_FLEET_INSECURE_UNSIGNED, OPT_OPTIONAL, NULL },
+	{ OPT_LIMITS, OPT_OPTIONAL, NULL },
 	{ OPT_JSON, OPT_REFUSED, "the daemon reports through `nodetune status --json` and its metrics; its stderr is a log" },
 	OPT_TABLE_END,
 };
@@ -47,7 +49,7 @@ const struct verb_spec daemon_spec = {
 	daemon_opts, VERB_NO_COMMAND,
 	"nodetune daemon [--policy FILE|NAME] [--topology XML] [--sysroot DIR] [--state-dir DIR]\n"
 	"                       [--interval DURATION] [--flap N/SECONDS] [--metrics ADDR:PORT | --no-metrics]\n"
-	"                       [--textfile-dir DIR] [--socket PATH] [--revert-on-exit]\n"
+	"                       [--textfile-dir DIR] [--socket PATH] [--revert-on-exit] [--limits FILE]\n"
 	"                       [--endpoints URLS --host NAME [--cacert FILE] [--cert FILE --key FILE]\n"
 	"                        [--user NAME --password-file FILE] [--fleet-conf FILE]\n"
 	"                        [--fleet-keys DIR] [--fleet-insecure-unsigned]]",
@@ -61,6 +63,10 @@ const struct verb_spec daemon_spec = {
 	"holding the file open) and corrected.  A setting that drifts N times within\n"
 	"--flap's window is contested: no longer corrected, said once and exported.\n"
 	"SIGHUP reloads the policy (validated first: a bad one is refused and counted).\n"
+	"A policy beyond the site limits (--limits FILE, default " LIMITS_DEFAULT_PATH "\n"
+	"when it exists) is refused with the key and the limit named: at start (exit 2),\n"
+	"on SIGHUP (the old one kept) and from the fleet's store (the host reports it\n"
+	"invalid, and a shadow rollout says it would be refused).\n"
 	"SIGTERM leaves the host as it is (undo: nodetune revert), unless --revert-on-exit.\n"
 	"With --endpoints (and --host) the host joins a fleet: it registers under a lease\n"
 	"(5 intervals, 3 to 60 s), publishes its hardware class and what it runs, and\n"
@@ -116,6 +122,7 @@ int cmd_daemon(struct opts *o)
 		.fleet_host = o->host,
 		.fleet_keys = o->fleet_keys,
 		.fleet_insecure_unsigned = o->fleet_insecure_unsigned,
+		.limits_path = o->limits,
 		.note = daemon_note,
 	};
 	struct nt_err err = { 0 };

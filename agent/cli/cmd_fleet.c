@@ -19,7 +19,6 @@
 #include "fleet/fleet_ctl.h"
 #include "fleet/sign.h"
 #include "base/log.h"
-#include "base/userfile.h"
 
 #define DEFAULT_WAVES "1/class,1%,10%,50%,100%"
 #define DEFAULT_WAVE_TIMEOUT_S 600.0
@@ -340,34 +339,18 @@ static int lead(struct opts *o, struct fleet_ctl *c, bool abort, bool wait)
 	return rc;
 }
 
-/* The policy file (a NAME: found on the policy path), checked as a host
- * will check it (without a machine to plan on: each host plans it on its
- * own). */
+/* The policy file (a NAME: found on the policy path) with its includes
+ * resolved here, as the one self-contained text the rollout stores,
+ * checked as a host will check it (without a machine to plan on: each host
+ * plans it on its own). */
 static int read_policy(const struct opts *o, char **ret, size_t *ret_len)
 {
 	struct nt_err err = { 0 };
-	struct policy *p;
-	char why[256], file[4096];
-	int r;
 
-	if (policy_is_name(o->policy) &&
-	    policy_find(policy_search_path(), o->policy, policy_trust_flags(), file, sizeof(file), &err) < 0) {
-		log_msg(LOG_ERR, "--policy: %s", err.msg);
-		return EXIT_USAGE;
-	}
-	r = userfile_read(policy_is_name(o->policy) ? file : o->policy, POLICY_MAX_SIZE, "a policy file", NULL, ret,
-			  ret_len, why, sizeof(why));
-	if (r < 0) {
-		log_msg(LOG_ERR, "--policy %s: %s", o->policy, why);
-		return EXIT_USAGE;
-	}
-	p = policy_parse_buffer(*ret, *ret_len, o->policy, &err);
-	if (!p) {
+	if (fleet_ctl_policy_text(o->policy, policy_trust_flags(), ret, ret_len, &err) < 0) {
 		log_msg(LOG_ERR, "%s", err.msg);
-		free(*ret);
 		return EXIT_USAGE;
 	}
-	policy_free(p);
 	return 0;
 }
 

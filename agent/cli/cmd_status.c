@@ -24,7 +24,8 @@ const struct verb_spec status_spec = {
 	"root or the daemon's user only): the policy and its sha256, the last verify\n"
 	"(when, how long, settings checked and drifted), drift counts per setting, the\n"
 	"contested settings, the doctor's findings and the latest drifts with the other\n"
-	"writers found.  Exit 3 when no daemon answers.",
+	"writers found; in a fleet, the fleet documents refused for their signature (how\n"
+	"many, and the last one's time, reason and line).  Exit 3 when no daemon answers.",
 };
 
 static void print_text(json_t *doc)
@@ -51,6 +52,14 @@ static void print_text(json_t *doc)
 	json_array_foreach(json_object_get(doc, "doctor"), i, v)
 		printf("doctor:       %s: %s\n", json_string_value(json_object_get(v, "check")),
 		       json_string_value(json_object_get(v, "summary")));
+	if ((v = json_object_get(doc, "fleet_refused"))) {
+		t = (time_t)json_number_value(json_object_get(v, "time"));
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime(&t));
+		printf("fleet refused: %lld document(s); the last %s, %s (%lld of that reason): %s\n",
+		       json_integer_value(json_object_get(v, "total")), when,
+		       json_string_value(json_object_get(v, "reason")), json_integer_value(json_object_get(v, "count")),
+		       json_string_value(json_object_get(v, "what")));
+	}
 	json_array_foreach(json_object_get(doc, "recent"), i, v) {
 		const char *w = json_string_value(json_object_get(v, "writers"));
 

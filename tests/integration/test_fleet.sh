@@ -16,7 +16,11 @@
 # signed and each host trusts only the controller's key: a desired value
 # written with etcdctl unsigned, or a rollout signed by an unknown key, is
 # refused with the host byte-identical; a replayed older signed desired is
-# refused).
+# refused; `nodetune status` says the last refusal); a derived policy
+# (include =) rolled out flattened; the site limits (a policy beyond a
+# host's limits refused by the host, in shadow and for real, the tree
+# byte-identical, the reason in the rollout's report; the daemon's own
+# --policy beyond them refused at start).
 . "$(dirname "$0")/lib.sh"
 
 ETCD=${ETCD:-/usr/bin/etcd}
@@ -65,6 +69,10 @@ policy defrag thp defrag madvise
 policy nobal sched numa_balancing 0
 policy hk affinity housekeeping 40-47
 
+# every host's site limits (limits.h): a policy beyond them is refused there
+printf '# test site limits\n[sysctl]\nvm.min_free_kbytes = 1048576\n' >"$T_TMP/limits.conf"
+chmod 644 "$T_TMP/limits.conf"
+
 # host_start N TOPO: start host hN's daemon (its tree made at first start)
 host_start() {
 	d=$T_TMP/h$1
@@ -74,7 +82,7 @@ host_start() {
 	fi
 	"$NODETUNE" daemon --sysroot "$d/root" --topology "$(cat "$d/topo")" --policy policies/baseline.conf \
 		--fleet "$EP" --host "h$1" --fleet-keys "$T_TMP/keys.d" --no-metrics --textfile-dir "$d" \
-		--socket "$d/sock" --state-dir "$d/state" \
+		--socket "$d/sock" --state-dir "$d/state" --limits "$T_TMP/limits.conf" \
 		--interval 1 >>"$d/log" 2>&1 &
 	echo $! >"$d/pid"
 }
@@ -367,6 +375,105 @@ case $e in "invalid refused (unsigned)"*) t_ok "an unsigned desired written with
 [ "$before" = "$(all_trees)" ] && t_ok "refused documents: every tree byte-identical" || t_not_ok "a refused document changed a tree"
 [ "$(grep -c 'refused (unsigned)' "$T_TMP/h2/log")" = 1 ] && t_ok "the refusal said once in the host's log" ||
 	t_not_ok "h2's log: $(grep -c 'refused (unsigned)' "$T_TMP/h2/log") refusal lines"
+
+# ---- the last refusal in `nodetune status` ----------------------------------------------
+
+# h1 refused r-evil's desired and its restore (unknown_key, 2), then the replay; h2
+# the same two, then the unsigned desired: 3 each, the last one's reason counted once
+run "$NODETUNE" status --socket "$T_TMP/h1/sock"
+s1=$(grep '^fleet refused:' "$OUT")
+run "$NODETUNE" status --socket "$T_TMP/h2/sock"
+s2=$(grep '^fleet refused:' "$OUT")
+check "nodetune status: the last refusal, its reason and count (h1: $s1)" -- sh -c \
+	'case $1 in "fleet refused: "*" document(s); the last "*", replay (1 of that reason): "*"refused (replay)"*) true ;; *) false ;; esac' \
+	- "$s1"
+check "nodetune status: h2's last refusal ($s2)" -- sh -c \
+	'case $1 in "fleet refused: 3 document(s); the last "*", unsigned (1 of that reason): "*"refused (unsigned)"*) true ;; *) false ;; esac' \
+	- "$s2"
+run "$NODETUNE" status --socket "$T_TMP/h2/sock" --json
+check "nodetune status --json: fleet_refused of h2" -- python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))["fleet_refused"]
+assert r["reason"] == "unsigned" and r["count"] == 1 and r["total"] == 3 and r["time"] > 0, r' "$OUT"
+
+# ---- a derived policy: the controller resolves include =, hosts get it flattened --------
+
+printf '[main]\nsummary = test base of a derived policy\n[thp]\nenabled = never\n[sched]\nnuma_balancing = 1\n' \
+	>"$T_TMP/incbase.conf"
+printf '[main]\ninclude = incbase.conf\nsummary = test derived\n[thp]\ndefrag = defer\n' >"$T_TMP/derived.conf"
+chmod 644 "$T_TMP/incbase.conf" "$T_TMP/derived.conf"
+run "$NODETUNE" fleet rollout --endpoints "$EP" $SIGN --policy "$T_TMP/derived.conf" --name r-derived \
+	--waves 1/class,100% --wave-timeout 30 --json
+cp "$ERR" "$T_TMP/derived.err"
+state=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["state"])' "$OUT" 2>&1)
+sha=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sha256"])' "$OUT" 2>&1)
+check "a rollout of a policy with include = is done (exit $RC, $state), nothing said about a buffer" -- sh -c \
+	'[ "$1" -eq 0 ] && [ "$2" = done ] && ! grep -q buffer "$3"' - "$RC" "$state" "$T_TMP/derived.err"
+# the policy the store holds: signed, self-contained, the base's values and the derived one's
+check "the store holds the policy ${sha%"${sha#????????????}"}, signed" -- sh -c \
+	'$1 get "/nodetune/policies/$2" --print-value-only >"$3.env" && python3 -c "
+import base64, json, sys
+e = json.load(open(sys.argv[1]))
+assert e[\"nodetune_signed\"] == 1
+d = json.loads(base64.b64decode(e[\"doc\"]))
+sys.stdout.write(base64.b64decode(d[\"content\"]).decode())" "$3.env" >"$3"' - "$ETCDCTL" "$sha" "$T_TMP/derived.stored"
+check "the stored policy is the flattened one: no include, the base's and the derived values" -- sh -c \
+	'! grep -q "^include" "$1" && grep -q "^enabled = never" "$1" && grep -q "^numa_balancing = 1" "$1" &&
+	 grep -q "^defrag = defer" "$1"' - "$T_TMP/derived.stored"
+chmod 644 "$T_TMP/derived.stored"
+bad=""
+for n in 1 2 3 4 5 6 7 8; do
+	"$NODETUNE" verify --policy "$T_TMP/derived.stored" --sysroot "$T_TMP/h$n/root" --topology "$(cat "$T_TMP/h$n/topo")" \
+		>"$T_TMP/verify.$n" 2>&1 || bad="$bad h$n"
+	[ "$(cat "$T_TMP/h$n/root/$THP/enabled")" = never ] && [ "$(cat "$T_TMP/h$n/root/$THP/defrag")" = defer ] &&
+		[ "$(cat "$T_TMP/h$n/root/proc/sys/kernel/numa_balancing")" = 1 ] || bad="$bad h$n:knobs"
+done
+check "every host's knobs equal the flattened policy's (verify of the stored text: no drift):${bad:- all 8}" -- \
+	test -z "$bad"
+
+# ---- site limits: a policy beyond a host's limits is refused there ---------------------
+
+# (THP never: what the hosts run already, a change on an untuned tree)
+printf '[main]\nsummary = test beyond the site limits\n[sysctl]\nvm.min_free_kbytes = 2097152\n[thp]\nenabled = never\n' \
+	>"$T_TMP/big.conf"
+chmod 644 "$T_TMP/big.conf"
+before=$(all_trees)
+run "$NODETUNE" fleet rollout --endpoints "$EP" $SIGN --policy "$T_TMP/big.conf" --name r-big-shadow --shadow \
+	--wave-timeout 20 --json
+notes=$(python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+hs = [h for w in r["waves"] for h in w["hosts"]]
+print(sum(1 for h in hs if not h["shadow"]["valid"] and "refused by the site limits" in (h.get("note") or "")
+          and "vm.min_free_kbytes = 2097152 is above the site limit 1048576" in h["note"]), len(hs))' "$OUT" 2>&1)
+check "shadow: every host says the policy beyond its limits would be refused, key and limit named ($notes)" -- \
+	sh -c '[ "$1" = "8 8" ]' - "$notes"
+run "$NODETUNE" fleet rollout --endpoints "$EP" $SIGN --policy "$T_TMP/big.conf" --name r-big --waves 1/class,100% \
+	--wave-timeout 20 --json
+big=$(python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+c = r["waves"][0]["hosts"]
+# the first refusal rolls back: the other canary may not have answered by then
+print(r["state"], any("refused by the site limits" in (h.get("note") or "")
+                      and "vm.min_free_kbytes = 2097152 is above the site limit 1048576" in h["note"] for h in c),
+      all(h["state"] == "pending" for w in r["waves"][1:] for h in w["hosts"]))' "$OUT" 2>&1)
+after=$(all_trees)
+check "a rollout beyond the hosts' limits: refused by the canaries, the reason in the report, not rolled on (exit $RC: $big)" -- \
+	sh -c '[ "$1" -eq 1 ] && [ "$2" = "rolled-back True True" ]' - "$RC" "$big"
+check "refused beyond the limits: every tree byte-identical" -- test "$before" = "$after"
+check "the host's log names the key and the limit" -- \
+	grep -q "refused, nothing applied: refused by the site limits: .*vm.min_free_kbytes = 2097152 is above the site limit 1048576" \
+	"$T_TMP/h1/log"
+# the daemon's own --policy beyond the limits: refused at start, nothing changed
+# (a daemon that took it would run on: timeout ends it, exit 124)
+mkdir -p "$T_TMP/solo" && cp -a tests/fixtures/sysroot/gpu-host-untuned "$T_TMP/solo/root"
+before=$(tree_hash "$T_TMP/solo/root")
+expect_fail 2 "big.conf:4: \[sysctl\] vm.min_free_kbytes = 2097152 is above the site limit 1048576" \
+	"the daemon's own --policy beyond the site limits: refused at start, exit 2" -- \
+	timeout 20 "$NODETUNE" daemon --sysroot "$T_TMP/solo/root" --topology "$TOPO_A" --policy "$T_TMP/big.conf" \
+	--limits "$T_TMP/limits.conf" --no-metrics --socket "$T_TMP/solo/sock" --state-dir "$T_TMP/solo/state"
+check "the daemon refused at start: its tree byte-identical" -- test "$before" = "$(tree_hash "$T_TMP/solo/root")"
 
 # ---- bad input --------------------------------------------------------------------------
 

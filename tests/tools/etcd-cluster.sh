@@ -23,6 +23,12 @@
 #   server-key.pem; the server certificate valid for 127.0.0.1), the client
 #   URLs are https:// with that certificate (the peers stay plain http on
 #   loopback); the choice is kept in DIR/tls, so start-member does the same.
+#   With NODETUNE_ETCD_CERT_AUTH=1 as well (not ETCD_*: etcd reads those as
+#   its flags), the members require a client
+#   certificate signed by CERTDIR/ca.pem (--client-cert-auth
+#   --trusted-ca-file; etcd also requires one with --trusted-ca-file alone); the health
+#   checks here present CERTDIR/server.pem (its extendedKeyUsage includes
+#   clientAuth); kept in DIR/client-cert-auth.
 #
 # Nothing is written outside DIR.  A pid is signalled only when its
 # /proc/PID/cmdline names this DIR, so a recycled pid is never hit.
@@ -54,9 +60,12 @@ client_port() { awk -v n="$1" 'NR == n { print $1 }' "$dir/ports"; }
 peer_port() { awk -v n="$1" 'NR == n { print $2 }' "$dir/ports"; }
 tls_dir() { [ -f "$dir/tls" ] && cat "$dir/tls"; return 0; }
 client_url() { echo "http$([ -n "$(tls_dir)" ] && echo s)://127.0.0.1:$(client_port "$1")"; }
+cert_auth() { [ -f "$dir/client-cert-auth" ]; }
 tls_flags() {
 	t=$(tls_dir)
-	[ -n "$t" ] && echo "--cert-file $t/server.pem --key-file $t/server-key.pem"   # no client certificates: users log in
+	# without client-cert-auth: no client certificates, users log in
+	[ -n "$t" ] && echo "--cert-file $t/server.pem --key-file $t/server-key.pem"
+	[ -n "$t" ] && cert_auth && echo "--client-cert-auth --trusted-ca-file $t/ca.pem"
 	return 0
 }
 
@@ -95,7 +104,10 @@ launch_member() {
 
 healthy() {
 	t=$(tls_dir)
-	curl -sf --max-time 2 ${t:+--cacert "$t/ca.pem"} "$(client_url "$1")/health" 2>/dev/null | grep -q '"health":"true"'
+	c=""
+	cert_auth && c=$t
+	curl -sf --max-time 2 ${t:+--cacert "$t/ca.pem"} ${c:+--cert "$c/server.pem" --key "$c/server-key.pem"} \
+		"$(client_url "$1")/health" 2>/dev/null | grep -q '"health":"true"'
 }
 
 # wait until members $@ are healthy, at most $WAIT seconds
@@ -149,11 +161,12 @@ start)
 	set -- $ports
 	printf '%s %s\n%s %s\n%s %s\n' "$1" "$2" "$3" "$4" "$5" "$6" >"$dir/ports"
 	echo "nodetune-test-$$-$(date +%s)" >"$dir/token"
-	rm -f "$dir/tls"
+	rm -f "$dir/tls" "$dir/client-cert-auth"
 	if [ -n "${ETCD_TLS:-}" ]; then
 		t=$(cd "$ETCD_TLS" && pwd) || die "ETCD_TLS=$ETCD_TLS: not a directory"
 		for f in ca.pem server.pem server-key.pem; do [ -r "$t/$f" ] || die "$t/$f: missing"; done
 		echo "$t" >"$dir/tls"
+		[ "${NODETUNE_ETCD_CERT_AUTH:-}" = 1 ] && : >"$dir/client-cert-auth"
 	fi
 	# a start that fails leaves nothing running
 	trap 'trap - EXIT; for n in $MEMBERS; do stop_member "$n"; done' EXIT

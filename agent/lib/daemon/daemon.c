@@ -29,6 +29,7 @@
 #include "daemon/flap.h"
 #include "fleet/fleet_host.h"
 #include "tune/journal.h"
+#include "tune/limits.h"
 #include "machine/kstate.h"
 #include "daemon/metrics.h"
 #include "tune/plan.h"
@@ -96,8 +97,24 @@ static int file_sha256(const char *path, char out[SHA256_DIGEST_STRING_LENGTH])
 	return r;
 }
 
-/* Load and plan the policy file: *ret_policy, *ret_plan and its sha256
- * into sha, or -errno with err (nothing returned). */
+/* Is p within the site limits (cfg.limits_path, read each time: at start
+ * and on SIGHUP)?  0, or -EPERM (the key and the limit named) or the
+ * limits file's error, with err. */
+static int within_limits(const struct daemon *d, const struct policy *p, struct nt_err *err)
+{
+	struct limits *l = limits_load(d->cfg->limits_path, d->cfg->policy_flags, err);
+	int r;
+
+	if (!l)
+		return err->code ? err->code : -EINVAL;
+	r = limits_check(l, p, d->topo, err);
+	limits_free(l);
+	return r;
+}
+
+/* Load the policy file, check it against the site limits and plan it:
+ * *ret_policy, *ret_plan and its sha256 into sha, or -errno with err
+ * (nothing returned). */
 static int load_plan(const struct daemon *d, struct policy **ret_policy, struct plan **ret_plan,
 		     char sha[SHA256_DIGEST_STRING_LENGTH], struct nt_err *err)
 {
@@ -107,6 +124,10 @@ static int load_plan(const struct daemon *d, struct policy **ret_policy, struct 
 
 	if (!p)
 		return err->code ? err->code : -EINVAL;
+	if ((r = within_limits(d, p, err)) < 0) {
+		policy_free(p);
+		return r;
+	}
 	pl = plan_build(p, d->topo, 0, d->root, err);
 	if (!pl) {
 		policy_free(p);
@@ -389,7 +410,9 @@ int daemon_metrics_fill(const struct daemon *d, struct metrics *m, struct nt_err
 
 static json_t *status_json(const struct daemon *d)
 {
-	json_t *drift = json_object(), *contested = json_array(), *doc = json_array(), *recent = json_array();
+	json_t *drift = json_object(), *contested = json_array(), *doc = json_array(), *recent = json_array(), *st;
+	struct fleet_host_refusal last;
+	unsigned long total = 0;
 
 	for (unsigned i = 0; drift && i < d->n_recent; i++) {
 		const struct drift_event *e = &d->recent[i];
@@ -400,12 +423,21 @@ static json_t *status_json(const struct daemon *d)
 	for (unsigned i = 0; d->doc_ok && i < d->doc.n; i++)
 		json_array_append_new(doc, json_pack("{s:s, s:s, s:s}", "check", d->doc.hazards[i].code, "summary",
 						     d->doc.hazards[i].summary, "fix", d->doc.hazards[i].fix));
-	return json_pack("{s:s, s:s, s:s, s:{s:f, s:f, s:i, s:i, s:b}, s:o, s:o, s:o, s:o, s:I, s:I, s:I}",
-			 "version", NODETUNE_VERSION, "policy", d->cfg->policy_path, "sha256", d->sha256,
-			 "last_verify", "time", d->verify_wall, "duration_s", d->verify_dur, "checked", d->checked,
-			 "drifted", d->drifted, "ok", d->verify_ok, "drift", drift, "contested", contested, "doctor",
-			 doc, "recent", recent, "corrections", (json_int_t)d->corrections, "reloads",
-			 (json_int_t)d->reloads, "reload_failures", (json_int_t)d->reload_failures);
+	st = json_pack("{s:s, s:s, s:s, s:{s:f, s:f, s:i, s:i, s:b}, s:o, s:o, s:o, s:o, s:I, s:I, s:I}",
+		       "version", NODETUNE_VERSION, "policy", d->cfg->policy_path, "sha256", d->sha256,
+		       "last_verify", "time", d->verify_wall, "duration_s", d->verify_dur, "checked", d->checked,
+		       "drifted", d->drifted, "ok", d->verify_ok, "drift", drift, "contested", contested, "doctor",
+		       doc, "recent", recent, "corrections", (json_int_t)d->corrections, "reloads",
+		       (json_int_t)d->reloads, "reload_failures", (json_int_t)d->reload_failures);
+	if (st && fleet_host_last_refusal(d->fleet, &last)) {
+		for (int i = 0; i < SIGN_REJ__COUNT; i++)
+			total += fleet_host_rejected(d->fleet, (enum sign_reject)i);
+		json_object_set_new(st, "fleet_refused",
+				    json_pack("{s:s, s:I, s:I, s:f, s:s}", "reason", sign_reject_names[last.reason],
+					      "count", (json_int_t)fleet_host_rejected(d->fleet, last.reason), "total",
+					      (json_int_t)total, "time", last.wall, "what", last.what));
+	}
+	return st;
 }
 
 static void status_knob(const char *key, unsigned long total, bool contested, void *arg)
@@ -608,7 +640,7 @@ static int fleet_start(struct daemon *d, struct nt_err *err)
 	const char *local = c->local_policy ? c->local_policy : c->policy_path, *base = strrchr(local, '/');
 	struct fleet_host_config fc = { c->fleet_endpoints, c->fleet_creds, c->fleet_host, c->state_dir, local, c->policy_path,
 					c->sysroot, c->topology, c->interval_s, c->note, c->note_arg,
-					c->fleet_keys, c->fleet_insecure_unsigned };
+					c->fleet_keys, c->fleet_insecure_unsigned, c->limits_path };
 
 	snprintf(d->policy_name, sizeof(d->policy_name), "%s", base ? base + 1 : local);
 	d->fleet = fleet_host_start(&fc, d->topo, err);

@@ -17,8 +17,11 @@
  *    Y" with the other writers found, counted, and corrected, unless the
  *    knob is contested (N drifts within the flap window): then it is left
  *    alone, said once, and exported;
- *  - SIGHUP: the policy file is validated and planned first; a bad one is
- *    logged with its file:line, counted, and the old policy kept;
+ *  - start and SIGHUP: the policy file is validated, checked against the
+ *    site limits (limits_path) and planned first; a bad one, or one beyond
+ *    a limit (the key and the limit named), is refused at start (nothing
+ *    changed) and on SIGHUP logged with its file:line, counted, and the old
+ *    policy kept;
  *  - SIGTERM/SIGINT: return 0, leaving the host as it is (a restart never
  *    undoes tuning) unless revert_on_exit;
  *  - WATCHDOG=1 only from the loop itself, after a cycle ends, so a stuck
@@ -60,6 +63,9 @@ struct daemon_config {
 	bool fleet_insecure_unsigned; /* also follow unsigned fleet documents (tests, demos) */
 	const char *local_policy;     /* with a fleet: the --policy file (policy_path may be
 	                                 the store's cached policy) */
+	const char *limits_path;      /* the site limits (tune/limits.h), for every policy the
+	                                 daemon applies (its own and the store's); NULL:
+	                                 LIMITS_DEFAULT_PATH when it exists */
 	/* every line the daemon has to say, with its syslog level */
 	note_fn note;
 	void *note_arg;

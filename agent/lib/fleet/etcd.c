@@ -945,6 +945,17 @@ static bool tls_failed(CURLcode rc)
 	       rc == CURLE_USE_SSL_FAILED;
 }
 
+/* Did a send or receive fail on a TLS alert about our certificate (a
+ * member that requires a client certificate refuses one missing or of
+ * another CA after the handshake, under TLS 1.3: libcurl then says
+ * "SSL_read: ... alert certificate required", "alert unknown ca", "alert
+ * bad certificate")?  That is a refusal, not a member out of reach. */
+static bool tls_alert(CURLcode rc, const char *errbuf)
+{
+	return (rc == CURLE_RECV_ERROR || rc == CURLE_SEND_ERROR) && strstr(errbuf, "alert") &&
+	       (strstr(errbuf, "certificate") || strstr(errbuf, "unknown ca"));
+}
+
 static int curl_errno(CURLcode rc)
 {
 	switch (rc) {
@@ -978,12 +989,12 @@ static int call_endpoints(struct etcd *e, const char *path, json_t *req, struct 
 				     e->endpoints[idx], path, ETCD_RESPONSE_MAX);
 			break;
 		}
-		if (transport_failed(cc)) {
+		if (transport_failed(cc) && !tls_alert(cc, e->errbuf)) {
 			rc = err_set(err, curl_errno(cc), "etcd %s: %s: %s", e->endpoints[idx], path,
 				     curl_easy_strerror(cc));
 			continue;
 		}
-		if (tls_failed(cc)) {
+		if (tls_failed(cc) || tls_alert(cc, e->errbuf)) {
 			rc = err_set(err, -EACCES, "etcd %s: TLS: %s", e->endpoints[idx],
 				     e->errbuf[0] ? e->errbuf : curl_easy_strerror(cc));
 			break;
@@ -1467,7 +1478,7 @@ static int watch_once(struct etcd *e, size_t idx, const char *body, long timeout
 		rc = etcd_parse_error(w.buf.data ? w.buf.data : "", w.buf.len, err);
 	else if (rc == 0 && cc == CURLE_OPERATION_TIMEDOUT && w.created)
 		rc = 0;                 /* the long poll's normal end */
-	else if (rc == 0 && tls_failed(cc))
+	else if (rc == 0 && (tls_failed(cc) || tls_alert(cc, e->errbuf)))
 		rc = err_set(err, -EACCES, "etcd %s: TLS: %s", e->endpoints[idx],
 			     e->errbuf[0] ? e->errbuf : curl_easy_strerror(cc));
 	else if (rc == 0 && (transport_failed(cc) || cc == CURLE_OK))

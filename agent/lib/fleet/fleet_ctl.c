@@ -372,6 +372,30 @@ static int create_doc(struct fleet_ctl *c, struct fleet_rollout *r, const struct
 	return rc;
 }
 
+int fleet_ctl_policy_text(const char *path, unsigned flags, char **ret_text, size_t *ret_len, struct nt_err *err)
+{
+	struct nt_err e = { 0 };
+	struct policy *p;
+	char *text;
+	size_t len;
+	int r = policy_flatten(path, flags, &text, &len, &e);
+
+	if (r < 0)
+		return err_set(err, r, "%s", e.msg);
+	/* what a host will do with the text: a flattened policy has no
+	 * include, so a refusal here is a bug of the flattening, said as one */
+	p = policy_parse_buffer(text, len, path, &e);
+	if (!p) {
+		free(text);
+		return err_set(err, e.code ? e.code : -EINVAL, "%s: flattened, it does not parse again: %s", path,
+			       e.msg);
+	}
+	policy_free(p);
+	*ret_text = text;
+	*ret_len = len;
+	return 0;
+}
+
 int fleet_ctl_create(struct fleet_ctl *c, const struct fleet_rollout_opts *o, struct nt_err *err)
 {
 	struct fleet_rollout r = { 0 };

@@ -23,6 +23,7 @@
 #include <stdbool.h>
 
 #include "fleet/fleet.h"
+#include "tune/policy.h"
 
 #define FLEET_TXN_HOSTS 100   /* desired keys in one transaction (etcd: --max-txn-ops 128) */
 
@@ -31,7 +32,7 @@ struct fleet_ctl;
 struct fleet_rollout_opts {
 	const char *name;
 	const char *policy_name;          /* shown; the file's base name */
-	const char *content;              /* the policy's bytes (validated by the caller) */
+	const char *content;              /* the policy's bytes: fleet_ctl_policy_text's */
 	size_t content_len;
 	const char *waves;                /* "1/class,1%,10%,50%,100%" */
 	const char *gate_cmd;             /* NULL: no gate */
@@ -57,6 +58,17 @@ void fleet_ctl_close(struct fleet_ctl *c);
  * desired value that was signed before is signed again with the new seq. */
 struct sign_key;
 void fleet_ctl_set_signer(struct fleet_ctl *c, const struct sign_key *k);
+
+/* The policy text a rollout stores, signs and hashes (item 7 of issue
+ * 24): path (a file, or a NAME on the policy search path, policy.h) with
+ * its includes resolved on this machine's files (policy_flatten, with
+ * flags: policy_trust_flags()), as one self-contained text with no
+ * include = line, then parsed as a buffer, the way each host validates it.
+ * Returns 0 with *ret_text (malloc'd, NUL-terminated) and *ret_len, or
+ * policy_load's errors (-EINVAL, -ENOENT, -EACCES, -EISDIR, -EPERM,
+ * -ENOMEM) with err "FILE:LINE: what", never about a buffer; outputs
+ * untouched on error. */
+int fleet_ctl_policy_text(const char *path, unsigned flags, char **ret_text, size_t *ret_len, struct nt_err *err);
 
 /* Store the policy (create-only), plan the waves over the hosts alive now
  * and create the rollout (only if no rollout of that name exists, and none

@@ -25,6 +25,7 @@
 #include "fleet/fleet_host.h"
 #include "fleet/fleet_host_test.h"
 #include "fleet/sign.h"
+#include "tune/limits.h"
 #include "tune/verify.h"
 
 #define STATUS_EVERY_S 30.0
@@ -55,6 +56,7 @@ struct fleet_host {
 	uint64_t last_seq;         /* the seq of the last desired admitted (FLEET_HOST_SEQ) */
 	uint64_t shadow_seq;       /* the last shadow's (not kept: a shadow changes nothing) */
 	unsigned long rejected[SIGN_REJ__COUNT];
+	struct fleet_host_refusal last_refusal;   /* reason SIGN_REJ__COUNT: none yet */
 };
 
 /* One line for the caller's note callback (none: nothing). */
@@ -261,11 +263,24 @@ int fleet_host_admit(const struct sign_keyring *kr, bool insecure, enum sign_kin
 	return 0;
 }
 
-/* A refusal: counted, and the caller says it once. */
-static void rejected(struct fleet_host *fh, enum sign_reject why)
+/* A refusal: counted and kept as the last one (what: its one line, as the
+ * caller says it once). */
+static void rejected(struct fleet_host *fh, enum sign_reject why, const char *what)
 {
-	if ((unsigned)why < SIGN_REJ__COUNT)
-		fh->rejected[why]++;
+	if ((unsigned)why >= SIGN_REJ__COUNT)
+		return;
+	fh->rejected[why]++;
+	fh->last_refusal.reason = why;
+	fh->last_refusal.wall = fleet_now_wall();
+	snprintf(fh->last_refusal.what, sizeof(fh->last_refusal.what), "%.*s", (int)sizeof(fh->last_refusal.what) - 1, what);
+}
+
+bool fleet_host_last_refusal(const struct fleet_host *fh, struct fleet_host_refusal *ret)
+{
+	if (!fh || fh->last_refusal.reason >= SIGN_REJ__COUNT)
+		return false;
+	*ret = fh->last_refusal;
+	return true;
 }
 
 unsigned long fleet_host_rejected(const struct fleet_host *fh, enum sign_reject r)
@@ -326,13 +341,71 @@ static void candidate_release(struct candidate *c)
 	memset(c, 0, sizeof(*c));
 }
 
-/* Parse and plan c->content (named c->name) on this host.  0 or -EINVAL
- * with err ("NAME:LINE: what", or the planner's reason). */
-static int candidate_check(struct candidate *c, const struct fleet_host_view *v, struct nt_err *err)
+static int limits_refuse(const struct limits *l, const struct policy *p, const struct topo *t, struct nt_err *err);
+
+int fleet_host_policy_check(const char *buf, size_t len, const char *name, const struct limits *l,
+			    const struct topo *t, struct policy **ret, struct nt_err *err)
 {
-	c->policy = policy_parse_buffer(c->content, c->len, c->name, err);
-	if (!c->policy)
+	struct policy *p = policy_parse_buffer(buf, len, name, err);
+	char *inc;
+	int r;
+
+	/* a store's policy is self-contained (the controller flattens its
+	 * includes): say so in the fleet's terms */
+	if (!p && (inc = strstr(err->msg, ": include in a policy given as a buffer")))
+		snprintf(inc, sizeof(err->msg) - (size_t)(inc - err->msg), ": include = in a policy from the store, "
+			 "which must be self-contained (a rollout stores its policy with the includes resolved)");
+	if (!p)
 		return err->code ? err->code : -EINVAL;
+	if ((r = limits_refuse(l, p, t, err)) < 0) {
+		policy_free(p);
+		return r;
+	}
+	*ret = p;
+	return 0;
+}
+
+/* Is policy p within the site limits l on machine t (NULL l: none)?  0, or
+ * -EPERM with err "refused by the site limits: WHAT" (what limits_check
+ * says: the key, its value and the limit). */
+static int limits_refuse(const struct limits *l, const struct policy *p, const struct topo *t, struct nt_err *err)
+{
+	struct nt_err e = { 0 };
+
+	if (!l || limits_check(l, p, t, &e) == 0)
+		return 0;
+	return err_set(err, e.code ? e.code : -EPERM, "refused by the site limits: %s", e.msg);
+}
+
+/* The site limits in force on this host (cfg.limits_path, NULL: the default
+ * file when it exists), read for each policy so that an edit counts at
+ * once; NULL with err when they cannot be read (a limit that cannot be
+ * checked is not met: the policy is refused). */
+static struct limits *host_limits(const struct fleet_host *fh, struct nt_err *err)
+{
+	struct nt_err e = { 0 };
+	struct limits *l = limits_load(fh->cfg.limits_path, policy_trust_flags(), &e);
+
+	if (!l)
+		err_set(err, e.code ? e.code : -EINVAL, "refused: the site limits cannot be read: %s", e.msg);
+	return l;
+}
+
+/* Parse c->content (named c->name), check it against the site limits and
+ * plan it on this host.  0 or -EINVAL/-EPERM with err ("NAME:LINE: what",
+ * the limit passed, or the planner's reason). */
+static int candidate_check(struct fleet_host *fh, struct candidate *c, const struct fleet_host_view *v,
+			   struct nt_err *err)
+{
+	struct limits *l = host_limits(fh, err);
+	int r;
+
+	if (!l)
+		return err->code;
+	r = fleet_host_policy_check(c->content, c->len, c->name, l, v->topo, &c->policy, err);
+	limits_free(l);
+	if (r < 0)
+		return r;
 	c->plan = plan_build(c->policy, v->topo, 0, v->root, err);
 	if (!c->plan)
 		return err->code ? err->code : -EINVAL;
@@ -356,7 +429,7 @@ static int candidate_fetch(struct fleet_host *fh, const char *sha, const struct 
 		r = err_set(err, -EINVAL, "%s: no such policy in the store", key);
 	else if ((r = fleet_host_admit(fh->keys, fh->cfg.insecure_unsigned, SIGN_KIND_POLICY, fh->host, 0,
 				       rg.kvs[0].value, rg.kvs[0].value_len, &env, &why, err)) == -EPERM)
-		rejected(fh, why);
+		rejected(fh, why, err->msg);
 	else if (r == 0 && *env.h.policy_sha256 && strcmp(env.h.policy_sha256, sha))
 		r = err_set(err, -EINVAL, "%s: signed for sha256 %.12s", key, env.h.policy_sha256);
 	else if (r == 0)
@@ -373,7 +446,7 @@ static int candidate_fetch(struct fleet_host *fh, const char *sha, const struct 
 	c->len = doc.content_len;
 	memcpy(c->sha, sha, FLEET_SHA_LEN + 1);
 	snprintf(c->name, sizeof(c->name), "%s", *doc.name ? doc.name : "store-policy");
-	return candidate_check(c, v, err);
+	return candidate_check(fh, c, v, err);
 }
 
 /* The daemon's own --policy file (mode local). */
@@ -381,6 +454,7 @@ static int candidate_local(struct fleet_host *fh, const struct fleet_host_view *
 			   struct nt_err *err)
 {
 	char why[256], *slash;
+	struct limits *l;
 	int r = userfile_read(fh->cfg.local_policy, POLICY_MAX_SIZE, "a policy file", NULL, &c->content, &c->len,
 			      why, sizeof(why));
 
@@ -392,6 +466,12 @@ static int candidate_local(struct fleet_host *fh, const struct fleet_host_view *
 	c->policy = policy_load(fh->cfg.local_policy, policy_trust_flags(), err);
 	if (!c->policy)
 		return err->code ? err->code : -EINVAL;
+	if (!(l = host_limits(fh, err)))
+		return err->code;
+	r = limits_refuse(l, c->policy, v->topo, err);
+	limits_free(l);
+	if (r < 0)
+		return r;
 	c->plan = plan_build(c->policy, v->topo, 0, v->root, err);
 	return c->plan ? 0 : err->code ? err->code : -EINVAL;
 }
@@ -725,7 +805,7 @@ static int read_desired(struct fleet_host *fh, enum fleet_key_kind k, const stru
 				 err);
 
 	if (r == -EPERM && kv->mod_revision != seen) {
-		rejected(fh, why);
+		rejected(fh, why, err->msg);
 		if (!desired) {
 			say(fh, LOG_ERR, "fleet: %s refused, nothing planned: %s", kv->key, err->msg);
 			fh->done_shadow_rev = kv->mod_revision;
@@ -860,6 +940,7 @@ struct fleet_host *fleet_host_start(const struct fleet_host_config *cfg, const s
 	}
 	fh->cfg = *cfg;
 	fh->efd = -1;
+	fh->last_refusal.reason = SIGN_REJ__COUNT;
 	snprintf(fh->host, sizeof(fh->host), "%s", cfg->host);
 	fh->ttl_s = fmin(60, fmax(3, ceil(5 * cfg->interval_s)));
 	pthread_mutex_init(&fh->lock, NULL);

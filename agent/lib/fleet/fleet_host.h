@@ -9,18 +9,23 @@
  * The daemon's thread calls fleet_host_tick() after each cycle and when the
  * fd is readable; the tick does the work with the daemon's state:
  *  - desired mode apply: the policy is fetched (/nodetune/policies/SHA),
- *    its sha256 checked, validated as a file is (policy_parse_buffer, then
- *    plan_build on this host), applied with apply_converge over the
+ *    its sha256 checked, validated as a file is (policy_parse_buffer: a
+ *    self-contained text, an include = refused; the site limits of
+ *    limits_path, read for each policy; then plan_build on this host),
+ *    applied with apply_converge over the
  *    daemon's journal and verified; a refused policy is reported
  *    ("invalid", with why) and nothing is written; a failed apply goes back
  *    to the old plan and is reported ("failed");
- *  - mode local: the daemon's own --policy file again;
+ *  - mode local: the daemon's own --policy file again, within the site
+ *    limits too;
  *  - mode gate: `nodetune ab --a policy=CURRENT --b policy=NEW --sysroot
  *    --topology -- sh -c CMD` runs (the daemon's loop waits; the lease
  *    thread keeps the host alive), its verdict is reported, nothing stays
  *    changed;
- *  - shadow: the policy is planned and verified here; what it would change,
- *    or why it is invalid here, is reported; nothing is written;
+ *  - shadow: the policy is checked, planned and verified here; what it
+ *    would change, or why it is invalid here (a policy beyond the site
+ *    limits: "invalid here: refused by the site limits: ..."), is
+ *    reported; nothing is written;
  *  - the status key says what runs and how the last verify went, when it
  *    changes (and at least every 30 s).
  * Signatures (fleet/sign.h): every desired, shadow and policy document is
@@ -29,7 +34,9 @@
  * signed by an unknown key, badly signed, addressed to another host, of
  * another kind, or older than the last seq applied (kept in the state dir,
  * FLEET_HOST_SEQ) is refused: the host keeps its policy, says it once,
- * counts it (fleet_host_rejected) and its status says "refused (REASON)".
+ * counts it (fleet_host_rejected), keeps it as the last refusal
+ * (fleet_host_last_refusal: the daemon's status socket shows it) and its
+ * status key says "refused (REASON)".
  * A keys_dir that is missing or holds no key trusts nothing: every
  * document is refused (unknown_key), unless insecure_unsigned, which
  * follows unsigned documents (and still verifies signed ones).
@@ -72,6 +79,7 @@ struct fleet_host_config {
 	void *note_arg;
 	const char *keys_dir;         /* the trusted signing keys; NULL: SIGN_KEYS_DIR */
 	bool insecure_unsigned;       /* also follow unsigned documents (tests, demos) */
+	const char *limits_path;      /* the site limits (limits.h); NULL: LIMITS_DEFAULT_PATH when it exists */
 };
 
 /* The daemon's state a tick reads, and replaces after an apply. */
@@ -100,6 +108,19 @@ struct fleet_host *fleet_host_start(const struct fleet_host_config *cfg, const s
 
 /* Documents refused for reason r since the start (0 when fh is NULL). */
 unsigned long fleet_host_rejected(const struct fleet_host *fh, enum sign_reject r);
+
+/* The last document refused for its signature (the refusals
+ * fleet_host_rejected counts): its reason, when (wall clock, s) and the
+ * one line said about it ("KEY: refused (REASON): what"). */
+struct fleet_host_refusal {
+	enum sign_reject reason;
+	double wall;
+	char what[512];
+};
+
+/* The last refusal into *ret: true, or false when none since the start
+ * (or fh is NULL), *ret untouched. */
+bool fleet_host_last_refusal(const struct fleet_host *fh, struct fleet_host_refusal *ret);
 
 /* Readable when the store changed something for this host; -1 when fh is
  * NULL.  The tick drains it. */

@@ -53,4 +53,15 @@ int fleet_host_admit(const struct sign_keyring *kr, bool insecure, enum sign_kin
 		     uint64_t last_seq, const char *buf, size_t len, struct sign_envelope *ret,
 		     enum sign_reject *ret_reason, struct nt_err *err);
 
+/* A store's policy buf[0..len) named name, checked before it is planned:
+ * parsed (an include = is refused as not self-contained, in the fleet's
+ * words, never as "a buffer"), then against the site limits l (NULL: none)
+ * on machine t.  0 with *ret (policy_free), or -EINVAL (content), -EPERM
+ * (beyond a limit: "refused by the site limits: FILE:LINE: [sec] key = V is
+ * above the site limit M (LIMITS:LINE)"), -ENOMEM, with err; *ret
+ * untouched on error. */
+struct limits;
+int fleet_host_policy_check(const char *buf, size_t len, const char *name, const struct limits *l,
+			    const struct topo *t, struct policy **ret, struct nt_err *err);
+
 #endif

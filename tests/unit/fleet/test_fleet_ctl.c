@@ -5,7 +5,9 @@
  * host without keys observed as nothing); each kind of write to the value
  * it puts (apply, gate, shadow, a restore of a previous value and of
  * none); the new events of a step (none before, some dropped); what the
- * run loop does after each kind of pass. */
+ * run loop does after each kind of pass; the policy text a rollout stores
+ * (a derived policy flattened: by file and by NAME, the same values as the
+ * file with its includes, no include line, errors naming the file). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,10 +17,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "fleet/fleet_ctl_test.h"
 #include "fleet_fixture.h"
+#include "tune/policy.h"
 
 static struct etcd_kv kv(const char *key, const char *value, int64_t mod)
 {
@@ -178,6 +182,87 @@ static void test_after(void **state)
 	assert_int_equal(fleet_ctl_after(-ENOMEM), FLEET_CTL_RETRY);
 }
 
+static char dir[] = "/tmp/test_fleet_ctl.XXXXXX";
+
+/* Write dir/name (0644) with text; its path (static). */
+static const char *put(const char *name, const char *text)
+{
+	static char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	return path;
+}
+
+/* Item 7 of issue 24: a rollout of a derived policy stores it flattened. */
+static void test_policy_text(void **state)
+{
+	struct nt_err err = { 0 };
+	struct policy *file, *flat;
+	char top[512], *text = NULL, *byname = NULL;
+	size_t len = 0, len2 = 0;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	put("pt-base.conf", "[main]\nsummary = base\n[thp]\nenabled = never\n[sysctl]\nvm.swappiness = 10\n");
+	put("pt-mid.conf", "[main]\ninclude = pt-base\n[sysctl]\nvm.swappiness = 20\n");
+	snprintf(top, sizeof(top), "%s", put("pt-top.conf", "[main]\ninclude = pt-mid.conf\n[thp]\ndefrag = madvise\n"));
+	setenv(POLICY_PATH_ENV, dir, 1);
+	file = policy_load(top, 0, &err);
+	if (!file)
+		fail_msg("%s", err.msg);
+	if (fleet_ctl_policy_text(top, 0, &text, &len, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(strlen(text), len);
+	assert_null(strstr(text, "\ninclude"));
+	flat = policy_parse_buffer(text, len, "flat", &err);
+	if (!flat)
+		fail_msg("%s\n%s", err.msg, text);
+	for (unsigned k = 0; k < knob_count; k++) {
+		const char *a = policy_value(file, (enum knob_id)k), *b = policy_value(flat, (enum knob_id)k);
+
+		if (k != KNOB_MAIN_INCLUDE && (!a != !b || (a && strcmp(a, b))))
+			fail_msg("[%s] %s: file '%s', stored '%s'", knob_table[k].section, knob_table[k].key,
+				 a ? a : "(unset)", b ? b : "(unset)");
+	}
+	assert_string_equal(policy_get(flat, "sysctl", "vm.swappiness"), "20");
+	assert_string_equal(policy_get(flat, "thp", "enabled"), "never");
+	assert_string_equal(policy_get(flat, "thp", "defrag"), "madvise");
+	policy_free(flat);
+	policy_free(file);
+	/* by NAME on the search path: the same keys and values */
+	if (fleet_ctl_policy_text("pt-top", 0, &byname, &len2, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_non_null(strstr(byname, "\nvm.swappiness = 20\n"));
+	assert_string_equal(strchr(byname, '\n'), strchr(text, '\n'));   /* past the header naming it */
+	free(byname);
+	/* errors are the file's, with its line, never the buffer's; outputs untouched */
+	byname = NULL;
+	len2 = 7;
+	put("pt-bad.conf", "[main]\ninclude = pt-missing.conf\n");
+	snprintf(top, sizeof(top), "%s/pt-bad.conf", dir);
+	assert_int_equal(fleet_ctl_policy_text(top, 0, &byname, &len2, &err), -ENOENT);
+	assert_non_null(strstr(err.msg, "pt-bad.conf:2: include"));
+	assert_null(strstr(err.msg, "buffer"));
+	assert_null(byname);
+	assert_int_equal(len2, 7);
+	put("pt-badval.conf", "[main]\ninclude = pt-base\n[thp]\nenabled = sometimes\n");
+	snprintf(top, sizeof(top), "%s/pt-badval.conf", dir);
+	assert_int_equal(fleet_ctl_policy_text(top, 0, &byname, &len2, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "pt-badval.conf:4: "));
+	assert_null(strstr(err.msg, "buffer"));
+	free(text);
+	unsetenv(POLICY_PATH_ENV);
+	for (const char *const *n = (const char *const[]){ "pt-base.conf", "pt-mid.conf", "pt-top.conf", "pt-bad.conf",
+							    "pt-badval.conf", NULL }; *n; n++)
+		unlink(put(*n, ""));
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -186,6 +271,7 @@ int main(void)
 		cmocka_unit_test(test_write_value),
 		cmocka_unit_test(test_new_events),
 		cmocka_unit_test(test_after),
+		cmocka_unit_test(test_policy_text),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,7 +7,10 @@
  * put; what a host admits of a store value (fleet_host_admit): signed by
  * a trusted key for it, or refused with the reason (unsigned, unknown key,
  * no key at all, another host, a replay, a header the document belies),
- * and unsigned values under --fleet-insecure-unsigned only. */
+ * and unsigned values under --fleet-insecure-unsigned only; a store's
+ * policy checked before its plan (fleet_host_policy_check): an include =
+ * refused in the fleet's words (never "a buffer"), a value beyond the site
+ * limits refused with the key and the limit, one within them admitted. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,6 +26,7 @@
 #include "test_util.h"
 
 #include "fleet/fleet_host_test.h"
+#include "tune/limits.h"
 
 #define SHA_RUN "1111111111111111111111111111111111111111111111111111111111111111"
 #define SHA_NEW "2222222222222222222222222222222222222222222222222222222222222222"
@@ -247,6 +251,37 @@ static void test_admit(void **state)
 	test_rmrf(tdir);
 }
 
+static void test_policy_check(void **state)
+{
+	const char inc[] = "[main]\ninclude = baseline\n[thp]\nenabled = never\n";
+	const char over[] = "[main]\nsummary = big\n[sysctl]\nvm.min_free_kbytes = 2097152\n";
+	const char within[] = "[sysctl]\nvm.min_free_kbytes = 65536\n";
+	const char lim[] = "[sysctl]\nvm.min_free_kbytes = 1048576\n";
+	struct nt_err err = { 0 };
+	struct limits *l = limits_parse_buffer(lim, sizeof(lim) - 1, "limits.conf", &err);
+	struct policy *p = NULL;
+
+	(void)state;
+	assert_non_null(l);
+	assert_int_equal(fleet_host_policy_check(inc, sizeof(inc) - 1, "derived", NULL, NULL, &p, &err), -EINVAL);
+	assert_null(p);
+	assert_null(strstr(err.msg, "buffer"));
+	assert_string_equal(err.msg, "derived:2: include = in a policy from the store, which must be self-contained "
+				     "(a rollout stores its policy with the includes resolved)");
+	assert_int_equal(fleet_host_policy_check(over, sizeof(over) - 1, "big", l, NULL, &p, &err), -EPERM);
+	assert_null(p);
+	assert_string_equal(err.msg, "refused by the site limits: big:4: [sysctl] vm.min_free_kbytes = 2097152 is above "
+				     "the site limit 1048576 (limits.conf:2)");
+	/* no limits, or within them: admitted */
+	assert_int_equal(fleet_host_policy_check(over, sizeof(over) - 1, "big", NULL, NULL, &p, &err), 0);
+	policy_free(p);
+	p = NULL;
+	assert_int_equal(fleet_host_policy_check(within, sizeof(within) - 1, "small", l, NULL, &p, &err), 0);
+	assert_string_equal(policy_get(p, "sysctl", "vm.min_free_kbytes"), "65536");
+	policy_free(p);
+	limits_free(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -255,6 +290,7 @@ int main(void)
 		cmocka_unit_test(test_status_refresh),
 		cmocka_unit_test(test_status_due),
 		cmocka_unit_test(test_admit),
+		cmocka_unit_test(test_policy_check),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
