@@ -536,6 +536,7 @@ static void cycle(struct daemon *d)
 
 	if (fleet_host_gating(d->fleet)) {
 		/* the gate's A/B holds the host: its arms are not drift */
+		publish(d);
 		fleet_tick(d);
 		if (d->watchdog_s > 0)
 			sd_notify(0, "WATCHDOG=1");
