@@ -63,8 +63,8 @@ const struct verb_spec ab_spec = {
 	"by pid, name, policy and share.  --report writes a self-contained HTML page.\n"
 	"--sysroot: the trials apply to that tree (a simulated host; --topology its\n"
 	"machine), and the job finds it in NODETUNE_SYSROOT.  --as-user USER: the job\n"
-	"runs as USER (never root; its primary group only, no new privileges), moved\n"
-	"into its trial cgroup first.  --trial-dir DIR: the trials' outputs and their\n"
+	"runs as USER (never root; its primary group only, no new privileges; killed\n"
+	"if ab dies), moved into its trial cgroup first.  --trial-dir DIR: the trials' outputs and their\n"
 	"journal go to DIR (made fresh, 0700; removed at the end unless an arm failed).\n"
 	"Ctrl-C stops the job, reverts its policy and\n"
 	"exits 3.",

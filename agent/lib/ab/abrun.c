@@ -264,7 +264,8 @@ static char **job_env(const struct trial_files *f, int fd, char *bufs[2])
 
 /* In the child, with its files open: become cfg's user (--as-user), in
  * that order (groups, gid, uid: the uid last, since it takes the right
- * to change the others), and gain no privilege by exec.  0 or -errno. */
+ * to change the others), gain no privilege by exec, and die with ab
+ * (SIGKILL).  0 or -errno. */
 static int drop_to_user(const struct ab_config *cfg)
 {
 	if (!cfg->as_user)
@@ -275,6 +276,10 @@ static int drop_to_user(const struct ab_config *cfg)
 	/* a uid that can go back to root would be no drop at all */
 	if (setuid(0) == 0 || getuid() != cfg->as_uid || geteuid() != cfg->as_uid)
 		return -EPERM;
+	/* a job of another user's ends with ab, even an ab killed -9 (the
+	 * fleet's gate): set after setuid, which clears it */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		return -errno;
 	return 0;
 }
 

@@ -805,11 +805,22 @@ static int loop(struct daemon *d, int sfd)
 			fleet_tick(d);          /* the store asked for something */
 			break;
 		case DAEMON_RELOAD:
+			if (fleet_host_gating(d->fleet)) {
+				/* applying now would fight the gate's arm */
+				say(d, LOG_NOTICE, "SIGHUP: a fleet gate holds the host; the reload waits for its end");
+				d->reload_pending = true;
+				break;
+			}
 			reload(d);
 			next = now_mono() + d->cfg->interval_s;
 			break;
 		case DAEMON_CYCLE:
-			cycle(d);
+			if (d->reload_pending && !fleet_host_gating(d->fleet)) {
+				d->reload_pending = false;
+				reload(d);      /* the SIGHUP a gate held back; it cycles */
+			} else {
+				cycle(d);
+			}
 			next = daemon_next_due(next, now_mono(), d->cfg->interval_s);
 			break;
 		case DAEMON_PING:

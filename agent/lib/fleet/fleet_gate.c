@@ -152,8 +152,8 @@ int fleet_gate_start(const struct fleet_gate_request *q, struct fleet_gate **ret
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);   /* the daemon blocks its signals */
 		dup2(pfd[1], 1);
-		if (q->sysroot)
-			setenv("NODETUNE_SYSROOT", q->sysroot, 1);
+		/* only async-signal-safe calls here (the daemon has threads);
+		 * ab sets NODETUNE_SYSROOT for the job from --sysroot */
 		execv("/proc/self/exe", argv);
 		_exit(127);
 	}
