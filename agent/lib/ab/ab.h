@@ -76,8 +76,8 @@ void ab_config_defaults(struct ab_config *cfg);
 
 /* Where an experiment keeps its files, and the programs it runs. */
 struct ab_files {
-	char work[4096];              /* the trial directory, made by ab_files_make */
-	char state[4200];             /* work/state: the per-trial applies' journal */
+	char work[1024];              /* the trial directory, made by ab_files_make */
+	char state[1040];             /* work/state: the per-trial applies' journal */
 	char nodetune[4096];          /* this program's sibling nodetune, else "nodetune" (PATH) */
 	char harness[4096];           /* likewise nodetune-harness */
 };
