@@ -15,7 +15,9 @@
 # gate's user; a name a host does not list is refused, every host
 # byte-identical; the daemon killed -9 mid-gate and started again puts the
 # host back to what it ran before the gate, every knob byte-identical, and
-# it went on answering while the gate held the host); bad input
+# it went on answering while the gate held the host; so does a start after
+# the daemon and its ab were killed together, from the journal left; and a
+# daemon whose ab was killed puts the arm back itself); bad input
 # (a store out of reach, a policy that fails validation, store values
 # that are not JSON); signatures (every document the controller writes is
 # signed and each host trusts only the controller's key: a desired value
@@ -332,11 +334,6 @@ else
 	head -c 800 "$ERR" | sed 's/^/#   /'
 fi
 # the store carried the gate's name, never a command
-check "the desired documents name the gate, no command (h1's: 'harness', no gatejob.sh, no 'cmd')" -- \
-	sh -c "$ETCDCTL get /nodetune/hosts/h1/desired --print-value-only >'$T_TMP/h1.desired.gate' &&
-		python3 -c 'import base64, json, sys; print(base64.b64decode(json.load(sys.stdin)[\"doc\"]).decode())' \
-		<'$T_TMP/h1.desired.gate' >'$T_TMP/h1.desired.doc' && grep -q '\"name\":\"harness\"' '$T_TMP/h1.desired.doc' &&
-		! grep -q -e gatejob -e cmd '$T_TMP/h1.desired.doc'"
 # every run of the job was nobody's (65534 here), none root's
 uids=$(sort -u "$T_TMP/gateout/uids" 2>/dev/null | tr '\n' ' ')
 check "the gate's job ran as the gate file's user, nobody ($(id -u nobody)), every time: uids seen '$uids'" -- \
@@ -401,6 +398,11 @@ rpid=$!
 wait_until 60 test -e "$T_TMP/gateout/h1.held"
 check "mid-gate: h1's gate holds the host with arm B applied (THP defrag never)" -- \
 	sh -c "[ -e '$T_TMP/gateout/h1.held' ] && [ \"\$(cat '$T_TMP/h1/root/$THP/defrag')\" = never ]"
+check "mid-gate: h1's desired document names the gate 'hold', no command (no holdjob.sh, no 'cmd')" -- \
+	sh -c "$ETCDCTL get /nodetune/hosts/h1/desired --print-value-only >'$T_TMP/h1.desired.gate' &&
+		python3 -c 'import base64, json, sys; print(base64.b64decode(json.load(sys.stdin)[\"doc\"]).decode())' \
+		<'$T_TMP/h1.desired.gate' >'$T_TMP/h1.desired.doc' && grep -q '\"name\": *\"hold\"' '$T_TMP/h1.desired.doc' &&
+		! grep -q -e holdjob -e cmd '$T_TMP/h1.desired.doc'"
 # the loop goes on while the gate holds the host: the status socket answers,
 # the textfile is rewritten, and arm B's value is not "corrected"
 m0=$(stat -c %Y.%y "$T_TMP/h1/nodetune.prom")
@@ -428,6 +430,66 @@ krc=$?
 fleet_snap >"$T_TMP/kill.after" || t_not_ok "a snapshot of the hosts (kill.after)"
 check "the rollout whose canary was killed mid-gate: rolled back (exit $krc), every tree and desired key as before" -- \
 	sh -c "[ $krc -eq 1 ] && cmp '$T_TMP/kill.before' '$T_TMP/kill.after'"
+
+# ---- the daemon and its ab killed -9 together: the next start reverts the journal -------
+
+same_tree() { [ "$(tree_hash "$T_TMP/h$1/root")" = "$2" ]; }   # N HASH: host N's tree is HASH
+rm -f "$T_TMP/gateout/"*.held "$T_TMP/gateout/release"
+gate_file hold "$T_TMP/gatebin/holdjob.sh"
+fleet_snap >"$T_TMP/both.before" || t_not_ok "a snapshot of the hosts (both.before)"
+h1_before=$(tree_hash "$T_TMP/h1/root")
+ready0=$(grep -c "ready: " "$T_TMP/h1/log")
+"$NODETUNE" fleet rollout --endpoints "$EP" $SIGN --policy "$T_TMP/hold.conf" --name r-gate-both --waves 1/class,100% \
+	--gate hold --gate-budget 60 --wave-timeout 120 --json >"$T_TMP/both.out" 2>"$T_TMP/both.err" &
+rpid=$!
+wait_until 60 test -e "$T_TMP/gateout/h1.held"
+dpid=$(cat "$T_TMP/h1/pid")
+abpid=$(ps -o pid= --ppid "$dpid" | tr -d ' ' | head -1)
+check "mid-gate, h1's ab (pid ${abpid:-none}) holds arm B (THP defrag never)" -- \
+	sh -c "[ -n '$abpid' ] && [ \"\$(cat '$T_TMP/h1/root/$THP/defrag')\" = never ]"
+rm -f "$GATES/hold.conf"
+# as systemd's final SIGKILL to the unit's cgroup would: ab gets no chance to revert
+[ -n "$abpid" ] && kill -9 "$abpid" "$dpid"
+wait "$dpid" 2>/dev/null
+check "the daemon and its ab killed -9 together: arm B still applied, its journal left in h1's state dir" -- \
+	sh -c "[ \"\$(cat '$T_TMP/h1/root/$THP/defrag')\" = never ] && [ -d '$T_TMP/h1/state/gate/state' ]"
+host_start 1
+check "the daemon started again" -- wait_until 30 sh -c "[ \$(grep -c 'ready: ' '$T_TMP/h1/log') -gt $ready0 ]"
+check "started again, it reverted the gate's journal before its own apply: h1 byte-identical to before the gate" -- \
+	same_tree 1 "$h1_before"
+check "and said so: $(grep -h "the gate a stopped daemon left" "$T_TMP/h1/log" | tail -1)" -- \
+	grep -q "the gate a stopped daemon left: [1-9][0-9]* settings restored" "$T_TMP/h1/log"
+: >"$T_TMP/gateout/release"
+wait $rpid
+krc=$?
+fleet_snap >"$T_TMP/both.after" || t_not_ok "a snapshot of the hosts (both.after)"
+check "that rollout: rolled back (exit $krc), every tree and desired key as before" -- \
+	sh -c "[ $krc -eq 1 ] && cmp '$T_TMP/both.before' '$T_TMP/both.after'"
+
+# ---- the gate's ab killed -9 (the daemon alive): the daemon puts its arm back ---------
+
+rm -f "$T_TMP/gateout/"*.held "$T_TMP/gateout/release"
+gate_file hold "$T_TMP/gatebin/holdjob.sh"
+fleet_snap >"$T_TMP/abkill.before" || t_not_ok "a snapshot of the hosts (abkill.before)"
+h1_before=$(tree_hash "$T_TMP/h1/root")
+"$NODETUNE" fleet rollout --endpoints "$EP" $SIGN --policy "$T_TMP/hold.conf" --name r-gate-abkill --waves 1/class,100% \
+	--gate hold --gate-budget 60 --wave-timeout 120 --json >"$T_TMP/abkill.out" 2>"$T_TMP/abkill.err" &
+rpid=$!
+wait_until 60 test -e "$T_TMP/gateout/h1.held"
+abpid=$(ps -o pid= --ppid "$(cat "$T_TMP/h1/pid")" | tr -d ' ' | head -1)
+check "mid-gate, h1's ab (pid ${abpid:-none}) holds arm B (THP defrag never)" -- \
+	sh -c "[ -n '$abpid' ] && [ \"\$(cat '$T_TMP/h1/root/$THP/defrag')\" = never ]"
+[ -n "$abpid" ] && kill -9 "$abpid"
+check "ab killed -9: the daemon reverts the arm it left from the gate's journal (h1 byte-identical to before the gate)" -- \
+	wait_until 20 same_tree 1 "$h1_before"
+check "the daemon says so, once: $(grep -h "ended without reverting" "$T_TMP/h1/log" | tail -1)" -- \
+	test "$(grep -c "the gate's ab ended without reverting: [1-9][0-9]* settings restored" "$T_TMP/h1/log")" = 1
+: >"$T_TMP/gateout/release"
+wait $rpid
+krc=$?
+fleet_snap >"$T_TMP/abkill.after" || t_not_ok "a snapshot of the hosts (abkill.after)"
+check "the rollout whose canary's ab was killed: rolled back (exit $krc), every tree and desired key as before" -- \
+	sh -c "[ $krc -eq 1 ] && cmp '$T_TMP/abkill.before' '$T_TMP/abkill.after'"
 
 # ---- signatures: refused, the host byte-identical ----------------------------------------
 

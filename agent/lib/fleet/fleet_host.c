@@ -604,13 +604,21 @@ static void do_gate(struct fleet_host *fh, const struct fleet_host_view *v, cons
 static void gate_watch(struct fleet_host *fh)
 {
 	struct fleet_gate_result res = { 0 };
-	struct nt_err err = { 0 };
-	int r = fleet_gate_step(fh->gate, &res, &err);
+	struct nt_err err = { 0 }, rerr = { 0 };
+	int r = fleet_gate_step(fh->gate, &res, &err), n;
+	char dir[4096];
 
 	if (r == 0)
 		return;
 	fleet_gate_free(fh->gate);
 	fh->gate = NULL;
+	/* an ab that died without reverting (killed -9, out of memory) left
+	 * its arm applied: its journal says what to put back */
+	snprintf(dir, sizeof(dir), "%s/%s", fh->cfg.state_dir, FLEET_GATE_DIR);
+	if ((n = fleet_gate_recover(dir, fh->cfg.sysroot, 0, &rerr)) > 0)
+		say(fh, LOG_WARNING, "fleet: the gate's ab ended without reverting: %d settings restored from %s", n, dir);
+	else if (n < 0)
+		say(fh, LOG_ERR, "fleet: %s: the gate's journal could not be reverted: %s", dir, rerr.msg);
 	if (fh->poll_after_gate)
 		fh->next_poll = 0;
 	fh->poll_after_gate = false;
