@@ -375,11 +375,14 @@ check "the canary's log says why, in one line: $(cat "$T_TMP/refused.log")" -- \
 # ---- the daemon killed -9 mid-gate, started again: the host as before the gate ---------
 
 # The gate "hold" A/Bs a policy that sets THP defrag, a knob the hosts'
-# policy (neutral) governs.  Its job, when it finds arm B applied (defrag
-# never), says so in gateout/hN.held and waits for gateout/release (at most
-# 60 s) before it runs the harness: so the gate holds the host, with B's
-# value in place, until the test lets it go.
-policy hold thp defrag never
+# policy (neutral) governs, and NUMA balancing, one it does not (so that
+# only the gate's journal can put it back, not the daemon's own apply).  Its
+# job, when it finds arm B applied (defrag never), says so in
+# gateout/hN.held and waits for gateout/release (at most 60 s) before it
+# runs the harness: so the gate holds the host, with B's values in place,
+# until the test lets it go.
+printf '[main]\nsummary = test hold\n[thp]\ndefrag = never\n[sched]\nnuma_balancing = 0\n' >"$T_TMP/hold.conf"
+chmod 644 "$T_TMP/hold.conf"
 printf '%s\n' '#!/bin/sh' \
 	'h=$(basename "$(dirname "$NODETUNE_SYSROOT")")' \
 	'if [ "$(cat "$NODETUNE_SYSROOT/sys/kernel/mm/transparent_hugepage/defrag")" = never ]; then' \
@@ -396,8 +399,9 @@ ready0=$(grep -c "ready: " "$T_TMP/h1/log")
 	--gate hold --gate-budget 60 --wave-timeout 120 --json >"$T_TMP/kill.out" 2>"$T_TMP/kill.err" &
 rpid=$!
 wait_until 60 test -e "$T_TMP/gateout/h1.held"
-check "mid-gate: h1's gate holds the host with arm B applied (THP defrag never)" -- \
-	sh -c "[ -e '$T_TMP/gateout/h1.held' ] && [ \"\$(cat '$T_TMP/h1/root/$THP/defrag')\" = never ]"
+check "mid-gate: h1's gate holds the host with arm B applied (THP defrag never, numa_balancing 0)" -- \
+	sh -c "[ -e '$T_TMP/gateout/h1.held' ] && [ \"\$(cat '$T_TMP/h1/root/$THP/defrag')\" = never ] &&
+		[ \"\$(cat '$T_TMP/h1/root/proc/sys/kernel/numa_balancing')\" = 0 ]"
 check "mid-gate: h1's desired document names the gate 'hold', no command (no holdjob.sh, no 'cmd')" -- \
 	sh -c "$ETCDCTL get /nodetune/hosts/h1/desired --print-value-only >'$T_TMP/h1.desired.gate' &&
 		python3 -c 'import base64, json, sys; print(base64.b64decode(json.load(sys.stdin)[\"doc\"]).decode())' \
