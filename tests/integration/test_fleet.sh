@@ -453,7 +453,7 @@ check "mid-gate, h1's ab (pid ${abpid:-none}) holds arm B (THP defrag never)" --
 	sh -c "[ -n '$abpid' ] && [ \"\$(cat '$T_TMP/h1/root/$THP/defrag')\" = never ]"
 rm -f "$GATES/hold.conf"
 # as systemd's final SIGKILL to the unit's cgroup would: ab gets no chance to revert
-[ -n "$abpid" ] && kill -9 "$abpid" "$dpid"
+kill -9 ${abpid:+"$abpid"} "$dpid"
 wait "$dpid" 2>/dev/null
 check "the daemon and its ab killed -9 together: arm B still applied, its journal left in h1's state dir" -- \
 	sh -c "[ \"\$(cat '$T_TMP/h1/root/$THP/defrag')\" = never ] && [ -d '$T_TMP/h1/state/gate/state' ]"
