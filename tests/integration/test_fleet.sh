@@ -375,17 +375,19 @@ check "the canary's log says why, in one line: $(cat "$T_TMP/refused.log")" -- \
 # ---- the daemon killed -9 mid-gate, started again: the host as before the gate ---------
 
 # The gate "hold" A/Bs a policy that sets THP defrag, a knob the hosts'
-# policy (neutral) governs, and NUMA balancing, one it does not (so that
-# only the gate's journal can put it back, not the daemon's own apply).  Its
-# job, when it finds arm B applied (defrag never), says so in
+# policy (neutral, or two when the neutral gate was judged a regression on a
+# loaded machine) governs, to defer, a value no other policy here sets; and
+# NUMA balancing, a knob their policy does not govern (so that only the
+# gate's journal can put it back, not the daemon's own apply).  Its
+# job, when it finds arm B applied (defrag defer), says so in
 # gateout/hN.held and waits for gateout/release (at most 60 s) before it
 # runs the harness: so the gate holds the host, with B's values in place,
 # until the test lets it go.
-printf '[main]\nsummary = test hold\n[thp]\ndefrag = never\n[sched]\nnuma_balancing = 0\n' >"$T_TMP/hold.conf"
+printf '[main]\nsummary = test hold\n[thp]\ndefrag = defer\n[sched]\nnuma_balancing = 0\n' >"$T_TMP/hold.conf"
 chmod 644 "$T_TMP/hold.conf"
 printf '%s\n' '#!/bin/sh' \
 	'h=$(basename "$(dirname "$NODETUNE_SYSROOT")")' \
-	'if [ "$(cat "$NODETUNE_SYSROOT/sys/kernel/mm/transparent_hugepage/defrag")" = never ]; then' \
+	'if [ "$(cat "$NODETUNE_SYSROOT/sys/kernel/mm/transparent_hugepage/defrag")" = defer ]; then' \
 	"	: >'$T_TMP/gateout/'\$h.held" \
 	"	i=0; while [ ! -e '$T_TMP/gateout/release' ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i + 1)); done" \
 	'fi' \
@@ -399,8 +401,8 @@ ready0=$(grep -c "ready: " "$T_TMP/h1/log")
 	--gate hold --gate-budget 60 --wave-timeout 120 --json >"$T_TMP/kill.out" 2>"$T_TMP/kill.err" &
 rpid=$!
 wait_until 60 test -e "$T_TMP/gateout/h1.held"
-check "mid-gate: h1's gate holds the host with arm B applied (THP defrag never, numa_balancing 0)" -- \
-	sh -c "[ -e '$T_TMP/gateout/h1.held' ] && [ \"\$(cat '$T_TMP/h1/root/$THP/defrag')\" = never ] &&
+check "mid-gate: h1's gate holds the host with arm B applied (THP defrag defer, numa_balancing 0)" -- \
+	sh -c "[ -e '$T_TMP/gateout/h1.held' ] && [ \"\$(cat '$T_TMP/h1/root/$THP/defrag')\" = defer ] &&
 		[ \"\$(cat '$T_TMP/h1/root/proc/sys/kernel/numa_balancing')\" = 0 ]"
 check "mid-gate: h1's desired document names the gate 'hold', no command (no holdjob.sh, no 'cmd')" -- \
 	sh -c "$ETCDCTL get /nodetune/hosts/h1/desired --print-value-only >'$T_TMP/h1.desired.gate' &&
@@ -414,7 +416,7 @@ check "mid-gate: the daemon answers on its status socket" -- "$NODETUNE" status 
 check "mid-gate: the daemon's loop rewrites its metrics (interval 1 s; 10 s allowed)" -- \
 	wait_until 10 sh -c "[ \"\$(stat -c %Y.%y '$T_TMP/h1/nodetune.prom')\" != '$m0' ]"
 check "mid-gate: arm B's value is not corrected back (no verify while the gate holds the host)" -- \
-	sh -c "! grep -q 'corrected: .*defrag' '$T_TMP/h1/log' && [ \"\$(cat '$T_TMP/h1/root/$THP/defrag')\" = never ]"
+	sh -c "! grep -q 'corrected: .*defrag' '$T_TMP/h1/log' && [ \"\$(cat '$T_TMP/h1/root/$THP/defrag')\" = defer ]"
 dpid=$(cat "$T_TMP/h1/pid")
 abpid=$(ps -o pid= --ppid "$dpid" | tr -d ' ' | head -1)
 # the restarted daemon finds the desired gate again: without the gate file
@@ -449,14 +451,14 @@ rpid=$!
 wait_until 60 test -e "$T_TMP/gateout/h1.held"
 dpid=$(cat "$T_TMP/h1/pid")
 abpid=$(ps -o pid= --ppid "$dpid" | tr -d ' ' | head -1)
-check "mid-gate, h1's ab (pid ${abpid:-none}) holds arm B (THP defrag never)" -- \
-	sh -c "[ -n '$abpid' ] && [ \"\$(cat '$T_TMP/h1/root/$THP/defrag')\" = never ]"
+check "mid-gate, h1's ab (pid ${abpid:-none}) holds arm B (THP defrag defer)" -- \
+	sh -c "[ -n '$abpid' ] && [ \"\$(cat '$T_TMP/h1/root/$THP/defrag')\" = defer ]"
 rm -f "$GATES/hold.conf"
 # as systemd's final SIGKILL to the unit's cgroup would: ab gets no chance to revert
 kill -9 ${abpid:+"$abpid"} "$dpid"
 wait "$dpid" 2>/dev/null
 check "the daemon and its ab killed -9 together: arm B still applied, its journal left in h1's state dir" -- \
-	sh -c "[ \"\$(cat '$T_TMP/h1/root/$THP/defrag')\" = never ] && [ -d '$T_TMP/h1/state/gate/state' ]"
+	sh -c "[ \"\$(cat '$T_TMP/h1/root/$THP/defrag')\" = defer ] && [ -d '$T_TMP/h1/state/gate/state' ]"
 host_start 1
 check "the daemon started again" -- wait_until 30 sh -c "[ \$(grep -c 'ready: ' '$T_TMP/h1/log') -gt $ready0 ]"
 check "started again, it reverted the gate's journal before its own apply: h1 byte-identical to before the gate" -- \
@@ -481,8 +483,8 @@ h1_before=$(tree_hash "$T_TMP/h1/root")
 rpid=$!
 wait_until 60 test -e "$T_TMP/gateout/h1.held"
 abpid=$(ps -o pid= --ppid "$(cat "$T_TMP/h1/pid")" | tr -d ' ' | head -1)
-check "mid-gate, h1's ab (pid ${abpid:-none}) holds arm B (THP defrag never)" -- \
-	sh -c "[ -n '$abpid' ] && [ \"\$(cat '$T_TMP/h1/root/$THP/defrag')\" = never ]"
+check "mid-gate, h1's ab (pid ${abpid:-none}) holds arm B (THP defrag defer)" -- \
+	sh -c "[ -n '$abpid' ] && [ \"\$(cat '$T_TMP/h1/root/$THP/defrag')\" = defer ]"
 [ -n "$abpid" ] && kill -9 "$abpid"
 check "ab killed -9: the daemon reverts the arm it left from the gate's journal (h1 byte-identical to before the gate)" -- \
 	wait_until 20 same_tree 1 "$h1_before"
