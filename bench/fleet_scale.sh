@@ -6,8 +6,10 @@
 # g4dnmetal, nvidiaDGX2, 96em64t-4n4d3ca2co-pci), at the daemon's default
 # --interval ($INTERVAL, 30 s: a lease of 60 s, a keepalive every 20 s).
 # A trivial gate on the first wave: each canary A/Bs the current policy
-# against the new one on $GATE_CMD (`sleep 0.1`: the same job either way,
-# so an A/A), --gate-allow-inconclusive; GATE_CMD= runs no gate.
+# against the new one on the job of the gate "scale" that each host lists
+# (its gates.d: $GATE_CMD, /bin/sleep 0.1 by default: the same job either
+# way, so an A/A, run as nobody), --gate-allow-inconclusive; GATE_CMD= runs
+# no gate.
 #
 # Reported:
 #  - the rollout's wall time through the waves $WAVES (5 waves), the gate's
@@ -31,7 +33,7 @@ set -eu
 cd "$(dirname "$0")/.."
 : "${NODETUNE:=build/nodetune}" "${HOSTS:=200}" "${INTERVAL:=30}" "${IDLE_S:=120}"
 : "${WAVES:=1/class,1%,10%,50%,100%}" "${ETCD:=/usr/bin/etcd}"
-: "${GATE_CMD=sleep 0.1}" "${GATE_BUDGET:=60}" "${AUTH:=0}"
+: "${GATE_CMD=/bin/sleep 0.1}" "${GATE_BUDGET:=60}" "${AUTH:=0}"
 export ETCD
 TMP=$(mktemp -d /tmp/nodetune-bench-XXXXXX)
 topos=../shared/topologies
@@ -82,6 +84,16 @@ import json, sys; print(sum(1 for h in json.load(sys.stdin) if h["alive"]))'; }
 mkdir -m 700 "$TMP/sk" && mkdir -m 755 "$TMP/keys.d"
 "$NODETUNE" fleet keygen --out "$TMP/sk" --name ctl >/dev/null && cp "$TMP/sk/ctl.pub" "$TMP/keys.d/"
 i=0
+# the gate the rollout names: a command and its arguments, no shell
+mkdir -p "$TMP/gates.d" && chmod 755 "$TMP/gates.d"
+if [ -n "$GATE_CMD" ]; then
+	set -f
+	# shellcheck disable=SC2086
+	set -- $GATE_CMD
+	set +f
+	{ echo "command = $1"; shift; for a in "$@"; do echo "arg = $a"; done; echo "user = nobody"; } >"$TMP/gates.d/scale.conf"
+	chmod 644 "$TMP/gates.d/scale.conf"
+fi
 while [ $i -lt "$HOSTS" ]; do
 	i=$((i + 1)); d=$TMP/h$i
 	case $((i % 3)) in 0) x=g4dnmetal.xml ;; 1) x=nvidiaDGX2.xml ;; *) x=96em64t-4n4d3ca2co-pci.xml ;; esac
@@ -89,7 +101,7 @@ while [ $i -lt "$HOSTS" ]; do
 	[ "$AUTH" = 1 ] && HOSTCRED="--cacert $C/ca.pem --user nodetune-host-h$i --password-file $TMP/pw/nodetune-host-h$i"
 	# shellcheck disable=SC2086
 	"$NODETUNE" daemon --sysroot "$d/root" --topology "$topos/$x" --policy policies/baseline.conf \
-		--fleet "$EP" --host "h$i" $HOSTCRED --fleet-keys "$TMP/keys.d" --no-metrics --socket "$d/sock" --state-dir "$d/state" \
+		--fleet "$EP" --host "h$i" $HOSTCRED --fleet-keys "$TMP/keys.d" --gates-dir "$TMP/gates.d" --no-metrics --socket "$d/sock" --state-dir "$d/state" \
 		--interval "$INTERVAL" >"$d/log" 2>&1 &
 	echo $! >"$d/pid"
 done
@@ -114,7 +126,7 @@ nt, ep, pol, waves, gate, budget, ctl, key = sys.argv[1:]
 cmd = [nt, "fleet", "rollout", "--endpoints", ep, "--policy", pol, "--name", "scale", "--waves", waves,
        "--wave-timeout", "120", "--signing-key", key] + ctl.split()
 if gate:
-    cmd += ["--gate-cmd", gate, "--gate-budget", budget, "--gate-allow-inconclusive"]
+    cmd += ["--gate", "scale", "--gate-budget", budget, "--gate-allow-inconclusive"]
 t = time.monotonic()
 p = subprocess.run(cmd, stdout=subprocess.DEVNULL)
 wall = time.monotonic() - t

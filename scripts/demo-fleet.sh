@@ -59,7 +59,7 @@ for x in g4dnmetal.xml nvidiaDGX2.xml 96em64t-4n4d3ca2co-pci.xml; do
 		i=$((i + 1)); h=$(printf 'h%02d' $i); d=$dir/$h
 		mkdir -p "$d" && cp -a tests/fixtures/sysroot/gpu-host-untuned "$d/root"
 		"$nt" daemon --sysroot "$d/root" --topology "$topos/$x" --policy policies/baseline.conf \
-			--endpoints "$EP" --host "$h" --fleet-keys "$dir/keys.d" --no-metrics --socket "$d/sock" --state-dir "$d/state" \
+			--endpoints "$EP" --host "$h" --fleet-keys "$dir/keys.d" --gates-dir "$dir/gates.d" --no-metrics --socket "$d/sock" --state-dir "$d/state" \
 			--interval 1 >"$d/log" 2>&1 &
 		echo $! >"$d/pid"
 	done
@@ -74,14 +74,20 @@ printf '%s\n' '#!/bin/sh' \
 	'elif [ "$(cat "$NODETUNE_SYSROOT/sys/kernel/mm/transparent_hugepage/defrag")" = madvise ]; then sleep 0.05' \
 	'else sleep 0.15; fi' >"$dir/job.sh"
 chmod 755 "$dir/job.sh"
+# the hosts' gate "job": the store names it, each host maps it to job.sh,
+# run as nobody (who must reach the script and the simulated trees)
+mkdir -p "$dir/gates.d"
+printf 'command = %s\nuser = nobody\nbudget = 60\n' "$dir/job.sh" >"$dir/gates.d/job.conf"
+chmod 755 "$dir" "$dir/gates.d"
+chmod 644 "$dir/gates.d/job.conf"
 policy defrag thp defrag madvise
 policy nonuma sched numa_balancing 0
 
 echo
 echo "### 1. roll out defrag.conf (THP defrag madvise), canaries gated on the job"
-echo "\$ nodetune fleet rollout --policy defrag.conf --waves 1/class,25%,50%,100% --gate-cmd job.sh"
+echo "\$ nodetune fleet rollout --policy defrag.conf --waves 1/class,25%,50%,100% --gate job"
 "$nt" fleet rollout --endpoints "$EP" --signing-key "$dir/ctl/ctl.key" --policy "$dir/defrag.conf" --name good --waves 1/class,25%,50%,100% \
-	--gate-cmd "$dir/job.sh" --gate-budget 60 --wave-timeout 120 || true
+	--gate job --gate-budget 60 --wave-timeout 120 || true
 printf 'THP defrag per host:'
 for d in "$dir"/h*; do printf ' %s=%s' "${d##*/}" "$(cat "$d/root/sys/kernel/mm/transparent_hugepage/defrag")"; done
 echo
@@ -90,7 +96,7 @@ echo
 echo "### 2. roll out nonuma.conf (NUMA balancing off): the job regresses on the canaries"
 for d in "$dir"/h*; do tree_hash "$d/root" >"$d/before"; done
 "$nt" fleet rollout --endpoints "$EP" --signing-key "$dir/ctl/ctl.key" --policy "$dir/nonuma.conf" --name bad --waves 1/class,25%,50%,100% \
-	--gate-cmd "$dir/job.sh" --gate-budget 60 --wave-timeout 120 && rc=0 || rc=$?
+	--gate job --gate-budget 60 --wave-timeout 120 && rc=0 || rc=$?
 echo "(exit $rc)"
 same=0 changed=""
 for d in "$dir"/h*; do

@@ -29,6 +29,8 @@ static const struct opt_row ab_opts[] = {
 	{ OPT_REPORT, OPT_OPTIONAL, NULL },
 	{ OPT_SYSROOT, OPT_OPTIONAL, NULL },
 	{ OPT_TOPOLOGY, OPT_OPTIONAL, NULL },
+	{ OPT_AS_USER, OPT_OPTIONAL, NULL },
+	{ OPT_TRIAL_DIR, OPT_OPTIONAL, NULL },
 	OPT_TABLE_END,
 };
 
@@ -37,7 +39,8 @@ const struct verb_spec ab_spec = {
 	"nodetune ab --a SPEC --b SPEC [--trials N] [--steps N] [--threshold PCT] [--alpha A]\n"
 	"                   [--budget DURATION] [--seed N] [--metric REGEX [--metric-kind throughput|time]]\n"
 	"                   [--skip-steps N] [--json] [--report FILE.html]\n"
-	"                   [--sysroot DIR [--topology FILE.xml]] [-- CMD...]",
+	"                   [--sysroot DIR [--topology FILE.xml]] [--trial-dir DIR]\n"
+	"                   [--as-user USER -- CMD...] [-- CMD...]",
 	"A/B test two policies or commands with statistics (exit 1 on regression)",
 	"SPEC is policy=FILE, cmd=COMMAND ARGS (last; split on spaces, no shell) or both,\n"
 	"comma-separated.  Default workload: nodetune-harness (dlrm-small, world 2 through\n"
@@ -59,8 +62,12 @@ const struct verb_spec ab_spec = {
 	"events), and the evidence: other tasks, IRQs and softirqs on the ranks' CPUs,\n"
 	"by pid, name, policy and share.  --report writes a self-contained HTML page.\n"
 	"--sysroot: the trials apply to that tree (a simulated host; --topology its\n"
-	"machine), and the job finds it in NODETUNE_SYSROOT.  Ctrl-C stops the job,\n"
-	"reverts its policy and exits 3.",
+	"machine), and the job finds it in NODETUNE_SYSROOT.  --as-user USER: the job\n"
+	"runs as USER (never root; its primary group only, no new privileges; killed\n"
+	"if ab dies), moved into its trial cgroup first.  --trial-dir DIR: the trials' outputs and their\n"
+	"journal go to DIR (made fresh, 0700; removed at the end unless an arm failed).\n"
+	"Ctrl-C stops the job, reverts its policy and\n"
+	"exits 3.",
 };
 
 /* An output file named by opt: not a directory, in a directory that exists
@@ -153,11 +160,16 @@ int cmd_ab(struct opts *o)
 	}
 	cfg.sysroot = o->sysroot;
 	cfg.topology = o->topology;
+	if (o->as_user && ab_as_user(&cfg, o->as_user, &err) < 0) {
+		log_msg(LOG_ERR, "%s", err.msg);
+		return EXIT_USAGE;
+	}
 	if (o->sysroot)
 		setenv("NODETUNE_SYSROOT", o->sysroot, 1);
 	if ((rc = ab_arms(o, &cfg)))
 		goto out;
-	if (ab_files_make(&files, "nodetune-ab", &cfg, &err) < 0) {
+	if ((o->trial_dir ? ab_files_make_in(&files, o->trial_dir, &cfg, &err)
+			  : ab_files_make(&files, "nodetune-ab", &cfg, &err)) < 0) {
 		log_msg(LOG_ERR, "%s", err.msg);
 		rc = EXIT_RUNTIME;
 		goto out;

@@ -41,6 +41,7 @@ static const struct opt_row daemon_opts[] = {
 	{ OPT_FLEET_KEYS, OPT_OPTIONAL, NULL },
 	{ OPT_FLEET_INSECURE_UNSIGNED, OPT_OPTIONAL, NULL },
 	{ OPT_LIMITS, OPT_OPTIONAL, NULL },
+	{ OPT_GATES_DIR, OPT_OPTIONAL, NULL },
 	{ OPT_JSON, OPT_REFUSED, "the daemon reports through `nodetune status --json` and its metrics; its stderr is a log" },
 	OPT_TABLE_END,
 };
@@ -52,7 +53,7 @@ const struct verb_spec daemon_spec = {
 	"                       [--textfile-dir DIR] [--socket PATH] [--revert-on-exit] [--limits FILE]\n"
 	"                       [--endpoints URLS --host NAME [--cacert FILE] [--cert FILE --key FILE]\n"
 	"                        [--user NAME --password-file FILE] [--fleet-conf FILE]\n"
-	"                        [--fleet-keys DIR] [--fleet-insecure-unsigned]]",
+	"                        [--fleet-keys DIR] [--fleet-insecure-unsigned] [--gates-dir DIR]]",
 	"keep a policy applied, correct drift and name who caused it, export metrics",
 	"Runs in the foreground (systemd Type=notify, a Kubernetes DaemonSet).  At start it\n"
 	"takes the state dir's lock (a second daemon there exits 2), finishes an apply\n"
@@ -81,7 +82,11 @@ const struct verb_spec daemon_spec = {
 	"another host or older than the last one applied is refused, counted in\n"
 	"nodetune_fleet_rejected_total{reason} and said in the status; no key trusted:\n"
 	"every one is refused.  --fleet-insecure-unsigned also follows unsigned ones\n"
-	"(tests, demos).  Lines go to stderr,\n"
+	"(tests, demos).  A rollout's gate is a name: the host runs the job its\n"
+	"/etc/nodetune/gates.d/NAME.conf lists (--gates-dir DIR; root's), as that file's\n"
+	"user, in a child the loop watches (the host is not verified meanwhile); a\n"
+	"daemon killed mid-gate puts the gate's arm back when it starts again.\n"
+	"Lines go to stderr,\n"
 	"with <N> syslog priorities under journald (or --log-format=syslog).",
 };
 
@@ -123,6 +128,7 @@ int cmd_daemon(struct opts *o)
 		.fleet_keys = o->fleet_keys,
 		.fleet_insecure_unsigned = o->fleet_insecure_unsigned,
 		.limits_path = o->limits,
+		.gates_dir = o->gates_dir,
 		.note = daemon_note,
 	};
 	struct nt_err err = { 0 };

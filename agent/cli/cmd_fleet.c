@@ -33,7 +33,7 @@ static const struct opt_row rollout_opts[] = {
 	{ OPT_POLICY, OPT_REQUIRED, NULL },
 	{ OPT_NAME, OPT_REQUIRED, NULL },
 	{ OPT_WAVES, OPT_OPTIONAL, NULL },
-	{ OPT_GATE_CMD, OPT_OPTIONAL, NULL },
+	{ OPT_GATE, OPT_OPTIONAL, NULL },
 	{ OPT_GATE_BUDGET, OPT_OPTIONAL, NULL },
 	{ OPT_WAVE_TIMEOUT, OPT_OPTIONAL, NULL },
 	{ OPT_SHADOW, OPT_OPTIONAL, NULL },
@@ -78,7 +78,7 @@ static const struct opt_row hosts_opts[] = {
 const struct verb_spec fleet_rollout_spec = {
 	rollout_opts, VERB_NO_COMMAND,
 	"nodetune fleet rollout --endpoints URLS --policy FILE|NAME --name NAME\n"
-	"                   [--waves 1/class,1%,10%,50%,100%] [--gate-cmd CMD] [--gate-budget DURATION]\n"
+	"                   [--waves 1/class,1%,10%,50%,100%] [--gate NAME] [--gate-budget DURATION]\n"
 	"                   [--wave-timeout DURATION] [--shadow] [--gate-allow-inconclusive]\n"
 	"                   [--signing-key FILE] [--json]\n"
 	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]",
@@ -89,10 +89,14 @@ const struct verb_spec fleet_rollout_spec = {
 	"told to run it, and the wave passes when every one reports it applied and\n"
 	"verified within --wave-timeout (default 600 s).  A host whose lease expired by\n"
 	"then is reported and skipped; a host that failed, or a live one that did not\n"
-	"verify, rolls back every host touched to what it ran before.  With --gate-cmd,\n"
-	"each first-wave host first A/Bs its current policy against FILE on CMD (nodetune\n"
-	"ab, --gate-budget seconds): a regression (or inconclusive, unless\n"
-	"--gate-allow-inconclusive) rolls back.  --shadow: every host plans and verifies\n"
+	"verify, rolls back every host touched to what it ran before.  With --gate NAME,\n"
+	"each first-wave host first A/Bs its current policy against FILE (nodetune ab)\n"
+	"on the job it lists as NAME in /etc/nodetune/gates.d/NAME.conf (command, args,\n"
+	"user: never root, budget cap), run as that user in the trial cgroup, for\n"
+	"--gate-budget (capped by the gate's): a regression (or inconclusive, unless\n"
+	"--gate-allow-inconclusive), or a gate the host refuses (unknown name, untrusted\n"
+	"file, root user), rolls back.  No command travels through the store.\n"
+	"--shadow: every host plans and verifies\n"
 	"FILE and reports what it would change, or why it is invalid there; nothing is\n"
 	"written to any host.  Every step is a compare-and-swap in etcd: a controller\n"
 	"killed anywhere goes on with `fleet resume`.\n" SIGNING EXITS,
@@ -165,7 +169,7 @@ static void print_rollout(const struct fleet_rollout *r)
 	char when[16];
 
 	printf("rollout %s: %s  policy %s (sha256 %.12s)  waves %s%s%s\n", r->name, fleet_state_names[r->state],
-	       r->policy, r->sha256, r->waves_spec, *r->gate_cmd ? "  gate: " : "", r->gate_cmd);
+	       r->policy, r->sha256, r->waves_spec, *r->gate ? "  gate: " : "", r->gate);
 	if (r->reason)
 		printf("reason: %s\n", r->reason);
 	printf("%-4s %-8s %-12s %-16s %-34s %-12s %-13s %s\n", "WAVE", "SPEC", "WAVE STATE", "HOST", "CLASS", "STATE",
@@ -358,7 +362,7 @@ int cmd_fleet_rollout(struct opts *o)
 {
 	const char *base = strrchr(o->policy, '/');
 	struct fleet_rollout_opts ro = {
-		o->name, base ? base + 1 : o->policy, NULL, 0, o->waves ? o->waves : DEFAULT_WAVES, o->gate_cmd,
+		o->name, base ? base + 1 : o->policy, NULL, 0, o->waves ? o->waves : DEFAULT_WAVES, o->gate,
 		o->gate_budget, o->given[OPT_WAVE_TIMEOUT] ? o->wave_timeout : DEFAULT_WAVE_TIMEOUT_S, o->shadow,
 		o->gate_allow_inconclusive,
 	};

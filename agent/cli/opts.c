@@ -19,6 +19,7 @@
 #include "ab/abfigure.h"
 #include "cli.h"
 #include "daemon/flap.h"
+#include "fleet/gates.h"
 #include "tune/journal.h"
 #include "base/log.h"
 #include "daemon/metrics.h"
@@ -365,20 +366,33 @@ static int check_host(const struct opts *o)
 /* the gate's options need a gate, and a shadow rollout has none */
 static int check_gate(const struct opts *o)
 {
-	if (!o->gate_cmd && (o->given[OPT_GATE_BUDGET] || o->gate_allow_inconclusive)) {
-		log_msg(LOG_ERR, "--gate-budget and --gate-allow-inconclusive need --gate-cmd");
+	if (!o->gate && (o->given[OPT_GATE_BUDGET] || o->gate_allow_inconclusive)) {
+		log_msg(LOG_ERR, "--gate-budget and --gate-allow-inconclusive need --gate NAME");
 		return EXIT_USAGE;
 	}
-	if (o->gate_cmd && o->shadow) {
-		log_msg(LOG_ERR, "--shadow changes nothing, so it has no gate: drop --gate-cmd or --shadow");
+	if (o->gate && o->shadow) {
+		log_msg(LOG_ERR, "--shadow changes nothing, so it has no gate: drop --gate or --shadow");
 		return EXIT_USAGE;
 	}
-	for (const char *c = o->gate_cmd; c && *c; c++)
-		if ((unsigned char)*c < 0x20 || *c == 0x7f) {
-			log_msg(LOG_ERR, "--gate-cmd: a control character at byte %td (one line of sh, as the "
-					 "hosts show and log it)", c - o->gate_cmd);
-			return EXIT_USAGE;
-		}
+	if (o->gate && !gates_name_valid(o->gate)) {
+		log_msg(LOG_ERR, "--gate '%.64s': expected a gate name, 1 to 64 of a-z, 0-9, '_' and '-' (each host maps "
+				 "it to a command of its own in " GATES_DIR ")", o->gate);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* ab's job as a user: a name, never root's (resolved when ab starts) */
+static int check_as_user(const struct opts *o)
+{
+	if (!o->command) {
+		log_msg(LOG_ERR, "--as-user runs the job of '-- CMD...' as that user: give the command");
+		return EXIT_USAGE;
+	}
+	if (!strcmp(o->as_user, "root") || !strcmp(o->as_user, "0")) {
+		log_msg(LOG_ERR, "--as-user %s: the job never runs as root through --as-user", o->as_user);
+		return EXIT_USAGE;
+	}
 	return 0;
 }
 
@@ -469,8 +483,14 @@ static const struct opt_def defs[OPT__COUNT] = {
 		      .help = "the rollout's name" },
 	[OPT_WAVES] = STRING("waves", waves), .arg = "LIST",
 		       .help = "the waves, e.g. 1/class,1%,10%,50%,100% (the default)" },
-	[OPT_GATE_CMD] = STRING("gate-cmd", gate_cmd), .check = check_gate, .arg = "CMD",
-			  .help = "the canary gate: A/B the old and new policy on CMD (one line of sh) on each first-wave host" },
+	[OPT_GATE] = STRING("gate", gate), .check = check_gate, .arg = "NAME",
+		      .help = "the canary gate: each first-wave host A/Bs the old and new policy on the job it names NAME (its " GATES_DIR "/NAME.conf)" },
+	[OPT_GATES_DIR] = PATH("gates-dir", gates_dir), .arg = "DIR",
+			   .help = "the gates a rollout may name (NAME.conf, root's; default " GATES_DIR ")" },
+	[OPT_TRIAL_DIR] = PATH("trial-dir", trial_dir), .arg = "DIR",
+			   .help = "keep the trials' outputs and journal in DIR, made fresh (default /tmp/nodetune-ab-XXXXXX)" },
+	[OPT_AS_USER] = STRING("as-user", as_user), .check = check_as_user, .arg = "USER",
+			 .help = "run the job as USER (never root), in its trial cgroup, with no new privileges" },
 	[OPT_GATE_BUDGET] = DURATION("gate-budget", gate_budget, parse_seconds, 1, 86400, 1), .arg = "DURATION",
 			     .check = check_gate, .help = "the gate's A/B budget (a bare number counts seconds)" },
 	[OPT_SIGNING_KEY] = PATH("signing-key", signing_key), .arg = "FILE",

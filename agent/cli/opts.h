@@ -36,7 +36,7 @@ enum opt_id {
 	OPT_INTERVAL_S,               /* the daemon's --interval, in seconds (observe's is ms) */
 	OPT_FLAP, OPT_METRICS, OPT_NO_METRICS, OPT_TEXTFILE_DIR, OPT_SOCKET, OPT_REVERT_ON_EXIT,
 	OPT_HOST,                     /* the daemon joins a fleet (--endpoints) */
-	OPT_ENDPOINTS, OPT_NAME, OPT_WAVES, OPT_GATE_CMD, OPT_GATE_BUDGET, OPT_WAVE_TIMEOUT, OPT_SHADOW,
+	OPT_ENDPOINTS, OPT_NAME, OPT_WAVES, OPT_GATE, OPT_GATE_BUDGET, OPT_WAVE_TIMEOUT, OPT_SHADOW,
 	OPT_GATE_ALLOW_INCONCLUSIVE,  /* fleet rollout's */
 	OPT_CACERT, OPT_CERT, OPT_KEY, OPT_USER, OPT_PASSWORD_FILE, OPT_FLEET_CONF,   /* etcd credentials */
 	OPT_HOSTS, OPT_PASSWORD_DIR, OPT_PRINT,                                       /* fleet init-auth's */
@@ -45,6 +45,8 @@ enum opt_id {
 	OPT_OUT,                      /* fleet keygen's directory */
 	OPT_SIGNING_KEY,              /* the controller's secret key (fleet keygen's NAME.key) */
 	OPT_FLEET_KEYS, OPT_FLEET_INSECURE_UNSIGNED,   /* the daemon's trust in the fleet's documents */
+	OPT_GATES_DIR,                /* the daemon's named gates */
+	OPT_AS_USER, OPT_TRIAL_DIR,   /* ab's job as a user, and its trial directory */
 	OPT_VERBOSE, OPT_LOG_FORMAT, OPT_VERSION,      /* global: every verb takes them */
 	OPT__COUNT,
 	OPT_END = -1,                 /* ends a verb's table */
@@ -70,7 +72,7 @@ struct opts {
 	unsigned long long seed;
 	double interval_s;
 	const char *flap, *metrics, *textfile_dir, *socket;
-	const char *host, *endpoints, *name, *waves, *gate_cmd;
+	const char *host, *endpoints, *name, *waves, *gate, *gates_dir, *as_user, *trial_dir;
 	const char *cacert, *cert, *key, *user, *password_file, *fleet_conf, *hosts, *password_dir;
 	const char *log_format;
 	double gate_budget, wave_timeout;

@@ -39,7 +39,7 @@ static void check_rollout(const struct fleet_rollout *r)
 
 	if (!fleet_name_valid(r->name) || r->wave > r->n_waves || r->n_waves > FLEET_WAVES_MAX)
 		__builtin_trap();
-	if (has_ctrl(r->reason) || has_ctrl(r->gate_cmd) || has_ctrl(r->policy))
+	if (has_ctrl(r->reason) || has_ctrl(r->gate) || has_ctrl(r->policy))
 		__builtin_trap();
 	for (unsigned i = 0; i < r->n_events; i++)
 		if (has_ctrl(r->events[i].what))

@@ -10,7 +10,14 @@
 # each step and resumed, an etcd member stopped mid-rollout, a host's
 # daemon killed: lost, skipped, converging when back; two controllers);
 # shadow mode (an invalid plan on one class, no tree changed); the canary
-# gate (a regressing canary rolls back, a passing gate goes on); bad input
+# gate, a name each host maps to a job of its own gates directory (a
+# regressing canary rolls back, a passing gate goes on, the job runs as the
+# gate's user; a name a host does not list is refused, every host
+# byte-identical; the daemon killed -9 mid-gate and started again puts the
+# host back to what it ran before the gate, every knob byte-identical, and
+# it went on answering while the gate held the host; so does a start after
+# the daemon and its ab were killed together, from the journal left; and a
+# daemon whose ab was killed puts the arm back itself); bad input
 # (a store out of reach, a policy that fails validation, store values
 # that are not JSON); signatures (every document the controller writes is
 # signed and each host trusts only the controller's key: a desired value
@@ -58,6 +65,21 @@ mkdir -m 700 "$T_TMP/ctl" "$T_TMP/evil" && mkdir -m 755 "$T_TMP/keys.d"
 	cp "$T_TMP/ctl/ctl.pub" "$T_TMP/keys.d/" || { t_not_ok "fleet keygen"; t_done; }
 SIGN="--signing-key $T_TMP/ctl/ctl.key"
 
+# ---- the hosts' named gates ---------------------------------------------------
+
+# The gates a rollout may name (root's directory, as gates_lookup checks it
+# as root).  Their jobs run as nobody, who must reach the job, the harness
+# and the simulated trees: T_TMP becomes traversable (0711), the programs go
+# to a 0755 directory of their own, and the jobs write what they saw to a
+# sticky 1777 one.
+GATES=$T_TMP/gates.d
+mkdir -m 755 "$GATES" "$T_TMP/gatebin" && mkdir "$T_TMP/gateout" && chmod 1777 "$T_TMP/gateout" && chmod 711 "$T_TMP" ||
+	{ t_not_ok "the gates directory"; t_done; }
+gate_file() { # NAME JOB: a gate running JOB (no arguments) as nobody
+	printf 'command = %s\nuser = nobody\nbudget = 120\n' "$2" >"$GATES/$1.conf"
+	chmod 644 "$GATES/$1.conf"
+}
+
 # ---- the simulated hosts ----------------------------------------------------
 
 policy() { # NAME SECTION KEY VALUE: a policy file
@@ -81,7 +103,7 @@ host_start() {
 		echo "$2" >"$d/topo"
 	fi
 	"$NODETUNE" daemon --sysroot "$d/root" --topology "$(cat "$d/topo")" --policy policies/baseline.conf \
-		--fleet "$EP" --host "h$1" --fleet-keys "$T_TMP/keys.d" --no-metrics --textfile-dir "$d" \
+		--fleet "$EP" --host "h$1" --fleet-keys "$T_TMP/keys.d" --gates-dir "$GATES" --no-metrics --textfile-dir "$d" \
 		--socket "$d/sock" --state-dir "$d/state" --limits "$T_TMP/limits.conf" \
 		--interval 1 >>"$d/log" 2>&1 &
 	echo $! >"$d/pid"
@@ -280,12 +302,17 @@ expect_fail 2 "rollout r-two exists already" "the same rollout name twice" -- \
 # own slow:80 injection (every step's compute stretched by 80%, measured
 # for real), a regression no run-to-run noise here comes near; with THP
 # defrag madvise, as with anything else, it runs unchanged: a neutral policy.
+# The rollout names the gate "harness"; each host maps it to gatejob.sh, run
+# as nobody, which notes its uid for the check below.
 : "${HARNESS:=$SRCDIR/build/nodetune-harness}"
+cp "$HARNESS" "$T_TMP/gatebin/nodetune-harness" && chmod 755 "$T_TMP/gatebin/nodetune-harness"
 printf '%s\n' '#!/bin/sh' \
+	"id -u >>'$T_TMP/gateout/uids'" \
 	'set -- --rows 1000 --steps 30 --warmup 3 --batch 256 --quiet' \
 	'[ "$(cat "$NODETUNE_SYSROOT/proc/sys/kernel/numa_balancing")" = 0 ] && set -- "$@" --inject slow:80' \
-	"exec '$HARNESS' \"\$@\"" >"$T_TMP/gatejob.sh"
-chmod 755 "$T_TMP/gatejob.sh"
+	"exec '$T_TMP/gatebin/nodetune-harness' \"\$@\"" >"$T_TMP/gatebin/gatejob.sh"
+chmod 755 "$T_TMP/gatebin/gatejob.sh"
+gate_file harness "$T_TMP/gatebin/gatejob.sh"
 policy slow sched numa_balancing 0
 policy neutral thp defrag madvise
 # host N's desired document (inside its signed envelope: a restore signs it again with a new seq)
@@ -297,7 +324,7 @@ except Exception: print(v)' | sha256sum; }
 fleet_snap() { for n in 1 2 3 4 5 6 7 8; do echo "h$n $(tree_hash "$T_TMP/h$n/root") $(desired_of $n)"; done; }
 fleet_snap >"$T_TMP/gate.before"
 run "$NODETUNE" fleet rollout --endpoints "$EP" $SIGN --policy "$T_TMP/slow.conf" --name r-gate-slow --waves 1/class,100% \
-	--gate-cmd "$T_TMP/gatejob.sh" --gate-budget 60 --wave-timeout 120 --json
+	--gate harness --gate-budget 60 --wave-timeout 120 --json
 fleet_snap >"$T_TMP/gate.after"
 gs=$(python3 -c '
 import json, sys
@@ -314,10 +341,15 @@ else
 	diff "$T_TMP/gate.before" "$T_TMP/gate.after" | sed 's/^/#   /'
 	head -c 800 "$ERR" | sed 's/^/#   /'
 fi
+# the store carried the gate's name, never a command
+# every run of the job was nobody's (65534 here), none root's
+uids=$(sort -u "$T_TMP/gateout/uids" 2>/dev/null | tr '\n' ' ')
+check "the gate's job ran as the gate file's user, nobody ($(id -u nobody)), every time: uids seen '$uids'" -- \
+	test "$uids" = "$(id -u nobody) "
 # neutral: the same job either way; ab finds no difference, or (the budget
 # spent on a loaded host) cannot say, which this rollout allows
 run "$NODETUNE" fleet rollout --endpoints "$EP" $SIGN --policy "$T_TMP/neutral.conf" --name r-gate-neutral --waves 1/class,100% \
-	--gate-cmd "$T_TMP/gatejob.sh" --gate-budget 60 --gate-allow-inconclusive --wave-timeout 120 --json
+	--gate harness --gate-budget 60 --gate-allow-inconclusive --wave-timeout 120 --json
 gs=$(python3 -c '
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -332,6 +364,146 @@ if [ "$RC" -eq 0 ] && [ "$gs" = "done h1=passed h5=passed" ] && [ -z "$bad" ]; t
 else
 	t_not_ok "neutral gate: exit $RC, '$gs', hosts not on it:$bad"; head -c 800 "$ERR" | sed 's/^/#   /'
 fi
+
+# ---- a gate the hosts do not list: refused, every host byte-identical -----------------
+
+fleet_snap >"$T_TMP/refused.before" || t_not_ok "a snapshot of the hosts (refused.before)"
+run "$NODETUNE" fleet rollout --endpoints "$EP" $SIGN --policy "$T_TMP/slow.conf" --name r-gate-unknown --waves 1/class,100% \
+	--gate nosuch --gate-budget 60 --wave-timeout 60 --json
+fleet_snap >"$T_TMP/refused.after" || t_not_ok "a snapshot of the hosts (refused.after)"
+reason=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("reason") or "")' "$OUT" 2>&1)
+check "a gate name no host lists: rolled back, exit 1 as for a failed gate, with the host's reason ($reason)" -- \
+	sh -c "[ $RC -eq 1 ] && echo \"\$1\" | grep -q \"gate refused: unknown gate 'nosuch' (no $GATES/nosuch.conf)\"" _ "$reason"
+check "a refused gate: every tree byte-identical, every desired key as before" -- \
+	cmp "$T_TMP/refused.before" "$T_TMP/refused.after"
+grep -h "gate refused" "$T_TMP/h1/log" | tail -1 >"$T_TMP/refused.log"
+check "the canary's log says why, in one line: $(cat "$T_TMP/refused.log")" -- \
+	grep -q "fleet: gate refused: unknown gate 'nosuch'" "$T_TMP/refused.log"
+
+# ---- the daemon killed -9 mid-gate, started again: the host as before the gate ---------
+
+# The gate "hold" A/Bs a policy that sets THP defrag, a knob the hosts'
+# policy (neutral, or two when the neutral gate was judged a regression on a
+# loaded machine) governs, to defer, a value no other policy here sets; and
+# NUMA balancing, a knob their policy does not govern (so that only the
+# gate's journal can put it back, not the daemon's own apply).  Its
+# job, when it finds arm B applied (defrag defer), says so in
+# gateout/hN.held and waits for gateout/release (at most 60 s) before it
+# runs the harness: so the gate holds the host, with B's values in place,
+# until the test lets it go.
+printf '[main]\nsummary = test hold\n[thp]\ndefrag = defer\n[sched]\nnuma_balancing = 0\n' >"$T_TMP/hold.conf"
+chmod 644 "$T_TMP/hold.conf"
+printf '%s\n' '#!/bin/sh' \
+	'h=$(basename "$(dirname "$NODETUNE_SYSROOT")")' \
+	'if [ "$(cat "$NODETUNE_SYSROOT/sys/kernel/mm/transparent_hugepage/defrag")" = defer ]; then' \
+	"	: >'$T_TMP/gateout/'\$h.held" \
+	"	i=0; while [ ! -e '$T_TMP/gateout/release' ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i + 1)); done" \
+	'fi' \
+	"exec '$T_TMP/gatebin/nodetune-harness' --rows 1000 --steps 30 --warmup 3 --batch 256 --quiet" >"$T_TMP/gatebin/holdjob.sh"
+chmod 755 "$T_TMP/gatebin/holdjob.sh"
+gate_file hold "$T_TMP/gatebin/holdjob.sh"
+fleet_snap >"$T_TMP/kill.before" || t_not_ok "a snapshot of the hosts (kill.before)"
+h1_before=$(tree_hash "$T_TMP/h1/root")
+ready0=$(grep -c "ready: " "$T_TMP/h1/log")
+"$NODETUNE" fleet rollout --endpoints "$EP" $SIGN --policy "$T_TMP/hold.conf" --name r-gate-kill --waves 1/class,100% \
+	--gate hold --gate-budget 60 --wave-timeout 120 --json >"$T_TMP/kill.out" 2>"$T_TMP/kill.err" &
+rpid=$!
+wait_until 60 test -e "$T_TMP/gateout/h1.held"
+check "mid-gate: h1's gate holds the host with arm B applied (THP defrag defer, numa_balancing 0)" -- \
+	sh -c "[ -e '$T_TMP/gateout/h1.held' ] && [ \"\$(cat '$T_TMP/h1/root/$THP/defrag')\" = defer ] &&
+		[ \"\$(cat '$T_TMP/h1/root/proc/sys/kernel/numa_balancing')\" = 0 ]"
+check "mid-gate: h1's desired document names the gate 'hold', no command (no holdjob.sh, no 'cmd')" -- \
+	sh -c "$ETCDCTL get /nodetune/hosts/h1/desired --print-value-only >'$T_TMP/h1.desired.gate' &&
+		python3 -c 'import base64, json, sys; print(base64.b64decode(json.load(sys.stdin)[\"doc\"]).decode())' \
+		<'$T_TMP/h1.desired.gate' >'$T_TMP/h1.desired.doc' && grep -q '\"name\": *\"hold\"' '$T_TMP/h1.desired.doc' &&
+		! grep -q -e holdjob -e cmd '$T_TMP/h1.desired.doc'"
+# the loop goes on while the gate holds the host: the status socket answers,
+# the textfile is rewritten, and arm B's value is not "corrected"
+m0=$(stat -c %Y.%y "$T_TMP/h1/nodetune.prom")
+check "mid-gate: the daemon answers on its status socket" -- "$NODETUNE" status --socket "$T_TMP/h1/sock"
+check "mid-gate: the daemon's loop rewrites its metrics (interval 1 s; 10 s allowed)" -- \
+	wait_until 10 sh -c "[ \"\$(stat -c %Y.%y '$T_TMP/h1/nodetune.prom')\" != '$m0' ]"
+check "mid-gate: arm B's value is not corrected back (no verify while the gate holds the host)" -- \
+	sh -c "! grep -q 'corrected: .*defrag' '$T_TMP/h1/log' && [ \"\$(cat '$T_TMP/h1/root/$THP/defrag')\" = defer ]"
+dpid=$(cat "$T_TMP/h1/pid")
+abpid=$(ps -o pid= --ppid "$dpid" | tr -d ' ' | head -1)
+# the restarted daemon finds the desired gate again: without the gate file
+# it refuses it (and the rollout rolls back) instead of holding the host again
+rm -f "$GATES/hold.conf"
+host_kill 1 KILL
+check "the daemon's gate child (ab, pid ${abpid:-none}) ends after its parent's kill -9 (it stops the job and reverts)" -- \
+	wait_until 20 sh -c "[ -n '$abpid' ] && ! kill -0 '$abpid'"
+host_start 1
+check "the daemon started again" -- wait_until 30 sh -c "[ \$(grep -c 'ready: ' '$T_TMP/h1/log') -gt $ready0 ]"
+check "killed -9 mid-gate and started again: h1's tree (every knob) byte-identical to before the gate" -- \
+	test "$(tree_hash "$T_TMP/h1/root")" = "$h1_before"
+check "no gate journal left in h1's state dir" -- test ! -e "$T_TMP/h1/state/gate"
+: >"$T_TMP/gateout/release"
+wait $rpid
+krc=$?
+fleet_snap >"$T_TMP/kill.after" || t_not_ok "a snapshot of the hosts (kill.after)"
+check "the rollout whose canary was killed mid-gate: rolled back (exit $krc), every tree and desired key as before" -- \
+	sh -c "[ $krc -eq 1 ] && cmp '$T_TMP/kill.before' '$T_TMP/kill.after'"
+
+# ---- the daemon and its ab killed -9 together: the next start reverts the journal -------
+
+same_tree() { [ "$(tree_hash "$T_TMP/h$1/root")" = "$2" ]; }   # N HASH: host N's tree is HASH
+rm -f "$T_TMP/gateout/"*.held "$T_TMP/gateout/release"
+gate_file hold "$T_TMP/gatebin/holdjob.sh"
+fleet_snap >"$T_TMP/both.before" || t_not_ok "a snapshot of the hosts (both.before)"
+h1_before=$(tree_hash "$T_TMP/h1/root")
+ready0=$(grep -c "ready: " "$T_TMP/h1/log")
+"$NODETUNE" fleet rollout --endpoints "$EP" $SIGN --policy "$T_TMP/hold.conf" --name r-gate-both --waves 1/class,100% \
+	--gate hold --gate-budget 60 --wave-timeout 120 --json >"$T_TMP/both.out" 2>"$T_TMP/both.err" &
+rpid=$!
+wait_until 60 test -e "$T_TMP/gateout/h1.held"
+dpid=$(cat "$T_TMP/h1/pid")
+abpid=$(ps -o pid= --ppid "$dpid" | tr -d ' ' | head -1)
+check "mid-gate, h1's ab (pid ${abpid:-none}) holds arm B (THP defrag defer)" -- \
+	sh -c "[ -n '$abpid' ] && [ \"\$(cat '$T_TMP/h1/root/$THP/defrag')\" = defer ]"
+rm -f "$GATES/hold.conf"
+# as systemd's final SIGKILL to the unit's cgroup would: ab gets no chance to revert
+kill -9 ${abpid:+"$abpid"} "$dpid"
+wait "$dpid" 2>/dev/null
+check "the daemon and its ab killed -9 together: arm B still applied, its journal left in h1's state dir" -- \
+	sh -c "[ \"\$(cat '$T_TMP/h1/root/$THP/defrag')\" = defer ] && [ -d '$T_TMP/h1/state/gate/state' ]"
+host_start 1
+check "the daemon started again" -- wait_until 30 sh -c "[ \$(grep -c 'ready: ' '$T_TMP/h1/log') -gt $ready0 ]"
+check "started again, it reverted the gate's journal before its own apply: h1 byte-identical to before the gate" -- \
+	same_tree 1 "$h1_before"
+check "and said so: $(grep -h "the gate a stopped daemon left" "$T_TMP/h1/log" | tail -1)" -- \
+	grep -q "the gate a stopped daemon left: [1-9][0-9]* settings restored" "$T_TMP/h1/log"
+: >"$T_TMP/gateout/release"
+wait $rpid
+krc=$?
+fleet_snap >"$T_TMP/both.after" || t_not_ok "a snapshot of the hosts (both.after)"
+check "that rollout: rolled back (exit $krc), every tree and desired key as before" -- \
+	sh -c "[ $krc -eq 1 ] && cmp '$T_TMP/both.before' '$T_TMP/both.after'"
+
+# ---- the gate's ab killed -9 (the daemon alive): the daemon puts its arm back ---------
+
+rm -f "$T_TMP/gateout/"*.held "$T_TMP/gateout/release"
+gate_file hold "$T_TMP/gatebin/holdjob.sh"
+fleet_snap >"$T_TMP/abkill.before" || t_not_ok "a snapshot of the hosts (abkill.before)"
+h1_before=$(tree_hash "$T_TMP/h1/root")
+"$NODETUNE" fleet rollout --endpoints "$EP" $SIGN --policy "$T_TMP/hold.conf" --name r-gate-abkill --waves 1/class,100% \
+	--gate hold --gate-budget 60 --wave-timeout 120 --json >"$T_TMP/abkill.out" 2>"$T_TMP/abkill.err" &
+rpid=$!
+wait_until 60 test -e "$T_TMP/gateout/h1.held"
+abpid=$(ps -o pid= --ppid "$(cat "$T_TMP/h1/pid")" | tr -d ' ' | head -1)
+check "mid-gate, h1's ab (pid ${abpid:-none}) holds arm B (THP defrag defer)" -- \
+	sh -c "[ -n '$abpid' ] && [ \"\$(cat '$T_TMP/h1/root/$THP/defrag')\" = defer ]"
+[ -n "$abpid" ] && kill -9 "$abpid"
+check "ab killed -9: the daemon reverts the arm it left from the gate's journal (h1 byte-identical to before the gate)" -- \
+	wait_until 20 same_tree 1 "$h1_before"
+check "the daemon says so, once: $(grep -h "ended without reverting" "$T_TMP/h1/log" | tail -1)" -- \
+	test "$(grep -c "the gate's ab ended without reverting: [1-9][0-9]* settings restored" "$T_TMP/h1/log")" = 1
+: >"$T_TMP/gateout/release"
+wait $rpid
+krc=$?
+fleet_snap >"$T_TMP/abkill.after" || t_not_ok "a snapshot of the hosts (abkill.after)"
+check "the rollout whose canary's ab was killed: rolled back (exit $krc), every tree and desired key as before" -- \
+	sh -c "[ $krc -eq 1 ] && cmp '$T_TMP/abkill.before' '$T_TMP/abkill.after'"
 
 # ---- signatures: refused, the host byte-identical ----------------------------------------
 
@@ -486,8 +658,10 @@ expect_fail 2 "badval.conf:2: .*sometimes" "a policy that fails validation: file
 	"$NODETUNE" fleet rollout --endpoints "$EP" --policy "$T_TMP/badval.conf" --name r-bad
 expect_fail 2 "--waves '1/class,50%': the last wave must be 100%" "waves that do not end at 100%" -- \
 	"$NODETUNE" fleet rollout --endpoints "$EP" --policy "$T_TMP/thp.conf" --name r-w --waves 1/class,50%
-expect_fail 2 "--gate-cmd: a control character at byte 7" "a --gate-cmd of two lines (hosts show and log it as one)" -- \
-	"$NODETUNE" fleet rollout --endpoints "$EP" --policy "$T_TMP/thp.conf" --name r-g --gate-cmd "$(printf 'sleep 1\nreboot')"
+expect_fail 2 "unknown option '--gate-cmd'" "--gate-cmd is gone: no command travels through the store" -- \
+	"$NODETUNE" fleet rollout --endpoints "$EP" --policy "$T_TMP/thp.conf" --name r-g --gate-cmd "sleep 1"
+expect_fail 2 "--gate '../x': expected a gate name" "a gate name that is no name" -- \
+	"$NODETUNE" fleet rollout --endpoints "$EP" --policy "$T_TMP/thp.conf" --name r-g --gate ../x
 # a desired value that is not JSON: refused on the host's key
 $ETCDCTL put /nodetune/hosts/h1/desired 'not json{' >/dev/null
 # one with a raw newline and an escape sequence: refused, none of its bytes quoted back

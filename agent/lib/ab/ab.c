@@ -12,6 +12,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <math.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,11 +118,9 @@ static void find_sibling(const char *name, char *buf, size_t size)
 	snprintf(buf, size, "%s", name);
 }
 
-int ab_files_make(struct ab_files *f, const char *prefix, struct ab_config *cfg, struct nt_err *err)
+/* The rest of f and cfg, once f->work exists. */
+static void files_fill(struct ab_files *f, struct ab_config *cfg)
 {
-	snprintf(f->work, sizeof(f->work), "/tmp/%s-XXXXXX", prefix);
-	if (!mkdtemp(f->work))
-		return err_set(err, -errno, "mkdtemp: %s", strerror(errno));
 	snprintf(f->state, sizeof(f->state), "%s/state", f->work);
 	find_sibling("nodetune", f->nodetune, sizeof(f->nodetune));
 	find_sibling("nodetune-harness", f->harness, sizeof(f->harness));
@@ -129,6 +128,25 @@ int ab_files_make(struct ab_files *f, const char *prefix, struct ab_config *cfg,
 	cfg->harness = f->harness;
 	cfg->state_dir = f->state;
 	cfg->work_dir = f->work;
+}
+
+int ab_files_make(struct ab_files *f, const char *prefix, struct ab_config *cfg, struct nt_err *err)
+{
+	snprintf(f->work, sizeof(f->work), "/tmp/%s-XXXXXX", prefix);
+	if (!mkdtemp(f->work))
+		return err_set(err, -errno, "mkdtemp: %s", strerror(errno));
+	files_fill(f, cfg);
+	return 0;
+}
+
+int ab_files_make_in(struct ab_files *f, const char *dir, struct ab_config *cfg, struct nt_err *err)
+{
+	if ((size_t)snprintf(f->work, sizeof(f->work), "%s", dir) >= sizeof(f->work))
+		return err_set(err, -ENAMETOOLONG, "--trial-dir %.64s...: too long", dir);
+	if (mkdir(f->work, 0700) < 0)
+		return err_set(err, -errno, "--trial-dir %s: %s", dir,
+			       errno == EEXIST ? "exists already (a trial directory is made fresh)" : strerror(errno));
+	files_fill(f, cfg);
 	return 0;
 }
 
@@ -136,6 +154,22 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 {
 	(void)st, (void)flag, (void)ftw;
 	return remove(path);
+}
+
+int ab_as_user(struct ab_config *cfg, const char *name, struct nt_err *err)
+{
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+	int e = getpwnam_r(name, &pw, buf, sizeof(buf), &res);
+
+	if (e || !res)
+		return err_set(err, -ESRCH, "--as-user %.64s: no such user%s%s", name, e ? ": " : "", e ? strerror(e) : "");
+	if (pw.pw_uid == 0)
+		return err_set(err, -EPERM, "--as-user %.64s: uid 0: the job never runs as root through --as-user", name);
+	cfg->as_user = true;
+	cfg->as_uid = pw.pw_uid;
+	cfg->as_gid = pw.pw_gid;
+	return 0;
 }
 
 void ab_files_remove(const char *work)

@@ -20,6 +20,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "ab/abfigure.h"
 #include "ab/abwatch.h"
@@ -54,7 +55,17 @@ struct ab_config {
 	const char *work_dir;         /* trial outputs */
 	const char *sysroot;          /* the tree the trials apply to; NULL: / */
 	const char *topology;         /* its topology XML; NULL: read from sysroot */
+	bool as_user;                 /* run the job as as_uid/as_gid (ab_as_user) */
+	uid_t as_uid;                 /* never 0 */
+	gid_t as_gid;
 };
+
+/* Run cfg's job as the user called name (--as-user): getpwnam, never uid
+ * 0.  The job is moved into its trial cgroup first, then takes the user's
+ * gid (its only group) and uid, with no new privileges (prctl), and execs.
+ * 0, or with err: -ESRCH (no such user), -EPERM (root's uid); cfg
+ * unchanged on error. */
+int ab_as_user(struct ab_config *cfg, const char *name, struct nt_err *err);
 
 /* The A/B defaults, the only copy of them: 8 trials per arm (4 blocks at
  * the first look), 30 steps after 3 warm-up steps of batch 2048, the first
@@ -65,8 +76,8 @@ void ab_config_defaults(struct ab_config *cfg);
 
 /* Where an experiment keeps its files, and the programs it runs. */
 struct ab_files {
-	char work[64];                /* the trial directory, made by ab_files_make */
-	char state[80];               /* work/state: the per-trial applies' journal */
+	char work[1024];              /* the trial directory, made by ab_files_make */
+	char state[1040];             /* work/state: the per-trial applies' journal */
 	char nodetune[4096];          /* this program's sibling nodetune, else "nodetune" (PATH) */
 	char harness[4096];           /* likewise nodetune-harness */
 };
@@ -77,6 +88,10 @@ struct ab_files {
  * (which must outlive cfg's use).  0, or -errno with err (*f and cfg
  * unchanged then but for f->work). */
 int ab_files_make(struct ab_files *f, const char *prefix, struct ab_config *cfg, struct nt_err *err);
+
+/* As ab_files_make, with the trial directory dir (--trial-dir), made here
+ * (0700): it must not exist.  0, or -errno with err (-EEXIST). */
+int ab_files_make_in(struct ab_files *f, const char *dir, struct ab_config *cfg, struct nt_err *err);
 
 /* Remove the trial directory work and everything below it (best effort:
  * what cannot be removed is left). */

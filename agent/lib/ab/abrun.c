@@ -12,6 +12,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -260,15 +262,37 @@ static char **job_env(const struct trial_files *f, int fd, char *bufs[2])
 	return env;
 }
 
+/* In the child, with its files open: become cfg's user (--as-user), in
+ * that order (groups, gid, uid: the uid last, since it takes the right
+ * to change the others), gain no privilege by exec, and die with ab
+ * (SIGKILL).  0 or -errno. */
+static int drop_to_user(const struct ab_config *cfg)
+{
+	if (!cfg->as_user)
+		return 0;
+	if (cfg->as_uid == 0 || setgroups(1, &cfg->as_gid) < 0 || setgid(cfg->as_gid) < 0 ||
+	    setuid(cfg->as_uid) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return errno ? -errno : -EPERM;
+	/* a uid that can go back to root would be no drop at all */
+	if (setuid(0) == 0 || getuid() != cfg->as_uid || geteuid() != cfg->as_uid)
+		return -EPERM;
+	/* a job of another user's ends with ab, even an ab killed -9 (the
+	 * fleet's gate): set after setuid, which clears it */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		return -errno;
+	return 0;
+}
+
 /* In the forked child: its own process group (a stop reaches the whole
  * job), its trial cgroup, wait until the parent watches, then exec argv
- * with stdout and stderr in the trial's files and the step report's fd
- * inherited.  Never returns. */
-static _Noreturn void exec_workload(char **argv, char **env, const struct trial_files *f, int steps_fd, int go[2],
-				    const struct abwatch *w)
+ * with stdout and stderr in the trial's files, the step report's fd
+ * inherited, as cfg's user when it names one (after the cgroup, before
+ * exec).  Never returns. */
+static _Noreturn void exec_workload(const struct ab_config *cfg, char **argv, char **env, const struct trial_files *f,
+				    int steps_fd, int go[2], const struct abwatch *w)
 {
 	char x;
-	int fd;
+	int fd, r;
 
 	setpgid(0, 0);
 	close(go[1]);
@@ -281,6 +305,11 @@ static _Noreturn void exec_workload(char **argv, char **env, const struct trial_
 	if (fd >= 0)
 		dup2(fd, 2);
 	fcntl(steps_fd, F_SETFD, 0);
+	if ((r = drop_to_user(cfg)) < 0) {
+		fprintf(stderr, "nodetune ab: --as-user: cannot become uid %u: %s\n", (unsigned)cfg->as_uid,
+			strerror(-r));
+		_exit(126);
+	}
 	execvpe(argv[0], argv, env);
 	fprintf(stderr, "%s: %s\n", argv[0], strerror(errno));
 	_exit(127);
@@ -315,7 +344,7 @@ static int wait_job(pid_t pid, struct abwatch *w)
  * before and after into c0 and c1, the watch into t->watch, the wall time
  * into t->wall, the wait status (-1: it did not run) into *ret_status.
  * 0, or -errno with err when it could not be started (nothing run). */
-static int run_workload(const struct tlb_counter *tlb, char **argv, const struct trial_files *f, double c0[AB_COUNTERS],
+static int run_workload(const struct ab_config *cfg, const struct tlb_counter *tlb, char **argv, const struct trial_files *f, double c0[AB_COUNTERS],
 			double c1[AB_COUNTERS], struct ab_trial *t, int *ret_status, struct ab_result *res,
 			struct nt_err *err)
 {
@@ -341,7 +370,7 @@ static int run_workload(const struct tlb_counter *tlb, char **argv, const struct
 	t0 = abrun_now_s();
 	pid = fork();
 	if (pid == 0)
-		exec_workload(argv, env, f, fd, go, w);
+		exec_workload(cfg, argv, env, f, fd, go, w);
 	close(go[0]);
 	if (pid > 0) {
 		setpgid(pid, pid);
@@ -486,7 +515,7 @@ int abrun_trial(const struct ab_config *cfg, const regex_t *re, enum abfig_sourc
 	r = trial_apply(cfg, arm, err);
 	if (r < 0)
 		goto out;
-	r = run_workload(tlb, argv, &f, c0, c1, t, &status, res, err);
+	r = run_workload(cfg, tlb, argv, &f, c0, c1, t, &status, res, err);
 	if (r < 0) {
 		trial_revert(cfg, err);
 		goto out;

@@ -27,6 +27,7 @@
 #include "daemon/daemon_test.h"
 #include "observe/doctor.h"
 #include "daemon/flap.h"
+#include "fleet/fleet_gate.h"
 #include "fleet/fleet_host.h"
 #include "tune/journal.h"
 #include "tune/limits.h"
@@ -565,6 +566,14 @@ static void cycle(struct daemon *d)
 	double t0 = now_mono();
 	bool fix = false;
 
+	if (fleet_host_gating(d->fleet)) {
+		/* the gate's A/B holds the host: its arms are not drift */
+		publish(d);
+		fleet_tick(d);
+		if (d->watchdog_s > 0)
+			sd_notify(0, "WATCHDOG=1");
+		return;
+	}
 	d->verify_ok = verify_plan(d->plan, d->root, &res, &err) == 0;
 	if (!d->verify_ok)
 		say(d, LOG_ERR, "verify: %s", err.msg);
@@ -640,7 +649,7 @@ static int fleet_start(struct daemon *d, struct nt_err *err)
 	const char *local = c->local_policy ? c->local_policy : c->policy_path, *base = strrchr(local, '/');
 	struct fleet_host_config fc = { c->fleet_endpoints, c->fleet_creds, c->fleet_host, c->state_dir, local, c->policy_path,
 					c->sysroot, c->topology, c->interval_s, c->note, c->note_arg,
-					c->fleet_keys, c->fleet_insecure_unsigned, c->limits_path };
+					c->fleet_keys, c->fleet_insecure_unsigned, c->limits_path, c->gates_dir };
 
 	snprintf(d->policy_name, sizeof(d->policy_name), "%s", base ? base + 1 : local);
 	d->fleet = fleet_host_start(&fc, d->topo, err);
@@ -679,6 +688,22 @@ static int start_inputs(struct daemon *d, struct nt_err *err)
 	return c->fleet_endpoints ? fleet_start(d, err) : 0;
 }
 
+/* A fleet gate that a daemon killed mid-gate left in the state dir: its
+ * arm is reverted (after the ab that got its parent's death signal lets
+ * go of the journal, up to 30 s) before our policy is applied again.
+ * 0, or -errno with err (the journal is kept). */
+static int gate_recover(struct daemon *d, struct nt_err *err)
+{
+	char dir[4200];
+	int n;
+
+	snprintf(dir, sizeof(dir), "%s/%s", d->cfg->state_dir, FLEET_GATE_DIR);
+	n = fleet_gate_recover(dir, d->cfg->sysroot, 30, err);
+	if (n > 0)
+		say(d, LOG_NOTICE, "fleet: %s: the gate a stopped daemon left: %d settings restored", dir, n);
+	return n < 0 ? n : 0;
+}
+
 /* The servers, then the first apply and verify. */
 static int start_host(struct daemon *d, struct nt_err *err)
 {
@@ -694,6 +719,8 @@ static int start_host(struct daemon *d, struct nt_err *err)
 	if (d->cfg->socket_path && !(d->cs = ctlsock_start(d->cfg->socket_path, NULL, err)))
 		return err->code;
 	d->sampler_ok = sampler_init(&d->sampler, d->cfg->sysroot ? d->cfg->sysroot : "/", no_pids, 0, false) == 0;
+	if ((r = gate_recover(d, err)) < 0)
+		return r;
 	r = apply_converge(d->plan, d->root, d->j, NULL, NULL, &rep, err);
 	for (unsigned i = 0; i < rep.n_notes; i++)
 		say(d, LOG_NOTICE, "%s", rep.notes[i]);
@@ -743,17 +770,19 @@ static void revert_all(struct daemon *d, const char *why)
 }
 
 /* Wait for a signal until the next cycle is due.  Returns the signal, 0 at
- * the deadline, -1 when the fleet's fd (xfd, -1 none) is readable. */
-static int wait_signal(int sfd, int xfd, double until)
+ * the deadline, -1 when the fleet's fd (xfd) or a running gate's output
+ * (gfd) is readable (-1: none). */
+static int wait_signal(int sfd, int xfd, int gfd, double until)
 {
 	double left = until - now_mono();
-	struct pollfd pfd[2] = { { sfd, POLLIN, 0 }, { xfd, POLLIN, 0 } };
+	struct pollfd pfd[3] = { { sfd, POLLIN, 0 }, { xfd, POLLIN, 0 }, { gfd, POLLIN, 0 } };
 	struct signalfd_siginfo si;
 
-	if (left > 0 && poll(pfd, xfd >= 0 ? 2 : 1, (int)ceil(left * 1000)) > 0) {
+	/* poll skips the entries whose fd is negative */
+	if (left > 0 && poll(pfd, 3, (int)ceil(left * 1000)) > 0) {
 		if ((pfd[0].revents & POLLIN) && read(sfd, &si, sizeof(si)) == sizeof(si))
 			return (int)si.ssi_signo;
-		if (pfd[1].revents & POLLIN)
+		if ((pfd[1].revents & POLLIN) || (pfd[2].revents & (POLLIN | POLLHUP)))
 			return -1;
 	}
 	return 0;
@@ -789,7 +818,8 @@ static int loop(struct daemon *d, int sfd)
 	}
 	next = now_mono() + d->cfg->interval_s;
 	for (;;) {
-		int sig = wait_signal(sfd, fleet_host_fd(d->fleet), fmin(next, now_mono() + tick));
+		int sig = wait_signal(sfd, fleet_host_fd(d->fleet), fleet_host_gate_fd(d->fleet),
+				      fmin(next, now_mono() + tick));
 
 		switch (daemon_decide(sig, now_mono(), next, d->watchdog_s > 0)) {
 		case DAEMON_STOP: {
@@ -807,11 +837,22 @@ static int loop(struct daemon *d, int sfd)
 			fleet_tick(d);          /* the store asked for something */
 			break;
 		case DAEMON_RELOAD:
+			if (fleet_host_gating(d->fleet)) {
+				/* applying now would fight the gate's arm */
+				say(d, LOG_NOTICE, "SIGHUP: a fleet gate holds the host; the reload waits for its end");
+				d->reload_pending = true;
+				break;
+			}
 			reload(d);
 			next = now_mono() + d->cfg->interval_s;
 			break;
 		case DAEMON_CYCLE:
-			cycle(d);
+			if (d->reload_pending && !fleet_host_gating(d->fleet)) {
+				d->reload_pending = false;
+				reload(d);      /* the SIGHUP a gate held back; it cycles */
+			} else {
+				cycle(d);
+			}
 			next = daemon_next_due(next, now_mono(), d->cfg->interval_s);
 			break;
 		case DAEMON_PING:
@@ -851,6 +892,7 @@ int daemon_run(const struct daemon_config *cfg, bool *ret_runtime, struct nt_err
 		    (long)getpid());
 		r = loop(&d, sfd);
 		sd_notify(0, "STOPPING=1");
+		fleet_host_gate_end(d.fleet);   /* its arm reverted before ours */
 		if (cfg->revert_on_exit)
 			revert_all(&d, "--revert-on-exit");
 	}

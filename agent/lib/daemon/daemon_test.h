@@ -56,6 +56,7 @@ struct daemon {
 	unsigned n_recent;
 	double watchdog_s;            /* 0: no watchdog */
 	struct fleet_host *fleet;     /* --fleet: NULL none */
+	bool reload_pending;          /* SIGHUP while a fleet gate held the host */
 	char policy_name[FLEET_NAME_MAX];
 };
 

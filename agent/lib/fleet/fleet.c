@@ -384,7 +384,7 @@ int fleet_step(const struct fleet_rollout *r, struct fleet_observed *const *obs,
 	else if (r->shadow)
 		step_shadow(&st);
 	else if (r->waves[r->wave].state == FLEET_W_PENDING)
-		send_wave(&st, r->gate_cmd[0] && r->wave == 0 ? FLEET_MODE_GATE : FLEET_MODE_APPLY);
+		send_wave(&st, r->gate[0] && r->wave == 0 ? FLEET_MODE_GATE : FLEET_MODE_APPLY);
 	else if (r->waves[r->wave].state == FLEET_W_GATING)
 		step_gating(&st);
 	else

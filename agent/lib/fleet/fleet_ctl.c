@@ -328,7 +328,7 @@ static void rollout_init(struct fleet_rollout *r, const struct fleet_rollout_opt
 	snprintf(r->policy, sizeof(r->policy), "%s", o->policy_name);
 	snprintf(r->sha256, sizeof(r->sha256), "%s", sha);
 	snprintf(r->waves_spec, sizeof(r->waves_spec), "%s", o->shadow ? "shadow" : o->waves);
-	snprintf(r->gate_cmd, sizeof(r->gate_cmd), "%s", o->gate_cmd ? o->gate_cmd : "");
+	snprintf(r->gate, sizeof(r->gate), "%s", o->gate ? o->gate : "");
 	r->gate_budget = o->gate_budget;
 	r->wave_timeout = o->wave_timeout;
 	r->shadow = o->shadow;
@@ -507,7 +507,7 @@ char *fleet_ctl_write_value(const struct fleet_rollout *r, const struct fleet_wr
 	}
 	snprintf(d.policy, sizeof(d.policy), "%s", r->policy);
 	snprintf(d.sha256, sizeof(d.sha256), "%s", r->sha256);
-	snprintf(d.gate_cmd, sizeof(d.gate_cmd), "%s", r->gate_cmd);
+	snprintf(d.gate, sizeof(d.gate), "%s", r->gate);
 	return fleet_desired_json(&d, w->kind == FLEET_W_PUT_SHADOW);
 }
 

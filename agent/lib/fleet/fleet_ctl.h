@@ -35,7 +35,7 @@ struct fleet_rollout_opts {
 	const char *content;              /* the policy's bytes: fleet_ctl_policy_text's */
 	size_t content_len;
 	const char *waves;                /* "1/class,1%,10%,50%,100%" */
-	const char *gate_cmd;             /* NULL: no gate */
+	const char *gate;                 /* a gate name (gates.h); NULL: no gate */
 	double gate_budget, wave_timeout;
 	bool shadow, allow_inconclusive;
 };

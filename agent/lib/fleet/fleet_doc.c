@@ -306,7 +306,9 @@ int fleet_parse_desired(const char *key, const char *buf, size_t len, struct fle
 	if (!rd.r && d.mode == FLEET_MODE_GATE && !g.o)
 		bad(&rd, "gate", "missing (mode gate)");
 	if (!rd.r && g.o) {
-		get_str(&g, "cmd", d.gate_cmd, sizeof(d.gate_cmd), true);
+		get_str(&g, "name", d.gate, sizeof(d.gate), true);
+		if (!g.r && !gates_name_valid(d.gate))
+			bad(&g, "name", "not a gate name ([a-z0-9_-], 1 to 64 bytes)");
 		d.gate_budget = get_num(&g, "budget", 1, 86400);
 		d.allow_inconclusive = get_bool(&g, "allow_inconclusive");
 		rd.r = g.r;
@@ -328,7 +330,7 @@ char *fleet_desired_json(const struct fleet_desired *d, bool shadow)
 	if (!shadow)
 		json_object_set_new(o, "mode", json_string(mode_names[d->mode]));
 	if (!shadow && d->mode == FLEET_MODE_GATE)
-		json_object_set_new(o, "gate", json_pack("{s:s, s:f, s:b}", "cmd", d->gate_cmd, "budget",
+		json_object_set_new(o, "gate", json_pack("{s:s, s:f, s:b}", "name", d->gate, "budget",
 							 d->gate_budget, "allow_inconclusive",
 							 d->allow_inconclusive));
 	s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
@@ -833,7 +835,7 @@ char *fleet_rollout_json(const struct fleet_rollout *r)
 		json_array_append_new(ev, json_pack("{s:f, s:s}", "t", r->events[i].t, "what", r->events[i].what));
 	o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:f, s:f, s:b, s:b, s:s, s:i, s:o, s:o, s:f, s:f, s:f}",
 		      "name", r->name, "policy", r->policy, "sha256", r->sha256, "state",
-		      fleet_state_names[r->state], "waves_spec", r->waves_spec, "gate_cmd", r->gate_cmd,
+		      fleet_state_names[r->state], "waves_spec", r->waves_spec, "gate", r->gate,
 		      "gate_budget", r->gate_budget, "wave_timeout", r->wave_timeout, "shadow", r->shadow,
 		      "allow_inconclusive", r->allow_inconclusive, "goal", fleet_state_names[r->goal], "wave",
 		      (int)r->wave, "waves", waves_json(r), "events", ev, "created", r->created, "updated",
@@ -999,7 +1001,9 @@ int fleet_parse_rollout(const char *key, const char *buf, size_t len, struct fle
 	r.state = st < 0 ? FLEET_FAILED : (enum fleet_state)st;
 	r.goal = goal < 0 ? FLEET_ROLLED_BACK : (enum fleet_state)goal;
 	get_str(&rd, "waves_spec", r.waves_spec, sizeof(r.waves_spec), false);
-	get_str(&rd, "gate_cmd", r.gate_cmd, sizeof(r.gate_cmd), false);
+	get_str(&rd, "gate", r.gate, sizeof(r.gate), false);
+	if (!rd.r && *r.gate && !gates_name_valid(r.gate))
+		bad(&rd, "gate", "not a gate name ([a-z0-9_-], 1 to 64 bytes)");
 	r.gate_budget = get_num(&rd, "gate_budget", 0, 86400);
 	r.wave_timeout = get_num(&rd, "wave_timeout", 0, 86400 * 30);
 	r.shadow = get_bool(&rd, "shadow");

@@ -17,7 +17,9 @@
  *                                   (it outlives the controller and the host).
  *                                   {"rollout","mode":"apply"|"gate"|"local",
  *                                    "policy","sha256",
- *                                    "gate":{"cmd","budget","allow_inconclusive"}}
+ *                                    "gate":{"name","budget","allow_inconclusive"}}
+ *                                   a gate is a name the host maps to a command
+ *                                   of its own (gates.h): no command travels here.
  *                                   mode "local": the host's own --policy file.
  *   /nodetune/hosts/NAME/shadow     a shadow request {"rollout","policy","sha256"}:
  *                                   plan and verify it here, change nothing.
@@ -69,6 +71,7 @@
 #include <sha2.h>
 
 #include "base/log.h"
+#include "fleet/gates.h"
 #include "machine/topo.h"
 
 #define FLEET_ROOT "/nodetune/"
@@ -126,7 +129,7 @@ struct fleet_desired {
 	enum fleet_mode mode;
 	char policy[FLEET_NAME_MAX];     /* a name to show; "" for local */
 	char sha256[FLEET_SHA_LEN + 1];  /* "" for local */
-	char gate_cmd[1024];             /* mode gate */
+	char gate[GATE_NAME_MAX + 1];    /* mode gate: the gate's name (gates.h) */
 	double gate_budget;
 	bool allow_inconclusive;
 };
@@ -272,7 +275,7 @@ struct fleet_rollout {
 	char sha256[FLEET_SHA_LEN + 1];
 	enum fleet_state state;
 	char waves_spec[128];
-	char gate_cmd[1024];      /* "" no gate */
+	char gate[GATE_NAME_MAX + 1];  /* the gate's name; "" no gate */
 	double gate_budget, wave_timeout;
 	bool shadow, allow_inconclusive;
 	enum fleet_state goal;    /* while rolling back: ROLLED_BACK or ABORTED */

@@ -1,11 +1,17 @@
-/* fleet_gate.c — see fleet_gate.h. */
+/* fleet_gate.c — see fleet_gate.h.
+ *
+ * Divisions: ab's report; the command line; the child, started, read,
+ * stopped; a gate a dead daemon left.
+ */
 #include <errno.h>
+#include <ftw.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -15,6 +21,7 @@
 
 #include "fleet/fleet_gate.h"
 #include "base/textbuf.h"
+#include "tune/apply.h"
 
 #define GATE_OUTPUT_MAX (4u << 20)
 
@@ -57,44 +64,14 @@ int fleet_gate_parse(const char *buf, size_t len, struct fleet_gate_result *ret,
 	return r;
 }
 
-/* Read fd to its end (bounded) into a new buffer. */
-static int slurp(int fd, char **ret, size_t *ret_len)
-{
-	size_t len = 0, cap = 65536;
-	char *buf = malloc(cap + 1);
-	ssize_t n;
+/* ---- the command line ------------------------------------------------- */
 
-	if (!buf)
-		return -ENOMEM;
-	while ((n = read(fd, buf + len, cap - len)) != 0) {
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 || len + (size_t)n >= GATE_OUTPUT_MAX) {
-			free(buf);
-			return n < 0 ? -errno : -EFBIG;
-		}
-		len += (size_t)n;
-		if (len == cap) {
-			char *g = realloc(buf, cap * 2 + 1);
-
-			if (!g) {
-				free(buf);
-				return -ENOMEM;
-			}
-			buf = g;
-			cap *= 2;
-		}
-	}
-	buf[len] = '\0';
-	*ret = buf;
-	*ret_len = len;
-	return 0;
-}
+#define GATE_FIXED_ARGS 16           /* nodetune ab, the options, "--" */
 
 /* The argv of the ab run (strings in store, which outlives argv). */
-static void gate_argv(const struct fleet_gate_request *q, char store[6][4200], char **argv)
+static int gate_argv(const struct fleet_gate_request *q, char store[7][4200], char **argv, size_t max)
 {
-	int n = 0;
+	size_t n = 0;
 
 	argv[n++] = "nodetune";
 	argv[n++] = "ab";
@@ -111,57 +88,214 @@ static void gate_argv(const struct fleet_gate_request *q, char store[6][4200], c
 		argv[n++] = store[3];
 	}
 	if (q->budget_s > 0) {
-		snprintf(store[5], sizeof(store[5]), "--budget=%g", q->budget_s);
-		argv[n++] = store[5];
+		snprintf(store[4], sizeof(store[4]), "--budget=%g", q->budget_s);
+		argv[n++] = store[4];
+	}
+	snprintf(store[5], sizeof(store[5]), "--trial-dir=%s", q->trial_dir);
+	argv[n++] = store[5];
+	if (q->user) {
+		snprintf(store[6], sizeof(store[6]), "--as-user=%s", q->user);
+		argv[n++] = store[6];
 	}
 	argv[n++] = "--json";
 	argv[n++] = "--";
-	argv[n++] = "sh";
-	argv[n++] = "-c";
-	argv[n++] = (char *)q->cmd;
+	for (size_t i = 0; q->argv[i]; i++) {
+		if (n + 1 >= max)
+			return -E2BIG;
+		argv[n++] = q->argv[i];
+	}
 	argv[n] = NULL;
+	return 0;
 }
 
-int fleet_gate_run(const struct fleet_gate_request *q, struct fleet_gate_result *ret, struct nt_err *err)
-{
-	char store[6][4200], *argv[24], *out = NULL;
-	int pfd[2], status = 0, r;
-	size_t len = 0;
-	pid_t pid;
+/* ---- the child: started, read, stopped ---------------------------------- */
 
-	gate_argv(q, store, argv);
-	if (pipe2(pfd, O_CLOEXEC) < 0)
-		return err_set(err, -errno, "pipe: %s", strerror(errno));
-	pid = fork();
-	if (pid < 0) {
+struct fleet_gate {
+	pid_t pid;                   /* 0: reaped */
+	int fd;                      /* ab's stdout; -1: closed */
+	char *out;
+	size_t len, cap;
+};
+
+int fleet_gate_start(const struct fleet_gate_request *q, struct fleet_gate **ret, struct nt_err *err)
+{
+	char store[7][4200], *argv[GATE_FIXED_ARGS + 80];
+	struct fleet_gate *g;
+	pid_t parent = getpid();
+	int pfd[2], r;
+
+	if (!q->argv || !q->argv[0] || !q->trial_dir)
+		return err_set(err, -EINVAL, "a gate needs a job and a trial directory");
+	if (gate_argv(q, store, argv, sizeof(argv) / sizeof(argv[0])) < 0)
+		return err_set(err, -E2BIG, "the gate's job has too many arguments");
+	if (!(g = calloc(1, sizeof(*g))))
+		return err_set(err, -ENOMEM, "out of memory");
+	if (pipe2(pfd, O_CLOEXEC) < 0) {
+		r = -errno;
+		free(g);
+		return err_set(err, r, "pipe: %s", strerror(-r));
+	}
+	g->pid = fork();
+	if (g->pid < 0) {
 		r = -errno;
 		close(pfd[0]);
 		close(pfd[1]);
+		free(g);
 		return err_set(err, r, "fork: %s", strerror(-r));
 	}
-	if (pid == 0) {
+	if (g->pid == 0) {
 		sigset_t none;
 
+		/* the daemon dies (kill -9 too): ab stops the job and reverts */
+		if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
+			_exit(127);
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);   /* the daemon blocks its signals */
 		dup2(pfd[1], 1);
-		if (q->sysroot)
-			setenv("NODETUNE_SYSROOT", q->sysroot, 1);
+		/* only async-signal-safe calls here (the daemon has threads);
+		 * ab sets NODETUNE_SYSROOT for the job from --sysroot */
 		execv("/proc/self/exe", argv);
 		_exit(127);
 	}
 	close(pfd[1]);
-	r = slurp(pfd[0], &out, &len);
-	close(pfd[0]);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (r < 0)
+	g->fd = pfd[0];
+	if (fcntl(g->fd, F_SETFL, O_NONBLOCK) < 0) {
+		r = -errno;
+		fleet_gate_free(g);
+		return err_set(err, r, "fcntl: %s", strerror(-r));
+	}
+	*ret = g;
+	return 0;
+}
+
+int fleet_gate_fd(const struct fleet_gate *g)
+{
+	return g ? g->fd : -1;
+}
+
+/* Read what there is: 0 (more may come), 1 (EOF) or -errno. */
+static int gate_read(struct fleet_gate *g)
+{
+	for (;;) {
+		ssize_t n;
+
+		if (g->cap - g->len < 4096) {
+			size_t cap = g->cap ? g->cap * 2 : 65536;
+			char *b;
+
+			if (cap > GATE_OUTPUT_MAX + 1)
+				return -EFBIG;
+			if (!(b = realloc(g->out, cap)))
+				return -ENOMEM;
+			g->out = b;
+			g->cap = cap;
+		}
+		n = read(g->fd, g->out + g->len, g->cap - g->len - 1);
+		if (n > 0)
+			g->len += (size_t)n;
+		else if (n == 0)
+			return 1;
+		else if (errno == EAGAIN)
+			return 0;
+		else if (errno != EINTR)
+			return -errno;
+	}
+}
+
+int fleet_gate_step(struct fleet_gate *g, struct fleet_gate_result *ret, struct nt_err *err)
+{
+	int status = 0, r = gate_read(g);
+
+	if (r == 0)
+		return 0;
+	close(g->fd);
+	g->fd = -1;
+	if (r < 0) {
+		kill(g->pid, SIGTERM);       /* reaped by fleet_gate_free */
 		return err_set(err, r, "reading ab's output: %s", strerror(-r));
+	}
+	while (waitpid(g->pid, &status, 0) < 0 && errno == EINTR)
+		;
+	g->pid = 0;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) > 1)
-		r = err_set(err, -EIO, "ab exited with %d (its stderr is in the daemon's log)",
-			    WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
-	else
-		r = fleet_gate_parse(out, len, ret, err);
-	free(out);
-	return r;
+		return err_set(err, -EIO, "ab exited with %d (its stderr is in the daemon's log)",
+			       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+	g->out[g->len] = '\0';
+	return fleet_gate_parse(g->out, g->len, ret, err) < 0 ? err->code : 1;
+}
+
+void fleet_gate_free(struct fleet_gate *g)
+{
+	int status;
+
+	if (!g)
+		return;
+	if (g->fd >= 0)
+		close(g->fd);
+	if (g->pid > 0) {
+		kill(g->pid, SIGTERM);
+		/* ab stops its job (SIGKILL 3 s after SIGTERM) and reverts:
+		 * 10 s covers both with room */
+		for (int i = 0; i < 100 && waitpid(g->pid, &status, WNOHANG) == 0; i++)
+			nanosleep(&(struct timespec){ 0, 100 * 1000 * 1000 }, NULL);
+		if (kill(g->pid, SIGKILL) == 0)
+			waitpid(g->pid, &status, 0);
+	}
+	free(g->out);
+	free(g);
+}
+
+int fleet_gate_run(const struct fleet_gate_request *q, struct fleet_gate_result *ret, struct nt_err *err)
+{
+	struct fleet_gate *g;
+	int r = fleet_gate_start(q, &g, err);
+
+	if (r < 0)
+		return r;
+	do {
+		struct pollfd p = { g->fd, POLLIN, 0 };
+
+		if (poll(&p, 1, -1) < 0 && errno != EINTR)
+			r = err_set(err, -errno, "poll: %s", strerror(errno));
+		else
+			r = fleet_gate_step(g, ret, err);
+	} while (r == 0);
+	fleet_gate_free(g);
+	return r < 0 ? r : 0;
+}
+
+/* ---- a gate a dead daemon left ------------------------------------------ */
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	return remove(path);
+}
+
+int fleet_gate_recover(const char *trial_dir, const char *sysroot, double wait_s, struct nt_err *err)
+{
+	struct apply_changes rep = { 0 };
+	char state[4200];
+	struct stat st;
+	int r, n;
+
+	if (lstat(trial_dir, &st) < 0)
+		return 0;
+	snprintf(state, sizeof(state), "%s/state", trial_dir);
+	/* an ab still running (its daemon's death told it to stop) holds the
+	 * journal's lock while it reverts: wait for it, 100 ms at a time */
+	for (int i = 0;; i++) {
+		err->code = 0;
+		r = apply_revert(state, sysroot, &rep, err);
+		if (r != -EBUSY || i >= (int)(wait_s * 10))
+			break;
+		apply_changes_release(&rep);
+		nanosleep(&(struct timespec){ 0, 100 * 1000 * 1000 }, NULL);
+	}
+	n = (int)rep.n;
+	apply_changes_release(&rep);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	nftw(trial_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return n;
 }

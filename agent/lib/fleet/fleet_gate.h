@@ -1,28 +1,35 @@
 /* fleet_gate.h — a canary's gate: an A/B test of the policy it runs
- * against the one a rollout brings, on a real job, by `nodetune ab` (this
- * very binary, /proc/self/exe) in a child process:
+ * against the one a rollout brings, on the job of a named gate (gates.h),
+ * by `nodetune ab` (this very binary, /proc/self/exe) in a child process
+ * that the daemon's loop watches (it never waits for it):
  *
  *   nodetune ab --a policy=CURRENT --b policy=NEW [--sysroot DIR]
- *               [--topology XML] --budget SECONDS --json -- sh -c CMD
+ *               [--topology XML] --budget SECONDS --trial-dir DIR --json
+ *               --as-user USER -- COMMAND ARG...
  *
- * with NODETUNE_SYSROOT set for the job when the host is simulated.  ab
- * applies each arm's policy for its trials and puts the host back after;
- * the gate reads its verdict, ratio, confidence interval and explanation
- * from ab's JSON.  ab keeps its per-trial journal in its own trial directory
- * (ab has no --state-dir); state_dir holds the two policy files.
+ * No shell: the gate file's command and arguments are the job's argv, and
+ * the job runs as the gate's user (never root) in ab's trial cgroup.  The
+ * child gets SIGTERM when the daemon dies (PR_SET_PDEATHSIG): ab then stops
+ * the job and reverts its arm.  ab keeps its per-trial journal in
+ * TRIAL_DIR/state, under the daemon's state dir, so that a daemon started
+ * after one that died mid-gate finds it and puts the host back
+ * (fleet_gate_recover) before it applies its own policy.
  */
 #ifndef NODETUNE_FLEET_GATE_H
 #define NODETUNE_FLEET_GATE_H
 
 #include "fleet/fleet.h"
 
+#define FLEET_GATE_DIR "gate"         /* the trial dir, in the daemon's state dir */
+
 struct fleet_gate_request {
 	const char *current;          /* policy files: what runs (arm A) */
 	const char *candidate;        /* and what the rollout brings (arm B) */
-	const char *cmd;              /* the job, run by sh -c */
+	char *const *argv;            /* the gate's job: argv[0] an absolute path, NULL-terminated */
+	const char *user;             /* the gate's user (ab --as-user); NULL: ab's own (tests of ab only) */
 	double budget_s;              /* ab's --budget; 0: ab's default */
 	const char *sysroot, *topology;  /* NULL: the live host */
-	const char *state_dir;        /* unused by ab (its journal is in its trial directory) */
+	const char *trial_dir;        /* ab's --trial-dir (made by ab; must not exist) */
 };
 
 struct fleet_gate_result {
@@ -31,9 +38,36 @@ struct fleet_gate_result {
 	char explanation[FLEET_TEXT_MAX];
 };
 
-/* Run the gate.  0 with *ret; or -errno with err (ab could not start, it
- * failed, its output is not the JSON expected); *ret untouched then. */
+struct fleet_gate;                /* a gate running */
+
+/* Start the gate: fork and exec ab.  0 with *ret; or -errno with err
+ * (nothing runs then). */
+int fleet_gate_start(const struct fleet_gate_request *q, struct fleet_gate **ret, struct nt_err *err);
+
+/* The end of ab's stdout that the caller polls (non-blocking): readable
+ * when ab wrote or ended. */
+int fleet_gate_fd(const struct fleet_gate *g);
+
+/* Read what ab wrote so far, without blocking.  0: it still runs; 1: it
+ * ended and *ret holds its verdict; -errno with err: it ended without one
+ * (it failed, its output is not the JSON expected, or too large).  After
+ * 1 or -errno, g is done: free it with fleet_gate_free. */
+int fleet_gate_step(struct fleet_gate *g, struct fleet_gate_result *ret, struct nt_err *err);
+
+/* Stop a gate still running (SIGTERM to ab, which stops the job and
+ * reverts its arm; SIGKILL after 10 s), reap it, free g.  NULL: no-op. */
+void fleet_gate_free(struct fleet_gate *g);
+
+/* Start and wait to the end (fleet_gate_start, fleet_gate_step).  0 with
+ * *ret, or -errno with err. */
 int fleet_gate_run(const struct fleet_gate_request *q, struct fleet_gate_result *ret, struct nt_err *err);
+
+/* A gate that a dead daemon left in trial_dir: wait (up to wait_s) for an
+ * ab still reverting it to let go of its journal's lock, revert what its
+ * journal still holds, and remove trial_dir.  Returns the number of
+ * settings restored (0: none, or no such dir); -errno with err when the
+ * journal could not be reverted (kept then). */
+int fleet_gate_recover(const char *trial_dir, const char *sysroot, double wait_s, struct nt_err *err);
 
 /* ab's JSON report (untrusted text) into *ret.  0 or -EINVAL with err. */
 int fleet_gate_parse(const char *buf, size_t len, struct fleet_gate_result *ret, struct nt_err *err);

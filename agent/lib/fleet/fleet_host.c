@@ -21,6 +21,7 @@
 #include "base/userfile.h"
 #include "fleet/etcd.h"
 #include "fleet/fleet_gate.h"
+#include "fleet/gates.h"
 #include "fleet/fleet_creds.h"
 #include "fleet/fleet_host.h"
 #include "fleet/fleet_host_test.h"
@@ -57,6 +58,8 @@ struct fleet_host {
 	uint64_t shadow_seq;       /* the last shadow's (not kept: a shadow changes nothing) */
 	unsigned long rejected[SIGN_REJ__COUNT];
 	struct fleet_host_refusal last_refusal;   /* reason SIGN_REJ__COUNT: none yet */
+	struct fleet_gate *gate;   /* the gate running; NULL: none */
+	bool poll_after_gate;      /* the store asked something while it ran */
 };
 
 /* One line for the caller's note callback (none: nothing). */
@@ -621,31 +624,86 @@ static void do_shadow(struct fleet_host *fh, const struct fleet_host_view *v, co
 	candidate_release(&c);
 }
 
-/* The gate: A/B the running policy against d's on this host's job. */
+/* The gate could not start or gave no verdict: the host keeps its policy
+ * and says why (the controller rolls back). */
+static void gate_refused(struct fleet_host *fh, const char *what, const char *why)
+{
+	fh->st.state = FLEET_H_INVALID;
+	snprintf(fh->st.error, sizeof(fh->st.error), "gate %s: %s", what, why);
+	say(fh, LOG_ERR, "fleet: gate %s: %s; keeping %s", what, why, fh->st.policy);
+}
+
+/* The gate d names, as this host lists it: its command, user and budget
+ * cap, from the root-owned gates directory.  0 or -errno with err. */
+static int gate_lookup(struct fleet_host *fh, const struct fleet_desired *d, struct gate *ret, struct nt_err *err)
+{
+	return gates_lookup(fh->cfg.gates_dir ? fh->cfg.gates_dir : GATES_DIR, d->gate,
+			    policy_trust_flags() ? GATES_TRUSTED_ONLY : 0, ret, err);
+}
+
+/* The gate: A/B the running policy against d's on the job of the gate d
+ * names, started here and watched by fleet_host_tick (gate_watch). */
 static void do_gate(struct fleet_host *fh, const struct fleet_host_view *v, const struct fleet_desired *d)
 {
 	struct candidate c = { 0 };
-	struct fleet_gate_result res = { 0 };
+	struct gate g = { 0 };
 	struct nt_err err = { 0 };
-	char cur[4096], cand[4096];
-	struct fleet_gate_request q = { cur, cand, d->gate_cmd, d->gate_budget, fh->cfg.sysroot, fh->cfg.topology,
-					fh->cfg.state_dir };
-	int r = candidate_fetch(fh, d->sha256, v, &c, &err);
+	char cur[4096], cand[4096], dir[4096];
+	struct fleet_gate_request q = { cur, cand, NULL, NULL, 0, fh->cfg.sysroot, fh->cfg.topology, dir };
+	int r;
 
+	if (gate_lookup(fh, d, &g, &err) < 0) {
+		gate_refused(fh, "refused", err.msg);
+		return;
+	}
+	q.argv = g.argv;
+	q.user = g.user;
+	/* the rollout asks, the host's gate file caps */
+	q.budget_s = d->gate_budget > 0 ? fmin(d->gate_budget, g.budget_s) : g.budget_s;
 	snprintf(cur, sizeof(cur), "%s/gate-current.conf", fh->cfg.state_dir);
 	snprintf(cand, sizeof(cand), "%s/gate-candidate.conf", fh->cfg.state_dir);
+	snprintf(dir, sizeof(dir), "%s/%s", fh->cfg.state_dir, FLEET_GATE_DIR);
+	r = candidate_fetch(fh, d->sha256, v, &c, &err);
 	if (r == 0 && ((r = write_file(cur, fh->running ? fh->running : "", fh->running_len)) < 0 ||
 		       (r = write_file(cand, c.content, c.len)) < 0))
 		err_set(&err, r, "%s: %s", fh->cfg.state_dir, strerror(-r));
-	say(fh, LOG_NOTICE, "fleet: gate for rollout %s: A/B of %s against %s (sha256 %.12s) on '%s'", d->rollout,
-	    v->policy_name, c.name, d->sha256, d->gate_cmd);
-	if (r == 0)
-		r = fleet_gate_run(&q, &res, &err);
+	if (r == 0 && (r = fleet_gate_recover(dir, fh->cfg.sysroot, 0, &err)) > 0)
+		say(fh, LOG_WARNING, "fleet: %s: an earlier gate's %d settings restored", dir, r);
+	if (r >= 0) {
+		say(fh, LOG_NOTICE, "fleet: gate '%s' for rollout %s: A/B of %s against %s (sha256 %.12s) on %s as %s, "
+		    "budget %gs", d->gate, d->rollout, v->policy_name, c.name, d->sha256, g.argv[0], g.user, q.budget_s);
+		r = fleet_gate_start(&q, &fh->gate, &err);
+	}
 	candidate_release(&c);
+	gates_release(&g);
+	if (r < 0)
+		gate_refused(fh, "failed", err.msg);
+}
+
+/* A gate running: read what ab wrote; at its end, its verdict. */
+static void gate_watch(struct fleet_host *fh)
+{
+	struct fleet_gate_result res = { 0 };
+	struct nt_err err = { 0 }, rerr = { 0 };
+	int r = fleet_gate_step(fh->gate, &res, &err), n;
+	char dir[4096];
+
+	if (r == 0)
+		return;
+	fleet_gate_free(fh->gate);
+	fh->gate = NULL;
+	/* an ab that died without reverting (killed -9, out of memory) left
+	 * its arm applied: its journal says what to put back */
+	snprintf(dir, sizeof(dir), "%s/%s", fh->cfg.state_dir, FLEET_GATE_DIR);
+	if ((n = fleet_gate_recover(dir, fh->cfg.sysroot, 0, &rerr)) > 0)
+		say(fh, LOG_WARNING, "fleet: the gate's ab ended without reverting: %d settings restored from %s", n, dir);
+	else if (n < 0)
+		say(fh, LOG_ERR, "fleet: %s: the gate's journal could not be reverted: %s", dir, rerr.msg);
+	if (fh->poll_after_gate)
+		fh->next_poll = 0;
+	fh->poll_after_gate = false;
 	if (r < 0) {
-		fh->st.state = FLEET_H_INVALID;
-		snprintf(fh->st.error, sizeof(fh->st.error), "gate: %s", err.msg);
-		say(fh, LOG_ERR, "fleet: gate: %s", err.msg);
+		gate_refused(fh, "failed", err.msg);
 		return;
 	}
 	fh->st.state = FLEET_H_GATED;
@@ -655,6 +713,25 @@ static void do_gate(struct fleet_host *fh, const struct fleet_host_view *v, cons
 	snprintf(fh->st.explanation, sizeof(fh->st.explanation), "%s", res.explanation);
 	say(fh, LOG_NOTICE, "fleet: gate verdict %s, ratio %.3f [%.3f, %.3f]%s%s", res.verdict, res.ratio, res.ci_lo,
 	    res.ci_hi, *res.explanation ? ": " : "", res.explanation);
+}
+
+bool fleet_host_gating(const struct fleet_host *fh)
+{
+	return fh && fh->gate;
+}
+
+int fleet_host_gate_fd(const struct fleet_host *fh)
+{
+	return fh ? fleet_gate_fd(fh->gate) : -1;
+}
+
+void fleet_host_gate_end(struct fleet_host *fh)
+{
+	if (!fh || !fh->gate)
+		return;
+	say(fh, LOG_NOTICE, "fleet: stopping the gate (ab reverts its arm)");
+	fleet_gate_free(fh->gate);
+	fh->gate = NULL;
 }
 
 /* ---- the status key ---------------------------------------------------- */
@@ -869,7 +946,11 @@ int fleet_host_tick(struct fleet_host *fh, struct fleet_host_view *v)
 	bool woke = read(fh->efd, &n, sizeof(n)) == sizeof(n);
 	int changed = 0;
 
-	if (woke || fleet_now_mono() >= fh->next_poll) {
+	if (fh->gate) {
+		/* the gate holds the host: the store's next word waits for its end */
+		fh->poll_after_gate |= woke;
+		gate_watch(fh);
+	} else if (woke || fleet_now_mono() >= fh->next_poll) {
 		fh->next_poll = fleet_now_mono() + POLL_EVERY_S;
 		changed = poll_store(fh, v);
 	}
@@ -984,6 +1065,7 @@ void fleet_host_stop(struct fleet_host *fh)
 		pthread_mutex_unlock(&fh->lock);
 		pthread_join(fh->thread, NULL);
 	}
+	fleet_gate_free(fh->gate);
 	if (fh->efd >= 0)
 		close(fh->efd);
 	etcd_close(fh->e);

@@ -18,10 +18,15 @@
  *    to the old plan and is reported ("failed");
  *  - mode local: the daemon's own --policy file again, within the site
  *    limits too;
- *  - mode gate: `nodetune ab --a policy=CURRENT --b policy=NEW --sysroot
- *    --topology -- sh -c CMD` runs (the daemon's loop waits; the lease
- *    thread keeps the host alive), its verdict is reported, nothing stays
- *    changed;
+ *  - mode gate: the gate the document names is looked up in gates_dir
+ *    (gates.h: root-owned files; an unknown name, an untrusted file or a
+ *    root user is a refused gate, reported "invalid" with why, the policy
+ *    kept); `nodetune ab --a policy=CURRENT --b policy=NEW ... --as-user
+ *    USER -- COMMAND ARGS` starts as a child (fleet_gate.h) with the
+ *    budget min(the rollout's, the gate's cap); the daemon's loop polls
+ *    fleet_host_gate_fd and goes on (watchdog, status socket) but does
+ *    not verify the host while fleet_host_gating; the tick reads the
+ *    verdict at its end and reports it; nothing stays changed;
  *  - shadow: the policy is checked, planned and verified here; what it
  *    would change, or why it is invalid here (a policy beyond the site
  *    limits: "invalid here: refused by the site limits: ..."), is
@@ -80,6 +85,7 @@ struct fleet_host_config {
 	const char *keys_dir;         /* the trusted signing keys; NULL: SIGN_KEYS_DIR */
 	bool insecure_unsigned;       /* also follow unsigned documents (tests, demos) */
 	const char *limits_path;      /* the site limits (limits.h); NULL: LIMITS_DEFAULT_PATH when it exists */
+	const char *gates_dir;        /* the named gates (gates.h); NULL: GATES_DIR */
 };
 
 /* The daemon's state a tick reads, and replaces after an apply. */
@@ -130,6 +136,17 @@ int fleet_host_fd(const struct fleet_host *fh);
  * *v->plan and v->sha256 were replaced (the old ones freed), else 0.
  * Never fails: problems are reported on the status key and to note. */
 int fleet_host_tick(struct fleet_host *fh, struct fleet_host_view *v);
+
+/* Whether a gate runs (it holds the host: verify it not).  false for NULL. */
+bool fleet_host_gating(const struct fleet_host *fh);
+
+/* ab's output while a gate runs, for the loop to poll (readable: call
+ * fleet_host_tick); -1 without a gate. */
+int fleet_host_gate_fd(const struct fleet_host *fh);
+
+/* Stop a gate that runs (ab stops its job and reverts its arm; up to
+ * 10 s), before the daemon stops or reverts; no gate: a no-op. */
+void fleet_host_gate_end(struct fleet_host *fh);
 
 /* Stop the thread and revoke the lease (the host is gone at once); NULL is
  * a no-op. */

@@ -59,7 +59,7 @@ static void test_files(void **state)
 	struct ab_config cfg = { 0 };
 	struct ab_files f;
 	struct nt_err err = { 0 };
-	char path[128];
+	char path[1100];
 	struct stat st;
 
 	(void)state;
@@ -75,6 +75,17 @@ static void test_files(void **state)
 	test_write(f.work, "state/journal", "x\n");
 	ab_files_remove(f.work);
 	assert_int_equal(stat(f.work, &st), -1);
+	/* --trial-dir: made here, 0700, and never one that exists */
+	snprintf(path, sizeof(path), "/tmp/nodetune-test-ab-in.%ld", (long)getpid());
+	assert_int_equal(ab_files_make_in(&f, path, &cfg, &err), 0);
+	assert_ptr_equal(cfg.work_dir, f.work);
+	assert_string_equal(f.work, path);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0700);
+	assert_int_equal(ab_files_make_in(&f, path, &cfg, &err), -EEXIST);
+	assert_non_null(strstr(err.msg, "exists already"));
+	ab_files_remove(path);
+	assert_int_equal(stat(path, &st), -1);
 }
 
 /* Every counter is one whole row, found by its enum: a name no other

@@ -125,6 +125,7 @@ static void test_step_happy_path(void **state)
 
 		assert_int_equal(fleet_parse_rollout("k", s, strlen(s), &back, &err), 0);
 		assert_int_equal(back.state, FLEET_DONE);
+		assert_string_equal(back.gate, "");
 		assert_int_equal(back.n_waves, 2);
 		assert_int_equal(back.n_events, r.n_events);
 		assert_true(back.events[0].t == r.events[0].t);
@@ -166,7 +167,7 @@ static void test_step_gate_regression(void **state)
 
 	(void)state;
 	plan(&r, 4, 2, "1/class,100%");
-	snprintf(r.gate_cmd, sizeof(r.gate_cmd), "job");
+	snprintf(r.gate, sizeof(r.gate), "job");
 	world_init(&wd, &r);
 	step(&r, &wd, 1, false);
 	assert_int_equal(r.waves[0].state, FLEET_W_GATING);
@@ -189,7 +190,7 @@ static void test_step_gate_regression(void **state)
 
 	/* every canary passes: the wave goes on for good, in apply mode */
 	plan(&r, 2, 2, "1/class,100%");
-	snprintf(r.gate_cmd, sizeof(r.gate_cmd), "job");
+	snprintf(r.gate, sizeof(r.gate), "job");
 	r.allow_inconclusive = true;
 	world_init(&wd, &r);
 	step(&r, &wd, 1, false);
@@ -199,6 +200,36 @@ static void test_step_gate_regression(void **state)
 	step(&r, &wd, 2, false);
 	assert_int_equal(r.waves[0].state, FLEET_W_APPLYING);
 	assert_int_equal(wd.obs[0][0].desired.mode, FLEET_MODE_APPLY);
+	world_free(&wd, &r);
+	fleet_rollout_release(&r);
+}
+
+/* A canary that refuses the gate (it lists no such name): the rollout
+ * rolls back with the host's reason, and the record keeps the gate's name. */
+static void test_step_gate_refused(void **state)
+{
+	struct fleet_rollout r, back;
+	struct nt_err err = { 0 };
+	struct world wd;
+	char *s;
+
+	(void)state;
+	plan(&r, 2, 1, "1/class,100%");
+	snprintf(r.gate, sizeof(r.gate), "nosuch");
+	world_init(&wd, &r);
+	step(&r, &wd, 1, false);
+	assert_int_equal(wd.obs[0][0].desired.mode, FLEET_MODE_GATE);
+	answer(&wd, 0, 0, FLEET_H_INVALID, NULL);
+	snprintf(wd.obs[0][0].status.error, sizeof(wd.obs[0][0].status.error),
+		 "gate refused: unknown gate 'nosuch' (no /etc/nodetune/gates.d/nosuch.conf)");
+	step(&r, &wd, 2, false);
+	assert_int_equal(r.state, FLEET_ROLLING_BACK);
+	assert_non_null(strstr(r.reason, "gate refused: unknown gate 'nosuch'"));
+	s = fleet_rollout_json(&r);
+	assert_int_equal(fleet_parse_rollout("k", s, strlen(s), &back, &err), 0);
+	assert_string_equal(back.gate, "nosuch");
+	fleet_rollout_release(&back);
+	free(s);
 	world_free(&wd, &r);
 	fleet_rollout_release(&r);
 }
@@ -279,6 +310,7 @@ int main(void)
 		cmocka_unit_test(test_step_happy_path),
 		cmocka_unit_test(test_step_failure_rolls_back),
 		cmocka_unit_test(test_step_gate_regression),
+		cmocka_unit_test(test_step_gate_refused),
 		cmocka_unit_test(test_step_lost_host_and_timeout),
 		cmocka_unit_test(test_step_abort_and_shadow),
 	};

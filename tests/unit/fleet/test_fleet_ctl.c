@@ -119,7 +119,7 @@ static void test_write_value(void **state)
 	(void)state;
 	plan(&r, 2, 1, "100%");
 	snprintf(r.policy, sizeof(r.policy), "thp.conf");
-	snprintf(r.gate_cmd, sizeof(r.gate_cmd), "true");
+	snprintf(r.gate, sizeof(r.gate), "steps20");
 	r.gate_budget = 60;
 	/* apply and gate: this rollout's desired document */
 	v = fleet_ctl_write_value(&r, &(struct fleet_write){ FLEET_W_PUT_DESIRED, FLEET_MODE_GATE, 0, 0 });
@@ -127,7 +127,7 @@ static void test_write_value(void **state)
 	assert_int_equal(d.mode, FLEET_MODE_GATE);
 	assert_string_equal(d.rollout, "r");
 	assert_string_equal(d.sha256, SHA_A);
-	assert_string_equal(d.gate_cmd, "true");
+	assert_string_equal(d.gate, "steps20");
 	assert_true(d.gate_budget == 60);
 	free(v);
 	v = fleet_ctl_write_value(&r, &(struct fleet_write){ FLEET_W_PUT_DESIRED, FLEET_MODE_APPLY, 0, 1 });

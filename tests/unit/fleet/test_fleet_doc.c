@@ -166,11 +166,15 @@ static void test_documents(void **state)
 	(void)state;
 	snprintf(d.rollout, sizeof(d.rollout), "r1");
 	snprintf(d.sha256, sizeof(d.sha256), SHA_A);
-	snprintf(d.gate_cmd, sizeof(d.gate_cmd), "sleep 1");
+	snprintf(d.gate, sizeof(d.gate), "steps20");
 	s = fleet_desired_json(&d, false);
+	/* the gate travels as its name and budget: no command */
+	assert_non_null(strstr(s, "\"gate\":{\"allow_inconclusive\":false,\"budget\":30.0,\"name\":\"steps20\"}"));
+	assert_null(strstr(s, "cmd"));
 	assert_int_equal(fleet_parse_desired("k", s, strlen(s), &back, &err), 0);
 	assert_int_equal(back.mode, FLEET_MODE_GATE);
-	assert_string_equal(back.gate_cmd, "sleep 1");
+	assert_string_equal(back.gate, "steps20");
+	assert_true(back.gate_budget == 30);
 	free(s);
 	assert_int_equal(fleet_parse_desired("k", "not json", 8, &back, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "k: not valid JSON"));
@@ -194,6 +198,26 @@ static void test_documents(void **state)
 	assert_int_equal(fleet_parse_desired("k", "{\"rollout\":\"a/b\",\"sha256\":\"x\"}", 31, &back, &err), -EINVAL);
 	assert_int_equal(fleet_parse_desired("k", "{\"rollout\":\"r\",\"mode\":\"gate\",\"sha256\":\"" SHA_A "\"}", 107,
 					     &back, &err), -EINVAL);
+	/* a gate is a name the host maps: the old command string is no gate,
+	 * and a name is checked as the host's gates_lookup would */
+	{
+		static const char *const bad_gates[] = {
+			"{\"cmd\":\"sh -c reboot\",\"budget\":30}",      /* the command of old: no name */
+			"{\"name\":\"../../bin/sh\"}",
+			"{\"name\":\"Steps\"}",
+			"{\"name\":\"\"}",
+			"{\"name\":7}",
+		};
+		char doc[512];
+
+		for (size_t i = 0; i < sizeof(bad_gates) / sizeof(bad_gates[0]); i++) {
+			int n = snprintf(doc, sizeof(doc), "{\"rollout\":\"r\",\"mode\":\"gate\",\"sha256\":\"" SHA_A
+					 "\",\"gate\":%s}", bad_gates[i]);
+
+			assert_int_equal(fleet_parse_desired("k", doc, (size_t)n, &back, &err), -EINVAL);
+			assert_non_null(strstr(err.msg, "\"name\""));
+		}
+	}
 
 	s = fleet_policy_doc_json("thp.conf", "[thp]\nenabled = madvise\n", 24, sha);
 	assert_int_equal(fleet_parse_policy_doc("k", s, strlen(s), &p, &err), 0);

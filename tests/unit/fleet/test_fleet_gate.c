@@ -1,5 +1,7 @@
 /* test_fleet_gate.c — the gate's verdict as the A/B prints it (fleet_gate.h):
- * parsed strictly; an error verdict is -EIO. */
+ * parsed strictly; an error verdict is -EIO.  A gate needs a job and a trial
+ * dir; a trial dir a dead daemon left is removed (its journal reverted:
+ * test_fleet.sh, on a live host). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <cmocka.h>
 
 #include "fleet/fleet_gate.h"
@@ -31,11 +34,50 @@ static void test_gate_parse(void **state)
 	assert_int_equal(fleet_gate_parse(s, strlen(s), &g, &err), -EIO);
 }
 
+static void test_gate_start_refuses(void **state)
+{
+	struct fleet_gate_request q = { "a.conf", "b.conf", NULL, "nobody", 10, NULL, NULL, "/nonexistent/gate" };
+	char *argv[] = { "/bin/true", NULL };
+	struct fleet_gate *g = NULL;
+	struct nt_err err = { 0 };
+
+	(void)state;
+	assert_int_equal(fleet_gate_start(&q, &g, &err), -EINVAL);     /* no job */
+	assert_null(g);
+	q.argv = argv;
+	q.trial_dir = NULL;
+	assert_int_equal(fleet_gate_start(&q, &g, &err), -EINVAL);     /* no trial dir */
+	assert_null(g);
+	assert_int_equal(fleet_gate_fd(NULL), -1);
+	fleet_gate_free(NULL);
+}
+
+static void test_gate_recover(void **state)
+{
+	char dir[] = "/tmp/test-fleet-gate-XXXXXX", sub[64], f[96];
+	struct nt_err err = { 0 };
+	struct stat st;
+	FILE *fp;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(sub, sizeof(sub), "%s/gate", dir);
+	assert_int_equal(fleet_gate_recover(sub, NULL, 0, &err), 0);    /* none: nothing */
+	assert_int_equal(mkdir(sub, 0700), 0);
+	snprintf(f, sizeof(f), "%s/trial-000-A.out", sub);
+	assert_non_null(fp = fopen(f, "w"));
+	fclose(fp);
+	assert_int_equal(fleet_gate_recover(sub, NULL, 0, &err), 0);    /* no journal: removed */
+	assert_int_equal(lstat(sub, &st), -1);
+	rmdir(dir);
+}
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_gate_parse),
+		cmocka_unit_test(test_gate_start_refuses),
+		cmocka_unit_test(test_gate_recover),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
