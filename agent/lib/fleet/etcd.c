@@ -961,6 +961,8 @@ static int curl_errno(CURLcode rc)
 	switch (rc) {
 	case CURLE_OPERATION_TIMEDOUT: return -ETIMEDOUT;
 	case CURLE_COULDNT_CONNECT: return -ECONNREFUSED;
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR: return -ECONNRESET;   /* connected, then cut off */
 	default: return -EHOSTUNREACH;
 	}
 }

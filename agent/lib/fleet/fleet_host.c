@@ -982,11 +982,25 @@ static void running_init(struct fleet_host *fh)
  * anything is applied.  An unreachable store is not an error here. */
 static int creds_probe(struct fleet_host *fh, struct nt_err *err)
 {
-	struct etcd_range r = { 0 };
 	char key[FLEET_NAME_MAX + 32];
-	int rc = etcd_get(fh->e, fleet_host_key(key, sizeof(key), fh->host, "desired"), false, &r, err);
+	int rc;
 
-	etcd_range_free(&r);
+	fleet_host_key(key, sizeof(key), fh->host, "desired");
+	/* etcd refuses a missing or foreign client certificate after a TLS 1.3
+	 * handshake, with an alert; when it closes the connection while the
+	 * request is still being sent, libcurl sees only the cut (-ECONNRESET
+	 * on every member) and no alert.  Asked again, the alert is read:
+	 * three tries, 100 ms apart, before the store counts as out of reach */
+	for (int i = 0;; i++) {
+		struct etcd_range r = { 0 };
+		struct timespec pause = { 0, 100000000L };
+
+		rc = etcd_get(fh->e, key, false, &r, err);
+		etcd_range_free(&r);
+		if (rc != -ECONNRESET || i == 2)
+			break;
+		nanosleep(&pause, NULL);
+	}
 	return rc == -EACCES ? rc : 0;
 }
 
