@@ -128,7 +128,13 @@ for b in "$T_TMP"/blocks/*.block; do
 				# compared (the build's harness for build/nodetune-harness)
 				run_sh "$(echo "$cmd" | sed "s|cmd=build/nodetune-harness |cmd=$HARNESS |g")"
 				head -n 1 "$OUT" >"$OUT.1" && mv "$OUT.1" "$OUT" && head -n 1 "$exp" >"$exp.1" && mv "$exp.1" "$exp"
-				outcome "$where: '$(echo "$cmd" | cut -c1-60)...' (a measurement: its verdict line)" "$exp" 1 1 ;;
+				if [ "$RC" -eq 0 ] && grep -q '^verdict: inconclusive, refused ' "$OUT"; then
+					# ab refuses to judge when its A/A noise exceeds the threshold:
+					# a host loaded by other work, not a wrong document
+					t_skip_host "$where: nodetune ab: this host is too noisy now for the documented A/B ($(cat "$OUT"))"
+				else
+					outcome "$where: '$(echo "$cmd" | cut -c1-60)...' (a measurement: its verdict line)" "$exp" 1 1
+				fi ;;
 			*) t_not_ok "$where: '$cmd' is neither run nor listed in test_docs.sh" ;;
 			esac
 		done ;;
