@@ -4,10 +4,12 @@
 # installs them (man -w nodetune, the bash completion completing a shipped
 # policy's name, systemd-analyze verify of the installed unit, the unit
 # disabled, /etc/nodetune/policy.conf a conffile, the plugin in Debian's
-# Slurm plugin directory), then upgrades them to a second build whose
-# version is bumped with dch and whose policy.conf changed too: the
-# admin's edit of policy.conf survives, the package's new one beside it as
-# .dpkg-dist.  Then purge: no file of either package is left, nor
+# Slurm plugin directory); starts the daemon the way the unit does (its
+# ExecStart= line, on the default policy), asks `nodetune status`, stops it
+# and `nodetune revert`s the host to its knobs as they were.  Then upgrades
+# them to a second build whose version is bumped with dch and whose
+# policy.conf changed too: the admin's edit of policy.conf survives, the
+# package's new one beside it as .dpkg-dist.  Then purge: no file of either package is left, nor
 # /etc/nodetune, nor the daemon's state in /var/lib/nodetune.  And the
 # DaemonSet's image: deploy/k8s/Containerfile built with podman on the .deb.
 #
@@ -173,6 +175,145 @@ check "nodetune-slurm: $SPANK, running /usr/bin/nodetune" -- sh -c "[ -f '$SPANK
 check "nodetune-slurm depends on the Slurm its plugin was built for" -- sh -c \
 	"dpkg-query -W -f='\${Depends}' nodetune-slurm | grep -q 'slurm-wlm-basic-plugins (>= [0-9]*\.[0-9]*), slurm-wlm-basic-plugins (<< '"
 
+# ---- the daemon from the package, as the README and docs/packaging.md start
+# it (`systemctl enable --now nodetune`).  systemd is not PID 1 here, so the
+# test does what systemd would do with the installed unit: the ExecStart=
+# line read from /lib/systemd/system/nodetune.service (not a copy), its
+# $NODETUNE_OPTS from EnvironmentFile= (absent: none), a clean environment,
+# UMask=, the Runtime/State directories with the unit's modes, NOTIFY_SOCKET
+# (Type=notify: started once READY=1 arrives), SIGTERM to stop and the
+# RuntimeDirectory= removed after.  Then `nodetune revert`, as the README
+# says, must put every knob back: the snapshot below reads them without
+# nodetune.
+UNIT=/lib/systemd/system/nodetune.service
+# unit_key KEY: the value of KEY= in the installed unit (the last one)
+unit_key() { sed -n "s/^$1=//p" "$UNIT" | tail -n 1; }
+# host_knobs: every kernel setting a policy may write, the nodetune cgroups
+host_knobs() {
+	for f in /sys/kernel/mm/transparent_hugepage/enabled /sys/kernel/mm/transparent_hugepage/defrag \
+		/sys/kernel/mm/transparent_hugepage/khugepaged/defrag /proc/sys/kernel/numa_balancing \
+		/proc/sys/kernel/sched_autogroup_enabled /proc/sys/vm/* /proc/irq/default_smp_affinity \
+		/proc/irq/*/smp_affinity_list /sys/devices/system/node/node*/hugepages/hugepages-*/nr_hugepages \
+		/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor; do
+		case $f in */drop_caches | */compact_memory | */stat_refresh) continue ;; esac
+		[ -f "$f" ] && v=$(cat "$f" 2>/dev/null) && printf '%s: %s\n' "$f" "$v"
+	done
+	find /sys/fs/cgroup -maxdepth 3 -type d -name 'nodetune*' | sort
+}
+# port_busy PORT: something listens on 127.0.0.1:PORT
+port_busy() { ss -Hltn "sport = :$1" | grep -q .; }
+daemon_test() {
+	exec_start=$(unit_key ExecStart)
+	case $exec_start in
+	/*\"* | /*\'* | /*\\*) t_not_ok "$UNIT: ExecStart=$exec_start quotes or escapes, which this test does not parse"; return ;;
+	/*) ;;
+	*) t_not_ok "$UNIT: ExecStart=$exec_start is not an absolute path without a prefix"; return ;;
+	esac
+	cond=$(unit_key ConditionPathExists)
+	check "the unit's ConditionPathExists=$cond holds after the install" -- test -e "$cond"
+	if port_busy 9477; then
+		t_skip_host "127.0.0.1:9477 (the daemon's default /metrics) is taken on this host: $(ss -Hltnp 'sport = :9477' | head -1)"
+		return
+	fi
+	host_knobs >"$T_TMP/knobs.before" || t_not_ok "the knobs could not be read before the daemon"
+	opts=""
+	envfile=$(unit_key EnvironmentFile)
+	envfile=${envfile#-}
+	[ -f "$envfile" ] && opts=$(sh -c '. "$1"; printf "%s" "${NODETUNE_OPTS:-}"' - "$envfile")
+	set -f
+	# shellcheck disable=SC2086 # split as systemd splits an unquoted line
+	set -- $exec_start
+	set +f
+	argv=""
+	for w in "$@"; do
+		case $w in
+		'$NODETUNE_OPTS' | '${NODETUNE_OPTS}') argv="$argv $opts" ;;
+		'$'*) t_not_ok "ExecStart= names $w, which the test does not set"; return ;;
+		*) argv="$argv $w" ;;
+		esac
+	done
+	argv=${argv# }
+	rtdir=/run/$(unit_key RuntimeDirectory) stdir=/var/lib/$(unit_key StateDirectory)
+	install -d -m "$(unit_key RuntimeDirectoryMode)" "$rtdir"
+	install -d -m "$(unit_key StateDirectoryMode)" "$stdir"
+	t_defer "rm -rf $rtdir"
+	NS=$T_TMP/notify.sock NL=$T_TMP/notify.log
+	cat >"$T_TMP/notify.py" <<'EOF'
+# notify.py SOCKET LOG: what systemd would hear on NOTIFY_SOCKET
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+log = open(sys.argv[2], "a", buffering=1)
+while True:
+    for l in s.recv(65536).decode(errors="replace").split("\n"):
+        if l:
+            log.write(l + "\n")
+EOF
+	python3 "$T_TMP/notify.py" "$NS" "$NL" &
+	npid=$!
+	t_defer "kill $npid 2>/dev/null"
+	wait_until 10 test -S "$NS" || { t_not_ok "notify.py did not bind $NS"; return; }
+	# the revert runs (after the kill below) however the test ends
+	t_defer "/usr/bin/nodetune revert --state-dir $stdir >/dev/null 2>&1"
+	# shellcheck disable=SC2086 # the unit's words, as split above
+	(set -f; umask "$(unit_key UMask)" && exec env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
+		NODETUNE_TEST_RUN="$NODETUNE_TEST_RUN" NOTIFY_SOCKET="$NS" \
+		RUNTIME_DIRECTORY="$rtdir" STATE_DIRECTORY="$stdir" CONFIGURATION_DIRECTORY=/etc/nodetune \
+		$argv) </dev/null >"$T_TMP/daemon.out" 2>"$T_TMP/daemon.log" &
+	dpid=$!
+	t_defer "kill -9 $dpid 2>/dev/null"
+	if wait_until 60 grep -qx 'READY=1' "$NL"; then
+		t_ok "the unit's ExecStart ($argv): READY=1 on NOTIFY_SOCKET, as systemctl start waits for"
+	else
+		t_not_ok "the unit's ExecStart ($argv): no READY=1 within 60 s"
+		sed 's/^/#   /' "$T_TMP/daemon.log" | tail -8
+	fi
+	sha=$(sha256sum /etc/nodetune/policy.conf | cut -d' ' -f1)
+	run /usr/bin/nodetune status --json
+	check "nodetune status --json (the default socket) answers with the default policy /etc/nodetune/policy.conf, its sha256, 0 drifted (exit $RC)" -- \
+		sh -c '[ "$1" -eq 0 ] && jq -e --arg sha "$2" ".policy == \"/etc/nodetune/policy.conf\" and .sha256 == \$sha and .last_verify.drifted == 0" "$3"' \
+		- "$RC" "$sha" "$OUT"
+	run /usr/bin/nodetune status
+	check "nodetune status (text) names the policy (exit $RC)" -- \
+		sh -c '[ "$1" -eq 0 ] && grep -q "/etc/nodetune/policy.conf" "$2"' - "$RC" "$OUT"
+	run /usr/bin/nodetune policy active
+	check "nodetune policy active: the daemon's policy (exit $RC)" -- \
+		sh -c '[ "$1" -eq 0 ] && grep -q "/etc/nodetune/policy.conf" "$2"' - "$RC" "$OUT"
+	check "the daemon serves /metrics on 127.0.0.1:9477 (the unit's default)" -- \
+		sh -c 'curl -sf --max-time 5 http://127.0.0.1:9477/metrics | grep -q "^nodetune_verify_total "'
+	host_knobs >"$T_TMP/knobs.tuned" || t_not_ok "the knobs could not be read with the daemon running"
+	echo "# the daemon changed:$(diff "$T_TMP/knobs.before" "$T_TMP/knobs.tuned" | sed -n 's/^> / /p' | tr '\n' ';')"
+	kill -TERM "$dpid"
+	wait_until 30 sh -c "! kill -0 $dpid" || kill -9 "$dpid"
+	wait "$dpid"
+	drc=$?
+	rm -rf "$rtdir"         # systemd removes RuntimeDirectory= when the unit stops
+	check "SIGTERM (systemctl stop): exit $drc (0), STOPPING=1, 127.0.0.1:9477 closed" -- \
+		sh -c '[ "$1" -eq 0 ] && grep -qx STOPPING=1 "$2" && ! ss -Hltn "sport = :9477" | grep -q .' - "$drc" "$NL"
+	host_knobs >"$T_TMP/knobs.stopped" || t_not_ok "the knobs could not be read after the daemon stopped"
+	check "stopping leaves the host tuned (the knobs as the daemon set them, its journal in $stdir)" -- sh -c \
+		'cmp -s "$1" "$2" && ! cmp -s "$1" "$3" && test -s "$4/journal"' - \
+		"$T_TMP/knobs.tuned" "$T_TMP/knobs.stopped" "$T_TMP/knobs.before" "$stdir"
+	run /usr/bin/nodetune revert
+	host_knobs >"$T_TMP/knobs.after" || t_not_ok "the knobs could not be read after the revert"
+	if [ "$RC" -eq 0 ] && cmp -s "$T_TMP/knobs.before" "$T_TMP/knobs.after"; then
+		t_ok "nodetune revert (no option, as the README says) finds $stdir/journal: every knob as before the daemon ($(wc -l <"$T_TMP/knobs.before") lines)"
+	else
+		t_not_ok "nodetune revert: exit $RC, the knobs differ from before the daemon"
+		diff "$T_TMP/knobs.before" "$T_TMP/knobs.after" | head -10 | sed 's/^/#   /'
+		sed 's/^/#   /' "$ERR" | head -5
+	fi
+	check "after revert: no journal in $stdir" -- test ! -e "$stdir/journal"
+	# a revert that failed above is undone here, before the purge below
+	# removes the journal (the deferred one would come too late)
+	if [ -e "$stdir/journal" ] && ! /usr/bin/nodetune revert --state-dir "$stdir" >/dev/null 2>&1; then
+		t_not_ok "nodetune revert --state-dir $stdir failed too: the host may keep the daemon's settings"
+	fi
+	kill "$npid" 2>/dev/null
+	wait "$npid" 2>/dev/null
+}
+daemon_test
+
 # ---- upgrade, with the admin's edit --------------------------------------
 echo "# edited by the admin" >>/etc/nodetune/policy.conf
 cp /etc/nodetune/policy.conf "$T_TMP/edited.conf"
@@ -186,8 +327,8 @@ check "the package's new policy.conf is beside it as policy.conf.dpkg-dist" -- \
 	sh -c "grep -q '^# changed in $V2' /etc/nodetune/policy.conf.dpkg-dist"
 
 # ---- purge ---------------------------------------------------------------
-# what the daemon leaves (its journal and the fleet's last policy), made
-# here by hand: no daemon runs in this test
+# what a daemon leaves when nobody reverted (its journal and the fleet's
+# last policy), made here by hand: the daemon above was reverted
 mkdir -p /var/lib/nodetune && echo '{}' >/var/lib/nodetune/journal.json
 echo "# the admin's own" >/etc/nodetune/site.conf
 dpkg -L nodetune nodetune-slurm >"$T_TMP/files"

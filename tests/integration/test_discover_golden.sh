@@ -69,6 +69,15 @@ for t in debian12-kvm-2cpu; do
 	HWLOC_FSROOT=$F/sysroot/$t lstopo-no-graphics --of xml - >"$T_TMP/$t.xml" 2>/dev/null
 	facts $F/sysroot/$t.expected.json "$T_TMP/$t.xml" $F/sysroot/$t
 done
+# a kernel without per-node hugepage pools (the capture with them removed):
+# discover reports the global pools with node null, as the derivation does
+cp -a $F/sysroot/debian12-kvm-2cpu "$T_TMP/global-pools"
+rm -r "$T_TMP"/global-pools/sys/devices/system/node/node*/hugepages
+run "$NODETUNE" discover --json --sysroot "$T_TMP/global-pools"
+cp "$OUT" "$T_TMP/global-pools.json"
+check "global hugepage pools: discover exit $RC, each pool's node null" -- \
+	sh -c '[ "$1" -eq 0 ] && jq -e "[.kernel.hugepages[].node] == [null, null]" "$2" >/dev/null' - "$RC" "$T_TMP/global-pools.json"
+facts "$T_TMP/global-pools.json" "$T_TMP/debian12-kvm-2cpu.xml" "$T_TMP/global-pools"
 for t in gpu-host-untuned gpu-host-tuned; do
 	golden $F/sysroot/$t.expected.json -- --topology $HGX --sysroot $F/sysroot/$t
 	facts $F/sysroot/$t.expected.json $HGX $F/sysroot/$t

@@ -21,8 +21,10 @@ From SYSROOT, when given (plain file reads, in the kernel's formats):
                            numa_balancing, governor (the one word every CPU has,
                            "mixed", or null without cpufreq), isolated_cpus,
                            swap_total_bytes (SwapTotal kB * 1024), hugepages (per
-                           node and size: nr and free), cgroup_version (2 when
-                           only cgroup2 is mounted, else 1)
+                           node and size: nr and free; node null for the global
+                           pools of a kernel without per-node ones),
+                           cgroup_version (2 when only cgroup2 is mounted,
+                           else 1)
 Prints one JSON object, keys sorted.  Exit 2 on a file it cannot read.
 """
 import glob
@@ -137,7 +139,13 @@ def kernel(root):
         size = int(re.search(r"hugepages-(\d+)kB$", d).group(1))
         pages.append({"node": node, "size_kb": size, "total": int(read(d, "nr_hugepages")),
                       "free": int(read(d, "free_hugepages"))})
-    ks["hugepages"] = sorted(pages, key=lambda p: (p["node"], p["size_kb"]))
+    if not glob.glob(os.path.join(root, "sys/devices/system/node/node[0-9]*/hugepages")):
+        # a kernel without per-node pools: the global ones, node null
+        for d in glob.glob(os.path.join(root, "sys/kernel/mm/hugepages/hugepages-*kB")):
+            size = int(re.search(r"hugepages-(\d+)kB$", d).group(1))
+            pages.append({"node": None, "size_kb": size, "total": int(read(d, "nr_hugepages")),
+                          "free": int(read(d, "free_hugepages"))})
+    ks["hugepages"] = sorted(pages, key=lambda p: (p["node"] or 0, p["size_kb"]))
     types = [line.split()[2] for line in read(root, "proc/mounts").splitlines() if len(line.split()) > 2]
     ks["cgroup_version"] = 2 if "cgroup2" in types and "cgroup" not in types else 1
     return ks

@@ -931,9 +931,10 @@ static json_t *task_json(const struct culprit_task *t)
 	for (int k = 0; k < t->n_cpus; k++)
 		json_array_append_new(cpus, json_pack("{s:i, s:f, s:f}", "cpu", t->cpus[k].cpu, "seconds",
 						      t->cpus[k].seconds, "share", t->cpus[k].share));
-	return json_pack("{s:i, s:s, s:b, s:s, s:s, s:i, s:i, s:f, s:i, s:f, s:o}", "pid", t->pid, "comm", t->comm,
+	return json_pack("{s:i, s:s, s:b, s:s, s:s, s:i, s:i, s:f, s:o, s:f, s:o}", "pid", t->pid, "comm", t->comm,
 			 "kernel_thread", t->kthread, "cgroup", t->cgroup, "policy", culprit_policy_name(t->policy),
-			 "priority", t->priority, "threads", t->threads, "seconds", t->seconds, "top_cpu", t->top_cpu,
+			 "priority", t->priority, "threads", t->threads, "seconds", t->seconds, "top_cpu",
+			 t->top_cpu >= 0 ? json_integer(t->top_cpu) : json_null(),
 			 "top_share", t->top_share, "cpus", cpus);
 }
 

@@ -123,7 +123,7 @@ static json_t *json_dev(const struct topo *t, const struct topo_dev *d,
 	jset(o, "pci_bus_id", json_string(d->pci_bus_id), oom);
 	if (gpu_index >= 0)
 		jset(o, "vendor", json_string(d->vendor), oom);
-	jset(o, "numa_node", json_integer(d->numa_node), oom);
+	jset(o, "numa_node", d->numa_node >= 0 ? json_integer(d->numa_node) : json_null(), oom);
 	jset(o, "cpus", jcpulist(d->cpus), oom);
 	if (gpu_index >= 0) {
 		jset(o, "name", json_string(d->name), oom);
@@ -157,7 +157,7 @@ static json_t *json_kernel(const struct kstate *ks, bool *oom)
 			*oom = true;
 			break;
 		}
-		jset(o, "node", json_integer(h->node), oom);
+		jset(o, "node", h->node >= 0 ? json_integer(h->node) : json_null(), oom);
 		jset(o, "size_kb", json_integer((json_int_t)h->size_kb), oom);
 		jset(o, "total", json_integer((json_int_t)h->total), oom);
 		jset(o, "free", json_integer((json_int_t)h->free), oom);

@@ -234,6 +234,12 @@ static double proc_cpu_pct(const struct sampler *s, const struct obs_proc *x, co
 	return dt > 0 ? 100.0 * (double)(y->utime + y->stime - x->utime - x->stime) / (double)s->ticks_per_s / dt : 0;
 }
 
+/* A count that obs_memcg() could not read (-1) is null, not a number. */
+static json_t *count_or_null(long n)
+{
+	return n >= 0 ? json_integer((json_int_t)n) : json_null();
+}
+
 json_t *sampler_record(const struct sampler *s, const struct sampler_snap *a, const struct sampler_snap *b)
 {
 	json_t *rec = json_object(), *cpus = json_array(), *vm = json_object(), *procs = json_array();
@@ -262,8 +268,8 @@ json_t *sampler_record(const struct sampler *s, const struct sampler_snap *a, co
 		json_object_set_new(rec, "psi_ms", json_null());
 	if (b->slow) {
 		json_object_set_new(rec, "nr_throttled_total", json_integer((json_int_t)b->throttled));
-		json_object_set_new(rec, "memcg", json_pack("{s:I, s:I}", "kernel", (json_int_t)b->memcg_kernel,
-							    "live", (json_int_t)b->memcg_live));
+		json_object_set_new(rec, "memcg", json_pack("{s:o, s:o}", "kernel", count_or_null(b->memcg_kernel),
+							    "live", count_or_null(b->memcg_live)));
 	}
 	for (int i = 0; i < b->n_procs; i++) {
 		const struct obs_proc *x, *y;

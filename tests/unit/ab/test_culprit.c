@@ -213,6 +213,12 @@ static void test_tree(void **state)
 			    "SCHED_FIFO");
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(json_array_get(json_object_get(j, "irqs"), 0),
 									    "softirqs"), "NET_RX")), 1000);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(j, "tasks"), 0), "top_cpu")),
+			 r.tasks[0].top_cpu);
+	json_decref(j);
+	r.tasks[0].top_cpu = -1;        /* a task seen on no CPU: null, not -1 */
+	j = culprit_json(&r);
+	assert_true(json_is_null(json_object_get(json_array_get(json_object_get(j, "tasks"), 0), "top_cpu")));
 	json_decref(j);
 	culprit_result_free(&r);
 	culprit_result_free(NULL);

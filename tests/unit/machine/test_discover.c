@@ -147,6 +147,9 @@ static void test_json_kernel(void **state)
 	(void)state;
 	load_ks("tests/fixtures/sysroot/gpu-host-tuned", &ks);
 	ks.numa_balancing = -1;    /* unknown becomes null */
+	ks.hugepages[0].node = -1; /* the global pool (no per-node pools): null */
+	t->gpus[1].numa_node = -1; /* a device whose locality spans nodes: null */
+	t->nics[2].numa_node = -1;
 	doc = discover_json(t, &ks);
 	k = json_object_get(doc, "kernel");
 	assert_string_equal(json_string_value(json_object_get(k, "thp_enabled")), "madvise");
@@ -157,6 +160,11 @@ static void test_json_kernel(void **state)
 	assert_string_equal(json_string_value(json_object_get(k, "nohz_full")), "2-3");
 	assert_int_equal(json_integer_value(json_object_get(k, "swap_total_bytes")), 0);
 	assert_int_equal(json_integer_value(json_object_get(k, "cgroup_version")), 1);
+	assert_true(json_is_null(json_object_get(json_array_get(json_object_get(k, "hugepages"), 0), "node")));
+	assert_true(json_is_null(json_object_get(json_array_get(json_object_get(doc, "gpus"), 1), "numa_node")));
+	assert_true(json_is_null(json_object_get(json_array_get(json_object_get(doc, "nics"), 2), "numa_node")));
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(doc, "gpus"), 2),
+							     "numa_node")), 0);
 	hp = json_array_get(json_object_get(k, "hugepages"), 1);
 	assert_int_equal(json_integer_value(json_object_get(hp, "node")), 0);
 	assert_int_equal(json_integer_value(json_object_get(hp, "size_kb")), 1048576);

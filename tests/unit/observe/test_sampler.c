@@ -43,8 +43,14 @@ static void test_records(void **state)
 	assert_true(json_real_value(json_object_get(p, "cpu_pct")) == 0.0);
 	json_decref(rec);
 	rec = sampler_record(&s, &b, &a);       /* a slow sample carries the scans */
-	assert_non_null(json_object_get(rec, "memcg"));
+	assert_true(json_is_integer(json_object_get(json_object_get(rec, "memcg"), "kernel")));
+	/* the capture has no memory hierarchy below sys/fs/cgroup: live unknown */
+	assert_true(json_is_null(json_object_get(json_object_get(rec, "memcg"), "live")));
 	assert_non_null(json_object_get(rec, "nr_throttled_total"));
+	json_decref(rec);
+	a.memcg_kernel = -1;                    /* an unreadable count: null, not -1 */
+	rec = sampler_record(&s, &b, &a);
+	assert_true(json_is_null(json_object_get(json_object_get(rec, "memcg"), "kernel")));
 	json_decref(rec);
 	sampler_line(&s, &a, &b, line, sizeof(line));
 	assert_non_null(strstr(line, "procs 1/1: 6 threads 0% cpu, 0 invol"));
