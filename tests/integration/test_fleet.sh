@@ -551,7 +551,13 @@ case $e in "invalid refused (unsigned)"*) t_ok "an unsigned desired written with
 # ---- the last refusal in `nodetune status` ----------------------------------------------
 
 # h1 refused r-evil's desired and its restore (unknown_key, 2), then the replay; h2
-# the same two, then the unsigned desired: 3 each, the last one's reason counted once
+# the same two, then the unsigned desired: 3 each, the last one's reason counted once.
+# The status socket answers from the daemon's last cycle (each interval), which
+# may come after the status key the waits above read
+wait_until 10 sh -c "'$NODETUNE' status --socket '$T_TMP/h1/sock' | grep -q '^fleet refused: .* replay '" ||
+	t_not_ok "h1's status socket did not show the replay within 10 s"
+wait_until 10 sh -c "'$NODETUNE' status --socket '$T_TMP/h2/sock' | grep -q '^fleet refused: .* unsigned '" ||
+	t_not_ok "h2's status socket did not show the unsigned desired within 10 s"
 run "$NODETUNE" status --socket "$T_TMP/h1/sock"
 s1=$(grep '^fleet refused:' "$OUT")
 run "$NODETUNE" status --socket "$T_TMP/h2/sock"
