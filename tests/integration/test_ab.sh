@@ -122,4 +122,26 @@ else
 		"[ $RC -le 1 ] && jq -e '.trials_a == 2 and .trials_b == 2 and .rank_skew.a >= 1 and .rank_skew.b >= 1' '$OUT' && [ \"\$(cat /sys/kernel/mm/transparent_hugepage/defrag)\" = '$thp0' ] &&
 		 [ ! -d /sys/fs/cgroup/cpuset/nodetune-job ]"
 fi
+# --as-user (the fleet gate's job): the job runs as that user, with that
+# user's HOME, USER, LOGNAME and SHELL and a plain PATH, and none of root's
+# other variables (a secret in ab's environment does not reach it); the
+# locale is kept
+if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1; then
+	U=$(mktemp -d /tmp/nodetune-asuser-XXXXXX)
+	t_defer "rm -rf '$U'"
+	chmod 0777 "$U"
+	printf '#!/bin/sh\nid -u >>"%s/ids"\nenv >"%s/env.$$"\n' "$U" "$U" >"$U/envjob"
+	chmod 0755 "$U/envjob"
+	run env NT_TEST_SECRET=leaked LANG=C.UTF-8 HOME=/root "$NODETUNE" ab --as-user nobody --a policy=policies/baseline.conf \
+		--b policy=policies/baseline.conf --trials 2 --budget 20 --json -- "$U/envjob"
+	nuid=$(id -u nobody) nhome=$(getent passwd nobody | cut -d: -f6)
+	check "--as-user nobody: every trial's job ran as uid $nuid ($(sort -u "$U/ids" 2>/dev/null | tr '\n' ' ')), exit $RC" -- sh -c \
+		"[ $RC -le 1 ] && [ \"\$(sort -u '$U/ids')\" = '$nuid' ] && [ \$(wc -l <'$U/ids') -ge 6 ]"
+	check "--as-user: the job's environment is nobody's (HOME=$nhome, USER, LOGNAME, SHELL, a plain PATH), root's secret and HOME gone, the locale kept" -- sh -c \
+		"for f in '$U'/env.*; do grep -qx 'HOME=$nhome' \"\$f\" && grep -qx 'USER=nobody' \"\$f\" && grep -qx 'LOGNAME=nobody' \"\$f\" &&
+		   grep -q '^SHELL=' \"\$f\" && grep -qx 'PATH=/usr/local/bin:/usr/bin:/bin' \"\$f\" && grep -qx 'LANG=C.UTF-8' \"\$f\" &&
+		   grep -q '^NODETUNE_STEP_FILE=' \"\$f\" && ! grep -q 'NT_TEST_SECRET' \"\$f\" || exit 1; done; ls '$U'/env.* >/dev/null"
+	expect_fail 2 "--as-user root: the job never runs as root" "--as-user root is refused" -- "$NODETUNE" ab --as-user root --a policy=policies/baseline.conf \
+		--b policy=policies/baseline.conf -- true
+fi
 t_done

@@ -58,6 +58,7 @@ struct ab_config {
 	bool as_user;                 /* run the job as as_uid/as_gid (ab_as_user) */
 	uid_t as_uid;                 /* never 0 */
 	gid_t as_gid;
+	char as_env[4][512];          /* HOME=, USER=, LOGNAME=, SHELL= of that user (ab_as_user) */
 };
 
 /* Run cfg's job as the user called name (--as-user): getpwnam, never uid

@@ -237,9 +237,23 @@ static void on_stop(int sig)
 	ab_stop = sig;
 }
 
-/* The job's environment: ours, with the step report's file and fd, built
- * before fork (the child only execs).  NULL on ENOMEM. */
-static char **job_env(const struct trial_files *f, int fd, char *bufs[2])
+/* Of our environment, what a job run as another user (--as-user) keeps:
+ * the locale, the time zone, the terminal and the simulated host's root;
+ * nothing else of root's (sudo's env_reset) */
+static bool kept_for_user(const char *e)
+{
+	static const char *const keep[] = { "LANG=", "LANGUAGE=", "LC_", "TZ=", "TERM=", "NODETUNE_SYSROOT=" };
+
+	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+		if (!strncmp(e, keep[i], strlen(keep[i])))
+			return true;
+	return false;
+}
+
+/* The job's environment: ours (for --as-user: the kept part, a plain PATH
+ * and the user's HOME, USER, LOGNAME and SHELL), with the step report's
+ * file and fd, built before fork (the child only execs).  NULL on ENOMEM. */
+static char **job_env(const struct ab_config *cfg, const struct trial_files *f, int fd, char *bufs[2])
 {
 	extern char **environ;
 	size_t n = 0, k = 0;
@@ -247,15 +261,21 @@ static char **job_env(const struct trial_files *f, int fd, char *bufs[2])
 
 	while (environ[n])
 		n++;
-	env = calloc(n + 3, sizeof(*env));
+	env = calloc(n + 8, sizeof(*env));
 	if (!env || asprintf(&bufs[0], STEPS_ENV_FILE "=%s", f->steps) < 0)
 		return free(env), NULL;
 	if (asprintf(&bufs[1], STEPS_ENV_FD "=%d", fd) < 0)
 		return free(bufs[0]), free(env), NULL;
 	for (size_t i = 0; i < n; i++)
 		if (strncmp(environ[i], STEPS_ENV_FILE "=", sizeof(STEPS_ENV_FILE)) &&
-		    strncmp(environ[i], STEPS_ENV_FD "=", sizeof(STEPS_ENV_FD)))
+		    strncmp(environ[i], STEPS_ENV_FD "=", sizeof(STEPS_ENV_FD)) &&
+		    (!cfg->as_user || kept_for_user(environ[i])))
 			env[k++] = environ[i];
+	if (cfg->as_user) {
+		env[k++] = "PATH=/usr/local/bin:/usr/bin:/bin";
+		for (size_t i = 0; i < 4; i++)
+			env[k++] = (char *)cfg->as_env[i];
+	}
 	env[k++] = bufs[0];
 	env[k++] = bufs[1];
 	env[k] = NULL;
@@ -361,7 +381,7 @@ static int run_workload(const struct ab_config *cfg, const struct tlb_counter *t
 		goto out;
 	}
 	fd = open(f->steps, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0 || !(env = job_env(f, fd, bufs)) || pipe2(go, O_CLOEXEC) < 0) {
+	if (fd < 0 || !(env = job_env(cfg, f, fd, bufs)) || pipe2(go, O_CLOEXEC) < 0) {
 		r = err_set(err, fd < 0 ? -errno : -ENOMEM, "%s: %s", fd < 0 ? f->steps : "trial", strerror(errno));
 		abwatch_end(w, &t->watch, &werr);
 		goto out;
