@@ -242,8 +242,8 @@ expect_fail 2 "^nodetune: policy show: policy show takes one word, none given" "
 	"$NODETUNE" policy show
 expect_fail 2 "^nodetune: policy show: policy show takes one word, not 'b' too" "policy show with two words" -- \
 	"$NODETUNE" policy show a b
-NODETUNE_POLICY_PATH=$(pwd)/policies expect_fail 2 "^nodetune: fleet rollout: --policy: no policy named 'nope'" \
-	"fleet rollout --policy NAME that the path does not have" -- \
+NODETUNE_POLICY_PATH=$(pwd)/policies expect_fail 2 "^nodetune: fleet rollout: no policy named 'nope' in .*/policies " \
+	"fleet rollout --policy NAME that the path does not have (said as apply and plan say it)" -- \
 	"$NODETUNE" fleet rollout --endpoints http://127.0.0.1:1 --policy nope --name r
 NODETUNE_POLICY_PATH=$(pwd)/policies expect_fail 3 "^nodetune: fleet rollout: etcd http://127.0.0.1:1" \
 	"fleet rollout --policy gpu-train: the NAME found, then the store (none here) is what fails" -- \
