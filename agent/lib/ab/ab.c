@@ -204,17 +204,17 @@ int ab_default_command(struct ab_config *cfg, char *const *command)
  * host's PSI cpu some total.  Rows like abwatch's. */
 static const struct abwatch_row host_rows[AB_C_TRIAL_FIRST] = {
 	/* name, unit, mechanism,
-	 *	source, perf event, rate, A/A floor, cost of one unit (ms) */
+	 *	source, perf event, rate, A/A floor, cost of one unit (ms), symptom */
 	[AB_C_TLB_SHOOTDOWNS] = { "tlb_shootdowns", "", "munmap/madvise churn (TLB shootdowns)",
-		ABWATCH_SRC_HOST, 0, true, 1, 0.01 },
+		ABWATCH_SRC_HOST, 0, true, 1, 0.01, false },
 	[AB_C_COMPACT_STALL] = { "compact_stall", "", "THP compaction",
-		ABWATCH_SRC_HOST, 0, true, 0.05, 5 },
+		ABWATCH_SRC_HOST, 0, true, 0.05, 5, false },
 	[AB_C_NUMA_HINT_FAULTS] = { "numa_hint_faults", "", "automatic NUMA balancing",
-		ABWATCH_SRC_HOST, 0, true, 10, 0.005 },
+		ABWATCH_SRC_HOST, 0, true, 10, 0.005, false },
 	[AB_C_NUMA_PAGES_MIGRATED] = { "numa_pages_migrated", "", "automatic NUMA balancing",
-		ABWATCH_SRC_HOST, 0, true, 10, 0.1 },
+		ABWATCH_SRC_HOST, 0, true, 10, 0.1, false },
 	[AB_C_NUMA_MISS] = { "numa_miss", "", "placement (remote memory)",
-		ABWATCH_SRC_HOST, 0, true, 10, -1 },
+		ABWATCH_SRC_HOST, 0, true, 10, -1, false },
 	[AB_C_CPU_PRESSURE_MS] = { "cpu_pressure_ms", "ms", "CPU contention (PSI: runnable, no CPU)",
 		ABWATCH_SRC_HOST, 0, true, 0.5, 1, true },
 };

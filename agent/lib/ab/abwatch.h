@@ -91,7 +91,8 @@ struct abwatch_row {
 	double cost_ms;            /* the most one unit of it can cost the job, in ms (an upper
 				    * bound; 1 for a time in ms): how much of a slowdown its change
 				    * can account for; 0: a share of a rank CPU, itself a share of
-				    * its time; < 0: not estimable (a count whose cost is unknown) */	bool symptom;              /* a symptom that other rows name the cause of (PSI: stalled
+				    * its time; < 0: not estimable (a count whose cost is unknown) */
+	bool symptom;              /* a symptom that other rows name the cause of (PSI: stalled
 				    * for want of CPU or memory): a claimed cause ranks before it */
 };
 
