@@ -15,25 +15,33 @@
 #   micro    the CPU harness, one process (--comm none), 0.2 s a trial, as
 #            in tests/integration/test_ab.sh (the default);
 #   default  what `nodetune ab` runs with no command: the harness at world 2
-#            under mpirun, 30 steps of batch 2048 after 3 warm-up steps.
-# (torch, contrib/examples/ddp_train.py, is not here: the example has no
-# calibrated slowdown yet, and this machine has no torch.)
+#            under mpirun, 30 steps of batch 2048 after 3 warm-up steps;
+#   torch    the PyTorch example (contrib/examples/ddp_train.py, one
+#            process, the job tests/integration/test_ab_jobcg.sh runs),
+#            judged through its step reports; its --slow PCT is the
+#            calibrated slowdown (compute stretched by PCT percent, as the
+#            harness's slow:PCT).
 . "$(dirname "$0")/lib.sh"
 : "${VERDICTS:=10}" "${BUDGET:=90}" "${THRESHOLD:=1}" "${CASES:=0 2 5 10}" "${TRIALS:=8}" "${WORKLOAD:=micro}"
 : "${NODETUNE:=build/nodetune}" "${OUT:=$TMP/ab_power.tsv}"
+SLOW="--inject slow:"
 case "$WORKLOAD" in
 micro) C="$HARNESS --comm none --rows 1000 --batch 512 --steps 15 --warmup 2 --blas-threads 1 --quiet" ;;
+torch)
+	/usr/bin/python3 -c 'import torch' 2>/dev/null || { echo "bench: WORKLOAD=torch: /usr/bin/python3 has no torch (scripts/install-deps.sh torch)" >&2; exit 2; }
+	C="/usr/bin/python3 $(pwd)/contrib/examples/ddp_train.py --steps 30 --batch 128 --width 256 --log-every 5"
+	SLOW="--slow " ;;
 default)
 	root=""; [ "$(id -u)" -ne 0 ] || root=--allow-run-as-root
 	C="mpirun -np 2 $root --oversubscribe $HARNESS --quiet --steps 30 --warmup 3 --batch 2048" ;;
-*) echo "bench: WORKLOAD=$WORKLOAD: micro or default" >&2; exit 2 ;;
+*) echo "bench: WORKLOAD=$WORKLOAD: micro, default or torch" >&2; exit 2 ;;
 esac
 
 echo "# ab_power: WORKLOAD=$WORKLOAD, $VERDICTS verdicts per case, --threshold $THRESHOLD --budget $BUDGET --trials $TRIALS, $(nproc) CPUs"
 printf 'case\tverdict_no\tverdict\tratio\tci_low\tci_high\tp\ttrials_a\ttrials_b\telapsed_s\tpairs\tpair_noise_pct\trefused\n' >"$OUT"
 for i in $(seq 1 "$VERDICTS"); do
 	for c in $CASES; do
-		if [ "$c" -eq 0 ]; then b="cmd=$C"; else b="cmd=$C --inject slow:$c"; fi
+		if [ "$c" -eq 0 ]; then b="cmd=$C"; else b="cmd=$C $SLOW$c"; fi
 		rc=0
 		"$NODETUNE" ab --a "cmd=$C" --b "$b" --trials "$TRIALS" --budget "$BUDGET" --threshold "$THRESHOLD" \
 			--seed "$i" --json >"$TMP/v.json" 2>"$TMP/v.err" || rc=$?

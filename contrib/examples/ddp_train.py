@@ -12,6 +12,9 @@ under nodetune:
     nodetune ab --a cmd="python3 ddp_train.py" --b cmd="python3 ddp_train.py --width 768" \\
         --metric 'throughput: ([0-9.]+) samples/s'
 
+--slow PCT stretches every step's compute by PCT percent (a calibrated
+regression, for bench/ab_power.sh WORKLOAD=torch and the tests).
+
 Each step becomes one line on NODETUNE_STEP_FILE / NODETUNE_STEP_FD (when
 nodetune gives them; nothing otherwise) with the phases data, forward,
 backward (which includes DDP's overlapped all-reduce) and optimizer.  Rank
@@ -46,7 +49,22 @@ def parse_args():
     p.add_argument("--pause-every", type=int, default=0, metavar="N",
                    help="pause every N steps (a checkpoint, a host sync): stalls to find (default 0: never)")
     p.add_argument("--pause-ms", type=float, default=100.0, help="how long a pause is (default 100 ms)")
-    return p.parse_args()
+    p.add_argument("--slow", type=float, default=0.0, metavar="PCT",
+                   help="stretch every step's compute by PCT percent, spinning for PCT%% of its measured "
+                        "forward+backward+optimizer time: a calibrated regression for A/B tests, as the "
+                        "harness's --inject slow:PCT (default 0: none)")
+    args = p.parse_args()
+    if not 0 <= args.slow <= 1000:
+        print(f"ddp_train.py: --slow {args.slow:g}: expected a percentage from 0 to 1000", file=sys.stderr)
+        sys.exit(2)
+    return args
+
+
+def spin(seconds):
+    """Busy-wait: a slowdown that takes the CPU, as compute would (a sleep would not)."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
 
 
 def setup(args):
@@ -93,6 +111,7 @@ def main():
                 x = torch.randn(args.batch, 64, generator=gen)
                 y = x @ w_true + 0.01 * torch.randn(args.batch, 1, generator=gen)
                 x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+            t_compute = time.perf_counter()
             with s.phase("forward"):
                 loss = loss_fn(model(x), y)
             with s.phase("backward"):
@@ -102,6 +121,8 @@ def main():
                 opt.step()
                 if args.device == "cuda":
                     torch.cuda.synchronize()
+                if args.slow:
+                    spin((time.perf_counter() - t_compute) * args.slow / 100)
             if args.pause_every and (i + 1) % args.pause_every == 0:
                 with s.phase("pause"):
                     time.sleep(args.pause_ms / 1000)

@@ -140,6 +140,14 @@ if [ "${workloads#*torch}" != "$workloads" ]; then
 		--metric 'throughput: ([0-9.]+) samples/s' --json
 	check "PyTorch job: --metric from its log, a wider model a regression ($(jq -c '{verdict, ratio, metric: .metric.name}' "$OUT" 2>/dev/null))" -- \
 		jq -e '.metric.source == "--metric" and .verdict == "regression" and .ratio < 0.9' "$OUT"
+	# the example's calibrated slowdown (bench/ab_power.sh WORKLOAD=torch):
+	# B spins 30% of each step's forward+backward+optimizer time, so B/A is
+	# about 1/1.3 less what the data phase dilutes (0.77 to 0.8 here)
+	run "$NODETUNE" ab --a "cmd=$TORCH" --b "cmd=$TORCH --slow 30" --trials 4 --budget 60 --json
+	check "PyTorch job: --slow 30, a regression of about that size through its step reports ($(jq -c '{verdict, ratio}' "$OUT" 2>/dev/null))" -- \
+		jq -e '.metric.source == "step reports" and .verdict == "regression" and .ratio > 0.65 and .ratio < 0.9' "$OUT"
+	expect_fail 2 "--slow 2000: expected a percentage from 0 to 1000" "the example's --slow out of range" -- \
+		$PY "$SRCDIR/contrib/examples/ddp_train.py" --slow 2000
 	run "$NODETUNE" ab --a "cmd=$TORCH" --b "cmd=$TORCH" --trials 2 --budget 1 --metric 'no such line: ([0-9]+)'
 	check "--metric that matches nothing: the arm fails and says so (exit 3)" -- sh -c \
 		"[ $RC -eq 3 ] && grep -q 'metric matched no line of its output' '$OUT' && d=\$(sed -n 's/.*trial outputs in \\(.*\\))\$/\\1/p' '$ERR') && rm -rf \"\$d\""

@@ -9,7 +9,8 @@
 # evidence must name that cgroup, its quota and its throttling in the B
 # trials (A: not throttled).  Then a real-time helper that B's command
 # starts (SCHED_FIFO 50, 30 ms bursts of every 100 ms on the job's CPU):
-# the evidence names it with its policy.  Both arms run on CPU 0.  The
+# the evidence names it with its policy, and its CPU (job_helper_cpu_share)
+# is the first claimed cause.  Both arms run on CPU 0.  The
 # cgroup is removed at the end, however the test ends.
 . "$(dirname "$0")/lib.sh"
 : "${HARNESS:=$SRCDIR/build/nodetune-harness}"
@@ -127,5 +128,9 @@ for w in $workloads; do
 		jq -e '.verdict == "regression" and
 		  ([.evidence[] | select(test("^B.s command runs pid [0-9]+ \\(python3, SCHED_FIFO 50\\) that took [0-9.]+% .*; A has no such process"))] | length >= 1)' \
 		"$T_TMP/rt-$w.json"
+	# and claimed as the cause, first: the CPU it took, not the page faults
+	# of its Python start-up (which led before that row existed)
+	check "$w: the helper's CPU is the first claimed cause ($(jq -c '[.explanations[] | select(.claimed) | {counter, a, b, share_of_change}][:2]' "$T_TMP/rt-$w.json" 2>/dev/null))" -- \
+		jq -e '[.explanations[] | select(.claimed)][0].counter == "job_helper_cpu_share"' "$T_TMP/rt-$w.json"
 done
 t_done

@@ -460,9 +460,11 @@ static void analyse_counters(const struct ab_config *cfg, const struct ab_trial 
 }
 
 /* The explanations: claimed ones first (a cause before a symptom that it
- * explains: CPU quota throttling before "CPU contention (PSI)"), then those
- * that also moved, each by its change over its noise; then the rest by
- * significance. */
+ * explains: CPU quota throttling before "CPU contention (PSI)"), each by how
+ * much of the change it can account for (a helper that took a quarter of
+ * the rank's CPU before the page faults of its start-up, however steady
+ * those were); then those that also moved, each by its change over its
+ * noise; then the rest by significance. */
 static double strength(const struct ab_explanation *x)
 {
 	return fabs(x->b - x->a) / (x->noise + 1e-9 + 1e-3 * fmax(fabs(x->a), fabs(x->b)));
@@ -476,7 +478,8 @@ void ab_rank_explanations(struct ab_result *res)
 			bool swap = y->claimed != x->claimed ? y->claimed
 				    : x->claimed && x->symptom != y->symptom ? x->symptom
 				    : y->moved != x->moved ? y->moved
-				    : x->claimed || x->moved ? strength(y) > strength(x)
+				    : x->claimed ? y->share > x->share
+				    : x->moved ? strength(y) > strength(x)
 				    : y->p < x->p - 1e-12 || (fabs(y->p - x->p) < 1e-12 && strength(y) > strength(x));
 
 			if (swap) {

@@ -56,8 +56,9 @@ enum stats_verdict ab_decide(double threshold, const double *d, int n, double le
 double ab_share_of_change(const struct abwatch_row *row, double a, double b, double ratio, double frame_ms);
 
 /* Order res->expl: claimed first (a cause before a symptom, such as PSI,
- * that it explains), then moved, each by its change over its noise, then
- * the rest by significance. */
+ * that it explains), each by its share of the change (relevance); then
+ * moved, each by its change over its noise; then the rest by
+ * significance. */
 void ab_rank_explanations(struct ab_result *res);
 
 #endif

@@ -55,6 +55,9 @@ const struct abwatch_row abwatch_rows[ABWATCH_N] = {
 		ABWATCH_SRC_CULPRIT, 0, false, 0.01, 0, false },
 	[ABWATCH_AFFINITY_CHANGES] = { "affinity_changes", "", "affinity or cpuset change of a rank",
 		ABWATCH_SRC_CULPRIT, 0, false, 0.5, -1, false },
+	[ABWATCH_JOB_HELPER_CPU_SHARE] = { "job_helper_cpu_share", "share",
+		"CPU taken by a helper process of the job's own command (not its ranks)",
+		ABWATCH_SRC_CULPRIT, 0, false, 0.02, 0, false },
 };
 
 /* ---- the watch ---------------------------------------------------------- */
@@ -345,9 +348,11 @@ static void fill_culprit(struct abwatch_trial *t)
 
 		why_set(t->why[ABWATCH_FOREIGN_CPU_SHARE], "%s", none);
 		why_set(t->why[ABWATCH_IRQ_SHARE], "%s", none);
+		why_set(t->why[ABWATCH_JOB_HELPER_CPU_SHARE], "%s", none);
 		return;
 	}
 	t->v[ABWATCH_FOREIGN_CPU_SHARE] = r->n_tasks ? r->tasks[0].top_share : 0;   /* sorted by top_share */
+	t->v[ABWATCH_JOB_HELPER_CPU_SHARE] = culprit_job_helper_share(r);
 	for (int i = 0; i < r->n_irq_cpus; i++)
 		if (r->irq_cpus[i].irq_seconds >= 0 && r->irq_cpus[i].irq_share + r->irq_cpus[i].softirq_share > irq)
 			irq = r->irq_cpus[i].irq_share + r->irq_cpus[i].softirq_share;

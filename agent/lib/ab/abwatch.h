@@ -62,6 +62,8 @@ enum abwatch_counter {
 	ABWATCH_FOREIGN_CPU_SHARE,     /* the largest share of one rank CPU taken by one task not of the job */
 	ABWATCH_IRQ_SHARE,             /* the largest irq+softirq time share of one rank CPU (proc/stat) */
 	ABWATCH_AFFINITY_CHANGES,      /* changes of a job thread's allowed CPUs seen */
+	ABWATCH_JOB_HELPER_CPU_SHARE,  /* the largest share of one rank CPU taken by one of the job's own
+					* processes not of its busiest kind (culprit_job_helper_share) */
 	ABWATCH_N
 };
 

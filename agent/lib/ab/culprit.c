@@ -1207,6 +1207,25 @@ static double kind_share(const struct culprit_result *r, const struct culprit_ta
 	return r && r->seconds > 0 ? sec / r->seconds : 0;
 }
 
+double culprit_job_helper_share(const struct culprit_result *r)
+{
+	const struct culprit_task *busiest = NULL;
+	double most = -1, share = 0;
+
+	for (int i = 0; r && i < r->n_job; i++) {
+		double s = kind_share(r, &r->job[i]);
+
+		if (s > most) {
+			most = s;
+			busiest = &r->job[i];
+		}
+	}
+	for (int i = 0; busiest && i < r->n_job; i++)
+		if (!same_job_kind(&r->job[i], busiest) && r->job[i].top_share > share)
+			share = r->job[i].top_share;
+	return share;
+}
+
 struct job_line {
 	const struct culprit_task *t;  /* in the arm where its kind took more */
 	int hi;                        /* that arm */

@@ -214,6 +214,16 @@ int culprit_describe_changes(const struct culprit_result *a, int trials_a, const
 int culprit_describe_job(const struct culprit_result *a, const struct culprit_result *b, int slower, char *buf,
 			 size_t size);
 
+/* The largest share of one rank CPU that one of the job's own processes
+ * (r->job) took, among those not of its busiest kind (comm, policy and
+ * priority; the kind with the most time on the rank CPUs: its ranks, whose
+ * pids differ from trial to trial): what a helper that the job's command
+ * starts (an agent its wrapper runs, a real-time helper) took from the
+ * ranks.  0 when the job has one kind only, or r is NULL.  Two ranks of
+ * one kind are both the busiest kind; a helper of the ranks' own kind
+ * cannot be told from them and is not counted. */
+double culprit_job_helper_share(const struct culprit_result *r);
+
 /* qsort order of culprit_task: the largest share of a rank CPU first, then
  * the most seconds, then the pid. */
 int culprit_task_cmp(const void *a, const void *b);

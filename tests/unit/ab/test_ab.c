@@ -298,6 +298,32 @@ static void test_rank_cause_before_symptom(void **state)
 	free(res);
 }
 
+/* Among claimed causes, the one that accounts for more of the change
+ * leads, though the other moved more for its noise: the page faults of a
+ * helper's start-up (steady, so far beyond their noise, but 20% of the
+ * change) after the CPU that helper took (77% of it), as measured in
+ * test_ab_jobcg's real-time helper run. */
+static void test_rank_claimed_by_relevance(void **state)
+{
+	struct ab_result *res = calloc(1, sizeof(*res));
+	const struct abwatch_row *helper = ab_counter_row(AB_C_TRIAL_FIRST + ABWATCH_JOB_HELPER_CPU_SHARE);
+	const struct abwatch_row *faults = ab_counter_row(AB_C_TRIAL_FIRST + ABWATCH_CG_FAULTS);
+
+	(void)state;
+	assert_non_null(res);
+	assert_string_equal(helper->name, "job_helper_cpu_share");
+	assert_false(helper->symptom);
+	res->n_expl = 2;
+	res->expl[0] = (struct ab_explanation){ .counter = faults->name, .a = 20, .b = 220, .noise = 2, .moved = true,
+						.claimed = true, .share = 0.2 };
+	res->expl[1] = (struct ab_explanation){ .counter = helper->name, .a = 0, .b = 0.24, .noise = 0.03, .moved = true,
+						.claimed = true, .share = 0.77 };
+	ab_rank_explanations(res);
+	assert_string_equal(res->expl[0].counter, "job_helper_cpu_share");
+	assert_string_equal(res->expl[1].counter, "cg_page_faults");
+	free(res);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -307,6 +333,7 @@ int main(void)
 		cmocka_unit_test(test_counter_rows),
 		cmocka_unit_test(test_share_of_change),
 		cmocka_unit_test(test_rank_cause_before_symptom),
+		cmocka_unit_test(test_rank_claimed_by_relevance),
 		cmocka_unit_test(test_sequential_simulated),
 	};
 

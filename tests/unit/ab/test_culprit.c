@@ -500,6 +500,24 @@ static void test_describe_job(void **state)
 	assert_int_equal(culprit_describe_job(&a, &b, -1, buf, 60), -ENOSPC);
 	assert_int_equal(culprit_describe_job(&a, &b, 0, buf, sizeof(buf)), 0);   /* A slower: B's take more, victims */
 	assert_int_equal(culprit_describe_job(&a, &b, 1, buf, sizeof(buf)), 2);
+
+	/* per trial: the largest share of one rank CPU of a process not of the
+	 * busiest kind (the two ranks, 19 s together) */
+	assert_true(fabs(culprit_job_helper_share(&a) - 0.02) < 1e-12);
+	assert_true(fabs(culprit_job_helper_share(&b) - 0.30) < 1e-12);
+	/* the helper alone, without the worker: its 11% */
+	b.n_job = 3;
+	assert_true(fabs(culprit_job_helper_share(&b) - 0.11) < 1e-12);
+	/* one kind only (the ranks), none at all, no result: 0 */
+	a.n_job = 2;
+	assert_true(culprit_job_helper_share(&a) == 0);
+	a.n_job = 0;
+	assert_true(culprit_job_helper_share(&a) == 0);
+	assert_true(culprit_job_helper_share(NULL) == 0);
+	/* a helper busier than each rank but not than both together is still the helper */
+	jb[2].seconds = 12;
+	jb[2].top_share = 0.98;
+	assert_true(fabs(culprit_job_helper_share(&b) - 0.98) < 1e-12);
 }
 
 static void test_describe(void **state)
