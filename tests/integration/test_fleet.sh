@@ -299,8 +299,10 @@ expect_fail 2 "rollout r-two exists already" "the same rollout name twice" -- \
 # any job.  A simulated host's knobs are files in its tree, which change
 # nothing the harness does; so the job reads the tree as a real host's
 # kernel would act on it: with numa_balancing 0 it runs with the harness's
-# own slow:80 injection (every step's compute stretched by 80%, measured
-# for real), a regression no run-to-run noise here comes near; with THP
+# own slow:200 injection (every step's compute stretched by 200%, measured
+# for real; B/A about 0.33), a regression no run-to-run noise here comes
+# near even with both canaries' A/Bs on the same 2 CPUs (slow:80 was judged
+# inconclusive once in a fresh-clone run, 0.747 [0.558, 1.001]); with THP
 # defrag madvise, as with anything else, it runs unchanged: a neutral policy.
 # The rollout names the gate "harness"; each host maps it to gatejob.sh, run
 # as nobody, which notes its uid for the check below.
@@ -309,7 +311,7 @@ cp "$HARNESS" "$T_TMP/gatebin/nodetune-harness" && chmod 755 "$T_TMP/gatebin/nod
 printf '%s\n' '#!/bin/sh' \
 	"id -u >>'$T_TMP/gateout/uids'" \
 	'set -- --rows 1000 --steps 30 --warmup 3 --batch 256 --quiet' \
-	'[ "$(cat "$NODETUNE_SYSROOT/proc/sys/kernel/numa_balancing")" = 0 ] && set -- "$@" --inject slow:80' \
+	'[ "$(cat "$NODETUNE_SYSROOT/proc/sys/kernel/numa_balancing")" = 0 ] && set -- "$@" --inject slow:200' \
 	"exec '$T_TMP/gatebin/nodetune-harness' \"\$@\"" >"$T_TMP/gatebin/gatejob.sh"
 chmod 755 "$T_TMP/gatebin/gatejob.sh"
 gate_file harness "$T_TMP/gatebin/gatejob.sh"
