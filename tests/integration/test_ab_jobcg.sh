@@ -122,7 +122,7 @@ WRAP
 chmod +x "$T_TMP/rtwrap"
 for w in $workloads; do
 	run "$NODETUNE" ab --a "cmd=$T_TMP/on0 $(cmd_of $w)" --b "cmd=$T_TMP/rtwrap $PY $T_TMP/burst.py $(cmd_of $w)" \
-		--trials 4 --budget 60 --json
+		--trials 4 --budget 60 --json --report "$T_TMP/rt-$w.html"
 	cp "$OUT" "$T_TMP/rt-$w.json"
 	check "$w, B's command starts a SCHED_FIFO 50 helper: $(jq -c '{verdict, ratio, claimed: [.explanations[] | select(.claimed) | .counter][:3], evidence: .evidence[:1]}' "$T_TMP/rt-$w.json" 2>/dev/null)" -- \
 		jq -e '.verdict == "regression" and
@@ -132,5 +132,12 @@ for w in $workloads; do
 	# of its Python start-up (which led before that row existed)
 	check "$w: the helper's CPU is the first claimed cause ($(jq -c '[.explanations[] | select(.claimed) | {counter, a, b, share_of_change}][:2]' "$T_TMP/rt-$w.json" 2>/dev/null))" -- \
 		jq -e '[.explanations[] | select(.claimed)][0].counter == "job_helper_cpu_share"' "$T_TMP/rt-$w.json"
+	# the report's table of the job's processes: the helper's B row with
+	# its pid, policy, share, top CPU and allowed CPUs (taskset -c 0), and
+	# an A row saying A has none
+	sed -n '/<pre id="job-table">/,/<\/pre>/p' "$T_TMP/rt-$w.html" >"$T_TMP/rt-$w.table"
+	check "$w: the report's table has the helper in B, none in A: $(grep -E 'SCHED_FIFO 50' "$T_TMP/rt-$w.table" | tr -s ' ' | tr '\n' ';')" -- \
+		sh -c 'grep -Eq "^B +[0-9]+ +python3 +SCHED_FIFO 50 +[0-9]+\.[0-9]% +0 +0 +/" "$1" &&
+		       grep -Eq "^A +- +python3 +SCHED_FIFO 50 +- +\(no such process in A\)" "$1"' table "$T_TMP/rt-$w.table"
 done
 t_done

@@ -507,6 +507,11 @@ static void analyse_evidence(const struct ab_trial *tr, int n, struct ab_result 
 	buf[0] = '\0';
 	r = abwatch_explain(&arm[0], &arm[1], res->ratio < 1 ? 1 : res->ratio > 1 ? 0 : -1, buf, sizeof(buf));
 	res->evidence = (r > 0 || r == -ENOSPC) && buf[0] ? strdup(buf) : NULL;
+	free(res->job_table);
+	buf[0] = '\0';
+	r = culprit_job_table(arm[0].culprit_trials ? &arm[0].culprit : NULL,
+			      arm[1].culprit_trials ? &arm[1].culprit : NULL, buf, sizeof(buf));
+	res->job_table = (r > 0 || r == -ENOSPC) && buf[0] ? strdup(buf) : NULL;
 	for (int a = 0; a < 2; a++) {
 		json_decref(res->arm_json[a]);
 		res->arm_json[a] = abwatch_arm_json(&arm[a]);
@@ -814,6 +819,7 @@ void ab_result_release(struct ab_result *res)
 		json_decref(res->arm_json[a]);
 	}
 	free(res->evidence);
+	free(res->job_table);
 	memset(res, 0, sizeof(*res));
 }
 

@@ -181,6 +181,7 @@ struct ab_result {
 	int n_expl;
 	double elapsed_s;
 	char *evidence;               /* lines naming culprits, throttling, IRQs (abwatch) */
+	char *job_table;              /* the job's processes by kind, per arm (culprit_job_table) */
 	json_t *arm_json[2];          /* each arm's watches summed (abwatch) */
 	/* why a counter is not countable here ("" when it is): such a
 	 * counter is left out of the explanations, never taken as 0 */

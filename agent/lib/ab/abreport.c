@@ -122,6 +122,18 @@ static void print_effect(FILE *out, const struct ab_config *cfg, const struct ab
 			"no verdict is given\n", cfg->threshold * 100, cfg->budget_s);
 }
 
+/* text's lines, each indented by two spaces. */
+static void print_indented(FILE *out, const char *text)
+{
+	for (const char *p = text; *p;) {
+		const char *nl = strchr(p, '\n');
+		int len = nl ? (int)(nl - p) : (int)strlen(p);
+
+		fprintf(out, "  %.*s\n", len, p);
+		p += len + (nl != NULL);
+	}
+}
+
 int abreport_print(FILE *out, const struct ab_config *cfg, const struct ab_result *res)
 {
 	int shown = 0;
@@ -166,17 +178,16 @@ int abreport_print(FILE *out, const struct ab_config *cfg, const struct ab_resul
 	}
 	if (res->evidence && res->evidence[0]) {
 		fprintf(out, "evidence:\n");
-		for (const char *p = res->evidence; *p;) {
-			const char *nl = strchr(p, '\n');
-			int len = nl ? (int)(nl - p) : (int)strlen(p);
-
-			fprintf(out, "  %.*s\n", len, p);
-			p += len + (nl != NULL);
-		}
+		print_indented(out, res->evidence);
 	}
 	for (int c = 0; c < AB_COUNTERS; c++)
 		if (res->not_countable[c][0])
 			fprintf(out, "  (%s: not countable on this host: %s)\n", ab_counter_row(c)->name, res->not_countable[c]);
+	if (res->job_table && res->job_table[0]) {
+		fprintf(out, "the job's processes on the rank CPUs, by kind (CPU: a share of one CPU over the arm's trials; "
+			"pid, allowed CPUs, cgroup: its first trial's):\n");
+		print_indented(out, res->job_table);
+	}
 	return ferror(out) ? -EIO : 0;
 }
 

@@ -178,6 +178,15 @@ int abwatch_started(struct abwatch *w, pid_t pid, struct nt_err *err)
 		return err_set(err, -EINVAL, "abwatch_started: %s", !w ? "no watch" : pid <= 0 ? "no pid" : "called twice");
 	w->started = true;
 	w->pid = pid;
+	/* the child joins the trial cgroup itself (abwatch_child), but may not
+	 * have yet: a first sample taken before it did would see the job
+	 * outside it (the hierarchy's root followed as the job's cgroup, its
+	 * rows in "/").  Moving it from here too closes that window; the
+	 * second write is a no-op. */
+	if (w->cg && trialcg_attach(w->cg, pid, &e) < 0) {
+		log_msg(LOG_DEBUG, "abwatch: %s", e.msg);
+		e = (struct nt_err){ 0 };
+	}
 	if (w->cg) {
 		w->have_before = trialcg_read(w->cg, &w->before, &e) == 0;
 		if (!w->have_before) {

@@ -118,7 +118,8 @@ struct abwatch *abwatch_begin(const struct fsroot *root, const char *label, stru
 int abwatch_child(const struct abwatch *w);
 
 /* In the parent right after fork, while the child waits for it (so nothing
- * the job does is missed): the cgroup's counters "before", its perf events
+ * the job does is missed): the child moved into the trial cgroup (whether
+ * or not it has joined it yet), the cgroup's counters "before", its perf events
  * opened, the culprit watch started with pid as the job.  Each part that
  * cannot start leaves its counters not countable (with why) and the others
  * go on.  Returns 0 when every part started, else the -errno of the first

@@ -485,6 +485,21 @@ int culprit_sample(struct culprit *c)
 	for (int i = 0; i < c->n_prev; i++)
 		if (c->procs[c->prev[i].proc].job)
 			check_affinity(c, &c->prev[i], now);
+	/* a job's process may move (a container runtime, a launcher with a
+	 * CPU limit, nodetune's own trial cgroup after the fork): its cgroup
+	 * as of this sample, kept when it can no longer be read */
+	for (int i = 0; i < c->n_procs; i++) {
+		struct cu_proc *p = &c->procs[i];
+		char now_in[sizeof(p->cgroup)];
+
+		if (!p->job || p->self)
+			continue;
+		read_cgroup(c->root, p->pid, now_in, sizeof(now_in));
+		if (now_in[0]) {
+			text_printable(now_in);
+			memcpy(p->cgroup, now_in, sizeof(now_in));
+		}
+	}
 	fsroot_cache_sweep(c->root);
 	c->samples++;
 	ms = mono_ms() - t0;
@@ -692,6 +707,12 @@ static int culprit_row(const struct culprit *c, const struct cu_proc *p, double 
 		}
 	snprintf(t.comm, sizeof(t.comm), "%s", p->comm);
 	snprintf(t.cgroup, sizeof(t.cgroup), "%s", p->cgroup);
+	for (int i = 0; p->job && i < c->n_allowed; i++)
+		if (c->allowed[i].tid == p->pid) {
+			snprintf(t.allowed, sizeof(t.allowed), "%s", c->allowed[i].list);
+			text_printable(t.allowed);
+			break;
+		}
 	*ret = t;
 	return 0;
 }
@@ -931,11 +952,12 @@ static json_t *task_json(const struct culprit_task *t)
 	for (int k = 0; k < t->n_cpus; k++)
 		json_array_append_new(cpus, json_pack("{s:i, s:f, s:f}", "cpu", t->cpus[k].cpu, "seconds",
 						      t->cpus[k].seconds, "share", t->cpus[k].share));
-	return json_pack("{s:i, s:s, s:b, s:s, s:s, s:i, s:i, s:f, s:o, s:f, s:o}", "pid", t->pid, "comm", t->comm,
+	return json_pack("{s:i, s:s, s:b, s:s, s:s, s:i, s:i, s:f, s:o, s:f, s:o, s:o}", "pid", t->pid, "comm", t->comm,
 			 "kernel_thread", t->kthread, "cgroup", t->cgroup, "policy", culprit_policy_name(t->policy),
 			 "priority", t->priority, "threads", t->threads, "seconds", t->seconds, "top_cpu",
 			 t->top_cpu >= 0 ? json_integer(t->top_cpu) : json_null(),
-			 "top_share", t->top_share, "cpus", cpus);
+			 "top_share", t->top_share, "allowed_cpus", t->allowed[0] ? json_string(t->allowed) : json_null(),
+			 "cpus", cpus);
 }
 
 static json_t *seconds_or_null(double s)
@@ -1297,4 +1319,93 @@ int culprit_describe_job(const struct culprit_result *a, const struct culprit_re
 	}
 	free(l);
 	return ok ? lines : -ENOSPC;
+}
+
+/* ---- the job's processes, a table ------------------------------------------ */
+
+/* The first (busiest: r->job is in culprit_task_cmp order) row of t's kind
+ * in r; NULL: none. */
+static const struct culprit_task *kind_row(const struct culprit_result *r, const struct culprit_task *t)
+{
+	for (int i = 0; r && i < r->n_job; i++)
+		if (same_job_kind(&r->job[i], t))
+			return &r->job[i];
+	return NULL;
+}
+
+struct table_kind {
+	const struct culprit_task *t;  /* the kind, from the first arm that has it */
+	double most;                   /* its larger share of the two arms */
+};
+
+static int cmp_table_kind(const void *a, const void *b)
+{
+	const struct table_kind *x = a, *y = b;
+
+	if (x->most != y->most)
+		return x->most < y->most ? 1 : -1;
+	return strcmp(x->t->comm, y->t->comm);
+}
+
+static bool table_row(char *buf, size_t size, size_t *len, char arm, const struct culprit_result *r,
+		      const struct culprit_task *kind)
+{
+	const struct culprit_task *t = kind_row(r, kind);
+	char policy[32], pid[16], top[16];
+
+	snprintf(policy, sizeof(policy), "%s %d", culprit_policy_name(kind->policy), kind->priority);
+	if (!t)
+		return textbuf_appendf(buf, size, len, "%c    %-8s %-16s %-17s %6s   (no such process in %c)\n", arm, "-",
+				       kind->comm, policy, "-", arm);
+	snprintf(pid, sizeof(pid), "%d", t->pid);
+	if (t->top_cpu >= 0)
+		snprintf(top, sizeof(top), "%d", t->top_cpu);
+	else
+		snprintf(top, sizeof(top), "-");
+	return textbuf_appendf(buf, size, len, "%c    %-8s %-16s %-17s %6.1f%%  %-4s %-12s %s\n", arm, pid, t->comm,
+			       policy, 100 * kind_share(r, t), top, t->allowed[0] ? t->allowed : "?",
+			       t->cgroup[0] ? t->cgroup : "?");
+}
+
+int culprit_job_table(const struct culprit_result *a, const struct culprit_result *b, char *buf, size_t size)
+{
+	const struct culprit_result *arm[2] = { a, b };
+	struct table_kind *k = calloc((size_t)((a ? a->n_job : 0) + (b ? b->n_job : 0)) + 1, sizeof(*k));
+	size_t len = 0;
+	int n = 0, rows = 0;
+	double rest = 0;
+	bool ok;
+
+	if (!size)
+		return free(k), -ENOSPC;
+	buf[0] = '\0';
+	if (!k)
+		return -ENOMEM;
+	for (int s = 0; s < 2; s++)
+		for (int i = 0; arm[s] && i < arm[s]->n_job; i++) {
+			const struct culprit_task *t = &arm[s]->job[i];
+			bool dup = false;
+
+			for (int j = 0; j < n && !dup; j++)
+				dup = same_job_kind(k[j].t, t);
+			if (!dup) {
+				k[n].t = t;
+				k[n++].most = fmax(kind_share(arm[0], t), kind_share(arm[1], t));
+			}
+		}
+	if (!n)
+		return free(k), 0;
+	qsort(k, (size_t)n, sizeof(*k), cmp_table_kind);
+	ok = textbuf_appendf(buf, size, &len, "arm  pid      comm             policy                CPU  top  allowed      cgroup\n");
+	for (int i = 0; i < n && i < CULPRIT_TABLE_KINDS && ok; i++) {
+		ok = table_row(buf, size, &len, 'A', a, k[i].t) && table_row(buf, size, &len, 'B', b, k[i].t);
+		rows += ok;
+	}
+	for (int i = CULPRIT_TABLE_KINDS; i < n; i++)
+		rest = fmax(rest, k[i].most);
+	if (ok && n > CULPRIT_TABLE_KINDS)
+		ok = textbuf_appendf(buf, size, &len, "(%d more kind%s, each %.1f%% of a CPU or less)\n",
+				     n - CULPRIT_TABLE_KINDS, n - CULPRIT_TABLE_KINDS == 1 ? "" : "s", 100 * rest);
+	free(k);
+	return ok ? rows : -ENOSPC;
 }

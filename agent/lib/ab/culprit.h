@@ -75,13 +75,18 @@ struct culprit_task {
 	char comm[32];
 	char cgroup[256];            /* the path of its cpu controller's line of
 				      * proc/PID/cgroup, else the v2 ("0::")
-				      * line's, else the first line's */
+				      * line's, else the first line's: for the
+				      * job's processes as of the last sample that
+				      * could read it, for others when first seen */
 	int policy;                  /* SCHED_OTHER, SCHED_FIFO, ... (the kernel's numbers) */
 	int priority;                /* rt_priority for FIFO and RR, else nice */
 	bool kthread;                /* a kernel thread (PF_KTHREAD) */
 	double seconds;              /* on the rank CPUs, all of them */
 	int top_cpu;                 /* the rank CPU where its share is largest */
 	double top_share;            /* that share: the sort key */
+	char allowed[CULPRIT_LIST_LEN];   /* a job process's allowed CPUs (its main
+				      * thread's Cpus_allowed_list at the last sample);
+				      * "" for others, or when not read */
 	int n_cpus;
 	struct culprit_cpu_time *cpus;   /* the rank CPUs it ran on, by CPU */
 };
@@ -213,6 +218,25 @@ int culprit_describe_changes(const struct culprit_result *a, int trials_a, const
  * -ENOSPC when buf was too small (it holds the whole lines that fit). */
 int culprit_describe_job(const struct culprit_result *a, const struct culprit_result *b, int slower, char *buf,
 			 size_t size);
+
+/* The job's own processes as a table, A against B: one row per arm for each
+ * kind (comm, policy and priority: pids differ from trial to trial), the
+ * CULPRIT_TABLE_KINDS kinds that took the most of a rank CPU in either arm,
+ * largest first, after a header line:
+ *   arm  pid      comm             policy                CPU  top  allowed      cgroup
+ *   A    -        helper           SCHED_FIFO 50          -   (no such process in A)
+ *   B    4242     helper           SCHED_FIFO 50       11.0%  1    0-1          /limited
+ * CPU is the kind's time on the rank CPUs over the arm's time (a share of
+ * one CPU); top the rank CPU where it ran most; pid, allowed CPUs (its main
+ * thread's, "?" when not read) and cgroup are those of the arm's first (in
+ * a merged arm: first trial's) busiest process of the kind.  The kinds past
+ * the limit are counted in one last line:
+ *   (2 more kinds, each 0.4% of a CPU or less)
+ * Lines end in '\n'.  Returns the number of kinds shown (0: the job ran
+ * nothing on the rank CPUs in either arm, buf ""), -ENOSPC when buf was too
+ * small (it holds the whole lines that fit), -ENOMEM. */
+#define CULPRIT_TABLE_KINDS 5
+int culprit_job_table(const struct culprit_result *a, const struct culprit_result *b, char *buf, size_t size);
 
 /* The largest share of one rank CPU that one of the job's own processes
  * (r->job) took, among those not of its busiest kind (comm, policy and

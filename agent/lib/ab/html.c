@@ -365,6 +365,13 @@ int html_ab_page(FILE *f, const struct ab_config *cfg, const struct ab_result *r
 		html_escape(f, res->evidence);
 		fputs("</pre>\n", f);
 	}
+	if (res->job_table && res->job_table[0]) {
+		fputs("<h2>The job's processes on the rank CPUs</h2>\n<p>By kind (comm, policy, priority); CPU is a share "
+		      "of one CPU over the arm's trials; pid, allowed CPUs and cgroup are its first trial's.</p>\n"
+		      "<pre id=\"job-table\">", f);
+		html_escape(f, res->job_table);
+		fputs("</pre>\n", f);
+	}
 	fputs("</body>\n</html>\n", f);
 	return ferror(f) ? -EIO : 0;
 }

@@ -143,6 +143,8 @@ struct job_spec {
 	bool pin;                   /* on CPU 0 */
 	bool daemon;                /* the job first starts a daemon: busy on CPU 0, then asleep until killed */
 	const char *quota_v2, *quota_v1;   /* set on the trial cgroup before the job goes (NULL: none) */
+	bool no_join;               /* the child does not join the trial cgroup itself (a child
+				     * slower to join than abwatch_started is to sample) */
 };
 
 /* Write the quota on the group's cpu.max (v2) or cpu.cfs_quota_us (v1);
@@ -212,7 +214,7 @@ static void run_trial(struct live *t, const struct job_spec *js)
 	assert_true(t->job >= 0);
 	if (t->job == 0) {
 		close(go[1]);
-		if (abwatch_child(t->w) < 0 || (js->pin && pin_cpu0() < 0) || read(go[0], &x, 1) != 1)
+		if ((!js->no_join && abwatch_child(t->w) < 0) || (js->pin && pin_cpu0() < 0) || read(go[0], &x, 1) != 1)
 			_exit(99);
 		if (js->daemon)
 			spawn_daemon(report[1], js->seconds);
@@ -390,6 +392,34 @@ static void test_live_daemon_is_the_jobs(void **state)
 	}
 	assert_true(gone(t->daemon));
 	t->daemon = -1;
+}
+
+/* abwatch_started moves the job into the trial cgroup itself: a child that
+ * has not joined it yet when the watch takes its first sample is never
+ * seen outside it (its cgroup in the culprit rows is the trial's, and the
+ * hierarchy's root is not followed as one of the job's cgroups). */
+static void test_live_parent_joins(void **state)
+{
+	struct live *t = *state;
+	const struct job_spec js = { .seconds = 0.4, .pin = true, .no_join = true };
+	const struct culprit_task *row = NULL;
+
+	live_begin(t, "unit-join", true);
+	run_trial(t, &js);
+	assert_true(t->trial.culprit_read);
+	for (int i = 0; i < t->trial.culprit.n_job; i++)
+		if (t->trial.culprit.job[i].pid == (int)t->ran)
+			row = &t->trial.culprit.job[i];
+	assert_non_null(row);
+	print_message("job %d in cgroup %s\n", (int)t->ran, row->cgroup);
+	assert_non_null(strstr(row->cgroup, "/" TRIALCG_PARENT "/"));
+	assert_non_null(strstr(row->cgroup, "unit-join"));
+	for (int i = 0; t->trial.follow && i < t->trial.follow->n; i++) {
+		print_message("followed %s%s\n", t->trial.follow->group[i].name,
+			      t->trial.follow->group[i].job ? " (the job's)" : "");
+		if (t->trial.follow->group[i].job)
+			assert_non_null(strstr(t->trial.follow->group[i].name, "/" TRIALCG_PARENT "/"));
+	}
 }
 
 /* 20% of a CPU on the trial cgroup, a job busy for 0.8 s: throttled, and
@@ -886,6 +916,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_live_culprit_named, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_live_daemon_is_the_jobs, live_setup, live_teardown),
+		cmocka_unit_test_setup_teardown(test_live_parent_joins, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_live_quota_throttled, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_nothing_countable, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_not_started, live_setup, live_teardown),

@@ -68,7 +68,7 @@ static void write_tree(const char *dir, int end)
 		/* the job: 1.5 s on CPU 1; a thread re-pinned mid-trial; a child */
 		{ JOB, JOB, 1, "trainer", 0x400040, 0, 1, 0, 0, NS(10 + 1.5 * end), "1" },
 		{ JOB, 101, 1, "trainer", 0x400040, 0, 1, 0, 0, NS(1), end ? "0-1" : "1" },
-		{ 150, 150, JOB, "worker", 0x400040, 0, 1, 0, 0, NS(5 + 0.2 * end), "1" },
+		{ 150, 150, JOB, "worker", 0x400040, 0, 1, 0, 0, NS(5 + 0.2 * end), "1-2" },
 		/* nodetune exec binding the rank it is about to exec: the policy, not a change */
 		{ 160, 160, JOB, "nodetune", 0x400040, 0, 1, 0, 0, NS(1), end ? "1" : "0-3" },
 		/* a SCHED_FIFO 50 neighbour on CPU 1: 0.4 s */
@@ -86,7 +86,10 @@ static void write_tree(const char *dir, int end)
 
 	for (size_t i = 0; i < sizeof(tasks) / sizeof(tasks[0]); i++)
 		write_task(dir, &tasks[i], tasks[i].pid == 200 ? "12:cpu,cpuacct:/noisy\007\n1:name=systemd:/sys\n0::/v2\n"
-					 : tasks[i].pid == 300 ? "0::/\n" : "1:name=systemd:/user\n");
+					 : tasks[i].pid == 300 ? "0::/\n"
+					 /* the job moved itself during the trial */
+					 : tasks[i].pid == JOB && end ? "3:cpu:/limited\n1:name=systemd:/user\n"
+					 : "1:name=systemd:/user\n");
 	if (end)
 		write_task(dir, &born, "");
 	test_write(dir, "proc/self", "not a pid\n");
@@ -150,6 +153,15 @@ static void check_tree_tasks(const struct culprit_result *r)
 	assert_true(fabs(t->top_share - 0.05) < 1e-9);
 	assert_null(find_pid(r, JOB));
 	assert_null(find_pid(r, 150));
+	/* the job's rows, with their main thread's allowed CPUs (not thread
+	 * 101's, which moved to 0-1), and the cgroup each was in at the end
+	 * (the job moved itself to /limited) */
+	assert_int_equal(r->n_job, 2);
+	for (int i = 0; i < r->n_job; i++) {
+		assert_true(r->job[i].pid == JOB || r->job[i].pid == 150);
+		assert_string_equal(r->job[i].allowed, r->job[i].pid == JOB ? "1" : "1-2");
+		assert_string_equal(r->job[i].cgroup, r->job[i].pid == JOB ? "/limited" : "/user");
+	}
 }
 
 static void check_tree_irqs(const struct culprit_result *r)
@@ -215,6 +227,10 @@ static void test_tree(void **state)
 									    "softirqs"), "NET_RX")), 1000);
 	assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(j, "tasks"), 0), "top_cpu")),
 			 r.tasks[0].top_cpu);
+	/* allowed CPUs: a job row's list, null for others (not read) */
+	assert_true(json_is_null(json_object_get(json_array_get(json_object_get(j, "tasks"), 0), "allowed_cpus")));
+	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(j, "job"), 0), "allowed_cpus")),
+			    r.job[0].allowed);
 	json_decref(j);
 	r.tasks[0].top_cpu = -1;        /* a task seen on no CPU: null, not -1 */
 	j = culprit_json(&r);
@@ -520,6 +536,73 @@ static void test_describe_job(void **state)
 	assert_true(fabs(culprit_job_helper_share(&b) - 0.98) < 1e-12);
 }
 
+/* The job's processes as a table: a row per arm for each kind, the busiest
+ * kind first (the two ranks, 19 s of 10 s: 190% of a CPU), a kind one arm
+ * lacks said so, the kinds past the limit counted; bad sizes. */
+static void test_job_table(void **state)
+{
+	struct culprit_cpu_time r0 = { 0, 9.5, 0.95 }, r1 = { 1, 9.5, 0.95 }, h1 = { 1, 1.1, 0.11 };
+	struct culprit_cpu_time w1a = { 1, 0.2, 0.02 }, w1b = { 1, 3.0, 0.30 }, small = { 1, 0.01, 0.001 };
+	struct culprit_task ja[3] = {
+		{ .pid = 10, .comm = "rank", .cgroup = "/nt/a", .allowed = "0", .top_cpu = 0, .top_share = 0.95,
+		  .seconds = 9.5, .n_cpus = 1, .cpus = &r0 },
+		{ .pid = 11, .comm = "rank", .cgroup = "/nt/a", .allowed = "1", .top_cpu = 1, .top_share = 0.95,
+		  .seconds = 9.5, .n_cpus = 1, .cpus = &r1 },
+		{ .pid = 12, .comm = "worker", .cgroup = "/nt/a", .top_cpu = 1, .top_share = 0.02, .seconds = 0.2,
+		  .n_cpus = 1, .cpus = &w1a },
+	};
+	struct culprit_task jb[9] = {
+		{ .pid = 20, .comm = "rank", .cgroup = "/nt/b", .allowed = "0", .top_cpu = 0, .top_share = 0.95,
+		  .seconds = 9.5, .n_cpus = 1, .cpus = &r0 },
+		{ .pid = 21, .comm = "rank", .cgroup = "/nt/b", .allowed = "1", .top_cpu = 1, .top_share = 0.95,
+		  .seconds = 9.5, .n_cpus = 1, .cpus = &r1 },
+		{ .pid = 4242, .comm = "helper", .cgroup = "/limited", .allowed = "0-1", .policy = SCHED_FIFO,
+		  .priority = 50, .top_cpu = 1, .top_share = 0.11, .seconds = 1.1, .n_cpus = 1, .cpus = &h1 },
+		{ .pid = 22, .comm = "worker", .cgroup = "/nt/b", .allowed = "0-1", .top_cpu = 1, .top_share = 0.30,
+		  .seconds = 3.0, .n_cpus = 1, .cpus = &w1b },
+		{ .pid = 30, .comm = "k1", .top_cpu = 1, .top_share = 0.001, .seconds = 0.01, .n_cpus = 1, .cpus = &small },
+		{ .pid = 31, .comm = "k2", .top_cpu = 1, .top_share = 0.001, .seconds = 0.01, .n_cpus = 1, .cpus = &small },
+		{ .pid = 32, .comm = "k3", .top_cpu = 1, .top_share = 0.001, .seconds = 0.01, .n_cpus = 1, .cpus = &small },
+		{ .pid = 33, .comm = "k4", .top_cpu = -1, .top_share = 0, .seconds = 0.004, .n_cpus = 0 },
+	};
+	struct culprit_result a = { .seconds = 10, .n_job = 3, .job = ja }, b = { .seconds = 10, .n_job = 4, .job = jb };
+	char buf[2048];
+
+	(void)state;
+	assert_int_equal(culprit_job_table(&a, &b, buf, sizeof(buf)), 3);
+	print_message("%s", buf);
+	assert_string_equal(buf,
+			    "arm  pid      comm             policy                CPU  top  allowed      cgroup\n"
+			    "A    10       rank             SCHED_OTHER 0      190.0%  0    0            /nt/a\n"
+			    "B    20       rank             SCHED_OTHER 0      190.0%  0    0            /nt/b\n"
+			    "A    12       worker           SCHED_OTHER 0        2.0%  1    ?            /nt/a\n"
+			    "B    22       worker           SCHED_OTHER 0       30.0%  1    0-1          /nt/b\n"
+			    "A    -        helper           SCHED_FIFO 50          -   (no such process in A)\n"
+			    "B    4242     helper           SCHED_FIFO 50       11.0%  1    0-1          /limited\n");
+	/* more kinds than the limit: the rest counted in one line */
+	b.n_job = 8;
+	assert_int_equal(culprit_job_table(&a, &b, buf, sizeof(buf)), CULPRIT_TABLE_KINDS);
+	assert_non_null(strstr(buf, "B    30       k1 "));
+	assert_non_null(strstr(buf, "B    31       k2 "));
+	assert_null(strstr(buf, "k3"));
+	assert_non_null(strstr(buf, "\n(2 more kinds, each 0.1% of a CPU or less)\n"));
+	assert_string_equal(strstr(buf, "\n(2 more"), "\n(2 more kinds, each 0.1% of a CPU or less)\n");
+	/* one arm only (B not watched), none at all */
+	assert_int_equal(culprit_job_table(&a, NULL, buf, sizeof(buf)), 2);
+	assert_non_null(strstr(buf, "B    -        worker "));
+	assert_int_equal(culprit_job_table(NULL, NULL, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "");
+	a.n_job = 0;
+	b.n_job = 0;
+	assert_int_equal(culprit_job_table(&a, &b, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "");
+	/* too small: whole lines only */
+	b.n_job = 4;
+	assert_int_equal(culprit_job_table(&a, &b, buf, 200), -ENOSPC);
+	assert_int_equal(buf[strlen(buf) - 1], '\n');
+	assert_int_equal(culprit_job_table(&a, &b, buf, 0), -ENOSPC);
+}
+
 static void test_describe(void **state)
 {
 	struct culprit_cpu_time on1 = { 1, 0.98, 0.098 }, k1 = { 1, 0.3, 0.03 }, k1a = { 1, 0.003, 0.0003 };
@@ -564,6 +647,7 @@ int main(void)
 		cmocka_unit_test(test_describe),
 		cmocka_unit_test(test_describe_changes),
 		cmocka_unit_test(test_describe_job),
+		cmocka_unit_test(test_job_table),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -69,6 +69,7 @@ static void fill(struct ab_config *cfg, struct ab_result *res)
 	res->per_step = true;
 	res->blocks = 4;
 	res->evidence = strdup("pid 4242 (stress, SCHED_FIFO 50) ran 9.8% of CPU 1 during B trials, 0% during A <x>\n");
+	res->job_table = strdup("arm  pid      comm\nB    4310     <helper>\n");
 }
 
 static char *render(const struct ab_config *cfg, const struct ab_result *res)
@@ -90,6 +91,7 @@ static void release(struct ab_result *res)
 		free(res->metric[a]);
 	}
 	free(res->evidence);
+	free(res->job_table);
 }
 
 static void test_page(void **state)
@@ -134,6 +136,9 @@ static void test_page(void **state)
 	assert_non_null(strstr(html, "<pre id=\"evidence\">pid 4242 (stress, SCHED_FIFO 50) ran 9.8% of CPU 1 "
 				     "during B trials, 0% during A &lt;x&gt;\n</pre>"));
 	assert_null(strstr(html, "not countable"));
+	/* the job's processes, escaped, after the evidence */
+	assert_non_null(strstr(html, "<pre id=\"job-table\">arm  pid      comm\nB    4310     &lt;helper&gt;\n</pre>"));
+	assert_true(strstr(html, "id=\"job-table\"") > strstr(html, "id=\"evidence\""));
 	free(html);
 	/* a counter this host cannot produce: said so, with the reason */
 	snprintf(res.not_countable[AB_C_CPU_PRESSURE_MS], sizeof(res.not_countable[0]), "no /proc/pressure <psi=0>");
