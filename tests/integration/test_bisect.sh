@@ -22,11 +22,16 @@ if [ "$(id -u)" -ne 0 ] || [ ! -w /sys/kernel/mm/transparent_hugepage/defrag ] |
 fi
 before=$(cat /sys/kernel/mm/transparent_hugepage/enabled /sys/kernel/mm/transparent_hugepage/defrag \
 	/proc/sys/vm/swappiness /proc/sys/vm/stat_interval | tr '\n' ' ')
+# --threshold 10: the pair doubles the workload's time, and one knob alone
+# moves it for real by a little (vm.stat_interval=2 alone measured B/A 0.985
+# and 0.987 here; in one fresh-clone run thp.defrag=never alone was judged a
+# regression beyond the default 2% and bisect stopped at it); a user
+# bisecting a 2x slowdown asks about that size, not about 2%
 # shellcheck disable=SC2086
-run "$NODETUNE" bisect --good "$T_TMP/good.conf" --bad "$T_TMP/bad.conf" --trials 4 --budget 10 --json -- $W
+run "$NODETUNE" bisect --good "$T_TMP/good.conf" --bad "$T_TMP/bad.conf" --trials 4 --budget 10 --threshold 10 --json -- $W
 after=$(cat /sys/kernel/mm/transparent_hugepage/enabled /sys/kernel/mm/transparent_hugepage/defrag \
 	/proc/sys/vm/swappiness /proc/sys/vm/stat_interval | tr '\n' ' ')
-check "the two knobs that slow the workload only together, and no other ($(jq -c '[.culprits[] | .section + "." + .key]' "$OUT" 2>/dev/null), $(jq '.tests | length' "$OUT" 2>/dev/null) A/B tests)" -- sh -c \
+check "the two knobs that slow the workload only together, and no other ($(jq -c '[.culprits[] | .section + "." + .key]' "$OUT" 2>/dev/null), $(jq '.tests | length' "$OUT" 2>/dev/null) A/B tests: $(jq -c '[.tests[] | "{" + .knobs + "} " + .verdict + " " + (.ratio * 1000 | round / 1000 | tostring)]' "$OUT" 2>/dev/null))" -- sh -c \
 	"[ $RC -eq 0 ] && jq -e '.reproduced and .knobs_differing == 4 and
 	  ([.culprits[] | .section + \".\" + .key + \"=\" + .bad] == [\"thp.defrag=never\", \"sysctl.vm.stat_interval=2\"]) and
 	  .tests[0].verdict == \"regression\"' '$OUT'"
