@@ -482,17 +482,18 @@ int culprit_sample(struct culprit *c)
 	if (procs_settle(c) < 0)
 		return -ENOMEM;
 	now = clock_s(c->root);
-	for (int i = 0; i < c->n_prev; i++)
-		if (c->procs[c->prev[i].proc].job)
-			check_affinity(c, &c->prev[i], now);
-	/* a job's process may move (a container runtime, a launcher with a
-	 * CPU limit, nodetune's own trial cgroup after the fork): its cgroup
-	 * as of this sample, kept when it can no longer be read */
-	for (int i = 0; i < c->n_procs; i++) {
-		struct cu_proc *p = &c->procs[i];
+	for (int i = 0; i < c->n_prev; i++) {
+		struct cu_proc *p = &c->procs[c->prev[i].proc];
 		char now_in[sizeof(p->cgroup)];
 
-		if (!p->job || p->self)
+		if (!p->job)
+			continue;
+		check_affinity(c, &c->prev[i], now);
+		/* a job's process may move (a container runtime, a launcher
+		 * with a CPU limit, nodetune's own trial cgroup after the
+		 * fork): its cgroup as of this sample, read once per process
+		 * (at its main thread), kept when it can no longer be read */
+		if (c->prev[i].tid != p->pid)
 			continue;
 		read_cgroup(c->root, p->pid, now_in, sizeof(now_in));
 		if (now_in[0]) {
@@ -1255,12 +1256,14 @@ struct job_line {
 	bool absent;                   /* no process of its kind in the other arm */
 };
 
-static bool kind_in(const struct culprit_result *r, const struct culprit_task *t)
+/* The first (busiest: r->job is in culprit_task_cmp order) row of t's kind
+ * in r; NULL: none. */
+static const struct culprit_task *kind_row(const struct culprit_result *r, const struct culprit_task *t)
 {
 	for (int i = 0; r && i < r->n_job; i++)
 		if (same_job_kind(&r->job[i], t))
-			return true;
-	return false;
+			return &r->job[i];
+	return NULL;
 }
 
 static int cmp_job_line(const void *a, const void *b)
@@ -1293,7 +1296,7 @@ int culprit_describe_job(const struct culprit_result *a, const struct culprit_re
 
 			x.share[s] = kind_share(arm[s], t);
 			x.share[!s] = kind_share(arm[!s], t);
-			x.absent = !kind_in(arm[!s], t);
+			x.absent = !kind_row(arm[!s], t);
 			for (int k = 0; k < n && !dup; k++)
 				dup = same_job_kind(l[k].t, t);
 			/* in the faster arm it is a victim of the slowdown, not its cause */
@@ -1322,16 +1325,6 @@ int culprit_describe_job(const struct culprit_result *a, const struct culprit_re
 }
 
 /* ---- the job's processes, a table ------------------------------------------ */
-
-/* The first (busiest: r->job is in culprit_task_cmp order) row of t's kind
- * in r; NULL: none. */
-static const struct culprit_task *kind_row(const struct culprit_result *r, const struct culprit_task *t)
-{
-	for (int i = 0; r && i < r->n_job; i++)
-		if (same_job_kind(&r->job[i], t))
-			return &r->job[i];
-	return NULL;
-}
 
 struct table_kind {
 	const struct culprit_task *t;  /* the kind, from the first arm that has it */
