@@ -121,8 +121,10 @@ static void test_vmstat_memcg_throttling(void **state)
 
 #define KVM "tests/fixtures/sysroot/debian12-kvm-2cpu"
 
-/* A real capture: nodetune-harness with 6 threads on this 2-CPU VM (the
- * sums were taken with awk and python over the captured files). */
+/* A real capture: nodetune-harness with 6 threads on this 2-CPU VM, about
+ * 15 s into a run (the sums were taken with awk over the captured files:
+ * fields 14, 15 and 39 of each task/N/stat, the ctxt_switches lines of
+ * task/N/status, the first two fields of task/N/schedstat). */
 static void test_read_proc(void **state)
 {
 	struct fsroot *r = open_rel(KVM);
@@ -130,14 +132,14 @@ static void test_read_proc(void **state)
 	struct nt_err err = { 0 };
 
 	(void)state;
-	assert_int_equal(obs_read_proc(r, 22623, &p, &err), 0);
+	assert_int_equal(obs_read_proc(r, 11584, &p, &err), 0);
 	assert_int_equal(p.n_threads, 6);
-	assert_int_equal(p.utime, 370);
-	assert_int_equal(p.stime, 9);
-	assert_int_equal(p.vol_switches, 3580);
-	assert_int_equal(p.invol_switches, 4304);
-	assert_true(p.run_ns == 3881238301ull);
-	assert_true(p.wait_ns == 2224104883ull);
+	assert_int_equal(p.utime, 1489);
+	assert_int_equal(p.stime, 702);
+	assert_int_equal(p.vol_switches, 103139);
+	assert_int_equal(p.invol_switches, 196537);
+	assert_true(p.run_ns == 22016929109ull);
+	assert_true(p.wait_ns == 9500700990ull);
 	assert_int_equal(p.n_cpus_seen, 2);
 	assert_int_equal(obs_read_proc(r, 1, &p, &err), -ENOENT);
 	fsroot_free(r);
@@ -206,15 +208,15 @@ static void test_psi_interrupts(void **state)
 	(void)state;
 	obs_read_psi(r, &psi);
 	assert_true(psi.present);
-	assert_true(psi.cpu_some_us == 447187456ull);
-	assert_true(psi.io_some_us == 78205249ull && psi.io_full_us == 75564127ull);
-	assert_true(psi.mem_some_us == 0);
+	assert_true(psi.cpu_some_us == 3815131281ull);
+	assert_true(psi.io_some_us == 102357450ull && psi.io_full_us == 73134525ull);
+	assert_true(psi.mem_some_us == 13924ull);
 	obs_read_psi(h, &psi);           /* a kernel without PSI */
 	assert_false(psi.present);
 	assert_int_equal(obs_read_interrupts(r, &irq, &err), 0);
 	assert_int_equal(irq.n_cpus, 2);
-	assert_true(irq.tlb == 268476ull + 230253ull);
-	assert_true(irq.device == 340381ull);
+	assert_true(irq.tlb == 3773452ull + 3963226ull);
+	assert_true(irq.device == 2226975ull);
 	fsroot_free(r);
 	fsroot_free(h);
 }

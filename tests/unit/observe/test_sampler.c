@@ -15,7 +15,7 @@ static void test_records(void **state)
 	char root[4096];
 	struct sampler s;
 	struct sampler_snap a = { 0 }, b = { 0 };
-	int pid = 22623;
+	int pid = 11584;
 	json_t *rec, *p;
 	char line[1024];
 
@@ -37,15 +37,17 @@ static void test_records(void **state)
 	assert_int_equal(json_integer_value(json_object_get(rec, "tlb_shootdowns")), 0);
 	assert_null(json_object_get(rec, "memcg"));                          /* only in slow samples */
 	p = json_array_get(json_object_get(rec, "procs"), 0);
-	assert_int_equal(json_integer_value(json_object_get(p, "pid")), 22623);
+	assert_int_equal(json_integer_value(json_object_get(p, "pid")), 11584);
 	assert_int_equal(json_integer_value(json_object_get(p, "threads")), 6);
 	assert_int_equal(json_integer_value(json_object_get(p, "cpus_used")), 2);
 	assert_true(json_real_value(json_object_get(p, "cpu_pct")) == 0.0);
 	json_decref(rec);
 	rec = sampler_record(&s, &b, &a);       /* a slow sample carries the scans */
 	assert_true(json_is_integer(json_object_get(json_object_get(rec, "memcg"), "kernel")));
-	/* the capture has no memory hierarchy below sys/fs/cgroup: live unknown */
-	assert_true(json_is_null(json_object_get(json_object_get(rec, "memcg"), "live")));
+	/* the capture's memory hierarchy: 182 memory cgroups in proc/cgroups,
+	 * 3 directories (the root, process_api and one below it) */
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(rec, "memcg"), "kernel")), 182);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(rec, "memcg"), "live")), 3);
 	assert_non_null(json_object_get(rec, "nr_throttled_total"));
 	json_decref(rec);
 	a.memcg_kernel = -1;                    /* an unreadable count: null, not -1 */
@@ -70,7 +72,7 @@ static void test_uncountable(void **state)
 	char src[4096], dir[64], cmd[8300], why[1024], line[1024];
 	struct sampler s;
 	struct sampler_snap a = { 0 }, b = { 0 };
-	int pid = 22623;
+	int pid = 11584;
 	json_t *rec;
 
 	(void)state;
