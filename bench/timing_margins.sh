@@ -33,6 +33,31 @@
 #                      between a drift by hand and its correction (--interval
 #                      1); threshold 3, shown as threshold - p99
 #   drift_s            the same drifts, in seconds (the wait_until deadline, 20 s)
+#   host_lease_s       test_fleet.sh "a host killed -9": a host's daemon killed
+#                      -9 (--interval 1: a 5 s lease), until `fleet hosts`
+#                      shows it not alive; threshold the rollout's
+#                      --wave-timeout there, which must outlast it
+#                      (the rollout itself runs as there, and must end
+#                      "done h2=lost")
+#   host_register_s    the same host started again, until it is alive (the
+#                      wait_alive deadline, 20 s)
+#   host_converge_s    from that start until its tree has the policy of the
+#                      rollout it missed (the "converged" deadline, 10 s)
+#   kill_offset_s      test_fleet.sh's controller kills: from a step's line
+#                      (seen within 20 ms) to the kill -9 the test sends
+#                      after it; threshold NODETUNE_FLEET_PAUSE there (1.5 s),
+#                      the pause after a step the kill must land in
+#   leader_lease_s     the killed controller's leader key (5 s lease), until
+#                      it is gone; threshold how long `fleet resume` waits
+#                      for a dead leader (FLEET_LEADER_WAIT_S)
+#   two_refused_s      test_fleet.sh "two controllers": from the first's step
+#                      line to the second's "led by another controller";
+#                      threshold the first's pause after that step (2 s),
+#                      the least time it still leads
+#
+# PROBES=fleet (or a space-separated list of: culprit observe ab harness
+# daemon fleet) runs only those; LOAD=N runs N busy loops beside the probes
+# (the load of a CI machine running the suite, or more).
 #
 # Writes bench/results/timing-margins-DATE.tsv (probe, run, value) and
 # prints the table.  Needs root (ab's trial cgroup, CPU pinning) and the
@@ -47,14 +72,26 @@ for b in "$NODETUNE" "$HARNESS" "$CULPRIT"; do
 	[ -x "$b" ] || { echo "timing_margins: $b not built (make; make $CULPRIT)" >&2; exit 2; }
 done
 TMP=$(mktemp -d /tmp/nodetune-timing-XXXXXX)
-DPID=""
+DPID="" LPIDS="" CL=""
+: "${PROBES:=culprit observe ab harness daemon fleet}" "${LOAD:=0}"
+want() { case " $PROBES " in *" $1 "*) return 0 ;; esac; return 1; }
 cleanup() {
 	[ -z "$DPID" ] || kill "$DPID" 2>/dev/null || :
+	[ -z "$LPIDS" ] || kill $LPIDS 2>/dev/null || :
+	for p in "$TMP"/h*/pid; do [ ! -f "$p" ] || kill "$(cat "$p")" 2>/dev/null || :; done
+	[ -z "$CL" ] || tests/tools/etcd-cluster.sh stop "$CL" || :
 	pkill -f '^sleep 300$' 2>/dev/null || :
 	rm -rf "$TMP"
 }
 trap cleanup EXIT INT TERM
-TSV=bench/results/timing-margins-$(date +%F).tsv
+# a run of some probes only is named for them
+case $PROBES in
+"culprit observe ab harness daemon fleet") TSV=bench/results/timing-margins-$(date +%F).tsv ;;
+*) TSV=bench/results/timing-margins-$(printf %s "$PROBES" | tr ' ' -)-$(date +%F).tsv ;;
+esac
+# never over an earlier run's file: -2, -3 ... after the date
+n=1 base=${TSV%.tsv}
+while [ -e "$TSV" ]; do n=$((n + 1)); TSV=$base-$n.tsv; done
 mkdir -p bench/results
 printf 'probe\trun\tvalue\n' >"$TSV"
 rec() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$TSV"; }
@@ -69,9 +106,15 @@ until_true() {
 	done
 }
 
-for r in $(seq "$RUNS"); do
+for l in $(seq "$LOAD"); do
+	sh -c 'while :; do :; done' &
+	LPIDS="$LPIDS $!"
+done
+want culprit || want observe || want ab || want harness || RUNS1=0
+for r in $(seq "${RUNS1:-$RUNS}"); do
 	echo "run $r of $RUNS" >&2
 	# ---- culprit, live: the test itself, its printed figures
+	if want culprit; then
 	"$CULPRIT" >"$TMP/c.out" 2>&1 || { cat "$TMP/c.out" >&2; echo "timing_margins: test_culprit failed" >&2; exit 3; }
 	sed -n 's/^live\( fifo\)\{0,1\}: busy pid [0-9]*: \([0-9.]*\)% of CPU 1 (the kernel: \([0-9.]*\)%.*/\1 \2 \3/p' "$TMP/c.out" |
 		while read -r a b c; do
@@ -80,7 +123,9 @@ for r in $(seq "$RUNS"); do
 			*) rec culprit_dev_pp "$r" "$(awk -v s="$a" -v k="$b" 'BEGIN { d = s - k; printf "%.1f", d < 0 ? -d : d }')" ;;
 			esac
 		done
+	fi
 	# ---- observe: a job's 20 ms steps (test_observe_cli.sh's steps.py)
+	if want observe; then
 	cat >"$TMP/steps.py" <<'EOF'
 import sys, time
 sys.path.insert(0, "contrib/python")
@@ -93,7 +138,9 @@ for i in range(20):
 EOF
 	"$NODETUNE" observe --json --interval 100 -- python3 "$TMP/steps.py" >"$TMP/o.json" 2>/dev/null
 	rec observe_step_ms "$r" "$(jq -s '[.[].steps.p50_ms | select(. > 0)] | min - 20' "$TMP/o.json")"
+	fi
 	# ---- ab: SIGINT during the warm-up trial
+	if want ab; then
 	t0=$(now)
 	"$NODETUNE" ab --a "cmd=sleep 300" --b "cmd=sleep 300" --trials 2 >/dev/null 2>"$TMP/ab.err" &
 	ab=$!
@@ -104,7 +151,9 @@ EOF
 	rc=0; wait "$ab" || rc=$?
 	rec ab_sigint_s "$r" "$(since "$t0")"
 	[ "$rc" -eq 3 ] || { echo "timing_margins: ab exited $rc after SIGINT" >&2; exit 3; }
+	fi
 	# ---- harness: rank 1's death, seen by rank 0 (two ranks over TCP)
+	if want harness; then
 	port=$((21000 + ($$ + r) % 20000))
 	t0=$(now)
 	for k in 0 1; do
@@ -123,36 +172,132 @@ EOF
 	wait "$tp1" 2>/dev/null || :
 	[ "$rc" -eq 3 ] && grep -q 'rank 1 closed the connection' "$TMP/t0.err" ||
 		{ echo "timing_margins: rank 0 exited $rc: $(cat "$TMP/t0.err")" >&2; exit 3; }
+	fi
 done
 
 # ---- the daemon: $RUNS drifts by hand on one daemon (a copied tree; --flap
 # 1000/600: the same knob drifting 20 times is not "contested" here)
-R=$TMP/root
-cp -r tests/fixtures/sysroot/gpu-host-untuned "$R" && mkdir -p "$R/proc/sys/vm" && echo 60 >"$R/proc/sys/vm/swappiness"
-printf '[sysctl]\nvm.swappiness = 10\n' >"$TMP/p.conf"; chmod 0600 "$TMP/p.conf"
-"$NODETUNE" daemon --policy "$TMP/p.conf" --topology tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml --sysroot "$R" \
-	--state-dir "$TMP/st" --interval 1 --flap 1000/600 --metrics 127.0.0.1:0 --socket "$TMP/d.sock" >/dev/null 2>"$TMP/d.log" &
-DPID=$!
-until_true 30 grep -q 'daemon: ready: ' "$TMP/d.log" || { echo "timing_margins: the daemon is not ready" >&2; exit 3; }
-P=$(sed -n 's/.*daemon: metrics: .*(port \([0-9]*\))$/\1/p' "$TMP/d.log")
-verifies() { curl -sf --max-time 5 "http://127.0.0.1:$P/metrics" | awk '$1 == "nodetune_verify_total" { print $2 + 0 }'; }
-for r in $(seq "$RUNS"); do
-	v0=$(verifies) t0=$(now)
-	echo 33 >"$R/proc/sys/vm/swappiness"
-	until_true 20 sh -c "[ \"\$(cat '$R/proc/sys/vm/swappiness')\" = 10 ]" || { echo "timing_margins: no correction" >&2; exit 3; }
-	rec drift_s "$r" "$(since "$t0")"
-	rec drift_verifies "$r" "$(( $(verifies) - v0 ))"
-	# the next drift starts at a random point of the interval
-	sleep "0.$(( (r * 37) % 10 ))"
-done
-kill "$DPID"; wait "$DPID" || :; DPID=""
-"$NODETUNE" revert --sysroot "$R" --state-dir "$TMP/st" >/dev/null 2>&1 || :
+if want daemon; then
+	R=$TMP/root
+	cp -r tests/fixtures/sysroot/gpu-host-untuned "$R" && mkdir -p "$R/proc/sys/vm" && echo 60 >"$R/proc/sys/vm/swappiness"
+	printf '[sysctl]\nvm.swappiness = 10\n' >"$TMP/p.conf"; chmod 0600 "$TMP/p.conf"
+	"$NODETUNE" daemon --policy "$TMP/p.conf" --topology tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml --sysroot "$R" \
+		--state-dir "$TMP/st" --interval 1 --flap 1000/600 --metrics 127.0.0.1:0 --socket "$TMP/d.sock" >/dev/null 2>"$TMP/d.log" &
+	DPID=$!
+	until_true 30 grep -q 'daemon: ready: ' "$TMP/d.log" || { echo "timing_margins: the daemon is not ready" >&2; exit 3; }
+	P=$(sed -n 's/.*daemon: metrics: .*(port \([0-9]*\))$/\1/p' "$TMP/d.log")
+	verifies() { curl -sf --max-time 5 "http://127.0.0.1:$P/metrics" | awk '$1 == "nodetune_verify_total" { print $2 + 0 }'; }
+	for r in $(seq "$RUNS"); do
+		v0=$(verifies) t0=$(now)
+		echo 33 >"$R/proc/sys/vm/swappiness"
+		until_true 20 sh -c "[ \"\$(cat '$R/proc/sys/vm/swappiness')\" = 10 ]" || { echo "timing_margins: no correction" >&2; exit 3; }
+		rec drift_s "$r" "$(since "$t0")"
+		rec drift_verifies "$r" "$(( $(verifies) - v0 ))"
+		# the next drift starts at a random point of the interval
+		sleep "0.$(( (r * 37) % 10 ))"
+	done
+	kill "$DPID"; wait "$DPID" || :; DPID=""
+	"$NODETUNE" revert --sysroot "$R" --state-dir "$TMP/st" >/dev/null 2>&1 || :
+fi
+
+# the fleet's thresholds as the test and the product have them
+# (WAVE_TIMEOUT=S overrides the test's, to see the probe fail below a lease)
+: "${WAVE_TIMEOUT:=$(grep -A1 -e '--name r-lost' tests/integration/test_fleet.sh | sed -n 's/.*--wave-timeout \([0-9]*\).*/\1/p')}"
+LEADER_WAIT=$(sed -n 's/^#define FLEET_LEADER_WAIT_S \([0-9]*\).*/\1/p' agent/lib/fleet/fleet_doc.h)
+
+# ---- the fleet: two simulated hosts (daemons on copied trees, --interval 1:
+# a 5 s lease) on a 3-member etcd, as test_fleet.sh starts them
+if want fleet; then
+	CL=$TMP/etcd
+	EP=$(tests/tools/etcd-cluster.sh start "$CL") || { echo "timing_margins: etcd did not start" >&2; exit 3; }
+	mkdir -m 700 "$TMP/ctl" && mkdir -m 755 "$TMP/keys.d"
+	"$NODETUNE" fleet keygen --out "$TMP/ctl" --name ctl >/dev/null && cp "$TMP/ctl/ctl.pub" "$TMP/keys.d/"
+	SIGN="--signing-key $TMP/ctl/ctl.key"
+	host_start() { # N
+		d=$TMP/h$1
+		[ -d "$d/root" ] || { mkdir -p "$d" && cp -a tests/fixtures/sysroot/gpu-host-untuned "$d/root"; }
+		"$NODETUNE" daemon --sysroot "$d/root" --topology tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml \
+			--policy policies/baseline.conf --fleet "$EP" --host "h$1" --fleet-keys "$TMP/keys.d" --no-metrics \
+			--textfile-dir "$d" --socket "$d/sock" --state-dir "$d/state" --interval 1 >>"$d/log" 2>&1 &
+		echo $! >"$d/pid"
+	}
+	alive() { # N: 0 when host hN's lease lives
+		"$NODETUNE" fleet hosts --endpoints "$EP" --json |
+			jq -e --arg h "h$1" 'any(.[]; .host == $h and .alive)' >/dev/null
+	}
+	leader_gone() { # NAME
+		[ -z "$(env ETCDCTL_API=3 etcdctl --endpoints "$EP" get "/nodetune/rollouts/$1/leader" --print-value-only)" ]
+	}
+	dead() { ! alive "$1"; }
+	both_alive() { alive 1 && alive 2; }
+	host_start 1; host_start 2
+	until_true 30 both_alive ||
+		{ echo "timing_margins: the hosts did not register" >&2; exit 3; }
+	for r in $(seq "$RUNS"); do
+		echo "fleet run $r of $RUNS" >&2
+		# a host killed -9 while a rollout starts (test_fleet.sh's r-lost,
+		# with its --wave-timeout): lost when its lease is gone, skipped
+		w=$((r % 2))
+		printf '[main]\nsummary = timing\n[sched]\nnuma_balancing = %s\n' "$w" >"$TMP/l$r.conf"; chmod 644 "$TMP/l$r.conf"
+		t0=$(now)
+		kill -9 "$(cat "$TMP/h2/pid")"
+		wait "$(cat "$TMP/h2/pid")" 2>/dev/null || :
+		NODETUNE_FLEET_PAUSE=0 "$NODETUNE" fleet rollout --endpoints "$EP" $SIGN --policy "$TMP/l$r.conf" --name "l$r" \
+			--waves 100% --wave-timeout "$WAVE_TIMEOUT" --json >"$TMP/l.json" 2>"$TMP/l.err" &
+		lp=$!
+		until_true 60 dead 2 ||
+			{ echo "timing_margins: h2's lease did not expire in 60 s" >&2; exit 3; }
+		rec host_lease_s "$r" "$(since "$t0")"
+		wait "$lp" || { echo "timing_margins: rollout l$r failed: $(tail -2 "$TMP/l.err")" >&2; exit 3; }
+		st=$(jq -r '[.state] + [.waves[].hosts[] | select(.state != "verified") | "\(.host)=\(.state)"] | join(" ")' "$TMP/l.json")
+		[ "$st" = "done h2=lost" ] || { echo "timing_margins: rollout l$r: '$st', not 'done h2=lost'" >&2; exit 3; }
+		# started again: registered, then converged to the rollout it missed
+		t0=$(now)
+		host_start 2
+		until_true 60 alive 2 || { echo "timing_margins: h2 did not register again" >&2; exit 3; }
+		rec host_register_s "$r" "$(since "$t0")"
+		until_true 60 sh -c "[ \"\$(cat '$TMP/h2/root/proc/sys/kernel/numa_balancing')\" = $w ]" ||
+			{ echo "timing_margins: h2 did not converge to l$r" >&2; exit 3; }
+		rec host_converge_s "$r" "$(since "$t0")"
+		# a controller killed in the pause after a step, as test_fleet.sh does
+		v=$( [ $((r % 2)) -eq 1 ] && echo madvise || echo never)
+		printf '[main]\nsummary = timing\n[thp]\ndefrag = %s\n' "$v" >"$TMP/p$r.conf"; chmod 644 "$TMP/p$r.conf"
+		NODETUNE_FLEET_PAUSE=1.5 "$NODETUNE" fleet rollout --endpoints "$EP" $SIGN --policy "$TMP/p$r.conf" --name "k$r" \
+			--waves 1/class,100% --wave-timeout 30 >"$TMP/k.out" 2>&1 &
+		cp=$!
+		until_true 30 grep -Eq "^[0-9:]{8} k$r: " "$TMP/k.out" || { echo "timing_margins: no step of k$r" >&2; exit 3; }
+		t0=$(now)
+		sleep 0.3   # the test's own wait after the line
+		kill -9 "$cp"
+		rec kill_offset_s "$r" "$(since "$t0")"
+		wait "$cp" 2>/dev/null || :
+		t0=$(now)
+		until_true 60 leader_gone "k$r" || { echo "timing_margins: k$r's leader key outlived 60 s" >&2; exit 3; }
+		rec leader_lease_s "$r" "$(since "$t0")"
+		NODETUNE_FLEET_PAUSE=0 timeout 120 "$NODETUNE" fleet resume --endpoints "$EP" $SIGN --name "k$r" >"$TMP/k2.out" 2>&1 ||
+			{ echo "timing_margins: resume of k$r failed: $(tail -2 "$TMP/k2.out")" >&2; exit 3; }
+		# two controllers: the second's refusal, while the first pauses 2 s
+		printf '[main]\nsummary = timing\n[thp]\nenabled = %s\n' "$v" >"$TMP/t$r.conf"; chmod 644 "$TMP/t$r.conf"
+		NODETUNE_FLEET_PAUSE=2 "$NODETUNE" fleet rollout --endpoints "$EP" $SIGN --policy "$TMP/t$r.conf" --name "t$r" \
+			--waves 1/class,100% --wave-timeout 30 >"$TMP/two.a" 2>&1 &
+		pa=$!
+		until_true 30 grep -Eq "^[0-9:]{8} t$r: " "$TMP/two.a" || { echo "timing_margins: no step of t$r" >&2; exit 3; }
+		t0=$(now)
+		"$NODETUNE" fleet resume --endpoints "$EP" $SIGN --name "t$r" >"$TMP/two.b" 2>&1 &
+		pb=$!
+		until_true 30 grep -q "led by another controller" "$TMP/two.b" ||
+			{ echo "timing_margins: the second controller said nothing: $(cat "$TMP/two.b")" >&2; exit 3; }
+		rec two_refused_s "$r" "$(since "$t0")"
+		wait "$pa" || { echo "timing_margins: t$r failed: $(tail -2 "$TMP/two.a")" >&2; exit 3; }
+		wait "$pb" || :
+	done
+fi
 
 # ---- the table
 printf '%-20s %6s %9s %9s %9s %10s %9s\n' probe runs median p99 max threshold margin
-awk -F '\t' 'NR > 1 { v[$1] = v[$1] " " $3 }
+awk -F '\t' -v WAVE_TIMEOUT="$WAVE_TIMEOUT" -v LEADER_WAIT="$LEADER_WAIT" 'NR > 1 { v[$1] = v[$1] " " $3 }
 END {
-	split("culprit_dev_pp:5:x culprit_fifo_short:50:x observe_step_ms:40:x ab_warmup_s:30:x ab_sigint_s:10:x peer_connect_s:30:x peer_death_s:10:x drift_s:20:x drift_verifies:3:-", P, " ")
+	split("culprit_dev_pp:5:x culprit_fifo_short:50:x observe_step_ms:40:x ab_warmup_s:30:x ab_sigint_s:10:x peer_connect_s:30:x peer_death_s:10:x drift_s:20:x drift_verifies:3:- host_lease_s:" WAVE_TIMEOUT ":x host_register_s:20:x host_converge_s:10:x kill_offset_s:1.5:x leader_lease_s:" LEADER_WAIT ":x two_refused_s:2:x", P, " ")
 	for (i = 1; i in P; i++) {
 		split(P[i], q, ":"); name = q[1]; th = q[2]
 		n = split(v[name], a, " "); if (n == 0) continue

@@ -107,8 +107,8 @@ const struct verb_spec fleet_resume_spec = {
 	"nodetune fleet resume --endpoints URLS --name NAME [--signing-key FILE] [--json]\n"
 	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]",
 	"go on with a rollout whose controller stopped",
-	"Waits for a dead controller's lease to expire (at most its TTL), then leads the\n"
-	"rollout from where the store says it is; no step is taken twice.\n" SIGNING EXITS,
+	"Waits for a dead controller's lease to expire (a 5 s lease; at most 16 s), then\n"
+	"leads the rollout from where the store says it is; no step is taken twice.\n" SIGNING EXITS,
 };
 
 const struct verb_spec fleet_abort_spec = {

@@ -113,6 +113,9 @@ host_kill() { kill "-${2:-TERM}" "$(cat "$T_TMP/h$1/pid")" 2>/dev/null; wait "$(
 # alive_count: hosts whose lease lives
 alive_count() { "$NODETUNE" fleet hosts --endpoints "$EP" --json | python3 -c '
 import json, sys; print(sum(1 for h in json.load(sys.stdin) if h["alive"]))'; }
+# (margin: the 20 s default is 172x the p99 of one host's
+# registration, 0.116 s, host_register_s in timing_margins.sh; eight start here
+# at once)
 wait_alive() { # N [SECONDS]
 	i=0
 	while [ "$(alive_count 2>/dev/null)" != "$1" ] && [ $i -lt $((${2:-20} * 4)) ]; do sleep 0.25; i=$((i + 1)); done
@@ -172,6 +175,10 @@ grep -q "rollout r-thp: done" "$OUT" && grep -Eq "^0 +1/class +passed" "$OUT" &&
 # ---- the controller killed after each step, then resumed -------------------------
 
 # each pass kills the controller during the pause after a step; resume goes on
+# (margin: the kill comes 0.3 s after the step's line is seen, polled every
+# 20 ms as timing_margins.sh kill_offset_s does; the 1.5 s pause is 4.7x the
+# p99 of that offset there, 0.317 s.  A resume waits for the dead leader's lease up to
+# FLEET_LEADER_WAIT_S, 16 s: 3.2x the p99 of its life, 4.95 s, leader_lease_s)
 export NODETUNE_FLEET_PAUSE=1.5
 "$NODETUNE" fleet rollout --endpoints "$EP" $SIGN --policy "$T_TMP/defrag.conf" --name r-kill --waves 1/class,50%,100% \
 	--wave-timeout 30 >"$T_TMP/kill.0" 2>&1 &
@@ -180,8 +187,8 @@ kills=0 final=""
 for pass in 1 2 3 4 5 6 7 8 9 10 11 12; do
 	# wait for this controller's first step (its line), then kill it in the pause after
 	i=0
-	while ! grep -q "r-kill: " "$T_TMP/kill.$((pass - 1))" && [ $i -lt 60 ] && kill -0 $pid 2>/dev/null; do
-		sleep 0.25; i=$((i + 1))
+	while ! grep -q "r-kill: " "$T_TMP/kill.$((pass - 1))" && [ $i -lt 750 ] && kill -0 $pid 2>/dev/null; do
+		sleep 0.02; i=$((i + 1))
 	done
 	sleep 0.3
 	kill -9 $pid 2>/dev/null && kills=$((kills + 1))
@@ -250,9 +257,12 @@ fi
 # ---- a host's daemon killed: lost, skipped after the timeout, converges when back ---
 
 host_kill 8 KILL
+# margin: the wave timeout must outlast h8's lease (5 s) after its kill:
+# 18 s is 3.4x the p99 of 5.36 s (bench/timing_margins.sh host_lease_s, 20
+# runs under load, bench/RESULTS.md section 14)
 NODETUNE_FLEET_PAUSE=0 run "$NODETUNE" fleet rollout --endpoints "$EP" $SIGN --policy "$T_TMP/thp.conf" --name r-lost \
-	--waves 100% --wave-timeout 8 --json
-# (thp runs already on h1..h7 from r-thp: this rollout re-states it; h8's lease expires within 5 s)
+	--waves 100% --wave-timeout 18 --json
+# (thp runs already on h1..h7 from r-thp: this rollout re-states it)
 st=$(python3 -c '
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -261,6 +271,7 @@ print(r["state"], " ".join(h["host"] + "=" + h["state"] for w in r["waves"] for 
 	t_ok "a host killed -9: reported lost and skipped after the wave timeout; the rollout done" ||
 	{ t_not_ok "killed host: exit $RC, '$st'"; head -c 600 "$ERR"; }
 # h8 comes back (on the policy it ran before, from its state dir): it follows its desired key
+# (margin: 10 s is 74x the p99 of host_converge_s, 0.136 s, timing_margins.sh)
 host_start 8
 i=0; while [ "$(cat "$T_TMP/h8/root/$THP/enabled")" != madvise ] && [ $i -lt 40 ]; do sleep 0.25; i=$((i + 1)); done
 [ "$(cat "$T_TMP/h8/root/$THP/enabled")" = madvise ] && t_ok "the killed host, started again, converged to its desired policy" ||
@@ -274,7 +285,8 @@ NODETUNE_FLEET_PAUSE=2 "$NODETUNE" fleet rollout --endpoints "$EP" $SIGN --polic
 	--waves 1/class,100% --wave-timeout 30 >"$T_TMP/two.a" 2>&1 &
 pa=$!
 # the second starts once the first leads: it has taken a step (said as
-# "HH:MM:SS r-two: ..."), and pauses 2 s after each
+# "HH:MM:SS r-two: ..."), and pauses 2 s after each (margin: 2 s is 25x the
+# p99 of the second's refusal after that line, 0.080 s, two_refused_s)
 wait_until 30 grep -Eq '^[0-9:]{8} r-two: ' "$T_TMP/two.a" || t_not_ok "the first controller took no step on r-two"
 "$NODETUNE" fleet resume --endpoints "$EP" $SIGN --name r-two >"$T_TMP/two.b" 2>&1 &
 pb=$!

@@ -457,13 +457,13 @@ static int leader_try(struct fleet_ctl *c, const char *name, struct nt_err *err)
  * a little), saying so once. */
 static int leader_acquire(struct fleet_ctl *c, const char *name, bool wait, struct nt_err *err)
 {
-	double until = fleet_now_mono() + FLEET_LEADER_TTL_S + 3;
+	double until = fleet_now_mono() + FLEET_LEADER_WAIT_S;
 	bool said = false;
 	int r;
 
 	while ((r = leader_try(c, name, err)) == -EBUSY && wait && fleet_now_mono() < until) {
 		if (!said)
-			say(c, LOG_NOTICE, "%s; waiting up to %ds for its lease to expire", err->msg, FLEET_LEADER_TTL_S + 3);
+			say(c, LOG_NOTICE, "%s; waiting up to %ds for its lease to expire", err->msg, FLEET_LEADER_WAIT_S);
 		said = true;
 		usleep(250000);
 	}
