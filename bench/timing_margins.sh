@@ -59,9 +59,11 @@
 # daemon fleet) runs only those; LOAD=N runs N busy loops beside the probes
 # (the load of a CI machine running the suite, or more).
 #
-# Writes bench/results/timing-margins-DATE.tsv (probe, run, value) and
-# prints the table.  Needs root (ab's trial cgroup, CPU pinning) and the
-# build (make).  Run it alone: it measures the machine as tests see it.
+# Writes bench/results/timing-margins-DATE.tsv (probe, run, value; with
+# PROBES, timing-margins-PROBES-DATE.tsv; -2, -3 ... rather than over an
+# earlier run's file) and prints the table.  Needs root (ab's trial cgroup,
+# CPU pinning), the build (make) and, for the fleet, etcd.  Run it alone: it
+# measures the machine as tests see it.
 set -eu
 cd "$(dirname "$0")/.."
 : "${RUNS:=20}" "${NODETUNE:=build/nodetune}" "${HARNESS:=build/nodetune-harness}"
@@ -106,7 +108,7 @@ until_true() {
 	done
 }
 
-for l in $(seq "$LOAD"); do
+for _ in $(seq "$LOAD"); do
 	sh -c 'while :; do :; done' &
 	LPIDS="$LPIDS $!"
 done
