@@ -148,12 +148,27 @@ static int group_get(struct cgfollow *f, const struct trialcg_dirs *d, bool job)
 	return f->n_groups++;
 }
 
-/* pid's cgroups, and their ancestors, into the groups. */
-static void proc_groups(struct cgfollow *f, int pid)
+/* Is the job process p still the one it was (same start time)?  Marks it
+ * dead otherwise. */
+static bool still_job(struct cgfollow *f, struct cf_proc *p)
+{
+	struct procfs_pid_stat st;
+	char rel[64];
+
+	snprintf(rel, sizeof(rel), "proc/%d/stat", p->pid);
+	if (procfs_pid_stat_read(f->root, rel, &st, NULL) < 0 || st.starttime != p->start || st.zombie)
+		p->alive = false;
+	return p->alive;
+}
+
+/* p's cgroups, and their ancestors, into the groups.  Its state is read
+ * after its cgroups: an exited process (a zombie) reads as in the root
+ * cgroup wherever it ran, so a read that raced its exit is dropped. */
+static void proc_groups(struct cgfollow *f, struct cf_proc *p)
 {
 	struct trialcg_dirs d;
 
-	if (procfs_cgroup_read(f->root, pid, &f->pc, NULL) < 0)
+	if (procfs_cgroup_read(f->root, p->pid, &f->pc, NULL) < 0 || !still_job(f, p))
 		return;
 	memset(&d, 0, sizeof(d));
 	if (trialcg_dirs_of(&f->mounts, &f->pc, &d) < 0)
@@ -177,19 +192,6 @@ static void groups_reread(struct cgfollow *f)
 }
 
 /* ---- a tick ----------------------------------------------------------------- */
-
-/* Is the job process p still the one it was (same start time)?  Marks it
- * dead otherwise. */
-static bool still_job(struct cgfollow *f, struct cf_proc *p)
-{
-	struct procfs_pid_stat st;
-	char rel[64];
-
-	snprintf(rel, sizeof(rel), "proc/%d/stat", p->pid);
-	if (procfs_pid_stat_read(f->root, rel, &st, NULL) < 0 || st.starttime != p->start || st.zombie)
-		p->alive = false;
-	return p->alive;
-}
 
 /* A pid not known yet: the job's when its parent is a live job process
  * that started no later than it.  Returns 1 (now the job's), 0 (not), or
@@ -262,7 +264,7 @@ int cgfollow_tick(struct cgfollow *f)
 	r = find_new(f);
 	for (int i = 0; i < f->n_procs; i++)
 		if (f->procs[i].alive)
-			proc_groups(f, f->procs[i].pid);
+			proc_groups(f, &f->procs[i]);
 	if (f->ticks % CGFOLLOW_FULL_PASS == CGFOLLOW_FULL_PASS - 1)
 		groups_reread(f);
 	f->ticks++;

@@ -43,15 +43,23 @@ static bool has_controller(const char *ctl, size_t len, const char *controller)
 }
 
 /* The cgroup path that says where a process's CPU time is accounted: the
- * cpu controller's line, else the v2 line, else the first. */
+ * cpu controller's line, else the v2 line, else the first; "" when it
+ * cannot be read, or the process has exited.  An exited process (a
+ * zombie) reads as in the root cgroup ("1:cpu:/"), wherever it ran, so
+ * its state is read after its cgroup: alive then, the cgroup read before
+ * is where it ran. */
 static void read_cgroup(const struct fsroot *root, int pid, char *out, size_t size)
 {
 	char rel[64], buf[4096], *line, *save = NULL;
+	struct procfs_pid_stat st;
 	int best = 3;
 
 	out[0] = '\0';
 	snprintf(rel, sizeof(rel), "proc/%d/cgroup", pid);
 	if (fsroot_read(root, rel, buf, sizeof(buf)) < 0)
+		return;
+	snprintf(rel, sizeof(rel), "proc/%d/stat", pid);
+	if (procfs_pid_stat_read(root, rel, &st, NULL) < 0 || st.zombie)
 		return;
 	for (line = strtok_r(buf, "\n", &save); line && best > 0; line = strtok_r(NULL, "\n", &save)) {
 		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
@@ -67,8 +75,9 @@ static void read_cgroup(const struct fsroot *root, int pid, char *out, size_t si
 	}
 }
 
-/* The trial's clock in seconds: the monotonic clock on the host, a
- * captured tree's proc/uptime elsewhere (tests move it); -1 unknown. */
+/* The trial's clock in seconds since boot, the clock of a task's start
+ * time (proc/PID/stat field 22): CLOCK_BOOTTIME on the host, a captured
+ * tree's proc/uptime elsewhere (tests move it); -1 unknown. */
 static double clock_s(const struct fsroot *root)
 {
 	struct timespec ts;
@@ -76,7 +85,7 @@ static double clock_s(const struct fsroot *root)
 	double v;
 
 	if (fsroot_is_host(root)) {
-		clock_gettime(CLOCK_MONOTONIC, &ts);
+		clock_gettime(CLOCK_BOOTTIME, &ts);
 		return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 	}
 	if (fsroot_read(root, "proc/uptime", buf, sizeof(buf)) < 0)
@@ -128,6 +137,7 @@ struct cu_task {                 /* one thread as of the last sample */
 
 struct cu_allowed {              /* a job thread's allowed CPUs */
 	int tid;
+	double born;                 /* its start, on the trial's clock; -1 unknown */
 	char list[CULPRIT_LIST_LEN];
 };
 
@@ -405,12 +415,20 @@ static void sample_proc(struct culprit *c, int pid)
 		fsroot_names_free(tids);
 }
 
-/* A job thread's allowed CPUs, against what it had before. */
+/* A job thread's allowed CPUs, against what it had before.  A change seen
+ * in a thread's first CULPRIT_SETTLE_S is where it starts, not a move: a
+ * launcher that binds itself before it execs the job (taskset, numactl,
+ * nodetune exec, a wrapper shell's), a runtime that pins a thread it has
+ * just made.  Whether a sample caught the list it inherited before it set
+ * its own is chance (the same job caught in 5 of 8 trials of one arm and 1
+ * of 8 of the other, the forked job seen waiting to exec in some and not
+ * in others), and where it settled is in the job's table (allowed CPUs). */
 static void check_affinity(struct culprit *c, const struct cu_task *t, double now)
 {
 	const struct cu_proc *p = &c->procs[t->proc];
 	char rel[128], buf[4096], *line;
 	struct cu_allowed *a = NULL;
+	struct procfs_pid_stat st;
 	size_t len;
 
 	snprintf(rel, sizeof(rel), "proc/%d/task/%d/status", p->pid, t->tid);
@@ -429,13 +447,16 @@ static void check_affinity(struct culprit *c, const struct cu_task *t, double no
 		a = &c->allowed[c->n_allowed++];
 		a->tid = t->tid;
 		snprintf(a->list, sizeof(a->list), "%s", line);
+		snprintf(rel, sizeof(rel), "proc/%d/task/%d/stat", p->pid, t->tid);
+		a->born = procfs_pid_stat_read(c->root, rel, &st, NULL) == 0 ? (double)st.starttime / (double)c->hz : -1;
 		return;
 	}
 	if (!strcmp(a->list, line))
 		return;
 	/* nodetune exec binding its rank before it execs the job is the
 	 * policy at work, the same in every trial: not a change to report */
-	if (c->n_changes < CULPRIT_MAX_CHANGES && strcmp(p->comm, "nodetune")) {
+	if (c->n_changes < CULPRIT_MAX_CHANGES && strcmp(p->comm, "nodetune") &&
+	    !(a->born >= 0 && now >= 0 && now - a->born < CULPRIT_SETTLE_S)) {
 		struct culprit_affinity_change *ch = &c->changes[c->n_changes++];
 
 		*ch = (struct culprit_affinity_change){ .pid = p->pid, .tid = t->tid, .t = now - c->t0 };

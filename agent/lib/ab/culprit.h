@@ -55,6 +55,7 @@
 #define CULPRIT_MAX_CHANGES 32     /* affinity changes kept */
 #define CULPRIT_MAX_PROCS 65536    /* processes followed in one trial */
 #define CULPRIT_LIST_LEN 256       /* a cpulist as text */
+#define CULPRIT_SETTLE_S 0.5       /* a thread's start-up: where it places itself, not a change */
 /* Without the caller's CPUs, the rank CPUs are those the job's threads ran
  * on for at least this share of the trial. */
 #define CULPRIT_RANK_MIN_SHARE 0.01
@@ -111,7 +112,9 @@ struct culprit_cpu_irq {
 };
 
 /* A job thread whose allowed CPUs (Cpus_allowed_list, which a cpuset
- * change moves too) changed during the trial. */
+ * change moves too) changed during the trial, CULPRIT_SETTLE_S or more
+ * after its start (before that: where it starts, a launcher binding
+ * itself before it execs the job). */
 struct culprit_affinity_change {
 	int pid, tid;
 	char comm[32];

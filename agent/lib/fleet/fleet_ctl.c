@@ -453,8 +453,9 @@ static int leader_try(struct fleet_ctl *c, const char *name, struct nt_err *err)
 	return r;
 }
 
-/* Become the leader; wait: for a dead leader's lease (at most its TTL and
- * a little), saying so once. */
+/* Become the leader; wait: for a dead leader's lease to expire, up to
+ * FLEET_LEADER_WAIT_S (3x its measured life after a kill -9), saying so
+ * once. */
 static int leader_acquire(struct fleet_ctl *c, const char *name, bool wait, struct nt_err *err)
 {
 	double until = fleet_now_mono() + FLEET_LEADER_WAIT_S;

@@ -16,15 +16,20 @@
 #include "ab/cgfollow.h"
 #include "test_util.h"
 
-/* proc/PID/stat of a process: its parent and start time (field 22). */
-static void put_stat(const char *dir, int pid, const char *comm, int ppid, unsigned long long start)
+/* proc/PID/stat of a process: its state, parent and start time (field 22). */
+static void put_stat_in(const char *dir, int pid, const char *comm, char state, int ppid, unsigned long long start)
 {
 	char rel[64], line[512];
 
 	snprintf(rel, sizeof(rel), "proc/%d/stat", pid);
-	snprintf(line, sizeof(line), "%d (%s) S %d 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 %llu 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
-		 pid, comm, ppid, start);
+	snprintf(line, sizeof(line), "%d (%s) %c %d 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 %llu 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
+		 pid, comm, state, ppid, start);
 	assert_int_equal(test_write(dir, rel, line), 0);
+}
+
+static void put_stat(const char *dir, int pid, const char *comm, int ppid, unsigned long long start)
+{
+	put_stat_in(dir, pid, comm, 'S', ppid, start);
 }
 
 static void put_cgroup(const char *dir, int pid, const char *text)
@@ -132,7 +137,9 @@ static void test_follow_v2(void **state)
 }
 
 /* Hybrid: v1 cpu (the quota and throttled_time, ns) beside a cgroup2 mount
- * without controllers; the group is shown by its v1 cpu directory. */
+ * without controllers; the group is shown by its v1 cpu directory.  A
+ * child that has exited when first seen (a zombie) reads as in the root
+ * cgroups: not where the job runs. */
 static void test_follow_v1(void **state)
 {
 	char dir[64];
@@ -163,6 +170,9 @@ static void test_follow_v1(void **state)
 	assert_non_null(f);
 	assert_int_equal(test_write(dir, "sys/fs/cgroup/cpu/wrap/cpu.stat",
 				    "nr_periods 90\nnr_throttled 83\nthrottled_time 2007000000\n"), 0);
+	put_stat_in(dir, 11, "sh", 'Z', 10, 6);
+	put_cgroup(dir, 11, "2:cpuacct:/\n1:cpu:/\n0::/\n");
+	assert_int_equal(cgfollow_tick(f), 0);
 	assert_int_equal(cgfollow_stop(f, r, &err), 0);
 	g = find(r, "/sys/fs/cgroup/cpu/wrap");
 	assert_non_null(g);
@@ -171,6 +181,9 @@ static void test_follow_v1(void **state)
 	assert_int_equal(cgfollow_group_delta(g, TCG_CPU_NR_THROTTLED), 80);
 	assert_int_equal(cgfollow_group_delta(g, TCG_CPU_THROTTLED_USEC), 2000000);
 	assert_int_equal(r->n, 2);                    /* wrap (with unified's root) and the root */
+	g = find(r, "/sys/fs/cgroup/unified");         /* the root, by its first directory */
+	assert_non_null(g);
+	assert_false(g->job);                         /* an ancestor only: the zombie's read is no place */
 	cgfollow_result_free(r);
 	assert_int_equal(cgfollow_stop(NULL, r, &err), -EINVAL);
 	assert_int_equal(r->n, 0);

@@ -28,6 +28,8 @@ struct fake_task {
 	int nice, cpu, rt_prio, policy;
 	unsigned long long run_ns;
 	const char *allowed;
+	bool zombie;                 /* exited, not yet reaped: state Z */
+	double born;                 /* its start, seconds after boot (stat field 22): 0, at boot */
 };
 
 static void write_task(const char *dir, const struct fake_task *t, const char *cgroup)
@@ -36,8 +38,9 @@ static void write_task(const char *dir, const struct fake_task *t, const char *c
 	size_t n;
 
 	/* fields 1..52 of proc(5): the ones read are set, the rest 0 */
-	n = (size_t)snprintf(buf, sizeof(buf), "%d (%s) R %d 0 0 0 0 %u 0 0 0 0 %llu 0 0 0 20 %d 1 0 0 0 0", t->tid,
-			     t->comm, t->ppid, t->flags, t->run_ns / 10000000ull, t->nice);
+	n = (size_t)snprintf(buf, sizeof(buf), "%d (%s) %c %d 0 0 0 0 %u 0 0 0 0 %llu 0 0 0 20 %d 1 0 %.0f 0 0", t->tid,
+			     t->comm, t->zombie ? 'Z' : 'R', t->ppid, t->flags, t->run_ns / 10000000ull, t->nice,
+			     t->born * (double)sysconf(_SC_CLK_TCK));
 	for (int f = 25; f <= 38; f++)
 		n += (size_t)snprintf(buf + n, sizeof(buf) - n, " 0");
 	snprintf(buf + n, sizeof(buf) - n, " %d %d %d 0 0 0 0 0 0 0 0 0 0 0\n", t->cpu, t->rt_prio, t->policy);
@@ -65,23 +68,24 @@ static void write_task(const char *dir, const struct fake_task *t, const char *c
 static void write_tree(const char *dir, int end)
 {
 	const struct fake_task tasks[] = {
-		/* the job: 1.5 s on CPU 1; a thread re-pinned mid-trial; a child */
-		{ JOB, JOB, 1, "trainer", 0x400040, 0, 1, 0, 0, NS(10 + 1.5 * end), "1" },
-		{ JOB, 101, 1, "trainer", 0x400040, 0, 1, 0, 0, NS(1), end ? "0-1" : "1" },
-		{ 150, 150, JOB, "worker", 0x400040, 0, 1, 0, 0, NS(5 + 0.2 * end), "1-2" },
+		/* the job: 1.5 s on CPU 1; a thread re-pinned mid-trial; a child
+		 * that has exited by the end (a zombie) */
+		{ JOB, JOB, 1, "trainer", 0x400040, 0, 1, 0, 0, NS(10 + 1.5 * end), "1", false, 0 },
+		{ JOB, 101, 1, "trainer", 0x400040, 0, 1, 0, 0, NS(1), end ? "0-1" : "1", false, 0 },
+		{ 150, 150, JOB, "worker", 0x400040, 0, 1, 0, 0, NS(5 + 0.2 * end), "1-2", end, 0 },
 		/* nodetune exec binding the rank it is about to exec: the policy, not a change */
-		{ 160, 160, JOB, "nodetune", 0x400040, 0, 1, 0, 0, NS(1), end ? "1" : "0-3" },
+		{ 160, 160, JOB, "nodetune", 0x400040, 0, 1, 0, 0, NS(1), end ? "1" : "0-3", false, 0 },
 		/* a SCHED_FIFO 50 neighbour on CPU 1: 0.4 s */
-		{ 200, 200, 1, "str\033[2Jess", 0x400040, 0, 1, 50, SCHED_FIFO, NS(3 + 0.4 * end), NULL },
+		{ 200, 200, 1, "str\033[2Jess", 0x400040, 0, 1, 50, SCHED_FIFO, NS(3 + 0.4 * end), NULL, false, 0 },
 		/* ksoftirqd/1: 0.1 s */
-		{ 300, 300, 2, "ksoftirqd/1", 0x208040, 0, 1, 0, SCHED_OTHER, NS(2 + 0.1 * end), NULL },
+		{ 300, 300, 2, "ksoftirqd/1", 0x208040, 0, 1, 0, SCHED_OTHER, NS(2 + 0.1 * end), NULL, false, 0 },
 		/* busy, but on CPU 3, not a rank CPU */
-		{ 400, 400, 1, "bash", 0x400000, 5, 3, 0, SCHED_OTHER, NS(1 + 1.0 * end), NULL },
+		{ 400, 400, 1, "bash", 0x400000, 5, 3, 0, SCHED_OTHER, NS(1 + 1.0 * end), NULL, false, 0 },
 		/* idle all along on CPU 1 */
-		{ 500, 500, 1, "sleepy", 0x400000, -5, 1, 0, SCHED_BATCH, NS(7), NULL },
+		{ 500, 500, 1, "sleepy", 0x400000, -5, 1, 0, SCHED_BATCH, NS(7), NULL, false, 0 },
 	};
 	/* a thread of stress born between the samples: 0.1 s, all counted */
-	const struct fake_task born = { 200, 201, 1, "str\033[2Jess", 0x400040, 0, 1, 50, SCHED_FIFO, NS(0.1), NULL };
+	const struct fake_task born = { 200, 201, 1, "str\033[2Jess", 0x400040, 0, 1, 50, SCHED_FIFO, NS(0.1), NULL, false, 0 };
 	char buf[1024];
 
 	for (size_t i = 0; i < sizeof(tasks) / sizeof(tasks[0]); i++)
@@ -89,6 +93,8 @@ static void write_tree(const char *dir, int end)
 					 : tasks[i].pid == 300 ? "0::/\n"
 					 /* the job moved itself during the trial */
 					 : tasks[i].pid == JOB && end ? "3:cpu:/limited\n1:name=systemd:/user\n"
+					 /* an exited process reads as in the root cgroup */
+					 : tasks[i].pid == 150 && end ? "3:cpu:/\n1:name=systemd:/\n"
 					 : "1:name=systemd:/user\n");
 	if (end)
 		write_task(dir, &born, "");
@@ -155,7 +161,8 @@ static void check_tree_tasks(const struct culprit_result *r)
 	assert_null(find_pid(r, 150));
 	/* the job's rows, with their main thread's allowed CPUs (not thread
 	 * 101's, which moved to 0-1), and the cgroup each was in at the end
-	 * (the job moved itself to /limited) */
+	 * (the job moved itself to /limited), or when last seen alive (the
+	 * worker, a zombie at the end, reads as in / then) */
 	assert_int_equal(r->n_job, 2);
 	for (int i = 0; i < r->n_job; i++) {
 		assert_true(r->job[i].pid == JOB || r->job[i].pid == 150);
@@ -275,6 +282,64 @@ static void test_tree_given_cpus(void **state)
 	test_rmrf(dir);
 }
 
+/* A thread's start-up placement is not an affinity change: a launcher
+ * (taskset) seen twice before it bound itself, bound 0.35 s after its
+ * start, says nothing.  A change is: a thread of the job that ran for 50 s
+ * before the trial, re-pinned by the first sample; a child re-pinned 1.35 s
+ * after its start. */
+static void write_settle(const char *dir, double now, const char *launcher_cpus, const char *child_cpus)
+{
+	const struct fake_task tasks[] = {
+		{ JOB, JOB, 1, "trainer", 0x400040, 0, 1, 0, 0, NS(10), "1", .born = 50 },
+		{ JOB, 101, 1, "trainer", 0x400040, 0, 1, 0, 0, NS(1), now > 100 ? "0-1" : "1", .born = 50 },
+		{ 170, 170, JOB, now > 100.1 ? "worker" : "taskset", 0x400040, 0, 1, 0, 0, NS(1), launcher_cpus,
+		  .born = 100.05 },
+		{ 171, 171, JOB, "loader", 0x400040, 0, 1, 0, 0, NS(1), child_cpus, .born = 100.15 },
+	};
+	char buf[64];
+
+	for (size_t i = 0; i < sizeof(tasks) / sizeof(tasks[0]); i++)
+		if (tasks[i].pid != 170 || launcher_cpus)
+			if (tasks[i].pid != 171 || child_cpus)
+				write_task(dir, &tasks[i], "0::/nt\n");
+	snprintf(buf, sizeof(buf), "%.2f 1.00\n", now);
+	test_write(dir, "proc/uptime", buf);
+}
+
+static void test_startup_placement(void **state)
+{
+	struct culprit_result r = { 0 };
+	struct nt_err err = { 0 };
+	struct culprit *c;
+	struct fsroot *root;
+	char dir[64];
+	int job = JOB;
+
+	(void)state;
+	assert_non_null(test_tmpdir(dir, sizeof(dir)));
+	write_settle(dir, 100, NULL, NULL);
+	root = fsroot_open(dir);
+	assert_non_null(root);
+	c = culprit_start(root, &job, 1, &err);
+	assert_non_null(c);
+	write_settle(dir, 100.1, "0-3", NULL);       /* the launcher, seen before it binds */
+	assert_int_equal(culprit_sample(c), 0);
+	write_settle(dir, 100.2, "0-3", "0-3");      /* exec'd, not bound yet; the loader born */
+	assert_int_equal(culprit_sample(c), 0);
+	write_settle(dir, 100.4, "1", "0-3");        /* bound */
+	assert_int_equal(culprit_sample(c), 0);
+	write_settle(dir, 101.5, "1", "2");          /* the loader re-pinned */
+	assert_int_equal(culprit_stop(c, &r, &err), 0);
+	assert_int_equal(r.n_changes, 2);
+	for (int i = 0; i < r.n_changes; i++) {
+		assert_int_not_equal(r.changes[i].pid, 170);
+		assert_true(r.changes[i].tid == 101 || r.changes[i].tid == 171);
+	}
+	culprit_result_free(&r);
+	fsroot_free(root);
+	test_rmrf(dir);
+}
+
 /* ---- live ------------------------------------------------------------------- */
 
 static pid_t child(int cpu, bool busy)
@@ -334,18 +399,20 @@ static long long cpu_ns(pid_t pid)
 
 /* Sample every 50 ms until the hog BUSY has run WANT_NS more (an event,
  * with a deadline of 20 s: a loaded host gives it its CPU later, never
- * less of it in the end); the job is let onto CPU 0 halfway.  Returns the
- * hog's ns over the trial. */
+ * less of it in the end); the job is let onto CPU 0 halfway, once it is
+ * past its start-up (CULPRIT_SETTLE_S: a change before that is where it
+ * starts).  Returns the hog's ns over the trial. */
 static long long live_trial(struct culprit *c, pid_t job, pid_t busy, long long want_ns)
 {
 	long long b0 = cpu_ns(busy), b = b0;
 	bool moved = false;
 
 	assert_true(b0 >= 0);
-	for (int t = 0; b - b0 < want_ns; t += 50) {
+	for (int t = 0; b - b0 < want_ns || !moved; t += 50) {
 		if (t >= 20000)
 			fail_msg("the hog ran %lld ms in 20 s, not %lld", (b - b0) / 1000000, want_ns / 1000000);
-		if (!moved && b - b0 >= want_ns / 2) {
+		/* t: ms since the first sample, at most the job's age */
+		if (!moved && b - b0 >= want_ns / 2 && t >= 1000 * CULPRIT_SETTLE_S + 100) {
 			cpu_set_t set;
 
 			CPU_ZERO(&set);
@@ -645,6 +712,7 @@ int main(void)
 		cmocka_unit_test(test_live_other),
 		cmocka_unit_test(test_live_fifo),
 		cmocka_unit_test(test_describe),
+		cmocka_unit_test(test_startup_placement),
 		cmocka_unit_test(test_describe_changes),
 		cmocka_unit_test(test_describe_job),
 		cmocka_unit_test(test_job_table),
