@@ -123,6 +123,27 @@ for w in $workloads; do
 	judged "helper-$w" "contention" "^B's command runs pid [0-9]+ \\(sh, SCHED_OTHER 0\\) that took [0-9.]+% .*; A has no such process"
 done
 
+# 6. B's command moves its own job: a launcher that starts it on CPU 1,
+# as A's does, and 0.7 s later moves every thread of it to CPU 0.  The move
+# is evidence, counted per arm; the launchers binding the job at its start
+# (taskset, in both arms, which a 100 ms sample catches before it binds in
+# some trials and not in others) are where it starts, not a change.
+cat >"$T_TMP/repin0" <<'EOF'
+#!/bin/sh
+taskset -c 1 "$@" &
+j=$!
+sleep 0.7
+taskset -a -p -c 0 $j >/dev/null
+wait $j
+EOF
+chmod +x "$T_TMP/repin0"
+CLONG="$HARNESS --comm none --rows 1000 --batch 512 --steps 200 --warmup 2 --blas-threads 1 --quiet"
+run "$NODETUNE" ab --a "cmd=$T_TMP/on1 $CLONG" --b "cmd=$T_TMP/repin0 $CLONG" --trials 4 --budget 20 --json
+cp "$OUT" "$T_TMP/repin.json"
+check "B's command moves its job 0.7 s in: the move is evidence, per arm, and no start-up binding is ($(jq -c '{verdict, evidence}' "$T_TMP/repin.json" 2>/dev/null))" -- \
+	jq -e '([.evidence[] | select(test("^nodetune-harnes.s threads: allowed CPUs 1 -> 0 [0-9]+ times? in [0-9]+ B trials, 0 in [0-9]+ A"))] | length == 1) and
+	  ([.evidence[] | select(test("allowed CPUs 0-1 -> |kinds? of affinity change"))] | length == 0)' "$T_TMP/repin.json"
+
 # 4. IRQ or softirq load on a rank CPU: a host without a device whose
 # interrupts can be steered to one CPU and driven from here cannot make one
 # that is not also a task's CPU time (ping -f's softirqs run in its own
