@@ -17,19 +17,22 @@
 #   default  what `nodetune ab` runs with no command: the harness at world 2
 #            under mpirun, 30 steps of batch 2048 after 3 warm-up steps;
 #   torch    the PyTorch example (contrib/examples/ddp_train.py, one
-#            process, the job tests/integration/test_ab_jobcg.sh runs),
-#            judged through its step reports; its --slow PCT is the
-#            calibrated slowdown (compute stretched by PCT percent, as the
-#            harness's slow:PCT).
+#            process), judged through its step reports: 40 steps of batch
+#            1024 through a 512-wide model, about 24 ms a step on this
+#            machine's CPU (a step of 1 ms, the example's --batch 128
+#            --width 256, times Python's own overhead, not a training step:
+#            RESULTS §12); its --slow PCT is the calibrated slowdown
+#            (compute stretched by PCT percent, as the harness's slow:PCT).
 . "$(dirname "$0")/lib.sh"
 : "${VERDICTS:=10}" "${BUDGET:=90}" "${THRESHOLD:=1}" "${CASES:=0 2 5 10}" "${TRIALS:=8}" "${WORKLOAD:=micro}"
+: "${TRIM:=}"   # ab's --trim, in %; empty: ab's default
 : "${NODETUNE:=build/nodetune}" "${OUT:=$TMP/ab_power.tsv}"
 SLOW="--inject slow:"
 case "$WORKLOAD" in
 micro) C="$HARNESS --comm none --rows 1000 --batch 512 --steps 15 --warmup 2 --blas-threads 1 --quiet" ;;
 torch)
 	/usr/bin/python3 -c 'import torch' 2>/dev/null || { echo "bench: WORKLOAD=torch: /usr/bin/python3 has no torch (scripts/install-deps.sh torch)" >&2; exit 2; }
-	C="/usr/bin/python3 $(pwd)/contrib/examples/ddp_train.py --steps 30 --batch 128 --width 256 --log-every 5"
+	C="/usr/bin/python3 $(pwd)/contrib/examples/ddp_train.py --steps 40 --batch 1024 --width 512 --log-every 10"
 	SLOW="--slow " ;;
 default)
 	root=""; [ "$(id -u)" -ne 0 ] || root=--allow-run-as-root
@@ -37,18 +40,18 @@ default)
 *) echo "bench: WORKLOAD=$WORKLOAD: micro, default or torch" >&2; exit 2 ;;
 esac
 
-echo "# ab_power: WORKLOAD=$WORKLOAD, $VERDICTS verdicts per case, --threshold $THRESHOLD --budget $BUDGET --trials $TRIALS, $(nproc) CPUs"
-printf 'case\tverdict_no\tverdict\tratio\tci_low\tci_high\tp\ttrials_a\ttrials_b\telapsed_s\tpairs\tpair_noise_pct\trefused\n' >"$OUT"
+echo "# ab_power: WORKLOAD=$WORKLOAD, $VERDICTS verdicts per case, --threshold $THRESHOLD --budget $BUDGET --trials $TRIALS${TRIM:+ --trim $TRIM}, $(nproc) CPUs"
+printf 'case\tverdict_no\tverdict\tratio\tci_low\tci_high\tp\ttrials_a\ttrials_b\telapsed_s\tpairs\tpair_noise_pct\trefused\ttrimmed_pairs\tpair_noise_mad_pct\n' >"$OUT"
 for i in $(seq 1 "$VERDICTS"); do
 	for c in $CASES; do
 		if [ "$c" -eq 0 ]; then b="cmd=$C"; else b="cmd=$C $SLOW$c"; fi
 		rc=0
 		"$NODETUNE" ab --a "cmd=$C" --b "$b" --trials "$TRIALS" --budget "$BUDGET" --threshold "$THRESHOLD" \
-			--seed "$i" --json >"$TMP/v.json" 2>"$TMP/v.err" || rc=$?
+			${TRIM:+--trim "$TRIM"} --seed "$i" --json >"$TMP/v.json" 2>"$TMP/v.err" || rc=$?
 		[ "$rc" -le 1 ] || { echo "bench: nodetune ab failed (exit $rc):" >&2; cat "$TMP/v.err" >&2; exit 3; }
 		line=$(jq -r --arg c "$c" --arg i "$i" \
 			'[$c, $i, .verdict, .ratio, .ci_low, .ci_high, .p_value, .trials_a, .trials_b, .elapsed_s, .pairs,
-		  ((.noise | exp) - 1) * 100, .refused] | @tsv' "$TMP/v.json")
+		  ((.noise | exp) - 1) * 100, .refused, .trimmed_pairs, ((.noise_mad | exp) - 1) * 100] | @tsv' "$TMP/v.json")
 		echo "$line" >>"$OUT"
 		echo "$line" >&2
 	done

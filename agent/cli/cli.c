@@ -159,6 +159,8 @@ void cli_ab_config(const struct opts *o, struct ab_config *cfg)
 		cfg->threshold = o->threshold;
 	if (o->given[OPT_ALPHA])
 		cfg->alpha = o->alpha;
+	if (o->given[OPT_TRIM])
+		cfg->trim = o->trim;
 	if (o->given[OPT_BUDGET])
 		cfg->budget_s = o->budget;
 	if (o->given[OPT_SEED])

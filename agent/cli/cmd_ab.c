@@ -20,6 +20,7 @@ static const struct opt_row ab_opts[] = {
 	{ OPT_STEPS, OPT_OPTIONAL, NULL },
 	{ OPT_THRESHOLD, OPT_OPTIONAL, NULL },
 	{ OPT_ALPHA, OPT_OPTIONAL, NULL },
+	{ OPT_TRIM, OPT_OPTIONAL, NULL },
 	{ OPT_BUDGET, OPT_OPTIONAL, NULL },
 	{ OPT_SEED, OPT_OPTIONAL, NULL },
 	{ OPT_METRIC, OPT_OPTIONAL, NULL },
@@ -37,8 +38,9 @@ static const struct opt_row ab_opts[] = {
 const struct verb_spec ab_spec = {
 	ab_opts, VERB_COMMAND_OPTIONAL,
 	"nodetune ab --a SPEC --b SPEC [--trials N] [--steps N] [--threshold PCT] [--alpha A]\n"
-	"                   [--budget DURATION] [--seed N] [--metric REGEX [--metric-kind throughput|time]]\n"
-	"                   [--skip-steps N] [--json] [--report FILE.html]\n"
+	"                   [--trim PCT] [--budget DURATION] [--seed N]\n"
+	"                   [--metric REGEX [--metric-kind throughput|time]] [--skip-steps N]\n"
+	"                   [--json] [--report FILE.html]\n"
 	"                   [--sysroot DIR [--topology FILE.xml]] [--trial-dir DIR]\n"
 	"                   [--as-user USER -- CMD...] [-- CMD...]",
 	"A/B test two policies or commands with statistics (exit 1 on regression)",
@@ -53,7 +55,8 @@ const struct verb_spec ab_spec = {
 	"NODETUNE_STEP_FD: one JSON line {\"step\": N, \"t\": SECONDS, ...} per step and\n"
 	"rank; see contrib/python/nodetune_steps.py; the steps numbered below\n"
 	"--skip-steps, default 1, are dropped), else 1 / wall time; the report says which.\n"
-	"Verdict from a t interval over the blocks' B/A against --threshold (default\n"
+	"Verdict from a trimmed t interval (Yuen's; --trim, default 10% of the pairs\n"
+	"cut from each end) over the pairs' B/A against --threshold (default\n"
 	"2%): regression, improvement, no-difference, or inconclusive (more blocks while\n"
 	"--budget lasts, default 300 s; refused, with the budget needed, when the noise\n"
 	"cannot be judged within it).  Also: the Hodges-Lehmann shift of step times,\n"

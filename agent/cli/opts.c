@@ -450,6 +450,8 @@ static const struct opt_def defs[OPT__COUNT] = {
 			   .help = "the smallest change that counts, in % (default 2)" },
 	[OPT_ALPHA] = NUMBER("alpha", alpha, parse_double, 1e-6, 0.5, "a probability"), .arg = "A",
 		       .help = "the error rate of the verdict (default 0.05)" },
+	[OPT_TRIM] = NUMBER("trim", trim, parse_percent, 0, 40, "a percentage"), .arg = "PCT",
+		      .help = "the pairs cut from each end of the verdict's mean, in % (default 10; 0: the plain mean)" },
 	[OPT_BUDGET] = DURATION("budget", budget, parse_seconds, 1, 86400, 1), .arg = "DURATION",
 			.help = "the time the experiment may take (default 300s; a bare number counts seconds)" },
 	[OPT_SEED] = NUMBER("seed", seed, parse_seed, 1, 4000000000u, NULL), .arg = "N",

@@ -31,7 +31,7 @@ enum opt_id {
 	OPT_JSON, OPT_DRY_RUN, OPT_MARKDOWN, OPT_QUIET,
 	OPT_LOCAL_RANK, OPT_LOCAL_SIZE, OPT_WINDOW,
 	OPT_A, OPT_B, OPT_REPORT, OPT_GOOD, OPT_BAD,
-	OPT_TRIALS, OPT_STEPS, OPT_THRESHOLD, OPT_ALPHA, OPT_BUDGET, OPT_SEED,
+	OPT_TRIALS, OPT_STEPS, OPT_THRESHOLD, OPT_ALPHA, OPT_BUDGET, OPT_SEED, OPT_TRIM,
 	OPT_PID, OPT_INTERVAL, OPT_DURATION,
 	OPT_INTERVAL_S,               /* the daemon's --interval, in seconds (observe's is ms) */
 	OPT_FLAP, OPT_METRICS, OPT_NO_METRICS, OPT_TEXTFILE_DIR, OPT_SOCKET, OPT_REVERT_ON_EXIT,
@@ -69,6 +69,7 @@ struct opts {
 	double duration_s;
 	unsigned trials, steps;
 	double threshold, alpha, budget;   /* threshold: a fraction (--threshold is in %) */
+	double trim;                       /* a fraction (--trim is in %) */
 	unsigned long long seed;
 	double interval_s;
 	const char *flap, *metrics, *textfile_dir, *socket;

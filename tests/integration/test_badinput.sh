@@ -159,6 +159,7 @@ ab|--a cmd=true --b cmd=true --budget -5|--budget '-5': expected a duration|nega
 ab|--a cmd=true --b cmd=true --seed 1e3|--seed '1e3': expected a whole number|--seed in exponent notation
 ab|--a cmd=true --b cmd=true --seed 0|--seed '0': expected a whole number from 1|--seed 0 (never silently replaced)
 ab|--a cmd=true --b cmd=true --threshold 101|--threshold '101': expected a percentage from 0 to 100|--threshold above 100%
+ab|--a cmd=true --b cmd=true --trim 45|--trim '45': expected a percentage from 0 to 40|--trim beyond 40% of the pairs from each end
 ab|--a cmd=true --b cmd=true --report $D/dir|--report .*/dir: is a directory|a directory as --report
 ab|--a cmd=true --b cmd=true --report $D/missing/r.html|--report .*/missing/r.html: cannot write in .*/missing: No such file or directory|--report in a missing directory
 ab|--a cmd=true --b cmd=true extra|unexpected argument 'extra'|a stray argument

@@ -93,6 +93,7 @@ void ab_config_defaults(struct ab_config *cfg)
 	cfg->batch = 2048;
 	cfg->threshold = 0.02;
 	cfg->alpha = 0.05;
+	cfg->trim = 0.1;
 	cfg->budget_s = 300;
 	cfg->seed = 1;
 	cfg->skip_steps = 1;
@@ -245,12 +246,13 @@ static void pooled(const struct ab_trial *tr, int n, int arm, int phase, double 
 	*ret_n = k;
 }
 
-enum stats_verdict ab_decide(double threshold, const double *d, int n, double level, struct stats_blocks *ret)
+enum stats_verdict ab_decide(double threshold, double trim, const double *d, int n, double level,
+			     struct stats_blocks *ret)
 {
 	/* a look that spends nothing still reports its estimate (at a
 	 * nominal level), and decides nothing */
 	memset(ret, 0, sizeof(*ret));
-	if (stats_block_ratio(d, (size_t)(n > 0 ? n : 0), level > 0 ? level : 1e-9, ret) < 0) {
+	if (stats_block_ratio_trim(d, (size_t)(n > 0 ? n : 0), level > 0 ? level : 1e-9, trim, ret) < 0) {
 		ret->n = 0;
 		return VERDICT_INCONCLUSIVE;
 	}
@@ -287,7 +289,7 @@ static void analyse_metric(const struct ab_config *cfg, const struct ab_trial *t
 	}
 	res->alpha_used = alpha;
 	res->blocks = nb;
-	res->verdict = ab_decide(cfg->threshold, d, nb, alpha, &sb);
+	res->verdict = ab_decide(cfg->threshold, cfg->trim, d, nb, alpha, &sb);
 	if (sb.n == 0) {
 		res->ratio = res->ci_lo = res->ci_hi = res->eq_lo = res->eq_hi = res->p = 1;
 		return;
@@ -299,6 +301,7 @@ static void analyse_metric(const struct ab_config *cfg, const struct ab_trial *t
 	res->eq_hi = sb.eq_hi;
 	res->p = sb.p;
 	res->noise = sb.sd;
+	res->trimmed = sb.trimmed;
 	/* the typical pair's spread, one outlier pair left out (1.4826 MAD:
 	 * the sd of a normal) */
 	res->noise_typical = 1.4826 * stats_mad(d, (size_t)nb);
@@ -584,7 +587,7 @@ static int warm_up(const struct ab_config *cfg, const regex_t *re, const struct 
 static void needed_budget(const struct ab_config *cfg, double start, double trials_s, double level,
 			  struct ab_result *res)
 {
-	int need = stats_blocks_needed(res->noise, 2 * level, cfg->threshold);
+	int need = stats_blocks_needed(res->noise, 2 * level, cfg->threshold, cfg->trim);
 	double pair_s = res->blocks ? trials_s / res->blocks : 0;
 
 	/* the warm-up and the looks' own time, then the pairs (-1: never) */
@@ -615,7 +618,7 @@ static bool refuse(const struct ab_config *cfg, double start, double trials_s, d
 	left = cfg->budget_s - (abrun_now_s() - start);
 	n = res->blocks + (pair_s > 0 && left > 0 ? (int)fmin(left / pair_s, AB_MAX_TRIALS / 2) : 0);
 	if (isfinite(sd) && level > 0)
-		hw = stats_t_quantile(2 * level, n - 1) * sd / sqrt(n);
+		hw = stats_t_quantile(2 * level, n - 2 * stats_trim_g(n, cfg->trim) - 1) * sd / sqrt(n);
 	res->refused = !(hw <= log1p(cfg->threshold));
 	return res->refused;
 }

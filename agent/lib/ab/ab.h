@@ -45,6 +45,7 @@ struct ab_config {
 	long long skip_steps;         /* step reports: steps numbered below this are dropped */
 	double threshold;             /* practical difference, as a fraction (0.02) */
 	double alpha;
+	double trim;                  /* of the pairs, cut from each end of the verdict's mean (0.2) */
 	double budget_s;              /* more trials while inconclusive, until this */
 	bool regression_only;         /* bisect: also stop once the CI excludes a
 				       * slowdown beyond threshold (lo >= 1 - threshold) */
@@ -70,7 +71,8 @@ int ab_as_user(struct ab_config *cfg, const char *name, struct nt_err *err);
 
 /* The A/B defaults, the only copy of them: 8 trials per arm (4 blocks at
  * the first look), 30 steps after 3 warm-up steps of batch 2048, the first
- * reported step skipped, threshold 2%, alpha 0.05, a budget of 300 s,
+ * reported step skipped, threshold 2%, alpha 0.05, 10% of the pairs
+ * trimmed from each end of the verdict's mean, a budget of 300 s,
  * seed 1.  Sets those fields of cfg; leaves the arms, the
  * programs and the directories alone. */
 void ab_config_defaults(struct ab_config *cfg);
@@ -155,12 +157,14 @@ struct ab_result {
 	bool per_step;                /* counters per step (else per second of trial) */
 	double ratio, ci_lo, ci_hi, p;
 	double eq_lo, eq_hi;          /* the (1 - 2 alpha_used) interval: TOST's, for no-difference */
+	int trimmed;                  /* pairs left out at each end of the verdict's mean */
 	double alpha_used;            /* the level of the last look (its share of alpha; ab.c's design) */
 	double alpha_spent;           /* by all the looks taken */
 	int looks;
 	double info_frac;             /* the information fraction of the last look (1: the budget's last) */
 	int blocks;                   /* AB pairs (two in each ABBA block) behind the interval */
-	double noise;                 /* sd of one pair's B/A (a log): the noise floor */
+	double noise;                 /* sd of one pair's B/A (a log): the noise floor (trimmed:
+				       * from the winsorized variance, as the test sees it) */
 	double noise_typical;         /* 1.4826 MAD of the same: the typical pair's */
 	bool refused;                 /* the noise needs more than the budget: no verdict */
 	double needed_s;              /* the budget an A/A at this noise needs to decide (-1: none would) */

@@ -38,10 +38,12 @@ struct ab_seq {
 double ab_seq_level(const struct ab_config *cfg, struct ab_seq *s, double t, bool final);
 
 /* The verdict of one look over the pair differences d[0..n) (log B/A of
- * each AB pair) at level (the look's share of alpha): stats_block_ratio
- * into *ret (ret->n 0: fewer than 2 pairs, no estimate) and stats_verdict
- * with TOST's interval.  A level of 0 decides nothing (inconclusive). */
-enum stats_verdict ab_decide(double threshold, const double *d, int n, double level, struct stats_blocks *ret);
+ * each AB pair) at level (the look's share of alpha): the trimmed t of
+ * stats_block_ratio_trim at trim into *ret (ret->n 0: fewer than 2 pairs,
+ * no estimate) and stats_verdict with TOST's interval.  A level of 0
+ * decides nothing (inconclusive). */
+enum stats_verdict ab_decide(double threshold, double trim, const double *d, int n, double level,
+			     struct stats_blocks *ret);
 
 /* How much of the change in the figure (ratio = B/A of a throughput) a
  * counter's change from a to b (A's and B's medians) can account for: its

@@ -72,6 +72,9 @@ json_t *abreport_json(const struct ab_config *cfg, const struct ab_result *res)
 		return NULL;
 	json_object_set_new(doc, "elapsed_s", json_real(res->elapsed_s));
 	json_object_set_new(doc, "alpha", json_real(cfg->alpha));
+	json_object_set_new(doc, "trim", json_real(cfg->trim));
+	json_object_set_new(doc, "trimmed_pairs", json_integer(res->trimmed));
+	json_object_set_new(doc, "noise_mad", json_real(res->noise_typical));
 	json_object_set_new(doc, "alpha_last_look", json_real(res->alpha_used));
 	json_object_set_new(doc, "alpha_spent", json_real(res->alpha_spent));
 	json_object_set_new(doc, "looks", json_integer(res->looks));
@@ -102,15 +105,19 @@ static void print_effect(FILE *out, const struct ab_config *cfg, const struct ab
 	fprintf(out, "verdict: %s (B vs A, threshold %.1f%%, alpha %.2f spent over %d look%s: %.3g)\n",
 		res->refused ? "inconclusive, refused" : stats_verdict_name(res->verdict), cfg->threshold * 100,
 		cfg->alpha, res->looks, res->looks == 1 ? "" : "s", res->alpha_spent);
-	fprintf(out, "effect: B/A of %s = %.4f, %.2f%% CI [%.4f, %.4f], p = %.3g (t over %d AB pairs of ABBA blocks; "
-		"last look's level %.3g), %d + %d trials, %.0f s\n", res->figure, res->ratio, (1 - res->alpha_used) * 100,
-		res->ci_lo, res->ci_hi, res->p, res->blocks, res->alpha_used, res->trials[0], res->trials[1],
-		res->elapsed_s);
+	fprintf(out, "effect: B/A of %s = %.4f, %.2f%% CI [%.4f, %.4f], p = %.3g (%s over %d AB pairs of ABBA blocks",
+		res->figure, res->ratio, (1 - res->alpha_used) * 100, res->ci_lo, res->ci_hi, res->p,
+		res->trimmed ? "trimmed t" : "t", res->blocks);
+	if (res->trimmed)
+		fprintf(out, ", the %d lowest and %d highest left out", res->trimmed, res->trimmed);
+	fprintf(out, "; last look's level %.3g), %d + %d trials, %.0f s\n", res->alpha_used, res->trials[0],
+		res->trials[1], res->elapsed_s);
 	fprintf(out, "equivalence (TOST at %.3g): %.2f%% CI [%.4f, %.4f] %s 1 +- %.1f%%\n", res->alpha_used,
 		(1 - 2 * res->alpha_used) * 100, res->eq_lo, res->eq_hi,
 		res->eq_lo >= 1 - cfg->threshold && res->eq_hi <= 1 + cfg->threshold ? "within" : "not within",
 		cfg->threshold * 100);
-	fprintf(out, "noise: one pair's B/A varies by %.2f%% (sd)", (exp(res->noise) - 1) * 100);
+	fprintf(out, "noise: one pair's B/A varies by %.2f%% (%s)", (exp(res->noise) - 1) * 100,
+		res->trimmed ? "sd of the trimmed mean's pairs, winsorized" : "sd");
 	if (res->needed_s > 0 && res->verdict == VERDICT_INCONCLUSIVE)
 		fprintf(out, "; deciding at %.1f%% needs a budget of about %.0f s (--budget)", cfg->threshold * 100,
 			res->needed_s);

@@ -331,12 +331,13 @@ int html_ab_page(FILE *f, const struct ab_config *cfg, const struct ab_result *r
 	}
 	fprintf(f, "<h2>Effect</h2>\n<table>\n"
 		   "<tr><th>B / A, %s</th><td class=\"n\" id=\"ratio\">%.4f</td></tr>\n"
-		   "<tr><th>%.1f%% CI (t over %d AB pairs)</th><td class=\"n\">[%.4f, %.4f]</td></tr>\n"
+		   "<tr><th>%.1f%% CI (%s over %d AB pairs, %d cut from each end)</th><td class=\"n\">[%.4f, %.4f]</td></tr>\n"
 		   "<tr><th>p</th><td class=\"n\">%.3g (level of the last look %.3g; threshold %.1f%%)</td></tr>\n"
-		   "<tr><th>noise</th><td class=\"n\">one pair's B/A varies by %.2f%% (sd)</td></tr>\n"
+		   "<tr><th>noise</th><td class=\"n\">one pair's B/A varies by %.2f%% (%s)</td></tr>\n"
 		   "<tr><th>trials</th><td class=\"n\">A %d, B %d, after one discarded warm-up trial each; %.0f s</td></tr>\n",
-		res->figure, res->ratio, (1 - res->alpha_used) * 100, res->blocks, res->ci_lo, res->ci_hi, res->p,
-		res->alpha_used, cfg->threshold * 100, (exp(res->noise) - 1) * 100, res->trials[0], res->trials[1],
+		res->figure, res->ratio, (1 - res->alpha_used) * 100, res->trimmed ? "trimmed t" : "t", res->blocks,
+		res->trimmed, res->ci_lo, res->ci_hi, res->p, res->alpha_used, cfg->threshold * 100,
+		(exp(res->noise) - 1) * 100, res->trimmed ? "sd, winsorized" : "sd", res->trials[0], res->trials[1],
 		res->elapsed_s);
 	if (res->n_series[0] || res->n_series[1])
 		fprintf(f, "<tr><th>median step</th><td class=\"n\">A %.2f ms, B %.2f ms; Hodges-Lehmann shift %+.2f ms</td></tr>\n"

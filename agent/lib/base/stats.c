@@ -209,54 +209,85 @@ double stats_obf_spent(double alpha, double t)
 	return stats_norm_p2(stats_norm_quantile(alpha) / sqrt(t));
 }
 
-static double mean(const double *x, size_t n)
+int stats_trim_g(int n, double trim)
 {
-	double s = 0;
+	int g = trim > 0 ? (int)floor(trim * n) : 0;
 
-	for (size_t i = 0; i < n; i++)
-		s += x[i];
-	return s / (double)n;
+	/* at least two values left */
+	return n - 2 * g >= 2 ? g : (n - 2) / 2;
 }
 
 int stats_block_ratio(const double *d, size_t n, double alpha, struct stats_blocks *ret)
 {
-	double m, ss = 0, se, q;
+	return stats_block_ratio_trim(d, n, alpha, 0, ret);
+}
 
-	if (n < 2 || !(alpha > 0 && alpha < 1))
+/* Yuen's trimmed t (Tukey and McLaughlin 1963; Yuen 1974; Wilcox,
+ * Introduction to Robust Estimation, 4.1.1): g = floor(trim n) values cut
+ * from each end, the mean of the h = n - 2g left; its standard error from
+ * the winsorized variance s_w^2 (the g lowest set to the (g+1)th, the g
+ * highest to the (n-g)th), se^2 = (n - 1) s_w^2 / (h (h - 1)), and
+ * Student's t with h - 1 degrees of freedom.  trim 0 is the t test on the
+ * mean. */
+int stats_block_ratio_trim(const double *d, size_t n, double alpha, double trim, struct stats_blocks *ret)
+{
+	double *x, m = 0, wm = 0, ss = 0, se, q, df;
+	int g, h;
+
+	if (n < 2 || n > INT_MAX / 2 || !(alpha > 0 && alpha < 1) || !(trim >= 0 && trim < 0.5))
 		return -EINVAL;
 	for (size_t i = 0; i < n; i++)
 		if (!isfinite(d[i]))
 			return -EINVAL;
-	m = mean(d, n);
-	for (size_t i = 0; i < n; i++)
-		ss += (d[i] - m) * (d[i] - m);
+	x = malloc(n * sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	memcpy(x, d, n * sizeof(*x));
+	qsort(x, n, sizeof(*x), cmp_double);
+	g = stats_trim_g((int)n, trim);
+	h = (int)n - 2 * g;
+	for (int i = g; i < (int)n - g; i++)
+		m += x[i];
+	m /= h;
+	for (int i = 0; i < (int)n; i++)
+		wm += x[i < g ? g : i >= (int)n - g ? (int)n - g - 1 : i];
+	wm /= (double)n;
+	for (int i = 0; i < (int)n; i++) {
+		double w = x[i < g ? g : i >= (int)n - g ? (int)n - g - 1 : i];
+
+		ss += (w - wm) * (w - wm);
+	}
+	free(x);
+	df = h - 1;
+	se = sqrt(ss / (double)h / (double)(h - 1));
 	ret->n = (int)n;
-	ret->sd = sqrt(ss / (double)(n - 1));
-	se = ret->sd / sqrt((double)n);
-	q = stats_t_quantile(alpha, (double)(n - 1));
+	ret->trimmed = g;
+	ret->df = df;
+	ret->sd = se * sqrt((double)n);
+	q = stats_t_quantile(alpha, df);
 	ret->ratio = exp(m);
 	ret->ci_lo = exp(m - q * se);
 	ret->ci_hi = exp(m + q * se);
 	/* TOST's interval: each one-sided test at alpha */
-	q = 2 * alpha < 1 ? stats_t_quantile(2 * alpha, (double)(n - 1)) : 0;
+	q = 2 * alpha < 1 ? stats_t_quantile(2 * alpha, df) : 0;
 	ret->eq_lo = exp(m - q * se);
 	ret->eq_hi = exp(m + q * se);
-	ret->p = se > 0 ? stats_t_p2(m / se, (double)(n - 1)) : (m == 0 ? 1.0 : 0.0);
+	ret->p = se > 0 ? stats_t_p2(m / se, df) : (m == 0 ? 1.0 : 0.0);
 	return 0;
 }
 
-int stats_blocks_needed(double sd, double alpha, double threshold)
+int stats_blocks_needed(double sd, double alpha, double threshold, double trim)
 {
 	/* room: the interval's half width at most 2/3 of the threshold */
-	return stats_blocks_for_width(sd, alpha, log1p(threshold) * 2 / 3);
+	return stats_blocks_for_width(sd, alpha, log1p(threshold) * 2 / 3, trim);
 }
 
-int stats_blocks_for_width(double sd, double alpha, double w)
+int stats_blocks_for_width(double sd, double alpha, double w, double trim)
 {
 	if (!isfinite(sd) || !(w > 0))
 		return INT_MAX;
 	for (int n = 2; n < 100000; n++)
-		if (stats_t_quantile(alpha, n - 1) * sd / sqrt((double)n) <= w)
+		if (stats_t_quantile(alpha, n - 2 * stats_trim_g(n, trim) - 1) * sd / sqrt((double)n) <= w)
 			return n;
 	return INT_MAX;
 }

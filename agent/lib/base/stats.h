@@ -34,16 +34,34 @@ double stats_t_quantile(double p2, double df);
  * moment, shared within a block, cancel in d; what is left varies from
  * block to block and is what the interval is made of (a t interval on the
  * mean of d, n - 1 degrees of freedom), so trials that are not independent
- * of one another do not shrink it.  Needs n >= 2. */
+ * of one another do not shrink it.  Needs n >= 2.
+ *
+ * stats_block_ratio_trim is the same on the trimmed mean of d (Yuen's
+ * trimmed t): the stats_trim_g(n, trim) lowest and highest d are left out
+ * of the estimate, and the interval's width comes from the winsorized
+ * variance, with n - 2g - 1 degrees of freedom.  One block far off the rest
+ * (a trial that ran at half speed all through) then moves neither the
+ * estimate nor the width.  On normal noise it costs some blocks: the
+ * asymptotic efficiency is about 0.97 at trim 0.1 and 0.94 at 0.2, and at
+ * few blocks the lost degrees of freedom cost more at the small levels of
+ * early looks.  trim in [0, 0.5); 0 is stats_block_ratio. */
 struct stats_blocks {
 	int n;                        /* blocks */
 	double ratio;                 /* exp(mean d): B/A */
 	double ci_lo, ci_hi;          /* the (1 - alpha) interval of the ratio: the difference test's */
 	double eq_lo, eq_hi;          /* the (1 - 2 alpha) interval: TOST's (two one-sided tests at alpha) */
 	double p;                     /* two-sided, of mean d = 0 */
-	double sd;                    /* of d: the noise of one block's B/A, as a log */
+	double sd;                    /* of d: the noise of one block's B/A, as a log (trimmed:
+				       * the standard error times sqrt n) */
+	double df;                    /* the t's degrees of freedom */
+	int trimmed;                  /* blocks left out at each end */
 };
 int stats_block_ratio(const double *d, size_t n, double alpha, struct stats_blocks *ret);
+int stats_block_ratio_trim(const double *d, size_t n, double alpha, double trim, struct stats_blocks *ret);
+
+/* The blocks cut from each end of n at trim: floor(trim n), at most what
+ * leaves 2. */
+int stats_trim_g(int n, double trim);
 
 /* The standard normal's two-sided p-value of z, 2 (1 - Phi(|z|)), and its
  * inverse: z with that p-value (p2 in (0, 1); NAN otherwise). */
@@ -61,8 +79,9 @@ double stats_obf_spent(double alpha, double t);
 /* Blocks needed so that a (1 - alpha) interval of an A/A with that block
  * noise sd (a log, as above) fits within +-threshold, with room for the
  * estimate to wander by a third of it: the noise floor's verdict on what a
- * budget can decide. */
-int stats_blocks_needed(double sd, double alpha, double threshold);
+ * budget can decide.  trim: as stats_block_ratio_trim, whose degrees of
+ * freedom it uses. */
+int stats_blocks_needed(double sd, double alpha, double threshold, double trim);
 
 enum stats_verdict { VERDICT_NO_DIFFERENCE, VERDICT_IMPROVEMENT, VERDICT_REGRESSION, VERDICT_INCONCLUSIVE };
 

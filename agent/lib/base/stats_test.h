@@ -13,8 +13,8 @@
 double stats_t_p2(double t, double df);
 
 /* Blocks needed for a (1 - alpha) interval of half width at most w (a
- * log) at block noise sd.  At least 2; INT_MAX when sd is not finite or
- * w not > 0. */
-int stats_blocks_for_width(double sd, double alpha, double w);
+ * log) at block noise sd, with the degrees of freedom of the trimmed t at
+ * trim.  At least 2; INT_MAX when sd is not finite or w not > 0. */
+int stats_blocks_for_width(double sd, double alpha, double w, double trim);
 
 #endif

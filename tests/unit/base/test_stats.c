@@ -120,16 +120,56 @@ static void test_blocks_needed(void **state)
 	int n1, n2, n3;
 
 	(void)state;
-	assert_int_equal(stats_blocks_needed(0, 0.05, 0.02), 2);
-	n1 = stats_blocks_needed(0.01, 0.05, 0.02);
-	n2 = stats_blocks_needed(0.02, 0.05, 0.02);
-	n3 = stats_blocks_needed(0.04, 0.05, 0.02);
+	assert_int_equal(stats_blocks_needed(0, 0.05, 0.02, 0), 2);
+	n1 = stats_blocks_needed(0.01, 0.05, 0.02, 0);
+	n2 = stats_blocks_needed(0.02, 0.05, 0.02, 0);
+	n3 = stats_blocks_needed(0.04, 0.05, 0.02, 0);
 	assert_true(n1 >= 4 && n1 <= 8);
 	assert_true(n2 > n1 && n3 > 3 * n2 && n3 < 5 * n2);
 	/* n1 is the first n that fits */
 	assert_true(stats_t_quantile(0.05, n1 - 1) * 0.01 / sqrt(n1) <= log1p(0.02) * 2 / 3);
 	assert_true(stats_t_quantile(0.05, n1 - 2) * 0.01 / sqrt(n1 - 1) > log1p(0.02) * 2 / 3);
-	assert_int_equal(stats_blocks_needed(NAN, 0.05, 0.02), 2147483647);
+	assert_int_equal(stats_blocks_needed(NAN, 0.05, 0.02, 0), 2147483647);
+	/* trimmed: fewer degrees of freedom, so more blocks for the same sd */
+	assert_true(stats_blocks_needed(0.01, 0.05, 0.02, 0.2) > n1);
+	assert_true(stats_blocks_needed(0.04, 0.05, 0.02, 0.2) > n3);
+}
+
+/* Yuen's trimmed t on ten pairs, one of them a trial at half speed
+ * (+0.6): 20% trimmed, two pairs cut from each end.  The trimmed mean of
+ * the six left is 0.0025 and the winsorized standard error 0.0059512
+ * (worked by hand from the definitions: se^2 = (n - 1) s_w^2 / (h (h - 1)),
+ * h = 6), 5 degrees of freedom; the plain t is dragged by the outlier. */
+static void test_trimmed(void **state)
+{
+	const double d[] = { 0.01, -0.02, 0.015, 0.0, -0.005, 0.02, -0.01, 0.005, 0.6, -0.03 };
+	const double se = 0.005951190357119041;
+	struct stats_blocks b, plain;
+
+	(void)state;
+	assert_int_equal(stats_block_ratio_trim(d, 10, 0.05, 0.2, &b), 0);
+	assert_int_equal(b.n, 10);
+	assert_int_equal(b.trimmed, 2);
+	assert_true(b.df == 5);
+	assert_true(fabs(b.ratio - exp(0.0025)) < 1e-12);
+	assert_true(fabs(b.sd - se * sqrt(10)) < 1e-12);
+	assert_true(fabs(b.p - stats_t_p2(0.0025 / se, 5)) < 1e-12);
+	/* t(0.975, 5) = 2.570582, t(0.95, 5) = 2.015048 */
+	assert_true(fabs(log(b.ci_hi) - (0.0025 + 2.570582 * se)) < 1e-6);
+	assert_true(fabs(log(b.ci_lo) - (0.0025 - 2.570582 * se)) < 1e-6);
+	assert_true(fabs(log(b.eq_hi) - (0.0025 + 2.015048 * se)) < 1e-6);
+	assert_int_equal(stats_block_ratio(d, 10, 0.05, &plain), 0);
+	assert_true(plain.trimmed == 0 && plain.df == 9 && plain.sd > 15 * se && plain.ratio > 1.05);
+	/* trim 0 is the plain t */
+	assert_int_equal(stats_block_ratio_trim(d, 10, 0.05, 0, &b), 0);
+	assert_true(b.sd == plain.sd && b.p == plain.p && b.ci_lo == plain.ci_lo);
+	/* never fewer than two left */
+	assert_int_equal(stats_trim_g(3, 0.45), 0);
+	assert_int_equal(stats_trim_g(4, 0.45), 1);
+	assert_int_equal(stats_trim_g(9, 0.2), 1);
+	assert_int_equal(stats_trim_g(10, 0.2), 2);
+	assert_int_equal(stats_block_ratio_trim(d, 10, 0.05, 0.5, &b), -EINVAL);
+	assert_int_equal(stats_block_ratio_trim(d, 10, 0.05, -0.1, &b), -EINVAL);
 }
 
 /* The normal's tail and the O'Brien-Fleming-type spending (Lan-DeMets):
@@ -168,6 +208,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_spending),
 		cmocka_unit_test(test_tost_interval),
+		cmocka_unit_test(test_trimmed),
 		cmocka_unit_test(test_mann_whitney_known),
 		cmocka_unit_test(test_median_mad_hl),
 		cmocka_unit_test(test_verdicts),
