@@ -164,10 +164,19 @@ int abreport_print(FILE *out, const struct ab_config *cfg, const struct ab_resul
 			res->rank_skew[0], res->rank_skew[1], res->slowest_rank[1], res->slowest_share[1] * 100);
 	fprintf(out, "explanations (counters %s of trial, A -> B; a cause moved beyond its A/A noise and can "
 		"account for 10%% or more of the change):\n", res->per_step ? "per step" : "per second");
-	for (int i = 0; i < res->n_expl && res->expl[i].claimed; i++, shown++)
-		fprintf(out, "  %d. %-22s %10.3f -> %10.3f %s (noise %.3g, p = %.3g; up to %.0f%% of the change)  => %s\n",
-			i + 1, res->expl[i].counter, res->expl[i].a, res->expl[i].b, res->expl[i].unit,
-			res->expl[i].noise, res->expl[i].p, 100 * res->expl[i].share, res->expl[i].mechanism);
+	for (int i = 0; i < res->n_expl && res->expl[i].claimed; i++, shown++) {
+		const struct ab_explanation *e = &res->expl[i];
+		char share[64];
+
+		/* the share is a bound (each unit at its row's highest cost):
+		 * beyond 1 it says the counter can account for all of it */
+		if (e->share > 1)
+			snprintf(share, sizeof(share), "can account for all of the change, bound %.0f%%", 100 * e->share);
+		else
+			snprintf(share, sizeof(share), "up to %.0f%% of the change", 100 * e->share);
+		fprintf(out, "  %d. %-22s %10.3f -> %10.3f %s (noise %.3g, p = %.3g; %s)  => %s\n", i + 1, e->counter,
+			e->a, e->b, e->unit, e->noise, e->p, share, e->mechanism);
+	}
 	if (!shown)
 		fprintf(out, "  (no counter moved beyond its noise by enough to account for the change)\n");
 	for (int i = shown; i < res->n_expl && res->expl[i].moved; i++) {

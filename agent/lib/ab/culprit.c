@@ -1361,24 +1361,64 @@ static int cmp_table_kind(const void *a, const void *b)
 	return strcmp(x->t->comm, y->t->comm);
 }
 
+/* val into the '|'-separated set in set (size bytes), when not there yet;
+ * what does not fit ends the set with "|..." (once). */
+static void add_distinct(char *set, size_t size, const char *val)
+{
+	size_t n = strlen(set), v = strlen(val);
+
+	for (const char *p = set; *p;) {
+		size_t k = strcspn(p, "|");
+
+		if (k == v && !strncmp(p, val, v))
+			return;
+		p += k + (p[k] == '|');
+	}
+	if (n >= 4 && !strcmp(set + n - 4, "|..."))
+		return;
+	if (n + (n > 0) + v + 4 < size)     /* room left for "|..." */
+		snprintf(set + n, size - n, "%s%s", n ? "|" : "", val);
+	else if (n + 4 < size)
+		snprintf(set + n, size - n, "|...");
+}
+
+/* One arm's row of a kind: its busiest process's pid and top CPU, "+N"
+ * for the kind's other processes in the arm's trials (each trial starts
+ * its own), and every allowed-CPU list and cgroup they had, '|'-separated
+ * (the ranks of a job, one per CPU, read "0|1"). */
 static bool table_row(char *buf, size_t size, size_t *len, char arm, const struct culprit_result *r,
 		      const struct culprit_task *kind)
 {
-	const struct culprit_task *t = kind_row(r, kind);
-	char policy[32], pid[16], top[16];
+	const struct culprit_task *t = NULL;
+	char policy[32], pid[24], top[16], allowed[16] = "", cg[96] = "";
+	int more = -1;
+
+	for (int i = 0; r && i < r->n_job; i++) {
+		const struct culprit_task *x = &r->job[i];
+
+		if (!same_job_kind(x, kind))
+			continue;
+		more++;
+		if (!t || x->seconds > t->seconds)
+			t = x;
+		add_distinct(allowed, sizeof(allowed), x->allowed[0] ? x->allowed : "?");
+		add_distinct(cg, sizeof(cg), x->cgroup[0] ? x->cgroup : "?");
+	}
 
 	snprintf(policy, sizeof(policy), "%s %d", culprit_policy_name(kind->policy), kind->priority);
 	if (!t)
 		return textbuf_appendf(buf, size, len, "%c    %-8s %-16s %-17s %6s   (no such process in %c)\n", arm, "-",
 				       kind->comm, policy, "-", arm);
-	snprintf(pid, sizeof(pid), "%d", t->pid);
+	if (more > 0)
+		snprintf(pid, sizeof(pid), "%d+%d", t->pid, more);
+	else
+		snprintf(pid, sizeof(pid), "%d", t->pid);
 	if (t->top_cpu >= 0)
 		snprintf(top, sizeof(top), "%d", t->top_cpu);
 	else
 		snprintf(top, sizeof(top), "-");
 	return textbuf_appendf(buf, size, len, "%c    %-8s %-16s %-17s %6.1f%%  %-4s %-12s %s\n", arm, pid, t->comm,
-			       policy, 100 * kind_share(r, t), top, t->allowed[0] ? t->allowed : "?",
-			       t->cgroup[0] ? t->cgroup : "?");
+			       policy, 100 * kind_share(r, t), top, allowed, cg);
 }
 
 int culprit_job_table(const struct culprit_result *a, const struct culprit_result *b, char *buf, size_t size)

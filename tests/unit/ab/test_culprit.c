@@ -640,12 +640,29 @@ static void test_job_table(void **state)
 	print_message("%s", buf);
 	assert_string_equal(buf,
 			    "arm  pid      comm             policy                CPU  top  allowed      cgroup\n"
-			    "A    10       rank             SCHED_OTHER 0      190.0%  0    0            /nt/a\n"
-			    "B    20       rank             SCHED_OTHER 0      190.0%  0    0            /nt/b\n"
+			    "A    10+1     rank             SCHED_OTHER 0      190.0%  0    0|1          /nt/a\n"
+			    "B    20+1     rank             SCHED_OTHER 0      190.0%  0    0|1          /nt/b\n"
 			    "A    12       worker           SCHED_OTHER 0        2.0%  1    ?            /nt/a\n"
 			    "B    22       worker           SCHED_OTHER 0       30.0%  1    0-1          /nt/b\n"
 			    "A    -        helper           SCHED_FIFO 50          -   (no such process in A)\n"
 			    "B    4242     helper           SCHED_FIFO 50       11.0%  1    0-1          /limited\n");
+	/* one kind in many processes: the busiest's pid and top CPU, the
+	 * others counted, their allowed lists as far as they fit */
+	{
+		struct culprit_task many[12];
+		struct culprit_result m = { .seconds = 10, .n_job = 12, .job = many };
+
+		for (int i = 0; i < 12; i++) {
+			many[i] = ja[0];
+			many[i].pid = 100 + i;
+			many[i].seconds = i == 7 ? 2 : 0.5;
+			many[i].top_cpu = i;
+			snprintf(many[i].allowed, sizeof(many[i].allowed), "%d", i);
+		}
+		assert_int_equal(culprit_job_table(&m, NULL, buf, sizeof(buf)), 1);
+		print_message("%s", buf);
+		assert_non_null(strstr(buf, "\nA    107+11   rank             SCHED_OTHER 0       75.0%  7    0|1|2|3|4|5|... /nt/a\n"));
+	}
 	/* more kinds than the limit: the rest counted in one line */
 	b.n_job = 8;
 	assert_int_equal(culprit_job_table(&a, &b, buf, sizeof(buf)), CULPRIT_TABLE_KINDS);
