@@ -45,7 +45,7 @@ struct ab_config {
 	long long skip_steps;         /* step reports: steps numbered below this are dropped */
 	double threshold;             /* practical difference, as a fraction (0.02) */
 	double alpha;
-	double trim;                  /* of the pairs, cut from each end of the verdict's mean (0.2) */
+	double trim;                  /* of the pairs, cut from each end of the verdict's mean (0.1) */
 	double budget_s;              /* more trials while inconclusive, until this */
 	bool regression_only;         /* bisect: also stop once the CI excludes a
 				       * slowdown beyond threshold (lo >= 1 - threshold) */

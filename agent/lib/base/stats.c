@@ -249,14 +249,16 @@ int stats_block_ratio_trim(const double *d, size_t n, double alpha, double trim,
 	for (int i = g; i < (int)n - g; i++)
 		m += x[i];
 	m /= h;
-	for (int i = 0; i < (int)n; i++)
-		wm += x[i < g ? g : i >= (int)n - g ? (int)n - g - 1 : i];
-	wm /= (double)n;
-	for (int i = 0; i < (int)n; i++) {
-		double w = x[i < g ? g : i >= (int)n - g ? (int)n - g - 1 : i];
-
-		ss += (w - wm) * (w - wm);
+	/* winsorize in place: the g at each end set to their nearest kept value */
+	for (int i = 0; i < g; i++) {
+		x[i] = x[g];
+		x[(int)n - 1 - i] = x[(int)n - g - 1];
 	}
+	for (size_t i = 0; i < n; i++)
+		wm += x[i];
+	wm /= (double)n;
+	for (size_t i = 0; i < n; i++)
+		ss += (x[i] - wm) * (x[i] - wm);
 	free(x);
 	df = h - 1;
 	se = sqrt(ss / (double)h / (double)(h - 1));
