@@ -11,7 +11,8 @@
 # round-robin (verdict 1 of every case, then verdict 2, ...) so that drift on
 # the machine hits all of them alike; each verdict has its own --seed (its
 # own ABBA order).  Raw results: one TSV line per verdict on stderr and in
-# $OUT.  WORKLOAD= picks the job:
+# $OUT, and with KEEP=DIR each verdict's whole --json (every trial's
+# figure, the evidence) in DIR.  WORKLOAD= picks the job:
 #   micro    the CPU harness, one process (--comm none), 0.2 s a trial, as
 #            in tests/integration/test_ab.sh (the default);
 #   default  what `nodetune ab` runs with no command: the harness at world 2
@@ -26,6 +27,8 @@
 . "$(dirname "$0")/lib.sh"
 : "${VERDICTS:=10}" "${BUDGET:=90}" "${THRESHOLD:=1}" "${CASES:=0 2 5 10}" "${TRIALS:=8}" "${WORKLOAD:=micro}"
 : "${TRIM:=}"   # ab's --trim, in %; empty: ab's default
+: "${KEEP:=}"   # a directory: each verdict's --json kept there as case-C-I.json (every trial's figure)
+[ -z "$KEEP" ] || mkdir -p "$KEEP" || exit 2
 : "${NODETUNE:=build/nodetune}" "${OUT:=$TMP/ab_power.tsv}"
 SLOW="--inject slow:"
 case "$WORKLOAD" in
@@ -53,6 +56,7 @@ for i in $(seq 1 "$VERDICTS"); do
 			'[$c, $i, .verdict, .ratio, .ci_low, .ci_high, .p_value, .trials_a, .trials_b, .elapsed_s, .pairs,
 		  ((.noise | exp) - 1) * 100, .refused, .trimmed_pairs, ((.noise_mad | exp) - 1) * 100] | @tsv' "$TMP/v.json")
 		echo "$line" >>"$OUT"
+		[ -z "$KEEP" ] || cp "$TMP/v.json" "$KEEP/case-$c-$i.json"
 		echo "$line" >&2
 	done
 done

@@ -25,7 +25,6 @@
 #include "base/fsroot.h"
 #include "observe/tlb.h"
 
-#define AB_REFUSE_PAIRS 24         /* before a refusal: the sd of 12 pairs is off by 20% (one sd) */
 #define AB_CLAIM_SHARE 0.10        /* a cause accounts for at least this share of the change */
 
 /* ---- specs ------------------------------------------------------------- */
@@ -601,13 +600,35 @@ static void needed_budget(const struct ab_config *cfg, double start, double tria
  * has room for, at the most the last look can spend (level), would be
  * wider (its half width) than the threshold.  Then neither a no-difference
  * nor an effect of the threshold's size can be called, only a far larger
- * effect, which would have shown by now.  The point estimate is not used:
- * early on it wanders (an A/A whose first pairs read 0.986, a true 2%
- * slowdown read as 0.991 after 26 pairs).  The budget the report states is
- * the one an A/A at this noise needs. */
+ * effect; so a large effect seen now (significant at the experiment's
+ * alpha, and beyond the half width the end of the budget would have at
+ * level) goes on to its verdict: a noisy neighbour that makes B a third
+ * as fast at a pair noise of 100% (docs/ab.md) is called a regression a
+ * look or two later.  The point estimate alone never refuses: early on it
+ * wanders (an A/A whose first pairs read 0.986, a true 2% slowdown read as
+ * 0.991 after 26 pairs).  The budget the report states is the one an A/A
+ * at this noise needs. */
+bool ab_futile(const struct ab_config *cfg, int pairs, int pairs_end, double sd, double level, double ratio)
+{
+	int n = pairs_end > pairs ? pairs_end : pairs;
+	double hw_eq, hw_effect;
+
+	if (pairs < AB_REFUSE_PAIRS)
+		return false;
+	if (!isfinite(sd) || !(level > 0))
+		return true;
+	hw_eq = stats_t_quantile(2 * level, n - 2 * stats_trim_g(n, cfg->trim) - 1) * sd / sqrt(n);
+	if (hw_eq <= log1p(cfg->threshold))
+		return false;
+	hw_effect = stats_t_quantile(level, n - 2 * stats_trim_g(n, cfg->trim) - 1) * sd / sqrt(n);
+	/* the effect seen, if it held to the end, would be called there
+	 * (its interval clear of 1): go on */
+	return !(ratio > 0 && fabs(log(ratio)) > hw_effect);
+}
+
 static bool refuse(const struct ab_config *cfg, double start, double trials_s, double level, struct ab_result *res)
 {
-	double sd = fmin(res->noise, res->noise_typical), pair_s, left, hw = INFINITY;
+	double pair_s, left;
 	int n;
 
 	needed_budget(cfg, start, trials_s, level, res);
@@ -616,10 +637,8 @@ static bool refuse(const struct ab_config *cfg, double start, double trials_s, d
 		return false;
 	pair_s = trials_s / res->blocks;
 	left = cfg->budget_s - (abrun_now_s() - start);
-	n = res->blocks + (pair_s > 0 && left > 0 ? (int)fmin(left / pair_s, AB_MAX_TRIALS / 2) : 0);
-	if (isfinite(sd) && level > 0)
-		hw = stats_t_quantile(2 * level, n - 2 * stats_trim_g(n, cfg->trim) - 1) * sd / sqrt(n);
-	res->refused = !(hw <= log1p(cfg->threshold));
+	n = res->blocks + (pair_s > 0 && left > 0 ? (int)fmin(left / pair_s, AB_MAX_TRIALS / 2 - res->blocks) : 0);
+	res->refused = ab_futile(cfg, res->blocks, n, fmin(res->noise, res->noise_typical), level, res->ratio);
 	return res->refused;
 }
 

@@ -10,6 +10,7 @@
 #include "ab/ab.h"
 
 #define AB_MAX_TRIALS 400          /* both arms, warm-ups not counted: the last look */
+#define AB_REFUSE_PAIRS 24         /* before a refusal: the sd of 12 pairs is off by 20% (one sd) */
 
 /* The blocks (of four trials) to run before the next look, n trials run:
  * the first look after cfg->trials per arm; each later one after half as
@@ -44,6 +45,17 @@ double ab_seq_level(const struct ab_config *cfg, struct ab_seq *s, double t, boo
  * decides nothing (inconclusive). */
 enum stats_verdict ab_decide(double threshold, double trim, const double *d, int n, double level,
 			     struct stats_blocks *ret);
+
+/* Whether a look that decided nothing, after pairs pairs (at least
+ * AB_REFUSE_PAIRS), should stop as refused: at pair noise sd (log B/A),
+ * TOST's interval after pairs_end pairs (all the budget has room for), at
+ * the most the last look can spend (level), would still be wider (half
+ * width) than the threshold, and the effect seen (ratio, B/A) would not be
+ * called even if it held to the end: |log ratio| within the two-sided
+ * (1 - level) interval's half width after pairs_end pairs.  A refusal
+ * only ever stops an experiment earlier and undecided: it adds no false
+ * alarm. */
+bool ab_futile(const struct ab_config *cfg, int pairs, int pairs_end, double sd, double level, double ratio);
 
 /* How much of the change in the figure (ratio = B/A of a throughput) a
  * counter's change from a to b (A's and B's medians) can account for: its
