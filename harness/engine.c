@@ -100,7 +100,8 @@ static void usage(void)
 	       "  --bucket-mb M            bucket cap in MB (25); the first bucket is 1 MB\n"
 	       "  --first-bucket-mb M      first bucket cap (1)\n"
 	       "  --no-overlap             all-reduce after backward (the baseline)\n"
-	       "  --workers N --prefetch D loader threads (2) and pinned buffers (4)\n"
+	       "  --workers N --prefetch D loader threads (CPU 2; GPU the rank's CPUs - 3,\n"
+	       "                           2 to 8) and pinned buffers (4)\n"
 	       "  --compress zstd|none     batch compression in the loader (none)\n"
 	       "  --no-pin                 a fresh pageable buffer per batch\n"
 	       "  --frozen-batch           one batch, reused: the loader roofline\n"
@@ -311,7 +312,7 @@ static void parse(int argc, char **argv, struct trainer_config *cfg)
 	lo[N_OPTIONS] = (struct option){ 0 };
 	*cfg = (struct trainer_config){
 		.model = { MODEL_DLRM_SMALL, 8, 1024, DLRM_ROWS }, .model_name = "dlrm-small",
-		.batch = 2048, .steps = 50, .warmup = 5, .accum = 1, .workers = 2, .prefetch = 4,
+		.batch = 2048, .steps = 50, .warmup = 5, .accum = 1, .workers = 0, .prefetch = 4,
 		.lr = 0.1, .bucket_mb = 25, .first_bucket_mb = 1, .timeout_s = 300, .seed = 1,
 		.overlap = true, .pin = true, .device = "cpu", .comm = "auto", .inject_rank = -1,
 	};
@@ -387,15 +388,13 @@ static struct data_spec spec_of(const struct trainer_config *cfg)
 	};
 }
 
-/* OpenBLAS threads: --blas-threads, else the CPUs this rank may use, split
- * among the local ranks when they all share the same (unbound) set. */
-static int blas_threads(const struct trainer_config *cfg, const struct comm *c)
+/* The CPUs this rank may use; when it is unbound (its set is every online
+ * CPU), split among the local ranks; at least 1. */
+static int rank_cpus(const struct comm *c)
 {
 	cpu_set_t set;
 	int n;
 
-	if (cfg->blas_threads)
-		return cfg->blas_threads;
 	if (sched_getaffinity(0, sizeof(set), &set) < 0)
 		return 1;
 	n = CPU_COUNT(&set);
@@ -422,7 +421,11 @@ static int setup_comm(struct run *r)
 	 * memory */
 	if (r->ops->select && r->ops->select(&r->comm, &err))
 		return rank_fail(r, EXIT_RUNTIME, false, err.msg);
-	openblas_set_num_threads(blas_threads(&r->cfg, &r->comm));
+	openblas_set_num_threads(r->cfg.blas_threads ? r->cfg.blas_threads : rank_cpus(&r->comm));
+	/* no --workers: from the CPUs this rank has (the --json summary's
+	 * loader.workers says the count) */
+	if (!r->cfg.workers)
+		r->cfg.workers = loader_default_workers(rank_cpus(&r->comm), r->ops == &cuda_trainer);
 	return 0;
 }
 

@@ -194,10 +194,25 @@ static void *pin_main(void *arg)
 	return NULL;
 }
 
+int loader_default_workers(int cpus, bool gpu)
+{
+	int n = cpus - 3;
+
+	if (!gpu)
+		return 2;
+	return n < 2 ? 2 : n > 8 ? 8 : n;
+}
+
 struct loader *loader_start(const struct loader_config *cfg, struct nt_err *err)
 {
-	struct loader *l = calloc(1, sizeof(*l));
+	struct loader *l;
 
+	/* no worker, no batch: the pin thread would wait for ever */
+	if (cfg->workers < 1 && !cfg->frozen) {
+		err_set(err, -EINVAL, "the loader needs at least one worker (--workers)");
+		return NULL;
+	}
+	l = calloc(1, sizeof(*l));
 	if (!l) {
 		err_set(err, -ENOMEM, "out of memory");
 		return NULL;

@@ -32,7 +32,7 @@ struct loader_config {
 	struct data_spec spec;
 	int batch;              /* samples per micro-batch on this rank */
 	int rank, world;
-	int workers;            /* >= 1 */
+	int workers;            /* >= 1 (unless frozen) */
 	int prefetch;           /* pinned buffers, >= 1 */
 	int zstd_level;         /* 0: uncompressed */
 	bool pin;
@@ -53,6 +53,16 @@ struct loader_batch {
 };
 
 struct loader;
+
+/* The default worker count (no --workers) for a rank that may run on cpus
+ * CPUs (its share of the host's when it is unbound and the local ranks
+ * share them).  On the CPU, 2: the rank's CPUs compute, and the loader
+ * keeps up with a training step there.  On a GPU the rank's CPUs do
+ * little but feed it: every one left after the training, pin and copy
+ * (preload) threads, at least 2 and at most 8 (on an H200 at batch 4096,
+ * 2 workers gave 0.37-0.51 of the frozen-batch roofline, 8 gave
+ * 0.95-0.99: bench/RESULTS.md section 7). */
+int loader_default_workers(int cpus, bool gpu);
 
 /* Start the threads.  NULL with err on error (bad data dir, no memory). */
 struct loader *loader_start(const struct loader_config *cfg, struct nt_err *err);

@@ -47,7 +47,7 @@ struct trainer_config {
 	bool overlap;
 	double timeout_s;          /* a peer silent this long is fatal */
 	/* the loader */
-	int workers, prefetch, zstd_level;
+	int workers, prefetch, zstd_level;   /* workers 0: chosen in set-up (loader_default_workers) */
 	bool pin, frozen;
 	const char *data;          /* shard directory, NULL: synthetic */
 	/* the run */

@@ -87,13 +87,17 @@ check "a host that cannot count TLB shootdowns: not_countable says why, the expl
 	"jq -e '(.not_countable.tlb_shootdowns | startswith(\"no source allowed\")) and ([.explanations[].counter] | index(\"tlb_shootdowns\") == null)' '$OUT' &&
 	 env NODETUNE_TLB_SOURCES=none '$NODETUNE' ab --a 'cmd=$C' --b 'cmd=$C' --trials 2 --budget 1 | grep -q '^  (tlb_shootdowns: not countable on this host: no source allowed'"
 
-# A job far noisier than the threshold asked for (its wall time is 50 to
-# 250 ms at random: a pair's B/A varies by about 50%): after the pairs a
-# refusal waits for, ab refuses to judge, says so and the budget an A/A
-# would need, well before its own budget ends
-cat >"$T_TMP/jitter.sh" <<'EOF'
+# An A/A far noisier than the threshold asked for: the job's runs take 50
+# and 200 ms in turn, so every pair's B/A is 4 or 1/4, as many of each
+# (an ABBA or BAAB block's two pairs cancel), an estimate near 1 at a
+# pair noise beyond 100%.  After the pairs a refusal waits for, ab refuses
+# to judge, says so and the budget an A/A would need, well before its own
+# budget ends.  (Its runs alternate rather than draw at random: an A/A
+# whose random estimate looks like an effect the budget could still call
+# goes on, as it should, and would make this check's outcome chance.)
+cat >"$T_TMP/jitter.sh" <<EOF
 #!/bin/sh
-sleep "$(printf '0.%02d' $(( $(od -An -N1 -tu1 /dev/urandom) % 20 + 5 )))"
+if [ -e "$T_TMP/jitter.long" ]; then rm -f "$T_TMP/jitter.long"; sleep 0.2; else : >"$T_TMP/jitter.long"; sleep 0.05; fi
 EOF
 chmod 755 "$T_TMP/jitter.sh"
 t0=$(date +%s)

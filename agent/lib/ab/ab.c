@@ -597,33 +597,40 @@ static void needed_budget(const struct ab_config *cfg, double start, double tria
  * noise seen so far (after AB_REFUSE_PAIRS pairs; the smaller of the sd and
  * the typical pair's spread, since one stalled pair inflates the sd and
  * more pairs dilute it), TOST's interval after every pair the budget still
- * has room for, at the most the last look can spend (level), would be
- * wider (its half width) than the threshold.  Then neither a no-difference
- * nor an effect of the threshold's size can be called, only a far larger
- * effect; so a large effect seen now (significant at the experiment's
- * alpha, and beyond the half width the end of the budget would have at
- * level) goes on to its verdict: a noisy neighbour that makes B a third
- * as fast at a pair noise of 100% (docs/ab.md) is called a regression a
- * look or two later.  The point estimate alone never refuses: early on it
- * wanders (an A/A whose first pairs read 0.986, a true 2% slowdown read as
- * 0.991 after 26 pairs).  The budget the report states is the one an A/A
- * at this noise needs. */
+ * has room for (at most AB_MAX_TRIALS in all), at the most the last look
+ * can spend (level), would be wider (its half width) than the threshold.
+ * Then neither a no-difference nor an effect of the threshold's size can
+ * be called, only a far larger effect; so an effect seen now that would
+ * be called if it held to the end (beyond the threshold, and beyond the
+ * half width of the (1 - level) interval the end of the budget would
+ * have) goes on to its verdict: the noisy neighbour of docs/ab.md, which
+ * makes B a third as fast at a pair noise near 100%, was refused after 26
+ * pairs where a look later called it a regression.  The point estimate
+ * alone never refuses: early on it wanders (an A/A whose first pairs read
+ * 0.986, a true 2% slowdown read as 0.991 after 26 pairs).  The budget the
+ * report states is the one an A/A at this noise needs. */
 bool ab_futile(const struct ab_config *cfg, int pairs, int pairs_end, double sd, double level, double ratio)
 {
-	int n = pairs_end > pairs ? pairs_end : pairs;
-	double hw_eq, hw_effect;
+	int n = pairs_end > pairs ? pairs_end : pairs, df;
+	double hw_eq, hw_effect, lr;
 
 	if (pairs < AB_REFUSE_PAIRS)
 		return false;
 	if (!isfinite(sd) || !(level > 0))
 		return true;
-	hw_eq = stats_t_quantile(2 * level, n - 2 * stats_trim_g(n, cfg->trim) - 1) * sd / sqrt(n);
+	df = n - 2 * stats_trim_g(n, cfg->trim) - 1;
+	/* as stats_block_ratio_trim: no TOST quantile past a level of 1/2 */
+	hw_eq = (2 * level < 1 ? stats_t_quantile(2 * level, df) : 0) * sd / sqrt(n);
 	if (hw_eq <= log1p(cfg->threshold))
 		return false;
-	hw_effect = stats_t_quantile(level, n - 2 * stats_trim_g(n, cfg->trim) - 1) * sd / sqrt(n);
-	/* the effect seen, if it held to the end, would be called there
-	 * (its interval clear of 1): go on */
-	return !(ratio > 0 && fabs(log(ratio)) > hw_effect);
+	hw_effect = stats_t_quantile(level, df) * sd / sqrt(n);
+	/* the effect seen, if it held to the end, would be called there: a
+	 * ratio beyond the threshold (as stats_verdict asks) whose interval
+	 * is clear of 1; then go on */
+	if (!(ratio > 0))
+		return true;
+	lr = log(ratio);
+	return !((lr < log1p(-cfg->threshold) || lr > log1p(cfg->threshold)) && fabs(lr) > hw_effect);
 }
 
 static bool refuse(const struct ab_config *cfg, double start, double trials_s, double level, struct ab_result *res)

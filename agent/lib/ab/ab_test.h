@@ -51,8 +51,9 @@ enum stats_verdict ab_decide(double threshold, double trim, const double *d, int
  * TOST's interval after pairs_end pairs (all the budget has room for), at
  * the most the last look can spend (level), would still be wider (half
  * width) than the threshold, and the effect seen (ratio, B/A) would not be
- * called even if it held to the end: |log ratio| within the two-sided
- * (1 - level) interval's half width after pairs_end pairs.  A refusal
+ * called even if it held to the end: within the threshold, or |log ratio|
+ * within the two-sided (1 - level) interval's half width after pairs_end
+ * pairs.  A refusal
  * only ever stops an experiment earlier and undecided: it adds no false
  * alarm. */
 bool ab_futile(const struct ab_config *cfg, int pairs, int pairs_end, double sd, double level, double ratio);

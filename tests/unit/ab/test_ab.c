@@ -347,14 +347,15 @@ static void test_trimmed_simulated(void **state)
 }
 
 /* The refusal against the design without it (the same experiments: the
- * same seed).  An A/A far noisier than its threshold (a pair's B/A
- * varying by 50% against a 1% threshold, as test_ab.sh's jitter job) is
- * refused, nearly always and in well under half its budget.  A large
- * effect at a pair noise of 100% is still called: B at 0.6 of A within
- * 15% of the design's power without the refusal (a refusal that ignored
- * the estimate called 527 of 4000, against 3932), and B at a third of A,
- * the noisy neighbour of docs/ab.md, within 2 points.  The refusal goes
- * on while the effect seen, if it held, would be called by the end. */
+ * same seed).  An A/A far noisier than its threshold (each pair's log B/A
+ * with an sd of 0.5, which the report prints as 65%, against a 1%
+ * threshold) is refused, nearly always and in well under half its budget.
+ * A large effect at a log sd of 1 (172%) is still called: B at 0.6 of A
+ * within 15% of the design's power without the refusal (a refusal that
+ * ignored the estimate called 527 of 4000, against 3932), and B at a
+ * third of A, as the noisy neighbour of docs/ab.md, within 2 points.  The
+ * refusal goes on while the effect seen, if it held, would be called by
+ * the end. */
 static void test_refusal_simulated(void **state)
 {
 	static const double effects[] = { 0.6, 0.34 };
@@ -370,7 +371,7 @@ static void test_refusal_simulated(void **state)
 	sim_refusal = true;
 	sim_refused = 0;
 	sim_many(&cfg, n, 0.5, 0, 0, 1.2, &with);
-	sim_print("A/A, noise 50%, 60 s, thr 1%, refusal", &with);
+	sim_print("A/A, log sd 0.5, 60 s, thr 1%, refusal", &with);
 	print_message("  %-44s %5d\n", "refused", sim_refused);
 	assert_true(sim_refused >= 0.9 * n);
 	assert_true(with.median_s < cfg.budget_s / 2);
@@ -385,7 +386,7 @@ static void test_refusal_simulated(void **state)
 		sim_refusal = true;
 		sim_refused = 0;
 		sim_many(&cfg, n, 1.0, 0, log(effects[i]), 3, &with);
-		sim_print(effects[i] < 0.5 ? "B/A 0.34, noise 100%, refusal" : "B/A 0.6, noise 100%, refusal", &with);
+		sim_print(effects[i] < 0.5 ? "B/A 0.34, log sd 1, refusal" : "B/A 0.6, log sd 1, refusal", &with);
 		print_message("  %-44s %5d\n", "refused", sim_refused);
 		sim_rng = seed;
 		sim_refusal = false;

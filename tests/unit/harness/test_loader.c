@@ -203,6 +203,37 @@ static void test_corrupt_index(void **state)
 	test_rmrf(dir);
 }
 
+/* The default worker count: 2 on the CPU whatever the CPUs; on a GPU the
+ * rank's CPUs less the training, pin and copy threads, within 2..8: the
+ * H200's 16 CPUs for one rank give 8 (the count that fed it, RESULTS
+ * section 7), this 2-CPU machine's ranks 2, a rank bound to 6 CPUs 3. */
+static void test_default_workers(void **state)
+{
+	(void)state;
+	assert_int_equal(loader_default_workers(16, false), 2);
+	assert_int_equal(loader_default_workers(1, false), 2);
+	assert_int_equal(loader_default_workers(16, true), 8);
+	assert_int_equal(loader_default_workers(128, true), 8);
+	assert_int_equal(loader_default_workers(6, true), 3);
+	assert_int_equal(loader_default_workers(1, true), 2);
+	assert_int_equal(loader_default_workers(5, true), 2);
+	assert_int_equal(loader_default_workers(11, true), 8);
+	assert_int_equal(loader_default_workers(10, true), 7);
+}
+
+/* A loader with no worker (an unresolved default) is refused, not started
+ * to wait for ever. */
+static void test_no_worker_refused(void **state)
+{
+	struct loader_config c = { .spec = spec, .batch = 8, .world = 1, .workers = 0, .prefetch = 2, .pin = true };
+	struct nt_err err = { 0 };
+
+	(void)state;
+	assert_null(loader_start(&c, &err));
+	assert_int_equal(err.code, -EINVAL);
+	assert_non_null(strstr(err.msg, "at least one worker"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -210,6 +241,8 @@ int main(void)
 		cmocka_unit_test(test_shards_and_failure),
 		cmocka_unit_test(test_corrupt_index),
 		cmocka_unit_test(test_host_alloc_hook),
+		cmocka_unit_test(test_default_workers),
+		cmocka_unit_test(test_no_worker_refused),
 	};
 
 	return cmocka_run_group_tests_name("loader", tests, NULL, NULL);
