@@ -16,7 +16,8 @@
 #   micro    the CPU harness, one process (--comm none), 0.2 s a trial, as
 #            in tests/integration/test_ab.sh (the default);
 #   default  what `nodetune ab` runs with no command: the harness at world 2
-#            under mpirun, 30 steps of batch 2048 after 3 warm-up steps;
+#            under mpirun, 30 steps of batch 2048 after 3 warm-up steps
+#            (STEPS=N: N steps instead, to weigh a trial's length);
 #   torch    the PyTorch example (contrib/examples/ddp_train.py, one
 #            process), judged through its step reports: 40 steps of batch
 #            1024 through a 512-wide model, about 24 ms a step on this
@@ -39,7 +40,7 @@ torch)
 	SLOW="--slow " ;;
 default)
 	root=""; [ "$(id -u)" -ne 0 ] || root=--allow-run-as-root
-	C="mpirun -np 2 $root --oversubscribe $HARNESS --quiet --steps 30 --warmup 3 --batch 2048" ;;
+	C="mpirun -np 2 $root --oversubscribe $HARNESS --quiet --steps ${STEPS:-30} --warmup 3 --batch 2048" ;;
 *) echo "bench: WORKLOAD=$WORKLOAD: micro, default or torch" >&2; exit 2 ;;
 esac
 
