@@ -407,6 +407,7 @@ static int rank_cpus(const struct comm *c)
 static int setup_comm(struct run *r)
 {
 	struct nt_err err = { 0 };
+	int cpus;
 
 	if (r->ops->probe && r->ops->probe(&err) < 0) {
 		fprintf(stderr, "nodetune-harness: %s\n", err.msg);
@@ -421,11 +422,12 @@ static int setup_comm(struct run *r)
 	 * memory */
 	if (r->ops->select && r->ops->select(&r->comm, &err))
 		return rank_fail(r, EXIT_RUNTIME, false, err.msg);
-	openblas_set_num_threads(r->cfg.blas_threads ? r->cfg.blas_threads : rank_cpus(&r->comm));
+	cpus = rank_cpus(&r->comm);
+	openblas_set_num_threads(r->cfg.blas_threads ? r->cfg.blas_threads : cpus);
 	/* no --workers: from the CPUs this rank has (the --json summary's
 	 * loader.workers says the count) */
 	if (!r->cfg.workers)
-		r->cfg.workers = loader_default_workers(rank_cpus(&r->comm), r->ops == &cuda_trainer);
+		r->cfg.workers = loader_default_workers(cpus, r->ops == &cuda_trainer);
 	return 0;
 }
 

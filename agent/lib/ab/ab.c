@@ -609,9 +609,12 @@ static void needed_budget(const struct ab_config *cfg, double start, double tria
  * alone never refuses: early on it wanders (an A/A whose first pairs read
  * 0.986, a true 2% slowdown read as 0.991 after 26 pairs).  The budget the
  * report states is the one an A/A at this noise needs. */
-bool ab_futile(const struct ab_config *cfg, int pairs, int pairs_end, double sd, double level, double ratio)
+bool ab_futile(const struct ab_config *cfg, int pairs, double pair_s, double left_s, double sd, double level,
+	       double ratio)
 {
-	int n = pairs_end > pairs ? pairs_end : pairs, df;
+	/* the pairs at the end: those run and those the rest of the budget
+	 * has room for, at most AB_MAX_TRIALS in all */
+	int n = pairs + (pair_s > 0 && left_s > 0 ? (int)fmin(left_s / pair_s, AB_MAX_TRIALS / 2 - pairs) : 0), df;
 	double hw_eq, hw_effect, lr;
 
 	if (pairs < AB_REFUSE_PAIRS)
@@ -635,17 +638,12 @@ bool ab_futile(const struct ab_config *cfg, int pairs, int pairs_end, double sd,
 
 static bool refuse(const struct ab_config *cfg, double start, double trials_s, double level, struct ab_result *res)
 {
-	double pair_s, left;
-	int n;
-
 	needed_budget(cfg, start, trials_s, level, res);
 	res->refused = false;
 	if (res->verdict != VERDICT_INCONCLUSIVE || res->blocks < AB_REFUSE_PAIRS)
 		return false;
-	pair_s = trials_s / res->blocks;
-	left = cfg->budget_s - (abrun_now_s() - start);
-	n = res->blocks + (pair_s > 0 && left > 0 ? (int)fmin(left / pair_s, AB_MAX_TRIALS / 2 - res->blocks) : 0);
-	res->refused = ab_futile(cfg, res->blocks, n, fmin(res->noise, res->noise_typical), level, res->ratio);
+	res->refused = ab_futile(cfg, res->blocks, trials_s / res->blocks, cfg->budget_s - (abrun_now_s() - start),
+				 fmin(res->noise, res->noise_typical), level, res->ratio);
 	return res->refused;
 }
 

@@ -47,16 +47,16 @@ enum stats_verdict ab_decide(double threshold, double trim, const double *d, int
 			     struct stats_blocks *ret);
 
 /* Whether a look that decided nothing, after pairs pairs (at least
- * AB_REFUSE_PAIRS), should stop as refused: at pair noise sd (log B/A),
- * TOST's interval after pairs_end pairs (all the budget has room for), at
- * the most the last look can spend (level), would still be wider (half
- * width) than the threshold, and the effect seen (ratio, B/A) would not be
- * called even if it held to the end: within the threshold, or |log ratio|
- * within the two-sided (1 - level) interval's half width after pairs_end
- * pairs.  A refusal
- * only ever stops an experiment earlier and undecided: it adds no false
- * alarm. */
-bool ab_futile(const struct ab_config *cfg, int pairs, int pairs_end, double sd, double level, double ratio);
+ * AB_REFUSE_PAIRS, pair_s seconds each, left_s of the budget left), should
+ * stop as refused: at pair noise sd (log B/A), TOST's interval after all
+ * the pairs the budget has room for (at most AB_MAX_TRIALS in all), at the
+ * most the last look can spend (level), would still be wider (half width)
+ * than the threshold, and the effect seen (ratio, B/A) would not be called
+ * even if it held to the end: within the threshold, or |log ratio| within
+ * the two-sided (1 - level) interval's half width then.  A refusal only
+ * ever stops an experiment earlier and undecided: it adds no false alarm. */
+bool ab_futile(const struct ab_config *cfg, int pairs, double pair_s, double left_s, double sd, double level,
+	       double ratio);
 
 /* How much of the change in the figure (ratio = B/A of a throughput) a
  * counter's change from a to b (A's and B's medians) can account for: its

@@ -210,15 +210,11 @@ static enum stats_verdict sim_experiment(const struct ab_config *cfg, double sd,
 		*ret_s = elapsed;
 		if (v != VERDICT_INCONCLUSIVE || final)
 			return v;
-		if (sim_refusal) {
-			double pair_s = trials_s / np, left = cfg->budget_s - elapsed;
-			int end = np + (left > 0 ? (int)fmin(left / pair_s, AB_MAX_TRIALS / 2 - np) : 0);
-
-			if (ab_futile(cfg, np, end, fmin(sb.sd, 1.4826 * stats_mad(d, (size_t)np)), cfg->alpha - seq.spent,
-				      sb.ratio)) {
-				sim_refused++;
-				return VERDICT_INCONCLUSIVE;
-			}
+		if (sim_refusal && ab_futile(cfg, np, trials_s / np, cfg->budget_s - elapsed,
+					     fmin(sb.sd, 1.4826 * stats_mad(d, (size_t)np)), cfg->alpha - seq.spent,
+					     sb.ratio)) {
+			sim_refused++;
+			return VERDICT_INCONCLUSIVE;
 		}
 	}
 }
