@@ -17,7 +17,10 @@
 #            in tests/integration/test_ab.sh (the default);
 #   default  what `nodetune ab` runs with no command: the harness at world 2
 #            under mpirun, 30 steps of batch 2048 after 3 warm-up steps
-#            (STEPS=N: N steps instead, to weigh a trial's length);
+#            (STEPS=N: N steps instead, to weigh a trial's length; MCA=
+#            the mpirun options that pick Open MPI's transports, as ab's:
+#            "--mca pml ob1 --mca btl self,vader", or MCA=none for its
+#            probing default, to weigh the start-up);
 #   torch    the PyTorch example (contrib/examples/ddp_train.py, one
 #            process), judged through its step reports: 40 steps of batch
 #            1024 through a 512-wide model, about 24 ms a step on this
@@ -25,9 +28,11 @@
 #            --width 256, times Python's own overhead, not a training step:
 #            RESULTS §12); its --slow PCT is the calibrated slowdown
 #            (compute stretched by PCT percent, as the harness's slow:PCT).
+AB_STEPS=${STEPS:-30}   # before lib.sh, whose STEPS default (50) is its own benches'
 . "$(dirname "$0")/lib.sh"
 : "${VERDICTS:=10}" "${BUDGET:=90}" "${THRESHOLD:=1}" "${CASES:=0 2 5 10}" "${TRIALS:=8}" "${WORKLOAD:=micro}"
 : "${TRIM:=}"   # ab's --trim, in %; empty: ab's default
+: "${FIRST:=1}"  # the first verdict's number (its --seed), to run rounds side by side
 : "${KEEP:=}"   # a directory: each verdict's --json kept there as case-C-I.json (every trial's figure)
 [ -z "$KEEP" ] || mkdir -p "$KEEP" || exit 2
 : "${NODETUNE:=build/nodetune}" "${OUT:=$TMP/ab_power.tsv}"
@@ -40,13 +45,14 @@ torch)
 	SLOW="--slow " ;;
 default)
 	root=""; [ "$(id -u)" -ne 0 ] || root=--allow-run-as-root
-	C="mpirun -np 2 $root --oversubscribe $HARNESS --quiet --steps ${STEPS:-30} --warmup 3 --batch 2048" ;;
+	MCA=${MCA:---mca pml ob1 --mca btl self,vader}; [ "$MCA" != none ] || MCA=
+	C="mpirun -np 2 $root --oversubscribe $MCA $HARNESS --quiet --steps $AB_STEPS --warmup 3 --batch 2048" ;;
 *) echo "bench: WORKLOAD=$WORKLOAD: micro, default or torch" >&2; exit 2 ;;
 esac
 
 echo "# ab_power: WORKLOAD=$WORKLOAD, $VERDICTS verdicts per case, --threshold $THRESHOLD --budget $BUDGET --trials $TRIALS${TRIM:+ --trim $TRIM}, $(nproc) CPUs"
 printf 'case\tverdict_no\tverdict\tratio\tci_low\tci_high\tp\ttrials_a\ttrials_b\telapsed_s\tpairs\tpair_noise_pct\trefused\ttrimmed_pairs\tpair_noise_mad_pct\n' >"$OUT"
-for i in $(seq 1 "$VERDICTS"); do
+for i in $(seq "$FIRST" $((FIRST + VERDICTS - 1))); do
 	for c in $CASES; do
 		if [ "$c" -eq 0 ]; then b="cmd=$C"; else b="cmd=$C $SLOW$c"; fi
 		rc=0
