@@ -422,13 +422,18 @@ double ab_share_of_change(const struct abwatch_row *row, double a, double b, dou
 	return x / f;
 }
 
-/* The explanations: each countable counter, A's trials against B's.  A
- * counter moved when the rank test says so (p < alpha) and its change is
- * beyond its own A/A noise (twice the smaller MAD of the two arms: the
- * spread of the arm that did not change) and its row's floor.  It is
- * claimed as a cause only when, moreover, it can account for at least
- * AB_CLAIM_SHARE of the change in the figure (ab_share_of_change); a counter
- * that moved but cannot is listed as "also moved", never as a cause. */
+void ab_judge_counter(struct ab_explanation *e, const struct abwatch_row *row, double alpha, double ratio,
+		      double ratio_p, double frame_ms)
+{
+	bool figure_moved = ratio_p < alpha;
+
+	e->moved = e->p < alpha && fabs(e->b - e->a) > fmax(2 * e->noise, row->floor);
+	e->share = figure_moved ? ab_share_of_change(row, e->a, e->b, ratio, frame_ms) : NAN;
+	e->claimed = e->moved && e->share >= AB_CLAIM_SHARE;
+}
+
+/* The explanations: each countable counter, A's trials against B's,
+ * judged by ab_judge_counter. */
 static void analyse_counters(const struct ab_config *cfg, const struct ab_trial *tr, int n, struct ab_result *res)
 {
 	res->n_expl = 0;
@@ -454,9 +459,7 @@ static void analyse_counters(const struct ab_config *cfg, const struct ab_trial 
 		e->b = stats_median(cb, (size_t)nb);
 		e->noise = fmin(stats_mad(ca, (size_t)na), stats_mad(cb, (size_t)nb));
 		e->p = stats_mann_whitney(ca, (size_t)na, cb, (size_t)nb, NULL);
-		e->moved = e->p < cfg->alpha && fabs(e->b - e->a) > fmax(2 * e->noise, row->floor);
-		e->share = ab_share_of_change(row, e->a, e->b, res->ratio, res->per_step ? res->step_p50[0] : 1000);
-		e->claimed = e->moved && e->share >= AB_CLAIM_SHARE;
+		ab_judge_counter(e, row, cfg->alpha, res->ratio, res->p, res->per_step ? res->step_p50[0] : 1000);
 		e->symptom = row->symptom;
 	}
 }
