@@ -704,7 +704,7 @@ static void json_summary(FILE *f, const struct run *r, double *tot, double sampl
 		ctr->nivcsw, ctr->runq_wait_ms);
 	fprintf(f, "    \"loader\": {\"workers\": %d, \"prefetch\": %d, \"compress\": \"%s\", \"pinned\": %s, "
 		   "\"mlocked\": %s, \"frozen\": %s, \"data\": %s%s%s}\n  },\n",
-		o->workers, o->prefetch, o->zstd_level ? "zstd" : "none", o->pin ? "true" : "false",
+		o->frozen ? 0 : o->workers, o->prefetch, o->zstd_level ? "zstd" : "none", o->pin ? "true" : "false",
 		loader_locked(r->ld) ? "true" : "false", o->frozen ? "true" : "false", o->data ? "\"" : "",
 		o->data ? o->data : "null", o->data ? "\"" : "");
 }

@@ -120,6 +120,12 @@ run "$H" --rows 1000 --steps 3 --warmup 0 --batch 64 --json - --quiet
 check "--json - writes the document to stdout" -- jq -e '.summary.world_size == 1' "$OUT"
 
 # ---- loader: shards on disk, compression, no pinning, frozen batch -------
+run "$H" $Q --steps 2 --batch 256 --frozen-batch --json -
+check "--frozen-batch: the summary says no loader worker ran" -- \
+	jq -e '.summary.loader.frozen == true and .summary.loader.workers == 0' "$OUT"
+run "$H" $Q --steps 2 --batch 256 --json -
+check "the CPU's default: 2 loader workers, said in the summary" -- \
+	jq -e '.summary.loader.frozen == false and .summary.loader.workers == 2' "$OUT"
 "$H" --rows 1000 --write-data "$T_TMP/data" --samples 20000 --compress zstd 2>/dev/null
 "$H" $Q --steps 10 --batch 256 --data "$T_TMP/data" --dump-weights "$T_TMP/wd"
 rd=$?
