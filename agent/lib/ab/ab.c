@@ -422,10 +422,16 @@ double ab_share_of_change(const struct abwatch_row *row, double a, double b, dou
 	return x / f;
 }
 
-void ab_judge_counter(struct ab_explanation *e, const struct abwatch_row *row, double alpha, double ratio,
-		      double ratio_p, double frame_ms)
+bool ab_figure_moved(double ratio, double threshold)
 {
-	bool figure_moved = ratio_p < alpha;
+	/* as stats_verdict asks of a regression or an improvement */
+	return ratio < 1 - threshold || ratio > 1 + threshold;
+}
+
+void ab_judge_counter(struct ab_explanation *e, const struct abwatch_row *row, double alpha, double ratio,
+		      double threshold, double frame_ms)
+{
+	bool figure_moved = ab_figure_moved(ratio, threshold);
 
 	e->moved = e->p < alpha && fabs(e->b - e->a) > fmax(2 * e->noise, row->floor);
 	e->share = figure_moved ? ab_share_of_change(row, e->a, e->b, ratio, frame_ms) : NAN;
@@ -459,7 +465,7 @@ static void analyse_counters(const struct ab_config *cfg, const struct ab_trial 
 		e->b = stats_median(cb, (size_t)nb);
 		e->noise = fmin(stats_mad(ca, (size_t)na), stats_mad(cb, (size_t)nb));
 		e->p = stats_mann_whitney(ca, (size_t)na, cb, (size_t)nb, NULL);
-		ab_judge_counter(e, row, cfg->alpha, res->ratio, res->p, res->per_step ? res->step_p50[0] : 1000);
+		ab_judge_counter(e, row, cfg->alpha, res->ratio, cfg->threshold, res->per_step ? res->step_p50[0] : 1000);
 		e->symptom = row->symptom;
 	}
 }

@@ -195,6 +195,12 @@ struct ab_result {
 /* Run the experiment.  0 with res filled (res->verdict), or -errno with err
  * for bad input (exit 2); an arm that fails gives res->error (exit 3). */
 int ab_run(const struct ab_config *cfg, struct ab_result *res, struct nt_err *err);
+
+/* Did the figure move by what counts: B/A beyond 1 -+ threshold, as
+ * stats_verdict asks of a regression or an improvement (the point
+ * estimate: an experiment cut short may not have proven it yet)?  Only
+ * then is a counter claimed as a cause of the change. */
+bool ab_figure_moved(double ratio, double threshold);
 void ab_result_release(struct ab_result *res);
 
 #endif

@@ -75,15 +75,16 @@ double ab_share_of_change(const struct abwatch_row *row, double a, double b, dou
  * change is beyond its own A/A noise (twice the smaller MAD of the two
  * arms: the spread of the arm that did not change) and its row's floor.
  * Its share of the change (ab_share_of_change) is NAN when the figure
- * itself did not move (ratio_p, the figure's p, not below alpha): a
- * no-difference has no change for a counter to account for, and 36 more
- * page faults a step against a B/A of 0.9965 at p 0.3 read as "all of the
- * change, bound 252%" (make demo, before).  It is claimed as a cause only
- * when it moved and can account for at least AB_CLAIM_SHARE of the
- * change; a counter that moved but cannot is listed as "also moved",
- * never as a cause. */
+ * itself moved less than the threshold (ab_figure_moved): a change below
+ * what counts (a no-difference, whose interval lies within it) has
+ * nothing for a counter to account for, and 55 more page faults a step
+ * against a B/A of 0.9965 at --threshold 5 read as "all of the change,
+ * bound 252%" (make demo, before).  It is claimed as a cause only when it
+ * moved and can account for at least AB_CLAIM_SHARE of the change; a
+ * counter that moved but cannot is listed as "also moved", never as a
+ * cause. */
 void ab_judge_counter(struct ab_explanation *e, const struct abwatch_row *row, double alpha, double ratio,
-		      double ratio_p, double frame_ms);
+		      double threshold, double frame_ms);
 
 /* Order res->expl: claimed first (a cause before a symptom, such as PSI,
  * that it explains), each by its share of the change (relevance); then

@@ -177,17 +177,17 @@ int abreport_print(FILE *out, const struct ab_config *cfg, const struct ab_resul
 		fprintf(out, "  %d. %-22s %10.3f -> %10.3f %s (noise %.3g, p = %.3g; %s)  => %s\n", i + 1, e->counter,
 			e->a, e->b, e->unit, e->noise, e->p, share, e->mechanism);
 	}
-	if (!shown && !(res->p < cfg->alpha))
-		fprintf(out, "  (the figure did not move beyond its noise (p = %.3g): no change for a counter to "
-			"account for)\n", res->p);
+	if (!shown && !ab_figure_moved(res->ratio, cfg->threshold))
+		fprintf(out, "  (B/A %.4f is within 1 +- %.1f%%: no change that counts for a counter to account "
+			"for)\n", res->ratio, cfg->threshold * 100);
 	else if (!shown)
 		fprintf(out, "  (no counter moved beyond its noise by enough to account for the change)\n");
 	for (int i = shown; i < res->n_expl && res->expl[i].moved; i++) {
 		const struct ab_explanation *e = &res->expl[i];
 		char share[48];
 
-		if (!isfinite(e->share) && !(res->p < cfg->alpha))
-			snprintf(share, sizeof(share), "the figure did not move");
+		if (!isfinite(e->share) && !ab_figure_moved(res->ratio, cfg->threshold))
+			snprintf(share, sizeof(share), "the figure moved less than the threshold");
 		else if (!isfinite(e->share))
 			snprintf(share, sizeof(share), "its share not estimable");
 		else if (e->share < 0)
