@@ -390,8 +390,11 @@ check "a gate name no host lists: rolled back, exit 1 as for a failed gate, with
 	sh -c "[ $RC -eq 1 ] && echo \"\$1\" | grep -q \"gate refused: unknown gate 'nosuch' (no $GATES/nosuch.conf)\"" _ "$reason"
 check "a refused gate: every tree byte-identical, every desired key as before" -- \
 	cmp "$T_TMP/refused.before" "$T_TMP/refused.after"
-grep -h "gate refused" "$T_TMP/h1/log" | tail -1 >"$T_TMP/refused.log"
-check "the canary's log says why, in one line: $(cat "$T_TMP/refused.log")" -- \
+# the canary whose refusal ended the rollout (h1 or h5: the first to read
+# the gate; the other may see the rollback before it reads the gate)
+canary=$(echo "$reason" | sed -n 's/^canary \(h[0-9]*\) .*/\1/p')
+grep -h "gate refused" "$T_TMP/${canary:-h1}/log" | tail -1 >"$T_TMP/refused.log"
+check "the canary's log (${canary:-none named}) says why, in one line: $(cat "$T_TMP/refused.log")" -- \
 	grep -q "fleet: gate refused: unknown gate 'nosuch'" "$T_TMP/refused.log"
 
 # ---- the daemon killed -9 mid-gate, started again: the host as before the gate ---------
