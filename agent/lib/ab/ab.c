@@ -642,7 +642,7 @@ bool ab_futile(const struct ab_config *cfg, int pairs, double pair_s, double lef
 	if (!(ratio > 0))
 		return true;
 	lr = log(ratio);
-	return !((lr < log1p(-cfg->threshold) || lr > log1p(cfg->threshold)) && fabs(lr) > hw_effect);
+	return !(ab_figure_moved(ratio, cfg->threshold) && fabs(lr) > hw_effect);
 }
 
 static bool refuse(const struct ab_config *cfg, double start, double trials_s, double level, struct ab_result *res)

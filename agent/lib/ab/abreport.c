@@ -144,6 +144,7 @@ static void print_indented(FILE *out, const char *text)
 int abreport_print(FILE *out, const struct ab_config *cfg, const struct ab_result *res)
 {
 	int shown = 0;
+	bool moved = ab_figure_moved(res->ratio, cfg->threshold);
 
 	if (res->error) {
 		fprintf(out, "verdict: error — %s\n", res->error_msg);
@@ -177,7 +178,7 @@ int abreport_print(FILE *out, const struct ab_config *cfg, const struct ab_resul
 		fprintf(out, "  %d. %-22s %10.3f -> %10.3f %s (noise %.3g, p = %.3g; %s)  => %s\n", i + 1, e->counter,
 			e->a, e->b, e->unit, e->noise, e->p, share, e->mechanism);
 	}
-	if (!shown && !ab_figure_moved(res->ratio, cfg->threshold))
+	if (!shown && !moved)
 		fprintf(out, "  (B/A %.4f is within 1 +- %.1f%%: no change that counts for a counter to account "
 			"for)\n", res->ratio, cfg->threshold * 100);
 	else if (!shown)
@@ -186,7 +187,7 @@ int abreport_print(FILE *out, const struct ab_config *cfg, const struct ab_resul
 		const struct ab_explanation *e = &res->expl[i];
 		char share[48];
 
-		if (!isfinite(e->share) && !ab_figure_moved(res->ratio, cfg->threshold))
+		if (!isfinite(e->share) && !moved)
 			snprintf(share, sizeof(share), "the figure moved less than the threshold");
 		else if (!isfinite(e->share))
 			snprintf(share, sizeof(share), "its share not estimable");
