@@ -9,7 +9,7 @@
 # by ": BINARY.TEST: KIND: REASON; ..." naming every skip.  With
 # NODETUNE_SKIP_LOG set, each skip is appended there too, one a line.
 set -u
-pass=0 fail=0 skip=0 failed="" skips=""
+pass=0 fail=0 skip=0 failed="" skips="" notok=""
 # the skips of one binary's output (stdin), "TEST: REASON" a line
 skipped() {
 	awk '/^\[ RUN      \] / { t = $4; why = "" }
@@ -23,7 +23,18 @@ for bin in "$@"; do
 	s=$(printf '%s\n' "$out" | sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' | tail -n 1)
 	pass=$((pass + ${p:-0})); skip=$((skip + ${s:-0}))
 	if [ "$rc" -ne 0 ]; then
-		fail=$((fail + (rc < 255 ? rc : 1))); failed="$failed $(basename "$bin")"
+		fail=$((fail + (rc < 128 ? rc : 1))); failed="$failed $(basename "$bin")"
+		# what failed, said again at the end: the test's name and
+		# cmocka's message (the values, the file:line of the
+		# assertion); or the last line of a binary that died without
+		# its summary (a signal counts as one failure)
+		said=$(printf '%s\n' "$out" | awk -v b="$(basename "$bin")" '
+			/^\[ RUN      \] / { t = $4; msg = "" }
+			/^\[  ERROR   \] |^\[   LINE   \] / { msg = msg " " substr($0, 14) }
+			/^\[  FAILED  \] / && $4 == t { print b "." t ":" msg; t = "" }' | cut -c1-400)
+		[ -n "$said" ] || said="$(basename "$bin"): exit $rc; its last line: $(printf '%s\n' "$out" | tail -n 1 | cut -c1-300)"
+		notok="$notok$said
+"
 	fi
 	why=$(printf '%s\n' "$out" | skipped)
 	while IFS= read -r w; do
@@ -34,5 +45,6 @@ for bin in "$@"; do
 $why
 EOF
 done
+[ -z "$notok" ] || printf 'unit: the failed tests:\n%s' "$notok"
 echo "unit: $pass passed, $fail failed, $skip skipped${skips:+: $skips}"
 [ "$fail" -eq 0 ] || { echo "unit: failing:$failed" >&2; exit 1; }

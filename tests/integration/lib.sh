@@ -131,6 +131,15 @@ run() {
 	RC=$?
 }
 
+# free_port: a loopback TCP port free right now, from the kernel (bound to
+# port 0, then released), for programs that take a port number and cannot
+# bind port 0 themselves.  A port picked by arithmetic may be the local end
+# of another connection (the ephemeral range starts at 32768): a bind there
+# fails, and `ss sport = :PORT` finds that connection instead.
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
 # expect_fail CODE PATTERN DESC -- CMD...: exit status CODE, exactly one line
 # on stderr, matching the grep -E PATTERN, nothing on stdout.
 expect_fail() {

@@ -94,11 +94,6 @@ corrected() { is "$1" "$2" && [ "$NV" -le 3 ]; }
 status_json() { "$NODETUNE" status --socket "$1" --json >"$T_TMP/status.json" 2>"$T_TMP/status.err"; }
 # status_is SOCK JQ: status answers and the jq expression holds
 status_is() { status_json "$1" && jq -e "$2" "$T_TMP/status.json" >/dev/null; }
-# free_port: a loopback port free right now (for programs that cannot
-# bind port 0 and say which port they got)
-free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 
 # ---- drift: corrected, counted, the other writer named ---------------------
 R1=$T_TMP/root1 S1=$T_TMP/d1.sock

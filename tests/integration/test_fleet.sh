@@ -688,7 +688,7 @@ check "the daemon refused at start: its tree byte-identical" -- test "$before" =
 # ---- bad input --------------------------------------------------------------------------
 
 before=$(all_trees)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(free_port)
 expect_fail 3 "fleet rollout: .*(refused|connect|reach)" "a store out of reach: one line, exit 3" -- \
 	"$NODETUNE" fleet rollout --endpoints "http://127.0.0.1:$port" --policy "$T_TMP/thp.conf" --name r-x
 printf '[thp]\nenabled = sometimes\n' >"$T_TMP/badval.conf"

@@ -21,7 +21,7 @@ run "$H" --device cuda --steps 1
 check "--device cuda without a usable GPU: exit 3, one line saying why" -- sh -c \
 	"[ $RC -eq 3 ] && [ \$(wc -l <'$ERR') -eq 1 ] && grep -Eq 'no usable GPU|built without CUDA' '$ERR'"
 
-run env WORLD_SIZE=2 RANK=0 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$((20000 + ($$ + 7) % 20000)) "$H" --steps 1 --timeout 2
+run env WORLD_SIZE=2 RANK=0 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$(free_port) "$H" --steps 1 --timeout 2
 check "a torchrun environment where rank 1 never comes: the rendezvous gives up after --timeout, saying so" -- sh -c \
 	"[ $RC -eq 3 ] && grep -q 'tcp: rendezvous: 1 of 2 ranks came within 2 s' '$ERR'"
 run env WORLD_SIZE=2 RANK=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29555 "$H" --steps 1
@@ -71,9 +71,6 @@ torchrun_env() { # torchrun_env PORT ARGS...: 2 ranks in the background, pids in
 		"$H" "$@" >"$T_TMP/t1.out" 2>"$T_TMP/t1.err" &
 	TPID1=$!
 }
-# ports of this run's own (two runs of the suite back to back, or beside
-# each other, must not meet)
-P0=$((20000 + $$ % 20000))
 # Rank 1 killed at 20 points of a run: at the connection, and then up to
 # 0.5 s into training (the DDP thread's bucket all-reduces overlapping the
 # main thread's collectives).  Rank 0 must exit 3 (never a crash: a
@@ -82,9 +79,10 @@ P0=$((20000 + $$ % 20000))
 # p99 0.04 s, bench/timing_margins.sh).
 deaths="" worst=0
 for i in $(seq 0 19); do
-	torchrun_env $((P0 + 10 + i)) --rows 1000 --steps 1000000 --batch 64 --timeout 30 --quiet
-	wait_until 30 sh -c "ss -Htn state established '( sport = :$((P0 + 10 + i)) )' | grep -q ." ||
-		t_not_ok "the two ranks did not connect on port $((P0 + 10 + i)) within 30 s: $(head -c 300 "$T_TMP/t0.err")"
+	port=$(free_port)
+	torchrun_env "$port" --rows 1000 --steps 1000000 --batch 64 --timeout 30 --quiet
+	wait_until 30 sh -c "ss -Htn state established '( sport = :$port )' | grep -q ." ||
+		t_not_ok "the two ranks did not connect on port $port within 30 s: $(head -c 300 "$T_TMP/t0.err")"
 	[ "$i" -eq 0 ] || sleep "0.$(( (i * 7) % 10 ))$(( i % 5 ))"
 	start=$(date +%s)
 	kill -9 "$TPID1"
@@ -230,7 +228,7 @@ if "$H" --device cuda $Q --steps 1 --batch 64 2>"$T_TMP/gpuprobe"; then
 		[ "$RC" -eq 0 ] || t_not_ok "GPU, torchrun: 2 workers, exit $RC: $(tail -1 "$ERR")"
 		run "$WDIFF" "$T_TMP/wg" "$T_TMP/wg4" 1e-5
 		check "GPU, torchrun: the NCCL id over the TCP rendezvous, same weights: $(cat "$OUT")" -- [ "$RC" -eq 0 ]
-		torchrun_env $((P0 + 3)) --device cuda --rows 1000 --steps 1000000 --batch 64 --timeout 10 --quiet
+		torchrun_env "$(free_port)" --device cuda --rows 1000 --steps 1000000 --batch 64 --timeout 10 --quiet
 		# window: NCCL's init on a GPU (seconds; nothing shows its end under
 		# --quiet) must be over, so that rank 1 dies in a training step; 8 s
 		# is several times the init on the H100 hosts we ran, and the check
