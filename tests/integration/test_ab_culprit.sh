@@ -76,25 +76,47 @@ else
 fi
 cmd_of() { if [ "$1" = torch ]; then echo "$TORCH"; else echo "$C"; fi; }
 
+# neighbour NAME EVIDENCE CMD...: CMD (which binds itself to CPU 0)
+# running beside the A/B of every workload, each judged contention with an
+# evidence line matching EVIDENCE, where @PID stands for CMD's pid
+neighbour() {
+	nb=$1 ev=$2             # (ab_pair sets name)
+	shift 2
+	"$@" &
+	np=$!
+	for w in $workloads; do
+		ab_pair "$nb-$w" $(cmd_of $w)
+		judged "$nb-$w" "contention" "$(printf '%s\n' "$ev" | sed "s/@PID/$np/")"
+	done
+	kill $np
+	wait $np 2>/dev/null
+}
+
 # 1. a process competing for a rank's CPU
-taskset -c 0 sh -c 'while :; do :; done' &
-busy=$!
-for w in $workloads; do
-	ab_pair "busy-$w" $(cmd_of $w)
-	judged "busy-$w" "contention" "^pid $busy \\(sh, SCHED_OTHER"
-done
-kill $busy
-wait $busy 2>/dev/null
+neighbour busy '^pid @PID \(sh, SCHED_OTHER' taskset -c 0 sh -c 'while :; do :; done'
 
 # 2. a real-time task preempting a rank
-chrt -f 50 taskset -c 0 $PY "$T_TMP/burst.py" &
-rt=$!
-for w in $workloads; do
-	ab_pair "rt-$w" $(cmd_of $w)
-	judged "rt-$w" "contention" "^pid $rt \\(python3, SCHED_FIFO 50\\)"
-done
-kill $rt
-wait $rt 2>/dev/null
+neighbour rt '^pid @PID \(python3, SCHED_FIFO 50\)' chrt -f 50 taskset -c 0 $PY "$T_TMP/burst.py"
+
+# 1b. a neighbour made of short-lived processes: a loop on CPU 0 that runs
+# awk after awk, each spinning about 40 ms, less than the 100 ms between
+# two samples.  A sample sees few of them; their exit records (taskstats)
+# give each one's CPU time and the CPU it exited on, and the row names the
+# loop that started them.  Where the host gives no exit records (not root
+# in a container, a kernel without taskstats), the check skips saying so:
+# whether it does is asked of the kernel by tests/tools/capture-taskstats.py
+# (Python's socket module, nothing of ours), so that a fault of nodetune's
+# listener fails here rather than skips.
+SPIN='awk "BEGIN { for (i = 0; i < 2000000; i++) x += i }"'
+why=""
+$PY "$SRCDIR/tests/tools/capture-taskstats.py" "$T_TMP/taskstats" 0 >/dev/null 2>"$T_TMP/taskstats.err" ||
+	why="taskstats: $(tail -n 1 "$T_TMP/taskstats.err")"
+if [ -n "$why" ]; then
+	t_skip_host "short-lived processes: no exit records on this host: $why"
+else
+	neighbour shortlived '^[0-9]+ short-lived processes \(awk, SCHED_OTHER 0\) started by pid @PID \(sh\)' \
+		taskset -c 0 sh -c "while :; do $SPIN; done"
+fi
 
 # 3. a CPU quota on the job
 for w in $workloads; do
@@ -102,26 +124,35 @@ for w in $workloads; do
 	judged "quota-$w" "quota" "throttled in [0-9]+ of [0-9]+ periods"
 done
 
+# inside NAME EVIDENCE LOOP: B's command (a wrapper, as a launcher with an
+# agent of its own would be) starts `sh -c LOOP` on the rank CPU beside its
+# job, A's does not; each workload's A/B judged contention with an evidence
+# line matching EVIDENCE
+inside() {
+	printf '#!/bin/sh\ntaskset -c 0 sh -c %s &\nh=$!\ntaskset -c 0 "$@"\nrc=$?\nkill $h\nexit $rc\n' "'$3'" \
+		>"$T_TMP/$1-0"
+	chmod +x "$T_TMP/$1-0"
+	for w in $workloads; do
+		BWRAP=$1-0 ab_pair "$1-$w" $(cmd_of $w)
+		judged "$1-$w" "contention" "$2"
+	done
+}
+
 # 5. the cause inside B's own command: a helper it starts that spins on
 # the rank CPU.  It is the job's (a descendant, in its trial cgroup), so no
 # task outside the job is to blame: the job's own tree, A against B, names
 # it.  (A real-time helper inside the job is not made here: started that
 # way within the trial cgroup it did not run, and the job ran unharmed,
 # B/A 0.99 and 1.00.)
-cat >"$T_TMP/helper0" <<'EOF'
-#!/bin/sh
-taskset -c 0 sh -c 'while :; do :; done' &
-h=$!
-taskset -c 0 "$@"
-rc=$?
-kill $h
-exit $rc
-EOF
-chmod +x "$T_TMP/helper0"
-for w in $workloads; do
-	BWRAP=helper0 ab_pair "helper-$w" $(cmd_of $w)
-	judged "helper-$w" "contention" "^B's command runs pid [0-9]+ \\(sh, SCHED_OTHER 0\\) that took [0-9.]+% .*; A has no such process"
-done
+inside helper "^B's command runs pid [0-9]+ \\(sh, SCHED_OTHER 0\\) that took [0-9.]+% .*; A has no such process" \
+	'while :; do :; done'
+
+# 5b. the helper B's command starts is a loop of short-lived processes
+# (awk after awk on the rank CPU, each gone before a sample sees it): the
+# job's own tree names them by their exit records, and the loop that
+# started them
+[ -n "$why" ] || inside shorthelper "^B's command starts short-lived processes \\(awk, SCHED_OTHER 0; [0-9]+ in its trials, started by pid [0-9]+ \\(sh\\)\\)" \
+	"while :; do $SPIN; done"
 
 # 6. B's command moves its own job: a launcher that starts it on CPU 1,
 # as A's does, and 0.7 s later moves every thread of it to CPU 0.  The move

@@ -565,10 +565,15 @@ static void arm_add_cgroup(struct abwatch_arm *a, const struct abwatch_trial *t)
 	a->cg_trials++;
 }
 
-static struct culprit_task *find_row(const struct culprit_result *m, int pid, const char *comm)
+/* The merged row of x: the same pid and comm, and both a process a sample
+ * saw or both short-lived processes (whose pid is their starter's; a row
+ * merge_reserve has just made for them reads -1 until merge_task counts
+ * them). */
+static struct culprit_task *find_row(const struct culprit_result *m, const struct culprit_task *x)
 {
 	for (int i = 0; i < m->n_tasks; i++)
-		if (m->tasks[i].pid == pid && !strcmp(m->tasks[i].comm, comm))
+		if (m->tasks[i].pid == x->pid && !strcmp(m->tasks[i].comm, x->comm) &&
+		    (m->tasks[i].short_lived != 0) == (x->short_lived != 0))
 			return &m->tasks[i];
 	return NULL;
 }
@@ -623,7 +628,7 @@ static int merge_reserve(struct culprit_result *m, const struct culprit_result *
 		snprintf(cpus, size, "%s", m->cpus[0] ? m->cpus : t->cpus);
 	for (int i = 0; i < t->n_tasks; i++) {
 		const struct culprit_task *x = &t->tasks[i];
-		struct culprit_task *row = find_row(m, x->pid, x->comm);
+		struct culprit_task *row = find_row(m, x);
 		struct culprit_cpu_time *ct;
 
 		if (!row) {
@@ -633,6 +638,7 @@ static int merge_reserve(struct culprit_result *m, const struct culprit_result *
 			row->n_cpus = 0;
 			row->cpus = NULL;
 			row->threads = 0;
+			row->short_lived = x->short_lived ? -1 : 0;
 			m->n_tasks++;
 			++*n_new;
 		}
@@ -657,6 +663,9 @@ static void merge_task(struct culprit_task *row, const struct culprit_task *x)
 	}
 	row->threads = x->threads > row->threads ? x->threads : row->threads;
 	row->seconds += x->seconds;
+	row->short_lived = (row->short_lived < 0 ? 0 : row->short_lived) + x->short_lived;
+	if (!row->started_by[0])
+		snprintf(row->started_by, sizeof(row->started_by), "%s", x->started_by);
 	for (int k = 0; k < x->n_cpus; k++) {
 		int j = 0;
 
@@ -784,6 +793,7 @@ static int job_reserve(struct culprit_result *m, const struct culprit_result *t,
 			row->n_cpus = 0;
 			row->cpus = NULL;
 			row->threads = 0;
+			row->short_lived = 0;
 			++*n_new;
 		}
 		ct = realloc(row->cpus, (size_t)(row->n_cpus + t->job[i].n_cpus + 1) * sizeof(*ct));
@@ -816,7 +826,7 @@ static int arm_add_culprit(struct abwatch_arm *a, const struct culprit_result *t
 	for (int i = 0; i < t->n_job; i++)
 		merge_task(find_job_row(m, &t->job[i]), &t->job[i]);
 	for (int i = 0; i < t->n_tasks; i++)
-		merge_task(find_row(m, t->tasks[i].pid, t->tasks[i].comm), &t->tasks[i]);
+		merge_task(find_row(m, &t->tasks[i]), &t->tasks[i]);
 	for (int i = 0; i < t->n_irq_cpus; i++) {
 		struct culprit_cpu_irq *o = find_irq_cpu(m, t->irq_cpus[i].cpu);
 
@@ -832,6 +842,11 @@ static int arm_add_culprit(struct abwatch_arm *a, const struct culprit_result *t
 	snprintf(m->cpus, sizeof(m->cpus), "%s", cpus);
 	m->cpus_given = a->culprit_trials ? m->cpus_given && t->cpus_given : t->cpus_given;
 	m->schedstat = a->culprit_trials ? m->schedstat && t->schedstat : t->schedstat;
+	if (!t->exits_counted && (m->exits_counted || !a->culprit_trials))
+		snprintf(m->exits_why, sizeof(m->exits_why), "%s", t->exits_why);
+	m->exits_counted = a->culprit_trials ? m->exits_counted && t->exits_counted : t->exits_counted;
+	m->exits_seen += t->exits_seen;
+	m->exits_lost += t->exits_lost;
 	m->sample_ms_mean = m->samples + t->samples ? (m->sample_ms_mean * m->samples + t->sample_ms_mean * t->samples) /
 				(m->samples + t->samples) : 0;
 	m->sample_ms_max = t->sample_ms_max > m->sample_ms_max ? t->sample_ms_max : m->sample_ms_max;

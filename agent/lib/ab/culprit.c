@@ -20,6 +20,7 @@
 #include "base/cpulist.h"
 #include "observe/obs.h"
 #include "observe/procfs.h"
+#include "observe/taskexit.h"
 #include "base/parse.h"
 #include "base/textbuf.h"
 
@@ -120,6 +121,11 @@ struct cu_ns {                   /* run time of a process on one CPU */
 struct cu_proc {
 	int pid, ppid;
 	bool job, self, kthread;
+	bool exited;                 /* its exit record came (it was sampled too) */
+	bool group;                  /* processes no sample saw, one row (exits_settle) */
+	int n_short;                 /* a group: its processes */
+	int anchor;                  /* a group: the sampled process that started
+				      * them (procs[] index), -1 none known */
 	char comm[32];
 	char cgroup[256];
 	int policy, priority;
@@ -143,6 +149,12 @@ struct cu_allowed {              /* a job thread's allowed CPUs */
 
 struct cu_index {
 	int pid, idx;
+};
+
+struct cu_exit {                 /* the exit record of a task no sample saw */
+	int pid, tgid, ppid, cpu, policy, nice;
+	char comm[32];
+	uint64_t ns;
 };
 
 struct culprit {
@@ -169,6 +181,11 @@ struct culprit {
 	bool schedstat;              /* some run time came from schedstat */
 	struct procfs_irqtab irq0, soft0;
 	struct obs_stat *stat0;      /* NULL: not read */
+	struct taskexit *tx;         /* exit records (a host's proc only); NULL: none */
+	char tx_why[160];            /* why none */
+	struct cu_exit *exits;
+	int n_exits, cap_exits;
+	uint64_t exits_seen, exits_dropped;
 };
 
 /* Grow *arr (of *cap elements of size) to hold need; 0 or -ENOMEM. */
@@ -212,6 +229,18 @@ static int proc_find(const struct culprit *c, int pid)
 		return -1;
 	hit = bsearch(&key, c->index, (size_t)c->n_index, sizeof(key), cmp_index);
 	return hit ? hit->idx : -1;
+}
+
+/* procs[] index of a sampled process by pid, those appended since the
+ * index was built too; never a group row.  -1: none. */
+static int proc_lookup(const struct culprit *c, int pid)
+{
+	int idx = proc_find(c, pid);
+
+	for (int i = c->n_index; idx < 0 && i < c->n_procs; i++)
+		if (c->procs[i].pid == pid && !c->procs[i].group)
+			idx = i;
+	return idx;
 }
 
 static bool is_job_pid(const struct culprit *c, int pid)
@@ -467,6 +496,185 @@ static void check_affinity(struct culprit *c, const struct cu_task *t, double no
 	snprintf(a->list, sizeof(a->list), "%s", line);
 }
 
+/* ---- tasks no sample saw: their exit records ------------------------------ */
+
+static struct cu_task *task_in(struct cu_task *tab, int n, int tid)
+{
+	struct cu_task key = { .tid = tid };
+
+	return n ? bsearch(&key, tab, (size_t)n, sizeof(key), cmp_task) : NULL;
+}
+
+int culprit_exit_record(struct culprit *c, const struct taskexit_rec *x)
+{
+	struct cu_task *t;
+	struct cu_exit *e;
+	int tgid = x->tgid ? x->tgid : x->pid, idx;
+
+	c->exits_seen++;
+	if (c->samples == 0 || (c->self && tgid == c->self))
+		return 0;               /* before the baseline, or one of our own threads */
+	/* seen alive (this sample, or the last): the rest of its time, on
+	 * the CPU it exited on; a zombie listed again reads the same total */
+	t = task_in(c->cur, c->n_cur, x->pid);
+	if (!t)
+		t = task_in(c->prev, c->n_prev, x->pid);
+	if (t) {
+		struct cu_proc *p = &c->procs[t->proc];
+
+		/* against schedstat's run time only the scheduler's own compares */
+		if (x->run_exact == c->schedstat && x->run_ns > t->run_ns && (x->cpu >= 0 || t->cpu >= 0))
+			proc_add_ns(p, x->cpu >= 0 ? x->cpu : t->cpu, x->run_ns - t->run_ns);
+		if (x->run_exact == c->schedstat && x->run_ns > t->run_ns)
+			t->run_ns = x->run_ns;
+		p->exited |= x->pid == p->pid;
+		return 0;
+	}
+	/* a thread no sample saw, of a process one did: the process's time */
+	if (tgid != x->pid && (idx = proc_lookup(c, tgid)) >= 0) {
+		if (x->cpu >= 0 && x->run_ns)
+			proc_add_ns(&c->procs[idx], x->cpu, x->run_ns);
+		c->procs[idx].threads += x->run_ns > 0;
+		return 0;
+	}
+	/* a task no sample saw: kept, to be put on the process that started
+	 * it at the end (its parent may still be unknown now) */
+	if (c->n_exits >= CULPRIT_MAX_EXITS || grow(&c->exits, &c->cap_exits, c->n_exits + 1, sizeof(*e)) < 0) {
+		c->exits_dropped++;
+		return 0;
+	}
+	e = &c->exits[c->n_exits++];
+	*e = (struct cu_exit){ .pid = x->pid, .tgid = tgid, .ppid = x->ppid, .cpu = x->cpu, .policy = x->policy,
+			       .nice = x->nice, .ns = x->run_ns };
+	snprintf(e->comm, sizeof(e->comm), "%s", x->comm);
+	text_printable(e->comm);
+	return 0;
+}
+
+static int exit_cb(const struct taskexit_rec *x, void *arg)
+{
+	return culprit_exit_record(arg, x);
+}
+
+static int cmp_exit_pid(const void *a, const void *b)
+{
+	const struct cu_index *x = a, *y = b;
+
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* The process record of pid among the exits (map: by pid); NULL none. */
+static const struct cu_exit *exit_of(const struct culprit *c, const struct cu_index *map, int n, int pid)
+{
+	struct cu_index key = { .pid = pid }, *hit = n ? bsearch(&key, map, (size_t)n, sizeof(key), cmp_exit_pid) : NULL;
+
+	return hit ? &c->exits[hit->idx] : NULL;
+}
+
+/* The group row of (anchor, comm, policy, nice) among procs[from..); new
+ * when none.  Its index, or -ENOMEM. */
+static int group_get(struct culprit *c, int from, int anchor, const struct cu_exit *pr, bool job)
+{
+	struct cu_proc *g;
+
+	for (int i = from; i < c->n_procs; i++) {
+		g = &c->procs[i];
+		if (g->anchor == anchor && g->job == job && g->policy == pr->policy && g->priority == pr->nice &&
+		    !strcmp(g->comm, pr->comm))
+			return i;
+	}
+	if (grow(&c->procs, &c->cap_procs, c->n_procs + 1, sizeof(*g)) < 0)
+		return -ENOMEM;
+	g = &c->procs[c->n_procs];
+	memset(g, 0, sizeof(*g));
+	g->group = true;
+	g->anchor = anchor;
+	g->job = job;
+	g->pid = g->ppid = anchor >= 0 ? c->procs[anchor].pid : pr->tgid;
+	g->policy = pr->policy;
+	g->priority = pr->nice;
+	snprintf(g->comm, sizeof(g->comm), "%s", pr->comm);
+	if (anchor >= 0)
+		snprintf(g->cgroup, sizeof(g->cgroup), "%s", c->procs[anchor].cgroup);
+	return c->n_procs++;
+}
+
+/* The tasks no sample saw, each put in a group row: the processes of one
+ * name, policy and nice that one sampled process started (its children, or
+ * theirs: a shell's `sh -c` that ran `true`), the job's when that process
+ * is (or one of them is a pid the job was given).  Processes that a sample
+ * did see, that exited within the trial, join the group of their kind
+ * when there is one (a loop's processes that a sample happened to catch).
+ * Ours (nodetune's helpers) are dropped.  0 or -ENOMEM. */
+static int exits_settle(struct culprit *c)
+{
+	struct cu_index *map;
+	int n_map = 0, from = c->n_procs;
+
+	if (!c->n_exits)
+		return 0;
+	map = calloc((size_t)c->n_exits, sizeof(*map));
+	if (!map)
+		return -ENOMEM;
+	for (int i = 0; i < c->n_exits; i++)
+		if (c->exits[i].pid == c->exits[i].tgid)
+			map[n_map++] = (struct cu_index){ c->exits[i].pid, i };
+	qsort(map, (size_t)n_map, sizeof(*map), cmp_exit_pid);
+	for (int i = 0; i < c->n_exits; i++) {
+		const struct cu_exit *e = &c->exits[i], *pr = e, *at;
+		bool job = false;
+		int anchor = -1, g;
+
+		if (e->tgid != e->pid && (at = exit_of(c, map, n_map, e->tgid)))
+			pr = at;        /* a thread of a process that exited too */
+		at = pr;
+		for (int depth = 0; depth < 64 && at; depth++) {
+			const struct cu_exit *up;
+
+			job |= is_job_pid(c, at->pid);
+			if ((anchor = proc_lookup(c, at->ppid)) >= 0)
+				break;
+			up = exit_of(c, map, n_map, at->ppid);
+			at = up != at ? up : NULL;
+		}
+		if (anchor >= 0 && c->procs[anchor].self && !job)
+			continue;       /* nodetune's own */
+		job |= anchor >= 0 && c->procs[anchor].job;
+		g = group_get(c, from, anchor, pr, job);
+		if (g < 0) {
+			free(map);
+			return g;
+		}
+		if (e->cpu >= 0 && e->ns)
+			proc_add_ns(&c->procs[g], e->cpu, e->ns);
+		c->procs[g].n_short += pr == e;
+		c->procs[g].threads += e->ns > 0;
+	}
+	free(map);
+	/* sampled processes of a group's kind that exited within the trial */
+	for (int i = 0; i < from; i++) {
+		struct cu_proc *p = &c->procs[i];
+		int anchor = p->exited && !p->self && !is_job_pid(c, p->pid) ? proc_lookup(c, p->ppid) : -1;
+
+		if (anchor < 0)
+			continue;
+		for (int k = from; k < c->n_procs; k++) {
+			struct cu_proc *g = &c->procs[k];
+
+			if (g->anchor != anchor || g->job != p->job || g->policy != p->policy ||
+			    g->priority != p->priority || strcmp(g->comm, p->comm))
+				continue;
+			for (int j = 0; j < p->n_ns; j++)
+				proc_add_ns(g, p->ns[j].cpu, p->ns[j].ns);
+			g->n_short++;
+			g->threads += p->threads;
+			p->n_ns = 0;    /* its time is the group's now */
+			break;
+		}
+	}
+	return 0;
+}
+
 /* This sample's threads become the last sample's. */
 static void swap_tasks(struct culprit *c)
 {
@@ -499,6 +707,9 @@ int culprit_sample(struct culprit *c)
 	fsroot_names_free(names);
 	if (c->n_cur)
 		qsort(c->cur, (size_t)c->n_cur, sizeof(*c->cur), cmp_task);
+	/* after the listing (a task gone since is in this one or the last),
+	 * before the swap */
+	(void)taskexit_drain(c->tx, exit_cb, c);
 	swap_tasks(c);
 	if (procs_settle(c) < 0)
 		return -ENOMEM;
@@ -544,6 +755,8 @@ static void culprit_free(struct culprit *c)
 	free(c->prev);
 	free(c->cur);
 	free(c->allowed);
+	free(c->exits);
+	taskexit_close(c->tx);
 	free(c->job);
 	free(c->rank);
 	free(c->stat0);
@@ -586,6 +799,15 @@ struct culprit *culprit_start(const struct fsroot *root, const int *job_pids, in
 	if (culprit_add_pids(c, job_pids, n) < 0) {
 		err_set(err, -ENOMEM, "out of memory");
 		goto out_free;
+	}
+	if (fsroot_is_host(c->root)) {
+		struct nt_err e = { 0 };
+
+		c->tx = taskexit_open(&e);
+		if (!c->tx)
+			snprintf(c->tx_why, sizeof(c->tx_why), "%.150s", e.msg);
+	} else {
+		snprintf(c->tx_why, sizeof(c->tx_why), "not the host's proc (%s)", fsroot_path(c->root));
 	}
 	c->t0 = clock_s(c->root);
 	read_ends(c, &c->irq0, &c->soft0, &c->stat0);
@@ -729,7 +951,12 @@ static int culprit_row(const struct culprit *c, const struct cu_proc *p, double 
 		}
 	snprintf(t.comm, sizeof(t.comm), "%s", p->comm);
 	snprintf(t.cgroup, sizeof(t.cgroup), "%s", p->cgroup);
-	for (int i = 0; p->job && i < c->n_allowed; i++)
+	if (p->group) {
+		t.short_lived = p->n_short > 0 ? p->n_short : 1;
+		if (p->anchor >= 0)
+			snprintf(t.started_by, sizeof(t.started_by), "%s", c->procs[p->anchor].comm);
+	}
+	for (int i = 0; p->job && !p->group && i < c->n_allowed; i++)
 		if (c->allowed[i].tid == p->pid) {
 			snprintf(t.allowed, sizeof(t.allowed), "%s", c->allowed[i].list);
 			text_printable(t.allowed);
@@ -907,7 +1134,13 @@ static int result_build(struct culprit *c, double seconds, struct culprit_result
 	r->procs_dropped = c->procs_dropped;
 	r->n_changes = c->n_changes;
 	memcpy(r->changes, c->changes, sizeof(r->changes));
-	e = rank_cpus(c, seconds);
+	r->exits_counted = c->tx != NULL || c->n_exits > 0;
+	snprintf(r->exits_why, sizeof(r->exits_why), "%s", r->exits_counted ? "" : c->tx_why);
+	r->exits_seen = c->exits_seen;
+	r->exits_lost = c->exits_dropped + taskexit_lost(c->tx);
+	e = exits_settle(c);
+	if (!e)
+		e = rank_cpus(c, seconds);
 	if (!e)
 		e = rank_list(c, r->cpus, sizeof(r->cpus));
 	if (!e)
@@ -969,17 +1202,26 @@ const char *culprit_policy_name(int policy)
 
 static json_t *task_json(const struct culprit_task *t)
 {
-	json_t *cpus = json_array();
+	json_t *cpus = json_array(), *o;
 
 	for (int k = 0; k < t->n_cpus; k++)
 		json_array_append_new(cpus, json_pack("{s:i, s:f, s:f}", "cpu", t->cpus[k].cpu, "seconds",
 						      t->cpus[k].seconds, "share", t->cpus[k].share));
-	return json_pack("{s:i, s:s, s:b, s:s, s:s, s:i, s:i, s:f, s:o, s:f, s:o, s:o}", "pid", t->pid, "comm", t->comm,
+	o = json_pack("{s:i, s:s, s:b, s:s, s:s, s:i, s:i, s:f, s:o, s:f, s:o, s:o}", "pid", t->pid, "comm", t->comm,
 			 "kernel_thread", t->kthread, "cgroup", t->cgroup, "policy", culprit_policy_name(t->policy),
 			 "priority", t->priority, "threads", t->threads, "seconds", t->seconds, "top_cpu",
 			 t->top_cpu >= 0 ? json_integer(t->top_cpu) : json_null(),
 			 "top_share", t->top_share, "allowed_cpus", t->allowed[0] ? json_string(t->allowed) : json_null(),
 			 "cpus", cpus);
+	/* a row of short-lived processes: how many, and who started them */
+	if (o && t->short_lived > 0 &&
+	    json_object_set_new(o, "short_lived", json_pack("{s:i, s:o}", "processes", t->short_lived, "started_by",
+							    t->started_by[0] ? json_string(t->started_by)
+									     : json_null())) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
 static json_t *seconds_or_null(double s)
@@ -1004,7 +1246,7 @@ static json_t *cpu_irq_json(const struct culprit_cpu_irq *o)
 
 json_t *culprit_json(const struct culprit_result *r)
 {
-	json_t *tasks = json_array(), *irqs = json_array(), *changes = json_array(), *job = json_array();
+	json_t *tasks = json_array(), *irqs = json_array(), *changes = json_array(), *job = json_array(), *o;
 
 	for (int i = 0; i < r->n_tasks; i++)
 		json_array_append_new(tasks, task_json(&r->tasks[i]));
@@ -1019,7 +1261,7 @@ json_t *culprit_json(const struct culprit_result *r)
 							 ch->tid, "comm", ch->comm, "before", ch->before, "after",
 							 ch->after, "t", ch->t));
 	}
-	return json_pack("{s:s, s:s, s:s, s:f, s:i, s:{s:f, s:f}, s:i, s:i, s:o, s:o, s:o, s:o}", "method",
+	o = json_pack("{s:s, s:s, s:s, s:f, s:i, s:{s:f, s:f}, s:i, s:i, s:o, s:o, s:o, s:o}", "method",
 			 r->schedstat ? "schedstat sampling: a thread's run time between two samples is put on the "
 					"CPU it last ran on"
 				      : "utime+stime sampling (no schedstat): a thread's CPU time between two samples "
@@ -1028,6 +1270,16 @@ json_t *culprit_json(const struct culprit_result *r)
 			 r->seconds, "samples", r->samples, "sample_ms", "mean", r->sample_ms_mean, "max",
 			 r->sample_ms_max, "procs_dropped", r->procs_dropped, "culprits", r->n_culprits, "tasks", tasks,
 			 "irqs", irqs, "affinity_changes", changes, "job", job);
+	/* tasks born and gone between two samples */
+	if (o && json_object_set_new(o, "exits", json_pack("{s:b, s:o, s:I, s:I}", "counted", r->exits_counted,
+							 "why", r->exits_counted ? json_null()
+										 : json_string(r->exits_why),
+							 "records", (json_int_t)r->exits_seen, "lost",
+							 (json_int_t)r->exits_lost)) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
 /* ---- A against B ------------------------------------------------------------ */
@@ -1050,7 +1302,8 @@ static double share_on(const struct culprit_task *t, int cpu)
 static const struct culprit_task *find_task(const struct culprit_result *r, const struct culprit_task *t)
 {
 	for (int i = 0; r && i < r->n_tasks; i++)
-		if (r->tasks[i].pid == t->pid && !strcmp(r->tasks[i].comm, t->comm))
+		if (r->tasks[i].pid == t->pid && !strcmp(r->tasks[i].comm, t->comm) &&
+		    (r->tasks[i].short_lived > 0) == (t->short_lived > 0))
 			return &r->tasks[i];
 	return NULL;
 }
@@ -1082,13 +1335,32 @@ static int cmp_lines(const struct culprit_result *a, const struct culprit_result
 			if (o && l.share[!s] > l.share[s])
 				l.t = o;
 			for (int k = 0; k < n && !dup; k++)
-				dup = out[k].t->pid == t->pid && out[k].cpu == l.cpu && !strcmp(out[k].t->comm, t->comm);
+				dup = out[k].t->pid == t->pid && out[k].cpu == l.cpu && !strcmp(out[k].t->comm, t->comm) &&
+				      (out[k].t->short_lived > 0) == (t->short_lived > 0);
 			if (!dup)
 				out[n++] = l;
 		}
 	}
 	qsort(out, (size_t)n, sizeof(*out), cmp_cmp_line);
 	return n;
+}
+
+/* "pid 4242 (stress, SCHED_FIFO 50)", or for a row of short-lived
+ * processes "340 short-lived processes (awk, SCHED_OTHER 0) started by pid
+ * 17 (sh)" ("started by a process not seen" when not known). */
+static void who_text(const struct culprit_task *t, char *buf, size_t size)
+{
+	if (t->short_lived > 0 && t->started_by[0])
+		snprintf(buf, size, "%d short-lived process%s (%.31s, %s %d) started by pid %d (%.31s)", t->short_lived,
+			 t->short_lived == 1 ? "" : "es", t->comm, culprit_policy_name(t->policy), t->priority, t->pid,
+			 t->started_by);
+	else if (t->short_lived > 0)
+		snprintf(buf, size, "%d short-lived process%s (%.31s, %s %d) started by a process not seen",
+			 t->short_lived, t->short_lived == 1 ? "" : "es", t->comm, culprit_policy_name(t->policy),
+			 t->priority);
+	else
+		snprintf(buf, size, "pid %d (%.31s%s, %s %d)", t->pid, t->comm, t->kthread ? ", kernel thread" : "",
+			 culprit_policy_name(t->policy), t->priority);
 }
 
 static const char *pct(double share, char *buf, size_t size)
@@ -1117,12 +1389,12 @@ int culprit_describe_top(const struct culprit_result *a, const struct culprit_re
 		int hi = l[i].share[1] >= l[i].share[0];   /* the arm named first */
 		char p[2][32];
 
+		char who[128];
+
 		if (l[i].share[hi] - l[i].share[!hi] < 0.005)
 			break;          /* less than half a percent of a CPU apart: background, not a culprit */
-		ok = textbuf_appendf(buf, size, &len,
-				     "pid %d (%s%s, %s %d)%s%s ran %s of CPU %d during %c trials, %s during %c\n",
-			    l[i].t->pid, l[i].t->comm, l[i].t->kthread ? ", kernel thread" : "",
-			    culprit_policy_name(l[i].t->policy), l[i].t->priority,
+		who_text(l[i].t, who, sizeof(who));
+		ok = textbuf_appendf(buf, size, &len, "%s%s%s ran %s of CPU %d during %c trials, %s during %c\n", who,
 			    l[i].t->cgroup[0] ? " in cgroup " : "", l[i].t->cgroup,
 			    pct(l[i].share[hi], p[0], sizeof(p[0])), l[i].cpu, hi ? 'B' : 'A',
 			    pct(l[i].share[!hi], p[1], sizeof(p[1])), hi ? 'A' : 'B');
@@ -1251,6 +1523,22 @@ static double kind_share(const struct culprit_result *r, const struct culprit_ta
 	return r && r->seconds > 0 ? sec / r->seconds : 0;
 }
 
+/* The short-lived processes among r's rows of t's kind, and (*by) the
+ * first one's row (for who started them); 0: none. */
+static int kind_short(const struct culprit_result *r, const struct culprit_task *t, const struct culprit_task **by)
+{
+	int n = 0;
+
+	*by = NULL;
+	for (int i = 0; r && i < r->n_job; i++)
+		if (same_job_kind(&r->job[i], t) && r->job[i].short_lived > 0) {
+			n += r->job[i].short_lived;
+			if (!*by)
+				*by = &r->job[i];
+		}
+	return n;
+}
+
 double culprit_job_helper_share(const struct culprit_result *r)
 {
 	const struct culprit_task *busiest = NULL;
@@ -1327,7 +1615,8 @@ int culprit_describe_job(const struct culprit_result *a, const struct culprit_re
 		}
 	qsort(l, (size_t)n, sizeof(*l), cmp_job_line);
 	for (int i = 0; i < n && i < 3 && ok; i++) {
-		const struct culprit_task *t = l[i].t;
+		const struct culprit_task *t = l[i].t, *by;
+		int shorts = kind_short(arm[l[i].hi], t, &by);
 		char other[48];
 
 		if (l[i].absent)
@@ -1335,10 +1624,22 @@ int culprit_describe_job(const struct culprit_result *a, const struct culprit_re
 		else
 			snprintf(other, sizeof(other), "in %c it took %.1f%%", l[i].hi ? 'A' : 'B',
 				 100 * l[i].share[!l[i].hi]);
-		ok = textbuf_appendf(buf, size, &len, "%c's command runs pid %d (%s, %s %d) that took %.1f%% of a CPU on the rank CPUs "
-				     "(most on CPU %d); %s\n",
-				     l[i].hi ? 'B' : 'A', t->pid, t->comm, culprit_policy_name(t->policy), t->priority,
-				     100 * l[i].share[l[i].hi], t->top_cpu, other);
+		if (shorts && by->started_by[0])
+			ok = textbuf_appendf(buf, size, &len, "%c's command starts short-lived processes (%s, %s %d; %d in its "
+					     "trials, started by pid %d (%s)) that took %.1f%% of a CPU on the rank CPUs "
+					     "(most on CPU %d); %s\n",
+					     l[i].hi ? 'B' : 'A', t->comm, culprit_policy_name(t->policy), t->priority, shorts,
+					     by->pid, by->started_by, 100 * l[i].share[l[i].hi], t->top_cpu, other);
+		else if (shorts)
+			ok = textbuf_appendf(buf, size, &len, "%c's command starts short-lived processes (%s, %s %d; %d in its "
+					     "trials) that took %.1f%% of a CPU on the rank CPUs (most on CPU %d); %s\n",
+					     l[i].hi ? 'B' : 'A', t->comm, culprit_policy_name(t->policy), t->priority, shorts,
+					     100 * l[i].share[l[i].hi], t->top_cpu, other);
+		else
+			ok = textbuf_appendf(buf, size, &len, "%c's command runs pid %d (%s, %s %d) that took %.1f%% of a CPU on "
+					     "the rank CPUs (most on CPU %d); %s\n",
+					     l[i].hi ? 'B' : 'A', t->pid, t->comm, culprit_policy_name(t->policy), t->priority,
+					     100 * l[i].share[l[i].hi], t->top_cpu, other);
 		lines += ok;
 	}
 	free(l);
@@ -1391,7 +1692,7 @@ static bool table_row(char *buf, size_t size, size_t *len, char arm, const struc
 {
 	const struct culprit_task *t = NULL;
 	char policy[32], pid[24], top[16], allowed[16] = "", cg[96] = "";
-	int more = -1;
+	int more = -1, shorts = 0;
 
 	for (int i = 0; r && i < r->n_job; i++) {
 		const struct culprit_task *x = &r->job[i];
@@ -1406,10 +1707,15 @@ static bool table_row(char *buf, size_t size, size_t *len, char arm, const struc
 	}
 
 	snprintf(policy, sizeof(policy), "%s %d", culprit_policy_name(kind->policy), kind->priority);
+	for (int i = 0; r && i < r->n_job; i++)
+		if (same_job_kind(&r->job[i], kind))
+			shorts += r->job[i].short_lived;
 	if (!t)
 		return textbuf_appendf(buf, size, len, "%c    %-8s %-16s %-17s %6s   (no such process in %c)\n", arm, "-",
 				       kind->comm, policy, "-", arm);
-	if (more > 0)
+	if (shorts)             /* short-lived: their count, as "(N)" */
+		snprintf(pid, sizeof(pid), "(%d)", shorts);
+	else if (more > 0)
 		snprintf(pid, sizeof(pid), "%d+%d", t->pid, more);
 	else
 		snprintf(pid, sizeof(pid), "%d", t->pid);
@@ -1428,7 +1734,7 @@ int culprit_job_table(const struct culprit_result *a, const struct culprit_resul
 	size_t len = 0;
 	int n = 0, rows = 0;
 	double rest = 0;
-	bool ok;
+	bool ok, shorts = false;
 
 	if (!size)
 		return free(k), -ENOSPC;
@@ -1455,6 +1761,13 @@ int culprit_job_table(const struct culprit_result *a, const struct culprit_resul
 		ok = table_row(buf, size, &len, 'A', a, k[i].t) && table_row(buf, size, &len, 'B', b, k[i].t);
 		rows += ok;
 	}
+	for (int i = 0; i < n && i < CULPRIT_TABLE_KINDS; i++)
+		for (int s = 0; s < 2; s++)
+			for (int j = 0; arm[s] && j < arm[s]->n_job; j++)
+				shorts |= same_job_kind(&arm[s]->job[j], k[i].t) && arm[s]->job[j].short_lived > 0;
+	if (ok && shorts)
+		ok = textbuf_appendf(buf, size, &len, "(N) in the pid column: N short-lived processes, seen only as they "
+				     "exited\n");
 	for (int i = CULPRIT_TABLE_KINDS; i < n; i++)
 		rest = fmax(rest, k[i].most);
 	if (ok && n > CULPRIT_TABLE_KINDS)

@@ -17,8 +17,17 @@
  *     neighbour, an RT burst, a per-CPU kernel thread such as ksoftirqd/N);
  *   - a thread that moves between CPUs within one interval has all of that
  *     interval's time put on the CPU where it last ran;
- *   - a thread born and gone between two samples is not seen at all, and a
- *     pid reused within the trial is counted as the first process of that
+ *   - a task born and gone between two samples is not seen by a sample;
+ *     on the host's proc its exit record (observe/taskexit.h: taskstats,
+ *     one listener per CPU) gives its CPU time and the CPU it exited on,
+ *     and the result puts it in a row of the processes of its name,
+ *     policy and nice that one sampled process started (a shell loop's
+ *     `true`s: a row "short-lived", its count, the starter's pid and
+ *     name; a real-time one's priority reads 0, taskstats has no
+ *     rt_priority).  Without taskstats (not root, a kernel without it, a
+ *     captured tree) they are not seen and the result says why
+ *     (exits_why);
+ *   - a pid reused within the trial is counted as the first process of that
  *     pid (its name and policy are the first one's);
  *   - a descendant of the job whose parent exited before it was seen
  *     (reparented to init) is not known as the job's.
@@ -34,7 +43,10 @@
  *
  * Cost: a sample lists proc and each proc/PID/task, reads one small
  * schedstat per thread (kept open: pread) and stat only for the threads
- * that ran; the result says the mean and the largest cost of a sample.
+ * that ran, and drains the exit records (one recv per CPU, and one per
+ * record); the result says the mean and the largest cost of a sample.
+ * The exit records of tasks no sample saw are kept until the end (at most
+ * CULPRIT_MAX_EXITS, 64 bytes each; beyond, counted in exits_lost).
  * The process table is capped (CULPRIT_MAX_PROCS): beyond it new processes
  * are not followed, and the result says so (procs_dropped).
  */
@@ -54,6 +66,7 @@
 #define CULPRIT_MAX_SOFTIRQS 16    /* softirq rows kept per CPU */
 #define CULPRIT_MAX_CHANGES 32     /* affinity changes kept */
 #define CULPRIT_MAX_PROCS 65536    /* processes followed in one trial */
+#define CULPRIT_MAX_EXITS 65536    /* exit records of tasks no sample saw, kept in one trial */
 #define CULPRIT_LIST_LEN 256       /* a cpulist as text */
 #define CULPRIT_SETTLE_S 0.5       /* a thread's start-up: where it places itself, not a change */
 /* Without the caller's CPUs, the rank CPUs are those the job's threads ran
@@ -90,6 +103,14 @@ struct culprit_task {
 				      * "" for others, or when not read */
 	int n_cpus;
 	struct culprit_cpu_time *cpus;   /* the rank CPUs it ran on, by CPU */
+	int short_lived;             /* > 0: this row is that many processes that
+				      * lived between two samples (seen by their
+				      * exit records; with those a sample caught
+				      * that exited too), of comm, policy and nice,
+				      * started by pid (started_by its comm), or by
+				      * a process not known (started_by "", pid
+				      * one of theirs) */
+	char started_by[32];
 };
 
 /* One line of /proc/interrupts or /proc/softirqs and its count on a CPU. */
@@ -141,6 +162,10 @@ struct culprit_result {
 	struct culprit_cpu_irq *irq_cpus;
 	int n_changes;
 	struct culprit_affinity_change changes[CULPRIT_MAX_CHANGES];
+	bool exits_counted;          /* tasks no sample saw: counted by their exit records */
+	char exits_why[160];         /* why not ("" when counted) */
+	uint64_t exits_seen;         /* exit records received */
+	uint64_t exits_lost;         /* not delivered, or not kept (CULPRIT_MAX_EXITS) */
 };
 
 /* Start watching: takes the first sample (the baseline) and the first
@@ -183,6 +208,8 @@ json_t *culprit_json(const struct culprit_result *r);
  * rank CPU differs most between the two, by half a percent of a CPU or
  * more (at most 3, largest first), e.g.
  *   pid 4242 (stress, SCHED_FIFO 50) in cgroup /noisy ran 9.8% of CPU 1 during B trials, 0% during A
+ * or, for a row of short-lived processes,
+ *   340 short-lived processes (awk, SCHED_OTHER 0) started by pid 17 (sh) in cgroup /x ran 30.0% of CPU 1 ...
  * (a kernel thread reads "(ksoftirqd/1, kernel thread, SCHED_OTHER 0)").
  * A process is the same in both when
  * its pid and comm are.  Lines end in '\n'.  Returns the number of lines
@@ -216,7 +243,10 @@ int culprit_describe_changes(const struct culprit_result *a, int trials_a, const
  * not its cause), with -1 either:
  *   B's command runs pid 4242 (helper, SCHED_FIFO 50) that took 11.0% of a CPU on the rank CPUs (most on
  *   CPU 1); A has no such process
- * or "...; in A it took 5.0%".
+ * or "...; in A it took 5.0%".  A kind of short-lived processes (seen by
+ * their exit records) reads
+ *   B's command starts short-lived processes (awk, SCHED_OTHER 0; 340 in its trials, started by pid 17 (sh))
+ *   that took 30.0% of a CPU on the rank CPUs (most on CPU 1); A has no such process
  * Lines end in '\n'.  Returns the number of lines (0: none, buf ""), or
  * -ENOSPC when buf was too small (it holds the whole lines that fit). */
 int culprit_describe_job(const struct culprit_result *a, const struct culprit_result *b, int slower, char *buf,
@@ -232,7 +262,9 @@ int culprit_describe_job(const struct culprit_result *a, const struct culprit_re
  * CPU is the kind's time on the rank CPUs over the arm's time (a share of
  * one CPU); top the rank CPU where it ran most; pid, allowed CPUs (its main
  * thread's, "?" when not read) and cgroup are those of the arm's first (in
- * a merged arm: first trial's) busiest process of the kind.  The kinds past
+ * a merged arm: first trial's) busiest process of the kind.  For a kind of
+ * short-lived processes pid reads "(N)", their count, and a line under the
+ * table says so.  The kinds past
  * the limit are counted in one last line:
  *   (2 more kinds, each 0.4% of a CPU or less)
  * Lines end in '\n'.  Returns the number of kinds shown (0: the job ran

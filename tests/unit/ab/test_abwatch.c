@@ -702,6 +702,54 @@ static void test_arm_job_tree(void **state)
 	free_arms(tr, arm);
 }
 
+/* Short-lived processes over an arm's trials: a loop's group row (its
+ * starter's pid, the name of what it runs) merged apart from its starter's
+ * own row when the names are alike (a shell loop running `sh -c`), the
+ * counts summed; the exit records' status over the trials (not counted in
+ * one: not counted, and why). */
+static void test_arm_short_lived(void **state)
+{
+	struct abwatch_trial tr[2];
+	struct abwatch_arm arm;
+	const struct culprit_task *own = NULL, *grp = NULL;
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		fake_trial(&tr[i], 2.0, "1");
+		add_task(&tr[i].culprit, 30, "sh", SCHED_OTHER, 0, (struct fake_cpu[]){ { 1, 0.1 } }, 1);
+		add_task(&tr[i].culprit, 30, "sh", SCHED_OTHER, 0, (struct fake_cpu[]){ { 1, 0.5 + 0.2 * i } }, 1);
+		tr[i].culprit.tasks[1].short_lived = 40 + 20 * i;
+		snprintf(tr[i].culprit.tasks[1].started_by, sizeof(tr[i].culprit.tasks[1].started_by), "sh");
+		tr[i].culprit.exits_counted = i == 0;
+		snprintf(tr[i].culprit.exits_why, sizeof(tr[i].culprit.exits_why), "%s", i ? "taskstats: no" : "");
+		tr[i].culprit.exits_seen = 100;
+		tr[i].culprit.exits_lost = (uint64_t)i;
+	}
+	abwatch_arm_init(&arm);
+	assert_int_equal(abwatch_arm_add(&arm, &tr[0]), 0);
+	assert_int_equal(abwatch_arm_add(&arm, &tr[1]), 0);
+	assert_int_equal(arm.culprit.n_tasks, 2);
+	for (int i = 0; i < arm.culprit.n_tasks; i++) {
+		if (arm.culprit.tasks[i].short_lived)
+			grp = &arm.culprit.tasks[i];
+		else
+			own = &arm.culprit.tasks[i];
+	}
+	assert_non_null(own);
+	assert_non_null(grp);
+	assert_true(fabs(own->seconds - 0.2) < 1e-9);
+	assert_true(fabs(grp->seconds - 1.2) < 1e-9);
+	assert_int_equal(grp->short_lived, 100);
+	assert_string_equal(grp->started_by, "sh");
+	assert_false(arm.culprit.exits_counted);
+	assert_string_equal(arm.culprit.exits_why, "taskstats: no");
+	assert_int_equal(arm.culprit.exits_seen, 200);
+	assert_int_equal(arm.culprit.exits_lost, 1);
+	abwatch_arm_release(&arm);
+	for (int i = 0; i < 2; i++)
+		abwatch_trial_release(&tr[i]);
+}
+
 /* The merged B arm: seconds and shares, the order, IRQs, cgroup sums. */
 static void test_arm_merge(void **state)
 {
@@ -921,6 +969,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_nothing_countable, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_not_started, live_setup, live_teardown),
 		cmocka_unit_test(test_arm_merge),
+		cmocka_unit_test(test_arm_short_lived),
 		cmocka_unit_test(test_arm_explain_and_json),
 		cmocka_unit_test(test_arm_followed_groups),
 		cmocka_unit_test(test_arm_of_nothing),

@@ -205,6 +205,33 @@ static void check_tree_irqs(const struct culprit_result *r)
 	assert_true(fabs(r->changes[0].t - 2.0) < 1e-9);
 }
 
+/* r's row of short-lived processes of comm; NULL: none. */
+static const struct culprit_task *find_short(const struct culprit_result *r, const char *comm)
+{
+	for (int i = 0; i < r->n_tasks; i++)
+		if (r->tasks[i].short_lived && !strcmp(r->tasks[i].comm, comm))
+			return &r->tasks[i];
+	return NULL;
+}
+
+/* A watch of the job JOB over the tree in a new dir (its start taken),
+ * the tree then moved to its end. */
+static struct culprit *tree_watch(char dir[64], struct fsroot **root)
+{
+	struct nt_err err = { 0 };
+	struct culprit *c;
+	int job = JOB;
+
+	assert_non_null(test_tmpdir(dir, 64));
+	write_tree(dir, 0);
+	*root = fsroot_open(dir);
+	assert_non_null(*root);
+	c = culprit_start(*root, &job, 1, &err);
+	assert_non_null(c);
+	write_tree(dir, 1);
+	return c;
+}
+
 static void test_tree(void **state)
 {
 	struct culprit_result r = { 0 };
@@ -212,17 +239,10 @@ static void test_tree(void **state)
 	struct culprit *c;
 	struct fsroot *root;
 	char dir[64];
-	int job = JOB;
 	json_t *j;
 
 	(void)state;
-	assert_non_null(test_tmpdir(dir, sizeof(dir)));
-	write_tree(dir, 0);
-	root = fsroot_open(dir);
-	assert_non_null(root);
-	c = culprit_start(root, &job, 1, &err);
-	assert_non_null(c);
-	write_tree(dir, 1);
+	c = tree_watch(dir, &root);
 	assert_int_equal(culprit_stop(c, &r, &err), 0);
 	check_tree_tasks(&r);
 	check_tree_irqs(&r);
@@ -246,6 +266,125 @@ static void test_tree(void **state)
 	culprit_result_free(&r);
 	culprit_result_free(NULL);
 	assert_int_equal(culprit_stop(NULL, &r, &err), -EINVAL);
+	fsroot_free(root);
+	test_rmrf(dir);
+}
+
+/* Tasks no sample saw, from their exit records (as the taskstats listener
+ * gives them between the listing and the swap): a neighbour's loop of
+ * short processes is one row under the process that started them; a chain
+ * (the job's `sh -c` that ran `true`, the child's record first) is the
+ * job's; a thread of a sampled process adds to it; the rest of a task a
+ * sample saw is put on the CPU it exited on, and a sampled process of a
+ * group's kind that exited joins the group; one whose starter is unknown
+ * says so. */
+static void test_exits(void **state)
+{
+	struct culprit_result r = { 0 }, a = { .seconds = 2 };
+	struct nt_err err = { 0 };
+	struct culprit *c;
+	struct fsroot *root;
+	char dir[64], buf[2048];
+	const struct culprit_task *t;
+	json_t *j, *x;
+	struct taskexit_rec rec;
+
+	(void)state;
+	c = tree_watch(dir, &root);
+	assert_int_equal(culprit_sample(c), 0);
+#define EXIT(PID, TGID, PPID, COMM, CPU, SEC) do { \
+		rec = (struct taskexit_rec){ .cpu = (CPU), .pid = (PID), .tgid = (TGID), .ppid = (PPID), \
+					     .run_ns = NS(SEC), .run_exact = true }; \
+		snprintf(rec.comm, sizeof(rec.comm), "%s", (COMM)); \
+		assert_int_equal(culprit_exit_record(c, &rec), 0); \
+	} while (0)
+	for (int i = 0; i < 10; i++)
+		EXIT(600 + i, 600 + i, 200, "awk", 1, 0.05);    /* a neighbour's loop */
+	EXIT(701, 701, 700, "true", 1, 0.2);                     /* the job's sh -c true: the child first */
+	EXIT(700, 700, JOB, "sh", 1, 0.01);
+	EXIT(102, JOB, 1, "trainer", 1, 0.3);                    /* a thread of the job's trainer */
+	EXIT(150, 150, JOB, "worker", 1, 5.3);                   /* the zombie worker: 0.1 s since the sample */
+	EXIT(151, 151, JOB, "worker", 1, 0.05);                  /* and one no sample saw */
+	EXIT(800, 800, 999, "cr\033on", 1, 0.1);                 /* started by a process never seen */
+	EXIT(900, 900, 400, "gcc", 3, 1.0);                      /* on CPU 3, not a rank CPU */
+	/* thread 101 of the trainer, seen, exits with ticks (no delay
+	 * accounting): not compared with schedstat's time, nothing added */
+	rec = (struct taskexit_rec){ .cpu = 1, .pid = 101, .tgid = JOB, .ppid = 1, .run_ns = NS(9), .run_exact = false };
+	assert_int_equal(culprit_exit_record(c, &rec), 0);
+#undef EXIT
+	assert_int_equal(culprit_stop(c, &r, &err), 0);
+	assert_true(r.exits_counted);
+	assert_int_equal(r.exits_seen, 18);
+	assert_int_equal(r.exits_lost, 0);
+	/* others: stress (0.25), the awk loop under it (0.25), the orphan
+	 * (0.05), ksoftirqd (0.05) */
+	assert_int_equal(r.n_culprits, 4);
+	t = find_short(&r, "awk");
+	assert_non_null(t);
+	assert_int_equal(t->short_lived, 10);
+	assert_int_equal(t->pid, 200);
+	assert_string_equal(t->started_by, "str?[2Jess");
+	assert_string_equal(t->cgroup, "/noisy?");               /* its starter's */
+	assert_true(fabs(t->seconds - 0.5) < 1e-9);
+	assert_int_equal(t->top_cpu, 1);
+	assert_true(fabs(t->top_share - 0.25) < 1e-9);
+	t = find_short(&r, "cr?on");
+	assert_non_null(t);
+	assert_int_equal(t->pid, 800);
+	assert_string_equal(t->started_by, "");
+	/* the job: its trainer with the unseen thread, the worker group (the
+	 * sampled zombie joined), sh and true under the trainer */
+	assert_int_equal(r.n_job, 4);
+	for (int i = 0; i < r.n_job; i++) {
+		t = &r.job[i];
+		if (!strcmp(t->comm, "trainer")) {
+			assert_int_equal(t->short_lived, 0);
+			assert_true(fabs(t->seconds - 1.8) < 1e-9);
+		} else if (!strcmp(t->comm, "worker")) {
+			assert_int_equal(t->short_lived, 2);
+			assert_true(fabs(t->seconds - 0.35) < 1e-9);
+		} else if (!strcmp(t->comm, "true")) {
+			assert_int_equal(t->short_lived, 1);
+			assert_int_equal(t->pid, JOB);
+			assert_string_equal(t->started_by, "trainer");
+			assert_true(fabs(t->seconds - 0.2) < 1e-9);
+		} else {
+			assert_string_equal(t->comm, "sh");
+			assert_true(fabs(t->seconds - 0.01) < 1e-9);
+		}
+	}
+	/* the text: a culprit line, the job's line, its table */
+	assert_true(culprit_describe_top(&a, &r, buf, sizeof(buf)) >= 2);
+	print_message("%s", buf);
+	assert_non_null(strstr(buf, "10 short-lived processes (awk, SCHED_OTHER 0) started by pid 200 (str?[2Jess) in "
+				    "cgroup /noisy? ran 25.0% of CPU 1 during B trials, 0% during A\n"));
+	assert_int_equal(culprit_describe_job(&a, &r, -1, buf, sizeof(buf)), 3);
+	print_message("%s", buf);
+	assert_non_null(strstr(buf, "B's command starts short-lived processes (true, SCHED_OTHER 0; 1 in its trials, "
+				    "started by pid 100 (trainer)) that took 10.0% of a CPU on the rank CPUs (most on CPU "
+				    "1); A has no such process\n"));
+	assert_true(culprit_job_table(&a, &r, buf, sizeof(buf)) > 0);
+	print_message("%s", buf);
+	assert_non_null(strstr(buf, "B    (2)      worker "));
+	assert_non_null(strstr(buf, "(N) in the pid column: N short-lived processes"));
+	/* JSON: the row's count and starter, the result's records */
+	j = culprit_json(&r);
+	assert_non_null(j);
+	x = json_object_get(j, "exits");
+	assert_true(json_is_true(json_object_get(x, "counted")));
+	assert_int_equal(json_integer_value(json_object_get(x, "records")), 18);
+	assert_true(json_is_null(json_object_get(x, "why")));
+	x = NULL;
+	for (size_t i = 0; i < json_array_size(json_object_get(j, "tasks")); i++) {
+		json_t *row = json_array_get(json_object_get(j, "tasks"), i);
+
+		if (!strcmp(json_string_value(json_object_get(row, "comm")), "awk"))
+			x = json_object_get(row, "short_lived");
+	}
+	assert_int_equal(json_integer_value(json_object_get(x, "processes")), 10);
+	assert_string_equal(json_string_value(json_object_get(x, "started_by")), "str?[2Jess");
+	json_decref(j);
+	culprit_result_free(&r);
 	fsroot_free(root);
 	test_rmrf(dir);
 }
@@ -725,6 +864,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_tree),
+		cmocka_unit_test(test_exits),
 		cmocka_unit_test(test_tree_given_cpus),
 		cmocka_unit_test(test_live_other),
 		cmocka_unit_test(test_live_fifo),
