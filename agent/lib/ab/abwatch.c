@@ -571,11 +571,25 @@ static void arm_add_cgroup(struct abwatch_arm *a, const struct abwatch_trial *t)
  * them). */
 static struct culprit_task *find_row(const struct culprit_result *m, const struct culprit_task *x)
 {
-	for (int i = 0; i < m->n_tasks; i++)
-		if (m->tasks[i].pid == x->pid && !strcmp(m->tasks[i].comm, x->comm) &&
-		    (m->tasks[i].short_lived != 0) == (x->short_lived != 0))
+	for (int i = 0; i < m->n_tasks; i++) {
+		const struct culprit_task *r = &m->tasks[i];
+
+		if (r->pid == x->pid && !strcmp(r->comm, x->comm) && (r->short_lived != 0) == (x->short_lived != 0) &&
+		    (!x->short_lived || (r->policy == x->policy && r->priority == x->priority)))
 			return &m->tasks[i];
+	}
 	return NULL;
+}
+
+/* Every CPU time entry of rows[0..n): what one merged row can gain from a
+ * trial, however many of the trial's rows map to it. */
+static int cpus_of(const struct culprit_task *rows, int n)
+{
+	int k = 0;
+
+	for (int i = 0; i < n; i++)
+		k += rows[i].n_cpus;
+	return k;
 }
 
 static struct culprit_cpu_irq *find_irq_cpu(const struct culprit_result *m, int cpu)
@@ -612,7 +626,7 @@ static int merge_reserve(struct culprit_result *m, const struct culprit_result *
 {
 	struct culprit_task *tasks = realloc(m->tasks, (size_t)(m->n_tasks + t->n_tasks + 1) * sizeof(*tasks));
 	struct culprit_cpu_irq *irqs;
-	int r;
+	int r, more;
 
 	*n_new = 0;
 	if (!tasks)
@@ -626,6 +640,7 @@ static int merge_reserve(struct culprit_result *m, const struct culprit_result *
 		return r;
 	if (r < 0)                     /* not a cpulist: culprit.c wrote it, so not expected */
 		snprintf(cpus, size, "%s", m->cpus[0] ? m->cpus : t->cpus);
+	more = cpus_of(t->tasks, t->n_tasks);
 	for (int i = 0; i < t->n_tasks; i++) {
 		const struct culprit_task *x = &t->tasks[i];
 		struct culprit_task *row = find_row(m, x);
@@ -642,7 +657,9 @@ static int merge_reserve(struct culprit_result *m, const struct culprit_result *
 			m->n_tasks++;
 			++*n_new;
 		}
-		ct = realloc(row->cpus, (size_t)(row->n_cpus + x->n_cpus + 1) * sizeof(*ct));
+		/* room for all of the trial's entries: two of its rows may
+		 * map to this one (a sizing per row would be overrun) */
+		ct = realloc(row->cpus, (size_t)(row->n_cpus + more + 1) * sizeof(*ct));
 		if (!ct)
 			goto out_take_back;
 		row->cpus = ct;
@@ -777,6 +794,7 @@ static struct culprit_task *find_job_row(const struct culprit_result *m, const s
 static int job_reserve(struct culprit_result *m, const struct culprit_result *t, int *n_new)
 {
 	struct culprit_task *rows = realloc(m->job, (size_t)(m->n_job + t->n_job + 1) * sizeof(*rows));
+	int more = cpus_of(t->job, t->n_job);
 
 	*n_new = 0;
 	if (!rows)
@@ -796,7 +814,7 @@ static int job_reserve(struct culprit_result *m, const struct culprit_result *t,
 			row->short_lived = 0;
 			++*n_new;
 		}
-		ct = realloc(row->cpus, (size_t)(row->n_cpus + t->job[i].n_cpus + 1) * sizeof(*ct));
+		ct = realloc(row->cpus, (size_t)(row->n_cpus + more + 1) * sizeof(*ct));
 		if (!ct)
 			goto out_take_back;
 		row->cpus = ct;

@@ -186,6 +186,7 @@ struct culprit {
 	struct cu_exit *exits;
 	int n_exits, cap_exits;
 	uint64_t exits_seen, exits_dropped;
+	uint64_t exits_notgid;       /* records of unseen tasks without a tgid */
 };
 
 /* Grow *arr (of *cap elements of size) to hold need; 0 or -ENOMEM. */
@@ -507,6 +508,7 @@ static struct cu_task *task_in(struct cu_task *tab, int n, int tid)
 
 int culprit_exit_record(struct culprit *c, const struct taskexit_rec *x)
 {
+	struct taskexit_rec bounded;
 	struct cu_task *t;
 	struct cu_exit *e;
 	int tgid = x->tgid ? x->tgid : x->pid, idx;
@@ -514,6 +516,11 @@ int culprit_exit_record(struct culprit *c, const struct taskexit_rec *x)
 	c->exits_seen++;
 	if (c->samples == 0 || (c->self && tgid == c->self))
 		return 0;               /* before the baseline, or one of our own threads */
+	if (x->cpu >= OBS_MAX_CPUS) {           /* a CPU the tables do not hold */
+		bounded = *x;
+		bounded.cpu = -1;
+		x = &bounded;
+	}
 	/* seen alive (this sample, or the last): the rest of its time, on
 	 * the CPU it exited on; a zombie listed again reads the same total */
 	t = task_in(c->cur, c->n_cur, x->pid);
@@ -528,6 +535,12 @@ int culprit_exit_record(struct culprit *c, const struct taskexit_rec *x)
 		if (x->run_exact == c->schedstat && x->run_ns > t->run_ns)
 			t->run_ns = x->run_ns;
 		p->exited |= x->pid == p->pid;
+		return 0;
+	}
+	/* a kernel before taskstats v12 says no tgid: a task no sample saw
+	 * cannot be told from a thread, nor put on its process */
+	if (!x->tgid) {
+		c->exits_notgid++;
 		return 0;
 	}
 	/* a thread no sample saw, of a process one did: the process's time */
@@ -623,8 +636,20 @@ static int exits_settle(struct culprit *c)
 	for (int i = 0; i < c->n_exits; i++) {
 		const struct cu_exit *e = &c->exits[i], *pr = e, *at;
 		bool job = false;
-		int anchor = -1, g;
+		int anchor = -1, g, known = proc_lookup(c, e->tgid);
 
+		if (known >= 0 && e->tgid == e->pid) {
+			/* its record came before a sample listed it, as a
+			 * zombie not yet reaped: the sample has its time */
+			c->procs[known].exited = true;
+			continue;
+		}
+		if (known >= 0) {
+			/* a thread of a process sampled only after it exited */
+			if (e->cpu >= 0 && e->ns)
+				proc_add_ns(&c->procs[known], e->cpu, e->ns);
+			continue;
+		}
 		if (e->tgid != e->pid && (at = exit_of(c, map, n_map, e->tgid)))
 			pr = at;        /* a thread of a process that exited too */
 		at = pr;
@@ -1134,8 +1159,13 @@ static int result_build(struct culprit *c, double seconds, struct culprit_result
 	r->procs_dropped = c->procs_dropped;
 	r->n_changes = c->n_changes;
 	memcpy(r->changes, c->changes, sizeof(r->changes));
-	r->exits_counted = c->tx != NULL || c->n_exits > 0;
-	snprintf(r->exits_why, sizeof(r->exits_why), "%s", r->exits_counted ? "" : c->tx_why);
+	r->exits_counted = (c->tx != NULL || c->n_exits > 0) && !c->exits_notgid;
+	if (c->exits_notgid)
+		snprintf(r->exits_why, sizeof(r->exits_why), "taskstats before version 12 (Linux 6.0): no tgid, so "
+			 "%llu exited task(s) no sample saw could not be told from threads",
+			 (unsigned long long)c->exits_notgid);
+	else
+		snprintf(r->exits_why, sizeof(r->exits_why), "%s", r->exits_counted ? "" : c->tx_why);
 	r->exits_seen = c->exits_seen;
 	r->exits_lost = c->exits_dropped + taskexit_lost(c->tx);
 	e = exits_settle(c);

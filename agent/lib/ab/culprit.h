@@ -165,7 +165,7 @@ struct culprit_result {
 	bool exits_counted;          /* tasks no sample saw: counted by their exit records */
 	char exits_why[160];         /* why not ("" when counted) */
 	uint64_t exits_seen;         /* exit records received */
-	uint64_t exits_lost;         /* not delivered, or not kept (CULPRIT_MAX_EXITS) */
+	uint64_t exits_lost;         /* not delivered (a lower bound: taskexit_lost), or not kept (CULPRIT_MAX_EXITS) */
 };
 
 /* Start watching: takes the first sample (the baseline) and the first

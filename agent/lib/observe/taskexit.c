@@ -33,7 +33,7 @@ struct taskexit {
 /* The fields read, and the length a record must have for each: the kernel
  * sends its own struct taskstats, longer in newer versions (fields are only
  * appended), so a record is read as a prefix of ours. */
-#define TS_NEED offsetof(struct taskstats, ac_btime)   /* ac_pid, ac_ppid, comm, sched, times (v1) */
+#define TS_NEED offsetof(struct taskstats, ac_btime)   /* up to ac_ppid (v1); utime and stime, after, read as 0 if absent */
 #define TS_TGID_END (offsetof(struct taskstats, ac_tgid) + sizeof(__u32))
 
 static int record(const void *data, size_t len, int cpu, struct taskexit_rec *r, size_t off, struct nt_err *err)
@@ -258,32 +258,42 @@ static int family_id(struct nt_err *err)
 	return id;
 }
 
-/* Register fd for exits on cpu (the kernel acknowledges).  0 or -errno. */
+/* Register fd for exits on cpu, or deregister it.  The kernel adds the
+ * listener before it answers, so exit records of that CPU may come before
+ * its acknowledgement (the one error message of our sequence number):
+ * those are skipped.  0 or -errno (-ETIMEDOUT: no answer within the
+ * socket's 2 s). */
 static int cpu_register(int fd, int family, int cpu, int cmd)
 {
-	unsigned char buf[1024];
+	unsigned char buf[4096];
 	char mask[16];
 	struct req q;
-	ssize_t n;
+	__u32 seq = (__u32)cpu + 1;
 
 	snprintf(mask, sizeof(mask), "%d", cpu);
 	req_init(&q, family, TASKSTATS_CMD_GET, cmd == TASKSTATS_CMD_ATTR_REGISTER_CPUMASK ? NLM_F_ACK : 0);
+	q.n.nlmsg_seq = seq;
 	req_attr(&q, cmd, mask, strlen(mask) + 1);
 	if (send(fd, &q, q.n.nlmsg_len, 0) < 0)
 		return -errno;
 	if (cmd != TASKSTATS_CMD_ATTR_REGISTER_CPUMASK)
 		return 0;
-	n = recv(fd, buf, sizeof(buf), 0);
-	if (n < 0)
-		return -errno;
-	if ((size_t)n >= NLMSG_LENGTH(sizeof(struct nlmsgerr))) {
+	for (int skipped = 0; skipped < 100000; skipped++) {
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
 		struct nlmsghdr h;
 		struct nlmsgerr e;
 
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
+		if ((size_t)n < NLMSG_LENGTH(sizeof(e)))
+			continue;
 		memcpy(&h, buf, sizeof(h));
+		if (h.nlmsg_type != NLMSG_ERROR || h.nlmsg_seq != seq)
+			continue;       /* an exit record, already */
 		memcpy(&e, buf + NLMSG_HDRLEN, sizeof(e));
-		if (h.nlmsg_type == NLMSG_ERROR)
-			return e.error <= 0 ? e.error : -EIO;
+		return e.error <= 0 ? e.error : -EIO;
 	}
 	return -EIO;
 }

@@ -22,8 +22,8 @@
  * initial pid namespace (the host's /proc).
  *
  * Records are lost when a socket's buffer fills between two drains (the
- * kernel says ENOBUFS, counted in taskexit_lost) or while the socket is
- * not open.  Threads: none; one caller at a time.
+ * kernel says ENOBUFS once for any number dropped: taskexit_lost counts
+ * those events, a lower bound) or while the socket is not open.  Threads: none; one caller at a time.
  */
 #ifndef NODETUNE_TASKEXIT_H
 #define NODETUNE_TASKEXIT_H
@@ -76,8 +76,9 @@ struct taskexit *taskexit_open(struct nt_err *err);
  * a datagram that does not parse is skipped and counted as lost. */
 int taskexit_drain(struct taskexit *t, int (*fn)(const struct taskexit_rec *, void *), void *arg);
 
-/* Records the kernel could not deliver (a socket's buffer full) or that
- * did not parse, since the listener opened. */
+/* Losses since the listener opened: each time the kernel said it dropped
+ * records (a socket's buffer full; how many it does not say, so this is a
+ * lower bound), and each datagram that did not parse. */
 uint64_t taskexit_lost(const struct taskexit *t);
 
 /* Deregister and close; NULL is a no-op. */

@@ -750,6 +750,38 @@ static void test_arm_short_lived(void **state)
 		abwatch_trial_release(&tr[i]);
 }
 
+/* Two rows of one trial that merge into one row of the arm (two ranks of
+ * one kind; a loop's short-lived processes at two nices and a starter's
+ * row): the merged row holds the CPUs of both, sized for both (a
+ * reservation per row was overrun, found under ASan). */
+static void test_arm_rows_share_a_row(void **state)
+{
+	struct abwatch_trial tr;
+	struct abwatch_arm arm;
+	const struct culprit_task *rank;
+
+	(void)state;
+	fake_trial(&tr, 2.0, "0-2");
+	add_job(&tr.culprit, 10, "rank", SCHED_OTHER, 0, (struct fake_cpu[]){ { 0, 0.5 }, { 1, 0.5 } }, 2);
+	add_job(&tr.culprit, 11, "rank", SCHED_OTHER, 0, (struct fake_cpu[]){ { 2, 1.0 } }, 1);
+	add_task(&tr.culprit, 30, "awk", SCHED_OTHER, 0, (struct fake_cpu[]){ { 0, 0.1 }, { 1, 0.1 } }, 2);
+	add_task(&tr.culprit, 30, "awk", SCHED_OTHER, 10, (struct fake_cpu[]){ { 2, 0.2 } }, 1);
+	tr.culprit.tasks[0].short_lived = 5;
+	tr.culprit.tasks[1].short_lived = 7;
+	abwatch_arm_init(&arm);
+	assert_int_equal(abwatch_arm_add(&arm, &tr), 0);
+	assert_int_equal(arm.culprit.n_job, 1);
+	rank = &arm.culprit.job[0];
+	assert_int_equal(rank->n_cpus, 3);
+	assert_true(fabs(rank->seconds - 2.0) < 1e-9);
+	assert_true(fabs(cpu_share(rank, 2) - 0.5) < 1e-9);
+	/* the loop's two nices: two rows, as culprit.c made them */
+	assert_int_equal(arm.culprit.n_tasks, 2);
+	assert_int_equal(arm.culprit.tasks[0].short_lived + arm.culprit.tasks[1].short_lived, 12);
+	abwatch_arm_release(&arm);
+	abwatch_trial_release(&tr);
+}
+
 /* The merged B arm: seconds and shares, the order, IRQs, cgroup sums. */
 static void test_arm_merge(void **state)
 {
@@ -970,6 +1002,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_not_started, live_setup, live_teardown),
 		cmocka_unit_test(test_arm_merge),
 		cmocka_unit_test(test_arm_short_lived),
+		cmocka_unit_test(test_arm_rows_share_a_row),
 		cmocka_unit_test(test_arm_explain_and_json),
 		cmocka_unit_test(test_arm_followed_groups),
 		cmocka_unit_test(test_arm_of_nothing),

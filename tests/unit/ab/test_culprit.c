@@ -311,10 +311,19 @@ static void test_exits(void **state)
 	 * accounting): not compared with schedstat's time, nothing added */
 	rec = (struct taskexit_rec){ .cpu = 1, .pid = 101, .tgid = JOB, .ppid = 1, .run_ns = NS(9), .run_exact = false };
 	assert_int_equal(culprit_exit_record(c, &rec), 0);
+	/* exited before a sample listed it, and then listed as a zombie not
+	 * yet reaped: the sample has its time, the record adds none */
+	EXIT(950, 950, JOB, "zomb", 1, 0.1);
+	write_task(dir, &(struct fake_task){ 950, 950, JOB, "zomb", 0x400040, 0, 1, 0, 0, NS(0.1), NULL, true, 101 },
+		   "1:name=systemd:/user\n");
+	/* a thread gone before its process was first listed: the process's */
+	EXIT(961, 960, JOB, "late-thr", 1, 0.05);
+	write_task(dir, &(struct fake_task){ 960, 960, JOB, "late", 0x400040, 0, 1, 0, 0, NS(0.02), NULL, false, 101 },
+		   "1:name=systemd:/user\n");
 #undef EXIT
 	assert_int_equal(culprit_stop(c, &r, &err), 0);
 	assert_true(r.exits_counted);
-	assert_int_equal(r.exits_seen, 18);
+	assert_int_equal(r.exits_seen, 20);
 	assert_int_equal(r.exits_lost, 0);
 	/* others: stress (0.25), the awk loop under it (0.25), the orphan
 	 * (0.05), ksoftirqd (0.05) */
@@ -333,8 +342,9 @@ static void test_exits(void **state)
 	assert_int_equal(t->pid, 800);
 	assert_string_equal(t->started_by, "");
 	/* the job: its trainer with the unseen thread, the worker group (the
-	 * sampled zombie joined), sh and true under the trainer */
-	assert_int_equal(r.n_job, 4);
+	 * sampled zombie joined), sh and true under the trainer, the zombie
+	 * once, the late process with its thread */
+	assert_int_equal(r.n_job, 6);
 	for (int i = 0; i < r.n_job; i++) {
 		t = &r.job[i];
 		if (!strcmp(t->comm, "trainer")) {
@@ -348,6 +358,12 @@ static void test_exits(void **state)
 			assert_int_equal(t->pid, JOB);
 			assert_string_equal(t->started_by, "trainer");
 			assert_true(fabs(t->seconds - 0.2) < 1e-9);
+		} else if (!strcmp(t->comm, "zomb")) {
+			assert_int_equal(t->short_lived, 0);
+			assert_true(fabs(t->seconds - 0.1) < 1e-9);
+		} else if (!strcmp(t->comm, "late")) {
+			assert_int_equal(t->short_lived, 0);
+			assert_true(fabs(t->seconds - 0.07) < 1e-9);
 		} else {
 			assert_string_equal(t->comm, "sh");
 			assert_true(fabs(t->seconds - 0.01) < 1e-9);
@@ -372,7 +388,7 @@ static void test_exits(void **state)
 	assert_non_null(j);
 	x = json_object_get(j, "exits");
 	assert_true(json_is_true(json_object_get(x, "counted")));
-	assert_int_equal(json_integer_value(json_object_get(x, "records")), 18);
+	assert_int_equal(json_integer_value(json_object_get(x, "records")), 20);
 	assert_true(json_is_null(json_object_get(x, "why")));
 	x = NULL;
 	for (size_t i = 0; i < json_array_size(json_object_get(j, "tasks")); i++) {
@@ -384,6 +400,20 @@ static void test_exits(void **state)
 	assert_int_equal(json_integer_value(json_object_get(x, "processes")), 10);
 	assert_string_equal(json_string_value(json_object_get(x, "started_by")), "str?[2Jess");
 	json_decref(j);
+	culprit_result_free(&r);
+	fsroot_free(root);
+	test_rmrf(dir);
+
+	/* a kernel before taskstats v12 (no tgid): a task no sample saw is
+	 * neither a row nor a guess; the result says why */
+	c = tree_watch(dir, &root);
+	assert_int_equal(culprit_sample(c), 0);
+	rec = (struct taskexit_rec){ .cpu = 1, .pid = 600, .ppid = 200, .run_ns = NS(0.5), .run_exact = true };
+	assert_int_equal(culprit_exit_record(c, &rec), 0);
+	assert_int_equal(culprit_stop(c, &r, &err), 0);
+	assert_false(r.exits_counted);
+	assert_non_null(strstr(r.exits_why, "before version 12"));
+	assert_null(find_short(&r, ""));
 	culprit_result_free(&r);
 	fsroot_free(root);
 	test_rmrf(dir);
