@@ -333,13 +333,12 @@ static int procs_settle(struct culprit *c)
 
 /* ---- one sample ------------------------------------------------------------ */
 
-static const struct cu_task *task_prev(const struct culprit *c, int tid)
+/* Thread tid in tab[0..n) (sorted by tid); NULL: not there. */
+static struct cu_task *task_in(struct cu_task *tab, int n, int tid)
 {
 	struct cu_task key = { .tid = tid };
 
-	if (!c->n_prev)
-		return NULL;
-	return bsearch(&key, c->prev, (size_t)c->n_prev, sizeof(key), cmp_task);
+	return n ? bsearch(&key, tab, (size_t)n, sizeof(key), cmp_task) : NULL;
 }
 
 /* A thread's run time so far, in ns: schedstat's first field, else
@@ -375,7 +374,7 @@ static int task_run_ns(struct culprit *c, const char *dir, uint64_t *ret, struct
  * put on the CPU it last ran on. */
 static void sample_task(struct culprit *c, int idx, int pid, int tid)
 {
-	const struct cu_task *old = task_prev(c, tid);
+	const struct cu_task *old = task_in(c->prev, c->n_prev, tid);
 	struct procfs_pid_stat st;
 	struct cu_proc *p;
 	struct cu_task *t;
@@ -424,15 +423,10 @@ static void sample_task(struct culprit *c, int idx, int pid, int tid)
 static void sample_proc(struct culprit *c, int pid)
 {
 	char rel[64], **tids = NULL;
-	int idx = proc_find(c, pid), n;
+	int idx = proc_lookup(c, pid), n;       /* or appended this sample (a pid listed twice) */
 
-	if (idx < 0) {
-		for (int i = c->n_index; i < c->n_procs && idx < 0; i++)
-			if (c->procs[i].pid == pid)
-				idx = i;        /* appended this sample (a pid listed twice) */
-		if (idx < 0 && (idx = proc_new(c, pid)) < 0)
-			return;
-	}
+	if (idx < 0 && (idx = proc_new(c, pid)) < 0)
+		return;
 	snprintf(rel, sizeof(rel), "proc/%d/task", pid);
 	n = fsroot_list(c->root, rel, &tids);
 	for (int i = 0; i < n; i++) {
@@ -498,13 +492,6 @@ static void check_affinity(struct culprit *c, const struct cu_task *t, double no
 }
 
 /* ---- tasks no sample saw: their exit records ------------------------------ */
-
-static struct cu_task *task_in(struct cu_task *tab, int n, int tid)
-{
-	struct cu_task key = { .tid = tid };
-
-	return n ? bsearch(&key, tab, (size_t)n, sizeof(key), cmp_task) : NULL;
-}
 
 int culprit_exit_record(struct culprit *c, const struct taskexit_rec *x)
 {
@@ -584,18 +571,30 @@ static const struct cu_exit *exit_of(const struct culprit *c, const struct cu_in
 	return hit ? &c->exits[hit->idx] : NULL;
 }
 
-/* The group row of (anchor, comm, policy, nice) among procs[from..); new
- * when none.  Its index, or -ENOMEM. */
-static int group_get(struct culprit *c, int from, int anchor, const struct cu_exit *pr, bool job)
+/* The group row among procs[from..) of the processes of comm, policy and
+ * priority (a nice) that procs[anchor] started, the job's or not; -1: none. */
+static int group_find(const struct culprit *c, int from, int anchor, bool job, const char *comm, int policy,
+		      int priority)
 {
-	struct cu_proc *g;
-
 	for (int i = from; i < c->n_procs; i++) {
-		g = &c->procs[i];
-		if (g->anchor == anchor && g->job == job && g->policy == pr->policy && g->priority == pr->nice &&
-		    !strcmp(g->comm, pr->comm))
+		const struct cu_proc *g = &c->procs[i];
+
+		if (g->anchor == anchor && g->job == job && g->policy == policy && g->priority == priority &&
+		    !strcmp(g->comm, comm))
 			return i;
 	}
+	return -1;
+}
+
+/* The group row of pr's kind under anchor (group_find); new when none.
+ * Its index, or -ENOMEM. */
+static int group_get(struct culprit *c, int from, int anchor, const struct cu_exit *pr, bool job)
+{
+	int i = group_find(c, from, anchor, job, pr->comm, pr->policy, pr->nice);
+	struct cu_proc *g;
+
+	if (i >= 0)
+		return i;
 	if (grow(&c->procs, &c->cap_procs, c->n_procs + 1, sizeof(*g)) < 0)
 		return -ENOMEM;
 	g = &c->procs[c->n_procs];
@@ -680,22 +679,17 @@ static int exits_settle(struct culprit *c)
 	for (int i = 0; i < from; i++) {
 		struct cu_proc *p = &c->procs[i];
 		int anchor = p->exited && !p->self && !is_job_pid(c, p->pid) ? proc_lookup(c, p->ppid) : -1;
+		int k = anchor < 0 ? -1 : group_find(c, from, anchor, p->job, p->comm, p->policy, p->priority);
+		struct cu_proc *g;
 
-		if (anchor < 0)
+		if (k < 0)
 			continue;
-		for (int k = from; k < c->n_procs; k++) {
-			struct cu_proc *g = &c->procs[k];
-
-			if (g->anchor != anchor || g->job != p->job || g->policy != p->policy ||
-			    g->priority != p->priority || strcmp(g->comm, p->comm))
-				continue;
-			for (int j = 0; j < p->n_ns; j++)
-				proc_add_ns(g, p->ns[j].cpu, p->ns[j].ns);
-			g->n_short++;
-			g->threads += p->threads;
-			p->n_ns = 0;    /* its time is the group's now */
-			break;
-		}
+		g = &c->procs[k];
+		for (int j = 0; j < p->n_ns; j++)
+			proc_add_ns(g, p->ns[j].cpu, p->ns[j].ns);
+		g->n_short++;
+		g->threads += p->threads;
+		p->n_ns = 0;            /* its time is the group's now */
 	}
 	return 0;
 }
@@ -1654,22 +1648,19 @@ int culprit_describe_job(const struct culprit_result *a, const struct culprit_re
 		else
 			snprintf(other, sizeof(other), "in %c it took %.1f%%", l[i].hi ? 'A' : 'B',
 				 100 * l[i].share[!l[i].hi]);
+		char what[160], by_pid[64] = "";
+
 		if (shorts && by->started_by[0])
-			ok = textbuf_appendf(buf, size, &len, "%c's command starts short-lived processes (%s, %s %d; %d in its "
-					     "trials, started by pid %d (%s)) that took %.1f%% of a CPU on the rank CPUs "
-					     "(most on CPU %d); %s\n",
-					     l[i].hi ? 'B' : 'A', t->comm, culprit_policy_name(t->policy), t->priority, shorts,
-					     by->pid, by->started_by, 100 * l[i].share[l[i].hi], t->top_cpu, other);
-		else if (shorts)
-			ok = textbuf_appendf(buf, size, &len, "%c's command starts short-lived processes (%s, %s %d; %d in its "
-					     "trials) that took %.1f%% of a CPU on the rank CPUs (most on CPU %d); %s\n",
-					     l[i].hi ? 'B' : 'A', t->comm, culprit_policy_name(t->policy), t->priority, shorts,
-					     100 * l[i].share[l[i].hi], t->top_cpu, other);
+			snprintf(by_pid, sizeof(by_pid), ", started by pid %d (%.31s)", by->pid, by->started_by);
+		if (shorts)
+			snprintf(what, sizeof(what), "starts short-lived processes (%.31s, %s %d; %d in its trials%s)",
+				 t->comm, culprit_policy_name(t->policy), t->priority, shorts, by_pid);
 		else
-			ok = textbuf_appendf(buf, size, &len, "%c's command runs pid %d (%s, %s %d) that took %.1f%% of a CPU on "
-					     "the rank CPUs (most on CPU %d); %s\n",
-					     l[i].hi ? 'B' : 'A', t->pid, t->comm, culprit_policy_name(t->policy), t->priority,
-					     100 * l[i].share[l[i].hi], t->top_cpu, other);
+			snprintf(what, sizeof(what), "runs pid %d (%.31s, %s %d)", t->pid, t->comm,
+				 culprit_policy_name(t->policy), t->priority);
+		ok = textbuf_appendf(buf, size, &len, "%c's command %s that took %.1f%% of a CPU on the rank CPUs (most on "
+				     "CPU %d); %s\n", l[i].hi ? 'B' : 'A', what, 100 * l[i].share[l[i].hi], t->top_cpu,
+				     other);
 		lines += ok;
 	}
 	free(l);
@@ -1718,11 +1709,11 @@ static void add_distinct(char *set, size_t size, const char *val)
  * its own), and every allowed-CPU list and cgroup they had, '|'-separated
  * (the ranks of a job, one per CPU, read "0|1"). */
 static bool table_row(char *buf, size_t size, size_t *len, char arm, const struct culprit_result *r,
-		      const struct culprit_task *kind)
+		      const struct culprit_task *kind, bool *any_short)
 {
-	const struct culprit_task *t = NULL;
+	const struct culprit_task *t = NULL, *by;
 	char policy[32], pid[24], top[16], allowed[16] = "", cg[96] = "";
-	int more = -1, shorts = 0;
+	int more = -1, shorts = kind_short(r, kind, &by);
 
 	for (int i = 0; r && i < r->n_job; i++) {
 		const struct culprit_task *x = &r->job[i];
@@ -1737,9 +1728,7 @@ static bool table_row(char *buf, size_t size, size_t *len, char arm, const struc
 	}
 
 	snprintf(policy, sizeof(policy), "%s %d", culprit_policy_name(kind->policy), kind->priority);
-	for (int i = 0; r && i < r->n_job; i++)
-		if (same_job_kind(&r->job[i], kind))
-			shorts += r->job[i].short_lived;
+	*any_short |= shorts > 0;
 	if (!t)
 		return textbuf_appendf(buf, size, len, "%c    %-8s %-16s %-17s %6s   (no such process in %c)\n", arm, "-",
 				       kind->comm, policy, "-", arm);
@@ -1788,13 +1777,10 @@ int culprit_job_table(const struct culprit_result *a, const struct culprit_resul
 	qsort(k, (size_t)n, sizeof(*k), cmp_table_kind);
 	ok = textbuf_appendf(buf, size, &len, "arm  pid      comm             policy                CPU  top  allowed      cgroup\n");
 	for (int i = 0; i < n && i < CULPRIT_TABLE_KINDS && ok; i++) {
-		ok = table_row(buf, size, &len, 'A', a, k[i].t) && table_row(buf, size, &len, 'B', b, k[i].t);
+		ok = table_row(buf, size, &len, 'A', a, k[i].t, &shorts) &&
+		     table_row(buf, size, &len, 'B', b, k[i].t, &shorts);
 		rows += ok;
 	}
-	for (int i = 0; i < n && i < CULPRIT_TABLE_KINDS; i++)
-		for (int s = 0; s < 2; s++)
-			for (int j = 0; arm[s] && j < arm[s]->n_job; j++)
-				shorts |= same_job_kind(&arm[s]->job[j], k[i].t) && arm[s]->job[j].short_lived > 0;
 	if (ok && shorts)
 		ok = textbuf_appendf(buf, size, &len, "(N) in the pid column: N short-lived processes, seen only as they "
 				     "exited\n");
