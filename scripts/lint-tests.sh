@@ -1,7 +1,7 @@
 #!/bin/sh
 # lint-tests.sh [FILE...] -- the shell patterns that made checks unable to
 # fail (issue 23), found in the integration tests (default:
-# tests/integration/test_*.sh and lib.sh).
+# tests/integration/test_*.sh, attacks/*.sh and lib.sh).
 #
 #   outside   `check DESC -- CMD && MORE` (or `|| MORE`): the condition after
 #             the operator falls outside the check; put it inside, as
@@ -36,7 +36,10 @@
 # there is any, 0 when none, 2 on a file it cannot read.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
-[ "$#" -gt 0 ] || set -- "$top"/tests/integration/lib.sh "$top"/tests/integration/test_*.sh
+if [ "$#" -eq 0 ]; then
+	set -- "$top"/tests/integration/lib.sh "$top"/tests/integration/test_*.sh
+	for f in "$top"/tests/integration/attacks/*.sh; do [ -f "$f" ] && set -- "$@" "$f"; done
+fi
 bad=0
 for f in "$@"; do
 	[ -r "$f" ] || { echo "lint-tests.sh: cannot read $f" >&2; exit 2; }

@@ -1,0 +1,24 @@
+#!/bin/sh
+# test_attacks.sh — the trust model tried as an attacker would (issue 38,
+# ../shared/reviews/security.md): every finding is an attack run against
+# the real components (a real etcd with TLS and auth, a real slurmctld and
+# slurmd, a pty, the daemon), and each check asserts the refusal and that
+# the host is byte-identical.  Each attack was first run against the code
+# before its fix (NODETUNE pointing at that build) and failed there.
+#
+# The attacks live in tests/integration/attacks/AREA.sh, one file per area,
+# each sourced here in turn (they share lib.sh's tally and clean-up):
+#   fleet.sh    the controller's signing, freshness and identity (H1, M2, L11)
+#   store.sh    the transport to the store and secrets (M1, L4, L7, L8)
+#   job.sh      a job owns nothing of its parent's (H3, M3, L9, L10)
+#   slurm.sh    exclusivity from Slurm's API, epilog retries (H2, L6)
+#   limits.sh   site limits everywhere a policy is applied, cgroup ownership (L1, L5)
+# A part that needs a component that is missing says so with t_need.
+. "$(dirname "$0")/lib.sh"
+
+for part in "$SRCDIR"/tests/integration/attacks/*.sh; do
+	[ -f "$part" ] || continue
+	echo "# --- $(basename "$part")"
+	. "$part"
+done
+t_done
