@@ -19,12 +19,10 @@
 # them, or with a certificate of another CA, one line naming the endpoint,
 # exit 3, the daemon's tree byte-identical.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/etcd_lib.sh"
 
 ETCD=${ETCD:-/usr/bin/etcd}
-if [ ! -x "$ETCD" ] || ! command -v etcdctl >/dev/null || ! command -v openssl >/dev/null; then
-	t_need etcd "etcd, etcdctl or openssl not installed (apt-get install etcd-server etcd-client openssl)"
-	t_done
-fi
+etcd_have || t_done
 TOPO=$SHARED/g4dnmetal.xml
 [ -f "$TOPO" ] || { t_need ../shared "no $SHARED topologies"; t_done; }
 
@@ -32,24 +30,9 @@ TOPO=$SHARED/g4dnmetal.xml
 
 C=$T_TMP/certs
 mkdir -p "$C"
-ca() { # NAME: a self-signed CA
-	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=nodetune test $1" \
-		-keyout "$C/$1-key.pem" -out "$C/$1.pem" 2>/dev/null
-}
-ca ca && ca other-ca
-openssl req -newkey rsa:2048 -nodes -subj "/CN=etcd" -keyout "$C/server-key.pem" -out "$C/server.csr" 2>/dev/null
-printf 'subjectAltName = IP:127.0.0.1\nextendedKeyUsage = serverAuth, clientAuth\n' >"$C/ext"
-openssl x509 -req -in "$C/server.csr" -CA "$C/ca.pem" -CAkey "$C/ca-key.pem" -CAcreateserial -days 2 \
-	-extfile "$C/ext" -out "$C/server.pem" 2>/dev/null
+etcd_ca "$C" ca && etcd_ca "$C" other-ca && etcd_server_cert "$C" ca
 # client certificates (for the cluster that requires them): one of our CA, one of another
-client() { # NAME CA
-	openssl req -newkey rsa:2048 -nodes -subj "/CN=nodetune $1" -keyout "$C/$1-key.pem" -out "$C/$1.csr" 2>/dev/null
-	printf 'extendedKeyUsage = clientAuth\n' >"$C/client-ext"
-	openssl x509 -req -in "$C/$1.csr" -CA "$C/$2.pem" -CAkey "$C/$2-key.pem" -CAcreateserial -days 2 \
-		-extfile "$C/client-ext" -out "$C/$1.pem" 2>/dev/null
-	chmod 600 "$C/$1-key.pem"
-}
-client client ca && client stranger other-ca
+etcd_client_cert "$C" client ca && etcd_client_cert "$C" stranger other-ca
 [ -s "$C/server.pem" ] && [ -s "$C/client.pem" ] && [ -s "$C/stranger.pem" ] ||
 	{ t_not_ok "openssl made the certificates"; t_done; }
 
