@@ -79,11 +79,16 @@ t_reap() {
 	done
 }
 
-t_cleanup() {
+# t_undo: run what t_defer registered, newest first, once
+t_undo() {
 	printf '%s\n' "$T_DEFER" | while IFS= read -r c; do
 		[ -n "$c" ] && eval "$c"
 	done
 	T_DEFER=""
+}
+
+t_cleanup() {
+	t_undo
 	t_reap
 	[ -s "$T_TMP/.reaped" ] && echo "# cleanup: killed what the test left running: $(cat "$T_TMP/.reaped")"
 	# mounts below the test's directory (a tracefs, a bind mount)
@@ -169,8 +174,10 @@ tree_hash() {
 }
 
 t_done() {
-	# a test that leaves a process running fails: the next one would
+	# what the test registered to undo is undone first; a test that
+	# leaves a process running beyond that fails: the next one would
 	# run beside it (a stopped rank, a spinning neighbour)
+	t_undo
 	t_reap
 	if [ -s "$T_TMP/.reaped" ]; then
 		t_not_ok "the test left processes running (now killed): $(cat "$T_TMP/.reaped")"
