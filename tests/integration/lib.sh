@@ -168,6 +168,24 @@ check() {
 	if "$@" >/dev/null; then t_ok "$desc"; else t_not_ok "$desc"; fi
 }
 
+# podman_base_image: prints the Debian 12 base image for a test's podman
+# build: $NODETUNE_BASE_IMAGE or debian:12 when podman has one, else
+# localhost/debian:12, made once by scripts/podman-debian-base.sh from
+# Debian's archive (kept, like a download cache).  No container registry is
+# asked: the test reaches only Debian's archive.  Fails (status 1) printing
+# the reason, for a t_skip_host, when there is none and none can be made.
+podman_base_image() {
+	for b in ${NODETUNE_BASE_IMAGE:-} docker.io/library/debian:12 localhost/debian:12; do
+		podman image exists "$b" 2>/dev/null && { echo "$b"; return 0; }
+	done
+	if command -v debootstrap >/dev/null && scripts/podman-debian-base.sh >"$T_TMP/base" 2>&1; then
+		echo localhost/debian:12
+		return 0
+	fi
+	echo "no Debian 12 base image: podman has none, and scripts/podman-debian-base.sh (debootstrap from Debian's archive) failed: $(tail -1 "$T_TMP/base" 2>/dev/null)"
+	return 1
+}
+
 # tree_hash DIR: one hash of every file's path, mode and content
 tree_hash() {
 	(cd "$1" && find . -type f -print0 | sort -z | xargs -0 sha256sum; find . -printf '%p %m\n' | sort) | sha256sum | cut -d' ' -f1

@@ -74,25 +74,10 @@ fi
 # ---- the DaemonSet image: deploy/k8s/Containerfile on the .deb -------------
 # podman build with --isolation chroot: podman's OCI runtime (crun) cannot
 # set the container's rlimits in a container without CAP_SYS_RESOURCE, as
-# this sandbox is; chroot isolation runs the RUN steps anywhere.  The base:
-# $NODETUNE_BASE_IMAGE or debian:12 when podman has one, else
-# localhost/debian:12, made once by scripts/podman-debian-base.sh from
-# Debian's archive (kept, like a download cache).  No container registry is
-# asked: the test reaches only Debian's archive.
+# this sandbox is; chroot isolation runs the RUN steps anywhere.  The base
+# image: lib.sh's podman_base_image.
 image_test() {
-	base=""
-	for b in ${NODETUNE_BASE_IMAGE:-} docker.io/library/debian:12 localhost/debian:12; do
-		podman image exists "$b" 2>/dev/null && { base=$b; break; }
-	done
-	if [ -z "$base" ]; then
-		if command -v debootstrap >/dev/null && scripts/podman-debian-base.sh >"$T_TMP/base" 2>&1; then
-			echo "# $(tail -1 "$T_TMP/base")"
-			base=localhost/debian:12
-		else
-			t_skip_host "no Debian 12 base image: podman has none, and scripts/podman-debian-base.sh (debootstrap from Debian's archive) failed: $(tail -1 "$T_TMP/base" 2>/dev/null)"
-			return
-		fi
-	fi
+	base=$(podman_base_image) || { t_skip_host "$base"; return; }
 	img=localhost/nodetune-test:$V1
 	t_defer "podman rmi -f $img >/dev/null 2>&1"
 	run podman build --isolation chroot --build-arg BASE="$base" -f deploy/k8s/Containerfile -t "$img" "$D1"

@@ -1,0 +1,157 @@
+#!/bin/sh
+# test_unit.sh — the packaged daemon under its own unit, with a real systemd
+# as PID 1 (issue 37): `make deb`, an image (tests/tools/systemd.Containerfile)
+# that installs the .deb with apt, a container booted with systemd
+# (podman --runtime runc --systemd=always, privileged: the daemon tunes this
+# machine's kernel, as it would on a GPU host), and every claim the unit
+# makes, with the unit's own sandbox in force:
+#   - `systemctl enable --now nodetune`: active once READY=1 came, the
+#     default policy applied to the live kernel, journaled in /var/lib/nodetune;
+#   - `systemd-analyze security` rates the unit 3.5 or better;
+#   - the watchdog: with WatchdogSec=2s the daemon stays up 3 periods;
+#   - `systemctl reload` applies a changed policy, and keeps the old one
+#     when the new one is bad (one line saying so);
+#   - restart on failure: SIGKILL of the daemon, systemd starts it again,
+#     and the restart undoes nothing;
+#   - `systemctl stop` leaves the host tuned, `nodetune revert` restores it.
+# The knobs of this machine that the default policy touches are saved
+# first and put back however the test ends; the container and its image are
+# removed.  Skipped, naming the reason, in the ASan pass (the packages are
+# built without sanitizers), when not root, and where this kernel or
+# sandbox cannot boot such a container (the reason systemd or podman gave).
+. "$(dirname "$0")/lib.sh"
+
+if [ -n "${SANITIZED:-}" ]; then
+	t_skip_host "the ASan pass: the packages are built without sanitizers (the first pass tests them)"; t_done
+fi
+[ "$(id -u)" -eq 0 ] || { t_skip_host "not root: a privileged container needs root"; t_done; }
+for tool in podman runc dpkg-buildpackage; do
+	command -v $tool >/dev/null || { t_need "$tool" "$tool is not installed (scripts/install-deps.sh pkg)"; t_done; }
+done
+
+# podman on this machine kind (../shared/SYSTEMD.md): its default ulimits
+# need CAP_SYS_RESOURCE, and crun refuses hybrid cgroups; runc runs it
+printf '[containers]\ndefault_ulimits = []\n' >"$T_TMP/containers.conf"
+CONTAINERS_CONF=$T_TMP/containers.conf
+export CONTAINERS_CONF
+unset MAKEFLAGS MAKELEVEL MFLAGS
+NAME=nodetune-unit-$$
+IMG=localhost/nodetune-unit:$$
+THP=/sys/kernel/mm/transparent_hugepage
+# in the container (systemctl, journalctl, nodetune as root there)
+ct() { podman exec "$NAME" "$@"; }
+# ... with this shell's stdin (podman exec passes none without -i)
+ct_in() { podman exec -i "$NAME" "$@"; }
+
+# ---- this machine's knobs, as they are, put back at the end ---------------
+knobs() { echo "enabled=$(sed 's/.*\[\(.*\)\].*/\1/' $THP/enabled) defrag=$(sed 's/.*\[\(.*\)\].*/\1/' $THP/defrag) numa_balancing=$(cat /proc/sys/kernel/numa_balancing 2>/dev/null)"; }
+K0=$(knobs)
+restore_knobs() {
+	for kv in $K0; do
+		case $kv in
+		enabled=*) echo "${kv#*=}" >$THP/enabled ;;
+		defrag=*) echo "${kv#*=}" >$THP/defrag ;;
+		numa_balancing=?*) echo "${kv#*=}" >/proc/sys/kernel/numa_balancing ;;
+		esac
+	done 2>/dev/null
+}
+t_defer restore_knobs
+
+# ---- the package and the image ------------------------------------------------
+run make --no-print-directory -s deb BUILD="$T_TMP/b" INSTALL_DEPS=true
+DEB=$(ls "$T_TMP"/b/deb/nodetune_*.deb 2>/dev/null | head -n 1)
+[ "$RC" -eq 0 ] && [ -f "$DEB" ] || { t_not_ok "make deb: exit $RC"; tail -8 "$ERR" | sed 's/^/#   /'; t_done; }
+mkdir "$T_TMP/ctx" && cp "$DEB" "$T_TMP/ctx/"
+base=$(podman_base_image) || { t_skip_host "$base"; t_done; }
+t_defer "podman rmi -f $IMG >/dev/null 2>&1"
+run podman build --isolation chroot --build-arg BASE="$base" -f tests/tools/systemd.Containerfile -t "$IMG" "$T_TMP/ctx"
+[ "$RC" -eq 0 ] || { t_not_ok "podman build -f tests/tools/systemd.Containerfile: exit $RC"; tail -8 "$OUT" "$ERR" | sed 's/^/#   /'; t_done; }
+t_ok "an image with systemd and $(basename "$DEB") installed by apt ($(podman image inspect --format '{{.Size}}' "$IMG") bytes)"
+
+# ---- boot -------------------------------------------------------------------------
+t_defer "podman rm -f -t 5 $NAME >/dev/null 2>&1"
+run podman --runtime runc run -d --privileged --name "$NAME" --systemd=always "$IMG" /sbin/init
+if [ "$RC" -ne 0 ]; then
+	t_skip_host "this kernel or sandbox cannot run a systemd container: $(tail -n 1 "$ERR")"
+	t_done
+fi
+booted() { case $(ct systemctl is-system-running 2>/dev/null) in running | degraded) return 0 ;; esac; return 1; }
+if ! wait_until 60 booted; then
+	t_skip_host "systemd did not boot in a container here: $(ct systemctl is-system-running 2>&1 | tail -n 1); $(podman logs "$NAME" 2>&1 | tail -n 1)"
+	t_done
+fi
+t_ok "systemd is PID 1 in the container: $(ct sh -c 'cat /proc/1/comm; systemctl --version | head -n 1' | tr '\n' ' ')"
+
+# ---- enable --now --------------------------------------------------------------
+# THP defrag as the default policy does not want it, so that its apply shows
+echo always >$THP/defrag
+KB=$(knobs)
+run ct systemctl enable --now nodetune
+active() { [ "$(ct systemctl is-active nodetune 2>/dev/null)" = active ]; }
+if [ "$RC" -eq 0 ] && active; then
+	t_ok "systemctl enable --now nodetune: active (Type=notify: READY=1 came)"
+else
+	t_not_ok "systemctl enable --now nodetune: exit $RC, $(ct systemctl is-active nodetune)"
+	ct journalctl -u nodetune --no-pager | tail -8 | sed 's/^/#   /'
+fi
+check "the default policy (gpu-train) is applied to the live kernel: THP defrag always -> defer+madvise ($(knobs))" -- \
+	grep -q '\[defer+madvise\]' $THP/defrag
+check "the journal is in the unit's StateDirectory, 0700" -- \
+	sh -c '[ "$(podman exec "$1" stat -c %a /var/lib/nodetune)" = 700 ] && podman exec "$1" test -s /var/lib/nodetune/journal' - "$NAME"
+
+# ---- systemd-analyze security -------------------------------------------------------
+score=$(ct systemd-analyze security nodetune --no-pager 2>/dev/null | sed -n 's/.*Overall exposure level for nodetune.service: \([0-9.]*\).*/\1/p')
+check "systemd-analyze security rates the unit ${score:-?} (3.5 or better)" -- \
+	awk -v s="${score:-99}" 'BEGIN { exit !(s + 0 <= 3.5) }'
+
+# ---- the watchdog: WatchdogSec=2s, three periods up -----------------------------------
+ct mkdir -p /etc/systemd/system/nodetune.service.d
+printf '[Service]\nWatchdogSec=2s\n' | ct_in tee /etc/systemd/system/nodetune.service.d/watchdog.conf >/dev/null
+ct systemctl daemon-reload
+ct systemctl restart nodetune
+pid0=$(ct systemctl show -p MainPID --value nodetune)
+# window: 6 s is three watchdog periods; a daemon that does not ping is
+# killed (SIGABRT) after the first 2 s and restarted 5 s later
+sleep 6
+check "with WatchdogSec=2s the daemon is still the same process after 6 s (pid $pid0, no watchdog timeout)" -- \
+	sh -c '[ "$2" != 0 ] && [ "$(podman exec "$1" systemctl show -p WatchdogUSec --value nodetune)" = 2s ] &&
+		[ "$(podman exec "$1" systemctl show -p MainPID --value nodetune)" = "$2" ] &&
+		! podman exec "$1" journalctl -u nodetune --no-pager | grep -q "Watchdog timeout"' - "$NAME" "$pid0"
+ct rm /etc/systemd/system/nodetune.service.d/watchdog.conf
+ct systemctl daemon-reload
+
+# ---- reload: a changed policy, then a bad one -----------------------------------------------
+ct sed -i 's/^defrag *=.*/defrag = defer/' /etc/nodetune/policy.conf
+run ct systemctl reload nodetune
+check "systemctl reload applies a changed policy (THP defrag -> defer)" -- \
+	wait_until 10 grep -q '\[defer\]' $THP/defrag
+printf '[thp]\ndefrag = sometimes\n' | ct_in tee -a /etc/nodetune/policy.conf >/dev/null
+run ct systemctl reload nodetune
+refused() { ct journalctl -u nodetune --no-pager | grep -q "reload refused: .*policy.conf"; }
+check "a bad policy: reload refused, saying why in one line" -- wait_until 10 refused
+check "... the old policy kept (THP defrag defer), the daemon active" -- \
+	sh -c 'grep -q "\[defer\]" "$1" && [ "$2" = active ]' - $THP/defrag "$(ct systemctl is-active nodetune)"
+ct sed -i '$d' /etc/nodetune/policy.conf
+ct sed -i '$d' /etc/nodetune/policy.conf
+ct systemctl reload nodetune
+
+# ---- restart on failure ---------------------------------------------------------------
+n0=$(ct systemctl show -p NRestarts --value nodetune)
+pid0=$(ct systemctl show -p MainPID --value nodetune)
+K2=$(knobs)
+ct systemctl kill -s KILL nodetune
+restarted() {
+	p=$(ct systemctl show -p MainPID --value nodetune)
+	[ "$p" != 0 ] && [ "$p" != "$pid0" ] && [ "$(ct systemctl show -p NRestarts --value nodetune)" -gt "$n0" ] && active
+}
+check "SIGKILL of pid $pid0: Restart=on-failure starts the daemon again" -- wait_until 20 restarted
+check "the restart undid nothing ($K2)" -- sh -c '[ "$1" = "$2" ]' - "$K2" "$(knobs)"
+
+# ---- stop leaves the host tuned; revert restores it ----------------------------------------
+ct systemctl stop nodetune
+check "systemctl stop leaves the host tuned ($(knobs))" -- sh -c '[ "$1" = "$2" ]' - "$K2" "$(knobs)"
+run ct nodetune revert --state-dir /var/lib/nodetune
+check "nodetune revert restores the knobs as the daemon found them ($KB)" -- sh -c '[ "$1" = "$2" ] && [ "$3" -eq 0 ]' - "$KB" "$(knobs)" "$RC"
+
+echo "# covered: the .deb under its own unit with systemd as PID 1: enable --now, security $score, watchdog, reload (good and bad), restart on failure, stop keeps tuning, revert"
+t_done
