@@ -41,7 +41,10 @@
  *                                   (base64)}; immutable, written create-only;
  *                                   a host checks the sha256 of the bytes.
  *   /nodetune/rollouts/NAME         the rollout: fleet_rollout as JSON (state,
- *                                   options, waves and their hosts, timeline).
+ *                                   options, waves and their hosts, timeline);
+ *                                   a signing controller stores it in a signed
+ *                                   envelope (kind rollout, sign.h) and acts only
+ *                                   on one it verifies.
  *                                   Every change is a transaction that compares
  *                                   its mod_revision and the leader key's
  *                                   create_revision.
