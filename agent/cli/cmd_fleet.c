@@ -39,6 +39,7 @@ static const struct opt_row rollout_opts[] = {
 	{ OPT_SHADOW, OPT_OPTIONAL, NULL },
 	{ OPT_GATE_ALLOW_INCONCLUSIVE, OPT_OPTIONAL, NULL },
 	{ OPT_SIGNING_KEY, OPT_OPTIONAL, NULL },
+	{ OPT_FLEET_KEYS, OPT_OPTIONAL, NULL },
 	{ OPT_JSON, OPT_OPTIONAL, NULL },
 	OPT_TABLE_END,
 };
@@ -47,6 +48,7 @@ static const struct opt_row name_opts[] = {
 	FLEET_OPTS_COMMON,
 	{ OPT_NAME, OPT_REQUIRED, NULL },
 	{ OPT_SIGNING_KEY, OPT_OPTIONAL, NULL },
+	{ OPT_FLEET_KEYS, OPT_OPTIONAL, NULL },
 	{ OPT_JSON, OPT_OPTIONAL, NULL },
 	OPT_TABLE_END,
 };
@@ -67,8 +69,14 @@ static const struct opt_row hosts_opts[] = {
 #define EXITS "Exit: 0 done, 1 rolled back or aborted (or a shadow found an invalid plan), 2 bad\n" \
 	      "usage or input (nothing written), 3 the store failed or the rollout ended failed.\n\n" CREDS
 #define SIGNING "--signing-key FILE (fleet keygen's NAME.key, mode 0600) signs every desired,\n" \
-	"shadow and policy document written, with the store's revision as its seq; hosts\n" \
-	"follow only documents signed by a key they trust (nodetune daemon --fleet-keys).\n"
+	"shadow, policy and rollout document written, with the store's revision as its seq;\n" \
+	"hosts follow only documents signed by a key they trust (nodetune daemon\n" \
+	"--fleet-keys).  The controller signs only what it verified: the rollout document\n" \
+	"(its state) on every read, and each host's desired from before the rollout before\n" \
+	"it restores it (one that does not verify is left as it is: state kept), against\n" \
+	"its own key and those of --fleet-keys DIR (NAME.pub; so another operator's key can\n" \
+	"resume).  A rollout document it cannot verify: one line naming the key, exit 3,\n" \
+	"nothing written.  A policy stored unsigned or under another key is signed again.\n"
 #define CREDS "etcd's credentials, as etcdctl takes them: --cacert FILE (the members' CA), --cert\n" \
 	      "FILE --key FILE (a client certificate), --user NAME --password-file FILE (a login;\n" \
 	      "the password is the file's first line, root's, mode 0600); the same keys in\n" \
@@ -80,7 +88,7 @@ const struct verb_spec fleet_rollout_spec = {
 	"nodetune fleet rollout --endpoints URLS --policy FILE|NAME --name NAME\n"
 	"                   [--waves 1/class,1%,10%,50%,100%] [--gate NAME] [--gate-budget DURATION]\n"
 	"                   [--wave-timeout DURATION] [--shadow] [--gate-allow-inconclusive]\n"
-	"                   [--signing-key FILE] [--json]\n"
+	"                   [--signing-key FILE [--fleet-keys DIR]] [--json]\n"
 	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]",
 	"roll a policy out to the fleet's hosts in waves (canary gate, automatic rollback)",
 	"Validates FILE as every host will, stores it, plans the waves over the hosts alive\n"
@@ -104,7 +112,7 @@ const struct verb_spec fleet_rollout_spec = {
 
 const struct verb_spec fleet_resume_spec = {
 	name_opts, VERB_NO_COMMAND,
-	"nodetune fleet resume --endpoints URLS --name NAME [--signing-key FILE] [--json]\n"
+	"nodetune fleet resume --endpoints URLS --name NAME [--signing-key FILE [--fleet-keys DIR]] [--json]\n"
 	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]",
 	"go on with a rollout whose controller stopped",
 	"Waits for a dead controller's lease to expire (a 5 s lease; at most 16 s), then\n"
@@ -113,11 +121,11 @@ const struct verb_spec fleet_resume_spec = {
 
 const struct verb_spec fleet_abort_spec = {
 	name_opts, VERB_NO_COMMAND,
-	"nodetune fleet abort --endpoints URLS --name NAME [--signing-key FILE] [--json]\n"
+	"nodetune fleet abort --endpoints URLS --name NAME [--signing-key FILE [--fleet-keys DIR]] [--json]\n"
 	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]",
 	"stop a rollout and put back what it changed",
 	"Every host the rollout touched goes back to the policy it ran before; a running\n"
-	"controller does it, or this command when there is none.\n" EXITS,
+	"controller does it, or this command when there is none.\n" SIGNING EXITS,
 };
 
 const struct verb_spec fleet_status_spec = {
@@ -277,6 +285,30 @@ int cli_fleet_creds(const struct opts *o, struct fleet_creds *ret)
  * command; wiped at exit by the controller's close (ctl_close). */
 static struct sign_key signer;
 
+/* The keys the controller trusts besides its own (--fleet-keys DIR, with
+ * --signing-key only).  0 or an exit code (said). */
+static int ctl_trust(const struct opts *o, struct fleet_ctl *c)
+{
+	struct nt_err err = { 0 };
+	struct sign_keyring *kr = NULL;
+	int r;
+
+	if (o->fleet_keys && !o->signing_key) {
+		log_msg(LOG_ERR, "--fleet-keys: only with --signing-key (the keys a signing controller verifies with)");
+		return EXIT_USAGE;
+	}
+	if (o->fleet_keys && !(kr = sign_keyring_load(o->fleet_keys, policy_trust_flags() ? SIGN_TRUSTED_ONLY : 0,
+						      &err))) {
+		log_msg(LOG_ERR, "--fleet-keys: %s", err.msg);
+		return EXIT_USAGE;
+	}
+	r = o->signing_key ? fleet_ctl_set_trust(c, kr, &err) : 0;
+	sign_keyring_free(kr);
+	if (r < 0)
+		log_msg(LOG_ERR, "--fleet-keys: %s", err.msg);
+	return r < 0 ? EXIT_USAGE : 0;
+}
+
 static void ctl_close(struct fleet_ctl *c)
 {
 	fleet_ctl_close(c);
@@ -305,8 +337,13 @@ static struct fleet_ctl *ctl_open(struct opts *o, int *ret_exit)
 	if (!c) {
 		log_msg(LOG_ERR, "%s", err.msg);
 		*ret_exit = err.code == -EACCES ? EXIT_RUNTIME : EXIT_USAGE;
-	} else if (o->signing_key) {
-		fleet_ctl_set_signer(c, &signer);
+	} else {
+		if (o->signing_key)
+			fleet_ctl_set_signer(c, &signer);
+		if ((*ret_exit = ctl_trust(o, c))) {
+			ctl_close(c);
+			return NULL;
+		}
 	}
 	return c;
 }

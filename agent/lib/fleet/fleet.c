@@ -264,12 +264,14 @@ static void step_rolling_back(struct stepper *st)
 	struct fleet_rollout *n = st->next;
 	const char *stuck = NULL;
 	bool waiting = false;
+	unsigned kept = 0;
 
 	for (unsigned w = 0; w < n->n_waves; w++)
 		for (unsigned i = 0; i < n->waves[w].n; i++) {
 			struct fleet_rhost *h = &n->waves[w].hosts[i];
 			const struct fleet_observed *o = &st->obs[w][i];
 
+			kept += h->state == FLEET_R_KEPT;
 			if (h->state != FLEET_R_RESTORING)
 				continue;
 			if (acted(o) && (o->status.state == FLEET_H_VERIFIED || o->status.state == FLEET_H_DRIFT))
@@ -290,7 +292,12 @@ static void step_rolling_back(struct stepper *st)
 		n->state = n->goal;
 		if (n->wave < n->n_waves)
 			n->waves[n->wave].state = FLEET_W_ROLLED_BACK;
-		fleet_event(n, st->now, "%s: every host touched runs its old policy again", fleet_state_names[n->goal]);
+		if (kept)
+			fleet_event(n, st->now, "%s: every host touched runs its old policy again, but %u left as it was "
+				    "(state kept: its desired from before did not verify)", fleet_state_names[n->goal], kept);
+		else
+			fleet_event(n, st->now, "%s: every host touched runs its old policy again",
+				    fleet_state_names[n->goal]);
 		st->changed = true;
 	}
 }

@@ -27,6 +27,8 @@ struct fleet_ctl {
 	double next_keepalive;
 	double pause_s;               /* NODETUNE_FLEET_PAUSE: tests kill the controller between steps */
 	const struct sign_key *signer;  /* NULL: documents go unsigned */
+	struct sign_keyring *trust;     /* what it verifies its own state with (the signer's key and
+					 * fleet_ctl_set_trust's); built at first use; owned */
 };
 
 /* One line for the caller's note callback (none: nothing). */
@@ -72,6 +74,38 @@ void fleet_ctl_set_signer(struct fleet_ctl *c, const struct sign_key *k)
 	c->signer = k;
 }
 
+int fleet_ctl_set_trust(struct fleet_ctl *c, const struct sign_keyring *kr, struct nt_err *err)
+{
+	struct sign_keyring *t = sign_keyring_with(kr, c->signer, err);
+
+	if (!t)
+		return err->code;
+	sign_keyring_free(c->trust);
+	c->trust = t;
+	return 0;
+}
+
+/* The keys the controller verifies with: fleet_ctl_set_trust's, or the
+ * signer's own.  NULL with err on out of memory. */
+static const struct sign_keyring *trust(struct fleet_ctl *c, struct nt_err *err)
+{
+	if (!c->trust)
+		c->trust = sign_keyring_with(NULL, c->signer, err);
+	return c->trust;
+}
+
+/* Verify buf (a store value) against the controller's keys as a document
+ * of kind for host ("*": none).  0 with *ret (release it), -EPERM with
+ * *ret_why and err ("refused (REASON): ..."), or -ENOMEM. */
+static int verify(struct fleet_ctl *c, enum sign_kind kind, const char *host, const char *buf, size_t len,
+		  struct sign_envelope *ret, enum sign_reject *ret_why, struct nt_err *err)
+{
+	const struct sign_expect want = { kind, host, 0 };
+	const struct sign_keyring *kr = trust(c, err);
+
+	return kr ? sign_verify(kr, buf, len, &want, ret, ret_why, err) : err->code;
+}
+
 /* With a signer, replace *val (a document for host, "*" for a policy) by
  * its signed envelope.  0, -EINVAL or -ENOMEM with err; *val kept on error. */
 static int seal(const struct fleet_ctl *c, enum sign_kind kind, const char *host, const char *rollout,
@@ -113,6 +147,7 @@ void fleet_ctl_close(struct fleet_ctl *c)
 	if (c->lease)
 		etcd_lease_revoke(c->e, c->lease, NULL);
 	etcd_close(c->e);
+	sign_keyring_free(c->trust);
 	free(c);
 }
 
@@ -134,18 +169,33 @@ static struct fleet_host_row *row_of(struct fleet_host_row *rows, unsigned *n, c
 	return &rows[(*n)++];
 }
 
-/* A desired or shadow value as the controller reads it back: the
- * document inside a signed envelope (the hosts verify it; the controller
- * only observes), else the value itself. */
+/* The document of a store value only observed or shown, never acted on
+ * or signed: inside a signed envelope (unverified: *e owns it; release
+ * it), else the value itself. */
+static void unwrap(const struct etcd_kv *kv, struct sign_envelope *e, const char **ret_doc, size_t *ret_len)
+{
+	enum sign_reject why;
+
+	if (sign_envelope_parse(kv->value, kv->value_len, e, &why, NULL) == 0) {
+		*ret_doc = e->doc;
+		*ret_len = e->doc_len;
+	} else {
+		*ret_doc = kv->value;
+		*ret_len = kv->value_len;
+	}
+}
+
+/* A desired or shadow value as the controller reads it back: the hosts
+ * verify it; the controller only observes. */
 static int parse_desired_value(const struct etcd_kv *kv, struct fleet_desired *d, struct nt_err *err)
 {
 	struct sign_envelope e = { 0 };
-	enum sign_reject why;
+	const char *doc;
+	size_t len;
 	int r;
 
-	if (sign_envelope_parse(kv->value, kv->value_len, &e, &why, NULL) < 0)
-		return fleet_parse_desired(kv->key, kv->value, kv->value_len, d, err);
-	r = fleet_parse_desired(kv->key, e.doc, e.doc_len, d, err);
+	unwrap(kv, &e, &doc, &len);
+	r = fleet_parse_desired(kv->key, doc, len, d, err);
 	sign_envelope_release(&e);
 	return r;
 }
@@ -233,7 +283,42 @@ int fleet_ctl_hosts(struct fleet_ctl *c, struct fleet_host_row **ret, unsigned *
 
 /* ---- creating a rollout ------------------------------------------------ */
 
-/* Put the policy document unless it is there (it is immutable). */
+bool fleet_ctl_policy_ours(struct fleet_ctl *c, const struct etcd_kv *kv, const char *sha)
+{
+	struct sign_envelope e = { 0 };
+	enum sign_reject why;
+	bool ours = verify(c, SIGN_KIND_POLICY, "*", kv->value, kv->value_len, &e, &why, NULL) == 0 &&
+		    !strcmp(e.key_id, c->signer->id) && !strcmp(e.h.policy_sha256, sha);
+
+	sign_envelope_release(&e);
+	return ours;
+}
+
+/* Key rotation (a policy is stored once, under the key of its first
+ * rollout): the document at key exists; unless this controller's key
+ * signed it (another trusted key, a retired one, or none), replace it by
+ * doc, compare-and-swap on the revision read.  doc is the file this
+ * controller was given, hashed here to sha and signed now: the bytes it
+ * verified itself, never the stored ones.  0 or a store error. */
+static int policy_resign(struct fleet_ctl *c, const char *key, const char *sha, const char *doc, struct nt_err *err)
+{
+	struct etcd_range rg = { 0 };
+	int r = etcd_get(c->e, key, false, &rg, err);
+
+	if (r == 0 && rg.n_kvs && !fleet_ctl_policy_ours(c, &rg.kvs[0], sha)) {
+		r = etcd_cas(c->e, key, rg.kvs[0].mod_revision, doc, strlen(doc), 0, NULL, err);
+		if (r == -ECANCELED)
+			r = err_set(err, -EAGAIN, "%s changed while this controller signed it again: try again", key);
+		else if (r == 0)
+			say(c, LOG_NOTICE, "%s: stored unsigned or under another key: signed again with key %s", key,
+			    c->signer->id);
+	}
+	etcd_range_free(&rg);
+	return r;
+}
+
+/* Put the policy document unless it is there (it is immutable, but for
+ * the key that signs it: policy_resign). */
 static int store_policy(struct fleet_ctl *c, const struct fleet_rollout_opts *o, char sha[FLEET_SHA_LEN + 1],
 			struct nt_err *err)
 {
@@ -249,8 +334,10 @@ static int store_policy(struct fleet_ctl *c, const struct fleet_rollout_opts *o,
 		r = seal(c, SIGN_KIND_POLICY, "*", o->name, sha, seq, &doc, err);
 	if (r == 0)
 		r = etcd_cas(c->e, key, 0, doc, strlen(doc), 0, NULL, err);
+	if (r == -ECANCELED)
+		r = c->signer ? policy_resign(c, key, sha, doc, err) : 0;
 	free(doc);
-	return r == -ECANCELED ? 0 : r;
+	return r;
 }
 
 /* Another rollout still running?  0, -EBUSY (said), or a store error. */
@@ -302,13 +389,40 @@ static int members_now(struct fleet_ctl *c, struct fleet_host_row **ret_rows, st
 	return 0;
 }
 
-/* The desired values before the rollout, as the store holds them (raw). */
+/* With a signer: is h's desired value from before the rollout one it may
+ * sign again (a desired envelope for h, by a key it trusts)?  0 with *ret
+ * (release it); -EPERM when not, with h->prev_refused the reason and
+ * prev_desired dropped (never kept, never signed), err saying it; or
+ * -ENOMEM.  A host without one (mode local) is 0 with *ret empty. */
+static int prev_verify(struct fleet_ctl *c, struct fleet_rhost *h, struct sign_envelope *ret, struct nt_err *err)
+{
+	enum sign_reject why;
+	int r;
+
+	if (*h->prev_refused)
+		return err_set(err, -EPERM, "refused (%s): not kept when the rollout started", h->prev_refused);
+	if (!h->prev_desired)
+		return 0;
+	r = verify(c, SIGN_KIND_DESIRED, h->host, h->prev_desired, strlen(h->prev_desired), ret, &why, err);
+	if (r == -EPERM) {
+		snprintf(h->prev_refused, sizeof(h->prev_refused), "%s", sign_reject_names[why]);
+		free(h->prev_desired);
+		h->prev_desired = NULL;
+	}
+	return r;
+}
+
+/* The desired values before the rollout, as the store holds them: with a
+ * signer, only an envelope it verifies (prev_verify); another is dropped
+ * and said, and a rollback leaves that host as it is. */
 static int prev_desired(struct fleet_ctl *c, struct fleet_rollout *r, struct nt_err *err)
 {
 	for (unsigned w = 0; w < r->n_waves; w++)
 		for (unsigned i = 0; i < r->waves[w].n; i++) {
 			struct fleet_rhost *h = &r->waves[w].hosts[i];
+			struct sign_envelope e = { 0 };
 			struct etcd_range rg = { 0 };
+			struct nt_err why = { 0 };
 			char key[128];
 			int rc = etcd_get(c->e, fleet_host_key(key, sizeof(key), h->host, "desired"), false, &rg, err);
 
@@ -318,7 +432,29 @@ static int prev_desired(struct fleet_ctl *c, struct fleet_rollout *r, struct nt_
 			h->prev_desired = rg.n_kvs ? strdup(rg.kvs[0].value) : NULL;
 			h->prev_rev = rg.n_kvs ? rg.kvs[0].mod_revision : 0;
 			etcd_range_free(&rg);
+			rc = c->signer ? prev_verify(c, h, &e, &why) : 0;
+			sign_envelope_release(&e);
+			if (rc == -EPERM)
+				say(c, LOG_WARNING, "%s: %s: a rollback will leave %s as it is", key, why.msg, h->host);
+			else if (rc < 0)
+				return err_set(err, rc, "%s", why.msg);
 		}
+	return 0;
+}
+
+int fleet_ctl_rollout_value(const struct fleet_ctl *c, const struct fleet_rollout *r, uint64_t seq, char **ret,
+			    struct nt_err *err)
+{
+	char *doc = fleet_rollout_json(r);
+	int rc;
+
+	if (!doc)
+		return err_set(err, -ENOMEM, "out of memory");
+	if ((rc = seal(c, SIGN_KIND_ROLLOUT, "*", r->name, r->sha256, seq, &doc, err)) < 0) {
+		free(doc);
+		return rc;
+	}
+	*ret = doc;
 	return 0;
 }
 
@@ -347,8 +483,10 @@ static int create_doc(struct fleet_ctl *c, struct fleet_rollout *r, const struct
 	struct fleet_host_row *rows = NULL;
 	struct fleet_member *m = NULL;
 	char key[128], *doc;
+	uint64_t seq = 0;
 	int rc;
 
+	fleet_rollout_key(key, sizeof(key), r->name, false);
 	if (!o->shadow && (rc = fleet_waves_parse(o->waves, spec, &n_spec, err)) < 0)
 		return rc;
 	if ((rc = members_now(c, &rows, &m, &n_m, err)) < 0)
@@ -358,13 +496,15 @@ static int create_doc(struct fleet_ctl *c, struct fleet_rollout *r, const struct
 	free(rows);
 	if (rc == 0 && !o->shadow)
 		rc = prev_desired(c, r, err);
+	if (rc == 0 && c->signer)
+		rc = seq_now(c, key, &seq, err);
 	if (rc < 0)
 		return rc;
 	fleet_event(r, r->created, "created: %s (sha256 %.12s) over %u host(s) in %u wave(s)%s", r->policy, r->sha256,
 		    n_m, r->n_waves, o->shadow ? ", shadow" : "");
-	if (!(doc = fleet_rollout_json(r)))
-		return err_set(err, -ENOMEM, "out of memory");
-	rc = etcd_cas(c->e, fleet_rollout_key(key, sizeof(key), r->name, false), 0, doc, strlen(doc), 0, NULL, err);
+	if ((rc = fleet_ctl_rollout_value(c, r, seq, &doc, err)) < 0)
+		return rc;
+	rc = etcd_cas(c->e, key, 0, doc, strlen(doc), 0, NULL, err);
 	free(doc);
 	if (rc == -ECANCELED)
 		return err_set(err, -EEXIST, "rollout %s exists already (fleet status --name %s; fleet resume to go on)",
@@ -512,19 +652,21 @@ char *fleet_ctl_write_value(const struct fleet_rollout *r, const struct fleet_wr
 	return fleet_desired_json(&d, w->kind == FLEET_W_PUT_SHADOW);
 }
 
-/* Sign the value *val of write w to host: a restored value that was
- * signed before is unwrapped and signed again with this seq (its old seq
- * would be a replay); the rollout and sha signed are the ones the desired
- * names (a restored one names the rollout it came from). */
-static int sign_write(const struct fleet_ctl *c, const struct fleet_write *w,
-		      const char *host, uint64_t seq, const char *key, char **val, struct nt_err *err)
+/* Sign the value *val of write w to host h: a restored value (h's
+ * desired from before the rollout) is verified again (prev_verify), and
+ * its document signed again with this seq (its old seq would be a
+ * replay); the rollout and sha signed are the ones the desired names (a
+ * restored one names the rollout it came from). */
+int fleet_ctl_sign_write(struct fleet_ctl *c, const struct fleet_write *w, struct fleet_rhost *h, uint64_t seq,
+			 const char *key, char **val, struct nt_err *err)
 {
 	struct sign_envelope e = { 0 };
 	struct fleet_desired d;
-	enum sign_reject why;
 	int rc;
 
-	if (w->kind == FLEET_W_RESTORE_DESIRED && sign_envelope_parse(*val, strlen(*val), &e, &why, NULL) == 0) {
+	if (w->kind == FLEET_W_RESTORE_DESIRED && h->prev_desired) {
+		if ((rc = prev_verify(c, h, &e, err)) < 0)
+			return rc;
 		free(*val);
 		*val = e.doc;             /* moved: NUL-terminated */
 		e.doc = NULL;
@@ -532,8 +674,38 @@ static int sign_write(const struct fleet_ctl *c, const struct fleet_write *w,
 	}
 	if ((rc = fleet_parse_desired(key, *val, strlen(*val), &d, err)) < 0)
 		return rc;
-	return seal(c, w->kind == FLEET_W_PUT_SHADOW ? SIGN_KIND_SHADOW : SIGN_KIND_DESIRED, host, d.rollout, d.sha256,
-		    seq, val, err);
+	return seal(c, w->kind == FLEET_W_PUT_SHADOW ? SIGN_KIND_SHADOW : SIGN_KIND_DESIRED, h->host, d.rollout,
+		    d.sha256, seq, val, err);
+}
+
+/* Before a rollback's restores are signed: a host whose desired from
+ * before the rollout does not verify (prev_verify) is left as it is. */
+int fleet_ctl_keep_unverified(struct fleet_ctl *c, struct fleet_rollout *next, struct fleet_write *w, unsigned *n_w,
+			      struct nt_err *err)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < *n_w; i++) {
+		struct fleet_rhost *h = &next->waves[w[i].wave].hosts[w[i].index];
+		struct sign_envelope e = { 0 };
+		struct nt_err why = { 0 };
+		int rc = w[i].kind == FLEET_W_RESTORE_DESIRED ? prev_verify(c, h, &e, &why) : 0;
+
+		sign_envelope_release(&e);
+		if (rc == -ENOMEM)
+			return err_set(err, rc, "out of memory");
+		if (rc == 0) {
+			w[k++] = w[i];
+			continue;
+		}
+		h->state = FLEET_R_KEPT;
+		free(h->note);
+		h->note = strdup("its desired value from before the rollout does not verify: not restored, left as it is");
+		fleet_event(next, next->updated, "%s (%s): left as it is, not restored: its desired value from before the "
+			    "rollout does not verify (%s)", h->host, h->label, h->prev_refused);
+	}
+	*n_w = k;
+	return 0;
 }
 
 /* One transaction: the compares of a step and ops[0..n). */
@@ -564,8 +736,8 @@ static int txn(struct fleet_ctl *c, const char *rkey, int64_t rollout_rev, const
 /* Commit next (the step from the rollout at rollout_rev) with its writes:
  * chunks of FLEET_TXN_HOSTS desired keys first, the rest with the rollout
  * itself.  *ret_rev: the rollout's new mod_revision. */
-static int commit(struct fleet_ctl *c, const struct fleet_rollout *next, int64_t rollout_rev,
-		  const struct fleet_write *w, unsigned n_w, int64_t *ret_rev, struct nt_err *err)
+static int commit(struct fleet_ctl *c, struct fleet_rollout *next, int64_t rollout_rev, struct fleet_write *w,
+		  unsigned n_w, int64_t *ret_rev, struct nt_err *err)
 {
 	struct etcd_op *ops = calloc(FLEET_TXN_HOSTS + 1, sizeof(*ops));
 	char **vals = calloc(n_w + 1, sizeof(char *)), (*keys)[128] = calloc(n_w + 1, sizeof(*keys)), rkey[128];
@@ -578,14 +750,16 @@ static int commit(struct fleet_ctl *c, const struct fleet_rollout *next, int64_t
 	fleet_rollout_key(rkey, sizeof(rkey), next->name, false);
 	if (r == 0 && c->signer)
 		r = seq_now(c, rkey, &seq, err);
+	if (r == 0 && c->signer)
+		r = fleet_ctl_keep_unverified(c, next, w, &n_w, err);
 	for (unsigned i = 0; r == 0 && i < n_w; i++) {
-		const struct fleet_rhost *h = &next->waves[w[i].wave].hosts[w[i].index];
+		struct fleet_rhost *h = &next->waves[w[i].wave].hosts[w[i].index];
 
 		fleet_host_key(keys[i], sizeof(keys[i]), h->host, w[i].kind == FLEET_W_PUT_SHADOW ? "shadow" : "desired");
 		if (!(vals[i] = fleet_ctl_write_value(next, &w[i])))
 			r = err_set(err, -ENOMEM, "out of memory");
 		else if (c->signer)
-			r = sign_write(c, &w[i], h->host, seq, keys[i], &vals[i], err);
+			r = fleet_ctl_sign_write(c, &w[i], h, seq, keys[i], &vals[i], err);
 	}
 	while (r == 0) {
 		unsigned n = 0;
@@ -594,10 +768,8 @@ static int commit(struct fleet_ctl *c, const struct fleet_rollout *next, int64_t
 		for (; done < n_w && n < FLEET_TXN_HOSTS; done++, n++)
 			ops[n] = (struct etcd_op){ ETCD_OP_PUT, keys[done], vals[done], strlen(vals[done]), 0, false };
 		if (last) {
-			if (!(vals[n_w] = fleet_rollout_json(next))) {
-				r = err_set(err, -ENOMEM, "out of memory");
+			if ((r = fleet_ctl_rollout_value(c, next, seq, &vals[n_w], err)) < 0)
 				break;
-			}
 			ops[n++] = (struct etcd_op){ ETCD_OP_PUT, rkey, vals[n_w], strlen(vals[n_w]), 0, false };
 		}
 		r = txn(c, rkey, rollout_rev, ops, n, last ? ret_rev : NULL, err);
@@ -614,7 +786,42 @@ static int commit(struct fleet_ctl *c, const struct fleet_rollout *next, int64_t
 
 /* ---- the run loop ------------------------------------------------------ */
 
-/* The rollout, its mod_revision, and whether an abort was asked for. */
+/* The rollout document as the controller reads it: verified with check
+ * (a refusal stops the controller, which writes nothing). */
+int fleet_ctl_rollout_parse(struct fleet_ctl *c, const char *name, bool check, const struct etcd_kv *kv,
+			    struct fleet_rollout *ret, struct nt_err *err)
+{
+	struct sign_envelope e = { 0 };
+	struct nt_err why = { 0 };
+	enum sign_reject reason;
+	const char *doc;
+	size_t len;
+	int r = 0;
+
+	if (!check) {
+		unwrap(kv, &e, &doc, &len);
+	} else if ((r = verify(c, SIGN_KIND_ROLLOUT, "*", kv->value, kv->value_len, &e, &reason, &why)) < 0) {
+		return err_set(err, r, "%s: %s: this controller acts only on a rollout document it can verify; nothing "
+				       "written", kv->key, why.msg);
+	} else {
+		doc = e.doc;
+		len = e.doc_len;
+		if (strcmp(e.h.rollout, name))
+			r = err_set(err, -EPERM, "%s: signed for rollout %s: nothing written", kv->key, e.h.rollout);
+	}
+	if (r == 0)
+		r = fleet_parse_rollout(kv->key, doc, len, ret, err);
+	if (r == 0 && check && (strcmp(ret->name, name) || strcmp(ret->sha256, e.h.policy_sha256))) {
+		r = err_set(err, -EPERM, "%s: names rollout %s, sha256 %.12s, but was signed for %s, sha256 %.12s: nothing "
+				    "written", kv->key, ret->name, ret->sha256, name, e.h.policy_sha256);
+		fleet_rollout_release(ret);
+	}
+	sign_envelope_release(&e);
+	return r;
+}
+
+/* The rollout, its mod_revision, and whether an abort was asked for; with
+ * a signer, verified (fleet_ctl_rollout_parse). */
 static int read_rollout(struct fleet_ctl *c, const char *name, struct fleet_rollout *ret, int64_t *ret_rev,
 			bool *ret_abort, struct nt_err *err)
 {
@@ -628,7 +835,7 @@ static int read_rollout(struct fleet_ctl *c, const char *name, struct fleet_roll
 	r = err_set(err, -ENOENT, "no rollout named %s (fleet status lists them)", name);
 	for (size_t i = 0; i < rg.n_kvs; i++) {
 		if (!strcmp(rg.kvs[i].key, key)) {
-			r = fleet_parse_rollout(key, rg.kvs[i].value, rg.kvs[i].value_len, ret, err);
+			r = fleet_ctl_rollout_parse(c, name, c->signer != NULL, &rg.kvs[i], ret, err);
 			*ret_rev = rg.kvs[i].mod_revision;
 		} else if (ret_abort && !strcmp(rg.kvs[i].key, akey))
 			*ret_abort = true;
@@ -750,17 +957,57 @@ enum fleet_ctl_next fleet_ctl_after(int rc)
 {
 	if (rc == 1)
 		return FLEET_CTL_FINAL;
-	if (rc == -ENOLCK || rc == -EACCES)     /* the lead is lost; the store refuses us: retrying cannot help */
+	/* the lead is lost; the store refuses us; a rollout document this
+	 * controller cannot verify: retrying cannot help */
+	if (rc == -ENOLCK || rc == -EACCES || rc == -EPERM)
 		return FLEET_CTL_STOP;
 	return rc < 0 ? FLEET_CTL_RETRY : FLEET_CTL_AGAIN;
+}
+
+/* With a signer: the policy r names is one stored for it, policies/SHA
+ * an authentic policy document signed for r's sha256.  0, -EPERM (said:
+ * a rollout document naming a sha256 not stored for it), a store error. */
+static int policy_check(struct fleet_ctl *c, const struct fleet_rollout *r, struct nt_err *err)
+{
+	struct sign_envelope e = { 0 };
+	struct etcd_range rg = { 0 };
+	struct nt_err why = { 0 };
+	enum sign_reject reason;
+	char key[128];
+	int rc = c->signer ? etcd_get(c->e, fleet_policy_key(key, sizeof(key), r->sha256), false, &rg, err) : 0;
+
+	if (rc < 0 || !c->signer)
+		return rc;
+	if (rg.n_kvs == 0)
+		rc = err_set(err, -EPERM, "rollout %s names sha256 %.12s, which is not in the store (%s): nothing written",
+			     r->name, r->sha256, key);
+	else if ((rc = verify(c, SIGN_KIND_POLICY, "*", rg.kvs[0].value, rg.kvs[0].value_len, &e, &reason, &why)) < 0)
+		rc = err_set(err, rc, "rollout %s names sha256 %.12s: %s: %s: nothing written", r->name, r->sha256, key,
+			     why.msg);
+	else if (strcmp(e.h.policy_sha256, r->sha256))
+		rc = err_set(err, -EPERM, "%s: signed for sha256 %.12s, not the rollout's: nothing written", key,
+			     e.h.policy_sha256);
+	sign_envelope_release(&e);
+	etcd_range_free(&rg);
+	return rc;
+}
+
+/* read_rollout (no abort key), then policy_check. */
+static int read_checked(struct fleet_ctl *c, const char *name, struct fleet_rollout *ret, struct nt_err *err)
+{
+	int64_t rev;
+	int rc = read_rollout(c, name, ret, &rev, NULL, err);
+
+	if (rc == 0 && (rc = policy_check(c, ret, err)) < 0)
+		fleet_rollout_release(ret);
+	return rc;
 }
 
 int fleet_ctl_run(struct fleet_ctl *c, const char *name, bool abort, bool wait_leader, enum fleet_state *ret_final,
 		  struct nt_err *err)
 {
 	struct fleet_rollout r = { 0 };
-	int64_t rev;
-	int rc = read_rollout(c, name, &r, &rev, NULL, err);
+	int rc = read_checked(c, name, &r, err);
 
 	if (rc < 0)
 		return rc;
@@ -804,7 +1051,7 @@ int fleet_ctl_abort(struct fleet_ctl *c, const char *name, enum fleet_state *ret
 	struct fleet_rollout r = { 0 };
 	char key[160];
 	int64_t rev;
-	int rc = read_rollout(c, name, &r, &rev, NULL, err);
+	int rc = read_checked(c, name, &r, err);
 
 	if (rc < 0)
 		return rc;
@@ -853,7 +1100,7 @@ int fleet_ctl_list(struct fleet_ctl *c, struct fleet_rollout **ret, unsigned *re
 
 		if (strchr(rest, '/'))
 			continue;
-		r = fleet_parse_rollout(rg.kvs[i].key, rg.kvs[i].value, rg.kvs[i].value_len, &all[n], err);
+		r = fleet_ctl_rollout_parse(c, rest, false, &rg.kvs[i], &all[n], err);
 		n += r == 0;
 	}
 	etcd_range_free(&rg);

@@ -59,6 +59,27 @@ void fleet_ctl_close(struct fleet_ctl *c);
 struct sign_key;
 void fleet_ctl_set_signer(struct fleet_ctl *c, const struct sign_key *k);
 
+/* What a controller with a signer verifies before it acts or signs (it
+ * signs only bytes it has verified):
+ *  - its state, the rollout document (signed as kind rollout, host "*",
+ *    on every write), on every read: one it cannot verify (unsigned, bad
+ *    signature, a key it does not trust, another kind or rollout) stops
+ *    it with -EPERM, err naming the key and reason, nothing written;
+ *  - the policy the rollout names (policies/SHA verifies, signed for that
+ *    sha256) before it leads or aborts it;
+ *  - each host's desired value from before the rollout: kept only when it
+ *    verifies (kind desired, that host), verified again before it is
+ *    restored; a host whose value does not is never restored: a rollback
+ *    leaves it as it is, state "kept", named in the timeline;
+ *  - key rotation: a policy stored unsigned or under another key is
+ *    replaced (compare-and-swap) by the file this rollout was given,
+ *    signed with k.
+ * The keys trusted: kr's (NULL: none; copied) and the signer's own, which
+ * alone are trusted when this is not called.  Call after
+ * fleet_ctl_set_signer.  0, or -E2BIG, -ENOMEM with err. */
+struct sign_keyring;
+int fleet_ctl_set_trust(struct fleet_ctl *c, const struct sign_keyring *kr, struct nt_err *err);
+
 /* The policy text a rollout stores, signs and hashes (item 7 of issue
  * 24): path (a file, or a NAME on the policy search path, policy.h) with
  * its includes resolved on this machine's files (policy_flatten, with

@@ -31,6 +31,46 @@ void fleet_ctl_observe_free(struct fleet_observed **obs, unsigned n);
  * rollout, or mode local when it had none. */
 char *fleet_ctl_write_value(const struct fleet_rollout *r, const struct fleet_write *w);
 
+/* What a controller with a signer verifies before it signs (fleet_ctl.h,
+ * fleet_ctl_set_trust), on a controller whose store is not used. */
+
+/* Is the stored policy document kv an authentic one signed by c's own key
+ * for sha?  (No: a signing controller stores it again, key rotation.) */
+bool fleet_ctl_policy_ours(struct fleet_ctl *c, const struct etcd_kv *kv, const char *sha);
+
+/* The rollout document's store value: r as JSON, with a signer sealed
+ * (kind rollout, host "*", r's sha256) with seq.  0 with *ret (free it),
+ * -EINVAL or -ENOMEM with err. */
+int fleet_ctl_rollout_value(const struct fleet_ctl *c, const struct fleet_rollout *r, uint64_t seq, char **ret,
+			    struct nt_err *err);
+
+/* The rollout document kv of rollout name.  check (a controller with a
+ * signer, about to act on it): an envelope of kind rollout for name, by a
+ * key c trusts, whose document names name and the sha256 signed; else
+ * -EPERM with err naming the key and the reason.  Without check: the
+ * document, an envelope unwrapped unverified (shown, never acted on).
+ * 0, -EPERM, -EINVAL (not a rollout document), -ENOMEM; *ret untouched on
+ * error (release it with fleet_rollout_release). */
+int fleet_ctl_rollout_parse(struct fleet_ctl *c, const char *name, bool check, const struct etcd_kv *kv,
+			    struct fleet_rollout *ret, struct nt_err *err);
+
+/* With a signer, before a rollback's restores are signed: a host whose
+ * desired from before the rollout was not kept (prev_refused) or does not
+ * verify now (a desired envelope for that host by a key c trusts) is left
+ * as it is: state FLEET_R_KEPT, a note, a timeline entry naming it, its
+ * prev_refused set; its write is dropped from w[0..*n_w) (the rest keep
+ * their order).  0 or -ENOMEM. */
+int fleet_ctl_keep_unverified(struct fleet_ctl *c, struct fleet_rollout *next, struct fleet_write *w, unsigned *n_w,
+			      struct nt_err *err);
+
+/* Sign *val, the value of write w to host h (fleet_ctl_write_value's),
+ * for key, with seq: a restore of h's desired from before the rollout is
+ * verified again and its document signed again; anything it cannot
+ * verify is -EPERM and *val stays unsigned (the caller writes nothing).
+ * 0, -EPERM, -EINVAL (not a desired document), -ENOMEM, with err. */
+int fleet_ctl_sign_write(struct fleet_ctl *c, const struct fleet_write *w, struct fleet_rhost *h, uint64_t seq,
+			 const char *key, char **val, struct nt_err *err);
+
 /* The index of next's first event that r had not (those after r's last
  * event; all of them when r had none or its last one was dropped). */
 unsigned fleet_ctl_new_events(const struct fleet_rollout *r, const struct fleet_rollout *next);

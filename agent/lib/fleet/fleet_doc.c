@@ -24,7 +24,7 @@ const char *const fleet_wstate_names[FLEET_W__COUNT] = { "pending", "gating", "a
 							 "rolled-back" };
 const char *const fleet_rstate_names[FLEET_R__COUNT] = { "pending", "sent", "gate-passed", "gate-failed",
 							 "verified", "failed", "lost", "restoring", "restored",
-							 "shadowed" };
+							 "shadowed", "kept" };
 static const char *const mode_names[] = { "apply", "gate", "local" };
 
 /* ---- names and keys ---------------------------------------------------- */
@@ -798,6 +798,8 @@ static json_t *rhost_json(const struct fleet_rhost *h)
 	if (!o)
 		return NULL;
 	json_object_set_new(o, "prev_desired", h->prev_desired ? json_string(h->prev_desired) : json_null());
+	if (*h->prev_refused)
+		json_object_set_new(o, "prev_refused", json_string(h->prev_refused));
 	json_object_set_new(o, "verdict", *h->verdict ? json_string(h->verdict) : json_null());
 	json_object_set_new(o, "ratio", *h->verdict ? json_real(h->ratio) : json_null());
 	if (*h->verdict)
@@ -892,6 +894,8 @@ static void parse_rhost(struct reader *rd, json_t *o, struct fleet_rhost *h)
 	h->state = st < 0 ? FLEET_R_PENDING : (enum fleet_rstate)st;
 	h->prev_rev = get_int(&hr, "prev_rev", 0, INT64_MAX);
 	h->prev_desired = get_dup(&hr, "prev_desired", (1u << 20));
+	if (json_object_get(o, "prev_refused"))
+		get_str(&hr, "prev_refused", h->prev_refused, sizeof(h->prev_refused), false);
 	if (json_is_string(json_object_get(o, "verdict")))
 		get_str(&hr, "verdict", h->verdict, sizeof(h->verdict), false);
 	if (json_is_number(json_object_get(o, "ratio")))

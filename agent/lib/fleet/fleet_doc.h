@@ -41,7 +41,10 @@
  *                                   (base64)}; immutable, written create-only;
  *                                   a host checks the sha256 of the bytes.
  *   /nodetune/rollouts/NAME         the rollout: fleet_rollout as JSON (state,
- *                                   options, waves and their hosts, timeline).
+ *                                   options, waves and their hosts, timeline);
+ *                                   a signing controller stores it in a signed
+ *                                   envelope (kind rollout, sign.h) and acts only
+ *                                   on one it verifies.
  *                                   Every change is a transaction that compares
  *                                   its mod_revision and the leader key's
  *                                   create_revision.
@@ -242,6 +245,7 @@ enum fleet_rstate {
 	FLEET_R_RESTORING,    /* its desired key went back to what it was */
 	FLEET_R_RESTORED,     /* and it reported that back, verified */
 	FLEET_R_SHADOWED,     /* shadow: it answered (valid or not: see note) */
+	FLEET_R_KEPT,         /* to roll back, but its desired from before does not verify: left as it is */
 	FLEET_R__COUNT
 };
 extern const char *const fleet_rstate_names[FLEET_R__COUNT];
@@ -251,8 +255,12 @@ struct fleet_rhost {
 	char class_id[FLEET_CLASS_LEN + 1];
 	char label[FLEET_LABEL_MAX];
 	enum fleet_rstate state;
-	char *prev_desired;       /* the desired value before the rollout; NULL: none (mode local) */
+	char *prev_desired;       /* the desired value before the rollout (a signed controller keeps
+				   * only an envelope it verified); NULL: none (mode local) */
 	int64_t prev_rev;         /* its mod_revision (0: absent), compared when replaced */
+	char prev_refused[24];    /* why the controller did not keep it (sign_reject_names: "unsigned",
+				   * "unknown_key", ...); "": kept or none.  Such a host is never
+				   * restored: a rollback leaves it as it is (FLEET_R_KEPT) */
 	char verdict[24];
 	double ratio, ci_lo, ci_hi;
 	char *note;               /* why it failed, the gate's explanation, the shadow's finding */

@@ -27,6 +27,7 @@
 
 /* callers pass policy_trust_flags() */
 _Static_assert(SIGN_TRUSTED_ONLY == POLICY_TRUSTED_ONLY, "one trust flag");
+_Static_assert(SIGN_SEED_BYTES == crypto_sign_SEEDBYTES, "a key file's seed");
 
 #define PUB_TAG "nodetune-ed25519-pub "
 #define SECRET_TAG "nodetune-ed25519-secret "
@@ -37,6 +38,7 @@ const char *const sign_kind_names[SIGN_KIND__COUNT] = {
 	[SIGN_KIND_DESIRED] = "desired",
 	[SIGN_KIND_SHADOW] = "shadow",
 	[SIGN_KIND_POLICY] = "policy",
+	[SIGN_KIND_ROLLOUT] = "rollout",
 };
 
 const char *const sign_reject_names[SIGN_REJ__COUNT] = {
@@ -77,12 +79,19 @@ static bool is_hex(const char *s, size_t n)
 	return strlen(s) == n && strspn(s, "0123456789abcdef") == n;
 }
 
+/* May a document of kind be addressed to any host ("*")?  A policy (any
+ * host may run it) and a rollout (the controller's own state, no host's). */
+static bool kind_any_host(enum sign_kind kind)
+{
+	return kind == SIGN_KIND_POLICY || kind == SIGN_KIND_ROLLOUT;
+}
+
 static bool header_valid(const struct sign_header *h)
 {
 	bool any_host = !strcmp(h->host, "*");
 
 	return (unsigned)h->kind < SIGN_KIND__COUNT && fleet_name_valid(h->rollout) &&
-	       (fleet_name_valid(h->host) || (any_host && h->kind == SIGN_KIND_POLICY)) &&
+	       (fleet_name_valid(h->host) || (any_host && kind_any_host(h->kind))) &&
 	       h->seq <= (uint64_t)INT64_MAX && is_hex(h->policy_sha256, SIGN_SHA_LEN);
 }
 
@@ -207,8 +216,7 @@ static int check_secret_root(const struct stat *st, char *why, size_t size)
 
 int sign_key_load(const char *path, unsigned flags, struct sign_key *ret, struct nt_err *err)
 {
-	unsigned char seed[crypto_sign_SEEDBYTES];
-	struct sign_key k;
+	unsigned char seed[SIGN_SEED_BYTES];
 	char *buf = NULL, why[320];
 	size_t len = 0;
 	int r;
@@ -226,8 +234,19 @@ int sign_key_load(const char *path, unsigned flags, struct sign_key *ret, struct
 	if (r < 0)
 		return err_set(err, -EINVAL, "%s: not a nodetune secret key (expected one line '%sBASE64')", path,
 			       SECRET_TAG);
-	crypto_sign_seed_keypair(k.pk, k.sk, seed);
+	r = sign_key_from_seed(seed, ret, err);
 	sodium_memzero(seed, sizeof(seed));
+	return r;
+}
+
+int sign_key_from_seed(const unsigned char seed[SIGN_SEED_BYTES], struct sign_key *ret, struct nt_err *err)
+{
+	struct sign_key k;
+	int r;
+
+	if ((r = sodium_ready(err)) < 0)
+		return r;
+	crypto_sign_seed_keypair(k.pk, k.sk, seed);
 	key_id_of(k.pk, k.id);
 	*ret = k;
 	sodium_memzero(&k, sizeof(k));
@@ -355,6 +374,30 @@ bool sign_keyring_has(const struct sign_keyring *kr, const char *id)
 	return false;
 }
 
+struct sign_keyring *sign_keyring_with(const struct sign_keyring *base, const struct sign_key *k,
+				       struct nt_err *err)
+{
+	struct sign_keyring *kr = calloc(1, sizeof(*kr));
+
+	if (!kr) {
+		err_set(err, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	if (base)
+		*kr = *base;
+	if (k && !sign_keyring_has(kr, k->id)) {
+		if (kr->n == SIGN_KEYS_MAX) {
+			free(kr);
+			err_set(err, -E2BIG, "more than %d trusted keys", SIGN_KEYS_MAX);
+			return NULL;
+		}
+		memcpy(kr->key[kr->n].pk, k->pk, SIGN_PK_BYTES);
+		memcpy(kr->key[kr->n].id, k->id, SIGN_ID_LEN + 1);
+		kr->n++;
+	}
+	return kr;
+}
+
 void sign_keyring_free(struct sign_keyring *kr)
 {
 	free(kr);
@@ -474,7 +517,7 @@ static const char *parse_header(json_t *o, struct sign_header *h)
 			h->kind = (enum sign_kind)i;
 	if (h->kind == SIGN_KIND__COUNT)
 		return "\"kind\" is not desired, shadow or policy";
-	if (!host || !(fleet_name_valid(host) || (!strcmp(host, "*") && h->kind == SIGN_KIND_POLICY)))
+	if (!host || !(fleet_name_valid(host) || (!strcmp(host, "*") && kind_any_host(h->kind))))
 		return "\"host\" is not a host name";
 	if (!rollout || !fleet_name_valid(rollout))
 		return "\"rollout\" is not a rollout name";
@@ -608,7 +651,7 @@ static int check_signature(const struct sign_keyring *kr, const struct sign_enve
 static int check_address(const struct sign_envelope *e, const struct sign_expect *want,
 			 enum sign_reject *reason, struct nt_err *err)
 {
-	if (strcmp(e->h.host, want->host) && !(e->h.kind == SIGN_KIND_POLICY && !strcmp(e->h.host, "*")))
+	if (strcmp(e->h.host, want->host) && !(kind_any_host(e->h.kind) && !strcmp(e->h.host, "*")))
 		return refuse(SIGN_REJ_OTHER_HOST, reason, err, "addressed to host %s, not %s", e->h.host,
 			      want->host);
 	if (e->h.kind != want->kind)

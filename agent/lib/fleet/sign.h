@@ -14,8 +14,8 @@
  * then the document's exact bytes, with no re-serialization:
  *
  *   "nodetune-signed-v1\n"
- *   "kind "    KIND    "\n"   desired | shadow | policy
- *   "host "    HOST    "\n"   a fleet name, or "*" (kind policy only: any host)
+ *   "kind "    KIND    "\n"   desired | shadow | policy | rollout
+ *   "host "    HOST    "\n"   a fleet name, or "*" (kinds policy and rollout only: any host)
  *   "rollout " ROLLOUT "\n"   a fleet name
  *   "seq "     SEQ     "\n"   decimal, no leading zero, 0..2^63-1
  *   "policy-sha256 " SHA "\n" 64 lowercase hex digits
@@ -50,6 +50,7 @@
 #define SIGN_ID_LEN 16                 /* hex digits of a key id */
 #define SIGN_PK_BYTES 32
 #define SIGN_SK_BYTES 64               /* libsodium's secret key: seed + public key */
+#define SIGN_SEED_BYTES 32             /* what a secret key file holds */
 #define SIGN_SIG_BYTES 64
 #define SIGN_SHA_LEN 64                /* hex digits of a sha256 */
 #define SIGN_NAME_MAX 64               /* host and rollout names, with the NUL (FLEET_NAME_MAX) */
@@ -62,8 +63,11 @@
  * policy_trust_flags() gives it as root). */
 #define SIGN_TRUSTED_ONLY 0x1
 
-enum sign_kind { SIGN_KIND_DESIRED, SIGN_KIND_SHADOW, SIGN_KIND_POLICY, SIGN_KIND__COUNT };
-extern const char *const sign_kind_names[SIGN_KIND__COUNT];   /* "desired", "shadow", "policy" */
+/* SIGN_KIND_ROLLOUT: the controller's own state (/nodetune/rollouts/NAME),
+ * host "*", signed by the controller and verified by it on every read; no
+ * host acts on one (it expects another kind: wrong_kind). */
+enum sign_kind { SIGN_KIND_DESIRED, SIGN_KIND_SHADOW, SIGN_KIND_POLICY, SIGN_KIND_ROLLOUT, SIGN_KIND__COUNT };
+extern const char *const sign_kind_names[SIGN_KIND__COUNT];   /* "desired", "shadow", "policy", "rollout" */
 
 /* Why a document was refused, by the reason a metric counts it under. */
 enum sign_reject {
@@ -83,7 +87,7 @@ extern const char *const sign_reject_names[SIGN_REJ__COUNT];
 /* What a signature covers besides the document. */
 struct sign_header {
 	enum sign_kind kind;
-	char host[SIGN_NAME_MAX];        /* "*" only for SIGN_KIND_POLICY */
+	char host[SIGN_NAME_MAX];        /* "*" only for SIGN_KIND_POLICY and _ROLLOUT */
 	char rollout[SIGN_NAME_MAX];
 	uint64_t seq;                    /* <= INT64_MAX (a JSON integer) */
 	char policy_sha256[SIGN_SHA_LEN + 1];
@@ -134,6 +138,11 @@ int sign_keygen(const char *dir, const char *name, char ret_id[SIGN_ID_LEN + 1],
  * untouched on error. */
 int sign_key_load(const char *path, unsigned flags, struct sign_key *ret, struct nt_err *err);
 
+/* The key pair of a 32-byte seed (what sign_key_load reads from a key
+ * file; tests and the fuzz target make fixed keys with it).  Returns 0 and
+ * fills *ret, or -ENOMEM (libsodium would not start) with err. */
+int sign_key_from_seed(const unsigned char seed[SIGN_SEED_BYTES], struct sign_key *ret, struct nt_err *err);
+
 /* Clear a secret key (sodium_memzero). */
 void sign_key_wipe(struct sign_key *k);
 
@@ -152,6 +161,12 @@ unsigned sign_keyring_count(const struct sign_keyring *kr);
 
 /* Does it hold the key of id? */
 bool sign_keyring_has(const struct sign_keyring *kr, const char *id);
+
+/* A new keyring of base's keys (NULL: none) and k's public key (NULL:
+ * none; not added twice): what a controller verifies its own documents
+ * with.  NULL with err: -E2BIG (past SIGN_KEYS_MAX), -ENOMEM. */
+struct sign_keyring *sign_keyring_with(const struct sign_keyring *base, const struct sign_key *k,
+				       struct nt_err *err);
 
 /* Free; NULL is a no-op. */
 void sign_keyring_free(struct sign_keyring *kr);
@@ -188,7 +203,7 @@ void sign_envelope_release(struct sign_envelope *e);
  * caller expects, in this order: parse (unsigned, malformed), the key it
  * names (unknown_key), the signature over the canonical bytes
  * (bad_signature), then, for an authentic document only, the host
- * (other_host; "*" matches any host for kind policy only), the kind
+ * (other_host; "*" matches any host for kinds policy and rollout only), the kind
  * (wrong_kind) and the seq (replay: seq < want->last_seq; an equal seq is
  * the same document read again).  Returns 0 and fills *ret (the verified
  * header and document bytes; release with sign_envelope_release); or

@@ -1,6 +1,8 @@
 /* test_fleet.c — the rollout state machine (fleet.h) step by step: send,
  * verify, pass, done; a failure and a gate regression roll back; a lost host
- * is skipped at the timeout; abort; shadow. */
+ * is skipped at the timeout; abort; shadow; an abort where the controller
+ * left a host as it was (kept: its desired from before did not verify),
+ * said at the end and kept through the document. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -267,6 +269,37 @@ static void test_step_lost_host_and_timeout(void **state)
 	fleet_rollout_release(&r);
 }
 
+static void test_step_abort_keeps_a_host(void **state)
+{
+	struct fleet_rollout r, back;
+	struct nt_err err = { 0 };
+	struct world wd;
+	char *s;
+
+	(void)state;
+	plan(&r, 2, 1, "100%");
+	world_init(&wd, &r);
+	step(&r, &wd, 1, false);
+	step(&r, &wd, 2, true);
+	assert_int_equal(r.state, FLEET_ROLLING_BACK);
+	/* what fleet_ctl_keep_unverified does before the restores are written */
+	r.waves[0].hosts[0].state = FLEET_R_KEPT;
+	snprintf(r.waves[0].hosts[0].prev_refused, sizeof(r.waves[0].hosts[0].prev_refused), "unsigned");
+	s = fleet_rollout_json(&r);
+	assert_int_equal(fleet_parse_rollout("k", s, strlen(s), &back, &err), 0);
+	assert_int_equal(back.waves[0].hosts[0].state, FLEET_R_KEPT);
+	assert_string_equal(back.waves[0].hosts[0].prev_refused, "unsigned");
+	assert_string_equal(back.waves[0].hosts[1].prev_refused, "");
+	fleet_rollout_release(&back);
+	free(s);
+	answer(&wd, 0, 1, FLEET_H_VERIFIED, NULL);                   /* only h001 was restored */
+	step(&r, &wd, 3, true);
+	assert_int_equal(r.state, FLEET_ABORTED);
+	assert_non_null(strstr(r.events[r.n_events - 1].what, "but 1 left as it was"));
+	world_free(&wd, &r);
+	fleet_rollout_release(&r);
+}
+
 static void test_step_abort_and_shadow(void **state)
 {
 	struct fleet_rollout r;
@@ -313,6 +346,7 @@ int main(void)
 		cmocka_unit_test(test_step_gate_refused),
 		cmocka_unit_test(test_step_lost_host_and_timeout),
 		cmocka_unit_test(test_step_abort_and_shadow),
+		cmocka_unit_test(test_step_abort_keeps_a_host),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,7 +7,15 @@
  * none); the new events of a step (none before, some dropped); what the
  * run loop does after each kind of pass; the policy text a rollout stores
  * (a derived policy flattened: by file and by NAME, the same values as the
- * file with its includes, no include line, errors naming the file). */
+ * file with its includes, no include line, errors naming the file); what
+ * a signing controller verifies before it acts or signs: its rollout
+ * document (signed; a bare, tampered, unknown-key, wrong-kind, other
+ * rollout or foreign-sha256 one refused naming the key and reason; another
+ * operator's trusted key accepted; unverified only to be shown), each
+ * host's desired from before the rollout (a bare, unknown-key or
+ * other-host one left as it is, state kept, never signed; a verified one
+ * signed again with the new seq), and the policy document it stored (its
+ * own key's, or stored again: key rotation). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,8 +27,11 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <jansson.h>
 
+#include "base/base64.h"
 #include "fleet/fleet_ctl_test.h"
+#include "fleet/sign.h"
 #include "fleet_fixture.h"
 #include "tune/policy.h"
 
@@ -152,6 +163,225 @@ static void test_write_value(void **state)
 	fleet_rollout_release(&r);
 }
 
+/* ---- what a signing controller verifies ------------------------------------ */
+
+#define SHA_B "b3e1903f8febb83c3233ce6f6d03cac9247ee198c691be41fc76d00a64f0f0b1"
+
+/* The fixed key pair of seed byte b (K: 1, another operator's: 2, a stranger's: 3). */
+static struct sign_key key_of(unsigned char b)
+{
+	unsigned char seed[SIGN_SEED_BYTES];
+	struct nt_err err = { 0 };
+	struct sign_key k;
+
+	memset(seed, b, sizeof(seed));
+	assert_int_equal(sign_key_from_seed(seed, &k, &err), 0);
+	return k;
+}
+
+/* A controller (its store never used) signing with k, trusting also (NULL: k alone). */
+static struct fleet_ctl *ctl_of(const struct sign_key *k, const struct sign_key *also)
+{
+	struct nt_err err = { 0 };
+	struct fleet_ctl *c = fleet_ctl_open("http://127.0.0.1:1", NULL, NULL, NULL, &err);
+	struct sign_keyring *kr;
+
+	assert_non_null(c);
+	fleet_ctl_set_signer(c, k);
+	if (also) {
+		assert_non_null(kr = sign_keyring_with(NULL, also, &err));
+		assert_int_equal(fleet_ctl_set_trust(c, kr, &err), 0);
+		sign_keyring_free(kr);
+	}
+	return c;
+}
+
+/* doc signed by k as kind for host, rollout "r", sha. */
+static char *signed_doc(const struct sign_key *k, enum sign_kind kind, const char *host, const char *sha,
+			const char *doc)
+{
+	struct sign_header h = { .kind = kind, .seq = 3 };
+	struct nt_err err = { 0 };
+	char *env = NULL;
+
+	snprintf(h.host, sizeof(h.host), "%s", host);
+	snprintf(h.rollout, sizeof(h.rollout), "r");
+	snprintf(h.policy_sha256, sizeof(h.policy_sha256), "%s", sha);
+	if (sign_envelope_make(k, &h, doc, strlen(doc), &env, &err) < 0)
+		fail_msg("sign: %s", err.msg);
+	return env;
+}
+
+/* env with its document replaced by doc, its signature kept (a rewrite inside the envelope). */
+static char *rewrapped(const char *env, const char *doc)
+{
+	json_t *o = json_loads(env, 0, NULL);
+	char *b64 = base64_encode_alloc(doc, strlen(doc)), *s;
+
+	assert_non_null(o);
+	json_object_set_new(o, "doc", json_string(b64));
+	s = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	free(b64);
+	return s;
+}
+
+/* fleet_ctl_rollout_parse of value as rollout name: 0, or the errno with
+ * err.msg containing want. */
+static void parse_is(struct fleet_ctl *c, const char *name, bool check, const char *value, int rc, const char *want)
+{
+	struct etcd_kv v = kv("/nodetune/rollouts/r", value, 9);
+	struct fleet_rollout got = { 0 };
+	struct nt_err err = { 0 };
+
+	assert_int_equal(fleet_ctl_rollout_parse(c, name, check, &v, &got, &err), rc);
+	if (rc == 0)
+		assert_string_equal(got.name, "r");
+	else if (!strstr(err.msg, want))
+		fail_msg("want '%s' in: %s", want, err.msg);
+	if (rc < 0)
+		assert_non_null(strstr(err.msg, "/nodetune/rollouts/r"));
+	fleet_rollout_release(&got);
+}
+
+static void test_rollout_doc_verified(void **state)
+{
+	struct sign_key k = key_of(1), op = key_of(2), stranger = key_of(3);
+	struct fleet_ctl *c = ctl_of(&k, NULL), *other = ctl_of(&op, &k), *alien = ctl_of(&stranger, NULL);
+	struct nt_err err = { 0 };
+	struct fleet_rollout r;
+	char *env, *bare, *doc, *x;
+
+	(void)state;
+	plan(&r, 2, 1, "100%");
+	assert_int_equal(fleet_ctl_rollout_value(c, &r, 5, &env, &err), 0);
+	assert_non_null(strstr(env, "\"kind\":\"rollout\""));
+	assert_non_null(strstr(env, "\"host\":\"*\""));
+	bare = fleet_rollout_json(&r);
+	parse_is(c, "r", true, env, 0, NULL);
+	parse_is(other, "r", true, env, 0, NULL);                /* another operator trusting K resumes it */
+	parse_is(c, "r", false, env, 0, NULL);                   /* shown: unwrapped */
+	parse_is(c, "r", false, bare, 0, NULL);
+	parse_is(c, "r", true, bare, -EPERM, "refused (unsigned)");
+	parse_is(alien, "r", true, env, -EPERM, "refused (unknown_key): signed by key");
+	assert_non_null(strstr(env, k.id));
+	/* rewritten inside its envelope: another sha256, the signature kept */
+	snprintf(r.sha256, sizeof(r.sha256), "%s", SHA_B);
+	doc = fleet_rollout_json(&r);
+	x = rewrapped(env, doc);
+	parse_is(c, "r", true, x, -EPERM, "refused (bad_signature)");
+	free(x);
+	/* signed by K, but its header's sha256 is not the document's */
+	x = signed_doc(&k, SIGN_KIND_ROLLOUT, "*", SHA_A, doc);
+	parse_is(c, "r", true, x, -EPERM, "but was signed for r, sha256 d3e1903f8feb");
+	free(x);
+	/* another kind (a policy: any host), another host, another rollout */
+	x = signed_doc(&k, SIGN_KIND_POLICY, "*", SHA_B, doc);
+	parse_is(c, "r", true, x, -EPERM, "refused (wrong_kind)");
+	free(x);
+	x = signed_doc(&k, SIGN_KIND_DESIRED, "h000", SHA_B, doc);
+	parse_is(c, "r", true, x, -EPERM, "refused (other_host)");
+	free(x);
+	parse_is(c, "r2", true, env, -EPERM, "signed for rollout r");
+	free(doc);
+	free(bare);
+	free(env);
+	fleet_rollout_release(&r);
+	fleet_ctl_close(c);
+	fleet_ctl_close(other);
+	fleet_ctl_close(alien);
+}
+
+static void set_prev(struct fleet_rollout *r, unsigned i, char *value)
+{
+	free(r->waves[0].hosts[i].prev_desired);
+	r->waves[0].hosts[i].prev_desired = value;
+}
+
+static void test_prev_desired_restore(void **state)
+{
+	struct sign_key k = key_of(1), stranger = key_of(3);
+	struct fleet_ctl *c = ctl_of(&k, NULL);
+	struct fleet_write w[5];
+	struct nt_err err = { 0 };
+	struct fleet_rollout r;
+	struct sign_keyring *kr;
+	struct sign_envelope e = { 0 };
+	enum sign_reject why;
+	unsigned n = 5;
+	char *v;
+
+	(void)state;
+	plan(&r, 5, 1, "100%");
+	set_prev(&r, 0, strdup(DESIRED));                                           /* bare: planted */
+	set_prev(&r, 1, signed_doc(&k, SIGN_KIND_DESIRED, "h001", SHA_A, DESIRED));   /* verifies */
+	set_prev(&r, 2, signed_doc(&stranger, SIGN_KIND_DESIRED, "h002", SHA_A, DESIRED));
+	set_prev(&r, 3, signed_doc(&k, SIGN_KIND_DESIRED, "h000", SHA_A, DESIRED));   /* another host's */
+	for (unsigned i = 0; i < 5; i++) {                                           /* h004: none (mode local) */
+		r.waves[0].hosts[i].state = FLEET_R_RESTORING;
+		w[i] = (struct fleet_write){ FLEET_W_RESTORE_DESIRED, FLEET_MODE_LOCAL, 0, i };
+	}
+	/* a bare one is never signed, even asked directly */
+	v = strdup(DESIRED);
+	assert_int_equal(fleet_ctl_sign_write(c, &w[0], &r.waves[0].hosts[0], 9, "k", &v, &err), -EPERM);
+	assert_string_equal(v, DESIRED);
+	assert_string_equal(r.waves[0].hosts[0].prev_refused, "unsigned");
+	free(v);
+	set_prev(&r, 0, strdup(DESIRED));
+	r.waves[0].hosts[0].prev_refused[0] = '\0';
+	/* before the restores: the unverifiable ones are kept as they are, named */
+	assert_int_equal(fleet_ctl_keep_unverified(c, &r, w, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(w[0].index, 1);
+	assert_int_equal(w[1].index, 4);
+	assert_int_equal(r.waves[0].hosts[0].state, FLEET_R_KEPT);
+	assert_string_equal(r.waves[0].hosts[0].prev_refused, "unsigned");
+	assert_null(r.waves[0].hosts[0].prev_desired);
+	assert_string_equal(r.waves[0].hosts[2].prev_refused, "unknown_key");
+	assert_string_equal(r.waves[0].hosts[3].prev_refused, "other_host");
+	assert_int_equal(r.waves[0].hosts[1].state, FLEET_R_RESTORING);
+	assert_int_equal(r.n_events, 3);
+	assert_non_null(strstr(r.events[0].what, "h000"));
+	assert_non_null(strstr(r.events[0].what, "left as it is"));
+	assert_non_null(strstr(r.events[2].what, "(other_host)"));
+	/* the verified one: its document signed again with the new seq */
+	v = fleet_ctl_write_value(&r, &w[0]);
+	assert_int_equal(fleet_ctl_sign_write(c, &w[0], &r.waves[0].hosts[1], 9, "k", &v, &err), 0);
+	assert_non_null(kr = sign_keyring_with(NULL, &k, &err));
+	assert_int_equal(sign_verify(kr, v, strlen(v), &(struct sign_expect){ SIGN_KIND_DESIRED, "h001", 9 }, &e, &why,
+				     &err), 0);
+	assert_int_equal(e.h.seq, 9);
+	assert_string_equal(e.doc, DESIRED);
+	sign_envelope_release(&e);
+	sign_keyring_free(kr);
+	free(v);
+	fleet_rollout_release(&r);
+	fleet_ctl_close(c);
+}
+
+static void test_policy_ours(void **state)
+{
+	struct sign_key k = key_of(1), op = key_of(2);
+	struct fleet_ctl *c = ctl_of(&k, &op);
+	char sha[FLEET_SHA_LEN + 1], *doc = fleet_policy_doc_json("p.conf", "[main]\n", 7, sha), *v;
+	struct etcd_kv p;
+
+	(void)state;
+	v = signed_doc(&k, SIGN_KIND_POLICY, "*", sha, doc);
+	p = kv("/nodetune/policies/x", v, 4);
+	assert_true(fleet_ctl_policy_ours(c, &p, sha));
+	assert_false(fleet_ctl_policy_ours(c, &p, SHA_B));          /* signed for another sha256 */
+	free(v);
+	v = signed_doc(&op, SIGN_KIND_POLICY, "*", sha, doc);       /* a trusted key, not ours: stored again */
+	p = kv("/nodetune/policies/x", v, 4);
+	assert_false(fleet_ctl_policy_ours(c, &p, sha));
+	free(v);
+	p = kv("/nodetune/policies/x", doc, 4);                     /* unsigned */
+	assert_false(fleet_ctl_policy_ours(c, &p, sha));
+	free(doc);
+	fleet_ctl_close(c);
+}
+
 static void test_new_events(void **state)
 {
 	struct fleet_rollout r = { 0 }, next = { 0 };
@@ -272,6 +502,9 @@ int main(void)
 		cmocka_unit_test(test_new_events),
 		cmocka_unit_test(test_after),
 		cmocka_unit_test(test_policy_text),
+		cmocka_unit_test(test_rollout_doc_verified),
+		cmocka_unit_test(test_prev_desired_restore),
+		cmocka_unit_test(test_policy_ours),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

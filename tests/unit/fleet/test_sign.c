@@ -1,6 +1,8 @@
 /* test_sign.c — signed fleet documents: key pairs, the canonical bytes,
  * the envelope, each refusal by its reason, and key rotation (two trusted
- * keys; a removed key no longer verifies). */
+ * keys; a removed key no longer verifies); the controller's rollout kind
+ * (host "*", never taken for another kind); a key from a seed (the key
+ * file's) and a keyring of a loaded one plus a key. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -150,7 +152,7 @@ static void test_canonical(void **state)
 	free(c);
 	h.host[0] = '*';
 	h.host[1] = '\0';
-	assert_int_equal(sign_canonical(&h, "x", 1, &c, &n), -EINVAL);  /* "*" is for policies only */
+	assert_int_equal(sign_canonical(&h, "x", 1, &c, &n), -EINVAL);  /* "*" is for policies and rollouts only */
 	h = header(SIGN_KIND_DESIRED, "h 1", 1);
 	assert_int_equal(sign_canonical(&h, "x", 1, &c, &n), -EINVAL);
 	h = header(SIGN_KIND_DESIRED, "h1", 1);
@@ -296,6 +298,83 @@ static void test_refusals(void **state)
 	sign_key_wipe(&stranger);
 }
 
+/* The rollout document's kind: addressed to no host ("*"), verified as
+ * a rollout only; a host expecting a desired refuses it (wrong_kind). */
+static void test_rollout_kind(void **state)
+{
+	struct sign_key k;
+	struct sign_keyring *kr;
+	struct sign_envelope e = { 0 };
+	enum sign_reject why;
+	struct nt_err err = { 0 };
+	char *env;
+
+	(void)state;
+	assert_string_equal(sign_kind_names[SIGN_KIND_ROLLOUT], "rollout");
+	make_key("ctl", &k, true);
+	env = make_env(&k, SIGN_KIND_ROLLOUT, "*", 4);
+	kr = ring();
+	assert_int_equal(sign_verify(kr, env, strlen(env), &(struct sign_expect){ SIGN_KIND_ROLLOUT, "*", 0 }, &e, &why,
+				     &err), 0);
+	assert_string_equal(e.h.host, "*");
+	sign_envelope_release(&e);
+	expect_refused(kr, env, SIGN_KIND_DESIRED, 0, SIGN_REJ_WRONG_KIND);
+	expect_refused(kr, env, SIGN_KIND_POLICY, 0, SIGN_REJ_WRONG_KIND);
+	sign_keyring_free(kr);
+	free(env);
+	sign_key_wipe(&k);
+}
+
+/* sign_key_from_seed is the key file's key; sign_keyring_with adds a key
+ * to a loaded keyring once, which then verifies its documents. */
+static void test_seed_and_keyring_with(void **state)
+{
+	unsigned char seed[SIGN_SEED_BYTES], *raw;
+	struct sign_key file, seeded, other;
+	struct sign_keyring *kr, *with, *twice;
+	struct nt_err err = { 0 };
+	char path[256], *buf = NULL, *env;
+	size_t len = 0, n = 0;
+	FILE *f;
+
+	(void)state;
+	make_key("ctl", &file, true);
+	snprintf(path, sizeof(path), "%s/ctl.key", keys);
+	assert_non_null(f = fopen(path, "r"));
+	assert_true(getline(&buf, &len, f) > 0);
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	assert_int_equal(base64_decode(strchr(buf, ' ') + 1, strlen(strchr(buf, ' ') + 1), (char **)&raw, &n), 0);
+	assert_int_equal(n, SIGN_SEED_BYTES);
+	memcpy(seed, raw, n);
+	free(raw);
+	free(buf);
+	assert_int_equal(sign_key_from_seed(seed, &seeded, &err), 0);
+	assert_string_equal(seeded.id, file.id);
+	assert_memory_equal(seeded.sk, file.sk, SIGN_SK_BYTES);
+	memset(seed, 7, sizeof(seed));
+	assert_int_equal(sign_key_from_seed(seed, &other, &err), 0);
+	kr = ring();
+	with = sign_keyring_with(kr, &other, &err);
+	twice = sign_keyring_with(with, &other, &err);
+	assert_non_null(with);
+	assert_non_null(twice);
+	assert_int_equal(sign_keyring_count(with), 2);
+	assert_int_equal(sign_keyring_count(twice), 2);
+	assert_true(sign_keyring_has(with, other.id) && sign_keyring_has(with, file.id));
+	assert_int_equal(sign_keyring_count(kr), 1);             /* the base is left as it was */
+	env = make_env(&other, SIGN_KIND_DESIRED, "h1", 1);
+	expect_verified(with, env, SIGN_KIND_DESIRED, 0);
+	expect_refused(kr, env, SIGN_KIND_DESIRED, 0, SIGN_REJ_UNKNOWN_KEY);
+	free(env);
+	sign_keyring_free(twice);
+	sign_keyring_free(with);
+	sign_keyring_free(kr);
+	sign_key_wipe(&file);
+	sign_key_wipe(&seeded);
+	sign_key_wipe(&other);
+}
+
 /* Two trusted keys (rotation): both verify; once the old one's .pub is
  * removed, its documents are unknown. */
 static void test_rotation(void **state)
@@ -370,6 +449,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sign_and_verify, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rotation, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rollout_kind, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_seed_and_keyring_with, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_keyring_errors, setup, teardown),
 	};
 
