@@ -199,6 +199,12 @@ static int trial_apply(const struct ab_config *cfg, const struct ab_arm *arm, st
 	/* the default workload's ranks, or the plan's default for a command
 	 * of the user's (whose rank count is not ours to know) */
 	pl = plan_build(p, t, arm->argv[0] ? 0 : AB_DEFAULT_WORLD, root, err);
+	/* the trial's job runs in its trial cgroup, never in the policy's
+	 * job cgroup: that group would hold nothing, and under a daemon
+	 * running the same policy it is the daemon's (a gate's arm A), which
+	 * apply refuses to take as its own */
+	if (pl)
+		pl->cgroup[0] = '\0';
 	r = pl ? apply_plan(pl, root, cfg->state_dir, false, &rep, err) : err->code;
 	apply_changes_release(&rep);
 	plan_free(pl);
