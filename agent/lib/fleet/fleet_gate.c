@@ -22,6 +22,7 @@
 #include "fleet/fleet_gate.h"
 #include "base/textbuf.h"
 #include "tune/apply.h"
+#include "tune/sdunit.h"
 
 #define GATE_OUTPUT_MAX (4u << 20)
 
@@ -111,15 +112,47 @@ static int gate_argv(const struct fleet_gate_request *q, char store[7][4200], ch
 /* ---- the child: started, read, stopped ---------------------------------- */
 
 struct fleet_gate {
-	pid_t pid;                   /* 0: reaped */
+	pid_t pid;                   /* 0: reaped, or ab runs in unit */
+	char unit[SDUNIT_NAME_MAX];  /* "": ab is our child */
 	int fd;                      /* ab's stdout; -1: closed */
 	char *out;
 	size_t len, cap;
 };
 
+/* ab's run time beyond its budget: the last trial, its revert, the stop */
+#define GATE_UNIT_SLACK_S 300
+
+/* Under systemd (the daemon in its unit, own), ab runs as a transient
+ * service of its own, outside the daemon's sandbox, so that it can become
+ * the gate's user and its job sees the GPUs, the network and the user's
+ * files; it is stopped when the daemon's unit stops or dies (BindsTo=),
+ * when its budget is long past (RuntimeMaxSec=), or by fleet_gate_free.
+ * Its stdout is the pipe's end wfd; its stderr the daemon's (the journal). */
+static int gate_start_unit(const struct fleet_gate_request *q, char **argv, const char *own, int wfd,
+			   struct fleet_gate *g, struct nt_err *err)
+{
+	static unsigned seq;
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	double budget = q->budget_s > 0 ? q->budget_s : 300;
+	struct sdunit_spec s = {
+		.name = g->unit, .description = "nodetune gate: an A/B test of a rollout's policy",
+		.argv = argv, .stdout_fd = wfd, .stderr_fd = 2, .bind_to = own,
+		.runtime_max_usec = (uint64_t)((budget + GATE_UNIT_SLACK_S) * 1e6),
+		.timeout_stop_usec = 15 * 1000000ull, .delegate = true,
+	};
+
+	if (n <= 0)
+		return err_set(err, -errno, "/proc/self/exe: %s", strerror(errno));
+	exe[n] = '\0';
+	argv[0] = exe;
+	snprintf(g->unit, sizeof(g->unit), "nodetune-gate-%d-%u.service", (int)getpid(), ++seq);
+	return sdunit_start(&s, err);
+}
+
 int fleet_gate_start(const struct fleet_gate_request *q, struct fleet_gate **ret, struct nt_err *err)
 {
-	char store[7][4200], *argv[GATE_FIXED_ARGS + 80];
+	char store[7][4200], *argv[GATE_FIXED_ARGS + 80], own[SDUNIT_NAME_MAX];
 	struct fleet_gate *g;
 	pid_t parent = getpid();
 	int pfd[2], r;
@@ -134,6 +167,17 @@ int fleet_gate_start(const struct fleet_gate_request *q, struct fleet_gate **ret
 		r = -errno;
 		free(g);
 		return err_set(err, r, "pipe: %s", strerror(-r));
+	}
+	if (sdunit_own(own, sizeof(own))) {
+		r = gate_start_unit(q, argv, own, pfd[1], g, err);
+		close(pfd[1]);
+		g->fd = pfd[0];
+		if (r < 0) {
+			g->unit[0] = '\0';
+			fleet_gate_free(g);
+			return r;
+		}
+		goto started;
 	}
 	g->pid = fork();
 	if (g->pid < 0) {
@@ -159,6 +203,7 @@ int fleet_gate_start(const struct fleet_gate_request *q, struct fleet_gate **ret
 	}
 	close(pfd[1]);
 	g->fd = pfd[0];
+started:
 	if (fcntl(g->fd, F_SETFL, O_NONBLOCK) < 0) {
 		r = -errno;
 		fleet_gate_free(g);
@@ -211,8 +256,15 @@ int fleet_gate_step(struct fleet_gate *g, struct fleet_gate_result *ret, struct 
 	close(g->fd);
 	g->fd = -1;
 	if (r < 0) {
-		kill(g->pid, SIGTERM);       /* reaped by fleet_gate_free */
+		if (g->pid > 0)
+			kill(g->pid, SIGTERM);       /* reaped (or its unit stopped) by fleet_gate_free */
 		return err_set(err, r, "reading ab's output: %s", strerror(-r));
+	}
+	if (g->unit[0]) {
+		/* its unit is collected as it ends: what ab wrote is the
+		 * result (an ab that failed wrote no verdict) */
+		g->out[g->len] = '\0';
+		return fleet_gate_parse(g->out, g->len, ret, err) < 0 ? err->code : 1;
 	}
 	while (waitpid(g->pid, &status, 0) < 0 && errno == EINTR)
 		;
@@ -232,6 +284,13 @@ void fleet_gate_free(struct fleet_gate *g)
 		return;
 	if (g->fd >= 0)
 		close(g->fd);
+	if (g->unit[0]) {
+		struct nt_err e = { 0 };
+
+		/* SIGTERM to ab, which stops the job and reverts; then SIGKILL
+		 * to what is left of the unit (TimeoutStopSec=15 s) */
+		sdunit_stop(g->unit, 20, &e);
+	}
 	if (g->pid > 0) {
 		kill(g->pid, SIGTERM);
 		/* ab stops its job (SIGKILL 3 s after SIGTERM) and reverts:
