@@ -70,7 +70,7 @@ t_ok "an image with systemd and $(basename "$DEB") installed by apt ($(podman im
 
 # ---- boot -------------------------------------------------------------------------
 t_defer "podman rm -f -t 5 $NAME >/dev/null 2>&1"
-run podman --runtime runc run -d --privileged --name "$NAME" --systemd=always "$IMG" /sbin/init
+run podman --runtime runc run -d --privileged --network host --cgroupns private --name "$NAME" --systemd=always "$IMG" /sbin/init
 if [ "$RC" -ne 0 ]; then
 	t_skip_host "this kernel or sandbox cannot run a systemd container: $(tail -n 1 "$ERR")"
 	t_done
@@ -80,6 +80,9 @@ if ! wait_until 60 booted; then
 	t_skip_host "systemd did not boot in a container here: $(ct systemctl is-system-running 2>&1 | tail -n 1); $(podman logs "$NAME" 2>&1 | tail -n 1)"
 	t_done
 fi
+# before the container goes: the daemon stopped and the host reverted
+# (the job cgroup it made lives in this machine's cgroup tree)
+t_defer "podman exec $NAME sh -c 'systemctl stop nodetune; nodetune revert --state-dir /var/lib/nodetune' >/dev/null 2>&1"
 t_ok "systemd is PID 1 in the container: $(ct sh -c 'cat /proc/1/comm; systemctl --version | head -n 1' | tr '\n' ' ')"
 
 # ---- enable --now --------------------------------------------------------------
@@ -148,10 +151,98 @@ check "SIGKILL of pid $pid0: Restart=on-failure starts the daemon again" -- wait
 check "the restart undid nothing ($K2)" -- sh -c '[ "$1" = "$2" ]' - "$K2" "$(knobs)"
 
 # ---- stop leaves the host tuned; revert restores it ----------------------------------------
+# a Slurm job's journal in /run/nodetune/slurm (the plugin's) outlives the stop
+ct sh -c 'mkdir -p -m 700 /run/nodetune/slurm/77 && echo commit >/run/nodetune/slurm/77/journal'
 ct systemctl stop nodetune
 check "systemctl stop leaves the host tuned ($(knobs))" -- sh -c '[ "$1" = "$2" ]' - "$K2" "$(knobs)"
+check "... and a Slurm job's journal in /run/nodetune/slurm (RuntimeDirectoryPreserve=yes)" -- \
+	ct test -s /run/nodetune/slurm/77/journal
+ct rm -r /run/nodetune/slurm/77
 run ct nodetune revert --state-dir /var/lib/nodetune
 check "nodetune revert restores the knobs as the daemon found them ($KB)" -- sh -c '[ "$1" = "$2" ] && [ "$3" -eq 0 ]' - "$KB" "$(knobs)" "$RC"
 
-echo "# covered: the .deb under its own unit with systemd as PID 1: enable --now, security $score, watchdog, reload (good and bad), restart on failure, stop keeps tuning, revert"
+# ---- a gated rollout under the unit ------------------------------------------------------
+# A real etcd on this machine's loopback (the container shares its network,
+# and the unit's IPAddressAllow=localhost lets the daemon reach it), the
+# controller here with its signing key, the daemon in the container trusting
+# it, and a gate whose job (tests/tools/gateprobe.c) runs as the user tester
+# and says what it reached: its uid, a file in its home, a loopback TCP
+# rendezvous, a writable and executable mapping, /dev, its terminal.
+gate_test() {
+	command -v etcd >/dev/null || { t_need etcd "etcd-server is not installed (scripts/install-deps.sh fleet): no gated rollout"; return; }
+	cc -static -O2 -o "$T_TMP/gateprobe" tests/tools/gateprobe.c || { t_not_ok "cc -static tests/tools/gateprobe.c"; return; }
+	EP=$(tests/tools/etcd-cluster.sh start "$T_TMP/etcd") || { t_not_ok "the etcd cluster started"; return; }
+	t_defer "tests/tools/etcd-cluster.sh stop '$T_TMP/etcd'"
+	mkdir -m 700 "$T_TMP/ctl" && "$NODETUNE" fleet keygen --out "$T_TMP/ctl" --name ctl >/dev/null ||
+		{ t_not_ok "fleet keygen"; return; }
+	podman cp "$T_TMP/gateprobe" "$NAME:/usr/local/bin/gateprobe"
+	podman cp "$T_TMP/ctl/ctl.pub" "$NAME:/etc/nodetune/fleet-keys.d/ctl.pub" 2>/dev/null ||
+		{ ct mkdir -p -m 755 /etc/nodetune/fleet-keys.d && podman cp "$T_TMP/ctl/ctl.pub" "$NAME:/etc/nodetune/fleet-keys.d/ctl.pub"; }
+	ct sh -c 'chown root:root /usr/local/bin/gateprobe /etc/nodetune/fleet-keys.d/ctl.pub &&
+		chmod 755 /usr/local/bin/gateprobe && chmod 644 /etc/nodetune/fleet-keys.d/ctl.pub &&
+		useradd -m tester && echo seen >/home/tester/data.txt && chown tester /home/tester/data.txt &&
+		mkdir -p -m 1777 /var/tmp/gate && mkdir -p -m 755 /etc/nodetune/gates.d &&
+		printf "command = /usr/local/bin/gateprobe\narg = /var/tmp/gate\nuser = tester\nbudget = 120\n" >/etc/nodetune/gates.d/probe.conf &&
+		chmod 644 /etc/nodetune/gates.d/probe.conf' || { t_not_ok "the gate set up in the container"; return; }
+	printf 'NODETUNE_OPTS="--fleet %s --host c1 --interval 1 --no-metrics"\n' "$EP" | ct_in tee /etc/default/nodetune >/dev/null
+	ct systemctl start nodetune
+	registered() { "$NODETUNE" fleet hosts --endpoints "$EP" --json | grep -q '"alive": true'; }
+	check "the daemon under its unit joins the fleet (etcd on loopback)" -- wait_until 30 registered
+	printf '[main]\nsummary = test defer\n[thp]\ndefrag = defer\n' >"$T_TMP/defer.conf"
+	chmod 644 "$T_TMP/defer.conf"
+	run "$NODETUNE" fleet rollout --endpoints "$EP" --signing-key "$T_TMP/ctl/ctl.key" --policy "$T_TMP/defer.conf" \
+		--name r-unit --waves 1/class,100% --gate probe --gate-budget 40 --gate-allow-inconclusive --wave-timeout 240 --json
+	if [ "$RC" -eq 0 ]; then
+		t_ok "a gated rollout under the unit: done ($(tr -d '\n' <"$OUT" | cut -c1-200))"
+	else
+		t_not_ok "a gated rollout under the unit: exit $RC"
+		sed 's/^/#   /' "$ERR" | tail -n 3
+		ct journalctl --no-pager | grep -i 'gate\|ab:\|ab\[' | tail -n 12 | sed 's/^/#   /'
+	fi
+	line=$(ct head -n 1 /var/tmp/gate/probe.txt 2>/dev/null)
+	uid=$(ct id -u tester)
+	check "the gate's job ran as tester (uid $uid), outside the daemon's sandbox: $line" -- \
+		sh -c 'case $1 in "uid=$2 home=/home/tester data=ok tcp=ok wx=ok "*) ;; *) exit 1 ;; esac' - "$line" "$uid"
+	check "... it sees /dev as the host does (not PrivateDevices='s handful) and has no terminal" -- \
+		sh -c 'dev=${1#* dev=}; dev=${dev%% *}; [ "$dev" -gt 20 ] && case $1 in *" tty=0") ;; *) exit 1 ;; esac' - "$line"
+	check "the daemon keeps its sandbox (PrivateDevices, the system call filter)" -- \
+		sh -c '[ "$(podman exec "$1" systemctl show -p PrivateDevices --value nodetune)" = yes ]' - "$NAME"
+	gate_kill_test
+}
+
+# kill -9 of the daemon mid-gate: the gate's unit is bound to the daemon's
+# (BindsTo=), so systemd stops it (ab reverts its arm), the daemon is
+# started again (Restart=on-failure) and puts back what a gate left; every
+# knob is as it was before the gate.
+gate_kill_test() {
+	printf '[main]\nsummary = test never\n[thp]\nenabled = never\ndefrag = defer\n' >"$T_TMP/never.conf"
+	chmod 644 "$T_TMP/never.conf"
+	ct sh -c 'sed -i "s/^budget = .*/budget = 600/" /etc/nodetune/gates.d/probe.conf'
+	kb=$(knobs)
+	"$NODETUNE" fleet rollout --endpoints "$EP" --signing-key "$T_TMP/ctl/ctl.key" --policy "$T_TMP/never.conf" \
+		--name r-kill --waves 1/class,100% --gate probe --gate-budget 300 --gate-allow-inconclusive \
+		--wave-timeout 600 >"$T_TMP/r-kill.out" 2>&1 &
+	ctl=$!
+	gating() { ct systemctl list-units --no-legend 'nodetune-gate-*' | grep -q running && grep -q '\[never\]' $THP/enabled; }
+	if ! wait_until 60 gating; then
+		t_not_ok "the gate of r-kill runs, arm B applied (enabled never): $(knobs)"
+		kill "$ctl" 2>/dev/null
+		wait "$ctl"
+		return
+	fi
+	gate=$(ct systemctl list-units --no-legend 'nodetune-gate-*' | awk '{ print $1 }')
+	pid0=$(ct systemctl show -p MainPID --value nodetune)
+	ct systemctl kill -s KILL nodetune
+	gone() { [ -z "$(ct systemctl list-units --no-legend 'nodetune-gate-*')" ]; }
+	check "kill -9 of the daemon mid-gate: systemd stops the gate's unit ($gate) with it" -- wait_until 30 gone
+	back() { p=$(ct systemctl show -p MainPID --value nodetune); [ "$p" != 0 ] && [ "$p" != "$pid0" ] && active; }
+	check "... the daemon is started again" -- wait_until 30 back
+	same_knobs() { [ "$(knobs)" = "$1" ]; }
+	check "... and every knob is as before the gate ($kb)" -- wait_until 30 same_knobs "$kb"
+	"$NODETUNE" fleet abort --endpoints "$EP" --signing-key "$T_TMP/ctl/ctl.key" --name r-kill >/dev/null 2>&1
+	wait "$ctl"
+}
+gate_test
+
+echo "# covered: the .deb under its own unit with systemd as PID 1: enable --now, security $score, watchdog, reload (good and bad), restart on failure, stop keeps tuning, revert, a gated rollout as the gate's user"
 t_done
