@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "tune/limits.h"
@@ -170,4 +172,17 @@ void cli_ab_config(const struct opts *o, struct ab_config *cfg)
 	cfg->metric = o->metric;
 	if (o->metric_kind && !strcmp(o->metric_kind, "time"))
 		cfg->metric_kind = ABFIG_TIME;
+}
+
+void cli_guard_secrets(void)
+{
+	struct rlimit rl;
+
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		log_msg(LOG_DEBUG, "prctl(PR_SET_DUMPABLE): %s", strerror(errno));
+	if (getrlimit(RLIMIT_CORE, &rl) == 0) {
+		rl.rlim_cur = 0;
+		if (setrlimit(RLIMIT_CORE, &rl) < 0)
+			log_msg(LOG_DEBUG, "setrlimit(RLIMIT_CORE): %s", strerror(errno));
+	}
 }

@@ -37,6 +37,14 @@ int exit_code_for(int err);
 struct fleet_creds;
 int cli_fleet_creds(const struct opts *o, struct fleet_creds *ret);
 
+/* This process is about to hold a secret (an etcd password, a signing
+ * key): no core dump of it (PR_SET_DUMPABLE 0, and the soft RLIMIT_CORE
+ * 0; the hard limit is kept, so a child may raise it again), and no
+ * ptrace by another process of the same uid.  Its /proc/PID files become
+ * root's (its own /proc/self still reads).  Once per process; a failure
+ * is logged at debug and changes nothing else. */
+void cli_guard_secrets(void);
+
 /* Write doc (consumed; NULL: out of memory) to stdout, indented, and a
  * newline.  0, or EXIT_RUNTIME (said, unless stdout failed: finish_stdout
  * says that). */

@@ -37,6 +37,7 @@ static const struct opt_row daemon_opts[] = {
 	{ OPT_USER, OPT_OPTIONAL, NULL },
 	{ OPT_PASSWORD_FILE, OPT_OPTIONAL, NULL },
 	{ OPT_FLEET_CONF, OPT_OPTIONAL, NULL },
+	{ OPT_INSECURE_PLAINTEXT, OPT_OPTIONAL, NULL },
 	{ OPT_HOST, OPT_OPTIONAL, NULL },
 	{ OPT_FLEET_KEYS, OPT_OPTIONAL, NULL },
 	{ OPT_FLEET_INSECURE_UNSIGNED, OPT_OPTIONAL, NULL },
@@ -52,7 +53,7 @@ const struct verb_spec daemon_spec = {
 	"                       [--interval DURATION] [--flap N/SECONDS] [--metrics ADDR:PORT | --no-metrics]\n"
 	"                       [--textfile-dir DIR] [--socket PATH] [--revert-on-exit] [--limits FILE]\n"
 	"                       [--endpoints URLS --host NAME [--cacert FILE] [--cert FILE --key FILE]\n"
-	"                        [--user NAME --password-file FILE] [--fleet-conf FILE]\n"
+	"                        [--user NAME --password-file FILE] [--fleet-conf FILE] [--insecure-plaintext]\n"
 	"                        [--fleet-keys DIR] [--fleet-insecure-unsigned] [--gates-dir DIR]]",
 	"keep a policy applied, correct drift and name who caused it, export metrics",
 	"Runs in the foreground (systemd Type=notify, a Kubernetes DaemonSet).  At start it\n"
@@ -76,7 +77,10 @@ const struct verb_spec daemon_spec = {
 	"named (kept in the state dir) stays, also across a restart.  etcd's TLS and login\n"
 	"as etcdctl takes them (--cacert, --cert/--key, --user/--password-file), or the\n"
 	"same keys in /etc/nodetune/fleet.conf (--fleet-conf), so that no secret is in ps\n"
-	"or the unit; a refusal is one line, exit 3.  The host follows only documents\n"
+	"or the unit; a refusal is one line, exit 3.  With --cacert only that CA is\n"
+	"trusted.  A login to an http:// endpoint is refused (exit 2) unless\n"
+	"--insecure-plaintext: then the password and token travel in clear, and anyone\n"
+	"on the path can read and replay them.  The host follows only documents\n"
 	"signed by a key of /etc/nodetune/fleet-keys.d (--fleet-keys DIR; root's, NAME.pub\n"
 	"from `nodetune fleet keygen`): unsigned, badly signed, of an unknown key, for\n"
 	"another host or older than the last one applied is refused, counted in\n"

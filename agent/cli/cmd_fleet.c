@@ -3,9 +3,7 @@
  * takes the options, prints the timeline as it happens and the result as
  * a table or JSON, and maps the end state to an exit code). */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <sys/random.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +24,7 @@
 #define FLEET_OPTS_COMMON { OPT_ENDPOINTS, OPT_REQUIRED, NULL }, FLEET_OPTS_CREDS
 #define FLEET_OPTS_CREDS { OPT_CACERT, OPT_OPTIONAL, NULL }, { OPT_CERT, OPT_OPTIONAL, NULL }, \
 	{ OPT_KEY, OPT_OPTIONAL, NULL }, { OPT_USER, OPT_OPTIONAL, NULL }, { OPT_PASSWORD_FILE, OPT_OPTIONAL, NULL }, \
-	{ OPT_FLEET_CONF, OPT_OPTIONAL, NULL }
+	{ OPT_FLEET_CONF, OPT_OPTIONAL, NULL }, { OPT_INSECURE_PLAINTEXT, OPT_OPTIONAL, NULL }
 
 static const struct opt_row rollout_opts[] = {
 	FLEET_OPTS_COMMON,
@@ -77,11 +75,15 @@ static const struct opt_row hosts_opts[] = {
 	"its own key and those of --fleet-keys DIR (NAME.pub; so another operator's key can\n" \
 	"resume).  A rollout document it cannot verify: one line naming the key, exit 3,\n" \
 	"nothing written.  A policy stored unsigned or under another key is signed again.\n"
-#define CREDS "etcd's credentials, as etcdctl takes them: --cacert FILE (the members' CA), --cert\n" \
-	      "FILE --key FILE (a client certificate), --user NAME --password-file FILE (a login;\n" \
-	      "the password is the file's first line, root's, mode 0600); the same keys in\n" \
-	      "/etc/nodetune/fleet.conf (--fleet-conf FILE), the options over it.  A TLS failure,\n" \
-	      "a refused login or a permission denied: one line naming the endpoint, exit 3."
+#define CREDS "etcd's credentials, as etcdctl takes them: --cacert FILE (the members' CA, the\n" \
+	      "only one trusted), --cert FILE --key FILE (a client certificate; the key root's,\n" \
+	      "mode 0600), --user NAME --password-file FILE (a login; the password is the file's\n" \
+	      "first line, root's, mode 0600); the same keys in /etc/nodetune/fleet.conf\n" \
+	      "(--fleet-conf FILE), the options over it.  A login to an http:// endpoint is\n" \
+	      "refused (exit 2) unless --insecure-plaintext (fleet.conf: insecure-plaintext =\n" \
+	      "yes): then the password and token travel in clear, and anyone on the path can\n" \
+	      "read and replay them.  A TLS failure, a refused login or a permission denied:\n" \
+	      "one line naming the endpoint, exit 3."
 
 const struct verb_spec fleet_rollout_spec = {
 	rollout_opts, VERB_NO_COMMAND,
@@ -89,7 +91,8 @@ const struct verb_spec fleet_rollout_spec = {
 	"                   [--waves 1/class,1%,10%,50%,100%] [--gate NAME] [--gate-budget DURATION]\n"
 	"                   [--wave-timeout DURATION] [--shadow] [--gate-allow-inconclusive]\n"
 	"                   [--signing-key FILE [--fleet-keys DIR]] [--json]\n"
-	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]",
+	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]\n"
+	"                   [--insecure-plaintext]",
 	"roll a policy out to the fleet's hosts in waves (canary gate, automatic rollback)",
 	"Validates FILE as every host will, stores it, plans the waves over the hosts alive\n"
 	"now (the first: one host of each hardware class; each P%: up to P% of the fleet,\n"
@@ -113,7 +116,8 @@ const struct verb_spec fleet_rollout_spec = {
 const struct verb_spec fleet_resume_spec = {
 	name_opts, VERB_NO_COMMAND,
 	"nodetune fleet resume --endpoints URLS --name NAME [--signing-key FILE [--fleet-keys DIR]] [--json]\n"
-	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]",
+	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]\n"
+	"                   [--insecure-plaintext]",
 	"go on with a rollout whose controller stopped",
 	"Waits for a dead controller's lease to expire (a 5 s lease; at most 16 s), then\n"
 	"leads the rollout from where the store says it is; no step is taken twice.\n" SIGNING EXITS,
@@ -122,7 +126,8 @@ const struct verb_spec fleet_resume_spec = {
 const struct verb_spec fleet_abort_spec = {
 	name_opts, VERB_NO_COMMAND,
 	"nodetune fleet abort --endpoints URLS --name NAME [--signing-key FILE [--fleet-keys DIR]] [--json]\n"
-	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]",
+	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]\n"
+	"                   [--insecure-plaintext]",
 	"stop a rollout and put back what it changed",
 	"Every host the rollout touched goes back to the policy it ran before; a running\n"
 	"controller does it, or this command when there is none.\n" SIGNING EXITS,
@@ -131,7 +136,8 @@ const struct verb_spec fleet_abort_spec = {
 const struct verb_spec fleet_status_spec = {
 	status_opts, VERB_NO_COMMAND,
 	"nodetune fleet status --endpoints URLS [--name NAME] [--json]\n"
-	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]",
+	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]\n"
+	"                   [--insecure-plaintext]",
 	"a rollout's waves, hosts, verdicts and timeline (all rollouts without --name)",
 	"A table per rollout: its state, policy, reason, and per wave each host's class,\n"
 	"state and gate verdict; then its timeline.  --json: the rollout documents.\n\n" CREDS,
@@ -140,7 +146,8 @@ const struct verb_spec fleet_status_spec = {
 const struct verb_spec fleet_hosts_spec = {
 	hosts_opts, VERB_NO_COMMAND,
 	"nodetune fleet hosts --endpoints URLS [--json]\n"
-	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]",
+	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]\n"
+	"                   [--insecure-plaintext]",
 	"the fleet's hosts: alive, hardware class, policy, last verify",
 	"Every host with keys in the store: whether its lease lives, its hardware class,\n"
 	"the policy it runs and how its last verify went, and what it was told to run.\n\n" CREDS,
@@ -265,6 +272,8 @@ int cli_fleet_creds(const struct opts *o, struct fleet_creds *ret)
 		{ cl.password_file, sizeof(cl.password_file), o->password_file },
 	};
 
+	cl.insecure_plaintext = o->insecure_plaintext;
+
 	if (fleet_creds_load(o->fleet_conf ? o->fleet_conf : FLEET_CONF, o->fleet_conf != NULL, ret, &err) < 0) {
 		log_msg(LOG_ERR, "%s", err.msg);
 		return EXIT_USAGE;
@@ -278,6 +287,8 @@ int cli_fleet_creds(const struct opts *o, struct fleet_creds *ret)
 			snprintf(set[i].field, set[i].size, "%s", set[i].v);
 	}
 	fleet_creds_merge(ret, &cl);
+	if (ret->password_file[0])
+		cli_guard_secrets();
 	return 0;
 }
 
@@ -325,6 +336,8 @@ static struct fleet_ctl *ctl_open(struct opts *o, int *ret_exit)
 
 	if ((*ret_exit = cli_fleet_creds(o, &creds)))
 		return NULL;
+	if (o->signing_key)
+		cli_guard_secrets();
 	if (o->signing_key && sign_key_load(o->signing_key, policy_trust_flags() ? SIGN_TRUSTED_ONLY : 0,
 					    &signer, &err) < 0) {
 		explicit_bzero(&creds, sizeof(creds));
@@ -552,7 +565,8 @@ static const struct opt_row init_auth_opts[] = {
 const struct verb_spec fleet_init_auth_spec = {
 	init_auth_opts, VERB_NO_COMMAND,
 	"nodetune fleet init-auth --endpoints URLS --hosts NAME[,NAME...] --password-dir DIR [--print]\n"
-	"                   [--cacert FILE] [--cert FILE --key FILE] [--user root --password-file FILE] [--fleet-conf FILE]",
+	"                   [--cacert FILE] [--cert FILE --key FILE] [--user root --password-file FILE] [--fleet-conf FILE]\n"
+	"                   [--insecure-plaintext]",
 	"least privilege in etcd: create the fleet's roles and users, or print the etcdctl commands",
 	"Creates through the gateway (--print: prints the etcdctl commands that do it, to\n"
 	"run with sh) a role and user nodetune-controller with readwrite on /nodetune/,\n"
@@ -568,37 +582,28 @@ const struct verb_spec fleet_init_auth_spec = {
 	"(--user root --password-file DIR/root) to add hosts.\n\n" CREDS,
 };
 
-/* DIR/USER: created with a random password when absent.  0 or EXIT_RUNTIME (said). */
-static int password_file(const char *dir, const char *user)
+/* Every user's password file, DIR/USER: each one there checked first
+ * (fleet_auth_password_file), then those absent made, so that a refused
+ * one leaves DIR as it was.  0 or an exit code (said). */
+static int password_files(const char *dir, const struct fleet_auth_step *steps, unsigned n)
 {
-	unsigned char raw[16];
-	char path[PATH_MAX], hex[2 * sizeof(raw) + 2];
-	int fd;
+	struct nt_err err = { 0 };
 
-	snprintf(path, sizeof(path), "%s/%s", dir, user);
-	if (access(path, F_OK) == 0)
-		return 0;
-	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
-		log_msg(LOG_ERR, "getrandom: %s", strerror(errno));
-		return EXIT_RUNTIME;
-	}
-	for (size_t i = 0; i < sizeof(raw); i++)
-		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
-	strcat(hex, "\n");
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0 || write(fd, hex, strlen(hex)) != (ssize_t)strlen(hex) || close(fd) < 0) {
-		log_msg(LOG_ERR, "%s: %s", path, strerror(errno));
-		return EXIT_RUNTIME;
-	}
-	explicit_bzero(hex, sizeof(hex));
+	for (int make = 0; make < 2; make++)
+		for (unsigned i = 0; i < n; i++) {
+			if (steps[i].op != FLEET_AUTH_USER_ADD ||
+			    fleet_auth_password_file(dir, steps[i].name, make, &err) == 0)
+				continue;
+			log_msg(LOG_ERR, "%s", err.msg);
+			return err.code == -EPERM || err.code == -ENOENT ? EXIT_USAGE : exit_code_for(err.code);
+		}
 	return 0;
 }
 
-/* One step of the plan as an etcdctl command (a user's password made
- * first, and fed on stdin).  0 or an exit code (said). */
-static int print_step(const char *ctl, const char *dir, const struct fleet_auth_step *s)
+/* One step of the plan as an etcdctl command (a user's password fed on
+ * stdin from its file, made before). */
+static void print_step(const char *ctl, const char *dir, const struct fleet_auth_step *s)
 {
-	int rc = 0;
 
 	switch (s->op) {
 	case FLEET_AUTH_ROLE_ADD:
@@ -609,8 +614,7 @@ static int print_step(const char *ctl, const char *dir, const struct fleet_auth_
 		       fleet_auth_perm_names[s->perm], s->key);
 		break;
 	case FLEET_AUTH_USER_ADD:
-		if ((rc = password_file(dir, s->name)) == 0)
-			printf("%s user add %s --interactive=false < '%s/%s'\n", ctl, s->name, dir, s->name);
+		printf("%s user add %s --interactive=false < '%s/%s'\n", ctl, s->name, dir, s->name);
 		break;
 	case FLEET_AUTH_USER_GRANT:
 		printf("%s user grant-role %s %s\n", ctl, s->name, s->role);
@@ -619,7 +623,6 @@ static int print_step(const char *ctl, const char *dir, const struct fleet_auth_
 		printf("%s auth enable\n", ctl);
 		break;
 	}
-	return rc;
 }
 
 /* Take the steps through the gateway, with the credentials given (none
@@ -646,8 +649,6 @@ static int apply_steps(struct opts *o, const struct fleet_auth_step *steps, unsi
 
 		if (steps[i].op == FLEET_AUTH_USER_ADD) {
 			snprintf(path, sizeof(path), "%s/%s", o->password_dir, steps[i].name);
-			if ((rc = password_file(o->password_dir, steps[i].name)))
-				break;
 			r = fleet_creds_read_password(path, &password, &err);
 		}
 		if (r == 0)
@@ -690,6 +691,7 @@ int cmd_fleet_init_auth(struct opts *o)
 	unsigned n = 0;
 	int rc = 0;
 
+	cli_guard_secrets();     /* it makes and reads every user's password */
 	if (strchr(o->endpoints, '\'') || (o->cacert && strchr(o->cacert, '\'')) ||
 		   strchr(o->password_dir, '\'')) {
 		log_msg(LOG_ERR, "init-auth: a quote in --endpoints, --cacert or --password-dir");
@@ -702,12 +704,14 @@ int cmd_fleet_init_auth(struct opts *o)
 	}
 	snprintf(ctl, sizeof(ctl), "ETCDCTL_API=3 etcdctl --endpoints='%s'%s%s%s", o->endpoints,
 		 o->cacert ? " --cacert='" : "", o->cacert ? o->cacert : "", o->cacert ? "'" : "");
+	if (rc == 0)
+		rc = password_files(o->password_dir, steps, n);
 	if (rc == 0 && !o->print)
 		rc = apply_steps(o, steps, n);
 	else if (rc == 0)
 		printf("set -e\n");
 	for (unsigned i = 0; o->print && rc == 0 && i < n; i++)
-		rc = print_step(ctl, o->password_dir, &steps[i]);
+		print_step(ctl, o->password_dir, &steps[i]);
 	free(steps);
 	free(hosts);
 	free(buf);

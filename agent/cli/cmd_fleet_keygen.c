@@ -32,6 +32,7 @@ int cmd_fleet_keygen(struct opts *o)
 	struct nt_err err = { 0 };
 	char id[SIGN_ID_LEN + 1];
 
+	cli_guard_secrets();
 	if (sign_keygen(o->out, o->name, id, &err) < 0) {
 		log_msg(LOG_ERR, "%s", err.msg);
 		return exit_code_for(err.code);

@@ -529,6 +529,9 @@ static const struct opt_def defs[OPT__COUNT] = {
 	[OPT_USER] = STRING("user", user), .arg = "NAME", .help = "log in to etcd as NAME (with --password-file)" },
 	[OPT_PASSWORD_FILE] = PATH("password-file", password_file), .arg = "FILE",
 			       .help = "the etcd user's password: the file's first line (root's, mode 0600)" },
+	[OPT_INSECURE_PLAINTEXT] = FLAG("insecure-plaintext", insecure_plaintext),
+				    .help = "allow a login over http:// endpoints: the password and token travel in clear, "
+					    "anyone on the path can read and replay them" },
 	[OPT_FLEET_CONF] = PATH("fleet-conf", fleet_conf), .arg = "FILE",
 			    .help = "etcd's credentials from a file (default /etc/nodetune/fleet.conf when it exists)" },
 	[OPT_HOSTS] = STRING("hosts", hosts), .required = "--hosts NAME[,NAME...] is required", .arg = "NAME[,NAME...]",

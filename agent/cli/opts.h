@@ -39,6 +39,7 @@ enum opt_id {
 	OPT_ENDPOINTS, OPT_NAME, OPT_WAVES, OPT_GATE, OPT_GATE_BUDGET, OPT_WAVE_TIMEOUT, OPT_SHADOW,
 	OPT_GATE_ALLOW_INCONCLUSIVE,  /* fleet rollout's */
 	OPT_CACERT, OPT_CERT, OPT_KEY, OPT_USER, OPT_PASSWORD_FILE, OPT_FLEET_CONF,   /* etcd credentials */
+	OPT_INSECURE_PLAINTEXT,       /* a login over http:// */
 	OPT_HOSTS, OPT_PASSWORD_DIR, OPT_PRINT,                                       /* fleet init-auth's */
 	OPT_METRIC, OPT_METRIC_KIND, OPT_SKIP_STEPS,   /* ab's figure */
 	OPT_LIMITS,                   /* apply's and run's site limits */
@@ -82,6 +83,7 @@ struct opts {
 	unsigned skip_steps;
 	bool json, dry_run, markdown, quiet, no_metrics, revert_on_exit, shadow, gate_allow_inconclusive, print;
 	bool fleet_insecure_unsigned;
+	bool insecure_plaintext;
 	bool verbose, version;
 	bool given[OPT__COUNT];
 	char **command;               /* NULL-terminated, after "--"; NULL none */

@@ -743,6 +743,7 @@ struct etcd {
 	char *user, *password;          /* token auth: NULL none */
 	char *token;                    /* the last token; NULL: log in first */
 	bool in_login;
+	bool plaintext_ok;              /* a login may go to an http:// endpoint */
 };
 
 /* A response body, bounded. */
@@ -786,6 +787,34 @@ static void curl_init(void)
 	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
+/* Forget a secret: zeroed, then freed. */
+static void secret_free(char *s)
+{
+	if (s) {
+		explicit_bzero(s, strlen(s));
+		free(s);
+	}
+}
+
+/* Free a header list, each line zeroed first (one holds the token). */
+static void headers_free(struct curl_slist *h)
+{
+	for (struct curl_slist *l = h; l; l = l->next)
+		explicit_bzero(l->data, strlen(l->data));
+	curl_slist_free_all(h);
+}
+
+/* Zero the string field name of JSON object obj in place (a password
+ * in a request), before the object is freed: jansson frees without
+ * zeroing. */
+static void json_forget(json_t *obj, const char *name)
+{
+	json_t *j = json_object_get(obj, name);
+
+	if (json_is_string(j))
+		explicit_bzero((char *)json_string_value(j), json_string_length(j));
+}
+
 /* The request headers, with "Authorization: TOKEN" when token is not
  * NULL.  0 or -ENOMEM (the old headers kept). */
 static int set_headers(struct etcd *e, const char *token)
@@ -801,23 +830,16 @@ static int set_headers(struct etcd *e, const char *token)
 	}
 	if (token) {
 		snprintf(auth, sizeof(auth), "Authorization: %s", token);
-		if (!(more = curl_slist_append(h, auth))) {
-			curl_slist_free_all(h);
+		more = curl_slist_append(h, auth);
+		explicit_bzero(auth, sizeof(auth));
+		if (!more) {
+			headers_free(h);
 			return -ENOMEM;
 		}
 	}
-	curl_slist_free_all(e->headers);
+	headers_free(e->headers);
 	e->headers = h;
 	return 0;
-}
-
-/* Forget a secret: zeroed, then freed. */
-static void secret_free(char *s)
-{
-	if (s) {
-		explicit_bzero(s, strlen(s));
-		free(s);
-	}
 }
 
 /* Split the comma-separated list into e->endpoints. */
@@ -885,7 +907,7 @@ void etcd_close(struct etcd *e)
 		return;
 	if (e->curl)
 		curl_easy_cleanup(e->curl);
-	curl_slist_free_all(e->headers);
+	headers_free(e->headers);
 	for (size_t i = 0; i < e->n_endpoints; i++)
 		free(e->endpoints[i]);
 	free(e->user);
@@ -967,13 +989,31 @@ static int curl_errno(CURLcode rc)
 	}
 }
 
+/* req as compact JSON text in one buffer of its exact size (a new string,
+ * freed with body_free), or NULL.  json_dumps would grow its buffer by
+ * copies freed unzeroed; a login's body holds the password. */
+static char *body_dump(const json_t *req)
+{
+	size_t n = json_dumpb(req, NULL, 0, JSON_COMPACT);
+	char *body = n ? malloc(n + 1) : NULL;
+
+	if (body && json_dumpb(req, body, n, JSON_COMPACT) != n) {
+		free(body);
+		return NULL;
+	}
+	if (body)
+		body[n] = '\0';
+	return body;
+}
+
 /* POST req to path, trying each endpoint from the last good one.  Returns
  * 0 with the 200 answer in *resp (the caller frees resp->data), or a
- * negative errno: the error etcd answered, or the last transport failure. */
+ * negative errno: the error etcd answered, or the last transport failure.
+ * The request's text is zeroed before it is freed. */
 static int call_endpoints(struct etcd *e, const char *path, json_t *req, struct http_buf *resp,
 			  struct nt_err *err)
 {
-	char *body = json_dumps(req, JSON_COMPACT);
+	char *body = body_dump(req);
 	int rc = err_set(err, -EHOSTUNREACH, "etcd: no endpoint answered");
 
 	if (!body)
@@ -1008,7 +1048,7 @@ static int call_endpoints(struct etcd *e, const char *path, json_t *req, struct 
 		}
 		if (status == 200) {
 			e->current = idx;
-			free(body);
+			secret_free(body);
 			return 0;
 		}
 		rc = etcd_parse_error(resp->data ? resp->data : "", resp->len, err);
@@ -1024,7 +1064,7 @@ static int call_endpoints(struct etcd *e, const char *path, json_t *req, struct 
 		if (rc != -EAGAIN && status != 503)
 			break;
 	}
-	free(body);
+	secret_free(body);
 	free(resp->data);
 	memset(resp, 0, sizeof(*resp));
 	return rc;
@@ -1053,6 +1093,7 @@ static int login(struct etcd *e, struct nt_err *err)
 	e->timeout_ms = timeout > ETCD_LOGIN_TIMEOUT_MS ? timeout : ETCD_LOGIN_TIMEOUT_MS;
 	rc = call_endpoints(e, "/v3/auth/authenticate", req, &resp, err);
 	e->timeout_ms = timeout;
+	json_forget(req, "password");
 	json_decref(req);
 	if ((rc == -EACCES || rc == -EINVAL || rc == -EKEYEXPIRED) && !strstr(err ? err->msg : "", ": TLS: ")) {
 		char why[sizeof(err->msg)];
@@ -1113,7 +1154,10 @@ int etcd_set_tls(struct etcd *e, const char *cacert, const char *cert, const cha
 		if (files[i] && access(files[i], R_OK) < 0)     /* -EACCES is kept for the store's refusals */
 			return err_set(err, errno == EACCES ? -EPERM : -errno, "%s %s: %s", what[i], files[i],
 				       strerror(errno));
-	if ((cacert && curl_easy_setopt(e->curl, CURLOPT_CAINFO, cacert) != CURLE_OK) ||
+	/* the CA given is the only one: libcurl's default CA directory
+	 * (Debian's: /etc/ssl/certs) would be searched as well otherwise */
+	if ((cacert && (curl_easy_setopt(e->curl, CURLOPT_CAINFO, cacert) != CURLE_OK ||
+			curl_easy_setopt(e->curl, CURLOPT_CAPATH, NULL) != CURLE_OK)) ||
 	    (cert && curl_easy_setopt(e->curl, CURLOPT_SSLCERT, cert) != CURLE_OK) ||
 	    (key && curl_easy_setopt(e->curl, CURLOPT_SSLKEY, key) != CURLE_OK))
 		return err_set(err, -EINVAL, "etcd: libcurl has no TLS support for these files");
@@ -1122,13 +1166,31 @@ int etcd_set_tls(struct etcd *e, const char *cacert, const char *cert, const cha
 	return 0;
 }
 
+void etcd_allow_plaintext_login(struct etcd *e)
+{
+	e->plaintext_ok = true;
+}
+
+/* The first http:// endpoint, or NULL when all are https://. */
+static const char *plaintext_endpoint(const struct etcd *e)
+{
+	for (size_t i = 0; i < e->n_endpoints; i++)
+		if (!strncmp(e->endpoints[i], "http://", 7))
+			return e->endpoints[i];
+	return NULL;
+}
+
 int etcd_set_login(struct etcd *e, const char *user, const char *password, struct nt_err *err)
 {
+	const char *plain = plaintext_endpoint(e);
 	char *u, *p;
 
 	if (!user || !*user || strlen(user) > 128 || strpbrk(user, ":\r\n") || !password)
 		return err_set(err, -EINVAL, "etcd: --user '%s': a name of 1 to 128 bytes without ':' or a newline",
 			       user ? user : "");
+	if (plain && !e->plaintext_ok)
+		return err_set(err, -EINVAL, "etcd %s: a login over plain http: the password and token would travel "
+			       "in clear (use https://, or --insecure-plaintext)", plain);
 	u = strdup(user);
 	p = strdup(password);
 	if (!u || !p) {
@@ -1194,7 +1256,16 @@ int etcd_role_grant(struct etcd *e, const char *role, enum etcd_perm perm, const
 
 int etcd_user_add(struct etcd *e, const char *user, const char *password, struct nt_err *err)
 {
-	return auth_admin(e, "/v3/auth/user/add", json_pack("{s:s, s:s}", "name", user, "password", password), err);
+	json_t *req = json_pack("{s:s, s:s}", "name", user, "password", password);
+	int rc;
+
+	if (!req)
+		return err_set(err, -ENOMEM, "out of memory");
+	json_incref(req);               /* auth_admin consumes one reference */
+	rc = auth_admin(e, "/v3/auth/user/add", req, err);
+	json_forget(req, "password");
+	json_decref(req);
+	return rc;
 }
 
 int etcd_user_grant(struct etcd *e, const char *user, const char *role, struct nt_err *err)

@@ -130,7 +130,8 @@ struct etcd *etcd_open(const char *endpoints, struct nt_err *err);
 void etcd_close(struct etcd *e);
 
 /* TLS for https:// endpoints, as etcdctl's --cacert, --cert, --key: the CA
- * bundle that signs the members' certificates (NULL: the system's), and a
+ * bundle that signs the members' certificates, the only one trusted (NULL:
+ * the system's store, libcurl's default bundle and directory), and a
  * client certificate and its key (both or neither).  The peer and its name
  * are always verified.  Returns 0, or -EINVAL (a cert without a key),
  * -ENOENT/-EPERM (a file not readable; err names it).  A member whose
@@ -138,13 +139,20 @@ void etcd_close(struct etcd *e);
  * with -EACCES, err naming the endpoint and libcurl's reason. */
 int etcd_set_tls(struct etcd *e, const char *cacert, const char *cert, const char *key, struct nt_err *err);
 
+/* Let etcd_set_login send a login to http:// endpoints (--insecure-
+ * plaintext): the password and the token then travel in clear, and anyone
+ * on the path can read and replay them. */
+void etcd_allow_plaintext_login(struct etcd *e);
+
 /* Log in as user with password (copied; zeroed when freed) before the next
  * request: POST /v3/auth/authenticate gives a token, sent in the
  * Authorization header; when etcd answers that it is invalid or expired,
- * the client logs in again once and repeats the request.  Returns 0 or
- * -EINVAL (an empty name, one with ':' or a newline), -ENOMEM.  A refused
- * login, and a request the user's roles do not allow, are -EACCES with
- * err naming the endpoint. */
+ * the client logs in again once and repeats the request.  Every request
+ * body and header line is zeroed before it is freed.  Returns 0 or
+ * -EINVAL (an empty name, one with ':' or a newline; any endpoint
+ * http:// unless etcd_allow_plaintext_login was called: err names it),
+ * -ENOMEM; e is unchanged on error.  A refused login, and a request the
+ * user's roles do not allow, are -EACCES with err naming the endpoint. */
 int etcd_set_login(struct etcd *e, const char *user, const char *password, struct nt_err *err);
 
 /* Log in now (to find a refused login before anything else is done): 0

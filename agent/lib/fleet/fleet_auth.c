@@ -1,8 +1,13 @@
 /* fleet_auth.c — see fleet_auth.h. */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "fleet/etcd.h"
 #include "fleet/fleet_auth.h"
@@ -118,4 +123,91 @@ int fleet_auth_apply(struct etcd *e, const struct fleet_auth_step *s, const char
 		return etcd_auth_enable(e, err);
 	}
 	return err_set(err, -EINVAL, "a step of no kind");
+}
+
+/* ---- password files ---------------------------------------------------- */
+
+/* st is the effective uid's, and none of the mode bits refused is set:
+ * 0, or -EPERM with why filled. */
+static int owner_check(const struct stat *st, mode_t refused, char *why, size_t size)
+{
+	if (st->st_uid != geteuid()) {
+		snprintf(why, size, "owned by uid %u, not %u", (unsigned)st->st_uid, (unsigned)geteuid());
+		return -EPERM;
+	}
+	if (st->st_mode & refused) {
+		snprintf(why, size, "mode %04o: group or others may %s it", (unsigned)(st->st_mode & 07777),
+			 refused == 022 ? "write" : "read or write");
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* An existing password file at path: regular, not a symlink, ours, 0600
+ * or stricter.  0, -ENOENT (absent), or -errno with err. */
+static int password_file_check(const char *path, struct nt_err *err)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), r;
+	char why[128];
+	struct stat st;
+
+	if (fd < 0 && errno == ENOENT)
+		return -ENOENT;
+	if (fd < 0 && errno == ELOOP)
+		return err_set(err, -EPERM, "%s: a symlink, not a password file: refusing to reuse it", path);
+	if (fd < 0)
+		return err_set(err, errno == EACCES ? -EPERM : -errno, "%s: %s", path, strerror(errno));
+	r = fstat(fd, &st) < 0 ? -errno : 0;
+	close(fd);
+	if (r < 0)
+		return err_set(err, r, "%s: %s", path, strerror(-r));
+	if (!S_ISREG(st.st_mode))
+		return err_set(err, -EPERM, "%s: not a regular file: refusing to reuse it", path);
+	if ((r = owner_check(&st, 077, why, sizeof(why))) < 0)
+		return err_set(err, r, "%s: %s: refusing to reuse it as a password", path, why);
+	return 0;
+}
+
+/* A new password file at path (O_EXCL: never over one that appeared). */
+static int password_file_make(const char *path, struct nt_err *err)
+{
+	unsigned char raw[16];
+	char hex[2 * sizeof(raw) + 2];
+	int fd, r = 0;
+
+	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+		return err_set(err, -errno, "getrandom: %s", strerror(errno));
+	for (size_t i = 0; i < sizeof(raw); i++)
+		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+	explicit_bzero(raw, sizeof(raw));
+	strcat(hex, "\n");
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || write(fd, hex, strlen(hex)) != (ssize_t)strlen(hex))
+		r = -errno;
+	if (fd >= 0 && close(fd) < 0 && r == 0)
+		r = -errno;
+	explicit_bzero(hex, sizeof(hex));
+	if (r < 0)
+		return err_set(err, r, "%s: %s", path, strerror(-r));
+	return 0;
+}
+
+int fleet_auth_password_file(const char *dir, const char *user, bool make, struct nt_err *err)
+{
+	char path[PATH_MAX], why[128];
+	struct stat st;
+	int r;
+
+	if (stat(dir, &st) < 0)
+		return err_set(err, errno == EACCES ? -EPERM : -errno, "--password-dir %s: %s", dir, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return err_set(err, -EPERM, "--password-dir %s: not a directory", dir);
+	if ((r = owner_check(&st, 022, why, sizeof(why))) < 0)
+		return err_set(err, r, "--password-dir %s: %s", dir, why);
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, user) >= sizeof(path))
+		return err_set(err, -ENAMETOOLONG, "--password-dir %s: too long", dir);
+	r = password_file_check(path, err);
+	if (r == -ENOENT)
+		return make ? password_file_make(path, err) : 0;
+	return r;
 }

@@ -56,4 +56,16 @@ int fleet_auth_plan(const char *const *hosts, unsigned n, struct fleet_auth_step
 struct etcd;
 int fleet_auth_apply(struct etcd *e, const struct fleet_auth_step *s, const char *password, struct nt_err *err);
 
+/* The password file dir/user of an etcd user: when present, reused only
+ * if it is a regular file (not a symlink) owned by the effective uid and
+ * readable by nobody else (mode 0600 or 0400); when absent and make, made
+ * with 32 random hex digits and a newline, mode 0600 (O_EXCL, never
+ * through a symlink); absent and not make: 0, nothing made.  dir itself
+ * must be owned by the effective uid and writable by nobody else: whoever
+ * may write it could plant the file.  Returns 0, or -EPERM (dir or the
+ * file fails those checks: err names it and why), -ENOENT (no dir),
+ * -ENAMETOOLONG, or another -errno of the file's creation with err naming
+ * it; a file is created only on success. */
+int fleet_auth_password_file(const char *dir, const char *user, bool make, struct nt_err *err);
+
 #endif

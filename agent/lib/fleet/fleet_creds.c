@@ -20,16 +20,19 @@
 
 /* ---- fleet.conf -------------------------------------------------------- */
 
+enum conf_kind { CK_NAME, CK_PATH, CK_FLAG };
+
 static const struct {
 	const char *key;
 	size_t offset, size;
-	bool is_path;
+	enum conf_kind kind;
 } conf_keys[] = {
-	{ "cacert", offsetof(struct fleet_creds, cacert), PATH_MAX, true },
-	{ "cert", offsetof(struct fleet_creds, cert), PATH_MAX, true },
-	{ "key", offsetof(struct fleet_creds, key), PATH_MAX, true },
-	{ "user", offsetof(struct fleet_creds, user), FLEET_USER_MAX, false },
-	{ "password-file", offsetof(struct fleet_creds, password_file), PATH_MAX, true },
+	{ "cacert", offsetof(struct fleet_creds, cacert), PATH_MAX, CK_PATH },
+	{ "cert", offsetof(struct fleet_creds, cert), PATH_MAX, CK_PATH },
+	{ "key", offsetof(struct fleet_creds, key), PATH_MAX, CK_PATH },
+	{ "user", offsetof(struct fleet_creds, user), FLEET_USER_MAX, CK_NAME },
+	{ "password-file", offsetof(struct fleet_creds, password_file), PATH_MAX, CK_PATH },
+	{ "insecure-plaintext", offsetof(struct fleet_creds, insecure_plaintext), sizeof(bool), CK_FLAG },
 };
 #define N_KEYS (sizeof(conf_keys) / sizeof(conf_keys[0]))
 
@@ -40,6 +43,19 @@ static void trim(const char **s, size_t *n)
 		(*s)++, (*n)--;
 	while (*n && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t' || (*s)[*n - 1] == '\r'))
 		(*n)--;
+}
+
+/* A flag's value, "yes" or "no", into *ret. */
+static int conf_flag(const char *v, size_t vn, const char *path, unsigned line, const char *key, bool *ret,
+		     struct nt_err *err)
+{
+	if (vn == 3 && !memcmp(v, "yes", 3))
+		*ret = true;
+	else if (vn == 2 && !memcmp(v, "no", 2))
+		*ret = false;
+	else
+		return err_set(err, -EINVAL, "%s:%u: %s: yes or no", path, line, key);
+	return 0;
 }
 
 /* One "key = value" line into c; seen marks the keys given. */
@@ -61,19 +77,23 @@ static int conf_line(const char *p, size_t n, const char *path, unsigned line, s
 			continue;
 		if (seen[k])
 			return err_set(err, -EINVAL, "%s:%u: %s given twice", path, line, conf_keys[k].key);
+		seen[k] = true;
+		if (conf_keys[k].kind == CK_FLAG)
+			return conf_flag(v, vn, path, line, conf_keys[k].key, (bool *)((char *)c + conf_keys[k].offset),
+					 err);
 		if (vn == 0 || vn >= conf_keys[k].size || memchr(v, '\0', vn))
 			return err_set(err, -EINVAL, "%s:%u: %s: an empty or too long value", path, line,
 				       conf_keys[k].key);
-		if (conf_keys[k].is_path && v[0] != '/')
+		if (conf_keys[k].kind == CK_PATH && v[0] != '/')
 			return err_set(err, -EINVAL, "%s:%u: %s: not an absolute path", path, line, conf_keys[k].key);
-		if (!conf_keys[k].is_path && memchr(v, ':', vn))
+		if (conf_keys[k].kind == CK_NAME && memchr(v, ':', vn))
 			return err_set(err, -EINVAL, "%s:%u: user: a name without ':'", path, line);
 		memcpy((char *)c + conf_keys[k].offset, v, vn);
 		((char *)c + conf_keys[k].offset)[vn] = '\0';
-		seen[k] = true;
 		return 0;
 	}
-	return err_set(err, -EINVAL, "%s:%u: unknown key '%.*s' (cacert, cert, key, user, password-file)", path,
+	return err_set(err, -EINVAL, "%s:%u: unknown key '%.*s' (cacert, cert, key, user, password-file, "
+		       "insecure-plaintext)", path,
 		       line, (int)(kn > 64 ? 64 : kn), p);
 }
 
@@ -151,7 +171,7 @@ void fleet_creds_merge(struct fleet_creds *base, const struct fleet_creds *over)
 	for (size_t k = 0; k < N_KEYS; k++) {
 		const char *v = (const char *)over + conf_keys[k].offset;
 
-		if (*v)
+		if (conf_keys[k].kind == CK_FLAG ? *(const bool *)v : *v != '\0')
 			memcpy((char *)base + conf_keys[k].offset, v, conf_keys[k].size);
 	}
 }
@@ -186,6 +206,32 @@ static const char *opt(const char *s)
 	return *s ? s : NULL;
 }
 
+/* The TLS files: the CA and the certificate as fleet.conf (root's or the
+ * caller's, nobody else may write them: whoever may swaps whom we trust),
+ * the key as the password file.  A file that is missing or that we cannot
+ * read is left to etcd_set_tls. */
+static int tls_files_check(const struct fleet_creds *c, struct nt_err *err)
+{
+	const struct {
+		const char *what, *path;
+		int (*check)(const struct stat *st, char *why, size_t size);
+	} files[] = {
+		{ "--cacert", c->cacert, conf_check },
+		{ "--cert", c->cert, conf_check },
+		{ "--key", c->key, secret_check },
+	};
+	char why[256];
+	struct stat st;
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		if (!files[i].path[0] || stat(files[i].path, &st) < 0)
+			continue;
+		if (files[i].check(&st, why, sizeof(why)) < 0)
+			return err_set(err, -EPERM, "%s %s: %s", files[i].what, files[i].path, why);
+	}
+	return 0;
+}
+
 int fleet_creds_apply(struct etcd *e, const struct fleet_creds *c, struct nt_err *err)
 {
 	char *password = NULL;
@@ -195,9 +241,13 @@ int fleet_creds_apply(struct etcd *e, const struct fleet_creds *c, struct nt_err
 		return 0;
 	if (!c->user[0] != !c->password_file[0])
 		return err_set(err, -EINVAL, "--user and --password-file go together");
+	if ((r = tls_files_check(c, err)) < 0)
+		return r;
 	r = etcd_set_tls(e, opt(c->cacert), opt(c->cert), opt(c->key), err);
 	if (r < 0 || !c->user[0])
 		return r;
+	if (c->insecure_plaintext)
+		etcd_allow_plaintext_login(e);
 	if ((r = fleet_creds_read_password(c->password_file, &password, err)) < 0)
 		return r;
 	r = etcd_set_login(e, c->user, password, err);

@@ -5,11 +5,13 @@
  * secret is in ps or in the unit.
  *
  * fleet.conf is lines of "key = value" (cacert, cert, key, user,
- * password-file; '#' comments, blank lines); it holds paths and a name,
- * never a password.  When run as root it must be owned by root and not
- * writable by group or others; the password file must be owned by root
- * (or the user running) and readable by nobody else (mode 0600 or 0400).
- * Its first line is the password.
+ * password-file, insecure-plaintext = yes|no; '#' comments, blank lines);
+ * it holds paths and a name, never a password.  It must be owned by root
+ * (or the user running) and not writable by group or others, and so must
+ * the CA and certificate files; the password file and the client key must
+ * be owned by root (or the user running) and readable by nobody else (mode
+ * 0600 or 0400).  The password file's first line is the password.  A login
+ * is refused on an http:// endpoint unless insecure-plaintext is set.
  */
 #ifndef NODETUNE_FLEET_CREDS_H
 #define NODETUNE_FLEET_CREDS_H
@@ -30,6 +32,7 @@ struct fleet_creds {
 	char cacert[PATH_MAX], cert[PATH_MAX], key[PATH_MAX];
 	char user[FLEET_USER_MAX];
 	char password_file[PATH_MAX];
+	bool insecure_plaintext;        /* a login may go over http:// (--insecure-plaintext) */
 };
 
 /* Read path (checked as above) into *ret.  must_exist false: a missing
@@ -39,13 +42,15 @@ int fleet_creds_load(const char *path, bool must_exist, struct fleet_creds *ret,
 /* Each field set in over replaces base's. */
 void fleet_creds_merge(struct fleet_creds *base, const struct fleet_creds *over);
 
-/* Give e the credentials: TLS files (etcd_set_tls) and the user with the
- * password read from its file (checked as above; zeroed after).  Nothing
- * set: 0, plaintext and no login as before.  Returns 0, or -EINVAL (a
- * user without a password file or the other way round, a cert without a
- * key), -EPERM (a password file others can read, or not owned by root),
- * -ENOENT (a file missing; -EPERM too for one not readable), err naming
- * the option; -EACCES is left to the store's refusals. */
+/* Give e the credentials: TLS files (checked as above, then
+ * etcd_set_tls) and the user with the password read from its file
+ * (checked as above; zeroed after).  Nothing set: 0, plaintext and no
+ * login as before.  Returns 0, or -EINVAL (a user without a password file
+ * or the other way round, a cert without a key, a login to an http://
+ * endpoint without insecure_plaintext), -EPERM (a password file or key
+ * others can read, a CA or certificate others can write, one not owned by
+ * root), -ENOENT (a file missing; -EPERM too for one not readable), err
+ * naming the option and file; -EACCES is left to the store's refusals. */
 int fleet_creds_apply(struct etcd *e, const struct fleet_creds *c, struct nt_err *err);
 
 /* The first line of the password file path, checked as above (a file

@@ -219,6 +219,28 @@ static void test_auth_errors(void **state)
 	}
 }
 
+/* A login is refused while any endpoint is http:// (a mixed list too),
+ * naming it, and e is unchanged; taken once plaintext is allowed, and on
+ * https:// endpoints. */
+static void test_plaintext_login(void **state)
+{
+	struct nt_err err = { 0 };
+	struct etcd *e = etcd_open("https://127.0.0.1:1,http://127.0.0.1:2", &err);
+
+	(void)state;
+	assert_non_null(e);
+	assert_int_equal(etcd_set_login(e, "u", "secret", &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "etcd http://127.0.0.1:2: a login over plain http"));
+	assert_int_equal(etcd_login(e, &err), 0);       /* no user was set */
+	etcd_allow_plaintext_login(e);
+	assert_int_equal(etcd_set_login(e, "u", "secret", &err), 0);
+	etcd_close(e);
+	e = etcd_open("https://127.0.0.1:1,https://127.0.0.1:2", &err);
+	assert_non_null(e);
+	assert_int_equal(etcd_set_login(e, "u", "secret", &err), 0);
+	etcd_close(e);
+}
+
 /* Hostile answers: each refused with -EINVAL, the message naming the key
  * when there is one, and the output untouched. */
 static void test_parse_refusals(void **state)
@@ -560,6 +582,7 @@ int main(void)
 		cmocka_unit_test(test_parse_watch_and_errors),
 		cmocka_unit_test(test_parse_refusals),
 		cmocka_unit_test(test_auth_errors),
+		cmocka_unit_test(test_plaintext_login),
 	};
 	const struct CMUnitTest live[] = {
 		cmocka_unit_test(test_live_put_get_prefix),

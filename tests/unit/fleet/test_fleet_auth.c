@@ -12,9 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "fleet/fleet_auth.h"
+#include "test_util.h"
 
 /* The grants of role in s[0..n). */
 static unsigned grants(const struct fleet_auth_step *s, unsigned n, const char *role,
@@ -108,11 +111,75 @@ static void test_plan_refusals(void **state)
 	free(s);
 }
 
+/* fleet_auth_password_file on dir/user: -EPERM naming the file and why,
+ * and the file as it was. */
+static void refused(const char *dir, const char *user, const char *says)
+{
+	struct nt_err err = { 0 };
+
+	assert_int_equal(fleet_auth_password_file(dir, user, true, &err), -EPERM);
+	assert_non_null(strstr(err.msg, dir));
+	assert_non_null(strstr(err.msg, says));
+}
+
+/* A password file is made 0600 with 32 hex digits when absent, reused
+ * when it is ours and 0600; one a symlink, another's, or others may read,
+ * and a dir others may write, are refused (init-auth would hand etcd a
+ * password someone else knows). */
+static void test_password_file(void **state)
+{
+	char dir[64], path[128], target[128], first[64] = "", again[64] = "";
+	struct nt_err err = { 0 };
+	struct stat st;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(test_tmpdir(dir, sizeof(dir)));
+	assert_int_equal(chmod(dir, 0700), 0);
+	snprintf(path, sizeof(path), "%s/u", dir);
+	assert_int_equal(fleet_auth_password_file(dir, "u", true, &err), 0);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_non_null(f = fopen(path, "r"));
+	assert_non_null(fgets(first, sizeof(first), f));
+	fclose(f);
+	assert_int_equal(strlen(first), 33);
+	assert_int_equal(strspn(first, "0123456789abcdef"), 32);
+	assert_int_equal(fleet_auth_password_file(dir, "u", true, &err), 0);  /* reused as it is */
+	assert_non_null(f = fopen(path, "r"));
+	assert_non_null(fgets(again, sizeof(again), f));
+	fclose(f);
+	assert_string_equal(first, again);
+	assert_int_equal(chmod(path, 0644), 0);
+	refused(dir, "u", "mode 0644: group or others may read or write it");
+	assert_int_equal(chmod(path, 0400), 0);
+	assert_int_equal(fleet_auth_password_file(dir, "u", true, &err), 0);
+	snprintf(target, sizeof(target), "%s/elsewhere", dir);
+	assert_int_equal(test_write(dir, "elsewhere", "planted\n"), 0);
+	assert_int_equal(chmod(target, 0600), 0);
+	assert_int_equal(symlink(target, strcat(strcpy(path, dir), "/ln")), 0);
+	refused(dir, "ln", "a symlink");
+	if (geteuid() == 0) {
+		assert_int_equal(chown(target, 65534, 65534), 0);
+		refused(dir, "elsewhere", "owned by uid 65534");
+	}
+	assert_int_equal(mkdir(strcat(strcpy(path, dir), "/d"), 0700), 0);
+	refused(dir, "d", "not a regular file");
+	assert_int_equal(fleet_auth_password_file(dir, "absent", false, &err), 0);     /* checked, not made */
+	assert_int_equal(access(strcat(strcpy(path, dir), "/absent"), F_OK), -1);
+	assert_int_equal(chmod(dir, 0777), 0);
+	refused(dir, "new", "--password-dir");
+	assert_int_equal(access(strcat(strcpy(path, dir), "/new"), F_OK), -1);  /* nothing made */
+	assert_int_equal(chmod(dir, 0700), 0);
+	test_rmrf(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_plan),
 		cmocka_unit_test(test_plan_refusals),
+		cmocka_unit_test(test_password_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -38,6 +38,11 @@ static void test_parse(void **state)
 	assert_string_equal(c.password_file, "/etc/nodetune/etcd.password");
 	assert_string_equal(c.cert, "/c.pem");
 	assert_string_equal(c.key, "/k.pem");
+	assert_false(c.insecure_plaintext);
+	assert_int_equal(parse("insecure-plaintext = yes\n", &c, &err), 0);
+	assert_true(c.insecure_plaintext);
+	assert_int_equal(parse("insecure-plaintext = no\n", &c, &err), 0);
+	assert_false(c.insecure_plaintext);
 	assert_int_equal(parse("", &c, &err), 0);
 	assert_false(fleet_creds_any(&c));
 }
@@ -51,6 +56,8 @@ static void test_parse_refusals(void **state)
 		{ "cacert = relative.pem\n", "fleet.conf:1: cacert: not an absolute path" },
 		{ "user = root:secret\n", "fleet.conf:1: user: a name without ':'" },
 		{ "key =\n", "fleet.conf:1: key: an empty or too long value" },
+		{ "insecure-plaintext = 1\n", "fleet.conf:1: insecure-plaintext: yes or no" },
+		{ "insecure-plaintext = yes\ninsecure-plaintext = yes\n", "fleet.conf:2: insecure-plaintext given twice" },
 	};
 	struct fleet_creds c = { .user = "kept" };
 	struct nt_err err = { 0 };
@@ -65,11 +72,13 @@ static void test_parse_refusals(void **state)
 
 static void test_merge(void **state)
 {
-	struct fleet_creds base = { .cacert = "/file-ca", .user = "file-user", .password_file = "/file-pw" };
+	struct fleet_creds base = { .cacert = "/file-ca", .user = "file-user", .password_file = "/file-pw",
+				    .insecure_plaintext = true };
 	struct fleet_creds over = { .user = "cli-user" };
 
 	(void)state;
 	fleet_creds_merge(&base, &over);
+	assert_true(base.insecure_plaintext);       /* the file's, not unset by an option not given */
 	assert_string_equal(base.user, "cli-user");
 	assert_string_equal(base.cacert, "/file-ca");
 	assert_string_equal(base.password_file, "/file-pw");
@@ -113,11 +122,57 @@ static void test_files(void **state)
 	assert_int_equal(fleet_creds_apply(e, &c, &err), -EPERM);
 	assert_non_null(strstr(err.msg, "readable by group or others"));
 	assert_int_equal(chmod(pw, 0600), 0);
+	assert_int_equal(fleet_creds_apply(e, &c, &err), -EINVAL);          /* a login over http:// */
+	assert_non_null(strstr(err.msg, "etcd http://127.0.0.1:1: a login over plain http"));
+	c.insecure_plaintext = true;
 	assert_int_equal(fleet_creds_apply(e, &c, &err), 0);
 	assert_int_equal(test_write(dir, "pw", "\nsecond\n"), 0);
 	assert_int_equal(fleet_creds_apply(e, &c, &err), -EINVAL);          /* an empty first line */
 	/* no credentials at all: plaintext as before */
 	assert_int_equal(fleet_creds_apply(e, NULL, &err), 0);
+	etcd_close(e);
+	test_rmrf(dir);
+}
+
+/* The TLS files: a client key others can read, a CA or certificate others
+ * can write, are refused before anything is sent, naming the option and
+ * the file; the same files 0600 / 0644 are taken. */
+static void test_tls_files(void **state)
+{
+	char dir[64], ca[128], key[128];
+	struct nt_err err = { 0 };
+	struct etcd *e = etcd_open("https://127.0.0.1:1", &err);
+	struct fleet_creds c = { 0 };
+
+	(void)state;
+	assert_non_null(e);
+	assert_non_null(test_tmpdir(dir, sizeof(dir)));
+	snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
+	snprintf(key, sizeof(key), "%s/client-key.pem", dir);
+	assert_int_equal(test_write(dir, "ca.pem", "not parsed here\n"), 0);
+	assert_int_equal(test_write(dir, "client.pem", "not parsed here\n"), 0);
+	assert_int_equal(test_write(dir, "client-key.pem", "not parsed here\n"), 0);
+	snprintf(c.cacert, sizeof(c.cacert), "%s", ca);
+	snprintf(c.cert, sizeof(c.cert), "%s/client.pem", dir);
+	snprintf(c.key, sizeof(c.key), "%s", key);
+	assert_int_equal(chmod(ca, 0644), 0);
+	assert_int_equal(chmod(key, 0644), 0);
+	assert_int_equal(fleet_creds_apply(e, &c, &err), -EPERM);
+	assert_non_null(strstr(err.msg, "--key "));
+	assert_non_null(strstr(err.msg, key));
+	assert_non_null(strstr(err.msg, "readable by group or others"));
+	assert_int_equal(chmod(key, 0600), 0);
+	assert_int_equal(chmod(ca, 0666), 0);
+	assert_int_equal(fleet_creds_apply(e, &c, &err), -EPERM);
+	assert_non_null(strstr(err.msg, "--cacert "));
+	assert_non_null(strstr(err.msg, "writable by group or others"));
+	assert_int_equal(chmod(ca, 0644), 0);
+	assert_int_equal(fleet_creds_apply(e, &c, &err), 0);
+	if (geteuid() == 0) {                       /* another owner (nobody) */
+		assert_int_equal(chown(key, 65534, 65534), 0);
+		assert_int_equal(fleet_creds_apply(e, &c, &err), -EPERM);
+		assert_non_null(strstr(err.msg, "owned by uid 65534"));
+	}
 	etcd_close(e);
 	test_rmrf(dir);
 }
@@ -129,6 +184,7 @@ int main(void)
 		cmocka_unit_test(test_parse_refusals),
 		cmocka_unit_test(test_merge),
 		cmocka_unit_test(test_files),
+		cmocka_unit_test(test_tls_files),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
