@@ -13,10 +13,12 @@
 #       job without --nodetune), and doctor names it while it is pending
 #   L6  the daemon's start retries it too, before it journals the node's
 #       values for its own policy (on a tree: needs no Slurm)
-# NODETUNE_SPANK names the plugin (default: beside $NODETUNE), for a run
-# against an older build.
+# NODETUNE_SPANK names the plugin (default: beside $NODETUNE, else
+# build/nodetune_spank.so: the ASan pass has no plugin of its own, since
+# slurmstepd is not instrumented), for a run against an older build.
 
 slurm_plugin=${NODETUNE_SPANK:-$(dirname "$NODETUNE")/nodetune_spank.so}
+[ -r "$slurm_plugin" ] || slurm_plugin=$SRCDIR/build/nodetune_spank.so
 slurm_knob=/proc/sys/vm/max_map_count
 
 # slurm_wait JOBID...: until squeue lists none of them (30 s at most)
