@@ -27,7 +27,8 @@ const struct verb_spec doctor_spec = {
 	"samples every 100 ms, default 2 s) while the average looks fine; THP\n"
 	"defrag=always; automatic NUMA balancing on a multi-node host; device IRQs on\n"
 	"CPUs the ranks of --policy use; a governor other than performance; swap;\n"
-	"cgroup CPU throttling.  A captured tree may carry proc/stat.series/NNN samples.",
+	"cgroup CPU throttling; a Slurm job whose epilog could not revert its settings\n"
+	"(/run/nodetune/slurm).  A captured tree may carry proc/stat.series/NNN samples.",
 };
 
 int cmd_doctor(struct opts *o)

@@ -7,13 +7,15 @@
  *   1. configuration (plugstack.conf arguments), the option, init: no
  *      policy_dirs= and the plugin refuses to start
  *   2. reading a policy as the job's user, from the policy directories
- *   3. running nodetune and scontrol under a timeout
+ *   3. running nodetune under a timeout; whether the job owns the node
+ *      (slurmctld's word, through Slurm's API)
  *   4. the prolog's outcome, which the job's steps read
  *   5. remote: check the policy before the step starts (init_post_opt),
  *      bind each task (task_init, in the task, after task/affinity)
  *   6. job prolog/epilog (slurmd, root): the node's settings for a job
- *      that owns the node, applied from a checked copy in the job's state
- *      dir, reverted from it
+ *      that owns the node and while no other job's are on it, applied from
+ *      a checked copy in the job's state dir, reverted from it; a revert
+ *      that failed is retried at the next job's prolog (tune/jobstate.h)
  *
  * Trust: the value of --nodetune reaches the node in the job's
  * environment, which the user controls, so the node trusts nothing about
@@ -49,15 +51,19 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
 #include <slurm/spank.h>
 
 #include "base/asuser.h"
 #include "base/cpulist.h"
+#include "base/parse.h"
 #include "base/userfile.h"
 #include "machine/gres.h"
 #include "machine/knob.h"
 #include "machine/topo.h"
 #include "tune/bind.h"
+#include "tune/jobstate.h"
 #include "tune/plan.h"
 #include "tune/policy.h"
 
@@ -78,9 +84,8 @@ static struct {
 	char topology[PATH_MAX];       /* topology=FILE.xml: plan against it (tests) */
 	char state_dir[PATH_MAX];      /* state_dir=DIR: per-job state (/run/nodetune/slurm) */
 	char nodetune[PATH_MAX];       /* nodetune=PATH: the binary for apply/revert */
-	char scontrol[PATH_MAX];       /* scontrol=PATH: asks slurmctld whether a job owns the node */
-	char timeout[16];              /* timeout=SECONDS: for apply, revert, scontrol */
-} cfg = { "", "", "", "/run/nodetune/slurm", NODETUNE_BIN, "/usr/bin/scontrol", "60" };
+	char timeout[16];              /* timeout=SECONDS: for apply and revert */
+} cfg = { "", "", "", "/" JOBSTATE_DIR, NODETUNE_BIN, "60" };
 
 static char arg_policy[PATH_MAX];      /* --nodetune as given */
 static bool arg_given;
@@ -118,8 +123,7 @@ static void parse_args(int ac, char **av, bool say)
 	static const struct { const char *key; char *dst; size_t size; } keys[] = {
 		{ "default=", cfg.default_policy, PATH_MAX }, { "policy_dirs=", cfg.policy_dirs, PATH_MAX },
 		{ "topology=", cfg.topology, PATH_MAX }, { "state_dir=", cfg.state_dir, PATH_MAX },
-		{ "nodetune=", cfg.nodetune, PATH_MAX }, { "scontrol=", cfg.scontrol, PATH_MAX },
-		{ "timeout=", cfg.timeout, sizeof(cfg.timeout) },
+		{ "nodetune=", cfg.nodetune, PATH_MAX }, { "timeout=", cfg.timeout, sizeof(cfg.timeout) },
 	};
 
 	for (int i = 0; i < ac; i++) {
@@ -135,7 +139,7 @@ static void parse_args(int ac, char **av, bool say)
 		}
 		if (k == sizeof(keys) / sizeof(keys[0]) && say)
 			slurm_error("nodetune: plugstack.conf: unknown argument '%s' ignored (known: default= "
-				    "policy_dirs= topology= state_dir= nodetune= scontrol= timeout=)", av[i]);
+				    "policy_dirs= topology= state_dir= nodetune= timeout=)", av[i]);
 	}
 }
 
@@ -298,7 +302,7 @@ static const char *policy_value_in_effect(void)
 	return v && strcmp(v, "none") ? v : NULL;
 }
 
-/* ---- 3. running nodetune and scontrol under a timeout ----------------------- */
+/* ---- 3. running nodetune under a timeout; whether the job owns the node ---- */
 
 static long ms_since(const struct timespec *t0)
 {
@@ -414,7 +418,7 @@ static int run_cmd(const char *const *argv, int timeout_s, void (*line)(const ch
 static void nodetune_line(const char *l, void *last)
 {
 	slurm_info("nodetune: %s", l);
-	snprintf(last, 512, "%s", l);
+	snprintf(last, 512, "%.500s", l);
 }
 
 /* Run `nodetune VERB ARGS...` under the timeout.  Returns run_cmd's
@@ -435,40 +439,85 @@ static int run_nodetune(const char *const *args, char *last)
 	return r;
 }
 
-struct capture { char text[8192]; size_t n; };
-
-static void capture_line(const char *l, void *arg)
+/* Slurm's name for a job's shared value (scontrol's OverSubscribe=) */
+static const char *shared_word(uint16_t shared)
 {
-	struct capture *c = arg;
-	int n = snprintf(c->text + c->n, sizeof(c->text) - c->n, "%s\n", l);
-
-	if (n > 0 && c->n + (size_t)n < sizeof(c->text))
-		c->n += (size_t)n;
+	switch (shared) {
+	case JOB_SHARED_NONE: return "NO";
+	case JOB_SHARED_OK: return "YES";
+	case JOB_SHARED_USER: return "USER";
+	case JOB_SHARED_MCS: return "MCS";
+	default: return "OK";
+	}
 }
 
-/* Does job own this node?  slurmctld's word: `scontrol show job -o JOB`
- * says OverSubscribe=NO for a job given the whole node (--exclusive).
- * Returns 1, 0 (why says why not), or -errno when scontrol could not
- * tell (why). */
-static int job_owns_node(uint32_t job, char *why, size_t size)
+/* Is the Slurm running this plugin the release it was built for?  The
+ * layout of slurm_job_info_t (slurm.h) changes between releases: read
+ * through another release's, the shared field is some other field's bytes.
+ * true, or false with why. */
+static bool same_release(spank_t sp, char *why, size_t size)
 {
-	char id[16];
-	struct capture c = { .n = 0 };
-	const char *argv[] = { cfg.scontrol, "show", "job", "-o", id, NULL };
-	const char *os;
-	int r;
+	char *major = NULL, *minor = NULL;
+	uint64_t ma, mi;
+	char built[16];
 
-	snprintf(id, sizeof(id), "%u", job);
-	r = run_cmd(argv, cfg_timeout(), capture_line, &c);
-	if (r != 0 || !(os = strstr(c.text, " OverSubscribe="))) {
-		snprintf(why, size, "slurmctld could not be asked whether job %u owns the node (%.200s show job: %s)", job,
-			 cfg.scontrol, r == -ETIME ? "timed out" : r == 127 ? "cannot be run" : "no OverSubscribe=");
-		return r < 0 ? r : -EIO;
+	snprintf(built, sizeof(built), "%d.%02d", SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER),
+		 SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER));
+	if (spank_get_item(sp, S_SLURM_VERSION_MAJOR, &major) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_SLURM_VERSION_MINOR, &minor) != ESPANK_SUCCESS || !major || !minor) {
+		snprintf(why, size, "slurmd does not say its Slurm release (the plugin was built for %s)", built);
+		return false;
 	}
-	if (!strncmp(os, " OverSubscribe=NO", 17) && (os[17] == ' ' || os[17] == '\n'))
+	if (parse_u64(major, 255, &ma) == 0 && parse_u64(minor, 255, &mi) == 0 &&
+	    ma == SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER) && mi == SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER))
+		return true;
+	snprintf(why, size, "the plugin was built for Slurm %s, this node runs %.8s.%.8s: rebuild it against this "
+		 "Slurm's headers", built, major, minor);
+	return false;
+}
+
+/* Does job own this node?  slurmctld's word through Slurm's API,
+ * slurm_load_job: the job's shared field, which slurmctld derives from the
+ * job's --exclusive (or its partition's OverSubscribe=EXCLUSIVE) and
+ * nothing the user wrote as text (the job name, the comment: the old
+ * parse of `scontrol show job -o` took a name 'x OverSubscribe=NO' for the
+ * field).  Only JOB_SHARED_NONE owns the node: YES and OK share it with
+ * other jobs, USER (--exclusive=user) with the user's other jobs, MCS with
+ * its MCS label's.
+ *
+ * slurm_load_job is the one in the process that loaded the plugin
+ * (slurmstepd's libslurmfull, which also gives slurm_error and spank_*:
+ * its configuration and authentication are slurmd's), not a libslurm
+ * linked here, which would bring a second copy of Slurm's globals into
+ * slurmstepd.  The SPANK API itself says nothing of exclusivity in the
+ * prolog, and the prolog's environment carries nothing of it either.
+ * Returns 1, 0 (why says why not), or -errno when slurmctld could not tell
+ * (why). */
+static int job_owns_node(spank_t sp, uint32_t job, char *why, size_t size)
+{
+	job_info_msg_t *msg = NULL;
+	uint16_t shared = NO_VAL16;
+	bool found = false;
+
+	if (!same_release(sp, why, size))
+		return -EPROTO;
+	if (slurm_load_job(&msg, job, SHOW_ALL) != SLURM_SUCCESS || !msg) {
+		snprintf(why, size, "slurmctld could not be asked whether job %u owns the node (slurm_load_job: %s)",
+			 job, slurm_strerror(slurm_get_errno()));
+		return -EIO;
+	}
+	for (uint32_t i = 0; i < msg->record_count && !found; i++)
+		if ((found = msg->job_array[i].job_id == job))
+			shared = msg->job_array[i].shared;
+	slurm_free_job_info_msg(msg);
+	if (!found) {
+		snprintf(why, size, "slurmctld does not know job %u", job);
+		return -ENOENT;
+	}
+	if (shared == JOB_SHARED_NONE)
 		return 1;
-	snprintf(why, size, "job %u shares the node with other jobs (OverSubscribe=%.*s; submit with --exclusive)",
-		 job, (int)strcspn(os + 15, " \n"), os + 15);
+	snprintf(why, size, "job %u shares the node with other jobs (OverSubscribe=%s; submit with --exclusive)", job,
+		 shared_word(shared));
 	return 0;
 }
 
@@ -788,14 +837,12 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 
 /* ---- 6. job prolog/epilog: the node's settings for a job that owns it ------ */
 
-/* mkdir -p for the base, 0700 for the job's own directory (root's: one
- * that exists must be a directory of root's, not a link). */
-static int make_state_dir(const char *dir)
+/* mkdir -p (0755) of every directory above path's last '/'.  0 or -errno. */
+static int make_parents(const char *path)
 {
 	char p[PATH_MAX];
-	struct stat st;
 
-	snprintf(p, sizeof(p), "%s", dir);
+	snprintf(p, sizeof(p), "%s", path);
 	for (char *s = p + 1; *s; s++)
 		if (*s == '/') {
 			*s = '\0';
@@ -803,6 +850,20 @@ static int make_state_dir(const char *dir)
 				return -errno;
 			*s = '/';
 		}
+	return 0;
+}
+
+/* mkdir -p for the base, 0700 for the job's own directory (root's: one
+ * that exists must be a directory of root's, not a link). */
+static int make_state_dir(const char *dir)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	int r;
+
+	snprintf(p, sizeof(p), "%s", dir);
+	if ((r = make_parents(p)) < 0)
+		return r;
 	if (mkdir(p, 0700) < 0 && errno != EEXIST)
 		return -errno;
 	if (lstat(p, &st) < 0)
@@ -893,6 +954,102 @@ static void prolog_apply(const struct policy *p, uint32_t job, const char *dir)
 		      after, tail);
 }
 
+/* The state dirs' base (made, 0755) and its lock, waited for: one prolog
+ * or epilog at a time decides, applies or reverts on the node.  The fd to
+ * close, or -1 (said). */
+static int state_lock(const char *who)
+{
+	char base[PATH_MAX + 2];
+	int r;
+
+	snprintf(base, sizeof(base), "%s/", cfg.state_dir);
+	if ((r = make_parents(base)) < 0 || (r = jobstate_lock(cfg.state_dir, true)) < 0)
+		slurm_error("nodetune: %s: %s/" JOBSTATE_LOCK ": %s (nothing done)", who, cfg.state_dir, strerror(-r));
+	return r < 0 ? -1 : r;
+}
+
+/* The jobs that have a state dir on this node (jobstate_list).  Their
+ * count with *ret (free it), or -errno. */
+static int list_jobs(struct jobstate **ret)
+{
+	struct fsroot *root = fsroot_open("/");
+	int n = root ? jobstate_list(root, cfg.state_dir, ret) : -errno;
+
+	fsroot_free(root);
+	return n;
+}
+
+/* Revert job's settings from its state dir (when it holds a journal) and
+ * remove the dir.  A revert that fails keeps the dir with the reason in
+ * JOBSTATE_PENDING: the next job's prolog (and the daemon's start) retry
+ * it.  who says who tried, for the reason.  0, or -1 (said). */
+static int revert_job(uint32_t job, const char *who)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 16], last[512], why[1024], ex[24] = "";
+	int rc, r;
+
+	if (job_state_dir(job, dir, sizeof(dir)) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/journal", dir);
+	if (access(path, F_OK) == 0) {
+		rc = run_nodetune((const char *const[]){ "revert", "--state-dir", dir, NULL }, last);
+		if (rc != 0 || access(path, F_OK) == 0) {
+			if (rc > 0)
+				snprintf(ex, sizeof(ex), " (exit %d)", rc);
+			snprintf(why, sizeof(why), "%s: nodetune revert: %s%s", who, last, ex);
+			slurm_error("nodetune: %s: job %u's settings stay on the node, %s kept; the next job's prolog "
+				    "retries", why, job, dir);
+			if ((r = jobstate_mark_pending(dir, why)) < 0)
+				slurm_error("nodetune: %s/" JOBSTATE_PENDING ": %s", dir, strerror(-r));
+			return -1;
+		}
+	}
+	if ((r = jobstate_remove(dir)) < 0)
+		slurm_error("nodetune: %s: removing %s: %s", who, dir, strerror(-r));
+	return r < 0 ? -1 : 0;
+}
+
+/* The jobs whose epilog could not revert them, retried before anything
+ * is decided or applied for this one. */
+static void prolog_retry(uint32_t job)
+{
+	struct jobstate *js = NULL;
+	char who[64];
+	int n = list_jobs(&js);
+
+	if (n < 0 && n != -ENOENT)
+		slurm_error("nodetune: prolog: %s: %s (no pending revert retried)", cfg.state_dir, strerror(-n));
+	snprintf(who, sizeof(who), "the prolog of job %u (a retry)", job);
+	for (int i = 0; i < n; i++)
+		if (js[i].pending && revert_job(js[i].job, who) == 0)
+			slurm_info("nodetune: prolog: job %u's settings, which its epilog could not revert, are "
+				   "reverted", js[i].job);
+	free(js);
+}
+
+/* Is another job's journal in its state dir?  Its values are on the node:
+ * this job would journal them as the originals, and the job that ends
+ * last would leave the node tuned.  true (why says which), or false. */
+static bool other_job_tuned(uint32_t job, char *why, size_t size)
+{
+	struct jobstate *js = NULL;
+	int n = list_jobs(&js);
+	bool found = false;
+
+	if (n < 0 && n != -ENOENT) {
+		snprintf(why, size, "%.300s cannot be listed (%s), so another job's settings may be on the node",
+			 cfg.state_dir, strerror(-n));
+		return true;
+	}
+	for (int i = 0; i < n && !found; i++)
+		if ((found = js[i].job != job && js[i].journal))
+			snprintf(why, size, "job %u's settings are still on the node (its journal %.300s/%u/journal%s)",
+				 js[i].job, cfg.state_dir, js[i].job,
+				 js[i].pending ? "; its revert failed, and each job's prolog retries it" : "");
+	free(js);
+	return found;
+}
+
 /* The job's user, from slurmd: uid and gid (the job credential), groups
  * from the user database.  0 or -1 (said). */
 static int prolog_user(spank_t sp, struct asuser *u)
@@ -908,75 +1065,82 @@ static int prolog_user(spank_t sp, struct asuser *u)
 	return asuser_lookup(uid, gid, u);
 }
 
-/* Check the job's policy as its user; for a job that owns the node apply
- * it, else say why not.  Never fails: a failing prolog drains the node;
- * the outcome file fails the job's tasks instead. */
-int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
+/* Check the job's policy (value) as its user; for a job that owns the node,
+ * while no other job's settings are on it, apply it, else say why not. */
+static void prolog_job(spank_t sp, uint32_t job, const char *value)
 {
-	char dir[PATH_MAX], why[512], *optarg = NULL;
-	const char *value = cfg.default_policy[0] ? cfg.default_policy : NULL;
+	char dir[PATH_MAX], why[512];
 	struct nt_err err = { 0 };
 	struct asuser u;
 	struct policy *p;
-	uint32_t job = 0;
 	int r;
+
+	if (job_state_dir(job, dir, sizeof(dir)) < 0 || prolog_user(sp, &u) < 0)
+		return;
+	if ((r = make_state_dir(dir)) < 0) {
+		slurm_error("nodetune: prolog: %s: %s (nothing applied)", dir, strerror(-r));
+		return;
+	}
+	if (!(p = policy_for_user(value, getenv("SLURM_JOB_WORK_DIR"), &u, NULL, NULL, &err))) {
+		outcome_write(dir, OUTCOME_FAILED "%s", err.msg);
+		return;
+	}
+	if (!policy_host_wide(p))
+		outcome_write(dir, "applied");   /* nothing for the node: the tasks are bound */
+	else if (job_owns_node(sp, job, why, sizeof(why)) == 1 && !other_job_tuned(job, why, sizeof(why)))
+		prolog_apply(p, job, dir);
+	else
+		outcome_write(dir, OUTCOME_SHARED "host-wide settings of %s not applied, only the tasks bound: %s",
+			      p->path, why);
+	policy_free(p);
+}
+
+/* Retry the reverts earlier epilogs could not finish, then check the job's
+ * policy and apply it if the job may tune the node.  Never fails: a
+ * failing prolog drains the node; the outcome file fails the job's tasks
+ * instead. */
+int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
+{
+	const char *value = cfg.default_policy[0] ? cfg.default_policy : NULL;
+	char *optarg = NULL;
+	uint32_t job = 0;
+	int lk;
 
 	parse_args(ac, av, true);
 	if (!cfg.policy_dirs[0])
 		return 0;   /* refused: said by slurmd's init */
 	if (spank_option_getopt(sp, &nodetune_opt, &optarg) == ESPANK_SUCCESS && optarg)
 		value = optarg;
-	if (!value || !strcmp(value, "none") || spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
-	    job_state_dir(job, dir, sizeof(dir)) < 0 || prolog_user(sp, &u) < 0)
+	if (value && !strcmp(value, "none"))
+		value = NULL;
+	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS)
+		job = 0;
+	/* no policy and no state dir: nothing asked, nothing pending */
+	if ((!value && access(cfg.state_dir, F_OK) < 0) || (lk = state_lock("prolog")) < 0)
 		return 0;
-	if ((r = make_state_dir(dir)) < 0) {
-		slurm_error("nodetune: prolog: %s: %s (nothing applied)", dir, strerror(-r));
-		return 0;
-	}
-	if (!(p = policy_for_user(value, getenv("SLURM_JOB_WORK_DIR"), &u, NULL, NULL, &err))) {
-		outcome_write(dir, OUTCOME_FAILED "%s", err.msg);
-		return 0;
-	}
-	if (!policy_host_wide(p))
-		outcome_write(dir, "applied");   /* nothing for the node: the tasks are bound */
-	else if ((r = job_owns_node(job, why, sizeof(why))) == 1)
-		prolog_apply(p, job, dir);
-	else
-		outcome_write(dir, OUTCOME_SHARED "host-wide settings of %s not applied, only the tasks bound: %s",
-			      p->path, why);
-	policy_free(p);
+	prolog_retry(job);
+	if (value && job)
+		prolog_job(sp, job, value);
+	close(lk);
 	return 0;
 }
 
 /* Whatever the prolog applied is reverted from the job's state dir, even
  * after a reboot or a crashed job: no option needed, only the dir.  A
- * revert that fails keeps the dir (and its journal) for the next try. */
+ * revert that fails keeps the dir (and its journal), marked pending, for
+ * the next job's prolog or the daemon's start to retry. */
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 {
-	static const char *const files[] = { "policy.conf", "outcome", "lock" };
-	char dir[PATH_MAX], path[PATH_MAX + 16], last[512];
+	char dir[PATH_MAX];
 	uint32_t job = 0;
 	struct stat st;
-	int rc;
+	int lk;
 
 	parse_args(ac, av, true);
 	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS || job_state_dir(job, dir, sizeof(dir)) < 0 ||
-	    lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+	    lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || (lk = state_lock("epilog")) < 0)
 		return 0;
-	snprintf(path, sizeof(path), "%s/journal", dir);
-	if (access(path, F_OK) == 0) {
-		rc = run_nodetune((const char *const[]){ "revert", "--state-dir", dir, NULL }, last);
-		if (rc != 0 || access(path, F_OK) == 0) {
-			slurm_error("nodetune: epilog: nodetune revert --state-dir %s: %s (exit %d; kept for the next try)",
-				    dir, last, rc);
-			return 0;
-		}
-	}
-	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
-		unlink(path);
-	}
-	if (rmdir(dir) < 0)
-		slurm_error("nodetune: epilog: rmdir %s: %s", dir, strerror(errno));
+	revert_job(job, "the epilog");
+	close(lk);
 	return 0;
 }

@@ -29,6 +29,7 @@
 #include "daemon/flap.h"
 #include "fleet/fleet_gate.h"
 #include "fleet/fleet_host.h"
+#include "tune/jobstate.h"
 #include "tune/journal.h"
 #include "tune/limits.h"
 #include "machine/kstate.h"
@@ -688,6 +689,14 @@ static int start_inputs(struct daemon *d, struct nt_err *err)
 	return c->fleet_endpoints ? fleet_start(d, err) : 0;
 }
 
+/* Each restore in rep, a line of its own. */
+static void say_restored(struct daemon *d, const struct apply_changes *rep)
+{
+	for (unsigned i = 0; i < rep->n; i++)
+		say(d, LOG_NOTICE, "restored /%s: %s -> %s", rep->changes[i].path, rep->changes[i].from,
+		    rep->changes[i].to);
+}
+
 /* A fleet gate that a daemon killed mid-gate left in the state dir: its
  * arm is reverted (after the ab that got its parent's death signal lets
  * go of the journal, up to 30 s) before our policy is applied again.
@@ -702,6 +711,26 @@ static int gate_recover(struct daemon *d, struct nt_err *err)
 	if (n > 0)
 		say(d, LOG_NOTICE, "fleet: %s: the gate a stopped daemon left: %d settings restored", dir, n);
 	return n < 0 ? n : 0;
+}
+
+/* Slurm jobs whose epilog could not revert them (tune/jobstate.h) are
+ * reverted before our policy is applied: the daemon must not journal a
+ * job's values as the node's originals.  A failure is said and the daemon
+ * goes on (doctor names the job while it is pending; the next job's prolog
+ * retries it). */
+static void slurm_recover(struct daemon *d)
+{
+	struct apply_changes rep = { 0 };
+	struct nt_err err = { 0 };
+	int n = jobstate_retry_pending(d->root, d->cfg->sysroot, &rep, &err);
+
+	say_restored(d, &rep);
+	if (n < 0)
+		say(d, LOG_ERR, "slurm: %s (kept; the next job's prolog retries it)", err.msg);
+	else if (n > 0)
+		say(d, LOG_NOTICE, "slurm: %d job%s whose epilog could not revert %s: reverted now, %u settings restored",
+		    n, n == 1 ? "" : "s", n == 1 ? "it" : "them", rep.n);
+	apply_changes_release(&rep);
 }
 
 /* The servers, then the first apply and verify. */
@@ -721,6 +750,7 @@ static int start_host(struct daemon *d, struct nt_err *err)
 	d->sampler_ok = sampler_init(&d->sampler, d->cfg->sysroot ? d->cfg->sysroot : "/", no_pids, 0, false) == 0;
 	if ((r = gate_recover(d, err)) < 0)
 		return r;
+	slurm_recover(d);
 	r = apply_converge(d->plan, d->root, d->j, NULL, NULL, &rep, err);
 	for (unsigned i = 0; i < rep.n_notes; i++)
 		say(d, LOG_NOTICE, "%s", rep.notes[i]);
@@ -763,8 +793,7 @@ static void revert_all(struct daemon *d, const char *why)
 	d->j = NULL;
 	if (apply_revert(d->cfg->state_dir, d->cfg->sysroot, &rep, &err) < 0)
 		say(d, LOG_ERR, "%s: revert failed: %s", why, err.msg);
-	for (unsigned i = 0; i < rep.n; i++)
-		say(d, LOG_NOTICE, "restored /%s: %s -> %s", rep.changes[i].path, rep.changes[i].from, rep.changes[i].to);
+	say_restored(d, &rep);
 	say(d, LOG_NOTICE, "%s: %u settings restored", why, rep.n);
 	apply_changes_release(&rep);
 }

@@ -15,6 +15,7 @@
 #include "observe/obs.h"
 #include "observe/tlb.h"
 #include "base/parse.h"
+#include "tune/jobstate.h"
 
 /* ---- report helpers ---------------------------------------------------- */
 
@@ -324,6 +325,40 @@ static int check_throttling(struct ctx *x)
 	return 0;
 }
 
+/* Slurm jobs whose epilog could not revert them (tune/jobstate.h): the node
+ * keeps their settings until a retry. */
+static int check_slurm_pending(struct ctx *x)
+{
+	struct jobstate *js = NULL;
+	struct doctor_hazard *h = NULL;
+	char base[200], list[280] = "";
+	size_t used = 0;
+	int n = jobstate_list(x->root, JOBSTATE_DIR, &js), found = 0, first = -1;
+
+	fsroot_display(x->root, JOBSTATE_DIR, base, sizeof(base));
+	if (n < 0 && n != -ENOENT) {
+		note(x->rep, "slurm-revert-pending: skipped, cannot list %s: %s", base, strerror(-n));
+		return n == -ENOMEM ? n : 0;
+	}
+	x->rep->checks++;
+	for (int i = 0; i < n; i++)
+		if (js[i].pending && found++ < 4 && used < sizeof(list)) {
+			used += (size_t)snprintf(list + used, sizeof(list) - used, "%sjob %u (%s)", found > 1 ? "; " : "",
+						 js[i].job, js[i].why);
+			first = first < 0 ? i : first;
+		}
+	if (found && (h = hazard(x->rep, "slurm-revert-pending"))) {
+		FILL(h, summary, "%d Slurm job%s ended with %s settings still on the node: the epilog's revert failed and is pending",
+		     found, found == 1 ? "" : "s", found == 1 ? "its" : "their");
+		FILL(h, evidence, "%.160s holds the journal and the epilog's " JOBSTATE_PENDING " of %.280s%s", base, list,
+		     found > 4 ? "; ..." : "");
+		FILL(h, fix, "find why in slurmd's log and mend it, then `nodetune revert --state-dir %.160s/%u` (the next job's prolog and the daemon's start retry it; until then no job gets host-wide settings)",
+		     base, js[first].job);
+	}
+	free(js);
+	return found && !h ? -ENOMEM : 0;
+}
+
 /* ---- the table --------------------------------------------------------- */
 
 static const struct {
@@ -338,6 +373,7 @@ static const struct {
 	{ "governor", check_governor },
 	{ "swap-on", check_swap },
 	{ "cgroup-throttling", check_throttling },
+	{ "slurm-revert-pending", check_slurm_pending },
 };
 
 /* ---- counters a host may not produce ------------------------------------ */

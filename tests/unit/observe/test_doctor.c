@@ -27,7 +27,7 @@ static void doctor_on(struct run *x, const char *tree, bool with_policy)
 	struct doctor_config cfg = { 2.0, 0.1, NULL };
 
 	memset(x, 0, sizeof(*x));
-	x->root = fsroot_open(test_path(path, sizeof(path), tree));
+	x->root = fsroot_open(tree[0] == '/' ? tree : test_path(path, sizeof(path), tree));
 	assert_non_null(x->root);
 	x->t = topo_load_xml(test_path(path, sizeof(path), "tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml"), &err);
 	assert_non_null(x->t);
@@ -70,7 +70,7 @@ static void test_every_hazard(void **state)
 
 	(void)state;
 	doctor_on(&x, "tests/fixtures/sysroot/gpu-host-hazards", true);
-	assert_int_equal(x.rep.checks, 8);
+	assert_int_equal(x.rep.checks, 9);   /* slurm-revert-pending ran: no Slurm state dir, none pending */
 	assert_int_equal(x.rep.n, 8);
 	for (size_t i = 0; i < 8; i++) {
 		const struct doctor_hazard *h = find(&x.rep, codes[i]);
@@ -110,6 +110,35 @@ static void test_without_policy_irqs_are_skipped(void **state)
 	assert_int_equal(x.rep.n, 7);
 	assert_non_null(strstr(x.rep.notes[0], "irq-on-rank-cpus: skipped, give --policy"));
 	release(&x);
+}
+
+/* A Slurm job whose epilog could not revert it (tune/jobstate.h) is named
+ * with the epilog's reason; a running job's journal is not a hazard. */
+static void test_slurm_revert_pending(void **state)
+{
+	char dir[64], path[256];
+	const struct doctor_hazard *h;
+	struct run x;
+
+	(void)state;
+	assert_non_null(test_tmpdir(dir, sizeof(dir)));
+	assert_int_equal(test_copy_fixture("tests/fixtures/sysroot/gpu-host-tuned", dir), 0);
+	test_write(dir, "run/nodetune/slurm/9/journal", "");
+	doctor_on(&x, dir, false);
+	assert_null(find(&x.rep, "slurm-revert-pending"));
+	release(&x);
+	test_write(dir, "run/nodetune/slurm/7/journal", "");
+	test_write(dir, "run/nodetune/slurm/7/revert-pending", "the epilog: nodetune revert: timed out after 60 s\n");
+	doctor_on(&x, dir, false);
+	h = find(&x.rep, "slurm-revert-pending");
+	assert_non_null(h);
+	assert_non_null(strstr(h->summary, "1 Slurm job ended with its settings still on the node"));
+	assert_non_null(strstr(h->evidence, "job 7 (the epilog: nodetune revert: timed out after 60 s)"));
+	assert_null(strstr(h->evidence, "job 9"));
+	snprintf(path, sizeof(path), "nodetune revert --state-dir %s/run/nodetune/slurm/7", dir);
+	assert_non_null(strstr(h->fix, path));
+	release(&x);
+	test_rmrf(dir);
 }
 
 /* The counters a host may not produce are reported as such, never as 0:
@@ -157,6 +186,7 @@ int main(void)
 		cmocka_unit_test(test_every_hazard),
 		cmocka_unit_test(test_tuned_host_is_clean),
 		cmocka_unit_test(test_without_policy_irqs_are_skipped),
+		cmocka_unit_test(test_slurm_revert_pending),
 		cmocka_unit_test(test_counters_not_countable),
 		cmocka_unit_test(test_counter_rows),
 	};

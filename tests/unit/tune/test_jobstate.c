@@ -1,0 +1,228 @@
+/* test_jobstate.c — the Slurm plugin's job dirs on a tree: which are jobs,
+ * which hold a journal, which wait for a retry; the lock; the marker;
+ * removal; the daemon's retry restoring a job's values from its real
+ * journal, leaving a live job's alone, keeping one it cannot revert. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdlib.h>
+
+#include "tune/jobstate.h"
+#include "tune/journal.h"
+#include "test_util.h"
+
+struct fx {
+	char dir[64];           /* the root of the tree */
+	char base[128];         /* its run/nodetune/slurm */
+	struct fsroot *fs;
+};
+
+static int setup(void **state)
+{
+	static struct fx fx;
+
+	if (!test_tmpdir(fx.dir, sizeof(fx.dir)))
+		return -1;
+	snprintf(fx.base, sizeof(fx.base), "%s/" JOBSTATE_DIR, fx.dir);
+	test_write(fx.dir, "proc/sys/vm/max_map_count", "65531\n");
+	test_write(fx.dir, "proc/sys/vm/stat_interval", "2\n");
+	test_write(fx.dir, JOBSTATE_DIR "/" JOBSTATE_LOCK, "");
+	fx.fs = fsroot_open(fx.dir);
+	*state = &fx;
+	return fx.fs ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	struct fx *fx = *state;
+
+	fsroot_free(fx->fs);
+	test_rmrf(fx->dir);
+	return 0;
+}
+
+static bool exists_in(const char *dir, const char *rel)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	return access(path, F_OK) == 0;
+}
+
+static char *job_dir(const struct fx *fx, uint32_t job, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s/%u", fx->base, job);
+	return buf;
+}
+
+/* job's state dir with a real journal: path was orig before the job, for
+ * root (the tree's, or another) */
+static void job_journal(const struct fx *fx, uint32_t job, const char *root, const char *path, const char *orig)
+{
+	struct nt_err err = { 0 };
+	char dir[256], raw[64];
+	struct journal *j = journal_open(job_dir(fx, job, dir, sizeof(dir)), &err);
+
+	if (!j)
+		fail_msg("%s", err.msg);
+	snprintf(raw, sizeof(raw), "%s\n", orig);
+	assert_int_equal(journal_begin(j, root, "policy.conf", &err), 0);
+	assert_int_equal(journal_record(j, JE_FILE, path, orig, raw, &err), 0);
+	assert_int_equal(journal_commit(j, &err), 0);
+	journal_close(j);
+	assert_int_equal(test_write(dir, JOBSTATE_OUTCOME, "applied\n"), 0);
+}
+
+static void test_list(void **state)
+{
+	struct fx *fx = *state;
+	struct jobstate *js = NULL;
+	char dir[256];
+
+	test_write(fx->base, "7/journal", "");
+	test_write(fx->base, "12/" JOBSTATE_PENDING, "the epilog: exit 3\x01x\nsecond line\n");
+	test_write(fx->base, "12/journal", "");
+	test_write(fx->base, "31/" JOBSTATE_OUTCOME, "applied\n");
+	/* not a job id the plugin writes */
+	test_write(fx->base, "0/journal", "");
+	test_write(fx->base, "012/journal", "");
+	test_write(fx->base, "4294967296/journal", "");
+	test_write(fx->base, "x7/journal", "");
+	assert_int_equal(jobstate_list(fx->fs, JOBSTATE_DIR, &js), 3);
+	assert_int_equal(js[0].job, 7);     /* in job order, not as text */
+	assert_true(js[0].journal && !js[0].pending && !js[0].why[0]);
+	assert_int_equal(js[1].job, 12);
+	assert_true(js[1].journal && js[1].pending);
+	assert_string_equal(js[1].why, "the epilog: exit 3?x");
+	assert_int_equal(js[2].job, 31);
+	assert_true(!js[2].journal && !js[2].pending);
+	free(js);
+	/* a leading '/' (the plugin's state_dir=) is the same dir */
+	assert_int_equal(jobstate_list(fx->fs, "/" JOBSTATE_DIR, &js), 3);
+	free(js);
+	js = NULL;
+	assert_int_equal(jobstate_list(fx->fs, "run/none", &js), -ENOENT);
+	assert_null(js);
+	for (const char *const *n = (const char *const[]){ "7", "12", "31", "0", "012", "4294967296", "x7", NULL };
+	     *n; n++) {
+		snprintf(dir, sizeof(dir), "rm -rf '%s/%s'", fx->base, *n);
+		assert_int_equal(system(dir), 0);
+	}
+	assert_int_equal(jobstate_list(fx->fs, JOBSTATE_DIR, &js), 0);
+	assert_null(js);
+}
+
+static void test_lock(void **state)
+{
+	struct fx *fx = *state;
+	int a = jobstate_lock(fx->base, false), b;
+
+	assert_true(a >= 0);
+	assert_int_equal(jobstate_lock(fx->base, false), -EWOULDBLOCK);
+	close(a);
+	b = jobstate_lock(fx->base, true);
+	assert_true(b >= 0);
+	close(b);
+	assert_int_equal(jobstate_lock("/tmp/nodetune-test-none/x", true), -ENOENT);
+}
+
+static void test_mark_and_remove(void **state)
+{
+	struct fx *fx = *state;
+	char dir[256], line[128];
+
+	job_dir(fx, 40, dir, sizeof(dir));
+	test_write(dir, JOBSTATE_POLICY, "[thp]\n");
+	test_write(dir, "journal", "");
+	test_write(dir, "lock", "");
+	assert_int_equal(jobstate_mark_pending(dir, "the epilog: nodetune revert: timed out\nx"), 0);
+	assert_int_equal(fsroot_read(fx->fs, JOBSTATE_DIR "/40/" JOBSTATE_PENDING, line, sizeof(line)), 40);
+	assert_string_equal(line, "the epilog: nodetune revert: timed out?x");
+	/* its journal: its job's settings may be on the node */
+	assert_int_equal(jobstate_remove(dir), -EBUSY);
+	assert_true(exists_in(dir, JOBSTATE_PENDING) && exists_in(dir, JOBSTATE_POLICY));
+	assert_int_equal(unlink(strcat(strcpy(line, dir), "/journal")), 0);
+	test_write(dir, "theirs", "");
+	assert_int_equal(jobstate_remove(dir), -ENOTEMPTY);
+	assert_false(exists_in(dir, JOBSTATE_PENDING));
+	assert_true(exists_in(dir, "theirs"));
+	assert_int_equal(unlink(strcat(strcpy(line, dir), "/theirs")), 0);
+	assert_int_equal(jobstate_remove(dir), 0);
+	assert_false(exists_in(fx->base, "40"));
+	assert_int_equal(jobstate_remove(dir), 0);   /* gone already */
+}
+
+/* The daemon's retry: the ended job's value comes back from its journal,
+ * its dir goes; a running job's journal and value stay. */
+static void test_retry_pending(void **state)
+{
+	struct fx *fx = *state;
+	struct apply_changes rep = { 0 };
+	struct nt_err err = { 0 };
+	char line[64], dir[256];
+
+	job_journal(fx, 5, fx->dir, "proc/sys/vm/max_map_count", "65530");
+	assert_int_equal(jobstate_mark_pending(job_dir(fx, 5, dir, sizeof(dir)), "the epilog: exit 3"), 0);
+	job_journal(fx, 6, fx->dir, "proc/sys/vm/stat_interval", "1");
+	assert_int_equal(jobstate_retry_pending(fx->fs, fx->dir, &rep, &err), 1);
+	assert_int_equal(rep.n, 1);
+	assert_string_equal(rep.changes[0].path, "proc/sys/vm/max_map_count");
+	apply_changes_release(&rep);
+	assert_true(fsroot_read(fx->fs, "proc/sys/vm/max_map_count", line, sizeof(line)) > 0);
+	assert_string_equal(line, "65530");
+	assert_false(exists_in(fx->base, "5"));
+	assert_true(fsroot_read(fx->fs, "proc/sys/vm/stat_interval", line, sizeof(line)) > 0);
+	assert_string_equal(line, "2");
+	assert_true(exists_in(fx->base, "6/journal"));
+	/* nothing pending: nothing done */
+	assert_int_equal(jobstate_retry_pending(fx->fs, fx->dir, &rep, &err), 0);
+	assert_int_equal(rep.n, 0);
+	apply_changes_release(&rep);
+}
+
+/* A pending job it cannot revert (its journal is for another root) is
+ * kept and named; the next one is still reverted; a held lock defers all. */
+static void test_retry_failure_and_lock(void **state)
+{
+	struct fx *fx = *state;
+	struct apply_changes rep = { 0 };
+	struct nt_err err = { 0 };
+	char dir[256], line[64];
+	int lk;
+
+	test_write(fx->dir, "proc/sys/vm/max_map_count", "65531\n");
+	job_journal(fx, 8, "/", "proc/sys/vm/max_map_count", "65530");
+	assert_int_equal(jobstate_mark_pending(job_dir(fx, 8, dir, sizeof(dir)), "the epilog: exit 3"), 0);
+	job_journal(fx, 9, fx->dir, "proc/sys/vm/max_map_count", "65529");
+	assert_int_equal(jobstate_mark_pending(job_dir(fx, 9, dir, sizeof(dir)), "the epilog: exit 3"), 0);
+	lk = jobstate_lock(fx->base, false);
+	assert_true(lk >= 0);
+	assert_int_equal(jobstate_retry_pending(fx->fs, fx->dir, &rep, &err), 0);   /* a prolog is at it */
+	assert_true(exists_in(fx->base, "9/journal"));
+	close(lk);
+	assert_int_equal(jobstate_retry_pending(fx->fs, fx->dir, &rep, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "Slurm job 8's pending revert: "));
+	assert_non_null(strstr(err.msg, "was written for /"));
+	assert_true(exists_in(fx->base, "8/journal") && exists_in(fx->base, "8/" JOBSTATE_PENDING));
+	assert_false(exists_in(fx->base, "9"));
+	assert_true(fsroot_read(fx->fs, "proc/sys/vm/max_map_count", line, sizeof(line)) > 0);
+	assert_string_equal(line, "65529");
+	apply_changes_release(&rep);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_list, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lock, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mark_and_remove, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_retry_pending, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_retry_failure_and_lock, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
