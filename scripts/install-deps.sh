@@ -56,7 +56,7 @@ slurm="slurmctld slurmd slurm-client libslurm-dev munge"
 # mandoc: `mandoc -T lint` of man/*; debhelper to lintian build and check
 # the .debs; podman (and debootstrap, for a base image without a registry)
 # builds the image that installs one; runc boots a container with systemd
-# as PID 1 (crun refuses this machine kind's hybrid cgroups: test_unit.sh)
+# as PID 1 (crun refuses this machine kind's hybrid cgroups: test_systemd.sh)
 pkg="mandoc debhelper devscripts dpkg-dev fakeroot lintian podman buildah debootstrap runc"
 
 [ $# -gt 0 ] || set -- core

@@ -1,5 +1,5 @@
 /* gateprobe.c — a gate's job that says what it can reach, for
- * tests/integration/test_unit.sh: run by the daemon's gate (through
+ * tests/integration/test_systemd.sh: run by the daemon's gate (through
  * `nodetune ab --as-user`), it appends one line to DIR/probe.txt:
  *
  *   uid=N home=DIR data=ok|ERRNO tcp=ok|ERRNO wx=ok|ERRNO dev=N tty=N

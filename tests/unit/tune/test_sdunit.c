@@ -1,7 +1,7 @@
 /* test_sdunit.c — transient services: the names taken, the own unit as an
  * outside probe sees it (/run/systemd/system and /proc/self/cgroup), and the
  * refusals that come before the bus.  Starting and stopping a real unit
- * needs systemd as PID 1: tests/integration/test_unit.sh does it in a
+ * needs systemd as PID 1: tests/integration/test_systemd.sh does it in a
  * container booted with systemd. */
 #include <errno.h>
 #include <setjmp.h>
@@ -57,7 +57,7 @@ static void test_own(void **state)
 
 	(void)state;
 	if (probe_in_service())
-		skip();   /* a bus may answer or not: test_unit.sh covers a real one */
+		skip();   /* a bus may answer or not: test_systemd.sh covers a real one */
 	assert_false(sdunit_own(buf, sizeof(buf)));
 }
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# test_unit.sh — the packaged daemon under its own unit, with a real systemd
+# test_systemd.sh — the packaged daemon under its own unit, with a real systemd
 # as PID 1 (issue 37): `make deb`, an image (tests/tools/systemd.Containerfile)
 # that installs the .deb with apt, a container booted with systemd
 # (podman --runtime runc --systemd=always, privileged: the daemon tunes this
