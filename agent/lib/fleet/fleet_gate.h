@@ -8,9 +8,12 @@
  *               --as-user USER -- COMMAND ARG...
  *
  * No shell: the gate file's command and arguments are the job's argv, and
- * the job runs as the gate's user (never root) in ab's trial cgroup.  The
- * child gets SIGTERM when the daemon dies (PR_SET_PDEATHSIG): ab then stops
- * the job and reverts its arm.  ab keeps its per-trial journal in
+ * the job runs as the gate's user (never root) in ab's trial cgroup.  Under
+ * systemd as PID 1, with the daemon in a service, ab runs as a transient
+ * service of its own (tune/sdunit.h), outside the daemon's sandbox, bound
+ * to the daemon's unit; elsewhere it is the daemon's child, which gets
+ * SIGTERM when the daemon dies (PR_SET_PDEATHSIG).  Either way a stopped ab
+ * stops the job and reverts its arm.  ab keeps its per-trial journal in
  * TRIAL_DIR/state, under the daemon's state dir, so that a daemon started
  * after one that died mid-gate finds it and puts the host back
  * (fleet_gate_recover) before it applies its own policy.
@@ -40,8 +43,8 @@ struct fleet_gate_result {
 
 struct fleet_gate;                /* a gate running */
 
-/* Start the gate: fork and exec ab.  0 with *ret; or -errno with err
- * (nothing runs then). */
+/* Start the gate: ab as a transient service (sdunit_own) or a child.  0
+ * with *ret; or -errno with err (nothing runs then). */
 int fleet_gate_start(const struct fleet_gate_request *q, struct fleet_gate **ret, struct nt_err *err);
 
 /* The end of ab's stdout that the caller polls (non-blocking): readable
@@ -55,7 +58,8 @@ int fleet_gate_fd(const struct fleet_gate *g);
 int fleet_gate_step(struct fleet_gate *g, struct fleet_gate_result *ret, struct nt_err *err);
 
 /* Stop a gate still running (SIGTERM to ab, which stops the job and
- * reverts its arm; SIGKILL after 10 s), reap it, free g.  NULL: no-op. */
+ * reverts its arm; SIGKILL after 10 s, or its unit's TimeoutStopSec=),
+ * reap it or wait for its unit, free g.  NULL: no-op. */
 void fleet_gate_free(struct fleet_gate *g);
 
 /* Start and wait to the end (fleet_gate_start, fleet_gate_step).  0 with
