@@ -114,6 +114,7 @@ static int gate_argv(const struct fleet_gate_request *q, char store[7][4200], ch
 struct fleet_gate {
 	pid_t pid;                   /* 0: reaped, or ab runs in unit */
 	char unit[SDUNIT_NAME_MAX];  /* "": ab is our child */
+	char report[4200];           /* "": not kept */
 	int fd;                      /* ab's stdout; -1: closed */
 	char *out;
 	size_t len, cap;
@@ -163,6 +164,8 @@ int fleet_gate_start(const struct fleet_gate_request *q, struct fleet_gate **ret
 		return err_set(err, -E2BIG, "the gate's job has too many arguments");
 	if (!(g = calloc(1, sizeof(*g))))
 		return err_set(err, -ENOMEM, "out of memory");
+	if (q->report)
+		snprintf(g->report, sizeof(g->report), "%s", q->report);
 	if (pipe2(pfd, O_CLOEXEC) < 0) {
 		r = -errno;
 		free(g);
@@ -213,6 +216,26 @@ started:
 	return 0;
 }
 
+/* Keep what ab wrote in g->report (a temporary file renamed over it), for
+ * the operator: the whole A/B report behind the verdict.  Best effort. */
+static void keep_report(const struct fleet_gate *g)
+{
+	char tmp[4300];
+	int fd;
+
+	if (!g->report[0])
+		return;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", g->report);
+	unlink(tmp);
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0)
+		return;
+	if (write(fd, g->out, g->len) == (ssize_t)g->len && fsync(fd) == 0 && close(fd) == 0)
+		rename(tmp, g->report);
+	else
+		close(fd);
+	unlink(tmp);
+}
+
 int fleet_gate_fd(const struct fleet_gate *g)
 {
 	return g ? g->fd : -1;
@@ -260,10 +283,11 @@ int fleet_gate_step(struct fleet_gate *g, struct fleet_gate_result *ret, struct 
 			kill(g->pid, SIGTERM);       /* reaped (or its unit stopped) by fleet_gate_free */
 		return err_set(err, r, "reading ab's output: %s", strerror(-r));
 	}
+	g->out[g->len] = '\0';
+	keep_report(g);
 	if (g->unit[0]) {
 		/* its unit is collected as it ends: what ab wrote is the
 		 * result (an ab that failed wrote no verdict) */
-		g->out[g->len] = '\0';
 		return fleet_gate_parse(g->out, g->len, ret, err) < 0 ? err->code : 1;
 	}
 	while (waitpid(g->pid, &status, 0) < 0 && errno == EINTR)

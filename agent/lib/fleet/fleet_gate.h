@@ -24,6 +24,7 @@
 #include "fleet/fleet.h"
 
 #define FLEET_GATE_DIR "gate"         /* the trial dir, in the daemon's state dir */
+#define FLEET_GATE_REPORT "gate-report.json"  /* the last gate's whole ab report, beside it */
 
 struct fleet_gate_request {
 	const char *current;          /* policy files: what runs (arm A) */
@@ -33,6 +34,8 @@ struct fleet_gate_request {
 	double budget_s;              /* ab's --budget; 0: ab's default */
 	const char *sysroot, *topology;  /* NULL: the live host */
 	const char *trial_dir;        /* ab's --trial-dir (made by ab; must not exist) */
+	const char *report;           /* where ab's whole JSON report is kept when it ends (0600,
+				       * replaced each gate); NULL: not kept */
 };
 
 struct fleet_gate_result {

@@ -648,8 +648,8 @@ static void do_gate(struct fleet_host *fh, const struct fleet_host_view *v, cons
 	struct candidate c = { 0 };
 	struct gate g = { 0 };
 	struct nt_err err = { 0 };
-	char cur[4096], cand[4096], dir[4096];
-	struct fleet_gate_request q = { cur, cand, NULL, NULL, 0, fh->cfg.sysroot, fh->cfg.topology, dir };
+	char cur[4096], cand[4096], dir[4096], report[4096];
+	struct fleet_gate_request q = { cur, cand, NULL, NULL, 0, fh->cfg.sysroot, fh->cfg.topology, dir, report };
 	int r;
 
 	if (gate_lookup(fh, d, &g, &err) < 0) {
@@ -663,6 +663,7 @@ static void do_gate(struct fleet_host *fh, const struct fleet_host_view *v, cons
 	snprintf(cur, sizeof(cur), "%s/gate-current.conf", fh->cfg.state_dir);
 	snprintf(cand, sizeof(cand), "%s/gate-candidate.conf", fh->cfg.state_dir);
 	snprintf(dir, sizeof(dir), "%s/%s", fh->cfg.state_dir, FLEET_GATE_DIR);
+	snprintf(report, sizeof(report), "%s/%s", fh->cfg.state_dir, FLEET_GATE_REPORT);
 	r = candidate_fetch(fh, d->sha256, v, &c, &err);
 	if (r == 0 && ((r = write_file(cur, fh->running ? fh->running : "", fh->running_len)) < 0 ||
 		       (r = write_file(cand, c.content, c.len)) < 0))
