@@ -10,7 +10,11 @@
  * No shell: the gate file's command and arguments are the job's argv, and
  * the job runs as the gate's user (never root) in ab's trial cgroup.  The
  * child gets SIGTERM when the daemon dies (PR_SET_PDEATHSIG): ab then stops
- * the job and reverts its arm.  ab keeps its per-trial journal in
+ * the job and reverts its arm.  ab owns nothing of the daemon's: it runs
+ * in a session of its own with stdin from /dev/null, its stdout a pipe to
+ * the daemon, its stderr the daemon's, and no other fd (child.h): the
+ * store's connections, the journal and the status socket stay the
+ * daemon's.  ab keeps its per-trial journal in
  * TRIAL_DIR/state, under the daemon's state dir, so that a daemon started
  * after one that died mid-gate finds it and puts the host back
  * (fleet_gate_recover) before it applies its own policy.
