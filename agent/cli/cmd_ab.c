@@ -66,8 +66,10 @@ const struct verb_spec ab_spec = {
 	"by pid, name, policy and share.  --report writes a self-contained HTML page.\n"
 	"--sysroot: the trials apply to that tree (a simulated host; --topology its\n"
 	"machine), and the job finds it in NODETUNE_SYSROOT.  --as-user USER: the job\n"
-	"runs as USER (never root; its primary group only, no new privileges; killed\n"
-	"if ab dies), moved into its trial cgroup first.  --trial-dir DIR: the trials' outputs and their\n"
+	"runs as USER (never root nor group 0; its primary group only, no new\n"
+	"privileges; killed if ab dies), moved into its trial cgroup first.  Every job\n"
+	"runs in a session of its own (no terminal), stdin /dev/null, no fd of ab's but\n"
+	"the step report's.  --trial-dir DIR: the trials' outputs and their\n"
 	"journal go to DIR (made fresh, 0700; removed at the end unless an arm failed).\n"
 	"Ctrl-C stops the job, reverts its policy and\n"
 	"exits 3.",

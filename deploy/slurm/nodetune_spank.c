@@ -56,6 +56,7 @@
 #include <slurm/spank.h>
 
 #include "base/asuser.h"
+#include "base/child.h"
 #include "base/cpulist.h"
 #include "base/parse.h"
 #include "base/userfile.h"
@@ -357,7 +358,7 @@ static int reap_until(pid_t pid, const struct timespec *t0, long limit_ms, bool 
 }
 
 /* Run argv (argv[0] a full path; stdin /dev/null, stdout and stderr into a
- * pipe, in its own process group), each output line to line(ctx); killed
+ * pipe, no other fd, in its own process group), each output line to line(ctx); killed
  * with its group after timeout_s, whether it still writes or not.  Returns
  * the exit status (127: could not be run), 128 + the signal that ended it,
  * -ETIME on the timeout, or -errno when it could not be started. */
@@ -384,6 +385,8 @@ static int run_cmd(const char *const *argv, int timeout_s, void (*line)(const ch
 		dup2(null, STDIN_FILENO);
 		dup2(fds[1], STDOUT_FILENO);
 		dup2(fds[1], STDERR_FILENO);
+		/* nothing of slurmd's or slurmstepd's beyond 0, 1 and 2 */
+		child_close_from(CHILD_FIRST_FD);
 		execv(argv[0], (char *const *)argv);
 		_exit(127);
 	}

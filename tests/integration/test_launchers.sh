@@ -4,7 +4,8 @@
 # torchrun script).  srun is tested in test_slurm.sh, on a real Slurm.
 # Each local rank must find its rank in the launcher's environment and get
 # its own CPUs from the plan (this machine: 2 CPUs, no GPU, so gpu-train's
-# gpu-local falls back to cores: one CPU per rank).
+# gpu-local falls back to cores: one CPU per rank).  A rank of `exec` or
+# `run` holds the fds its launcher passed and none that nodetune opened.
 . "$(dirname "$0")/lib.sh"
 
 GT=policies/gpu-train.conf
@@ -39,6 +40,25 @@ if /usr/bin/python3 -c 'import torch.distributed.launcher.api' 2>/dev/null; then
 	check "torchrun: LOCAL_WORLD_SIZE=2 in each worker's environment" -- [ "$RC" -eq 0 ]
 else
 	t_need torch "torchrun: python3-torch not installed (scripts/install-deps.sh bench)"
+fi
+
+# Nothing nodetune opens reaches a rank (every fd it opens is O_CLOEXEC),
+# while what the launcher passed does (fd 7 here: an MPI or PMIx fd is
+# the rank's): `exec` and `run` give the command the fds it has when run
+# bare, ls's own directory fd included.  run applies to this host (a
+# policy of a job cgroup only) and reverts: root only.
+printf '[main]\nsummary = test_launchers fds\n[cgroup]\nname = nodetune-fds-%s\n' $$ >"$T_TMP/fds.conf"
+chmod 644 "$T_TMP/fds.conf"
+bare=$(ls /proc/self/fd 7</dev/null | sort -n | tr '\n' ' ')
+ex=$(LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 "$NODETUNE" exec -q --policy "$T_TMP/fds.conf" -- ls /proc/self/fd 7</dev/null | sort -n | tr '\n' ' ')
+check "exec: the rank holds the launcher's fds (7) and nothing nodetune opened: '$ex', bare '$bare'" -- test "$ex" = "$bare"
+if [ "$(id -u)" -ne 0 ]; then
+	t_skip_host "run's fds: not root (run applies to this host)"
+else
+	t_defer '"$NODETUNE" revert --state-dir "$T_TMP/fds-state" >/dev/null 2>&1'
+	rn=$("$NODETUNE" run -n 1 -q --policy "$T_TMP/fds.conf" --state-dir "$T_TMP/fds-state" -- ls /proc/self/fd 7</dev/null |
+		sort -n | tr '\n' ' ')
+	check "run: the rank holds the caller's fds (7) and nothing nodetune opened: '$rn', bare '$bare'" -- test "$rn" = "$bare"
 fi
 
 t_done

@@ -166,6 +166,9 @@ int ab_as_user(struct ab_config *cfg, const char *name, struct nt_err *err)
 		return err_set(err, -ESRCH, "--as-user %.64s: no such user%s%s", name, e ? ": " : "", e ? strerror(e) : "");
 	if (pw.pw_uid == 0)
 		return err_set(err, -EPERM, "--as-user %.64s: uid 0: the job never runs as root through --as-user", name);
+	if (pw.pw_gid == 0)
+		return err_set(err, -EPERM, "--as-user %.64s: primary group 0 (root's): the job never runs with root's group "
+			       "through --as-user", name);
 	/* the job gets that user's login names, not ours (as sudo's env_reset) */
 	if ((size_t)snprintf(cfg->as_env[0], sizeof(cfg->as_env[0]), "HOME=%s", pw.pw_dir) >= sizeof(cfg->as_env[0]) ||
 	    (size_t)snprintf(cfg->as_env[3], sizeof(cfg->as_env[3]), "SHELL=%s", pw.pw_shell) >= sizeof(cfg->as_env[3]))

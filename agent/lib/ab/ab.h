@@ -58,14 +58,14 @@ struct ab_config {
 	const char *topology;         /* its topology XML; NULL: read from sysroot */
 	bool as_user;                 /* run the job as as_uid/as_gid (ab_as_user) */
 	uid_t as_uid;                 /* never 0 */
-	gid_t as_gid;
+	gid_t as_gid;                 /* never 0 */
 	char as_env[4][512];          /* HOME=, USER=, LOGNAME=, SHELL= of that user (ab_as_user) */
 };
 
 /* Run cfg's job as the user called name (--as-user): getpwnam, never uid
- * 0.  The job is moved into its trial cgroup first, then takes the user's
+ * 0 nor primary gid 0.  The job is moved into its trial cgroup first, then takes the user's
  * gid (its only group) and uid, with no new privileges (prctl), and execs.
- * 0, or with err: -ESRCH (no such user), -EPERM (root's uid); cfg
+ * 0, or with err: -ESRCH (no such user), -EPERM (root's uid or group); cfg
  * unchanged on error. */
 int ab_as_user(struct ab_config *cfg, const char *name, struct nt_err *err);
 

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/child.h"
 #include "base/fsroot.h"
 #include "base/userfile.h"
 #include "machine/topo.h"
@@ -307,7 +308,7 @@ static int drop_to_user(const struct ab_config *cfg)
 {
 	if (!cfg->as_user)
 		return 0;
-	if (cfg->as_uid == 0 || setgroups(1, &cfg->as_gid) < 0 || setgid(cfg->as_gid) < 0 ||
+	if (cfg->as_uid == 0 || cfg->as_gid == 0 || setgroups(1, &cfg->as_gid) < 0 || setgid(cfg->as_gid) < 0 ||
 	    setuid(cfg->as_uid) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return errno ? -errno : -EPERM;
 	/* a uid that can go back to root would be no drop at all */
@@ -320,36 +321,59 @@ static int drop_to_user(const struct ab_config *cfg)
 	return 0;
 }
 
-/* In the forked child: its own process group (a stop reaches the whole
- * job), its trial cgroup, wait until the parent watches, then exec argv
- * with stdout and stderr in the trial's files, the step report's fd
- * inherited, as cfg's user when it names one (after the cgroup, before
- * exec).  Never returns. */
+/* In the child: write "nodetune ab: WHAT: DESCRIPTION" to fd 2 and
+ * _exit(code) (126: not run; 127: the command could not be executed, as a
+ * shell says); no stdio (only async-signal-safe calls after fork). */
+static _Noreturn void child_fail(const char *what, int e, int code)
+{
+	const char *parts[] = { "nodetune ab: ", what, ": ", child_strerror(e), "\n" };
+
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+		if (write(2, parts[i], strlen(parts[i])) < 0)
+			break;
+	_exit(code);
+}
+
+/* In the child: fd (opened here, -1 on failure) made target; else fail
+ * naming path. */
+static void child_output(const char *path, int target)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), r;
+
+	if (fd < 0 || (r = child_move_fd(fd, target)) < 0)
+		child_fail(path, fd < 0 ? errno : -r, 126);
+}
+
+/* In the forked child: a session of its own (no controlling terminal; a
+ * stop reaches the whole job through its process group), its trial
+ * cgroup, wait until the parent watches, then exec argv with stdin from
+ * /dev/null, stdout and stderr in the trial's files, the step report's fd
+ * as CHILD_FIRST_FD and no other fd of ours (child_detach), as cfg's user
+ * when it names one (after the cgroup, before exec).  Only
+ * async-signal-safe calls.  Never returns. */
 static _Noreturn void exec_workload(const struct ab_config *cfg, char **argv, char **env, const struct trial_files *f,
 				    int steps_fd, int go[2], const struct abwatch *w)
 {
 	char x;
-	int fd, r;
+	int r;
 
-	setpgid(0, 0);
+	if (setsid() < 0)
+		child_fail("setsid", errno, 126);
 	close(go[1]);
 	if (abwatch_child(w) < 0 || read(go[0], &x, 1) != 1)
 		_exit(126);
-	fd = open(f->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd >= 0)
-		dup2(fd, 1);
-	fd = open(f->err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd >= 0)
-		dup2(fd, 2);
-	fcntl(steps_fd, F_SETFD, 0);
-	if ((r = drop_to_user(cfg)) < 0) {
-		fprintf(stderr, "nodetune ab: --as-user: cannot become uid %u: %s\n", (unsigned)cfg->as_uid,
-			strerror(-r));
-		_exit(126);
-	}
+	/* the step fd first: it may be 1 or 2 when ab started with those closed */
+	if ((r = child_move_fd(steps_fd, CHILD_FIRST_FD)) < 0)
+		child_fail("the step report's fd", -r, 126);
+	child_output(f->out, 1);
+	child_output(f->err, 2);
+	if ((r = child_detach(CHILD_FIRST_FD)) < 0)
+		child_fail("detaching the job", -r, 126);
+	if ((r = drop_to_user(cfg)) < 0)
+		child_fail("--as-user: cannot become that user", -r, 126);
 	execvpe(argv[0], argv, env);
-	fprintf(stderr, "%s: %s\n", argv[0], strerror(errno));
-	_exit(127);
+	r = errno;
+	child_fail(argv[0], r, 127);
 }
 
 /* Wait for the job, sampling the watch every 100 ms; on a stop signal,
@@ -398,7 +422,7 @@ static int run_workload(const struct ab_config *cfg, const struct tlb_counter *t
 		goto out;
 	}
 	fd = open(f->steps, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0 || !(env = job_env(cfg, f, fd, bufs)) || pipe2(go, O_CLOEXEC) < 0) {
+	if (fd < 0 || !(env = job_env(cfg, f, CHILD_FIRST_FD, bufs)) || pipe2(go, O_CLOEXEC) < 0) {
 		r = err_set(err, fd < 0 ? -errno : -ENOMEM, "%s: %s", fd < 0 ? f->steps : "trial", strerror(errno));
 		abwatch_end(w, &t->watch, &werr);
 		goto out;
@@ -409,11 +433,9 @@ static int run_workload(const struct ab_config *cfg, const struct tlb_counter *t
 	if (pid == 0)
 		exec_workload(cfg, argv, env, f, fd, go, w);
 	close(go[0]);
-	if (pid > 0) {
-		setpgid(pid, pid);
-		if (abwatch_started(w, pid, &werr) < 0)
-			log_msg(LOG_DEBUG, "%s: watch: %s", f->label, werr.msg);
-	}
+	/* no setpgid(pid, pid) here: a group leader cannot setsid() */
+	if (pid > 0 && abwatch_started(w, pid, &werr) < 0)
+		log_msg(LOG_DEBUG, "%s: watch: %s", f->label, werr.msg);
 	/* the child waits on the pipe; with no child (fork failed) there is
 	 * no reader, and a write would raise SIGPIPE */
 	if (pid > 0 && write(go[1], "x", 1) != 1)

@@ -2,8 +2,10 @@
  *
  * A trial applies its arm's policy (journaled; reverted after the trial),
  * forks the arm's command (the default workload: the harness at world 2
- * under mpirun) in its own process group and trial cgroup (abwatch.h),
- * watches it to its end (a stop signal, SIGINT/SIGTERM/SIGHUP, ends it:
+ * under mpirun) in its own session (so its own process group, and no
+ * controlling terminal) and trial cgroup (abwatch.h), owning nothing of
+ * ab's (child.h: stdin /dev/null, its output in the trial's files, the
+ * step report's fd as fd 3, no other fd), watches it to its end (a stop signal, SIGINT/SIGTERM/SIGHUP, ends it:
  * SIGTERM to the group, SIGKILL 3 s later), and reads its figure
  * (abfigure.h) and counters: the host's (before and after) and the watch's.
  * The engine (ab.h) decides which trials to run and what they show; the

@@ -3,10 +3,10 @@
  * The file in order:
  *   hierarchies   the rows (cgroup2, v1 cpu, cpuacct, memory, perf_event)
  *                 and their mounts, from proc/self/mounts
- *   create        nodetune-ab/PID-NAME in each, its fds; the sweep of the
- *                 groups of dead nodetunes
+ *   create        nodetune-ab/PID-NAME in each, its fds
  *   attach        write(2) of a pid to each cgroup.procs
  *   destroy       kill, wait until empty, rmdir
+ *   sweep         the groups of dead nodetunes: killed, removed
  *   read          the files of a set of cgroup directories, as rows
  *   read_pid      proc/PID/cgroup -> directories -> read
  *   describe      stats in words
@@ -169,30 +169,6 @@ static int rmdir_rel(const struct fsroot *root, const char *rel)
 	return r;
 }
 
-/* Remove the empty groups below MNT/nodetune-ab of nodetune processes that
- * are gone (killed before they could clean up). */
-static void sweep_stale(const struct fsroot *root, const char *mnt)
-{
-	char parent[REL_MAX], **names = NULL;
-	int n;
-
-	snprintf(parent, sizeof(parent), "%s/" TRIALCG_PARENT, mnt);
-	if ((n = fsroot_list(root, parent, &names)) < 0)
-		return;
-	for (int i = 0; i < n; i++) {
-		char proc[64], rel[REL_MAX + 128];
-		int pid;
-
-		if (sscanf(names[i], "%d-", &pid) != 1 || pid <= 0 || pid == (int)getpid())
-			continue;
-		snprintf(proc, sizeof(proc), "proc/%d", pid);
-		snprintf(rel, sizeof(rel), "%s/%s", parent, names[i]);
-		if (!fsroot_exists(root, proc) && rmdir_rel(root, rel) == 0)
-			log_msg(LOG_DEBUG, "trialcg: removed %s, left by pid %d", rel, pid);
-	}
-	fsroot_names_free(names);
-}
-
 /* On pure v2: offer the parent's children the controllers the parent has
  * (cpu, memory, io), writing only what is missing.  What the kernel
  * refuses is left: the read then says which counters are missing. */
@@ -307,6 +283,8 @@ static int plan_hierarchies(struct trialcg *cg, struct nt_err *err)
 	return 0;
 }
 
+static int sweep_stale(const struct fsroot *root, const char *mnt, bool v2);
+
 struct trialcg *trialcg_create(const struct fsroot *root, const char *name, struct nt_err *err)
 {
 	struct trialcg *cg;
@@ -328,7 +306,7 @@ struct trialcg *trialcg_create(const struct fsroot *root, const char *name, stru
 	for (int h = 0; h < H_N && !r; h++) {
 		if (!cg->m.rel[h][0] || shared_mount(&cg->m, h))
 			continue;
-		sweep_stale(root, cg->m.rel[h]);
+		sweep_stale(root, cg->m.rel[h], h == H_V2);
 		r = make_group(cg, h, err);
 	}
 	for (int h = 0; h < H_N && !r; h++)   /* rows on a shared mount read the first row's directory */
@@ -431,43 +409,48 @@ static int rmdir_tree(const struct fsroot *root, const char *rel, int depth)
 	return rmdir_rel(root, rel);
 }
 
-/* Kill and wait until no hierarchy of cg has a process left (bounded). */
-static void drain(struct trialcg *cg)
+/* Kill what rel and the groups below it hold: cgroup.kill where v2 has it
+ * (kernels before 5.14 have none), then SIGKILL to each pid listed, until
+ * none is left (at most DRAIN_ROUNDS x 10 ms). */
+static void drain_dir(const struct fsroot *root, const char *rel, bool v2)
 {
 	const struct timespec tick = { 0, 10 * 1000 * 1000 };
 
-	if (cg->made[H_V2]) {
-		char rel[REL_MAX + 16];
+	if (v2) {
+		char file[REL_MAX + 16];
 
-		snprintf(rel, sizeof(rel), "%s/cgroup.kill", cg->d.dir[H_V2]);
-		(void)fsroot_write(cg->root, rel, "1");   /* kernels before 5.14 have none: killed below */
+		snprintf(file, sizeof(file), "%s/cgroup.kill", rel);
+		(void)fsroot_write(root, file, "1");
 	}
 	for (int round = 0; round < DRAIN_ROUNDS; round++) {
-		int left = 0;
-
-		for (int h = 0; h < H_N; h++)
-			if (cg->made[h])
-				left += kill_tree(cg->root, cg->d.dir[h], TREE_DEPTH);
-		if (!left)
+		if (!kill_tree(root, rel, TREE_DEPTH))
 			return;
 		nanosleep(&tick, NULL);
 	}
 }
 
-/* rmdir cg's directory in hierarchy h, retrying while the kernel still
- * counts killed tasks in it; then its nodetune-ab parent when empty. */
-static int remove_group(struct trialcg *cg, int h)
+/* rmdir rel and the groups below it, retrying while the kernel still
+ * counts killed tasks in them.  0 or -errno (-ENOENT: gone already). */
+static int remove_dir(const struct fsroot *root, const char *rel)
 {
 	const struct timespec tick = { 0, 10 * 1000 * 1000 };
-	char parent[REL_MAX];
 	int r;
 
 	for (int tries = 0;; tries++) {
-		r = rmdir_tree(cg->root, cg->d.dir[h], TREE_DEPTH);
+		r = rmdir_tree(root, rel, TREE_DEPTH);
 		if (r != -EBUSY || tries == 50)
-			break;
+			return r;
 		nanosleep(&tick, NULL);
 	}
+}
+
+/* rmdir cg's directory in hierarchy h (killed first), then its nodetune-ab
+ * parent when empty. */
+static int remove_group(struct trialcg *cg, int h)
+{
+	char parent[REL_MAX];
+	int r = remove_dir(cg->root, cg->d.dir[h]);
+
 	snprintf(parent, sizeof(parent), "%s/" TRIALCG_PARENT, cg->m.rel[h]);
 	(void)rmdir_rel(cg->root, parent);   /* other trials may still be in it */
 	return r == -ENOENT ? 0 : r;
@@ -479,7 +462,9 @@ int trialcg_destroy(struct trialcg *cg)
 
 	if (!cg)
 		return 0;
-	drain(cg);
+	for (int h = 0; h < H_N; h++)
+		if (cg->made[h])
+			drain_dir(cg->root, cg->d.dir[h], h == H_V2);
 	for (int h = 0; h < H_N; h++) {
 		if (cg->procs[h] >= 0)
 			close(cg->procs[h]);
@@ -494,6 +479,55 @@ int trialcg_destroy(struct trialcg *cg)
 	log_msg(LOG_DEBUG, "trialcg: removed %s: %s", cg->paths, r ? strerror(-r) : "ok");
 	free(cg);
 	return r;
+}
+
+/* ---- the groups of dead nodetune processes ------------------------------ */
+
+/* Kill what the groups below MNT/nodetune-ab of nodetune processes that are
+ * gone hold (killed -9 before they could clean up: their jobs' descendants
+ * outlive them) and remove the groups, then nodetune-ab when that left it
+ * empty.  The number of groups removed. */
+static int sweep_stale(const struct fsroot *root, const char *mnt, bool v2)
+{
+	char parent[REL_MAX], **names = NULL;
+	int n, removed = 0;
+
+	snprintf(parent, sizeof(parent), "%s/" TRIALCG_PARENT, mnt);
+	if ((n = fsroot_list(root, parent, &names)) < 0)
+		return 0;
+	for (int i = 0; i < n; i++) {
+		char proc[64], rel[REL_MAX + 128];
+		int pid;
+
+		if (sscanf(names[i], "%d-", &pid) != 1 || pid <= 0 || pid == (int)getpid())
+			continue;
+		snprintf(proc, sizeof(proc), "proc/%d", pid);
+		snprintf(rel, sizeof(rel), "%s/%s", parent, names[i]);
+		if (fsroot_exists(root, proc) || !is_dir(root, rel))
+			continue;
+		drain_dir(root, rel, v2);
+		if (remove_dir(root, rel) == 0) {
+			log_msg(LOG_DEBUG, "trialcg: removed %s, left by pid %d", rel, pid);
+			removed++;
+		}
+	}
+	fsroot_names_free(names);
+	if (removed)
+		(void)rmdir_rel(root, parent);   /* when empty: another nodetune may use it */
+	return removed;
+}
+
+int trialcg_sweep(const struct fsroot *root, struct nt_err *err)
+{
+	struct trialcg_mounts m;
+	int removed = 0, r = find_mounts(root, &m, err);
+
+	if (r < 0)
+		return r;
+	for (int h = 0; h < H_N; h++)
+		if (m.rel[h][0] && !shared_mount(&m, h))
+			removed += sweep_stale(root, m.rel[h], h == H_V2);
+	return removed;
 }
 
 /* ---- read --------------------------------------------------------------- */

@@ -21,9 +21,11 @@
  * then goes on without cgroup counters and reports them as "not countable
  * here: WHY", never as 0.
  *
- * Groups left by a nodetune that was killed are removed by the next
- * trialcg_create (empty ones whose PID is gone); trialcg_destroy removes the
- * nodetune-ab parent when it is empty.
+ * Groups left by a nodetune that was killed (those whose PID is gone) are
+ * swept by the next trialcg_create and by trialcg_sweep: what they still
+ * hold (a job's descendants, which PR_SET_PDEATHSIG does not reach) is
+ * killed and the group removed; trialcg_destroy removes the nodetune-ab
+ * parent when it is empty.
  *
  * Live host for everything that creates; reading a pid's cgroups
  * (trialcg_read_pid) and describing stats also work on captured trees.
@@ -46,13 +48,23 @@ struct trialcg; /* opaque */
 
 /* Create the trial group nodetune-ab/PID-name (name: 1 to 64 characters of
  * [A-Za-z0-9_.-], not starting with '.') in every usable hierarchy below
- * root (borrowed: it must outlive the group), and sweep the empty groups of
- * dead nodetune processes.  Returns the group (free with trialcg_destroy),
+ * root (borrowed: it must outlive the group), and sweep the groups of dead
+ * nodetune processes first (trialcg_sweep).  Returns the group (free with trialcg_destroy),
  * or NULL with err: -ENOTSUP when cgroups cannot be used here (the message
  * says why: no cgroup mount, read-only, not permitted, not a cgroup file
  * system), -EEXIST when the group exists already, -EINVAL for a bad name,
  * -ENOMEM.  Nothing is left behind on failure. */
 struct trialcg *trialcg_create(const struct fsroot *root, const char *name, struct nt_err *err);
+
+/* Sweep the trial groups of nodetune processes that are gone (PID in the
+ * group's name no longer in proc/; a live one is never touched), in every
+ * cgroup hierarchy below root: kill what each still holds and the groups
+ * below it (as trialcg_destroy does, bounded at about 2 s a group) and
+ * remove them.  For ab's start and the daemon's recovery of a gate whose
+ * ab was killed.  Returns the number of groups removed (0: none, or not
+ * removable: a group still busy is left for the next sweep), or -ENOTSUP
+ * (-ENOMEM) with err when no cgroup file system is mounted below root. */
+int trialcg_sweep(const struct fsroot *root, struct nt_err *err);
 
 /* Kill what is left in the group and in groups the job made below it
  * (cgroup.kill where v2 has it, SIGKILL to each pid in every hierarchy;

@@ -21,6 +21,7 @@
 #include <sha2.h>
 #include <systemd/sd-daemon.h>
 
+#include "ab/trialcg.h"
 #include "tune/apply.h"
 #include "daemon/ctlsock.h"
 #include "daemon/daemon.h"
@@ -550,14 +551,32 @@ static void correct(struct daemon *d)
 	apply_changes_release(&rep);
 }
 
-/* The fleet's turn (fleet_host.h): it may replace the policy. */
+/* The trial cgroups a gate's ab killed -9 left (trialcg_sweep): what its
+ * job started still runs there as the gate's user; killed, removed.  On
+ * the live host, where ab makes them, also under --sysroot. */
+static void sweep_trials(struct daemon *d)
+{
+	struct fsroot *live = fsroot_open("/");
+	struct nt_err err = { 0 };
+	int n = live ? trialcg_sweep(live, &err) : 0;
+
+	if (n > 0)
+		say(d, LOG_NOTICE, "fleet: %d trial cgroup directories of a killed ab: what they held killed, removed", n);
+	fsroot_free(live);
+}
+
+/* The fleet's turn (fleet_host.h): it may replace the policy.  A gate
+ * that ended may have left its ab's trial groups (sweep_trials). */
 static void fleet_tick(struct daemon *d)
 {
 	struct fleet_host_view v = { d->root, d->topo, d->j, &d->policy, &d->plan, d->sha256, d->policy_name,
 				     d->verify_ok, d->checked, d->drifted, d->verify_wall };
+	bool gating = fleet_host_gating(d->fleet);
 
 	if (d->fleet && fleet_host_tick(d->fleet, &v) == 1)
 		flap_reset(d->flap);
+	if (gating && !fleet_host_gating(d->fleet))
+		sweep_trials(d);
 }
 
 static void cycle(struct daemon *d)
@@ -699,8 +718,9 @@ static void say_restored(struct daemon *d, const struct apply_changes *rep)
 
 /* A fleet gate that a daemon killed mid-gate left in the state dir: its
  * arm is reverted (after the ab that got its parent's death signal lets
- * go of the journal, up to 30 s) before our policy is applied again.
- * 0, or -errno with err (the journal is kept). */
+ * go of the journal, up to 30 s) before our policy is applied again, and
+ * the trial groups of an ab killed with it swept (sweep_trials).  0, or
+ * -errno with err (the journal is kept). */
 static int gate_recover(struct daemon *d, struct nt_err *err)
 {
 	char dir[4200];
@@ -710,6 +730,8 @@ static int gate_recover(struct daemon *d, struct nt_err *err)
 	n = fleet_gate_recover(dir, d->cfg->sysroot, 30, err);
 	if (n > 0)
 		say(d, LOG_NOTICE, "fleet: %s: the gate a stopped daemon left: %d settings restored", dir, n);
+	if (d->cfg->fleet_endpoints)
+		sweep_trials(d);
 	return n < 0 ? n : 0;
 }
 

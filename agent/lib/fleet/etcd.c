@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -869,6 +870,18 @@ static int add_endpoints(struct etcd *e, const char *list, struct nt_err *err)
 	return 0;
 }
 
+/* libcurl's sockets, made close-on-exec at birth (libcurl before 8.11
+ * never sets FD_CLOEXEC): a process the daemon forks and execs (the gate's
+ * ab) never inherits the store's connections, even when another thread
+ * forks while this one connects. */
+static curl_socket_t open_socket_cloexec(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
+{
+	int fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+
+	(void)arg, (void)purpose;
+	return fd < 0 ? CURL_SOCKET_BAD : fd;
+}
+
 struct etcd *etcd_open(const char *endpoints, struct nt_err *err)
 {
 	struct etcd *e;
@@ -891,6 +904,8 @@ struct etcd *etcd_open(const char *endpoints, struct nt_err *err)
 	if (add_endpoints(e, endpoints, err) < 0)
 		goto out_close;
 	e->curl = curl_easy_init();
+	if (e->curl)
+		curl_easy_setopt(e->curl, CURLOPT_OPENSOCKETFUNCTION, open_socket_cloexec);
 	if (!e->curl || set_headers(e, NULL) < 0) {
 		err_set(err, -ENOMEM, "etcd: cannot set up libcurl");
 		goto out_close;

@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "fleet/fleet_gate.h"
+#include "base/child.h"
 #include "base/textbuf.h"
 #include "tune/apply.h"
 #include "tune/sdunit.h"
@@ -198,9 +199,13 @@ int fleet_gate_start(const struct fleet_gate_request *q, struct fleet_gate **ret
 			_exit(127);
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);   /* the daemon blocks its signals */
-		dup2(pfd[1], 1);
-		/* only async-signal-safe calls here (the daemon has threads);
-		 * ab sets NODETUNE_SYSROOT for the job from --sysroot */
+		/* only async-signal-safe calls here (the daemon has threads).
+		 * ab owns nothing of the daemon's: its own session, stdin
+		 * /dev/null, its stdout our pipe, stderr the daemon's log, no
+		 * other fd (the store's sockets, the journal, the status
+		 * socket); ab sets NODETUNE_SYSROOT for the job from --sysroot */
+		if (child_move_fd(pfd[1], 1) < 0 || child_detach(-1) < 0)
+			_exit(127);
 		execv("/proc/self/exe", argv);
 		_exit(127);
 	}

@@ -13,7 +13,11 @@
  * service of its own (tune/sdunit.h), outside the daemon's sandbox, bound
  * to the daemon's unit; elsewhere it is the daemon's child, which gets
  * SIGTERM when the daemon dies (PR_SET_PDEATHSIG).  Either way a stopped ab
- * stops the job and reverts its arm.  ab keeps its per-trial journal in
+ * stops the job and reverts its arm, and ab owns nothing of the daemon's:
+ * a session of its own (the child: child.h; the unit: systemd's) with
+ * stdin from /dev/null, its stdout a pipe to the daemon, its stderr the
+ * daemon's, and no other fd: the store's connections, the journal and the
+ * status socket stay the daemon's.  ab keeps its per-trial journal in
  * TRIAL_DIR/state, under the daemon's state dir, so that a daemon started
  * after one that died mid-gate finds it and puts the host back
  * (fleet_gate_recover) before it applies its own policy.

@@ -177,6 +177,9 @@ static int resolve_user(struct gate *g, const char *path, struct nt_err *err)
 			       e ? strerror(e) : "");
 	if (pw.pw_uid == 0)
 		return err_set(err, -EPERM, "%s: user '%s' is root: a gate never runs as root", path, g->user);
+	if (pw.pw_gid == 0)
+		return err_set(err, -EPERM, "%s: user '%s' has primary group 0 (root's): a gate never runs with root's group",
+			       path, g->user);
 	g->uid = pw.pw_uid;
 	g->gid = pw.pw_gid;
 	return 0;

@@ -7,7 +7,8 @@
  *   command = /usr/local/bin/nodetune-harness   absolute path, required
  *   arg = --steps                               one line per argument, in
  *   arg = 20                                    order (no shell, no splitting)
- *   user = nobody                               runs as (default nobody; never root)
+ *   user = nobody                               runs as (default nobody; never root
+ *                                               nor a user whose primary group is 0)
  *   budget = 120                                seconds, 1..3600 (default 300): the
  *                                               cap on a rollout's gate budget
  *
@@ -62,8 +63,9 @@ int gates_parse(const char *buf, size_t len, const char *shown, struct gate *ret
  * dir/name.conf, parse it, resolve its user.  Returns 0 and fills *ret;
  * or with err: -EINVAL (a malformed name, or content), -ENOENT (no such
  * gate: "unknown gate 'NAME' (no DIR/NAME.conf)"), -EPERM (the directory
- * or file is untrusted, or the user is root), -ESRCH (the user does not
- * exist), -EACCES, -ENOMEM.  *ret untouched on error. */
+ * or file is untrusted, or the user is root or of primary group 0),
+ * -ESRCH (the user does not exist), -EACCES, -ENOMEM.  *ret untouched on
+ * error. */
 int gates_lookup(const char *dir, const char *name, unsigned flags, struct gate *ret, struct nt_err *err);
 
 /* Free what g owns and zero it; a zeroed gate is a no-op. */

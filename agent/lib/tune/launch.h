@@ -10,6 +10,13 @@
  * before its exec), errors come back as -errno with struct nt_err.  A rank
  * that cannot run its command ends with an exit status of the DESIGN.md
  * contract (LAUNCH_EXIT_USAGE, LAUNCH_EXIT_RUNTIME).
+ *
+ * A rank runs as its caller, so it keeps what the caller gave it: the
+ * terminal and stdin (an interactive job), its session, and the fds its
+ * launcher passed on purpose (mpirun's, srun's, a step report's fd).
+ * Nothing nodetune opens reaches it: every fd nodetune opens is
+ * close-on-exec (test_launchers.sh checks both verbs).  A job of another
+ * user's is ab's (abrun.h, child.h), never these.
  */
 #ifndef NODETUNE_LAUNCH_H
 #define NODETUNE_LAUNCH_H

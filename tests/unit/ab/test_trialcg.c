@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <cmocka.h>
@@ -358,6 +359,63 @@ static void test_read_pid_moved_elsewhere(void **state)
 	assert_non_null(strstr(text, "throttled in "));
 }
 
+/* What an ab killed -9 leaves: its group (named for its pid, now dead)
+ * holding a process of its job that PR_SET_PDEATHSIG did not reach.  A
+ * child plays that ab: it makes the group, forks the job's process into
+ * it and exits without destroying it; we are the orphan's subreaper, so
+ * its end is ours to see.  trialcg_sweep kills it and removes the group;
+ * a group of a live process is never touched. */
+static void test_sweep_kills_what_a_dead_ab_left(void **state)
+{
+	struct live *t = *state;
+	struct nt_err err = { 0 };
+	char ours[1024];
+	int p[2], status = 0, n;
+	pid_t ab, orphan = 0;
+	glob_t g;
+
+	live_group(t, 0, "unit-live");               /* ours: alive, kept */
+	assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+	assert_int_equal(pipe(p), 0);
+	ab = fork();
+	assert_true(ab >= 0);
+	if (ab == 0) {
+		struct trialcg *cg = trialcg_create(t->root, "unit-stale", NULL);
+		pid_t o;
+
+		if (!cg)
+			_exit(1);
+		if ((o = fork()) == 0) {
+			o = getpid();
+			if (trialcg_attach(cg, 0, NULL) < 0 || write(p[1], &o, sizeof(o)) != sizeof(o))
+				_exit(1);
+			sit();
+		}
+		_exit(o > 0 ? 0 : 1);                /* no trialcg_destroy: killed -9 */
+	}
+	close(p[1]);
+	n = (int)read(p[0], &orphan, sizeof(orphan));
+	close(p[0]);
+	assert_int_equal(waitpid(ab, &status, 0), ab);
+	assert_true(n == sizeof(orphan) && orphan > 0);
+	t->child[0] = orphan;                        /* killed by the teardown if this fails */
+	/* (any ab starting on this host meanwhile sweeps it too: the count
+	 * may be 0 here, the end is the same) */
+	n = trialcg_sweep(t->root, &err);
+	print_message("swept: %d group directories of pid %d (its job's pid %d)\n", n, (int)ab, (int)orphan);
+	assert_true(n >= 0);
+	for (int i = 0; i < 300 && waitpid(orphan, &status, WNOHANG) == 0; i++)
+		usleep(10000);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	t->child[0] = 0;
+	snprintf(ours, sizeof(ours), "/sys/fs/cgroup/{*/,}" TRIALCG_PARENT "/%d-unit-stale", (int)ab);
+	assert_int_equal(glob(ours, GLOB_BRACE, NULL, &g), GLOB_NOMATCH);   /* removed everywhere */
+	snprintf(ours, sizeof(ours), "%s", trialcg_paths(t->cg[0]));
+	ours[strcspn(ours, ",")] = '\0';
+	assert_int_equal(access(ours, F_OK), 0);            /* a live pid's group is kept */
+	prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
 /* ---- captured trees ------------------------------------------------------ */
 
 static struct fsroot *tree(char *dir, size_t size, const char *mounts)
@@ -512,6 +570,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_memory_limit_events, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_perf_counts_the_cgroup_only, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_read_pid_moved_elsewhere, live_setup, live_teardown),
+		cmocka_unit_test_setup_teardown(test_sweep_kills_what_a_dead_ab_left, live_setup, live_teardown),
 		cmocka_unit_test(test_unusable_cgroupfs),
 		cmocka_unit_test(test_read_pid_captured_hybrid),
 		cmocka_unit_test(test_describe_not_countable),

@@ -3,7 +3,9 @@
  * client against a real 3-member cluster started by
  * tests/tools/etcd-cluster.sh in the group setup (those tests are skipped,
  * saying why, when /usr/bin/etcd is missing). */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -389,6 +392,46 @@ static void test_live_put_get_prefix(void **state)
 	etcd_close(e);
 }
 
+/* Every network socket the client holds (its connection, kept alive in
+ * libcurl's cache) is close-on-exec: a process the daemon forks and execs
+ * (the gate's ab) inherits none of the store's connections.  (libcurl's
+ * own wakeup socketpair, AF_UNIX, is not: the gate's child closes it with
+ * every other fd, child.h.) */
+static void test_live_sockets_cloexec(void **state)
+{
+	struct etcd *e = client();
+	struct etcd_range r;
+	struct dirent *d;
+	DIR *dir;
+	int sockets = 0;
+
+	(void)state;
+	OK(etcd_put(e, "cloexec", "1", 1, 0, NULL, &err_));
+	OK(etcd_get(e, "cloexec", false, &r, &err_));
+	etcd_range_free(&r);
+	dir = opendir("/proc/self/fd");
+	assert_non_null(dir);
+	while ((d = readdir(dir))) {
+		char path[300], link[64];
+		ssize_t n;
+		int fd = atoi(d->d_name), domain = 0;
+		socklen_t len = sizeof(domain);
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", d->d_name);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (d->d_name[0] == '.' || n <= 0 || strncmp(link, "socket:", 7) ||
+		    getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) < 0 || (domain != AF_INET && domain != AF_INET6))
+			continue;
+		link[n] = '\0';
+		print_message("fd %d: %s, flags %#x\n", fd, link, fcntl(fd, F_GETFD));
+		assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+		sockets++;
+	}
+	closedir(dir);
+	assert_true(sockets >= 1);       /* the connection is still cached */
+	etcd_close(e);
+}
+
 static void test_live_cas(void **state)
 {
 	struct etcd *e = client();
@@ -586,6 +629,7 @@ int main(void)
 	};
 	const struct CMUnitTest live[] = {
 		cmocka_unit_test(test_live_put_get_prefix),
+		cmocka_unit_test(test_live_sockets_cloexec),
 		cmocka_unit_test(test_live_cas),
 		cmocka_unit_test(test_live_cas_race),
 		cmocka_unit_test(test_live_lease),
