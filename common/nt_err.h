@@ -23,11 +23,18 @@ struct nt_err {
 };
 
 /* Record code and message in err (which may be NULL), truncated to fit,
- * with every control character (newline, tab, ESC, DEL) shown as '?', so
- * that an argument someone else wrote cannot start a log line of its own.
- * Returns code, so callers write `return err_set(err, -EINVAL, "...")`. */
+ * made one line by nt_unctrl, so that an argument someone else wrote
+ * cannot start a log line of its own.  Returns code, so callers write
+ * `return err_set(err, -EINVAL, "...")`. */
 int err_set(struct nt_err *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* Show as '?', in place, each byte of s that a terminal could take as a
+ * control: C0 (newline, tab, ESC), DEL, the C1 controls (U+0080 to U+009F:
+ * CSI is U+009B) written in UTF-8 (both bytes), and every byte that is not
+ * part of well-formed UTF-8 (a lone 0x9B is CSI to a terminal in 8-bit
+ * mode).  Other UTF-8 stays as it is; the length never changes.  Returns s. */
+char *nt_unctrl(char *s);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,8 @@
 /* textbuf.c — see textbuf.h. */
 #include "base/textbuf.h"
 
+#include "nt_err.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -32,8 +34,5 @@ char *text_printable(char *s)
 
 char *text_unctrl(char *s)
 {
-	for (char *c = s; *c; c++)
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			*c = '?';
-	return s;
+	return nt_unctrl(s);
 }

@@ -49,12 +49,25 @@ static void test_unctrl(void **state)
 	assert_string_equal(s, "a?b?[2J?? caf\xc3\xa9");
 }
 
+/* security.md L12: a C1 control in UTF-8 (U+009B, CSI) and bytes outside
+ * well-formed UTF-8 (a lone 0x9B, an overlong form, a surrogate, a cut
+ * sequence) reach no terminal; other UTF-8 (2, 3 and 4 bytes) stays. */
+static void test_unctrl_c1(void **state)
+{
+	char s[] = "x\xc2\x9b" "2J \x9b" "2J \xc0\xaf \xed\xa0\x80 \xc2\xa0\xe2\x82\xac\xf0\x9f\x98\x80 \xe2\x82";
+
+	(void)state;
+	text_unctrl(s);
+	assert_string_equal(s, "x??2J ?2J ?? ??? \xc2\xa0\xe2\x82\xac\xf0\x9f\x98\x80 ??");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_append_whole_or_not),
 		cmocka_unit_test(test_printable),
 		cmocka_unit_test(test_unctrl),
+		cmocka_unit_test(test_unctrl_c1),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
