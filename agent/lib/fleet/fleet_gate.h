@@ -30,6 +30,7 @@ struct fleet_gate_request {
 	double budget_s;              /* ab's --budget; 0: ab's default */
 	const char *sysroot, *topology;  /* NULL: the live host */
 	const char *trial_dir;        /* ab's --trial-dir (made by ab; must not exist) */
+	const char *limits;           /* ab's --limits, the daemon's site limits; NULL: ab's default */
 };
 
 struct fleet_gate_result {
