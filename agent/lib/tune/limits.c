@@ -169,11 +169,13 @@ static int parse_knob_limit(const struct limits *l, const struct knob *k, const 
 		       k->section, k->key, bad, allowed_list(k, ~0ull, list, sizeof(list)));
 }
 
-/* Mark lim set at line, unless it was: then the line it was first set at. */
-static int set_limit(struct limit *lim, int line)
+/* Set *lim to v, set at line, unless it was: then the line it was first
+ * set at. */
+static int set_limit(struct limit *lim, const struct limit *v, int line)
 {
 	if (lim->set)
 		return lim->line;
+	*lim = *v;
 	lim->set = true;
 	lim->line = line;
 	return 0;
@@ -194,9 +196,7 @@ static int on_assignment(const char *section, const char *key, const char *value
 		if (parse_percent(value, &lim.bound) < 0)
 			return err_set(err, -EINVAL, "%s:%d: [hugetlb] share '%.64s': expected a whole percent 0%% to 100%%",
 				       name, line, value);
-		dup = set_limit(&l->hugetlb_share, line);
-		if (!dup)
-			l->hugetlb_share.bound = lim.bound;
+		dup = set_limit(&l->hugetlb_share, &lim, line);
 	} else {
 		k = knob_find(section, key);
 		if (k < 0)
@@ -204,11 +204,7 @@ static int on_assignment(const char *section, const char *key, const char *value
 				       name, line, section, key);
 		if (parse_knob_limit(l, &knob_table[k], value, line, &lim, err) < 0)
 			return err->code;
-		dup = set_limit(&l->knob[k], line);
-		if (!dup) {
-			l->knob[k].bound = lim.bound;
-			l->knob[k].allowed = lim.allowed;
-		}
+		dup = set_limit(&l->knob[k], &lim, line);
 	}
 	if (dup)
 		return err_set(err, -EINVAL, "%s:%d: duplicate limit [%s] %s (first set at line %d)", name, line,
