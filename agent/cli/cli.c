@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "tune/limits.h"
+#include "ab/abrun.h"
 #include "base/log.h"
 #include "daemon/daemon.h"
 #include "tune/journal.h"
@@ -114,35 +115,33 @@ out_err:
 int cli_check_limits(const struct ctx *x, const struct opts *o)
 {
 	struct nt_err err = { 0 };
-	struct limits *l = limits_load(o->limits, policy_trust_flags(), &err);
-	int r;
 
-	if (!l) {
+	if (limits_check_file(o->limits, policy_trust_flags(), x->policy, x->topo, &err) < 0) {
 		log_msg(LOG_ERR, "%s", err.msg);
 		return exit_code_for(err.code);
-	}
-	r = limits_check(l, x->policy, x->topo, &err);
-	limits_free(l);
-	if (r < 0) {
-		log_msg(LOG_ERR, "%s", err.msg);
-		return exit_code_for(r);
 	}
 	return 0;
 }
 
-int cli_check_arm(const struct ab_arm *arm)
+int cli_check_policy(const struct ab_config *cfg, const char *what, const char *policy)
 {
 	struct nt_err err = { 0 };
-	struct policy *p;
 
-	if (arm->policy) {
-		p = policy_load(arm->policy, policy_trust_flags(), &err);
-		if (!p) {
-			log_msg(LOG_ERR, "arm %s: %s", arm->name, err.msg);
-			return exit_code_for(err.code);
-		}
-		policy_free(p);
+	if (abrun_policy_check(cfg, policy, &err) < 0) {
+		log_msg(LOG_ERR, "%s: %s", what, err.msg);
+		return exit_code_for(err.code);
 	}
+	return 0;
+}
+
+int cli_check_arm(const struct ab_config *cfg, const struct ab_arm *arm)
+{
+	char what[16];
+	int rc;
+
+	snprintf(what, sizeof(what), "arm %s", arm->name);
+	if (arm->policy && (rc = cli_check_policy(cfg, what, arm->policy)))
+		return rc;
 	if (arm->argv[0] && !launch_command_found(arm->argv[0])) {
 		log_msg(LOG_ERR, "arm %s: %s: command not found", arm->name, arm->argv[0]);
 		return EXIT_USAGE;
@@ -170,6 +169,7 @@ void cli_ab_config(const struct opts *o, struct ab_config *cfg)
 	if (o->given[OPT_SKIP_STEPS])
 		cfg->skip_steps = o->skip_steps;
 	cfg->metric = o->metric;
+	cfg->limits = o->limits;
 	if (o->metric_kind && !strcmp(o->metric_kind, "time"))
 		cfg->metric_kind = ABFIG_TIME;
 }

@@ -68,12 +68,18 @@ void ctx_release(struct ctx *x);
 /* A note_fn / watch note: log msg at level. */
 void cli_note(int level, const char *msg, void *arg);
 
-/* An A/B arm can run: its policy loads, its command exists.  0, or an exit
- * code (said). */
-int cli_check_arm(const struct ab_arm *arm);
+/* A policy file ab's trials under cfg may apply: it loads, and is within
+ * the site limits (cfg->limits) on cfg's machine (abrun_policy_check).
+ * 0, or an exit code (said as "WHAT: why": 2 for a bad or untrusted file
+ * or a value beyond a limit). */
+int cli_check_policy(const struct ab_config *cfg, const char *what, const char *policy);
+
+/* An A/B arm can run: its policy as cli_check_policy says ("arm A: ..."),
+ * its command exists.  0, or an exit code (said). */
+int cli_check_arm(const struct ab_config *cfg, const struct ab_arm *arm);
 
 /* Set cfg from the defaults (ab_config_defaults) and the A/B options the
- * user gave (--trials --steps --threshold --alpha --budget --seed). */
+ * user gave (--trials --steps --threshold --alpha --budget --seed --limits). */
 void cli_ab_config(const struct opts *o, struct ab_config *cfg);
 
 /* Where apply's and revert's closing summary ("applied ...: 2 changes")

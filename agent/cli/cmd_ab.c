@@ -32,6 +32,7 @@ static const struct opt_row ab_opts[] = {
 	{ OPT_TOPOLOGY, OPT_OPTIONAL, NULL },
 	{ OPT_AS_USER, OPT_OPTIONAL, NULL },
 	{ OPT_TRIAL_DIR, OPT_OPTIONAL, NULL },
+	{ OPT_LIMITS, OPT_OPTIONAL, NULL },
 	OPT_TABLE_END,
 };
 
@@ -41,14 +42,16 @@ const struct verb_spec ab_spec = {
 	"                   [--trim PCT] [--budget DURATION] [--seed N]\n"
 	"                   [--metric REGEX [--metric-kind throughput|time]] [--skip-steps N]\n"
 	"                   [--json] [--report FILE.html]\n"
-	"                   [--sysroot DIR [--topology FILE.xml]] [--trial-dir DIR]\n"
+	"                   [--sysroot DIR [--topology FILE.xml]] [--trial-dir DIR] [--limits FILE]\n"
 	"                   [--as-user USER -- CMD...] [-- CMD...]",
 	"A/B test two policies or commands with statistics (exit 1 on regression)",
 	"SPEC is policy=FILE, cmd=COMMAND ARGS (last; split on spaces, no shell) or both,\n"
 	"comma-separated.  Default workload: nodetune-harness (dlrm-small, world 2 through\n"
 	"mpirun, each rank bound by `nodetune exec` under the arm's policy).  Trials run\n"
 	"in randomized ABBA blocks (--trials per arm, default 8), each under its arm's\n"
-	"policy, applied and reverted around the trial, in a cgroup of its own.\n"
+	"policy, applied and reverted around the trial, in a cgroup of its own.  Each\n"
+	"arm's policy is held to the site limits (--limits FILE, else\n"
+	"/etc/nodetune/limits.conf when it exists) before anything runs, as by apply.\n"
 	"The figure of a trial: --metric REGEX (one capture group, matched on each line\n"
 	"of the job's stdout, else stderr; the median; --metric-kind time: lower is\n"
 	"better), else the job's step reports (each trial gets NODETUNE_STEP_FILE and\n"
@@ -120,7 +123,7 @@ static int ab_arms(const struct opts *o, struct ab_config *cfg)
 	if (o->report && (rc = check_output_path("--report", o->report)))
 		return rc;
 	for (int a = 0; a < 2 && !rc; a++)
-		rc = cli_check_arm(&cfg->arm[a]);
+		rc = cli_check_arm(cfg, &cfg->arm[a]);
 	return rc;
 }
 

@@ -19,13 +19,15 @@ static const struct opt_row bisect_opts[] = {
 	{ OPT_BUDGET, OPT_OPTIONAL, NULL },
 	{ OPT_SEED, OPT_OPTIONAL, NULL },
 	{ OPT_JSON, OPT_OPTIONAL, NULL },
+	{ OPT_LIMITS, OPT_OPTIONAL, NULL },
 	OPT_TABLE_END,
 };
 
 const struct verb_spec bisect_spec = {
 	bisect_opts, VERB_COMMAND_OPTIONAL,
 	"nodetune bisect --good POLICY --bad POLICY [--trials N] [--steps N] [--threshold PCT]\n"
-	"                       [--alpha A] [--budget DURATION] [--seed N] [--json] [-- CMD...]",
+	"                       [--alpha A] [--budget DURATION] [--seed N] [--json] [--limits FILE]\n"
+	"                       [-- CMD...]",
 	"find the smallest set of knobs that turns a good policy into a bad one",
 	"The knobs whose values differ between the two policies (includes resolved) are\n"
 	"the delta.  Each test is an A/B (as `nodetune ab`, same options, --budget per\n"
@@ -33,7 +35,9 @@ const struct verb_spec bisect_spec = {
 	"the bad one; a `regression` verdict fails the test.  First the whole delta is\n"
 	"tested; then delta debugging (ddmin) narrows it to a 1-minimal set: every knob\n"
 	"in it is needed, which finds knobs that regress only together.  Progress goes\n"
-	"to stderr.  Exit 0 with the set printed; 1 when the bad policy does not\n"
+	"to stderr.  Both policies, and each policy a test writes, are held to the site\n"
+	"limits (--limits FILE, else /etc/nodetune/limits.conf when it exists), as by\n"
+	"apply.  Exit 0 with the set printed; 1 when the bad policy does not\n"
 	"regress against the good one here; 3 when a trial fails (nothing left applied).",
 };
 
@@ -133,7 +137,10 @@ int cmd_bisect(struct opts *o)
 		rc = EXIT_RUNTIME;
 		goto out;
 	}
-	if ((rc = cli_check_arm(&cfg.arm[0])))
+	/* the arms' policies are bisect's own files from here on: the two
+	 * given are held to the site limits now, each test's again by its trials */
+	if ((rc = cli_check_policy(&cfg, "--good", o->good)) || (rc = cli_check_policy(&cfg, "--bad", o->bad)) ||
+	    (rc = cli_check_arm(&cfg, &cfg.arm[0])))
 		goto out;
 	if (bisect_run_init(&b, &cfg, o->good, good, bad, &err) < 0) {
 		log_msg(LOG_ERR, "out of memory");

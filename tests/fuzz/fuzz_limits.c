@@ -1,8 +1,9 @@
 /* fuzz_limits.c — libFuzzer target: site limits (limits.h) over arbitrary
  * bytes, then a fixed policy checked against what parsed.  Every limit
- * set lies in its row's range (the share in 0..100) and names a line; a
- * refusal is a negative errno with a one-line message; a check returns 0
- * or -EPERM with one. */
+ * set is on a key with a direction, lies in its row's range (a number; the
+ * share in 0..100) or allows some of its row's values and no others (a
+ * choice), and names a line; a refusal is a negative errno with a one-line
+ * message; a check returns 0 or -EPERM with one. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,7 +22,28 @@ static int has_ctrl(const char *s)
 }
 
 static const char policy_text[] = "[sysctl]\nvm.min_free_kbytes = 2097152\nvm.swappiness = 10\n"
-				  "[hugetlb]\npages_2m = 1024\npages_1g = 4\n[sched]\nnice = -5\n";
+				  "[hugetlb]\npages_2m = 1024\npages_1g = 4\n[sched]\nnice = -5\n[thp]\nenabled = always\n";
+
+/* Is the limit l set on row k one limits_parse_buffer may produce? */
+static int limit_ok(unsigned k, const struct limit *l)
+{
+	const struct knob *row = &knob_table[k];
+	uint64_t all = 0;
+
+	if (l->line < 1)
+		return 0;
+	switch (limits_direction((enum knob_id)k)) {
+	case LIMIT_CEILING:
+	case LIMIT_FLOOR:
+		return row->type == KT_INT && l->bound >= row->min && l->bound <= row->max;
+	case LIMIT_ALLOWED:
+		for (int i = 0; row->values[i] && i < 64; i++)
+			all |= 1ull << i;
+		return row->type == KT_ENUM && l->allowed && !(l->allowed & ~all);
+	default:
+		return 0;
+	}
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -41,10 +63,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	for (unsigned k = 0; k < KNOB_COUNT; k++)
-		if (l->knob[k].set && (knob_table[k].type != KT_INT || l->knob[k].max < knob_table[k].min ||
-				       l->knob[k].max > knob_table[k].max || l->knob[k].line < 1))
+		if (l->knob[k].set && !limit_ok(k, &l->knob[k]))
 			__builtin_trap();
-	if (l->hugetlb_share.set && (l->hugetlb_share.max < 0 || l->hugetlb_share.max > 100))
+	if (l->hugetlb_share.set && (l->hugetlb_share.bound < 0 || l->hugetlb_share.bound > 100))
 		__builtin_trap();
 	if (p) {
 		rc = limits_check(l, p, &t, &err);

@@ -56,6 +56,8 @@ struct ab_config {
 	const char *work_dir;         /* trial outputs */
 	const char *sysroot;          /* the tree the trials apply to; NULL: / */
 	const char *topology;         /* its topology XML; NULL: read from sysroot */
+	const char *limits;           /* the site limits (limits.h) each arm's policy is held to;
+				       * NULL: LIMITS_DEFAULT_PATH when it exists */
 	bool as_user;                 /* run the job as as_uid/as_gid (ab_as_user) */
 	uid_t as_uid;                 /* never 0 */
 	gid_t as_gid;                 /* never 0 */

@@ -26,6 +26,7 @@
 #include "observe/obs.h"
 #include "observe/sampler.h"
 #include "tune/apply.h"
+#include "tune/limits.h"
 #include "tune/plan.h"
 #include "tune/policy.h"
 
@@ -174,7 +175,45 @@ static void tail_of(const char *path, char *out, size_t size)
 
 /* ---- the policy, applied and reverted ---------------------------------- */
 
-/* Apply the arm's policy (if any) and return the journal state dir. */
+/* The policy file path, loaded, and the machine the trials apply to;
+ * checked against the site limits (cfg->limits) there.  0 with *ret_p and
+ * *ret_t, or -errno with err (nothing returned). */
+static int arm_policy_load(const struct ab_config *cfg, const char *path, struct policy **ret_p, struct topo **ret_t,
+			   struct nt_err *err)
+{
+	struct policy *p = policy_load(path, policy_trust_flags(), err);
+	struct topo *t = NULL;
+	int r;
+
+	if (!p)
+		return err->code;
+	t = cfg->topology ? topo_load_xml(cfg->topology, err) : topo_load_host(cfg->sysroot, err);
+	r = t ? limits_check_file(cfg->limits, policy_trust_flags(), p, t, err) : err->code;
+	if (r < 0) {
+		policy_free(p);
+		topo_free(t);
+		return r;
+	}
+	*ret_p = p;
+	*ret_t = t;
+	return 0;
+}
+
+int abrun_policy_check(const struct ab_config *cfg, const char *path, struct nt_err *err)
+{
+	struct policy *p;
+	struct topo *t;
+	int r = arm_policy_load(cfg, path, &p, &t, err);
+
+	if (r == 0) {
+		policy_free(p);
+		topo_free(t);
+	}
+	return r;
+}
+
+/* Apply the arm's policy (if any; within the site limits, checked again
+ * here since bisect writes new ones) into cfg->state_dir's journal. */
 static int trial_apply(const struct ab_config *cfg, const struct ab_arm *arm, struct nt_err *err)
 {
 	struct policy *p;
@@ -186,16 +225,14 @@ static int trial_apply(const struct ab_config *cfg, const struct ab_arm *arm, st
 
 	if (!arm->policy)
 		return 0;
-	p = policy_load(arm->policy, policy_trust_flags(), err);
-	if (!p)
-		return err->code;
-	t = cfg->topology ? topo_load_xml(cfg->topology, err) : topo_load_host(cfg->sysroot, err);
+	if ((r = arm_policy_load(cfg, arm->policy, &p, &t, err)) < 0)
+		return r;
 	root = fsroot_open(cfg->sysroot ? cfg->sysroot : "/");
-	if (!t || !root) {
+	if (!root) {
+		r = err_set(err, -errno, "%s: %s", cfg->sysroot ? cfg->sysroot : "/", strerror(errno));
 		policy_free(p);
 		topo_free(t);
-		fsroot_free(root);
-		return t ? err_set(err, -errno, "%s: %s", cfg->sysroot ? cfg->sysroot : "/", strerror(errno)) : err->code;
+		return r;
 	}
 	/* the default workload's ranks, or the plan's default for a command
 	 * of the user's (whose rank count is not ours to know) */

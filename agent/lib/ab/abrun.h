@@ -34,6 +34,14 @@ struct ab_trial {
 	struct abwatch_trial watch;       /* what the watch saw (owned) */
 };
 
+/* Can the policy file path be applied by cfg's trials: it loads (trusted
+ * as root), and stays within the site limits (cfg->limits: limits.h) on
+ * the machine the trials apply to (cfg->sysroot, cfg->topology)?  The
+ * check each trial makes again before it applies; the verbs make it for
+ * every arm before anything runs.  0, or -errno with err: policy_load's
+ * and limits_check_file's (-EPERM: beyond a limit, the key named). */
+int abrun_policy_check(const struct ab_config *cfg, const char *path, struct nt_err *err);
+
 /* Run one trial of arm a (cfg->arm[a]); index: its number in the
  * experiment (its files are trial-NNN-A...), or < 0 for the arm's warm-up;
  * want: the figure's source (the warm-up trials find it: pass ABFIG_WALL);

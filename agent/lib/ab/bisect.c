@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ab/abrun.h"
 #include "ab/bisect.h"
 #include "ab/bisect_test.h"
 #include "machine/knob.h"
@@ -196,12 +197,14 @@ int bisect_run_init(struct bisect_run *b, struct ab_config *cfg, const char *goo
 	return 0;
 }
 
-/* Write candidate set to path and check that it loads: 0; BISECT_UNRESOLVED
- * (an invalid combination: a key that needs another), recorded; -errno. */
+/* Write candidate set to path and check that it loads and keeps to the
+ * site limits (abrun_policy_check; the good and the bad policy each do, but
+ * a mix can pass one: the hugetlb share of one's 2 MiB pages and the
+ * other's 1 GiB pages): 0; BISECT_UNRESOLVED (an invalid combination: a key
+ * that needs another, or a limit passed), recorded; -errno. */
 static int write_candidate(struct bisect_run *b, uint64_t set, const char *path, const char *knobs)
 {
 	struct nt_err err = { 0 };
-	struct policy *p;
 	FILE *f;
 	int r;
 
@@ -211,14 +214,12 @@ static int write_candidate(struct bisect_run *b, uint64_t set, const char *path,
 	r = bisect_write_candidate(f, b->good, b->bad, b->idx, b->n, set);
 	if (fclose(f) != 0 || r < 0)
 		return -EIO;
-	p = policy_load(path, policy_trust_flags(), &err);
-	if (!p) {
+	if (abrun_policy_check(b->cfg, path, &err) < 0) {
 		progress(b, "test %d {%s}: not testable: %s", b->tests, knobs, err.msg);
 		json_array_append_new(b->log, json_pack("{s:i, s:s, s:s}", "test", b->tests, "knobs", knobs,
 							"verdict", "untestable"));
 		return BISECT_UNRESOLVED;
 	}
-	policy_free(p);
 	return 0;
 }
 

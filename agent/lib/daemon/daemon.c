@@ -105,14 +105,7 @@ static int file_sha256(const char *path, char out[SHA256_DIGEST_STRING_LENGTH])
  * limits file's error, with err. */
 static int within_limits(const struct daemon *d, const struct policy *p, struct nt_err *err)
 {
-	struct limits *l = limits_load(d->cfg->limits_path, d->cfg->policy_flags, err);
-	int r;
-
-	if (!l)
-		return err->code ? err->code : -EINVAL;
-	r = limits_check(l, p, d->topo, err);
-	limits_free(l);
-	return r;
+	return limits_check_file(d->cfg->limits_path, d->cfg->policy_flags, p, d->topo, err);
 }
 
 /* Load the policy file, check it against the site limits and plan it:

@@ -40,6 +40,7 @@ struct fleet_gate_request {
 	const char *trial_dir;        /* ab's --trial-dir (made by ab; must not exist) */
 	const char *report;           /* where ab's whole JSON report is kept when it ends (0600,
 				       * replaced each gate); NULL: not kept */
+	const char *limits;           /* ab's --limits, the daemon's site limits; NULL: ab's default */
 };
 
 struct fleet_gate_result {

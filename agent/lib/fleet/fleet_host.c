@@ -649,7 +649,8 @@ static void do_gate(struct fleet_host *fh, const struct fleet_host_view *v, cons
 	struct gate g = { 0 };
 	struct nt_err err = { 0 };
 	char cur[4096], cand[4096], dir[4096], report[4096];
-	struct fleet_gate_request q = { cur, cand, NULL, NULL, 0, fh->cfg.sysroot, fh->cfg.topology, dir, report };
+	struct fleet_gate_request q = { cur, cand, NULL, NULL, 0, fh->cfg.sysroot, fh->cfg.topology, dir, report,
+					fh->cfg.limits_path };
 	int r;
 
 	if (gate_lookup(fh, d, &g, &err) < 0) {

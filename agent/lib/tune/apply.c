@@ -205,7 +205,16 @@ static int restore_entries(const struct fsroot *root, const struct journal_state
 
 			if (!jobcg_exists(e->a))
 				continue;
-			r = jobcg_delete(e->a, &e2);
+			if (!e->b) {   /* journalled by a nodetune before identities */
+				report_note(rep, "cgroup %s: its journal entry records no identity (written by an older "
+					    "nodetune), so it is not known to be ours: left in place", e->a);
+				continue;
+			}
+			r = jobcg_delete(e->a, e->b, &e2);
+			if (r == -ESTALE) {   /* someone else's now: never removed */
+				report_note(rep, "%s", e2.msg);
+				continue;
+			}
 			snprintf(label, sizeof(label), "cgroup:%s", e->a);
 			if (r == 0)
 				report_add(rep, label, "created", "removed");
@@ -303,15 +312,17 @@ static int write_item(const struct fsroot *root, const struct item *it, const ch
 	return r;
 }
 
-/* Create pl's job cgroup and report it.  0 or -errno with err. */
-static int job_cgroup_create(const struct plan *pl, struct apply_changes *rep, struct nt_err *err)
+/* Create pl's job cgroup (its identity into id) and report it.  0 or
+ * -errno with err (-EEXIST: a group of the name is someone else's). */
+static int job_cgroup_create(const struct plan *pl, char id[JOBCG_ID_MAX], struct apply_changes *rep,
+			     struct nt_err *err)
 {
 	char cpus[PLAN_VALUE_MAX], mems[64], label[128];
 	int r;
 
 	cpulist_format(pl->cgroup_cpus, cpus, sizeof(cpus));
 	cpulist_format(pl->cgroup_mems, mems, sizeof(mems));
-	r = jobcg_create(pl->cgroup, cpus, mems, pl->cpu_weight, err);
+	r = jobcg_create(pl->cgroup, cpus, mems, pl->cpu_weight, id, err);
 	snprintf(label, sizeof(label), "cgroup:%s", pl->cgroup);
 	if (r == 0)
 		report_add(rep, label, "", "created");
@@ -378,25 +389,26 @@ static int apply_items(struct journal *j, const struct item *items, unsigned n_i
 }
 
 /* Create pl's job cgroup, where one can be made (else a note says why
- * not), and journal it once it is this run's: a group that exists already
- * is someone else's and gets its own error (-EEXIST, never journalled, so
- * never removed by a revert); one this run made but could not journal is
- * removed at once.  0 or -errno with err. */
+ * not), and journal it with its identity once it is this run's: a group
+ * that exists already is someone else's and gets its own error (-EEXIST,
+ * never journalled, so never removed by a revert); one this run made but
+ * could not journal is removed at once.  0 or -errno with err. */
 static int apply_job_cgroup(const struct plan *pl, struct journal *j, const struct fsroot *root,
 			    struct apply_changes *rep, struct nt_err *err)
 {
+	char id[JOBCG_ID_MAX];
 	int r;
 
 	if (!job_cgroup_possible(pl, root, rep))
 		return 0;
-	r = job_cgroup_create(pl, rep, err);
+	r = job_cgroup_create(pl, id, rep, err);
 	if (r < 0)
 		return r;
-	r = journal_record(j, JE_CGROUP, pl->cgroup, NULL, NULL, err);
+	r = journal_record(j, JE_CGROUP, pl->cgroup, id, NULL, err);
 	if (r < 0) {
 		struct nt_err e2 = { 0 };
 
-		if (jobcg_delete(pl->cgroup, &e2) < 0)
+		if (jobcg_delete(pl->cgroup, id, &e2) < 0)
 			report_note(rep, "%s", e2.msg);
 	}
 	return r;
@@ -584,8 +596,8 @@ static int converge_state(const struct plan *pl, const struct item *items, unsig
 			return err->code;
 		r = entry_push(ret, JE_FILE, items[i].path, now, raw);
 	}
-	if (r == 0 && cgroup_entry)
-		r = entry_push(ret, JE_CGROUP, pl->cgroup, NULL, NULL);
+	if (r == 0 && cgroup_entry)   /* with its identity (NULL in an old journal's) */
+		r = entry_push(ret, JE_CGROUP, pl->cgroup, entry_of(old, JE_CGROUP, pl->cgroup)->b, NULL);
 	*ret_n_keep = ret->n;
 	for (unsigned i = 0; old && i < old->n && r == 0; i++) {
 		const struct journal_entry *e = &old->entries[i];
@@ -640,39 +652,73 @@ static int converge_write(const struct item *items, unsigned n_items, const stru
 	return r;
 }
 
+/* A group of pl's name that exists: ours when the journal names it and it
+ * is the group the journal's identity describes (an entry of an older
+ * nodetune, with no identity, is taken at its name as then, and never
+ * removed: restore_entries).  0, or -EEXIST with err. */
+static int converge_cgroup_exists(const struct plan *pl, const struct journal_entry *mine, struct nt_err *err)
+{
+	if (!mine)
+		return err_set(err, -EEXIST, "cgroup %s exists already and is not ours; choose another [cgroup] name",
+			       pl->cgroup);
+	if (mine->b && !jobcg_is(pl->cgroup, mine->b))
+		return err_set(err, -EEXIST, "cgroup %s is not the group this journal recorded (removed and made again "
+			       "by someone else?); choose another [cgroup] name", pl->cgroup);
+	return 0;
+}
+
+/* Journal the group pl's converge made, with its identity id: the entry
+ * the journal names already takes it, else a new one is inserted into st
+ * at *n_keep (among the entries pl governs, *n_keep counting it); then the
+ * journal is rewritten.  0, or -errno with err. */
+static int converge_cgroup_record(const struct plan *pl, struct journal *j, struct journal_state *st,
+				  unsigned *n_keep, const char *id, struct nt_err *err)
+{
+	struct journal_entry *mine = (struct journal_entry *)entry_of(st, JE_CGROUP, pl->cgroup);
+	struct journal_entry e;
+	char *copy = strdup(id);
+
+	if (!copy)
+		return err_set(err, -ENOMEM, "out of memory");
+	if (mine) {
+		free(mine->b);
+		mine->b = copy;
+	} else if (entry_push(st, JE_CGROUP, pl->cgroup, NULL, NULL) < 0) {
+		free(copy);
+		return err_set(err, -ENOMEM, "out of memory");
+	} else {
+		e = st->entries[st->n - 1];
+		e.b = copy;
+		memmove(&st->entries[*n_keep + 1], &st->entries[*n_keep],
+			(st->n - 1 - *n_keep) * sizeof(st->entries[0]));
+		st->entries[(*n_keep)++] = e;
+	}
+	return journal_rewrite(j, st, err);
+}
+
 /* pl's job cgroup.  One the journal already names (an earlier converge
- * made it) is made again when gone.  A missing one is created, and only
- * then journalled: inserted into st at *n_keep (among the entries pl
- * governs, *n_keep counting it) and the journal rewritten; one this run
- * made but could not journal is removed at once.  A group that exists and
- * no journal names is someone else's: -EEXIST, never journalled, so never
+ * made it) is kept while it is that group, made again when gone.  A
+ * missing one is created, and only then journalled with its identity
+ * (converge_cgroup_record); one this run made but could not journal is
+ * removed at once.  A group that exists and no journal names, or not the
+ * one it names, is someone else's: -EEXIST, never journalled, so never
  * removed.  0 or -errno with err. */
 static int converge_cgroup(const struct plan *pl, struct journal *j, struct journal_state *st,
 			   unsigned *n_keep, struct apply_changes *rep, struct nt_err *err)
 {
-	bool ours = entry_of(st, JE_CGROUP, pl->cgroup) != NULL;
-	struct journal_entry e;
+	char id[JOBCG_ID_MAX];
 	int r;
 
 	if (jobcg_exists(pl->cgroup))
-		return ours ? 0 : err_set(err, -EEXIST, "cgroup %s exists already and is not ours; "
-					  "choose another [cgroup] name", pl->cgroup);
-	r = job_cgroup_create(pl, rep, err);
-	if (r < 0 || ours)
+		return converge_cgroup_exists(pl, entry_of(st, JE_CGROUP, pl->cgroup), err);
+	r = job_cgroup_create(pl, id, rep, err);
+	if (r < 0)
 		return r;
-	if (entry_push(st, JE_CGROUP, pl->cgroup, NULL, NULL) < 0)
-		r = err_set(err, -ENOMEM, "out of memory");
-	else {
-		e = st->entries[st->n - 1];
-		memmove(&st->entries[*n_keep + 1], &st->entries[*n_keep],
-			(st->n - 1 - *n_keep) * sizeof(st->entries[0]));
-		st->entries[(*n_keep)++] = e;
-		r = journal_rewrite(j, st, err);
-	}
+	r = converge_cgroup_record(pl, j, st, n_keep, id, err);
 	if (r < 0) {
 		struct nt_err e2 = { 0 };
 
-		if (jobcg_delete(pl->cgroup, &e2) < 0)
+		if (jobcg_delete(pl->cgroup, id, &e2) < 0)
 			report_note(rep, "%s", e2.msg);
 	}
 	return r;

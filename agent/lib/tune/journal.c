@@ -18,6 +18,7 @@
 
 static const char *path_problem(const char *rel);
 static bool cgroup_name_ok(const char *s);
+static bool cgroup_id_ok(const char *s);
 
 struct journal {
 	char *dir;
@@ -263,7 +264,10 @@ static char *header_line(const char *root, const char *policy)
 static int entry_line(const char *name, enum journal_kind kind, const char *a, const char *b, const char *raw,
 		      char **ret_line, struct nt_err *err)
 {
-	const char *why = kind == JE_FILE ? path_problem(a) : cgroup_name_ok(a) ? NULL : "is not a cgroup name";
+	const char *why = kind == JE_FILE	       ? path_problem(a)
+			  : !cgroup_name_ok(a)	       ? "is not a cgroup name"
+			  : b && !cgroup_id_ok(b)    ? "has an identity that is not one jobcg makes"
+						       : NULL;
 	char *ea, *eb, *er;
 	int r = 0;
 
@@ -277,6 +281,7 @@ static int entry_line(const char *name, enum journal_kind kind, const char *a, c
 	er = journal_escape(raw ? raw : "");
 	if (!ea || !eb || !er ||
 	    (kind == JE_FILE ? asprintf(ret_line, "file\t%s\t%s\t%s\n", ea, eb, er)
+	     : b	     ? asprintf(ret_line, "cgroup\t%s\t%s\n", ea, eb)
 			     : asprintf(ret_line, "cgroup\t%s\n", ea)) < 0)
 		r = err_set(err, -ENOMEM, "out of memory");
 	free(ea);
@@ -521,6 +526,15 @@ static bool cgroup_name_ok(const char *s)
 	       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == n;
 }
 
+/* A job cgroup's identity as jobcg makes it (jobcg.h: JOBCG_ID_MAX,
+ * "cpuset=DEV:INO:BTIME,..."): a non-empty word of those characters. */
+static bool cgroup_id_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n > 0 && n < JOURNAL_VALUE_MAX && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789=:.,") == n;
+}
+
 static int parse_header(struct jparser *p, char **f, int nf)
 {
 	uint64_t pid;
@@ -558,13 +572,17 @@ static int parse_entry(struct jparser *p, char **f, int nf)
 			r = corrupt(p, "path '%s' %s", shown(e.a, show, sizeof(show)), why);
 		else if (strlen(e.b) >= JOURNAL_VALUE_MAX || strlen(e.raw) >= JOURNAL_RAW_MAX)
 			r = corrupt(p, "the value of %s is longer than apply records", shown(e.a, show, sizeof(show)));
-	} else if (nf == 2 && !strcmp(f[0], "cgroup")) {
+	} else if ((nf == 2 || nf == 3) && !strcmp(f[0], "cgroup")) {
+		/* 2 fields: a journal of a nodetune before identities (b NULL) */
 		e.kind = JE_CGROUP;
 		e.a = journal_unescape(f[1]);
-		if (!e.a)
+		e.b = nf == 3 ? journal_unescape(f[2]) : NULL;
+		if (!e.a || (nf == 3 && !e.b))
 			r = corrupt(p, "bad %%-escape");
 		else if (!cgroup_name_ok(e.a))
 			r = corrupt(p, "'%s' is not a cgroup name apply creates", shown(e.a, show, sizeof(show)));
+		else if (e.b && !cgroup_id_ok(e.b))
+			r = corrupt(p, "the identity of cgroup %s is not one apply records", e.a);
 	} else if (!strcmp(f[0], "file") || !strcmp(f[0], "cgroup")) {
 		r = corrupt(p, "a %s entry with %d fields", f[0], nf);
 	} else {

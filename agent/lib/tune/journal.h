@@ -11,7 +11,12 @@
  *   nodetune-journal 1  root ROOT  policy FILE  pid PID
  *   file PATH VALUE RAW       a file below ROOT: its effective value before,
  *                             and its exact bytes (restored into captured trees)
- *   cgroup NAME               a job cgroup this apply created
+ *   cgroup NAME ID            a job cgroup this apply created, and the identity
+ *                             of its directories (jobcg.h: the device, inode
+ *                             and birth time of each), without which a group
+ *                             of that name is not ours
+ *   cgroup NAME               the same, written before identities: still read
+ *                             (b NULL); revert leaves such a group in place
  *   commit                    the apply completed
  *
  * Trust (DESIGN.md "Trust"): the journal steers writes made as root, so it
@@ -48,7 +53,8 @@ enum journal_kind { JE_FILE, JE_CGROUP };
 struct journal_entry {
 	enum journal_kind kind;
 	char *a;       /* path, or cgroup name */
-	char *b;       /* original effective value (JE_FILE) */
+	char *b;       /* original effective value (JE_FILE); identity (JE_CGROUP,
+		        * jobcg.h; NULL in a journal written before identities) */
 	char *raw;     /* original bytes (JE_FILE) */
 	unsigned line; /* its line in the journal, for messages */
 };
@@ -80,7 +86,7 @@ const char *journal_path(const struct journal *j);
 /* Start a new journal (fails with -EEXIST when one exists). */
 int journal_begin(struct journal *j, const char *root, const char *policy, struct nt_err *err);
 /* Append one entry and make it durable before returning.  b and raw are
- * for JE_FILE (NULL otherwise).  -E2BIG when the line or the entry count
+ * for JE_FILE; b is a JE_CGROUP's identity (NULL: none), raw NULL.  -E2BIG when the line or the entry count
  * would pass the bounds above (nothing written). */
 int journal_record(struct journal *j, enum journal_kind kind, const char *a, const char *b,
 		   const char *raw, struct nt_err *err);

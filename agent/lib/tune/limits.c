@@ -1,7 +1,8 @@
 /* limits.c — see limits.h.
  *
- * Divisions: one assignment of limits.conf; loading (a file, a buffer);
- * checking a policy (per knob, then the hugetlb share of each node).
+ * Divisions: the direction of each key; one assignment of limits.conf;
+ * loading (a file, a buffer); checking a policy (per knob, then the hugetlb
+ * share of each node).
  */
 #include "tune/limits.h"
 
@@ -18,6 +19,48 @@
 
 #define MIB (1024ull * 1024)
 #define GIB (1024ull * MIB)
+
+/* ---- the direction of each key --------------------------------------------- */
+
+/* Which way each limitable key is bounded: where the risk lies.  A ceiling
+ * where more is more of the host taken or changed (memory reserved,
+ * priority, swapping, dirty memory); a floor where less is the risk (nice:
+ * a lower nice is more CPU priority; the NMI watchdog: 0 is hard-lockup
+ * detection off); an allowed set for every choice.  Text, names and CPU
+ * lists are not limitable (LIMIT_NONE).  docs/cli.md ("Site limits") and
+ * nodetune(8) state the same; test_limits checks that every numeric and
+ * choice row has one. */
+static const enum limit_dir limit_dirs[KNOB_COUNT] = {
+	[KNOB_AFFINITY_MODE] = LIMIT_ALLOWED,
+	[KNOB_AFFINITY_EXPORT_GPU] = LIMIT_ALLOWED,
+	[KNOB_MEMORY_POLICY] = LIMIT_ALLOWED,
+	[KNOB_THP_ENABLED] = LIMIT_ALLOWED,
+	[KNOB_THP_DEFRAG] = LIMIT_ALLOWED,
+	[KNOB_THP_KHUGEPAGED_DEFRAG] = LIMIT_CEILING,
+	[KNOB_HUGETLB_PAGES_2M] = LIMIT_CEILING,
+	[KNOB_HUGETLB_PAGES_1G] = LIMIT_CEILING,
+	[KNOB_SCHED_POLICY] = LIMIT_ALLOWED,
+	[KNOB_SCHED_PRIORITY] = LIMIT_CEILING,
+	[KNOB_SCHED_NICE] = LIMIT_FLOOR,
+	[KNOB_SCHED_NUMA_BALANCING] = LIMIT_CEILING,
+	[KNOB_SCHED_AUTOGROUP] = LIMIT_CEILING,
+	[KNOB_SCHED_GOVERNOR] = LIMIT_ALLOWED,
+	[KNOB_CGROUP_CPU_WEIGHT] = LIMIT_CEILING,
+	[KNOB_IRQ_DEVICES] = LIMIT_ALLOWED,
+	[KNOB_SYSCTL_VM_SWAPPINESS] = LIMIT_CEILING,
+	[KNOB_SYSCTL_VM_ZONE_RECLAIM_MODE] = LIMIT_CEILING,
+	[KNOB_SYSCTL_VM_MAX_MAP_COUNT] = LIMIT_CEILING,
+	[KNOB_SYSCTL_VM_MIN_FREE_KBYTES] = LIMIT_CEILING,
+	[KNOB_SYSCTL_VM_STAT_INTERVAL] = LIMIT_CEILING,
+	[KNOB_SYSCTL_VM_DIRTY_RATIO] = LIMIT_CEILING,
+	[KNOB_SYSCTL_VM_DIRTY_BACKGROUND_RATIO] = LIMIT_CEILING,
+	[KNOB_SYSCTL_KERNEL_NMI_WATCHDOG] = LIMIT_FLOOR,
+};
+
+enum limit_dir limits_direction(enum knob_id k)
+{
+	return (unsigned)k < KNOB_COUNT ? limit_dirs[k] : LIMIT_NONE;
+}
 
 /* ---- one assignment ------------------------------------------------------- */
 
@@ -52,13 +95,89 @@ static int parse_bound(const struct knob *k, const char *v, long long *ret)
 	return *ret >= k->min && *ret <= k->max ? 0 : -EINVAL;
 }
 
-static int set_limit(struct limit *lim, long long v, int line)
+/* The index of value in k's values, or -1. */
+static int value_index(const struct knob *k, const char *value)
 {
-	int first = lim->line;
+	for (int i = 0; k->values[i]; i++)
+		if (!strcmp(k->values[i], value))
+			return i;
+	return -1;
+}
 
+/* An allowed set for a choice row: "a,b" (blanks around each ignored),
+ * each one of the row's values, into a mask of their indexes.  -EINVAL with
+ * the word that is not a value (or "" for an empty set) in bad. */
+static int parse_allowed(const struct knob *k, const char *v, uint64_t *ret, char *bad, size_t size)
+{
+	char buf[256], *save = NULL;
+	uint64_t mask = 0;
+
+	snprintf(bad, size, "%.64s", v);
+	if (strlen(v) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, v);
+	for (char *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+		char *end = w + strlen(w);
+		int i;
+
+		while (*w == ' ' || *w == '\t')
+			w++;
+		while (end > w && (end[-1] == ' ' || end[-1] == '\t'))
+			*--end = '\0';
+		i = value_index(k, w);
+		if (i < 0 || i >= 64) {
+			snprintf(bad, size, "%.64s", w);
+			return -EINVAL;
+		}
+		mask |= 1ull << i;
+	}
+	*ret = mask;
+	return mask ? 0 : -EINVAL;
+}
+
+/* The values of row k in the mask allowed, comma-separated, into buf. */
+static const char *allowed_list(const struct knob *k, uint64_t allowed, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; k->values[i] && i < 64 && n < size; i++)
+		if (allowed >> i & 1)
+			n += (size_t)snprintf(buf + n, size - n, "%s%s", n ? ", " : "", k->values[i]);
+	return buf;
+}
+
+/* The limit of numeric or choice row k from value v into *lim.  0, or
+ * -EINVAL with err ("file:line: what"). */
+static int parse_knob_limit(const struct limits *l, const struct knob *k, const char *value, int line,
+			    struct limit *lim, struct nt_err *err)
+{
+	char bad[80], list[256];
+
+	if (limits_direction((enum knob_id)(k - knob_table)) == LIMIT_NONE)
+		return err_set(err, -EINVAL, "%s:%d: [%s] %s: cannot be limited (only numbers and choices can)",
+			       l->path, line, k->section, k->key);
+	if (k->type == KT_INT) {
+		if (parse_bound(k, value, &lim->bound) < 0)
+			return err_set(err, -EINVAL, "%s:%d: [%s] %s '%.64s': expected a whole number from %lld to %lld",
+				       l->path, line, k->section, k->key, value, k->min, k->max);
+		return 0;
+	}
+	if (parse_allowed(k, value, &lim->allowed, bad, sizeof(bad)) == 0)
+		return 0;
+	return err_set(err, -EINVAL, "%s:%d: [%s] %s '%s': expected a comma-separated set of %s", l->path, line,
+		       k->section, k->key, bad, allowed_list(k, ~0ull, list, sizeof(list)));
+}
+
+/* Set *lim to v, set at line, unless it was: then the line it was first
+ * set at. */
+static int set_limit(struct limit *lim, const struct limit *v, int line)
+{
 	if (lim->set)
-		return first;
-	*lim = (struct limit){ .set = true, .max = v, .line = line };
+		return lim->line;
+	*lim = *v;
+	lim->set = true;
+	lim->line = line;
 	return 0;
 }
 
@@ -68,28 +187,24 @@ static int on_assignment(const char *section, const char *key, const char *value
 {
 	struct limits *l = arg;
 	const char *name = l->path;
-	long long v;
+	struct limit lim = { 0 };
 	int k, dup;
 
 	if (!section[0])
 		return err_set(err, -EINVAL, "%s:%d: key '%.64s' before any [section]", name, line, key);
 	if (!strcmp(section, "hugetlb") && !strcmp(key, "share")) {
-		if (parse_percent(value, &v) < 0)
+		if (parse_percent(value, &lim.bound) < 0)
 			return err_set(err, -EINVAL, "%s:%d: [hugetlb] share '%.64s': expected a whole percent 0%% to 100%%",
 				       name, line, value);
-		dup = set_limit(&l->hugetlb_share, v, line);
+		dup = set_limit(&l->hugetlb_share, &lim, line);
 	} else {
 		k = knob_find(section, key);
 		if (k < 0)
 			return err_set(err, -EINVAL, "%s:%d: [%.64s] %.64s: not a policy key (see `nodetune keys`)",
 				       name, line, section, key);
-		if (knob_table[k].type != KT_INT)
-			return err_set(err, -EINVAL, "%s:%d: [%s] %s: not a numeric key; limits bound numbers only",
-				       name, line, section, key);
-		if (parse_bound(&knob_table[k], value, &v) < 0)
-			return err_set(err, -EINVAL, "%s:%d: [%s] %s '%.64s': expected a whole number from %lld to %lld",
-				       name, line, section, key, value, knob_table[k].min, knob_table[k].max);
-		dup = set_limit(&l->knob[k], v, line);
+		if (parse_knob_limit(l, &knob_table[k], value, line, &lim, err) < 0)
+			return err->code;
+		dup = set_limit(&l->knob[k], &lim, line);
 	}
 	if (dup)
 		return err_set(err, -EINVAL, "%s:%d: duplicate limit [%s] %s (first set at line %d)", name, line,
@@ -188,30 +303,70 @@ static int check_share(const struct limits *l, const struct policy *p, const str
 		return 0;
 	if (!t || t->n_numa == 0)
 		return err_set(err, -EPERM, "%s:%d: [hugetlb] pages reserve %llu MiB per NUMA node, and the machine's node memory is unknown: the site limit share = %lld%% (%s:%d) cannot be checked",
-			       at->file, at->line, want / MIB, l->hugetlb_share.max, l->path, l->hugetlb_share.line);
+			       at->file, at->line, want / MIB, l->hugetlb_share.bound, l->path, l->hugetlb_share.line);
 	for (unsigned n = 0; n < t->n_numa; n++) {
 		unsigned long long mem = t->numa[n].memory_bytes;
 
 		/* both sides below 2^57: pages are bounded by their rows, node memory by 2^50 */
-		if (want * 100 <= (mem < (1ull << 50) ? mem : 1ull << 50) * (unsigned long long)l->hugetlb_share.max)
+		if (want * 100 <= (mem < (1ull << 50) ? mem : 1ull << 50) * (unsigned long long)l->hugetlb_share.bound)
 			continue;
 		return err_set(err, -EPERM, "%s:%d: [hugetlb] pages reserve %llu MiB on NUMA node %u, above the site limit share = %lld%% of its %llu MiB (%s:%d)",
-			       at->file, at->line, want / MIB, t->numa[n].os_index, l->hugetlb_share.max, mem / MIB,
+			       at->file, at->line, want / MIB, t->numa[n].os_index, l->hugetlb_share.bound, mem / MIB,
 			       l->path, l->hugetlb_share.line);
 	}
 	return 0;
 }
 
+/* Is policy value v within lim on row k, bounded as dir says? */
+static bool within(const struct knob *k, enum limit_dir dir, const struct limit *lim, const char *v, long long n)
+{
+	int i;
+
+	switch (dir) {
+	case LIMIT_CEILING:
+		return n <= lim->bound;
+	case LIMIT_FLOOR:
+		return n >= lim->bound;
+	case LIMIT_ALLOWED:
+		i = value_index(k, v);
+		return i >= 0 && i < 64 && (lim->allowed >> i & 1);
+	default:
+		return true;
+	}
+}
+
 int limits_check(const struct limits *l, const struct policy *p, const struct topo *t, struct nt_err *err)
 {
 	for (unsigned k = 0; k < knob_count; k++) {
+		const struct knob *row = &knob_table[k];
 		const struct limit *lim = &l->knob[k];
 		const struct policy_value *v = &p->v[k];
+		enum limit_dir dir = limit_dirs[k];
+		char list[256];
 
-		if (!lim->set || !v->value || policy_int(p, (enum knob_id)k, 0) <= lim->max)
+		if (!lim->set || !v->value ||
+		    within(row, dir, lim, v->value, row->type == KT_INT ? policy_int(p, (enum knob_id)k, 0) : 0))
 			continue;
-		return err_set(err, -EPERM, "%s:%d: [%s] %s = %s is above the site limit %lld (%s:%d)", v->file, v->line,
-			       knob_table[k].section, knob_table[k].key, v->value, lim->max, l->path, lim->line);
+		if (dir == LIMIT_ALLOWED)
+			return err_set(err, -EPERM, "%s:%d: [%s] %s = %s is not one the site allows (%s) (%s:%d)",
+				       v->file, v->line, row->section, row->key, v->value,
+				       allowed_list(row, lim->allowed, list, sizeof(list)), l->path, lim->line);
+		return err_set(err, -EPERM, "%s:%d: [%s] %s = %s is %s the site %s %lld (%s:%d)", v->file, v->line,
+			       row->section, row->key, v->value, dir == LIMIT_FLOOR ? "below" : "above",
+			       dir == LIMIT_FLOOR ? "floor" : "limit", lim->bound, l->path, lim->line);
 	}
 	return check_share(l, p, t, err);
+}
+
+int limits_check_file(const char *path, unsigned flags, const struct policy *p, const struct topo *t,
+		      struct nt_err *err)
+{
+	struct limits *l = limits_load(path, flags, err);
+	int r;
+
+	if (!l)
+		return err->code;
+	r = limits_check(l, p, t, err);
+	limits_free(l);
+	return r;
 }

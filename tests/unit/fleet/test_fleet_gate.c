@@ -36,7 +36,7 @@ static void test_gate_parse(void **state)
 
 static void test_gate_start_refuses(void **state)
 {
-	struct fleet_gate_request q = { "a.conf", "b.conf", NULL, "nobody", 10, NULL, NULL, "/nonexistent/gate", NULL };
+	struct fleet_gate_request q = { "a.conf", "b.conf", NULL, "nobody", 10, NULL, NULL, "/nonexistent/gate", NULL, NULL };
 	char *argv[] = { "/bin/true", NULL };
 	struct fleet_gate *g = NULL;
 	struct nt_err err = { 0 };

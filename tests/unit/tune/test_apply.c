@@ -641,13 +641,13 @@ static void test_cgroup_existing_never_removed(void **state)
 	struct fsroot *host = NULL;
 	struct journal *j;
 	struct plan *pl;
-	char name[64];
+	char name[64], id[JOBCG_ID_MAX];
 
 	snprintf(name, sizeof(name), "nodetune-unit-apply-%d", (int)getpid());
 	if (!(pl = live_cgroup_plan(fx, name, &host))) {
 		test_skip_host("job cgroups need root and a cpuset hierarchy");
 	}
-	if (jobcg_create(name, "0", "0", 0, &err) < 0)
+	if (jobcg_create(name, "0", "0", 0, id, &err) < 0)
 		fail_msg("%s", err.msg);
 	assert_int_equal(apply_plan(pl, host, fx->state, false, &rep, &err), -EEXIST);
 	assert_non_null(strstr(err.msg, "exists already and is not ours"));
@@ -669,7 +669,7 @@ static void test_cgroup_existing_never_removed(void **state)
 	assert_true(jobcg_exists(name));
 
 	/* gone before apply: this run's, journalled, removed by revert */
-	assert_int_equal(jobcg_delete(name, &err), 0);
+	assert_int_equal(jobcg_delete(name, id, &err), 0);
 	assert_int_equal(apply_plan(pl, host, fx->state, false, &rep, &err), 0);
 	apply_changes_release(&rep);
 	assert_true(jobcg_exists(name));
@@ -692,6 +692,67 @@ static void test_cgroup_existing_never_removed(void **state)
 	plan_free(pl);
 }
 
+/* Someone else removes the group apply made and makes one of the name
+ * again (a process in it): the journal's identity is not that group's, so
+ * revert leaves it (a note says so) and converge refuses it; a journal of
+ * an older nodetune (no identity) never has its group removed either. */
+static void test_cgroup_remade_never_removed(void **state)
+{
+	struct fx *fx = *state;
+	struct apply_changes rep = { 0 };
+	struct nt_err err = { 0 };
+	struct fsroot *host = NULL;
+	struct journal *j;
+	struct plan *pl;
+	char name[64], dir[256], old[512];
+	int fd;
+
+	snprintf(name, sizeof(name), "nodetune-unit-remade-%d", (int)getpid());
+	if (!(pl = live_cgroup_plan(fx, name, &host)))
+		test_skip_host("job cgroups need root and a cpuset hierarchy");
+	snprintf(dir, sizeof(dir), "/sys/fs/cgroup/cpuset/%s", name);
+	assert_int_equal(apply_plan(pl, host, fx->state, false, &rep, &err), 0);
+	apply_changes_release(&rep);
+	assert_int_equal(rmdir(dir), 0);
+	assert_int_equal(mkdir(dir, 0755), 0);   /* theirs now */
+	assert_int_equal(apply_revert(fx->state, NULL, &rep, &err), 0);
+	assert_true(jobcg_exists(name));
+	assert_int_equal(rep.n_notes, 1);
+	assert_non_null(strstr(rep.notes[0], "not the group this journal recorded"));
+	apply_changes_release(&rep);
+
+	/* converge: its own group, then someone else's under the name */
+	assert_int_equal(rmdir(dir), 0);
+	j = journal_open(fx->state, &err);
+	assert_non_null(j);
+	assert_int_equal(apply_converge(pl, host, j, NULL, NULL, &rep, &err), 0);
+	apply_changes_release(&rep);
+	assert_int_equal(rmdir(dir), 0);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	assert_int_equal(apply_converge(pl, host, j, NULL, NULL, &rep, &err), -EEXIST);
+	assert_non_null(strstr(err.msg, "is not the group this journal recorded"));
+	apply_changes_release(&rep);
+	journal_close(j);
+	assert_int_equal(apply_revert(fx->state, NULL, &rep, &err), 0);
+	apply_changes_release(&rep);
+	assert_true(jobcg_exists(name));
+
+	/* an older nodetune's journal: the entry has no identity */
+	snprintf(old, sizeof(old), "%s/journal", fx->state);
+	fd = open(old, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	assert_true(fd >= 0);
+	dprintf(fd, "nodetune-journal 1\troot\t/\tpolicy\tcg.conf\tpid\t1\ncgroup\t%s\ncommit\n", name);
+	close(fd);
+	assert_int_equal(apply_revert(fx->state, NULL, &rep, &err), 0);
+	assert_true(jobcg_exists(name));
+	assert_int_equal(rep.n_notes, 1);
+	assert_non_null(strstr(rep.notes[0], "records no identity (written by an older nodetune)"));
+	apply_changes_release(&rep);
+	assert_int_equal(rmdir(dir), 0);
+	fsroot_free(host);
+	plan_free(pl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -707,6 +768,7 @@ int main(void)
 		cmocka_unit_test(test_converge_policy_change),
 		cmocka_unit_test(test_converge_after_crash),
 		cmocka_unit_test(test_cgroup_existing_never_removed),
+		cmocka_unit_test(test_cgroup_remade_never_removed),
 	};
 
 	return cmocka_run_group_tests_name("apply", tests, setup, teardown);

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <cmocka.h>
 
@@ -42,7 +43,7 @@ static void hierarchy(const char *controller, char *out, size_t size)
 
 static void test_create_attach_delete(void **state)
 {
-	char name[64], why[256], base[512], path[700], buf[256];
+	char name[64], why[256], base[512], path[700], buf[256], id[JOBCG_ID_MAX], other[JOBCG_ID_MAX];
 	struct nt_err err = { 0 };
 	FILE *f;
 	pid_t pid;
@@ -60,9 +61,11 @@ static void test_create_attach_delete(void **state)
 	assert_true(base[0] != '\0');
 	snprintf(name, sizeof(name), "nodetune-unit-%d", (int)getpid());
 	assert_false(jobcg_exists(name));
-	if (jobcg_create(name, "0", "0", 200, &err) < 0)
+	if (jobcg_create(name, "0", "0", 200, id, &err) < 0)
 		fail_msg("%s", err.msg);
 	assert_true(jobcg_exists(name));
+	assert_non_null(strstr(id, "cpuset="));
+	assert_true(jobcg_is(name, id));
 	snprintf(path, sizeof(path), "%s/%s/cpuset.cpus", base, name);
 	f = fopen(path, "r");
 	assert_non_null(f);
@@ -78,8 +81,19 @@ static void test_create_attach_delete(void **state)
 		assert_string_equal(buf, "2048\n");   /* weight 200 -> 200 * 1024 / 100 */
 	}
 
-	/* never take over an existing group */
-	assert_int_equal(jobcg_create(name, "0", "0", 0, &err), -EEXIST);
+	/* never take over an existing group, nor touch it */
+	memcpy(other, id, sizeof(id));
+	assert_int_equal(jobcg_create(name, "0", "0", 0, other, &err), -EEXIST);
+	assert_non_null(strstr(err.msg, "exists already and is not ours"));
+	assert_string_equal(other, id);
+	assert_true(jobcg_is(name, id));
+	/* a group of that name with another identity is not deleted */
+	assert_false(jobcg_is(name, "cpuset=0.0:1:0.0"));
+	assert_false(jobcg_is(name, ""));
+	assert_false(jobcg_is(name, NULL));
+	assert_int_equal(jobcg_delete(name, "cpuset=0.0:1:0.0", &err), -ESTALE);
+	assert_non_null(strstr(err.msg, "not the group this journal recorded"));
+	assert_true(jobcg_exists(name));
 
 	pid = fork();
 	if (pid == 0) {
@@ -98,18 +112,56 @@ static void test_create_attach_delete(void **state)
 	fclose(f);
 	assert_true(found);
 	/* deleting with a task inside moves it out first */
-	assert_int_equal(jobcg_delete(name, &err), 0);
+	assert_int_equal(jobcg_delete(name, id, &err), 0);
 	assert_false(jobcg_exists(name));
 	kill(pid, SIGKILL);
 	waitpid(pid, &status, 0);
-	assert_int_equal(jobcg_delete(name, &err), 0);  /* already gone: fine */
+	assert_int_equal(jobcg_delete(name, id, &err), 0);  /* already gone: fine */
 	assert_int_equal(jobcg_attach(name, getpid(), &err), -ENOENT);
+}
+
+/* The race L5 was: a group made under the name between a check and the
+ * create was adopted.  A directory of the name made first (by someone
+ * else, or in that window) is refused by the create's own mkdir, and it
+ * is not touched; what the create made before it met it is undone. */
+static void test_existing_directory_refused(void **state)
+{
+	char name[64], cpuset[512], cpu[512], path[700], mine[700], id[JOBCG_ID_MAX] = "untouched";
+	struct nt_err err = { 0 };
+	struct stat before, after;
+
+	(void)state;
+	if (geteuid() != 0 || !test_host_has_controller("cpuset"))
+		test_skip_host("needs root and a cpuset controller");
+	hierarchy("cpuset", cpuset, sizeof(cpuset));
+	hierarchy("cpu", cpu, sizeof(cpu));
+	snprintf(name, sizeof(name), "nodetune-unit-theirs-%d", (int)getpid());
+	snprintf(path, sizeof(path), "%s/%s", cpuset, name);
+	assert_int_equal(mkdir(path, 0755), 0);
+	assert_int_equal(stat(path, &before), 0);
+	assert_int_equal(jobcg_create(name, "0", "0", 100, id, &err), -EEXIST);
+	assert_non_null(strstr(err.msg, "exists already and is not ours"));
+	assert_string_equal(id, "untouched");
+	assert_int_equal(stat(path, &after), 0);
+	assert_int_equal(before.st_ino, after.st_ino);
+	assert_int_equal(rmdir(path), 0);
+	if (!cpu[0] || !strcmp(cpu, cpuset))
+		return;   /* one hierarchy: no second directory to meet */
+	/* theirs in the cpu hierarchy only: the cpuset directory made first is undone */
+	snprintf(path, sizeof(path), "%s/%s", cpu, name);
+	snprintf(mine, sizeof(mine), "%s/%s", cpuset, name);
+	assert_int_equal(mkdir(path, 0755), 0);
+	assert_int_equal(jobcg_create(name, "0", "0", 100, id, &err), -EEXIST);
+	assert_int_equal(access(mine, F_OK), -1);
+	assert_int_equal(access(path, F_OK), 0);
+	assert_int_equal(rmdir(path), 0);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_create_attach_delete),
+		cmocka_unit_test(test_existing_directory_refused),
 	};
 
 	return cmocka_run_group_tests_name("jobcg", tests, NULL, NULL);

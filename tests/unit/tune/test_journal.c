@@ -77,7 +77,7 @@ static void test_write_read(void **state)
 	}
 	assert_int_equal(journal_record(j, JE_FILE, "sys/a", "madvise", "always [madvise] never\n", &err), 0);
 	assert_int_equal(journal_record(j, JE_FILE, "proc/sys/empty", "", "", &err), 0);
-	assert_int_equal(journal_record(j, JE_CGROUP, "job", NULL, NULL, &err), 0);
+	assert_int_equal(journal_record(j, JE_CGROUP, "job", "cpuset=0.1f:148:0.0,cpu=0.1d:677:0.0", NULL, &err), 0);
 	assert_int_equal(journal_read(j, &st, &err), 0);
 	assert_string_equal(st.root, "/tmp/root dir");
 	assert_string_equal(st.policy, "p.conf");
@@ -89,6 +89,7 @@ static void test_write_read(void **state)
 	assert_string_equal(st.entries[1].b, "");   /* empty fields survive */
 	assert_int_equal(st.entries[2].kind, JE_CGROUP);
 	assert_string_equal(st.entries[2].a, "job");
+	assert_string_equal(st.entries[2].b, "cpuset=0.1f:148:0.0,cpu=0.1d:677:0.0");   /* its identity */
 	assert_int_equal(st.entries[0].line, 2);
 	assert_int_equal(st.entries[2].line, 4);
 	journal_state_release(&st);
@@ -98,6 +99,8 @@ static void test_write_read(void **state)
 	assert_int_equal(journal_record(j, JE_FILE, "/etc/passwd", "x", "x\n", &err), -EINVAL);
 	assert_int_equal(journal_record(j, JE_FILE, "etc/passwd", "x", "x\n", &err), -EINVAL);
 	assert_int_equal(journal_record(j, JE_CGROUP, "../job", NULL, NULL, &err), -EINVAL);
+	assert_int_equal(journal_record(j, JE_CGROUP, "job", "cpuset=1\tx", NULL, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "has an identity that is not one jobcg makes"));
 	{
 		char big[JOURNAL_RAW_MAX + 1];
 
@@ -216,6 +219,9 @@ static void test_parse_forged(void **state)
 		{ HDR "cgroup\t../../init.scope\n", 2, "'../../init.scope' is not a cgroup name" },
 		{ HDR "cgroup\t.hidden\n", 2, "is not a cgroup name" },
 		{ HDR "cgroup\t\n", 2, "is not a cgroup name" },
+		{ HDR "cgroup\tjob\t\n", 2, "the identity of cgroup job is not one apply records" },
+		{ HDR "cgroup\tjob\tcpuset=1/../x\n", 2, "the identity of cgroup job is not one apply records" },
+		{ HDR "cgroup\tjob\tcpuset=1:2:0.0\tx\n", 2, "a cgroup entry with 4 fields" },
 		{ HDR "commit\nfile\tsys/a\tx\tx\n", 3, "a line after commit" },
 		{ HDR "a\tb\tc\td\te\tf\tg\th\ti\n", 2, "too many fields" },
 		{ "nodetune-journal 2\troot\t/\tpolicy\tp\tpid\t1\n", 1, "not a nodetune journal header" },
@@ -240,6 +246,7 @@ static void test_parse_valid(void **state)
 				       "file\tproc/irq/40/smp_affinity_list\t0-95\t0-95%0A\n"
 				       "file\tproc/sys/vm/swappiness\t60\t60%0A\n"
 				       "cgroup\tnodetune-job.1\n"
+				       "cgroup\tnodetune-job.2\tcpuset=0.1f:148:0.0\n"
 				       "commit\n"
 				       "file\tsys/torn\tx";    /* torn: dropped */
 	struct journal_state st;
@@ -251,11 +258,13 @@ static void test_parse_valid(void **state)
 	assert_string_equal(st.policy, "p.conf");
 	assert_int_equal(st.pid, 42);
 	assert_true(st.committed);
-	assert_int_equal(st.n, 4);
+	assert_int_equal(st.n, 5);
 	assert_string_equal(st.entries[0].raw, "always [madvise] never\n");
 	assert_string_equal(st.entries[1].a, "proc/irq/40/smp_affinity_list");
 	assert_int_equal(st.entries[3].kind, JE_CGROUP);
 	assert_int_equal(st.entries[3].line, 5);
+	assert_null(st.entries[3].b);   /* a journal before identities: still read, no identity */
+	assert_string_equal(st.entries[4].b, "cpuset=0.1f:148:0.0");
 	journal_state_release(&st);
 	journal_state_release(NULL);
 	/* the header alone: nothing to restore */

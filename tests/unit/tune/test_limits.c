@@ -65,18 +65,28 @@ static void test_syntax(void **state)
 
 	(void)state;
 	l = parse("# site\n[sysctl]\nvm.min_free_kbytes = 1048576\n[hugetlb]\nshare = 25%\npages_1g = 64\n"
-		  "[sched]\nnice = -5\n");
+		  "[sched]\nnice = -5\n[thp]\nenabled = never , madvise\n");
 	assert_true(l->knob[KNOB_SYSCTL_VM_MIN_FREE_KBYTES].set);
-	assert_int_equal(l->knob[KNOB_SYSCTL_VM_MIN_FREE_KBYTES].max, 1048576);
+	assert_int_equal(l->knob[KNOB_SYSCTL_VM_MIN_FREE_KBYTES].bound, 1048576);
 	assert_int_equal(l->knob[KNOB_SYSCTL_VM_MIN_FREE_KBYTES].line, 3);
-	assert_int_equal(l->hugetlb_share.max, 25);
-	assert_int_equal(l->knob[KNOB_HUGETLB_PAGES_1G].max, 64);
-	assert_int_equal(l->knob[KNOB_SCHED_NICE].max, -5);
+	assert_int_equal(l->hugetlb_share.bound, 25);
+	assert_int_equal(l->knob[KNOB_HUGETLB_PAGES_1G].bound, 64);
+	assert_int_equal(l->knob[KNOB_SCHED_NICE].bound, -5);
 	assert_false(l->knob[KNOB_HUGETLB_PAGES_2M].set);
+	/* always, madvise, never: bits 1 and 2 */
+	assert_int_equal(l->knob[KNOB_THP_ENABLED].allowed, 6);
+	assert_int_equal(l->knob[KNOB_THP_ENABLED].line, 10);
 	limits_free(l);
 	expect_bad("vm.min_free_kbytes = 1\n", "limits.conf:1: key 'vm.min_free_kbytes' before any [section]");
 	expect_bad("[sysctl]\nvm.nope = 1\n", "limits.conf:2: [sysctl] vm.nope: not a policy key");
-	expect_bad("[thp]\nenabled = never\n", "limits.conf:2: [thp] enabled: not a numeric key");
+	expect_bad("[affinity]\nhousekeeping = 0\n",
+		   "limits.conf:2: [affinity] housekeeping: cannot be limited (only numbers and choices can)");
+	expect_bad("[cgroup]\nname = x\n", "limits.conf:2: [cgroup] name: cannot be limited");
+	expect_bad("[thp]\nenabled = madvise,nope\n",
+		   "limits.conf:2: [thp] enabled 'nope': expected a comma-separated set of always, madvise, never");
+	expect_bad("[thp]\nenabled = ,\n", "limits.conf:2: [thp] enabled ',': expected a comma-separated set");
+	expect_bad("[thp]\ndefrag = never\ndefrag = never\n",
+		   "limits.conf:3: duplicate limit [thp] defrag (first set at line 2)");
 	expect_bad("[sysctl]\nvm.swappiness = 500\n", "expected a whole number from 0 to 200");
 	expect_bad("[sysctl]\nvm.swappiness = 1x\n", "limits.conf:2: [sysctl] vm.swappiness '1x'");
 	expect_bad("[hugetlb]\nshare = 101%\n", "limits.conf:2: [hugetlb] share '101%'");
@@ -92,23 +102,77 @@ static void test_check_knobs(void **state)
 	struct policy *p;
 
 	(void)state;
-	p = pol("[sysctl]\nvm.min_free_kbytes = 1048576\n[sched]\nnice = -5\n");
+	p = pol("[sysctl]\nvm.min_free_kbytes = 1048576\n[sched]\nnice = 0\n");
 	assert_int_equal(limits_check(l, p, NULL, &err), 0);   /* at the limit is within it */
+	policy_free(p);
+	p = pol("[sysctl]\nvm.min_free_kbytes = 65536\n[sched]\nnice = 19\n");
+	assert_int_equal(limits_check(l, p, NULL, &err), 0);   /* below a ceiling, above a floor */
 	policy_free(p);
 	p = pol("[main]\nsummary = x\n[sysctl]\nvm.min_free_kbytes = 2097152\n");
 	assert_int_equal(limits_check(l, p, NULL, &err), -EPERM);
 	assert_string_equal(err.msg,
 			    "p.conf:4: [sysctl] vm.min_free_kbytes = 2097152 is above the site limit 1048576 (limits.conf:2)");
 	policy_free(p);
-	p = pol("[sched]\nnice = 5\n");
+	/* nice is a floor: a lower nice is more priority */
+	p = pol("[sched]\nnice = -5\n");
 	assert_int_equal(limits_check(l, p, NULL, &err), -EPERM);
-	assert_non_null(strstr(err.msg, "[sched] nice = 5 is above the site limit 0 (limits.conf:4)"));
+	assert_string_equal(err.msg, "p.conf:2: [sched] nice = -5 is below the site floor 0 (limits.conf:4)");
 	policy_free(p);
 	/* a key the policy leaves unset is never a violation */
 	p = pol("[thp]\nenabled = never\n");
 	assert_int_equal(limits_check(l, p, NULL, &err), 0);
 	policy_free(p);
 	limits_free(l);
+}
+
+static void test_check_allowed(void **state)
+{
+	struct limits *l = parse("[thp]\nenabled = madvise,never\n[sched]\ngovernor = performance\n");
+	struct nt_err err = { 0 };
+	struct policy *p;
+
+	(void)state;
+	p = pol("[thp]\nenabled = never\n[sched]\ngovernor = performance\n");
+	assert_int_equal(limits_check(l, p, NULL, &err), 0);
+	policy_free(p);
+	p = pol("[thp]\nenabled = always\n");
+	assert_int_equal(limits_check(l, p, NULL, &err), -EPERM);
+	assert_string_equal(err.msg, "p.conf:2: [thp] enabled = always is not one the site allows (madvise, never) "
+			    "(limits.conf:2)");
+	policy_free(p);
+	p = pol("[sched]\ngovernor = powersave\n");
+	assert_int_equal(limits_check(l, p, NULL, &err), -EPERM);
+	assert_non_null(strstr(err.msg, "[sched] governor = powersave is not one the site allows (performance)"));
+	policy_free(p);
+	limits_free(l);
+}
+
+/* Every numeric and choice key has a direction, and nothing else has one. */
+static void test_directions(void **state)
+{
+	(void)state;
+	for (unsigned k = 0; k < KNOB_COUNT; k++) {
+		enum limit_dir d = limits_direction((enum knob_id)k);
+
+		switch (knob_table[k].type) {
+		case KT_INT:
+			if (d != LIMIT_CEILING && d != LIMIT_FLOOR)
+				fail_msg("[%s] %s: a number with no ceiling or floor", knob_table[k].section,
+					 knob_table[k].key);
+			break;
+		case KT_ENUM:
+			if (d != LIMIT_ALLOWED)
+				fail_msg("[%s] %s: a choice with no allowed set", knob_table[k].section,
+					 knob_table[k].key);
+			break;
+		default:
+			assert_int_equal(d, LIMIT_NONE);
+		}
+	}
+	assert_int_equal(limits_direction(KNOB_SCHED_NICE), LIMIT_FLOOR);
+	assert_int_equal(limits_direction(KNOB_SYSCTL_KERNEL_NMI_WATCHDOG), LIMIT_FLOOR);
+	assert_int_equal(limits_direction(KNOB_SYSCTL_VM_SWAPPINESS), LIMIT_CEILING);
+	assert_int_equal(limits_direction(KNOB_COUNT), LIMIT_NONE);
 }
 
 static void test_check_share(void **state)
@@ -162,8 +226,19 @@ static void test_load(void **state)
 	l = limits_load(path, 0, &err);
 	assert_non_null(l);
 	assert_string_equal(l->path, path);
-	assert_int_equal(l->knob[KNOB_SYSCTL_VM_SWAPPINESS].max, 10);
+	assert_int_equal(l->knob[KNOB_SYSCTL_VM_SWAPPINESS].bound, 10);
 	limits_free(l);
+	/* load and check in one step (the verbs', the daemon's and ab's) */
+	{
+		struct policy *p = pol("[sysctl]\nvm.swappiness = 100\n");
+
+		assert_int_equal(limits_check_file(path, 0, p, NULL, &err), -EPERM);
+		assert_non_null(strstr(err.msg, "[sysctl] vm.swappiness = 100 is above the site limit 10"));
+		assert_int_equal(limits_check_file(path, POLICY_TRUSTED_ONLY, p, NULL, &err), -EPERM);
+		assert_non_null(strstr(err.msg, "writable by group or others"));
+		assert_int_equal(limits_check_file("/nonexistent/limits.conf", 0, p, NULL, &err), -ENOENT);
+		policy_free(p);
+	}
 	/* the default path: absent is no limits (on a host that has one, it loads) */
 	if (access(LIMITS_DEFAULT_PATH, F_OK) == 0)
 		test_skip_host("%s exists on this host: no 'absent' default to check", LIMITS_DEFAULT_PATH);
@@ -180,6 +255,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_syntax),
 		cmocka_unit_test(test_check_knobs),
+		cmocka_unit_test(test_check_allowed),
+		cmocka_unit_test(test_directions),
 		cmocka_unit_test(test_check_share),
 		cmocka_unit_test_setup_teardown(test_load, setup, teardown),
 	};
