@@ -39,6 +39,7 @@ static const struct opt_row rollout_opts[] = {
 	{ OPT_SHADOW, OPT_OPTIONAL, NULL },
 	{ OPT_GATE_ALLOW_INCONCLUSIVE, OPT_OPTIONAL, NULL },
 	{ OPT_SIGNING_KEY, OPT_OPTIONAL, NULL },
+	{ OPT_FLEET_ID, OPT_OPTIONAL, NULL },
 	{ OPT_JSON, OPT_OPTIONAL, NULL },
 	OPT_TABLE_END,
 };
@@ -47,7 +48,15 @@ static const struct opt_row name_opts[] = {
 	FLEET_OPTS_COMMON,
 	{ OPT_NAME, OPT_REQUIRED, NULL },
 	{ OPT_SIGNING_KEY, OPT_OPTIONAL, NULL },
+	{ OPT_FLEET_ID, OPT_OPTIONAL, NULL },
 	{ OPT_JSON, OPT_OPTIONAL, NULL },
+	OPT_TABLE_END,
+};
+
+static const struct opt_row timestamp_opts[] = {
+	FLEET_OPTS_COMMON,
+	{ OPT_SIGNING_KEY, OPT_REQUIRED, NULL },
+	{ OPT_FLEET_ID, OPT_OPTIONAL, NULL },
 	OPT_TABLE_END,
 };
 
@@ -67,8 +76,10 @@ static const struct opt_row hosts_opts[] = {
 #define EXITS "Exit: 0 done, 1 rolled back or aborted (or a shadow found an invalid plan), 2 bad\n" \
 	      "usage or input (nothing written), 3 the store failed or the rollout ended failed.\n\n" CREDS
 #define SIGNING "--signing-key FILE (fleet keygen's NAME.key, mode 0600) signs every desired,\n" \
-	"shadow and policy document written, with the store's revision as its seq; hosts\n" \
-	"follow only documents signed by a key they trust (nodetune daemon --fleet-keys).\n"
+	"shadow and policy document written, for the fleet --fleet-id ID (or fleet.conf's\n" \
+	"fleet-id; default \"default\"), with the controller's own seq (the signed counter\n" \
+	"/nodetune/seq); hosts follow only documents signed by a key they trust (nodetune\n" \
+	"daemon --fleet-keys) for their own fleet.\n"
 #define CREDS "etcd's credentials, as etcdctl takes them: --cacert FILE (the members' CA), --cert\n" \
 	      "FILE --key FILE (a client certificate), --user NAME --password-file FILE (a login;\n" \
 	      "the password is the file's first line, root's, mode 0600); the same keys in\n" \
@@ -118,6 +129,18 @@ const struct verb_spec fleet_abort_spec = {
 	"stop a rollout and put back what it changed",
 	"Every host the rollout touched goes back to the policy it ran before; a running\n"
 	"controller does it, or this command when there is none.\n" EXITS,
+};
+
+const struct verb_spec fleet_timestamp_spec = {
+	timestamp_opts, VERB_NO_COMMAND,
+	"nodetune fleet timestamp --endpoints URLS --signing-key FILE [--fleet-id ID]\n"
+	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]",
+	"sign the fleet's timestamp again (run it on a schedule: cron, a systemd timer)",
+	"Signs /nodetune/timestamp with the controller's key, the next seq of its counter\n"
+	"and an expiry a day away, and prints its seq and time.  Each host reads it and,\n"
+	"when the last one it verified is older than its --fleet-max-age (default 4h),\n"
+	"says it is frozen (a store withholding updates) and keeps its policy: run this\n"
+	"well within that, e.g. every 15 minutes.\n" EXITS,
 };
 
 const struct verb_spec fleet_status_spec = {
@@ -255,6 +278,7 @@ int cli_fleet_creds(const struct opts *o, struct fleet_creds *ret)
 		{ cl.cacert, sizeof(cl.cacert), o->cacert }, { cl.cert, sizeof(cl.cert), o->cert },
 		{ cl.key, sizeof(cl.key), o->key }, { cl.user, sizeof(cl.user), o->user },
 		{ cl.password_file, sizeof(cl.password_file), o->password_file },
+		{ cl.fleet_id, sizeof(cl.fleet_id), o->fleet_id },
 	};
 
 	if (fleet_creds_load(o->fleet_conf ? o->fleet_conf : FLEET_CONF, o->fleet_conf != NULL, ret, &err) < 0) {
@@ -289,10 +313,12 @@ static struct fleet_ctl *ctl_open(struct opts *o, int *ret_exit)
 {
 	struct nt_err err = { 0 };
 	struct fleet_creds creds;
+	char fleet[SIGN_NAME_MAX];
 	struct fleet_ctl *c;
 
 	if ((*ret_exit = cli_fleet_creds(o, &creds)))
 		return NULL;
+	snprintf(fleet, sizeof(fleet), "%s", creds.fleet_id[0] ? creds.fleet_id : SIGN_FLEET_DEFAULT);
 	if (o->signing_key && sign_key_load(o->signing_key, policy_trust_flags() ? SIGN_TRUSTED_ONLY : 0,
 					    &signer, &err) < 0) {
 		explicit_bzero(&creds, sizeof(creds));
@@ -302,6 +328,10 @@ static struct fleet_ctl *ctl_open(struct opts *o, int *ret_exit)
 	}
 	c = fleet_ctl_open(o->endpoints, &creds, fleet_note, o, &err);
 	explicit_bzero(&creds, sizeof(creds));
+	if (c && fleet_ctl_set_fleet(c, fleet, &err) < 0) {
+		fleet_ctl_close(c);
+		c = NULL;
+	}
 	if (!c) {
 		log_msg(LOG_ERR, "%s", err.msg);
 		*ret_exit = err.code == -EACCES ? EXIT_RUNTIME : EXIT_USAGE;
@@ -411,6 +441,22 @@ int cmd_fleet_resume(struct opts *o)
 int cmd_fleet_abort(struct opts *o)
 {
 	return lead_named(o, true);
+}
+
+int cmd_fleet_timestamp(struct opts *o)
+{
+	struct fleet_stamp st = { 0 };
+	struct nt_err err = { 0 };
+	int rc;
+	struct fleet_ctl *c = ctl_open(o, &rc);
+
+	if (!c)
+		return rc;
+	rc = fleet_ctl_timestamp(c, &st, &err) < 0 ? store_error(&err) : 0;
+	ctl_close(c);
+	if (rc == 0)
+		printf("timestamp: seq %llu, time %lld\n", (unsigned long long)st.seq, (long long)st.time);
+	return finish_stdout(rc);
 }
 
 int cmd_fleet_status(struct opts *o)

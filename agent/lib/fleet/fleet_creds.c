@@ -30,6 +30,7 @@ static const struct {
 	{ "key", offsetof(struct fleet_creds, key), PATH_MAX, true },
 	{ "user", offsetof(struct fleet_creds, user), FLEET_USER_MAX, false },
 	{ "password-file", offsetof(struct fleet_creds, password_file), PATH_MAX, true },
+	{ "fleet-id", offsetof(struct fleet_creds, fleet_id), sizeof(((struct fleet_creds *)0)->fleet_id), false },
 };
 #define N_KEYS (sizeof(conf_keys) / sizeof(conf_keys[0]))
 
@@ -67,13 +68,13 @@ static int conf_line(const char *p, size_t n, const char *path, unsigned line, s
 		if (conf_keys[k].is_path && v[0] != '/')
 			return err_set(err, -EINVAL, "%s:%u: %s: not an absolute path", path, line, conf_keys[k].key);
 		if (!conf_keys[k].is_path && memchr(v, ':', vn))
-			return err_set(err, -EINVAL, "%s:%u: user: a name without ':'", path, line);
+			return err_set(err, -EINVAL, "%s:%u: %s: a name without ':'", path, line, conf_keys[k].key);
 		memcpy((char *)c + conf_keys[k].offset, v, vn);
 		((char *)c + conf_keys[k].offset)[vn] = '\0';
 		seen[k] = true;
 		return 0;
 	}
-	return err_set(err, -EINVAL, "%s:%u: unknown key '%.*s' (cacert, cert, key, user, password-file)", path,
+	return err_set(err, -EINVAL, "%s:%u: unknown key '%.*s' (cacert, cert, key, user, password-file, fleet-id)", path,
 		       line, (int)(kn > 64 ? 64 : kn), p);
 }
 

@@ -5,8 +5,9 @@
  * secret is in ps or in the unit.
  *
  * fleet.conf is lines of "key = value" (cacert, cert, key, user,
- * password-file; '#' comments, blank lines); it holds paths and a name,
- * never a password.  When run as root it must be owned by root and not
+ * password-file, fleet-id; '#' comments, blank lines); it holds paths and
+ * names, never a password.  fleet-id is the fleet this host or controller
+ * is of (fleet/sign.h), not a credential, but kept where both read it.  When run as root it must be owned by root and not
  * writable by group or others; the password file must be owned by root
  * (or the user running) and readable by nobody else (mode 0600 or 0400).
  * Its first line is the password.
@@ -30,6 +31,7 @@ struct fleet_creds {
 	char cacert[PATH_MAX], cert[PATH_MAX], key[PATH_MAX];
 	char user[FLEET_USER_MAX];
 	char password_file[PATH_MAX];
+	char fleet_id[64];               /* the fleet (fleet/sign.h: signed into every document) */
 };
 
 /* Read path (checked as above) into *ret.  must_exist false: a missing

@@ -27,6 +27,8 @@ struct fleet_ctl {
 	double next_keepalive;
 	double pause_s;               /* NODETUNE_FLEET_PAUSE: tests kill the controller between steps */
 	const struct sign_key *signer;  /* NULL: documents go unsigned */
+	char fleet[SIGN_NAME_MAX];      /* the fleet id signed into every document */
+	uint64_t seq_last;              /* the last seq this controller took */
 };
 
 /* One line for the caller's note callback (none: nothing). */
@@ -62,6 +64,7 @@ struct fleet_ctl *fleet_ctl_open(const char *endpoints, const struct fleet_creds
 	}
 	etcd_set_timeout(c->e, 2000);
 	c->pause_s = pause_from_env();
+	snprintf(c->fleet, sizeof(c->fleet), "%s", SIGN_FLEET_DEFAULT);
 	c->note = note;
 	c->arg = arg;
 	return c;
@@ -72,17 +75,42 @@ void fleet_ctl_set_signer(struct fleet_ctl *c, const struct sign_key *k)
 	c->signer = k;
 }
 
+int fleet_ctl_set_fleet(struct fleet_ctl *c, const char *fleet, struct nt_err *err)
+{
+	if (!sign_fleet_valid(fleet))
+		return err_set(err, -EINVAL, "fleet id '%.64s': not a name ([A-Za-z0-9._-], 1 to 63 bytes)", fleet);
+	snprintf(c->fleet, sizeof(c->fleet), "%s", fleet);
+	return 0;
+}
+
+/* When a document of kind signed now expires: never for a policy (named
+ * by the sha256 of a desired that expires) and the counter; a timestamp
+ * soon; a desired or shadow after FLEET_DOC_TTL_S. */
+static int64_t expiry_of(enum sign_kind kind, int64_t now)
+{
+	switch (kind) {
+	case SIGN_KIND_POLICY:
+	case SIGN_KIND_COUNTER:
+		return 0;
+	case SIGN_KIND_TIMESTAMP:
+		return now + FLEET_TIMESTAMP_TTL_S;
+	default:
+		return now + FLEET_DOC_TTL_S;
+	}
+}
+
 /* With a signer, replace *val (a document for host, "*" for a policy) by
  * its signed envelope.  0, -EINVAL or -ENOMEM with err; *val kept on error. */
 static int seal(const struct fleet_ctl *c, enum sign_kind kind, const char *host, const char *rollout,
 		const char *sha, uint64_t seq, char **val, struct nt_err *err)
 {
-	struct sign_header h = { .kind = kind, .seq = seq };
+	struct sign_header h = { .kind = kind, .seq = seq, .expires = expiry_of(kind, (int64_t)fleet_now_wall()) };
 	char *env;
 	int r;
 
 	if (!c->signer)
 		return 0;
+	snprintf(h.fleet, sizeof(h.fleet), "%s", c->fleet);
 	snprintf(h.host, sizeof(h.host), "%s", host);
 	snprintf(h.rollout, sizeof(h.rollout), "%s", rollout);
 	snprintf(h.policy_sha256, sizeof(h.policy_sha256), "%s", *sha ? sha : FLEET_SHA_NONE);
@@ -93,16 +121,128 @@ static int seal(const struct fleet_ctl *c, enum sign_kind kind, const char *host
 	return 0;
 }
 
-/* The store's revision now: the seq of what is signed next (each write
- * after it has a higher revision, so a host sees its seqs grow). */
-static int seq_now(struct fleet_ctl *c, const char *key, uint64_t *ret, struct nt_err *err)
+/* ---- the counter (the seq) ------------------------------------------------ */
+
+/* The wall clock in nanoseconds: the floor of every seq taken. */
+static uint64_t wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t fleet_ctl_seq_after(uint64_t counter, uint64_t last, uint64_t now_ns)
+{
+	uint64_t next = counter + 1 > last + 1 ? counter + 1 : last + 1;
+
+	next = next > now_ns ? next : now_ns;
+	return next > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : next;
+}
+
+int fleet_ctl_counter_check(const struct sign_key *k, const char *fleet, const char *buf, size_t len,
+			    uint64_t *ret_seq, struct nt_err *err)
+{
+	struct sign_expect want = { .kind = SIGN_KIND_COUNTER, .host = "*", .fleet = fleet, .now = fleet_now_wall() };
+	struct sign_keyring *kr = sign_keyring_of(k, err);
+	struct sign_envelope e = { 0 };
+	struct fleet_stamp st = { 0 };
+	struct nt_err why = { 0 };
+	enum sign_reject reason;
+	int r;
+
+	if (!kr)
+		return err->code;
+	r = sign_verify(kr, buf, len, &want, &e, &reason, &why);
+	sign_keyring_free(kr);
+	if (r == 0 && (r = fleet_parse_stamp(FLEET_SEQ_KEY, e.doc, e.doc_len, &st, &why)) == 0 && st.seq != e.h.seq)
+		r = err_set(&why, -EINVAL, "the document's seq is not the one signed");
+	sign_envelope_release(&e);
+	if (r == -ENOMEM)
+		return err_set(err, r, "out of memory");
+	if (r < 0)
+		return err_set(err, -EPERM, "%s: the counter does not verify with this controller's key %s for fleet %s: "
+			       "%s; stopped (a counter deleted by its operator starts again from the clock)",
+			       FLEET_SEQ_KEY, k->id, fleet, why.msg);
+	*ret_seq = st.seq;
+	return 0;
+}
+
+/* The signed counter document of seq, to put. */
+static int counter_value(const struct fleet_ctl *c, uint64_t seq, char **ret, struct nt_err *err)
+{
+	struct fleet_stamp st = { seq, (int64_t)fleet_now_wall() };
+	char *doc = fleet_stamp_json(&st);
+	int r;
+
+	if (!doc)
+		return err_set(err, -ENOMEM, "out of memory");
+	if ((r = seal(c, SIGN_KIND_COUNTER, "*", SIGN_NO_ROLLOUT, FLEET_SHA_NONE, seq, &doc, err)) < 0) {
+		free(doc);
+		return r;
+	}
+	*ret = doc;
+	return 0;
+}
+
+/* One try of seq_next: read and verify the counter, put the next value if
+ * it is unchanged.  0, -ECANCELED (it changed: try again), or an error. */
+static int seq_try(struct fleet_ctl *c, uint64_t *ret, struct nt_err *err)
 {
 	struct etcd_range rg = { 0 };
-	int r = etcd_get(c->e, key, false, &rg, err);
+	uint64_t counter = 0, next;
+	int64_t mod = 0;
+	char *val = NULL;
+	int r = etcd_get(c->e, FLEET_SEQ_KEY, false, &rg, err);
 
-	if (r == 0)
-		*ret = (uint64_t)rg.revision;
+	if (r == 0 && rg.n_kvs) {
+		mod = rg.kvs[0].mod_revision;
+		r = fleet_ctl_counter_check(c->signer, c->fleet, rg.kvs[0].value, rg.kvs[0].value_len, &counter, err);
+	}
 	etcd_range_free(&rg);
+	if (r < 0)
+		return r;
+	next = fleet_ctl_seq_after(counter, c->seq_last, wall_ns());
+	if ((r = counter_value(c, next, &val, err)) == 0)
+		r = etcd_cas(c->e, FLEET_SEQ_KEY, mod, val, strlen(val), 0, NULL, err);
+	free(val);
+	if (r == 0)
+		*ret = c->seq_last = next;
+	return r;
+}
+
+/* The seq of what is signed next: the controller's own counter, never the
+ * store's revision (fleet_ctl.h says why it only grows). */
+static int seq_next(struct fleet_ctl *c, uint64_t *ret, struct nt_err *err)
+{
+	int r = -ECANCELED;
+
+	for (int i = 0; i < 8 && r == -ECANCELED; i++)
+		r = seq_try(c, ret, err);
+	if (r == -ECANCELED)
+		return err_set(err, -EBUSY, "%s changed under this controller 8 times in a row", FLEET_SEQ_KEY);
+	return r;
+}
+
+int fleet_ctl_timestamp(struct fleet_ctl *c, struct fleet_stamp *ret, struct nt_err *err)
+{
+	struct fleet_stamp st = { 0 };
+	char *doc = NULL;
+	int r;
+
+	if (!c->signer)
+		return err_set(err, -EINVAL, "a timestamp is signed: --signing-key is needed");
+	if ((r = seq_next(c, &st.seq, err)) < 0)
+		return r;
+	st.time = (int64_t)fleet_now_wall();
+	if (!(doc = fleet_stamp_json(&st)))
+		return err_set(err, -ENOMEM, "out of memory");
+	r = seal(c, SIGN_KIND_TIMESTAMP, "*", SIGN_NO_ROLLOUT, FLEET_SHA_NONE, st.seq, &doc, err);
+	if (r == 0)
+		r = etcd_put(c->e, FLEET_TIMESTAMP_KEY, doc, strlen(doc), 0, NULL, err);
+	free(doc);
+	if (r == 0)
+		*ret = st;
 	return r;
 }
 
@@ -244,7 +384,7 @@ static int store_policy(struct fleet_ctl *c, const struct fleet_rollout_opts *o,
 	if (!doc)
 		return err_set(err, -ENOMEM, "out of memory");
 	fleet_policy_key(key, sizeof(key), sha);
-	r = c->signer ? seq_now(c, key, &seq, err) : 0;
+	r = c->signer ? seq_next(c, &seq, err) : 0;
 	if (r == 0)
 		r = seal(c, SIGN_KIND_POLICY, "*", o->name, sha, seq, &doc, err);
 	if (r == 0)
@@ -577,7 +717,7 @@ static int commit(struct fleet_ctl *c, const struct fleet_rollout *next, int64_t
 		r = err_set(err, -ENOMEM, "out of memory");
 	fleet_rollout_key(rkey, sizeof(rkey), next->name, false);
 	if (r == 0 && c->signer)
-		r = seq_now(c, rkey, &seq, err);
+		r = seq_next(c, &seq, err);
 	for (unsigned i = 0; r == 0 && i < n_w; i++) {
 		const struct fleet_rhost *h = &next->waves[w[i].wave].hosts[w[i].index];
 
@@ -750,7 +890,9 @@ enum fleet_ctl_next fleet_ctl_after(int rc)
 {
 	if (rc == 1)
 		return FLEET_CTL_FINAL;
-	if (rc == -ENOLCK || rc == -EACCES)     /* the lead is lost; the store refuses us: retrying cannot help */
+	/* the lead is lost; the store refuses us; a signed document does not
+	 * verify: retrying cannot help */
+	if (rc == -ENOLCK || rc == -EACCES || rc == -EPERM)
 		return FLEET_CTL_STOP;
 	return rc < 0 ? FLEET_CTL_RETRY : FLEET_CTL_AGAIN;
 }
