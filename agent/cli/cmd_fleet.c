@@ -57,6 +57,7 @@ static const struct opt_row timestamp_opts[] = {
 	FLEET_OPTS_COMMON,
 	{ OPT_SIGNING_KEY, OPT_REQUIRED, NULL },
 	{ OPT_FLEET_ID, OPT_OPTIONAL, NULL },
+	{ OPT_JSON, OPT_REFUSED, "timestamp prints one line, its seq and time" },
 	OPT_TABLE_END,
 };
 
@@ -91,7 +92,7 @@ const struct verb_spec fleet_rollout_spec = {
 	"nodetune fleet rollout --endpoints URLS --policy FILE|NAME --name NAME\n"
 	"                   [--waves 1/class,1%,10%,50%,100%] [--gate NAME] [--gate-budget DURATION]\n"
 	"                   [--wave-timeout DURATION] [--shadow] [--gate-allow-inconclusive]\n"
-	"                   [--signing-key FILE] [--json]\n"
+	"                   [--signing-key FILE] [--fleet-id ID] [--json]\n"
 	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]",
 	"roll a policy out to the fleet's hosts in waves (canary gate, automatic rollback)",
 	"Validates FILE as every host will, stores it, plans the waves over the hosts alive\n"
@@ -115,7 +116,7 @@ const struct verb_spec fleet_rollout_spec = {
 
 const struct verb_spec fleet_resume_spec = {
 	name_opts, VERB_NO_COMMAND,
-	"nodetune fleet resume --endpoints URLS --name NAME [--signing-key FILE] [--json]\n"
+	"nodetune fleet resume --endpoints URLS --name NAME [--signing-key FILE] [--fleet-id ID] [--json]\n"
 	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]",
 	"go on with a rollout whose controller stopped",
 	"Waits for a dead controller's lease to expire (a 5 s lease; at most 16 s), then\n"
@@ -124,7 +125,7 @@ const struct verb_spec fleet_resume_spec = {
 
 const struct verb_spec fleet_abort_spec = {
 	name_opts, VERB_NO_COMMAND,
-	"nodetune fleet abort --endpoints URLS --name NAME [--signing-key FILE] [--json]\n"
+	"nodetune fleet abort --endpoints URLS --name NAME [--signing-key FILE] [--fleet-id ID] [--json]\n"
 	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]",
 	"stop a rollout and put back what it changed",
 	"Every host the rollout touched goes back to the policy it ran before; a running\n"
