@@ -128,6 +128,7 @@ VERB(daemon);
 VERB(status);
 VERB(fleet_rollout);
 VERB(fleet_resume);
+VERB(fleet_timestamp);
 VERB(fleet_abort);
 VERB(fleet_status);
 VERB(fleet_hosts);

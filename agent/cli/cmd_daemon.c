@@ -41,6 +41,8 @@ static const struct opt_row daemon_opts[] = {
 	{ OPT_HOST, OPT_OPTIONAL, NULL },
 	{ OPT_FLEET_KEYS, OPT_OPTIONAL, NULL },
 	{ OPT_FLEET_INSECURE_UNSIGNED, OPT_OPTIONAL, NULL },
+	{ OPT_FLEET_ID, OPT_OPTIONAL, NULL },
+	{ OPT_FLEET_MAX_AGE, OPT_OPTIONAL, NULL },
 	{ OPT_LIMITS, OPT_OPTIONAL, NULL },
 	{ OPT_GATES_DIR, OPT_OPTIONAL, NULL },
 	{ OPT_JSON, OPT_REFUSED, "the daemon reports through `nodetune status --json` and its metrics; its stderr is a log" },
@@ -54,7 +56,8 @@ const struct verb_spec daemon_spec = {
 	"                       [--textfile-dir DIR] [--socket PATH] [--revert-on-exit] [--limits FILE]\n"
 	"                       [--endpoints URLS --host NAME [--cacert FILE] [--cert FILE --key FILE]\n"
 	"                        [--user NAME --password-file FILE] [--fleet-conf FILE] [--insecure-plaintext]\n"
-	"                        [--fleet-keys DIR] [--fleet-insecure-unsigned] [--gates-dir DIR]]",
+	"                        [--fleet-keys DIR] [--fleet-insecure-unsigned] [--gates-dir DIR]\n"
+	"                        [--fleet-id ID] [--fleet-max-age DURATION]]",
 	"keep a policy applied, correct drift and name who caused it, export metrics",
 	"Runs in the foreground (systemd Type=notify, a Kubernetes DaemonSet).  At start it\n"
 	"takes the state dir's lock (a second daemon there exits 2), finishes an apply\n"
@@ -82,11 +85,16 @@ const struct verb_spec daemon_spec = {
 	"--insecure-plaintext: then the password and token travel in clear, and anyone\n"
 	"on the path can read and replay them.  The host follows only documents\n"
 	"signed by a key of /etc/nodetune/fleet-keys.d (--fleet-keys DIR; root's, NAME.pub\n"
-	"from `nodetune fleet keygen`): unsigned, badly signed, of an unknown key, for\n"
-	"another host or older than the last one applied is refused, counted in\n"
+	"from `nodetune fleet keygen`): unsigned, badly signed, of an unknown key, of\n"
+	"another fleet (--fleet-id ID, or fleet.conf's fleet-id; default \"default\"), for\n"
+	"another host, expired, or older than the last one applied (an equal seq only\n"
+	"with the same bytes; it is not acted on twice) is refused, counted in\n"
 	"nodetune_fleet_rejected_total{reason} and said in the status; no key trusted:\n"
 	"every one is refused.  --fleet-insecure-unsigned also follows unsigned ones\n"
-	"(tests, demos).  A rollout's gate is a name: the host runs the job its\n"
+	"(tests, demos).  When the controller's signed timestamp (`fleet timestamp`, on\n"
+	"a schedule) is older than --fleet-max-age (default 4h) the host is frozen: it\n"
+	"says so in the log, in `nodetune status` and in nodetune_fleet_frozen, and\n"
+	"keeps its policy.  A rollout's gate is a name: the host runs the job its\n"
 	"/etc/nodetune/gates.d/NAME.conf lists (--gates-dir DIR; root's), as that file's\n"
 	"user, in a child the loop watches (the host is not verified meanwhile); a\n"
 	"daemon killed mid-gate puts the gate's arm back when it starts again.\n"
@@ -131,6 +139,7 @@ int cmd_daemon(struct opts *o)
 		.fleet_host = o->host,
 		.fleet_keys = o->fleet_keys,
 		.fleet_insecure_unsigned = o->fleet_insecure_unsigned,
+		.fleet_max_age_s = o->given[OPT_FLEET_MAX_AGE] ? o->fleet_max_age : 0,
 		.limits_path = o->limits,
 		.gates_dir = o->gates_dir,
 		.note = daemon_note,
@@ -147,6 +156,7 @@ int cmd_daemon(struct opts *o)
 	if (o->endpoints && (r = cli_fleet_creds(o, &creds)))
 		return r;
 	cfg.fleet_creds = &creds;
+	cfg.fleet_id = creds.fleet_id[0] ? creds.fleet_id : NULL;
 
 	if (o->flap)
 		flap_parse(o->flap, &cfg.flap_n, &cfg.flap_window_s);   /* checked by the option */

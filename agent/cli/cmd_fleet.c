@@ -38,6 +38,7 @@ static const struct opt_row rollout_opts[] = {
 	{ OPT_GATE_ALLOW_INCONCLUSIVE, OPT_OPTIONAL, NULL },
 	{ OPT_SIGNING_KEY, OPT_OPTIONAL, NULL },
 	{ OPT_FLEET_KEYS, OPT_OPTIONAL, NULL },
+	{ OPT_FLEET_ID, OPT_OPTIONAL, NULL },
 	{ OPT_JSON, OPT_OPTIONAL, NULL },
 	OPT_TABLE_END,
 };
@@ -47,7 +48,16 @@ static const struct opt_row name_opts[] = {
 	{ OPT_NAME, OPT_REQUIRED, NULL },
 	{ OPT_SIGNING_KEY, OPT_OPTIONAL, NULL },
 	{ OPT_FLEET_KEYS, OPT_OPTIONAL, NULL },
+	{ OPT_FLEET_ID, OPT_OPTIONAL, NULL },
 	{ OPT_JSON, OPT_OPTIONAL, NULL },
+	OPT_TABLE_END,
+};
+
+static const struct opt_row timestamp_opts[] = {
+	FLEET_OPTS_COMMON,
+	{ OPT_SIGNING_KEY, OPT_REQUIRED, NULL },
+	{ OPT_FLEET_ID, OPT_OPTIONAL, NULL },
+	{ OPT_JSON, OPT_REFUSED, "timestamp prints one line, its seq and time" },
 	OPT_TABLE_END,
 };
 
@@ -67,14 +77,16 @@ static const struct opt_row hosts_opts[] = {
 #define EXITS "Exit: 0 done, 1 rolled back or aborted (or a shadow found an invalid plan), 2 bad\n" \
 	      "usage or input (nothing written), 3 the store failed or the rollout ended failed.\n\n" CREDS
 #define SIGNING "--signing-key FILE (fleet keygen's NAME.key, mode 0600) signs every desired,\n" \
-	"shadow, policy and rollout document written, with the store's revision as its seq;\n" \
-	"hosts follow only documents signed by a key they trust (nodetune daemon\n" \
-	"--fleet-keys).  The controller signs only what it verified: the rollout document\n" \
-	"(its state) on every read, and each host's desired from before the rollout before\n" \
-	"it restores it (one that does not verify is left as it is: state kept), against\n" \
-	"its own key and those of --fleet-keys DIR (NAME.pub; so another operator's key can\n" \
-	"resume).  A rollout document it cannot verify: one line naming the key, exit 3,\n" \
-	"nothing written.  A policy stored unsigned or under another key is signed again.\n"
+	"shadow, policy and rollout document written, for the fleet --fleet-id ID (or\n" \
+	"fleet.conf's fleet-id; default \"default\"), with the controller's own seq (the\n" \
+	"signed counter /nodetune/seq); hosts follow only documents signed by a key they\n" \
+	"trust (nodetune daemon --fleet-keys) for their own fleet.  The controller signs\n" \
+	"only what it verified: the rollout document (its state) on every read, and each\n" \
+	"host's desired from before the rollout before it restores it (one that does not\n" \
+	"verify is left as it is: state kept), against its own key and those of\n" \
+	"--fleet-keys DIR (NAME.pub; so another operator's key can resume).  A rollout\n" \
+	"document it cannot verify: one line naming the key, exit 3, nothing written.  A\n" \
+	"policy stored unsigned or under another key is signed again.\n"
 #define CREDS "etcd's credentials, as etcdctl takes them: --cacert FILE (the members' CA, the\n" \
 	      "only one trusted), --cert FILE --key FILE (a client certificate; the key root's,\n" \
 	      "mode 0600), --user NAME --password-file FILE (a login; the password is the file's\n" \
@@ -90,7 +102,7 @@ const struct verb_spec fleet_rollout_spec = {
 	"nodetune fleet rollout --endpoints URLS --policy FILE|NAME --name NAME\n"
 	"                   [--waves 1/class,1%,10%,50%,100%] [--gate NAME] [--gate-budget DURATION]\n"
 	"                   [--wave-timeout DURATION] [--shadow] [--gate-allow-inconclusive]\n"
-	"                   [--signing-key FILE [--fleet-keys DIR]] [--json]\n"
+	"                   [--signing-key FILE [--fleet-keys DIR]] [--fleet-id ID] [--json]\n"
 	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]\n"
 	"                   [--insecure-plaintext]",
 	"roll a policy out to the fleet's hosts in waves (canary gate, automatic rollback)",
@@ -115,7 +127,7 @@ const struct verb_spec fleet_rollout_spec = {
 
 const struct verb_spec fleet_resume_spec = {
 	name_opts, VERB_NO_COMMAND,
-	"nodetune fleet resume --endpoints URLS --name NAME [--signing-key FILE [--fleet-keys DIR]] [--json]\n"
+	"nodetune fleet resume --endpoints URLS --name NAME [--signing-key FILE [--fleet-keys DIR]] [--fleet-id ID] [--json]\n"
 	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]\n"
 	"                   [--insecure-plaintext]",
 	"go on with a rollout whose controller stopped",
@@ -125,12 +137,25 @@ const struct verb_spec fleet_resume_spec = {
 
 const struct verb_spec fleet_abort_spec = {
 	name_opts, VERB_NO_COMMAND,
-	"nodetune fleet abort --endpoints URLS --name NAME [--signing-key FILE [--fleet-keys DIR]] [--json]\n"
+	"nodetune fleet abort --endpoints URLS --name NAME [--signing-key FILE [--fleet-keys DIR]] [--fleet-id ID] [--json]\n"
 	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]\n"
 	"                   [--insecure-plaintext]",
 	"stop a rollout and put back what it changed",
 	"Every host the rollout touched goes back to the policy it ran before; a running\n"
 	"controller does it, or this command when there is none.\n" SIGNING EXITS,
+};
+
+const struct verb_spec fleet_timestamp_spec = {
+	timestamp_opts, VERB_NO_COMMAND,
+	"nodetune fleet timestamp --endpoints URLS --signing-key FILE [--fleet-id ID]\n"
+	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]\n"
+	"                   [--insecure-plaintext]",
+	"sign the fleet's timestamp again (run it on a schedule: cron, a systemd timer)",
+	"Signs /nodetune/timestamp with the controller's key, the next seq of its counter\n"
+	"and an expiry a day away, and prints its seq and time.  Each host reads it and,\n"
+	"when the last one it verified is older than its --fleet-max-age (default 4h),\n"
+	"says it is frozen (a store withholding updates) and keeps its policy: run this\n"
+	"well within that, e.g. every 15 minutes.\n" EXITS,
 };
 
 const struct verb_spec fleet_status_spec = {
@@ -270,6 +295,7 @@ int cli_fleet_creds(const struct opts *o, struct fleet_creds *ret)
 		{ cl.cacert, sizeof(cl.cacert), o->cacert }, { cl.cert, sizeof(cl.cert), o->cert },
 		{ cl.key, sizeof(cl.key), o->key }, { cl.user, sizeof(cl.user), o->user },
 		{ cl.password_file, sizeof(cl.password_file), o->password_file },
+		{ cl.fleet_id, sizeof(cl.fleet_id), o->fleet_id },
 	};
 
 	cl.insecure_plaintext = o->insecure_plaintext;
@@ -332,12 +358,14 @@ static struct fleet_ctl *ctl_open(struct opts *o, int *ret_exit)
 {
 	struct nt_err err = { 0 };
 	struct fleet_creds creds;
+	char fleet[SIGN_NAME_MAX];
 	struct fleet_ctl *c;
 
 	if ((*ret_exit = cli_fleet_creds(o, &creds)))
 		return NULL;
 	if (o->signing_key)
 		cli_guard_secrets();
+	snprintf(fleet, sizeof(fleet), "%s", creds.fleet_id[0] ? creds.fleet_id : SIGN_FLEET_DEFAULT);
 	if (o->signing_key && sign_key_load(o->signing_key, policy_trust_flags() ? SIGN_TRUSTED_ONLY : 0,
 					    &signer, &err) < 0) {
 		explicit_bzero(&creds, sizeof(creds));
@@ -347,6 +375,10 @@ static struct fleet_ctl *ctl_open(struct opts *o, int *ret_exit)
 	}
 	c = fleet_ctl_open(o->endpoints, &creds, fleet_note, o, &err);
 	explicit_bzero(&creds, sizeof(creds));
+	if (c && fleet_ctl_set_fleet(c, fleet, &err) < 0) {
+		fleet_ctl_close(c);
+		c = NULL;
+	}
 	if (!c) {
 		log_msg(LOG_ERR, "%s", err.msg);
 		*ret_exit = err.code == -EACCES ? EXIT_RUNTIME : EXIT_USAGE;
@@ -463,6 +495,22 @@ int cmd_fleet_abort(struct opts *o)
 	return lead_named(o, true);
 }
 
+int cmd_fleet_timestamp(struct opts *o)
+{
+	struct fleet_stamp st = { 0 };
+	struct nt_err err = { 0 };
+	int rc;
+	struct fleet_ctl *c = ctl_open(o, &rc);
+
+	if (!c)
+		return rc;
+	rc = fleet_ctl_timestamp(c, &st, &err) < 0 ? store_error(&err) : 0;
+	ctl_close(c);
+	if (rc == 0)
+		printf("timestamp: seq %llu, time %lld\n", (unsigned long long)st.seq, (long long)st.time);
+	return finish_stdout(rc);
+}
+
 int cmd_fleet_status(struct opts *o)
 {
 	struct fleet_rollout one = { 0 }, *all = NULL;
@@ -572,8 +620,9 @@ const struct verb_spec fleet_init_auth_spec = {
 	"run with sh) a role and user nodetune-controller with readwrite on /nodetune/,\n"
 	"and per host NAME a role and\n"
 	"user nodetune-host-NAME that may read its own desired, shadow and status keys\n"
-	"(/nodetune/hosts/NAME/) and the policies (/nodetune/policies/), write its own\n"
-	"registration (/nodetune/hosts/NAME) and status, and nothing else; then the root\n"
+	"(/nodetune/hosts/NAME/), the policies (/nodetune/policies/) and the controller's\n"
+	"timestamp (/nodetune/timestamp), write its own registration\n"
+	"(/nodetune/hosts/NAME) and status, and nothing else; then the root\n"
 	"user etcd needs, and `auth enable`.  Each user's password is the file DIR/USER\n"
 	"(created with 32 random hex digits, mode 0600, when absent), read by etcdctl\n"
 	"from stdin: no password is on a command line.  Give a host --user\n"

@@ -60,6 +60,12 @@ static void print_text(json_t *doc)
 		       json_string_value(json_object_get(v, "reason")), json_integer_value(json_object_get(v, "count")),
 		       json_string_value(json_object_get(v, "what")));
 	}
+	if ((v = json_object_get(doc, "fleet_fresh")))
+		printf("fleet:        %s%s %.0f s old (limit %.0f s, --fleet-max-age)\n",
+		       json_is_true(json_object_get(v, "frozen")) ? "FROZEN: " : "",
+		       json_is_null(json_object_get(v, "timestamp")) ? "no timestamp verified since the start,"
+								      : "the last verified timestamp is",
+		       json_number_value(json_object_get(v, "age_s")), json_number_value(json_object_get(v, "max_age_s")));
 	json_array_foreach(json_object_get(doc, "recent"), i, v) {
 		const char *w = json_string_value(json_object_get(v, "writers"));
 

@@ -48,6 +48,7 @@ static const struct verb {
 	{ "policy active", cmd_policy_active, &policy_active_spec },
 	{ "fleet rollout", cmd_fleet_rollout, &fleet_rollout_spec },
 	{ "fleet resume", cmd_fleet_resume, &fleet_resume_spec },
+	{ "fleet timestamp", cmd_fleet_timestamp, &fleet_timestamp_spec },
 	{ "fleet abort", cmd_fleet_abort, &fleet_abort_spec },
 	{ "fleet status", cmd_fleet_status, &fleet_status_spec },
 	{ "fleet hosts", cmd_fleet_hosts, &fleet_hosts_spec },

@@ -19,6 +19,7 @@
 #include "ab/abfigure.h"
 #include "cli.h"
 #include "daemon/flap.h"
+#include "fleet/fleet_doc.h"
 #include "fleet/gates.h"
 #include "tune/journal.h"
 #include "base/log.h"
@@ -361,7 +362,15 @@ static int check_host(const struct opts *o)
 	return 0;
 }
 
-
+/* a fleet id is a name (fleet/sign.h) */
+static int check_fleet_id(const struct opts *o)
+{
+	if (!fleet_name_valid(o->fleet_id)) {
+		log_msg(LOG_ERR, "--fleet-id '%.64s': not a name ([A-Za-z0-9._-], 1 to 63 bytes)", o->fleet_id);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
 
 /* the gate's options need a gate, and a shadow rollout has none */
 static int check_gate(const struct opts *o)
@@ -501,6 +510,11 @@ static const struct opt_def defs[OPT__COUNT] = {
 			    .help = "the signing keys trusted (NAME.pub, root's; default " "/etc/nodetune/fleet-keys.d)" },
 	[OPT_FLEET_INSECURE_UNSIGNED] = FLAG("fleet-insecure-unsigned", fleet_insecure_unsigned),
 					 .help = "also follow unsigned fleet documents (tests and demos only)" },
+	[OPT_FLEET_ID] = STRING("fleet-id", fleet_id), .check = check_fleet_id, .arg = "ID",
+			  .help = "the fleet signed for and admitted ([A-Za-z0-9._-]; default fleet.conf's fleet-id, else \"default\")" },
+	[OPT_FLEET_MAX_AGE] = DURATION("fleet-max-age", fleet_max_age, parse_seconds, 1, 86400 * 30, 1),
+			       .arg = "DURATION",
+			       .help = "frozen when the controller's last timestamp is older (default 4h; a bare number counts seconds)" },
 	[OPT_WAVE_TIMEOUT] = DURATION("wave-timeout", wave_timeout, parse_seconds, 1, 86400 * 7, 1), .arg = "DURATION",
 			      .help = "how long a wave may take (default 600s; a bare number counts seconds)" },
 	[OPT_SHADOW] = FLAG("shadow", shadow), .check = check_gate,

@@ -46,6 +46,7 @@ enum opt_id {
 	OPT_OUT,                      /* fleet keygen's directory */
 	OPT_SIGNING_KEY,              /* the controller's secret key (fleet keygen's NAME.key) */
 	OPT_FLEET_KEYS, OPT_FLEET_INSECURE_UNSIGNED,   /* the daemon's trust in the fleet's documents */
+	OPT_FLEET_ID, OPT_FLEET_MAX_AGE,               /* the fleet signed for; the daemon's freshness limit */
 	OPT_GATES_DIR,                /* the daemon's named gates */
 	OPT_AS_USER, OPT_TRIAL_DIR,   /* ab's job as a user, and its trial directory */
 	OPT_VERBOSE, OPT_LOG_FORMAT, OPT_VERSION,      /* global: every verb takes them */
@@ -79,7 +80,8 @@ struct opts {
 	const char *log_format;
 	double gate_budget, wave_timeout;
 	const char *metric, *metric_kind;
-	const char *limits, *out, *signing_key, *fleet_keys;
+	const char *limits, *out, *signing_key, *fleet_keys, *fleet_id;
+	double fleet_max_age;
 	unsigned skip_steps;
 	bool json, dry_run, markdown, quiet, no_metrics, revert_on_exit, shadow, gate_allow_inconclusive, print;
 	bool fleet_insecure_unsigned;

@@ -22,7 +22,8 @@
 # that are not JSON); signatures (every document the controller writes is
 # signed and each host trusts only the controller's key: a desired value
 # written with etcdctl unsigned, or a rollout signed by an unknown key, is
-# refused with the host byte-identical; a replayed older signed desired is
+# refused with the host byte-identical; a controller whose key did not sign
+# the store's counter stops before it writes; a replayed older signed desired is
 # refused; `nodetune status` says the last refusal); a derived policy
 # (include =) rolled out flattened; the site limits (a policy beyond a
 # host's limits refused by the host, in shadow and for real, the tree
@@ -166,7 +167,7 @@ done
 	t_not_ok "hosts not on the new policy or applied more than once:$bad"
 # kept for the replay below: h1's desired of this rollout, signed
 $ETCDCTL get /nodetune/hosts/h1/desired --print-value-only >"$T_TMP/h1.desired.old"
-grep -q '"nodetune_signed": *1' "$T_TMP/h1.desired.old" && t_ok "the desired values the controller writes are signed envelopes" ||
+grep -q '"nodetune_signed": *2' "$T_TMP/h1.desired.old" && t_ok "the desired values the controller writes are signed envelopes" ||
 	t_not_ok "h1's desired is not signed: $(head -c 200 "$T_TMP/h1.desired.old")"
 run "$NODETUNE" fleet status --endpoints "$EP" --name r-thp
 grep -q "rollout r-thp: done" "$OUT" && grep -Eq "^0 +1/class +passed" "$OUT" && t_ok "fleet status: a table" ||
@@ -530,9 +531,19 @@ status_error() { $ETCDCTL get "/nodetune/hosts/h$1/status" --print-value-only |
 # status_is N PREFIX: host N's status says PREFIX (state, then error)
 status_is() { case $(status_error "$1" 2>/dev/null) in "$2"*) return 0 ;; esac; return 1; }
 before=$(all_trees)
-# a rollout signed by a key no host trusts: every host refuses it (and the rollback's restore, signed by it too)
+# a controller with another key stops at the counter its predecessor signed, naming its key: nothing written
+run "$NODETUNE" fleet rollout --endpoints "$EP" --signing-key "$T_TMP/evil/evil.key" --policy "$T_TMP/nobal.conf" \
+	--name r-evil0 --waves 100% --wave-timeout 8 --json
+check "a controller whose key did not sign the counter stops: exit $RC, $(head -c 160 "$ERR")" -- sh -c \
+	'[ "$1" -eq 3 ] && grep -q "/nodetune/seq: the counter does not verify with this controller.s key" "$2" &&
+	 [ -z "$($3 get --prefix /nodetune/rollouts/r-evil0 --keys-only)" ]' - "$RC" "$ERR" "$ETCDCTL"
+# a rollout signed by a key no host trusts: every host refuses it (and the rollback's restore, signed by it too);
+# without a counter (deleted) that controller starts its own, which the next one of ctl's finds and cannot
+# verify: deleted again after (safe: a new counter starts from the clock, above every seq taken)
+$ETCDCTL del /nodetune/seq >/dev/null
 run "$NODETUNE" fleet rollout --endpoints "$EP" --signing-key "$T_TMP/evil/evil.key" --policy "$T_TMP/nobal.conf" \
 	--name r-evil --waves 100% --wave-timeout 8 --json
+$ETCDCTL del /nodetune/seq >/dev/null
 e=$(status_error 1)
 if [ "$RC" -ne 0 ] && [ "$before" = "$(all_trees)" ] && case $e in "invalid refused (unknown_key)"*) true ;; *) false ;; esac &&
 	[ "$(grep -c 'refused (unknown_key)' "$T_TMP/h1/log")" -ge 1 ]; then
@@ -613,7 +624,7 @@ check "the store holds the policy ${sha%"${sha#????????????}"}, signed" -- sh -c
 	'$1 get "/nodetune/policies/$2" --print-value-only >"$3.env" && python3 -c "
 import base64, json, sys
 e = json.load(open(sys.argv[1]))
-assert e[\"nodetune_signed\"] == 1
+assert e[\"nodetune_signed\"] == 2
 d = json.loads(base64.b64decode(e[\"doc\"]))
 sys.stdout.write(base64.b64decode(d[\"content\"]).decode())" "$3.env" >"$3"' - "$ETCDCTL" "$sha" "$T_TMP/derived.stored"
 check "the stored policy is the flattened one: no include, the base's and the derived values" -- sh -c \

@@ -54,9 +54,9 @@ P=$T_TMP/passwords
 mkdir -m 0700 "$P"
 run "$NODETUNE" fleet init-auth --endpoints "$EP" --cacert "$C/ca.pem" --hosts h1,h2 --password-dir "$P" --print
 cp "$OUT" "$T_TMP/init-auth.sh"
-[ "$RC" -eq 0 ] && [ "$(grep -c 'etcdctl ' "$T_TMP/init-auth.sh")" -eq 21 ] && grep -q "auth enable" "$T_TMP/init-auth.sh" &&
+[ "$RC" -eq 0 ] && [ "$(grep -c 'etcdctl ' "$T_TMP/init-auth.sh")" -eq 23 ] && grep -q "auth enable" "$T_TMP/init-auth.sh" &&
 	! grep -Fq "$(cat "$P/root")" "$T_TMP/init-auth.sh" &&
-	t_ok "init-auth --print: 21 etcdctl commands, passwords fed on stdin, none on a command line" ||
+	t_ok "init-auth --print: 23 etcdctl commands, passwords fed on stdin, none on a command line" ||
 	t_not_ok "init-auth --print (exit $RC)"
 run "$NODETUNE" fleet init-auth --endpoints "$EP" --cacert "$C/ca.pem" --hosts h1,h2 --password-dir "$P"
 [ "$RC" -eq 0 ] && grep -q "auth is enabled" "$OUT" && t_ok "init-auth through the gateway: $(cat "$OUT")" ||

@@ -184,7 +184,7 @@ enum daemon_metric {
 	DM_BUILD_INFO, DM_POLICY_INFO, DM_VERIFY_LAST, DM_VERIFY_DURATION, DM_DOCTOR_DURATION, DM_VERIFY_TOTAL,
 	DM_KNOBS_CHECKED, DM_KNOBS_DRIFTED, DM_CORRECTIONS, DM_CORRECTION_FAILURES, DM_RELOADS, DM_RELOAD_FAILURES,
 	DM_DRIFT, DM_KNOB_CONTESTED, DM_DOCTOR_FINDING, DM_TLB, DM_DEVICE_IRQ, DM_PRESSURE, DM_MEMCG, DM_FLEET_REJECTED,
-	DM__COUNT
+	DM_FLEET_FROZEN, DM_FLEET_TIMESTAMP_AGE, DM__COUNT
 };
 
 struct metric_row {
@@ -297,6 +297,22 @@ static int fleet_rejected_samples(const struct daemon *d, struct metrics *m, con
 
 static bool in_fleet(const struct daemon *d) { return d->fleet != NULL; }
 
+static double v_fleet_frozen(const struct daemon *d)
+{
+	struct fleet_host_fresh f;
+
+	fleet_host_freshness(d->fleet, &f);
+	return f.frozen;
+}
+
+static double v_fleet_ts_age(const struct daemon *d)
+{
+	struct fleet_host_fresh f;
+
+	fleet_host_freshness(d->fleet, &f);
+	return f.age_s;
+}
+
 static double v_verify_wall(const struct daemon *d) { return d->verify_wall; }
 static double v_verify_dur(const struct daemon *d) { return d->verify_dur; }
 static double v_doctor_dur(const struct daemon *d) { return d->doctor_dur; }
@@ -353,6 +369,12 @@ static const struct metric_row metric_rows[DM__COUNT] = {
 	[DM_FLEET_REJECTED] = { "nodetune_fleet_rejected_total", METRIC_COUNTER,
 				"Fleet documents refused (unsigned, bad signature, unknown key, other host, replay...).",
 				NULL, fleet_rejected_samples, in_fleet },
+	[DM_FLEET_FROZEN] = { "nodetune_fleet_frozen", METRIC_GAUGE,
+			      "1 when the controller's last verified timestamp is older than --fleet-max-age (the "
+			      "store may be withholding updates; the policy is kept).", v_fleet_frozen, NULL, in_fleet },
+	[DM_FLEET_TIMESTAMP_AGE] = { "nodetune_fleet_timestamp_age_seconds", METRIC_GAUGE,
+				     "Age of the controller's last verified timestamp (since the start when none).",
+				     v_fleet_ts_age, NULL, in_fleet },
 	[DM_PRESSURE] = { "nodetune_pressure_stalled_seconds_total", METRIC_COUNTER,
 			  "Pressure stall time (PSI) by resource and kind.", NULL, pressure_samples, has_psi },
 	[DM_MEMCG] = { "nodetune_memory_cgroups", METRIC_GAUGE,
@@ -404,6 +426,17 @@ int daemon_metrics_fill(const struct daemon *d, struct metrics *m, struct nt_err
 	return r;
 }
 
+/* The host's freshness: {"frozen","age_s","max_age_s","timestamp":{"seq","time"}|null}. */
+static json_t *fresh_json(const struct fleet_host *fh)
+{
+	struct fleet_host_fresh f;
+
+	fleet_host_freshness(fh, &f);
+	return json_pack("{s:b, s:f, s:f, s:o}", "frozen", f.frozen, "age_s", f.age_s, "max_age_s", f.max_age_s,
+			 "timestamp", f.have ? json_pack("{s:I, s:f}", "seq", (json_int_t)f.seq, "time", f.time)
+					     : json_null());
+}
+
 static json_t *status_json(const struct daemon *d)
 {
 	json_t *drift = json_object(), *contested = json_array(), *doc = json_array(), *recent = json_array(), *st;
@@ -433,6 +466,8 @@ static json_t *status_json(const struct daemon *d)
 					      "count", (json_int_t)fleet_host_rejected(d->fleet, last.reason), "total",
 					      (json_int_t)total, "time", last.wall, "what", last.what));
 	}
+	if (st && d->fleet)
+		json_object_set_new(st, "fleet_fresh", fresh_json(d->fleet));
 	return st;
 }
 
@@ -662,7 +697,8 @@ static int fleet_start(struct daemon *d, struct nt_err *err)
 	const char *local = c->local_policy ? c->local_policy : c->policy_path, *base = strrchr(local, '/');
 	struct fleet_host_config fc = { c->fleet_endpoints, c->fleet_creds, c->fleet_host, c->state_dir, local, c->policy_path,
 					c->sysroot, c->topology, c->interval_s, c->note, c->note_arg,
-					c->fleet_keys, c->fleet_insecure_unsigned, c->limits_path, c->gates_dir };
+					c->fleet_keys, c->fleet_insecure_unsigned, c->limits_path, c->gates_dir,
+					c->fleet_id, c->fleet_max_age_s };
 
 	snprintf(d->policy_name, sizeof(d->policy_name), "%s", base ? base + 1 : local);
 	d->fleet = fleet_host_start(&fc, d->topo, err);

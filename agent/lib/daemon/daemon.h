@@ -61,6 +61,8 @@ struct daemon_config {
 	const struct fleet_creds *fleet_creds;  /* TLS and login (fleet_creds.h); NULL: none */
 	const char *fleet_keys;       /* the trusted signing keys' directory; NULL: SIGN_KEYS_DIR */
 	bool fleet_insecure_unsigned; /* also follow unsigned fleet documents (tests, demos) */
+	const char *fleet_id;         /* the fleet this host is of; NULL: SIGN_FLEET_DEFAULT */
+	double fleet_max_age_s;       /* a timestamp older: frozen; 0: FLEET_HOST_MAX_AGE_S */
 	const char *gates_dir;        /* the fleet's named gates; NULL: GATES_DIR */
 	const char *local_policy;     /* with a fleet: the --policy file (policy_path may be
 	                                 the store's cached policy) */

@@ -9,6 +9,7 @@
  *                              shadow and status, watched as one prefix)
  *                            write /nodetune/hosts/NAME/status
  *                            read /nodetune/policies/ (prefix)
+ *                            read /nodetune/timestamp (exact)
  *   root                     etcd's root role (etcd needs it to enable auth)
  *
  * and nothing else: a host's user cannot write any desired or shadow key,

@@ -33,6 +33,7 @@ static const struct {
 	{ "user", offsetof(struct fleet_creds, user), FLEET_USER_MAX, CK_NAME },
 	{ "password-file", offsetof(struct fleet_creds, password_file), PATH_MAX, CK_PATH },
 	{ "insecure-plaintext", offsetof(struct fleet_creds, insecure_plaintext), sizeof(bool), CK_FLAG },
+	{ "fleet-id", offsetof(struct fleet_creds, fleet_id), sizeof(((struct fleet_creds *)0)->fleet_id), CK_NAME },
 };
 #define N_KEYS (sizeof(conf_keys) / sizeof(conf_keys[0]))
 
@@ -87,13 +88,13 @@ static int conf_line(const char *p, size_t n, const char *path, unsigned line, s
 		if (conf_keys[k].kind == CK_PATH && v[0] != '/')
 			return err_set(err, -EINVAL, "%s:%u: %s: not an absolute path", path, line, conf_keys[k].key);
 		if (conf_keys[k].kind == CK_NAME && memchr(v, ':', vn))
-			return err_set(err, -EINVAL, "%s:%u: user: a name without ':'", path, line);
+			return err_set(err, -EINVAL, "%s:%u: %s: a name without ':'", path, line, conf_keys[k].key);
 		memcpy((char *)c + conf_keys[k].offset, v, vn);
 		((char *)c + conf_keys[k].offset)[vn] = '\0';
 		return 0;
 	}
 	return err_set(err, -EINVAL, "%s:%u: unknown key '%.*s' (cacert, cert, key, user, password-file, "
-		       "insecure-plaintext)", path,
+		       "insecure-plaintext, fleet-id)", path,
 		       line, (int)(kn > 64 ? 64 : kn), p);
 }
 

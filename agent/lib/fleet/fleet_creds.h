@@ -5,11 +5,13 @@
  * secret is in ps or in the unit.
  *
  * fleet.conf is lines of "key = value" (cacert, cert, key, user,
- * password-file, insecure-plaintext = yes|no; '#' comments, blank lines);
- * it holds paths and a name, never a password.  It must be owned by root
- * (or the user running) and not writable by group or others, and so must
- * the CA and certificate files; the password file and the client key must
- * be owned by root (or the user running) and readable by nobody else (mode
+ * password-file, insecure-plaintext = yes|no, fleet-id; '#' comments,
+ * blank lines); it holds paths and names, never a password.  fleet-id is
+ * the fleet this host or controller is of (fleet/sign.h), not a
+ * credential, but kept where both read it.  It must be owned by root (or
+ * the user running) and not writable by group or others, and so must the
+ * CA and certificate files; the password file and the client key must be
+ * owned by root (or the user running) and readable by nobody else (mode
  * 0600 or 0400).  The password file's first line is the password.  A login
  * is refused on an http:// endpoint unless insecure-plaintext is set.
  */
@@ -33,6 +35,7 @@ struct fleet_creds {
 	char user[FLEET_USER_MAX];
 	char password_file[PATH_MAX];
 	bool insecure_plaintext;        /* a login may go over http:// (--insecure-plaintext) */
+	char fleet_id[64];               /* the fleet (fleet/sign.h: signed into every document) */
 };
 
 /* Read path (checked as above) into *ret.  must_exist false: a missing

@@ -29,6 +29,8 @@ struct fleet_ctl {
 	const struct sign_key *signer;  /* NULL: documents go unsigned */
 	struct sign_keyring *trust;     /* what it verifies its own state with (the signer's key and
 					 * fleet_ctl_set_trust's); built at first use; owned */
+	char fleet[SIGN_NAME_MAX];      /* the fleet id signed into every document */
+	uint64_t seq_last;              /* the last seq this controller took */
 };
 
 /* One line for the caller's note callback (none: nothing). */
@@ -64,6 +66,7 @@ struct fleet_ctl *fleet_ctl_open(const char *endpoints, const struct fleet_creds
 	}
 	etcd_set_timeout(c->e, 2000);
 	c->pause_s = pause_from_env();
+	snprintf(c->fleet, sizeof(c->fleet), "%s", SIGN_FLEET_DEFAULT);
 	c->note = note;
 	c->arg = arg;
 	return c;
@@ -95,15 +98,44 @@ static const struct sign_keyring *trust(struct fleet_ctl *c, struct nt_err *err)
 }
 
 /* Verify buf (a store value) against the controller's keys as a document
- * of kind for host ("*": none).  0 with *ret (release it), -EPERM with
- * *ret_why and err ("refused (REASON): ..."), or -ENOMEM. */
+ * of kind for host ("*": none), of this controller's fleet.  Its expiry is
+ * not checked: the controller asks only whether it signed those bytes (a
+ * host judges freshness; what the controller restores it signs again, with
+ * a new seq and expiry).  0 with *ret (release it), -EPERM with *ret_why
+ * and err ("refused (REASON): ..."), or -ENOMEM. */
 static int verify(struct fleet_ctl *c, enum sign_kind kind, const char *host, const char *buf, size_t len,
 		  struct sign_envelope *ret, enum sign_reject *ret_why, struct nt_err *err)
 {
-	const struct sign_expect want = { kind, host, 0 };
+	const struct sign_expect want = { .kind = kind, .host = host, .fleet = c->fleet };
 	const struct sign_keyring *kr = trust(c, err);
 
 	return kr ? sign_verify(kr, buf, len, &want, ret, ret_why, err) : err->code;
+}
+
+int fleet_ctl_set_fleet(struct fleet_ctl *c, const char *fleet, struct nt_err *err)
+{
+	if (!sign_fleet_valid(fleet))
+		return err_set(err, -EINVAL, "fleet id '%.64s': not a name ([A-Za-z0-9._-], 1 to 63 bytes)", fleet);
+	snprintf(c->fleet, sizeof(c->fleet), "%s", fleet);
+	return 0;
+}
+
+/* When a document of kind signed now expires: never for a policy (named
+ * by the sha256 of a desired that expires), the counter and a rollout (the
+ * controller's state, resumed whenever); a timestamp soon; a desired or
+ * shadow after FLEET_DOC_TTL_S. */
+static int64_t expiry_of(enum sign_kind kind, int64_t now)
+{
+	switch (kind) {
+	case SIGN_KIND_POLICY:
+	case SIGN_KIND_COUNTER:
+	case SIGN_KIND_ROLLOUT:
+		return 0;
+	case SIGN_KIND_TIMESTAMP:
+		return now + FLEET_TIMESTAMP_TTL_S;
+	default:
+		return now + FLEET_DOC_TTL_S;
+	}
 }
 
 /* With a signer, replace *val (a document for host, "*" for a policy) by
@@ -111,12 +143,13 @@ static int verify(struct fleet_ctl *c, enum sign_kind kind, const char *host, co
 static int seal(const struct fleet_ctl *c, enum sign_kind kind, const char *host, const char *rollout,
 		const char *sha, uint64_t seq, char **val, struct nt_err *err)
 {
-	struct sign_header h = { .kind = kind, .seq = seq };
+	struct sign_header h = { .kind = kind, .seq = seq, .expires = expiry_of(kind, (int64_t)fleet_now_wall()) };
 	char *env;
 	int r;
 
 	if (!c->signer)
 		return 0;
+	snprintf(h.fleet, sizeof(h.fleet), "%s", c->fleet);
 	snprintf(h.host, sizeof(h.host), "%s", host);
 	snprintf(h.rollout, sizeof(h.rollout), "%s", rollout);
 	snprintf(h.policy_sha256, sizeof(h.policy_sha256), "%s", *sha ? sha : FLEET_SHA_NONE);
@@ -127,16 +160,128 @@ static int seal(const struct fleet_ctl *c, enum sign_kind kind, const char *host
 	return 0;
 }
 
-/* The store's revision now: the seq of what is signed next (each write
- * after it has a higher revision, so a host sees its seqs grow). */
-static int seq_now(struct fleet_ctl *c, const char *key, uint64_t *ret, struct nt_err *err)
+/* ---- the counter (the seq) ------------------------------------------------ */
+
+/* The wall clock in nanoseconds: the floor of every seq taken. */
+static uint64_t wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t fleet_ctl_seq_after(uint64_t counter, uint64_t last, uint64_t now_ns)
+{
+	uint64_t next = counter + 1 > last + 1 ? counter + 1 : last + 1;
+
+	next = next > now_ns ? next : now_ns;
+	return next > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : next;
+}
+
+int fleet_ctl_counter_check(const struct sign_key *k, const char *fleet, const char *buf, size_t len,
+			    uint64_t *ret_seq, struct nt_err *err)
+{
+	struct sign_expect want = { .kind = SIGN_KIND_COUNTER, .host = "*", .fleet = fleet, .now = fleet_now_wall() };
+	struct sign_keyring *kr = sign_keyring_of(k, err);
+	struct sign_envelope e = { 0 };
+	struct fleet_stamp st = { 0 };
+	struct nt_err why = { 0 };
+	enum sign_reject reason;
+	int r;
+
+	if (!kr)
+		return err->code;
+	r = sign_verify(kr, buf, len, &want, &e, &reason, &why);
+	sign_keyring_free(kr);
+	if (r == 0 && (r = fleet_parse_stamp(FLEET_SEQ_KEY, e.doc, e.doc_len, &st, &why)) == 0 && st.seq != e.h.seq)
+		r = err_set(&why, -EINVAL, "the document's seq is not the one signed");
+	sign_envelope_release(&e);
+	if (r == -ENOMEM)
+		return err_set(err, r, "out of memory");
+	if (r < 0)
+		return err_set(err, -EPERM, "%s: the counter does not verify with this controller's key %s for fleet %s: "
+			       "%s; stopped (a counter deleted by its operator starts again from the clock)",
+			       FLEET_SEQ_KEY, k->id, fleet, why.msg);
+	*ret_seq = st.seq;
+	return 0;
+}
+
+/* The signed counter document of seq, to put. */
+static int counter_value(const struct fleet_ctl *c, uint64_t seq, char **ret, struct nt_err *err)
+{
+	struct fleet_stamp st = { seq, (int64_t)fleet_now_wall() };
+	char *doc = fleet_stamp_json(&st);
+	int r;
+
+	if (!doc)
+		return err_set(err, -ENOMEM, "out of memory");
+	if ((r = seal(c, SIGN_KIND_COUNTER, "*", SIGN_NO_ROLLOUT, FLEET_SHA_NONE, seq, &doc, err)) < 0) {
+		free(doc);
+		return r;
+	}
+	*ret = doc;
+	return 0;
+}
+
+/* One try of seq_next: read and verify the counter, put the next value if
+ * it is unchanged.  0, -ECANCELED (it changed: try again), or an error. */
+static int seq_try(struct fleet_ctl *c, uint64_t *ret, struct nt_err *err)
 {
 	struct etcd_range rg = { 0 };
-	int r = etcd_get(c->e, key, false, &rg, err);
+	uint64_t counter = 0, next;
+	int64_t mod = 0;
+	char *val = NULL;
+	int r = etcd_get(c->e, FLEET_SEQ_KEY, false, &rg, err);
 
-	if (r == 0)
-		*ret = (uint64_t)rg.revision;
+	if (r == 0 && rg.n_kvs) {
+		mod = rg.kvs[0].mod_revision;
+		r = fleet_ctl_counter_check(c->signer, c->fleet, rg.kvs[0].value, rg.kvs[0].value_len, &counter, err);
+	}
 	etcd_range_free(&rg);
+	if (r < 0)
+		return r;
+	next = fleet_ctl_seq_after(counter, c->seq_last, wall_ns());
+	if ((r = counter_value(c, next, &val, err)) == 0)
+		r = etcd_cas(c->e, FLEET_SEQ_KEY, mod, val, strlen(val), 0, NULL, err);
+	free(val);
+	if (r == 0)
+		*ret = c->seq_last = next;
+	return r;
+}
+
+/* The seq of what is signed next: the controller's own counter, never the
+ * store's revision (fleet_ctl.h says why it only grows). */
+static int seq_next(struct fleet_ctl *c, uint64_t *ret, struct nt_err *err)
+{
+	int r = -ECANCELED;
+
+	for (int i = 0; i < 8 && r == -ECANCELED; i++)
+		r = seq_try(c, ret, err);
+	if (r == -ECANCELED)
+		return err_set(err, -EBUSY, "%s changed under this controller 8 times in a row", FLEET_SEQ_KEY);
+	return r;
+}
+
+int fleet_ctl_timestamp(struct fleet_ctl *c, struct fleet_stamp *ret, struct nt_err *err)
+{
+	struct fleet_stamp st = { 0 };
+	char *doc = NULL;
+	int r;
+
+	if (!c->signer)
+		return err_set(err, -EINVAL, "a timestamp is signed: --signing-key is needed");
+	if ((r = seq_next(c, &st.seq, err)) < 0)
+		return r;
+	st.time = (int64_t)fleet_now_wall();
+	if (!(doc = fleet_stamp_json(&st)))
+		return err_set(err, -ENOMEM, "out of memory");
+	r = seal(c, SIGN_KIND_TIMESTAMP, "*", SIGN_NO_ROLLOUT, FLEET_SHA_NONE, st.seq, &doc, err);
+	if (r == 0)
+		r = etcd_put(c->e, FLEET_TIMESTAMP_KEY, doc, strlen(doc), 0, NULL, err);
+	free(doc);
+	if (r == 0)
+		*ret = st;
 	return r;
 }
 
@@ -329,7 +474,7 @@ static int store_policy(struct fleet_ctl *c, const struct fleet_rollout_opts *o,
 	if (!doc)
 		return err_set(err, -ENOMEM, "out of memory");
 	fleet_policy_key(key, sizeof(key), sha);
-	r = c->signer ? seq_now(c, key, &seq, err) : 0;
+	r = c->signer ? seq_next(c, &seq, err) : 0;
 	if (r == 0)
 		r = seal(c, SIGN_KIND_POLICY, "*", o->name, sha, seq, &doc, err);
 	if (r == 0)
@@ -497,7 +642,7 @@ static int create_doc(struct fleet_ctl *c, struct fleet_rollout *r, const struct
 	if (rc == 0 && !o->shadow)
 		rc = prev_desired(c, r, err);
 	if (rc == 0 && c->signer)
-		rc = seq_now(c, key, &seq, err);
+		rc = seq_next(c, &seq, err);
 	if (rc < 0)
 		return rc;
 	fleet_event(r, r->created, "created: %s (sha256 %.12s) over %u host(s) in %u wave(s)%s", r->policy, r->sha256,
@@ -749,7 +894,7 @@ static int commit(struct fleet_ctl *c, struct fleet_rollout *next, int64_t rollo
 		r = err_set(err, -ENOMEM, "out of memory");
 	fleet_rollout_key(rkey, sizeof(rkey), next->name, false);
 	if (r == 0 && c->signer)
-		r = seq_now(c, rkey, &seq, err);
+		r = seq_next(c, &seq, err);
 	if (r == 0 && c->signer)
 		r = fleet_ctl_keep_unverified(c, next, w, &n_w, err);
 	for (unsigned i = 0; r == 0 && i < n_w; i++) {
@@ -957,8 +1102,9 @@ enum fleet_ctl_next fleet_ctl_after(int rc)
 {
 	if (rc == 1)
 		return FLEET_CTL_FINAL;
-	/* the lead is lost; the store refuses us; a rollout document this
-	 * controller cannot verify: retrying cannot help */
+	/* the lead is lost; the store refuses us; a signed document (the
+	 * counter, a rollout document) this controller cannot verify:
+	 * retrying cannot help */
 	if (rc == -ENOLCK || rc == -EACCES || rc == -EPERM)
 		return FLEET_CTL_STOP;
 	return rc < 0 ? FLEET_CTL_RETRY : FLEET_CTL_AGAIN;

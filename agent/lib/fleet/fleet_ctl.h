@@ -26,6 +26,8 @@
 #include "tune/policy.h"
 
 #define FLEET_TXN_HOSTS 100   /* desired keys in one transaction (etcd: --max-txn-ops 128) */
+#define FLEET_DOC_TTL_S (7 * 86400)      /* a signed desired or shadow expires after a week */
+#define FLEET_TIMESTAMP_TTL_S 86400      /* a signed timestamp, after a day */
 
 struct fleet_ctl;
 
@@ -51,11 +53,26 @@ struct fleet_ctl *fleet_ctl_open(const char *endpoints, const struct fleet_creds
 void fleet_ctl_close(struct fleet_ctl *c);
 
 /* Sign every desired, shadow and policy document this controller writes
- * with k (fleet/sign.h; NULL: unsigned), which must outlive c.  The seq of
- * a step's documents is the store's revision read just before the step's
- * transaction, so a host's seqs only grow; the policy_sha256 signed is the
- * one the desired names (FLEET_SHA_NONE for mode local).  A restored
- * desired value that was signed before is signed again with the new seq. */
+ * with k (fleet/sign.h; NULL: unsigned), which must outlive c.  The
+ * policy_sha256 signed is the one the desired names (FLEET_SHA_NONE for
+ * mode local).  A restored desired value that was signed before is signed
+ * again with the new seq.  A desired or shadow expires FLEET_DOC_TTL_S
+ * after it is signed, a policy never (a desired names it by its sha256).
+ *
+ * The seq is the controller's own counter, never the store's revision: the
+ * signed document FLEET_SEQ_KEY (kind counter, this controller's key and
+ * fleet) holds the last one taken; each step reads and verifies it and
+ * puts max(counter + 1, the wall clock in ns, this process's last + 1)
+ * with a compare-and-swap on its mod_revision.  A counter that does not
+ * verify (another key, another fleet, tampered) stops the controller
+ * (-EPERM, naming the key and why).  No counter (the first run, or one an
+ * operator deleted): the next seq is the wall clock in ns, above every seq
+ * taken before as long as the clock does not go back (each seq taken was
+ * at most the clock at its time, or one more than an earlier one), and
+ * above the store revisions of the versions that signed with those
+ * (~1e18 against etcd's revisions).  A store that lies about its revision,
+ * or is restored from a snapshot, no longer moves the seq; one that serves
+ * an old counter cannot move it back below the clock. */
 struct sign_key;
 void fleet_ctl_set_signer(struct fleet_ctl *c, const struct sign_key *k);
 
@@ -79,6 +96,19 @@ void fleet_ctl_set_signer(struct fleet_ctl *c, const struct sign_key *k);
  * fleet_ctl_set_signer.  0, or -E2BIG, -ENOMEM with err. */
 struct sign_keyring;
 int fleet_ctl_set_trust(struct fleet_ctl *c, const struct sign_keyring *kr, struct nt_err *err);
+
+/* The fleet id signed into every document (SIGN_FLEET_DEFAULT unless
+ * set): a host admits only its own fleet's.  0, or -EINVAL (not a name)
+ * with err, c unchanged. */
+int fleet_ctl_set_fleet(struct fleet_ctl *c, const char *fleet, struct nt_err *err);
+
+/* Sign and put the timestamp (FLEET_TIMESTAMP_KEY, kind timestamp, the
+ * next seq, expiring FLEET_TIMESTAMP_TTL_S from now): the proof of life a
+ * host measures its freshness by (`fleet timestamp`, run on a schedule).
+ * 0 with *ret (its seq and time), or -EINVAL (no signing key), -EPERM (the
+ * counter does not verify), a store error, with err. */
+struct fleet_stamp;
+int fleet_ctl_timestamp(struct fleet_ctl *c, struct fleet_stamp *ret, struct nt_err *err);
 
 /* The policy text a rollout stores, signs and hashes (item 7 of issue
  * 24): path (a file, or a NAME on the policy search path, policy.h) with

@@ -2,7 +2,7 @@
  * (tests/unit/fleet/test_fleet_ctl.c): the controller's steps between the
  * store and the state machine as pure functions (the hosts' keys to rows,
  * rows to what fleet_step observes, a write to the value it puts, the new
- * events of a step, what the run loop does after a pass).  Nothing outside
+ * events of a step, what the run loop does after a pass, the counter).  Nothing outside
  * fleet_ctl.c and its test includes this. */
 #ifndef NODETUNE_FLEET_CTL_TEST_H
 #define NODETUNE_FLEET_CTL_TEST_H
@@ -81,5 +81,19 @@ unsigned fleet_ctl_new_events(const struct fleet_rollout *r, const struct fleet_
  * after a pause), AGAIN (0: next pass). */
 enum fleet_ctl_next { FLEET_CTL_FINAL, FLEET_CTL_STOP, FLEET_CTL_RETRY, FLEET_CTL_AGAIN };
 enum fleet_ctl_next fleet_ctl_after(int rc);
+
+/* The seq after counter (the store's counter; 0: none), last (this
+ * process's last; 0: none) at wall clock now_ns: the greatest of counter +
+ * 1, last + 1 and now_ns, at most INT64_MAX. */
+uint64_t fleet_ctl_seq_after(uint64_t counter, uint64_t last, uint64_t now_ns);
+
+/* The counter value buf[0..len) as k (the controller's key) of fleet
+ * signed it: 0 with *ret_seq, or -EPERM (it does not verify: another key,
+ * another fleet, a bad signature, not a counter, a document whose seq is
+ * not the one signed) with err naming FLEET_SEQ_KEY, the key id and the
+ * reason, or -ENOMEM; *ret_seq untouched on error. */
+struct sign_key;
+int fleet_ctl_counter_check(const struct sign_key *k, const char *fleet, const char *buf, size_t len,
+			    uint64_t *ret_seq, struct nt_err *err);
 
 #endif

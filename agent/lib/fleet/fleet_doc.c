@@ -395,6 +395,33 @@ char *fleet_policy_doc_json(const char *name, const char *content, size_t len, c
 	return s;
 }
 
+int fleet_parse_stamp(const char *key, const char *buf, size_t len, struct fleet_stamp *ret, struct nt_err *err)
+{
+	struct fleet_stamp st = { 0 };
+	struct reader rd;
+
+	if (reader_open(&rd, key, buf, len, err) < 0)
+		return -EINVAL;
+	if (!json_object_get(rd.o, "seq") || !json_object_get(rd.o, "time"))
+		bad(&rd, json_object_get(rd.o, "seq") ? "time" : "seq", "missing");
+	st.seq = (uint64_t)get_int(&rd, "seq", 0, INT64_MAX);
+	st.time = get_int(&rd, "time", 0, INT64_MAX);
+	json_decref(rd.o);
+	if (rd.r)
+		return rd.r;
+	*ret = st;
+	return 0;
+}
+
+char *fleet_stamp_json(const struct fleet_stamp *st)
+{
+	json_t *o = json_pack("{s:I, s:I}", "seq", (json_int_t)st->seq, "time", (json_int_t)st->time);
+	char *s = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+
+	json_decref(o);
+	return s;
+}
+
 static void parse_status_gate(struct reader *rd, struct fleet_status *s)
 {
 	struct reader g = reader_sub(rd, "gate");

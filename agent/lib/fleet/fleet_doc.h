@@ -51,6 +51,15 @@
  *   /nodetune/rollouts/NAME/leader  the controller that may advance it, under
  *                                   its lease (FLEET_LEADER_TTL_S), created
  *                                   only when absent.
+ *   /nodetune/seq                   the controller's counter, signed (kind
+ *                                   counter): {"seq","time"}; each signing
+ *                                   step takes the next value with a
+ *                                   compare-and-swap (fleet_ctl.h).
+ *   /nodetune/timestamp             the controller's proof of life, signed
+ *                                   (kind timestamp) with a short expiry and
+ *                                   put again on a schedule (`fleet
+ *                                   timestamp`): {"seq","time"}; a host whose
+ *                                   last one is too old says it is frozen.
  *
  * Waves: the first (spec "1/class") takes one host of each hardware class
  * (the first by name); each "P%" wave brings the hosts done to ceil(P% of
@@ -92,6 +101,8 @@
  * runs under load, bench/timing_margins.sh leader_lease_s). */
 #define FLEET_LEADER_WAIT_S 16
 #define FLEET_TEXT_MAX 2048          /* an error or explanation kept in a document */
+#define FLEET_SEQ_KEY FLEET_ROOT "seq"
+#define FLEET_TIMESTAMP_KEY FLEET_ROOT "timestamp"
 
 /* ---- names and keys ------------------------------------------------------ */
 
@@ -207,6 +218,15 @@ int fleet_parse_status(const char *key, const char *buf, size_t len, struct flee
 int fleet_parse_hostinfo(const char *key, const char *buf, size_t len, struct fleet_hostinfo *ret,
 			 struct nt_err *err);
 void fleet_policy_doc_release(struct fleet_policy_doc *p);
+
+/* The counter and timestamp documents: a seq and the wall time (UNIX
+ * seconds) they were signed at. */
+struct fleet_stamp {
+	uint64_t seq;                    /* <= INT64_MAX */
+	int64_t time;                    /* >= 0 */
+};
+int fleet_parse_stamp(const char *key, const char *buf, size_t len, struct fleet_stamp *ret, struct nt_err *err);
+char *fleet_stamp_json(const struct fleet_stamp *s);
 
 /* The documents as compact JSON text (the caller frees); NULL on out of
  * memory.  fleet_policy_doc_json hashes content itself. */

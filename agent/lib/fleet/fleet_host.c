@@ -54,8 +54,16 @@ struct fleet_host {
 	char *running;             /* the bytes of the policy that runs (for the gate's arm A) */
 	size_t running_len;
 	struct sign_keyring *keys; /* NULL: none trusted */
-	uint64_t last_seq;         /* the seq of the last desired admitted (FLEET_HOST_SEQ) */
+	uint64_t last_seq;         /* the seq of the last desired answered (FLEET_HOST_SEQ) */
+	char last_sha[SIGN_SHA_LEN + 1];   /* its bytes' sha256 (FLEET_HOST_SEQ; "" none) */
 	uint64_t shadow_seq;       /* the last shadow's (not kept: a shadow changes nothing) */
+	char shadow_sha[SIGN_SHA_LEN + 1];
+	uint64_t ts_seq;           /* the last timestamp verified: its seq, bytes and time */
+	char ts_sha[SIGN_SHA_LEN + 1];
+	double ts_time;            /* UNIX seconds, 0: none since the start */
+	int64_t ts_refused_rev;    /* a timestamp revision refused (counted once) */
+	double start_wall;         /* the age of no timestamp is counted from here */
+	bool said_frozen;
 	unsigned long rejected[SIGN_REJ__COUNT];
 	struct fleet_host_refusal last_refusal;   /* reason SIGN_REJ__COUNT: none yet */
 	struct fleet_gate *gate;   /* the gate running; NULL: none */
@@ -233,11 +241,10 @@ static int admit_agrees(const struct sign_envelope *e, const char *host, enum si
 	return 0;
 }
 
-int fleet_host_admit(const struct sign_keyring *kr, bool insecure, enum sign_kind kind, const char *host,
-		     uint64_t last_seq, const char *buf, size_t len, struct sign_envelope *ret,
-		     enum sign_reject *ret_reason, struct nt_err *err)
+int fleet_host_admit(const struct sign_keyring *kr, bool insecure, const struct sign_expect *want,
+		     const char *buf, size_t len, struct sign_envelope *ret, enum sign_reject *ret_reason,
+		     struct nt_err *err)
 {
-	struct sign_expect want = { kind, host, last_seq };
 	struct sign_envelope e = { 0 };
 	enum sign_reject why = SIGN_REJ_UNSIGNED;
 	struct nt_err perr = { 0 };
@@ -256,9 +263,10 @@ int fleet_host_admit(const struct sign_keyring *kr, bool insecure, enum sign_kin
 		*ret_reason = why;
 		return err_set(err, -EPERM, "%s", perr.msg);
 	}
-	if ((r = sign_verify(kr, buf, len, &want, &e, ret_reason, err)) < 0)
+	if ((r = sign_verify(kr, buf, len, want, &e, ret_reason, err)) < 0)
 		return r;
-	if (kind != SIGN_KIND_POLICY && (r = admit_agrees(&e, host, ret_reason, err)) < 0) {
+	if ((want->kind == SIGN_KIND_DESIRED || want->kind == SIGN_KIND_SHADOW) &&
+	    (r = admit_agrees(&e, want->host, ret_reason, err)) < 0) {
 		sign_envelope_release(&e);
 		return r;
 	}
@@ -293,35 +301,65 @@ unsigned long fleet_host_rejected(const struct fleet_host *fh, enum sign_reject 
 
 static int write_file(const char *path, const char *buf, size_t len);
 
-/* The last seq applied, from the state dir (0: none yet). */
-static uint64_t seq_load(const char *state_dir)
+int fleet_host_seq_parse(const char *line, uint64_t *ret_seq, char ret_sha[SIGN_SHA_LEN + 1])
 {
-	char path[4096], buf[32] = "";
-	unsigned long long v = 0;
-	FILE *f;
+	char sha[SIGN_SHA_LEN + 2] = "", *end;
+	unsigned long long v;
 
-	snprintf(path, sizeof(path), "%s/%s", state_dir, FLEET_HOST_SEQ);
-	if (!(f = fopen(path, "re")))
-		return 0;
-	if (!fgets(buf, sizeof(buf), f) || sscanf(buf, "%llu", &v) != 1)
-		v = 0;
-	fclose(f);
-	return (uint64_t)v;
+	errno = 0;
+	v = strtoull(line, &end, 10);
+	if (errno || end == line || *line == '-' || v > INT64_MAX)
+		return -EINVAL;
+	if (*end == ' ' && sscanf(end + 1, "%65[0-9a-f]", sha) == 1 && strlen(sha) == SIGN_SHA_LEN)
+		end += 1 + SIGN_SHA_LEN;
+	else
+		sha[0] = '\0';           /* a file of before the hash: the seq alone */
+	if (*end != '\n' && *end != '\0')
+		return -EINVAL;
+	*ret_seq = (uint64_t)v;
+	memcpy(ret_sha, sha, SIGN_SHA_LEN + 1);
+	return 0;
 }
 
-/* A newer seq admitted: kept, so that a restart still refuses older ones. */
-static void seq_note(struct fleet_host *fh, uint64_t seq)
+/* The last desired answered (its seq and bytes' sha256), from the state
+ * dir (0 and "": none yet, or a file that does not parse). */
+static void seq_load(struct fleet_host *fh)
 {
-	char path[4096], buf[32];
+	char path[4096], buf[128] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", fh->cfg.state_dir, FLEET_HOST_SEQ);
+	if (!(f = fopen(path, "re")))
+		return;
+	if (!fgets(buf, sizeof(buf), f) || fleet_host_seq_parse(buf, &fh->last_seq, fh->last_sha) < 0)
+		say(fh, LOG_WARNING, "fleet: %s: not 'SEQ SHA256': ignored", path);
+	fclose(f);
+}
+
+/* A desired answered: kept ("SEQ SHA256\n", a temporary file renamed), so
+ * that a restart still refuses older ones and never answers it twice. */
+static void seq_note(struct fleet_host *fh, uint64_t seq, const char *sha)
+{
+	char path[4096], buf[128];
 	int r;
 
-	if (seq <= fh->last_seq)
+	if (seq < fh->last_seq || (seq == fh->last_seq && !strcmp(sha, fh->last_sha)))
 		return;
 	fh->last_seq = seq;
+	snprintf(fh->last_sha, sizeof(fh->last_sha), "%s", sha);
 	snprintf(path, sizeof(path), "%s/%s", fh->cfg.state_dir, FLEET_HOST_SEQ);
-	snprintf(buf, sizeof(buf), "%llu\n", (unsigned long long)seq);
+	snprintf(buf, sizeof(buf), "%llu %s\n", (unsigned long long)seq, sha);
 	if ((r = write_file(path, buf, strlen(buf))) < 0)
 		say(fh, LOG_WARNING, "fleet: %s: %s (a restart would accept an older document)", path, strerror(-r));
+}
+
+/* What this host expects of a document of kind, after last_seq (whose
+ * bytes had last_sha). */
+static struct sign_expect expect(const struct fleet_host *fh, enum sign_kind kind, uint64_t last_seq,
+				 const char *last_sha)
+{
+	return (struct sign_expect){ .kind = kind, .host = fh->host, .last_seq = last_seq,
+				     .fleet = fh->cfg.fleet_id, .now = fleet_now_wall(), .last_sha = last_sha };
 }
 
 /* ---- fetching and validating a policy ---------------------------------- */
@@ -422,6 +460,7 @@ static int candidate_fetch(struct fleet_host *fh, const char *sha, const struct 
 	struct fleet_policy_doc doc = { 0 };
 	struct sign_envelope env = { 0 };
 	struct etcd_range rg = { 0 };
+	struct sign_expect want = expect(fh, SIGN_KIND_POLICY, 0, NULL);
 	enum sign_reject why;
 	char key[128];
 	int r = etcd_get(fh->e, fleet_policy_key(key, sizeof(key), sha), false, &rg, err);
@@ -430,8 +469,8 @@ static int candidate_fetch(struct fleet_host *fh, const char *sha, const struct 
 		return r;
 	if (rg.n_kvs == 0)
 		r = err_set(err, -EINVAL, "%s: no such policy in the store", key);
-	else if ((r = fleet_host_admit(fh->keys, fh->cfg.insecure_unsigned, SIGN_KIND_POLICY, fh->host, 0,
-				       rg.kvs[0].value, rg.kvs[0].value_len, &env, &why, err)) == -EPERM)
+	else if ((r = fleet_host_admit(fh->keys, fh->cfg.insecure_unsigned, &want, rg.kvs[0].value,
+				       rg.kvs[0].value_len, &env, &why, err)) == -EPERM)
 		rejected(fh, why, err->msg);
 	else if (r == 0 && *env.h.policy_sha256 && strcmp(env.h.policy_sha256, sha))
 		r = err_set(err, -EINVAL, "%s: signed for sha256 %.12s", key, env.h.policy_sha256);
@@ -795,7 +834,7 @@ static void status_publish(struct fleet_host *fh)
 	fh->next_status = now + STATUS_EVERY_S;
 }
 
-/* ---- the tick ---------------------------------------------------------- */
+/* ---- the tick: following ------------------------------------------------ */
 
 /* A desired value that cannot be followed: said once, reported. */
 static void refuse(struct fleet_host *fh, int64_t rev, const char *what, const char *why)
@@ -808,9 +847,11 @@ static void refuse(struct fleet_host *fh, int64_t rev, const char *what, const c
 }
 
 enum fleet_host_step fleet_host_decide(const struct fleet_desired *d, int64_t rev, int64_t done_rev,
-				       int64_t failed_rev, const char *running_sha)
+				       int64_t failed_rev, const char *running_sha, bool answered)
 {
-	if (rev == failed_rev || (rev == done_rev && (d->mode == FLEET_MODE_GATE || !strcmp(d->sha256, running_sha))))
+	bool done = rev == done_rev || answered;
+
+	if (rev == failed_rev || (done && (d->mode == FLEET_MODE_GATE || !strcmp(d->sha256, running_sha))))
 		return FLEET_HOST_NOTHING;
 	if (d->mode == FLEET_MODE_GATE)
 		return FLEET_HOST_GATE;
@@ -831,10 +872,24 @@ enum fleet_host_route fleet_host_route(enum fleet_key_kind kind, bool parsed, in
 	return rev != done_shadow_rev ? FLEET_HOST_SHADOW : FLEET_HOST_IGNORE;
 }
 
-/* Follow the desired value d (at revision rev).  1 when the policy changed. */
-static int follow(struct fleet_host *fh, struct fleet_host_view *v, const struct fleet_desired *d, int64_t rev)
+/* A desired or shadow value as admitted: its document, and its seq and
+ * bytes' sha256 (seq 0: an unsigned one under insecure_unsigned);
+ * answered: the desired this host answered last, the very bytes. */
+struct admitted {
+	struct fleet_desired d;
+	uint64_t seq;
+	char sha[SIGN_SHA_LEN + 1];
+	bool answered;
+};
+
+/* Follow the desired value a->d (at revision rev).  1 when the policy
+ * changed.  The document is kept as answered before anything is done: a
+ * daemon killed in the middle never starts its gate again. */
+static int follow(struct fleet_host *fh, struct fleet_host_view *v, const struct admitted *a, int64_t rev)
 {
-	enum fleet_host_step step = fleet_host_decide(d, rev, fh->done_desired_rev, fh->failed_rev, v->sha256);
+	const struct fleet_desired *d = &a->d;
+	enum fleet_host_step step = fleet_host_decide(d, rev, fh->done_desired_rev, fh->failed_rev, v->sha256,
+						      a->answered);
 	struct candidate c = { 0 };
 	struct nt_err err = { 0 };
 	char why[160];
@@ -842,6 +897,8 @@ static int follow(struct fleet_host *fh, struct fleet_host_view *v, const struct
 
 	if (step == FLEET_HOST_NOTHING)
 		return 0;
+	if (a->seq)
+		seq_note(fh, a->seq, a->sha);
 	fh->st.desired_rev = rev;
 	fh->done_desired_rev = rev;
 	if (step == FLEET_HOST_GATE) {
@@ -869,19 +926,19 @@ static int follow(struct fleet_host *fh, struct fleet_host_view *v, const struct
 	return changed;
 }
 
-/* Admit and parse a desired or shadow value.  A refusal is counted once
- * per revision (a refused desired is then said by refuse(); a refused
- * shadow here).  0 or -errno with err. */
-static int read_desired(struct fleet_host *fh, enum fleet_key_kind k, const struct etcd_kv *kv,
-			struct fleet_desired *d, struct nt_err *err)
+/* Admit and parse a desired or shadow value into *a.  A refusal is
+ * counted once per revision (a refused desired is then said by refuse(); a
+ * refused shadow here).  0 or -errno with err. */
+static int read_desired(struct fleet_host *fh, enum fleet_key_kind k, const struct etcd_kv *kv, struct admitted *a,
+			struct nt_err *err)
 {
 	bool desired = k == FLEET_KEY_DESIRED;
 	int64_t seen = desired ? fh->failed_rev : fh->done_shadow_rev;
+	struct sign_expect want = desired ? expect(fh, SIGN_KIND_DESIRED, fh->last_seq, fh->last_sha)
+					  : expect(fh, SIGN_KIND_SHADOW, fh->shadow_seq, fh->shadow_sha);
 	struct sign_envelope e = { 0 };
 	enum sign_reject why;
-	int r = fleet_host_admit(fh->keys, fh->cfg.insecure_unsigned, desired ? SIGN_KIND_DESIRED : SIGN_KIND_SHADOW,
-				 fh->host, desired ? fh->last_seq : fh->shadow_seq, kv->value, kv->value_len, &e, &why,
-				 err);
+	int r = fleet_host_admit(fh->keys, fh->cfg.insecure_unsigned, &want, kv->value, kv->value_len, &e, &why, err);
 
 	if (r == -EPERM && kv->mod_revision != seen) {
 		rejected(fh, why, err->msg);
@@ -891,14 +948,92 @@ static int read_desired(struct fleet_host *fh, enum fleet_key_kind k, const stru
 		}
 	}
 	if (r == 0)
-		r = fleet_parse_desired(kv->key, e.doc, e.doc_len, d, err);
-	if (r == 0 && desired)
-		seq_note(fh, e.h.seq);
-	else if (r == 0 && e.h.seq > fh->shadow_seq)
-		fh->shadow_seq = e.h.seq;
+		r = fleet_parse_desired(kv->key, e.doc, e.doc_len, &a->d, err);
+	a->seq = r == 0 ? e.h.seq : 0;
+	sign_value_sha(kv->value, kv->value_len, a->sha);
+	a->answered = a->seq && a->seq == fh->last_seq && !strcmp(a->sha, fh->last_sha);
+	if (r == 0 && !desired && a->seq && a->seq >= fh->shadow_seq) {
+		fh->shadow_seq = a->seq;
+		memcpy(fh->shadow_sha, a->sha, sizeof(fh->shadow_sha));
+	}
 	sign_envelope_release(&e);
 	return r;
 }
+
+/* ---- freshness: the timestamp ------------------------------------------ */
+
+/* Admit the timestamp value kv: verified, of this fleet, not expired, not
+ * older than the last one; its time then counts.  A refusal is counted
+ * once per revision and said. */
+static void timestamp_take(struct fleet_host *fh, const struct etcd_kv *kv)
+{
+	struct sign_expect want = expect(fh, SIGN_KIND_TIMESTAMP, fh->ts_seq, fh->ts_sha);
+	struct fleet_stamp st = { 0 };
+	struct sign_envelope e = { 0 };
+	struct nt_err err = { 0 };
+	enum sign_reject why = SIGN_REJ_MALFORMED;
+	int r = fleet_host_admit(fh->keys, false, &want, kv->value, kv->value_len, &e, &why, &err);
+	bool admitted = r == 0;
+
+	if (r == 0 && (r = fleet_parse_stamp(kv->key, e.doc, e.doc_len, &st, &err)) == 0 && st.seq != e.h.seq)
+		r = err_set(&err, -EINVAL, "%s: the document's seq is not the one signed", kv->key);
+	if (r == 0) {
+		fh->ts_seq = e.h.seq;
+		sign_value_sha(kv->value, kv->value_len, fh->ts_sha);
+		fh->ts_time = fmax(fh->ts_time, (double)st.time);
+	} else if (kv->mod_revision != fh->ts_refused_rev) {
+		fh->ts_refused_rev = kv->mod_revision;
+		if (!admitted && r == -EPERM)
+			rejected(fh, why, err.msg);
+		say(fh, LOG_ERR, "fleet: %s refused: %s", kv->key, err.msg);
+	}
+	sign_envelope_release(&e);
+}
+
+/* Read the timestamp (none, or not readable: nothing learnt). */
+static void timestamp_poll(struct fleet_host *fh)
+{
+	struct etcd_range rg = { 0 };
+
+	if (etcd_get(fh->e, FLEET_TIMESTAMP_KEY, false, &rg, NULL) == 0 && rg.n_kvs)
+		timestamp_take(fh, &rg.kvs[0]);
+	etcd_range_free(&rg);
+}
+
+bool fleet_host_frozen(double now, double ts_time, double start, double max_age, double *ret_age)
+{
+	*ret_age = now - (ts_time > 0 ? ts_time : start);
+	return max_age > 0 && *ret_age > max_age;
+}
+
+void fleet_host_freshness(const struct fleet_host *fh, struct fleet_host_fresh *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (!fh)
+		return;
+	ret->max_age_s = fh->cfg.max_age_s;
+	ret->have = fh->ts_time > 0;
+	ret->seq = fh->ts_seq;
+	ret->time = fh->ts_time;
+	ret->frozen = fleet_host_frozen(fleet_now_wall(), fh->ts_time, fh->start_wall, fh->cfg.max_age_s, &ret->age_s);
+}
+
+/* Say when the host becomes frozen, and when it is no longer. */
+static void frozen_say(struct fleet_host *fh, const struct fleet_host_view *v)
+{
+	struct fleet_host_fresh f;
+
+	fleet_host_freshness(fh, &f);
+	if (f.frozen && !fh->said_frozen)
+		say(fh, LOG_WARNING, "fleet: frozen: %s %.0f s old, over the limit of %.0f s (--fleet-max-age): the "
+		    "store may be withholding updates; keeping %s", f.have ? "the last verified timestamp is" :
+		    "no timestamp verified since the start,", f.age_s, f.max_age_s, v->policy_name);
+	else if (!f.frozen && fh->said_frozen)
+		say(fh, LOG_NOTICE, "fleet: no longer frozen: a timestamp %.0f s old", f.age_s);
+	fh->said_frozen = f.frozen;
+}
+
+/* ---- the tick ---------------------------------------------------------- */
 
 /* Read this host's desired and shadow keys and follow them. */
 static int poll_store(struct fleet_host *fh, struct fleet_host_view *v)
@@ -920,25 +1055,26 @@ static int poll_store(struct fleet_host *fh, struct fleet_host_view *v)
 		const struct etcd_kv *kv = &rg.kvs[i];
 		char host[FLEET_NAME_MAX];
 		enum fleet_key_kind k = fleet_key_parse(kv->key, host);
-		struct fleet_desired d;
-		bool parsed = (k == FLEET_KEY_DESIRED || k == FLEET_KEY_SHADOW) && read_desired(fh, k, kv, &d, &err) == 0;
+		struct admitted a = { 0 };
+		bool parsed = (k == FLEET_KEY_DESIRED || k == FLEET_KEY_SHADOW) && read_desired(fh, k, kv, &a, &err) == 0;
 
 		switch (fleet_host_route(k, parsed, kv->mod_revision, fh->failed_rev, fh->done_shadow_rev)) {
 		case FLEET_HOST_REFUSE:
 			refuse(fh, kv->mod_revision, kv->key, err.msg);
 			break;
 		case FLEET_HOST_FOLLOW:
-			changed |= follow(fh, v, &d, kv->mod_revision);
+			changed |= follow(fh, v, &a, kv->mod_revision);
 			break;
 		case FLEET_HOST_SHADOW:
 			fh->done_shadow_rev = kv->mod_revision;
-			do_shadow(fh, v, &d, kv->mod_revision);
+			do_shadow(fh, v, &a.d, kv->mod_revision);
 			break;
 		case FLEET_HOST_IGNORE:
 			break;
 		}
 	}
 	etcd_range_free(&rg);
+	timestamp_poll(fh);
 	return changed;
 }
 
@@ -956,6 +1092,7 @@ int fleet_host_tick(struct fleet_host *fh, struct fleet_host_view *v)
 		fh->next_poll = fleet_now_mono() + POLL_EVERY_S;
 		changed = poll_store(fh, v);
 	}
+	frozen_say(fh, v);
 	fleet_host_status_refresh(&fh->st, fh->host, &fh->cls, v);
 	status_publish(fh);
 	return changed;
@@ -1015,7 +1152,7 @@ static int keys_load(struct fleet_host *fh, struct nt_err *err)
 	fh->keys = sign_keyring_load(dir, policy_trust_flags() ? SIGN_TRUSTED_ONLY : 0, &e);
 	if (!fh->keys && e.code != -ENOENT)
 		return err_set(err, e.code, "fleet keys: %s", e.msg);
-	fh->last_seq = seq_load(fh->cfg.state_dir);
+	seq_load(fh);
 	if (!fh->keys || sign_keyring_count(fh->keys) == 0)
 		say(fh, LOG_WARNING, "fleet: no signing key trusted in %s: every %sdocument is refused", dir,
 		    fh->cfg.insecure_unsigned ? "signed " : "");
@@ -1030,12 +1167,19 @@ struct fleet_host *fleet_host_start(const struct fleet_host_config *cfg, const s
 		err_set(err, -EINVAL, "--host '%s': not a name ([A-Za-z0-9._-], 1 to 63 bytes)", cfg->host);
 		return NULL;
 	}
+	if (cfg->fleet_id && !sign_fleet_valid(cfg->fleet_id)) {
+		err_set(err, -EINVAL, "fleet id '%.64s': not a name ([A-Za-z0-9._-], 1 to 63 bytes)", cfg->fleet_id);
+		return NULL;
+	}
 	fh = calloc(1, sizeof(*fh));
 	if (!fh) {
 		err_set(err, -ENOMEM, "out of memory");
 		return NULL;
 	}
 	fh->cfg = *cfg;
+	fh->cfg.fleet_id = cfg->fleet_id ? cfg->fleet_id : SIGN_FLEET_DEFAULT;
+	fh->cfg.max_age_s = cfg->max_age_s > 0 ? cfg->max_age_s : FLEET_HOST_MAX_AGE_S;
+	fh->start_wall = fleet_now_wall();
 	fh->efd = -1;
 	fh->last_refusal.reason = SIGN_REJ__COUNT;
 	snprintf(fh->host, sizeof(fh->host), "%s", cfg->host);

@@ -36,12 +36,22 @@
  * Signatures (fleet/sign.h): every desired, shadow and policy document is
  * verified against the public keys of keys_dir (root-owned, checked as
  * root) before anything is done with it; one that is unsigned, malformed,
- * signed by an unknown key, badly signed, addressed to another host, of
- * another kind, or older than the last seq applied (kept in the state dir,
- * FLEET_HOST_SEQ) is refused: the host keeps its policy, says it once,
+ * signed by an unknown key, badly signed, of another fleet (fleet_id),
+ * addressed to another host, of another kind, older than the last desired
+ * answered or at its seq with other bytes (both kept in the state dir,
+ * FLEET_HOST_SEQ), or expired, is refused: the host keeps its policy, says it once,
  * counts it (fleet_host_rejected), keeps it as the last refusal
  * (fleet_host_last_refusal: the daemon's status socket shows it) and its
  * status key says "refused (REASON)".
+ * A desired is answered once: the same bytes put again (a replay of the
+ * last document), or read again after a restart, start no second gate and
+ * apply nothing again.
+ * Freshness: the tick also reads the controller's signed timestamp
+ * (FLEET_TIMESTAMP_KEY, `fleet timestamp`); when the last one verified is
+ * older than max_age_s (or none was since the start, max_age_s ago), the
+ * host is frozen: the store may be withholding updates.  It says so once
+ * in the log ("fleet: frozen: ..."), fleet_host_freshness reports it (the
+ * daemon's status and metrics), and it keeps its policy.
  * A keys_dir that is missing or holds no key trusts nothing: every
  * document is refused (unknown_key), unless insecure_unsigned, which
  * follows unsigned documents (and still verifies signed ones).
@@ -63,7 +73,8 @@
 #include "tune/policy.h"
 
 #define FLEET_HOST_CACHE "fleet-policy.conf"   /* in the state dir */
-#define FLEET_HOST_SEQ "fleet-seq"             /* in the state dir: the last seq applied */
+#define FLEET_HOST_SEQ "fleet-seq"             /* in the state dir: "SEQ SHA256\n" of the last desired answered */
+#define FLEET_HOST_MAX_AGE_S (4 * 3600.0)      /* a timestamp older: the host says it is frozen */
 
 struct journal;
 struct fleet_host;
@@ -86,6 +97,8 @@ struct fleet_host_config {
 	bool insecure_unsigned;       /* also follow unsigned documents (tests, demos) */
 	const char *limits_path;      /* the site limits (limits.h); NULL: LIMITS_DEFAULT_PATH when it exists */
 	const char *gates_dir;        /* the named gates (gates.h); NULL: GATES_DIR */
+	const char *fleet_id;         /* the fleet this host is of; NULL: SIGN_FLEET_DEFAULT */
+	double max_age_s;             /* the timestamp's age at which it is frozen; 0: FLEET_HOST_MAX_AGE_S */
 };
 
 /* The daemon's state a tick reads, and replaces after an apply. */
@@ -127,6 +140,16 @@ struct fleet_host_refusal {
 /* The last refusal into *ret: true, or false when none since the start
  * (or fh is NULL), *ret untouched. */
 bool fleet_host_last_refusal(const struct fleet_host *fh, struct fleet_host_refusal *ret);
+
+/* The host's freshness: frozen (its last timestamp, or its start when it
+ * verified none, is older than max_age_s), that age, whether a timestamp
+ * was verified (its seq and time, UNIX seconds).  All zero for NULL. */
+struct fleet_host_fresh {
+	bool frozen, have;
+	double age_s, max_age_s, time;
+	uint64_t seq;
+};
+void fleet_host_freshness(const struct fleet_host *fh, struct fleet_host_fresh *ret);
 
 /* Readable when the store changed something for this host; -1 when fh is
  * NULL.  The tick drains it. */

@@ -22,14 +22,25 @@ enum fleet_host_route fleet_host_route(enum fleet_key_kind kind, bool parsed, in
 				       int64_t done_shadow_rev);
 
 /* What following desired value d at revision rev means, given the desired
- * revision already answered (done_rev), the one refused (failed_rev) and
- * the sha256 that runs: NOTHING (refused before; or answered, and a gate
- * or the policy that runs), GATE (run the A/B), RUNS_IT (mode apply of the
+ * revision already answered (done_rev), the one refused (failed_rev), the
+ * sha256 that runs and whether this very document (its seq and bytes) was
+ * answered before (answered: a replay put at a new revision, or read again
+ * after a restart): NOTHING (refused before; or answered, and a gate or
+ * the policy that runs), GATE (run the A/B), RUNS_IT (mode apply of the
  * policy that runs: report it verified, apply nothing), LOAD (fetch, or
  * read the local file, then validate and apply). */
 enum fleet_host_step { FLEET_HOST_NOTHING, FLEET_HOST_GATE, FLEET_HOST_RUNS_IT, FLEET_HOST_LOAD };
 enum fleet_host_step fleet_host_decide(const struct fleet_desired *d, int64_t rev, int64_t done_rev,
-				       int64_t failed_rev, const char *running_sha);
+				       int64_t failed_rev, const char *running_sha, bool answered);
+
+/* The line of FLEET_HOST_SEQ: "SEQ SHA256" (or "SEQ" alone, as written
+ * before the hash was kept: *ret_sha ""), with an optional newline.  0, or
+ * -EINVAL with the outputs untouched. */
+int fleet_host_seq_parse(const char *line, uint64_t *ret_seq, char ret_sha[SIGN_SHA_LEN + 1]);
+
+/* Frozen: the age of the last timestamp (ts_time; 0: none, counted from
+ * start) at now is over max_age (0: never frozen).  *ret_age: that age. */
+bool fleet_host_frozen(double now, double ts_time, double start, double max_age, double *ret_age);
 
 /* The status after the daemon's cycle v: names, class and the policy that
  * runs; while the host is verified or drifting, the last verify (when it
@@ -42,16 +53,17 @@ void fleet_host_status_refresh(struct fleet_status *s, const char *host, const s
  * its times, differs from published), or due (now >= next_status)? */
 bool fleet_host_status_due(const char *now_json, const char *published, double now, double next_status);
 
-/* What the host admits of a store value buf[0..len) of kind: verified
- * against kr (NULL: no key) for host with last_seq (sign_verify), or, with
+/* What the host admits of a store value buf[0..len) as want says (kind,
+ * host, fleet, last seq and bytes, now): verified against kr (NULL: no
+ * key) (sign_verify), or, with
  * insecure and no envelope, the bytes as they are (ret->h zeroed, its
  * policy_sha256 ""); for a desired or shadow the document must also name
  * the rollout and policy sha256 that were signed (else malformed).
  * Returns 0 and fills *ret (sign_envelope_release), or -EPERM with
  * *ret_reason and err ("refused (REASON): what"), or -ENOMEM. */
-int fleet_host_admit(const struct sign_keyring *kr, bool insecure, enum sign_kind kind, const char *host,
-		     uint64_t last_seq, const char *buf, size_t len, struct sign_envelope *ret,
-		     enum sign_reject *ret_reason, struct nt_err *err);
+int fleet_host_admit(const struct sign_keyring *kr, bool insecure, const struct sign_expect *want,
+		     const char *buf, size_t len, struct sign_envelope *ret, enum sign_reject *ret_reason,
+		     struct nt_err *err);
 
 /* A store's policy buf[0..len) named name, checked before it is planned:
  * parsed (an include = is refused as not self-contained, in the fleet's

@@ -39,6 +39,8 @@ const char *const sign_kind_names[SIGN_KIND__COUNT] = {
 	[SIGN_KIND_SHADOW] = "shadow",
 	[SIGN_KIND_POLICY] = "policy",
 	[SIGN_KIND_ROLLOUT] = "rollout",
+	[SIGN_KIND_COUNTER] = "counter",
+	[SIGN_KIND_TIMESTAMP] = "timestamp",
 };
 
 const char *const sign_reject_names[SIGN_REJ__COUNT] = {
@@ -49,7 +51,12 @@ const char *const sign_reject_names[SIGN_REJ__COUNT] = {
 	[SIGN_REJ_OTHER_HOST] = "other_host",
 	[SIGN_REJ_WRONG_KIND] = "wrong_kind",
 	[SIGN_REJ_REPLAY] = "replay",
+	[SIGN_REJ_OTHER_FLEET] = "other_fleet",
+	[SIGN_REJ_EXPIRED] = "expired",
 };
+
+#define ENVELOPE_VERSION 2
+#define ENVELOPE_MEMBERS 11
 
 struct sign_keyring {
 	unsigned n;
@@ -79,20 +86,43 @@ static bool is_hex(const char *s, size_t n)
 	return strlen(s) == n && strspn(s, "0123456789abcdef") == n;
 }
 
-/* May a document of kind be addressed to any host ("*")?  A policy (any
- * host may run it) and a rollout (the controller's own state, no host's). */
-static bool kind_any_host(enum sign_kind kind)
+/* Documents of these kinds are for every host ("*"): a policy
+ * (content-addressed), a rollout (the controller's own state, no host's),
+ * the counter, the timestamp. */
+static bool kind_any_host(enum sign_kind k)
 {
-	return kind == SIGN_KIND_POLICY || kind == SIGN_KIND_ROLLOUT;
+	return k == SIGN_KIND_POLICY || k == SIGN_KIND_ROLLOUT || k == SIGN_KIND_COUNTER || k == SIGN_KIND_TIMESTAMP;
+}
+
+/* Documents of these kinds may never expire (0): a policy is named by the
+ * sha256 of a desired that does; the counter and a rollout are the
+ * controller's own (a rollout resumed days later is still its state). */
+static bool kind_may_not_expire(enum sign_kind k)
+{
+	return k == SIGN_KIND_POLICY || k == SIGN_KIND_COUNTER || k == SIGN_KIND_ROLLOUT;
+}
+
+bool sign_fleet_valid(const char *s)
+{
+	return strlen(s) < SIGN_NAME_MAX && fleet_name_valid(s);
 }
 
 static bool header_valid(const struct sign_header *h)
 {
 	bool any_host = !strcmp(h->host, "*");
 
-	return (unsigned)h->kind < SIGN_KIND__COUNT && fleet_name_valid(h->rollout) &&
+	return (unsigned)h->kind < SIGN_KIND__COUNT && fleet_name_valid(h->rollout) && sign_fleet_valid(h->fleet) &&
 	       (fleet_name_valid(h->host) || (any_host && kind_any_host(h->kind))) &&
-	       h->seq <= (uint64_t)INT64_MAX && is_hex(h->policy_sha256, SIGN_SHA_LEN);
+	       h->seq <= (uint64_t)INT64_MAX && h->expires >= 0 && (h->expires > 0 || kind_may_not_expire(h->kind)) &&
+	       is_hex(h->policy_sha256, SIGN_SHA_LEN);
+}
+
+void sign_value_sha(const char *buf, size_t len, char ret[SIGN_SHA_LEN + 1])
+{
+	unsigned char sha[crypto_hash_sha256_BYTES];
+
+	crypto_hash_sha256(sha, (const unsigned char *)buf, len);
+	sodium_bin2hex(ret, SIGN_SHA_LEN + 1, sha, sizeof(sha));
 }
 
 static void key_id_of(const unsigned char pk[SIGN_PK_BYTES], char id[SIGN_ID_LEN + 1])
@@ -403,6 +433,20 @@ void sign_keyring_free(struct sign_keyring *kr)
 	free(kr);
 }
 
+struct sign_keyring *sign_keyring_of(const struct sign_key *k, struct nt_err *err)
+{
+	struct sign_keyring *kr = calloc(1, sizeof(*kr));
+
+	if (!kr) {
+		err_set(err, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	memcpy(kr->key[0].pk, k->pk, SIGN_PK_BYTES);
+	memcpy(kr->key[0].id, k->id, sizeof(kr->key[0].id));
+	kr->n = 1;
+	return kr;
+}
+
 /* ---- the canonical bytes and signing ----------------------------------------- */
 
 int sign_canonical(const struct sign_header *h, const char *doc, size_t len, char **ret, size_t *ret_len)
@@ -414,9 +458,10 @@ int sign_canonical(const struct sign_header *h, const char *doc, size_t len, cha
 	if (!header_valid(h) || len > SIGN_DOC_MAX)
 		return -EINVAL;
 	n = snprintf(head, sizeof(head),
-		     "nodetune-signed-v1\nkind %s\nhost %s\nrollout %s\nseq %llu\npolicy-sha256 %s\nlength %zu\n\n",
-		     sign_kind_names[h->kind], h->host, h->rollout, (unsigned long long)h->seq, h->policy_sha256,
-		     len);
+		     "nodetune-signed-v2\nkind %s\nfleet %s\nhost %s\nrollout %s\nseq %llu\nexpires %lld\n"
+		     "policy-sha256 %s\nlength %zu\n\n",
+		     sign_kind_names[h->kind], h->fleet, h->host, h->rollout, (unsigned long long)h->seq,
+		     (long long)h->expires, h->policy_sha256, len);
 	if (n < 0 || (size_t)n >= sizeof(head))
 		return -EINVAL;
 	out = malloc((size_t)n + len + 1);
@@ -440,10 +485,10 @@ static json_t *envelope_json(const struct sign_envelope *e)
 	if (!doc64)
 		return NULL;
 	base64_encode(e->sig, SIGN_SIG_BYTES, sig64);
-	o = json_pack("{s:i, s:s, s:s, s:s, s:I, s:s, s:s, s:s, s:s}", "nodetune_signed", 1, "kind",
-		      sign_kind_names[e->h.kind], "host", e->h.host, "rollout", e->h.rollout, "seq",
-		      (json_int_t)e->h.seq, "policy_sha256", e->h.policy_sha256, "key_id", e->key_id, "sig",
-		      sig64, "doc", doc64);
+	o = json_pack("{s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:s, s:s, s:s}", "nodetune_signed",
+		      ENVELOPE_VERSION, "kind", sign_kind_names[e->h.kind], "fleet", e->h.fleet, "host", e->h.host,
+		      "rollout", e->h.rollout, "seq", (json_int_t)e->h.seq, "expires", (json_int_t)e->h.expires,
+		      "policy_sha256", e->h.policy_sha256, "key_id", e->key_id, "sig", sig64, "doc", doc64);
 	free(doc64);
 	return o;
 }
@@ -507,24 +552,31 @@ static int member_b64(json_t *o, const char *name, size_t max, char **ret, size_
 static const char *parse_header(json_t *o, struct sign_header *h)
 {
 	const char *kind = member_str(o, "kind", 16), *host = member_str(o, "host", SIGN_NAME_MAX);
-	const char *rollout = member_str(o, "rollout", SIGN_NAME_MAX);
+	const char *rollout = member_str(o, "rollout", SIGN_NAME_MAX), *fleet = member_str(o, "fleet", SIGN_NAME_MAX);
 	const char *sha = member_str(o, "policy_sha256", SIGN_SHA_LEN);
-	json_t *seq = json_object_get(o, "seq");
+	json_t *seq = json_object_get(o, "seq"), *expires = json_object_get(o, "expires");
 
 	h->kind = SIGN_KIND__COUNT;
 	for (unsigned i = 0; kind && i < SIGN_KIND__COUNT; i++)
 		if (!strcmp(kind, sign_kind_names[i]))
 			h->kind = (enum sign_kind)i;
 	if (h->kind == SIGN_KIND__COUNT)
-		return "\"kind\" is not desired, shadow or policy";
+		return "\"kind\" is not desired, shadow, policy, rollout, counter or timestamp";
+	if (!fleet || !sign_fleet_valid(fleet))
+		return "\"fleet\" is not a fleet id";
 	if (!host || !(fleet_name_valid(host) || (!strcmp(host, "*") && kind_any_host(h->kind))))
 		return "\"host\" is not a host name";
 	if (!rollout || !fleet_name_valid(rollout))
 		return "\"rollout\" is not a rollout name";
 	if (!json_is_integer(seq) || json_integer_value(seq) < 0)
 		return "\"seq\" is not a whole number";
+	if (!json_is_integer(expires) || json_integer_value(expires) < 0 ||
+	    (json_integer_value(expires) == 0 && !kind_may_not_expire(h->kind)))
+		return "\"expires\" is not a time (UNIX seconds; 0 only for a policy or a counter)";
 	if (!sha || !is_hex(sha, SIGN_SHA_LEN))
 		return "\"policy_sha256\" is not 64 lowercase hex digits";
+	snprintf(h->fleet, sizeof(h->fleet), "%s", fleet);
+	h->expires = (int64_t)json_integer_value(expires);
 	snprintf(h->host, sizeof(h->host), "%s", host);
 	snprintf(h->rollout, sizeof(h->rollout), "%s", rollout);
 	snprintf(h->policy_sha256, sizeof(h->policy_sha256), "%s", sha);
@@ -541,8 +593,8 @@ static int parse_members(json_t *o, struct sign_envelope *e, enum sign_reject *r
 	size_t sig_len = 0;
 	int r;
 
-	if (json_object_size(o) != 9)
-		return malformed(reason, err, "an envelope has exactly the members nodetune_signed, kind, host, rollout, seq, policy_sha256, key_id, sig, doc");
+	if (json_object_size(o) != ENVELOPE_MEMBERS)
+		return malformed(reason, err, "an envelope has exactly the members nodetune_signed, kind, fleet, host, rollout, seq, expires, policy_sha256, key_id, sig, doc");
 	if ((what = parse_header(o, &e->h)))
 		return malformed(reason, err, what);
 	if (!id || !is_hex(id, SIGN_ID_LEN))
@@ -583,8 +635,11 @@ int sign_envelope_parse(const char *buf, size_t len, struct sign_envelope *ret,
 		else if (!version) {
 			reason = SIGN_REJ_UNSIGNED;
 			r = err_set(err, -EPERM, "refused (unsigned): a document without a signature envelope");
-		} else if (!json_is_integer(version) || json_integer_value(version) != 1)
-			r = malformed(&reason, err, "\"nodetune_signed\" is not 1 (an envelope of another version)");
+		} else if (json_is_integer(version) && json_integer_value(version) == 1)
+			r = malformed(&reason, err, "an envelope of version 1, without a fleet id and an expiry (no "
+					  "longer accepted: a controller of this version signs it again)");
+		else if (!json_is_integer(version) || json_integer_value(version) != ENVELOPE_VERSION)
+			r = malformed(&reason, err, "\"nodetune_signed\" is not 2 (an envelope of another version)");
 		else
 			r = parse_members(o, &e, &reason, err);
 		json_decref(o);
@@ -647,20 +702,45 @@ static int check_signature(const struct sign_keyring *kr, const struct sign_enve
 	return 0;
 }
 
-/* What an authentic e says against what the caller expects. */
+/* What an authentic e says against what the caller expects: its fleet,
+ * host and kind. */
 static int check_address(const struct sign_envelope *e, const struct sign_expect *want,
 			 enum sign_reject *reason, struct nt_err *err)
 {
+	const char *fleet = want->fleet ? want->fleet : SIGN_FLEET_DEFAULT;
+
+	if (strcmp(e->h.fleet, fleet))
+		return refuse(SIGN_REJ_OTHER_FLEET, reason, err, "signed for fleet %s, not %s", e->h.fleet, fleet);
 	if (strcmp(e->h.host, want->host) && !(kind_any_host(e->h.kind) && !strcmp(e->h.host, "*")))
 		return refuse(SIGN_REJ_OTHER_HOST, reason, err, "addressed to host %s, not %s", e->h.host,
 			      want->host);
 	if (e->h.kind != want->kind)
 		return refuse(SIGN_REJ_WRONG_KIND, reason, err, "a %s document where a %s one belongs",
 			      sign_kind_names[e->h.kind], sign_kind_names[want->kind]);
-	if (e->h.seq < want->last_seq) {
-		return refuse(SIGN_REJ_REPLAY, reason, err, "seq %llu of rollout %s is older than %llu, the last one applied",
+	return 0;
+}
+
+/* Is e fresh: not older than the last one admitted, not another document
+ * at its seq, not expired (the last one admitted, the same bytes, is
+ * exempt from its expiry: it is what runs).  buf[0..len): its bytes. */
+static int check_fresh(const struct sign_envelope *e, const char *buf, size_t len, const struct sign_expect *want,
+		       enum sign_reject *reason, struct nt_err *err)
+{
+	char sha[SIGN_SHA_LEN + 1];
+	bool same;
+
+	if (e->h.seq < want->last_seq)
+		return refuse(SIGN_REJ_REPLAY, reason, err, "seq %llu of rollout %s is older than %llu, the last one admitted",
 			      (unsigned long long)e->h.seq, e->h.rollout, (unsigned long long)want->last_seq);
-	}
+	sign_value_sha(buf, len, sha);
+	same = want->last_seq && e->h.seq == want->last_seq && want->last_sha && !strcmp(sha, want->last_sha);
+	if (want->last_seq && e->h.seq == want->last_seq && !same)
+		return refuse(SIGN_REJ_REPLAY, reason, err,
+			      "seq %llu of rollout %s is the last one admitted, with other bytes (sha256 %.12s)",
+			      (unsigned long long)e->h.seq, e->h.rollout, sha);
+	if (!same && e->h.expires && (double)e->h.expires < want->now)
+		return refuse(SIGN_REJ_EXPIRED, reason, err, "seq %llu of rollout %s expired %.0f s ago",
+			      (unsigned long long)e->h.seq, e->h.rollout, want->now - (double)e->h.expires);
 	return 0;
 }
 
@@ -678,6 +758,8 @@ int sign_verify(const struct sign_keyring *kr, const char *buf, size_t len, cons
 	r = check_signature(kr, &e, ret_reason, err);
 	if (r == 0)
 		r = check_address(&e, want, ret_reason, err);
+	if (r == 0)
+		r = check_fresh(&e, buf, len, want, ret_reason, err);
 	if (r < 0) {
 		sign_envelope_release(&e);
 		return r;

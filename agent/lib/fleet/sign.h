@@ -13,11 +13,13 @@
  * What is signed (the canonical form): a fixed-format header of text lines,
  * then the document's exact bytes, with no re-serialization:
  *
- *   "nodetune-signed-v1\n"
- *   "kind "    KIND    "\n"   desired | shadow | policy | rollout
- *   "host "    HOST    "\n"   a fleet name, or "*" (kinds policy and rollout only: any host)
- *   "rollout " ROLLOUT "\n"   a fleet name
- *   "seq "     SEQ     "\n"   decimal, no leading zero, 0..2^63-1
+ *   "nodetune-signed-v2\n"
+ *   "kind "    KIND    "\n"   desired | shadow | policy | rollout | counter | timestamp
+ *   "fleet "   FLEET   "\n"   the fleet's id (a fleet name): a host admits its own fleet's only
+ *   "host "    HOST    "\n"   a fleet name, or "*" (policy, rollout, counter, timestamp: any host)
+ *   "rollout " ROLLOUT "\n"   a fleet name ("none" for a counter or a timestamp)
+ *   "seq "     SEQ     "\n"   decimal, no leading zero, 0..2^63-1: the controller's counter
+ *   "expires " EXPIRES "\n"   UNIX seconds, decimal; 0 (never) for policy and counter only
  *   "policy-sha256 " SHA "\n" 64 lowercase hex digits
  *   "length "  LEN     "\n"   decimal byte count of the document
  *   "\n"
@@ -27,9 +29,15 @@
  * header of given fields has exactly one form.  The signature is Ed25519
  * (detached, 64 bytes) over those bytes.
  *
+ * Version 1 (before the fleet id and the expiry) is no longer accepted:
+ * its documents carry neither, so a host cannot tell another fleet's or a
+ * withheld one; a controller of this version signs them again at its next
+ * step.
+ *
  * The envelope (the store value): one JSON object,
- *   {"nodetune_signed":1,"kind":K,"host":H,"rollout":R,"seq":N,
- *    "policy_sha256":S,"key_id":ID,"sig":BASE64(64 bytes),"doc":BASE64(document)}
+ *   {"nodetune_signed":2,"kind":K,"fleet":F,"host":H,"rollout":R,"seq":N,
+ *    "expires":E,"policy_sha256":S,"key_id":ID,"sig":BASE64(64 bytes),
+ *    "doc":BASE64(document)}
  * The document travels as base64 of its bytes, so the verifier checks the
  * very bytes it then parses.  A JSON object without "nodetune_signed" is an
  * unsigned document (a bare desired of before signing, or a forgery).
@@ -56,6 +64,8 @@
 #define SIGN_NAME_MAX 64               /* host and rollout names, with the NUL (FLEET_NAME_MAX) */
 #define SIGN_DOC_MAX (2u << 20)        /* a signed document's bytes */
 #define SIGN_KEYS_MAX 64               /* trusted keys in a directory */
+#define SIGN_FLEET_DEFAULT "default"   /* the fleet id of a host or controller not given one */
+#define SIGN_NO_ROLLOUT "none"           /* the rollout field of a counter or a timestamp */
 
 /* Trust flag of sign_keyring_load and sign_key_load: refuse files (and
  * the key directory) not owned by root or writable by group or others,
@@ -63,11 +73,17 @@
  * policy_trust_flags() gives it as root). */
 #define SIGN_TRUSTED_ONLY 0x1
 
-/* SIGN_KIND_ROLLOUT: the controller's own state (/nodetune/rollouts/NAME),
- * host "*", signed by the controller and verified by it on every read; no
- * host acts on one (it expects another kind: wrong_kind). */
-enum sign_kind { SIGN_KIND_DESIRED, SIGN_KIND_SHADOW, SIGN_KIND_POLICY, SIGN_KIND_ROLLOUT, SIGN_KIND__COUNT };
-extern const char *const sign_kind_names[SIGN_KIND__COUNT];   /* "desired", "shadow", "policy", "rollout" */
+/* rollout: the controller's own state (/nodetune/rollouts/NAME), host "*",
+ * signed by the controller and verified by it on every read; no host acts
+ * on one (it expects another kind: wrong_kind).  counter: the controller's
+ * seq (/nodetune/seq); timestamp: its proof of life, re-signed on a
+ * schedule (/nodetune/timestamp). */
+enum sign_kind {
+	SIGN_KIND_DESIRED, SIGN_KIND_SHADOW, SIGN_KIND_POLICY, SIGN_KIND_ROLLOUT, SIGN_KIND_COUNTER,
+	SIGN_KIND_TIMESTAMP, SIGN_KIND__COUNT
+};
+/* "desired", "shadow", "policy", "rollout", "counter", "timestamp" */
+extern const char *const sign_kind_names[SIGN_KIND__COUNT];
 
 /* Why a document was refused, by the reason a metric counts it under. */
 enum sign_reject {
@@ -77,19 +93,25 @@ enum sign_reject {
 	SIGN_REJ_BAD_SIGNATURE,  /* the signature does not verify with the key it names */
 	SIGN_REJ_OTHER_HOST,     /* verified, but addressed to another host */
 	SIGN_REJ_WRONG_KIND,     /* verified, but of another kind (a shadow stored as desired) */
-	SIGN_REJ_REPLAY,         /* verified, but its seq is older than the last one applied */
+	SIGN_REJ_REPLAY,         /* verified, but its seq is older than the last one admitted, or
+				    equal to it with other bytes */
+	SIGN_REJ_OTHER_FLEET,    /* verified, but signed for another fleet */
+	SIGN_REJ_EXPIRED,        /* verified, but past its expiry */
 	SIGN_REJ__COUNT
 };
 /* "unsigned", "malformed", "unknown_key", "bad_signature", "other_host",
- * "wrong_kind", "replay": the label values of the metric. */
+ * "wrong_kind", "replay", "other_fleet", "expired": the label values of the
+ * metric. */
 extern const char *const sign_reject_names[SIGN_REJ__COUNT];
 
 /* What a signature covers besides the document. */
 struct sign_header {
 	enum sign_kind kind;
-	char host[SIGN_NAME_MAX];        /* "*" only for SIGN_KIND_POLICY and _ROLLOUT */
-	char rollout[SIGN_NAME_MAX];
+	char fleet[SIGN_NAME_MAX];
+	char host[SIGN_NAME_MAX];        /* "*" only for policy, rollout, counter, timestamp */
+	char rollout[SIGN_NAME_MAX];     /* SIGN_NO_ROLLOUT for counter, timestamp */
 	uint64_t seq;                    /* <= INT64_MAX (a JSON integer) */
+	int64_t expires;                 /* UNIX seconds; 0: never (policy, counter only) */
 	char policy_sha256[SIGN_SHA_LEN + 1];
 };
 
@@ -116,7 +138,11 @@ struct sign_envelope {
 struct sign_expect {
 	enum sign_kind kind;
 	const char *host;                /* this host's name */
-	uint64_t last_seq;               /* the seq last applied; a lower one is a replay (0: none yet) */
+	uint64_t last_seq;               /* the seq last admitted; a lower one is a replay (0: none yet) */
+	const char *fleet;               /* this host's fleet id (NULL: SIGN_FLEET_DEFAULT) */
+	double now;                      /* wall clock, UNIX seconds: against the expiry */
+	const char *last_sha;            /* sign_value_sha of the document admitted at last_seq (NULL or
+					    "": none); an equal seq is admitted only with those bytes */
 };
 
 /* ---- keys ------------------------------------------------------------------ */
@@ -171,6 +197,18 @@ struct sign_keyring *sign_keyring_with(const struct sign_keyring *base, const st
 /* Free; NULL is a no-op. */
 void sign_keyring_free(struct sign_keyring *kr);
 
+/* A keyring of k's public key alone (a controller verifying what it signed
+ * itself: its counter).  NULL with err on out of memory. */
+struct sign_keyring *sign_keyring_of(const struct sign_key *k, struct nt_err *err);
+
+/* Is s a fleet id (a fleet name: [A-Za-z0-9._-], 1 to 63 bytes)? */
+bool sign_fleet_valid(const char *s);
+
+/* The sha256 of a store value buf[0..len), in lowercase hex, into ret:
+ * what a host keeps of the last document it admitted (an equal seq is the
+ * same document only with the same bytes). */
+void sign_value_sha(const char *buf, size_t len, char ret[SIGN_SHA_LEN + 1]);
+
 /* ---- signing ----------------------------------------------------------------- */
 
 /* The canonical bytes of h and doc[0..len) (the form above), malloc'd, in
@@ -202,10 +240,13 @@ void sign_envelope_release(struct sign_envelope *e);
 /* Verify the store value buf[0..len) against the keyring and what the
  * caller expects, in this order: parse (unsigned, malformed), the key it
  * names (unknown_key), the signature over the canonical bytes
- * (bad_signature), then, for an authentic document only, the host
- * (other_host; "*" matches any host for kinds policy and rollout only), the kind
- * (wrong_kind) and the seq (replay: seq < want->last_seq; an equal seq is
- * the same document read again).  Returns 0 and fills *ret (the verified
+ * (bad_signature), then, for an authentic document only, the fleet
+ * (other_fleet), the host (other_host; "*" matches any host for kinds
+ * policy, rollout, counter and timestamp only), the kind (wrong_kind), the seq
+ * (replay: seq < want->last_seq, or seq == last_seq with bytes whose
+ * sign_value_sha is not want->last_sha) and the expiry (expired: expires
+ * != 0 and before want->now; the very document admitted last, same bytes,
+ * is not refused for its age: it is what runs).  Returns 0 and fills *ret (the verified
  * header and document bytes; release with sign_envelope_release); or
  * -EPERM with *ret_reason and err ("refused (REASON): what"), or -ENOMEM.
  * *ret is untouched on error. */

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include <jansson.h>
@@ -32,6 +33,7 @@
 #include "base/base64.h"
 #include "fleet/fleet_ctl_test.h"
 #include "fleet/sign.h"
+#include "test_util.h"
 #include "fleet_fixture.h"
 #include "tune/policy.h"
 
@@ -200,10 +202,11 @@ static struct fleet_ctl *ctl_of(const struct sign_key *k, const struct sign_key 
 static char *signed_doc(const struct sign_key *k, enum sign_kind kind, const char *host, const char *sha,
 			const char *doc)
 {
-	struct sign_header h = { .kind = kind, .seq = 3 };
+	struct sign_header h = { .kind = kind, .seq = 3, .expires = time(NULL) + 3600 };
 	struct nt_err err = { 0 };
 	char *env = NULL;
 
+	snprintf(h.fleet, sizeof(h.fleet), "%s", SIGN_FLEET_DEFAULT);   /* the controller's, unless set */
 	snprintf(h.host, sizeof(h.host), "%s", host);
 	snprintf(h.rollout, sizeof(h.rollout), "r");
 	snprintf(h.policy_sha256, sizeof(h.policy_sha256), "%s", sha);
@@ -348,7 +351,7 @@ static void test_prev_desired_restore(void **state)
 	v = fleet_ctl_write_value(&r, &w[0]);
 	assert_int_equal(fleet_ctl_sign_write(c, &w[0], &r.waves[0].hosts[1], 9, "k", &v, &err), 0);
 	assert_non_null(kr = sign_keyring_with(NULL, &k, &err));
-	assert_int_equal(sign_verify(kr, v, strlen(v), &(struct sign_expect){ SIGN_KIND_DESIRED, "h001", 9 }, &e, &why,
+	assert_int_equal(sign_verify(kr, v, strlen(v), &(struct sign_expect){ .kind = SIGN_KIND_DESIRED, .host = "h001", .last_seq = 8 }, &e, &why,
 				     &err), 0);
 	assert_int_equal(e.h.seq, 9);
 	assert_string_equal(e.doc, DESIRED);
@@ -407,6 +410,7 @@ static void test_after(void **state)
 	assert_int_equal(fleet_ctl_after(0), FLEET_CTL_AGAIN);
 	assert_int_equal(fleet_ctl_after(-ENOLCK), FLEET_CTL_STOP);
 	assert_int_equal(fleet_ctl_after(-EACCES), FLEET_CTL_STOP);
+	assert_int_equal(fleet_ctl_after(-EPERM), FLEET_CTL_STOP);        /* a counter that does not verify */
 	assert_int_equal(fleet_ctl_after(-ETIMEDOUT), FLEET_CTL_RETRY);   /* a store out of reach: retried */
 	assert_int_equal(fleet_ctl_after(-ECONNREFUSED), FLEET_CTL_RETRY);
 	assert_int_equal(fleet_ctl_after(-ENOMEM), FLEET_CTL_RETRY);
@@ -429,6 +433,100 @@ static const char *put(const char *name, const char *text)
 }
 
 /* Item 7 of issue 24: a rollout of a derived policy stores it flattened. */
+/* The seq only grows: one past the counter and this process's last, and
+ * never below the wall clock (a counter deleted, or one a store serves
+ * from before, cannot move it back). */
+static void test_seq_after(void **state)
+{
+	const uint64_t now = 1790000000000000000ull;
+
+	(void)state;
+	assert_true(fleet_ctl_seq_after(0, 0, now) == now);                 /* the first run: the clock */
+	assert_true(fleet_ctl_seq_after(now + 5, 0, now) == now + 6);       /* steps faster than the clock */
+	assert_true(fleet_ctl_seq_after(now - 9, 0, now) == now);           /* an old counter served */
+	assert_true(fleet_ctl_seq_after(0, now + 7, now) == now + 8);       /* this process went further */
+	assert_true(fleet_ctl_seq_after(5, 10, 3) == 11);
+	assert_true(fleet_ctl_seq_after(INT64_MAX, 0, 0) == INT64_MAX);     /* never past a JSON integer */
+	/* the old seq (etcd's revision, even inflated by a lying store once)
+	 * never matters again: the next comes from the counter and the clock */
+	assert_true(fleet_ctl_seq_after(0, 0, now) > 9000000u);
+}
+
+/* A counter document signed by k for fleet, of kind, holding doc_seq
+ * under header seq. */
+static char *counter_doc(const struct sign_key *k, const char *fleet, enum sign_kind kind, uint64_t seq,
+			 uint64_t doc_seq)
+{
+	struct sign_header h = { .kind = kind, .seq = seq, .expires = kind == SIGN_KIND_COUNTER ? 0 : 1 };
+	struct fleet_stamp st = { doc_seq, 1790000000 };
+	char *doc = fleet_stamp_json(&st), *env = NULL;
+	struct nt_err err = { 0 };
+
+	snprintf(h.fleet, sizeof(h.fleet), "%s", fleet);
+	snprintf(h.host, sizeof(h.host), kind == SIGN_KIND_DESIRED ? "h1" : "*");
+	snprintf(h.rollout, sizeof(h.rollout), SIGN_NO_ROLLOUT);
+	snprintf(h.policy_sha256, sizeof(h.policy_sha256), FLEET_SHA_NONE);
+	if (sign_envelope_make(k, &h, doc, strlen(doc), &env, &err) < 0)
+		fail_msg("sign: %s", err.msg);
+	free(doc);
+	return env;
+}
+
+/* The counter: verified with the controller's own key and fleet; anything
+ * else stops it, naming the key and why. */
+static void test_counter_check(void **state)
+{
+	struct sign_key k, other;
+	struct nt_err err = { 0 };
+	char kdir[64], path[128];
+	uint64_t seq = 0;
+	struct {
+		const struct sign_key *k;
+		const char *fleet;
+		enum sign_kind kind;
+		uint64_t doc_seq;
+		const char *why;
+	} bad[] = {
+		{ &other, "prod", SIGN_KIND_COUNTER, 42, "unknown_key" },
+		{ &k, "staging", SIGN_KIND_COUNTER, 42, "other_fleet" },
+		{ &k, "prod", SIGN_KIND_TIMESTAMP, 42, "wrong_kind" },
+		{ &k, "prod", SIGN_KIND_COUNTER, 41, "not the one signed" },
+	};
+	char *v;
+
+	(void)state;
+	assert_non_null(test_tmpdir(kdir, sizeof(kdir)));
+	assert_int_equal(sign_keygen(kdir, "ctl", NULL, &err), 0);
+	assert_int_equal(sign_keygen(kdir, "other", NULL, &err), 0);
+	snprintf(path, sizeof(path), "%s/ctl.key", kdir);
+	assert_int_equal(sign_key_load(path, 0, &k, &err), 0);
+	snprintf(path, sizeof(path), "%s/other.key", kdir);
+	assert_int_equal(sign_key_load(path, 0, &other, &err), 0);
+	v = counter_doc(&k, "prod", SIGN_KIND_COUNTER, 42, 42);
+	assert_int_equal(fleet_ctl_counter_check(&k, "prod", v, strlen(v), &seq, &err), 0);
+	assert_true(seq == 42);
+	free(v);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		seq = 7;
+		v = counter_doc(bad[i].k, bad[i].fleet, bad[i].kind, 42, bad[i].doc_seq);
+		assert_int_equal(fleet_ctl_counter_check(&k, "prod", v, strlen(v), &seq, &err), -EPERM);
+		assert_true(seq == 7);
+		assert_non_null(strstr(err.msg, "/nodetune/seq"));
+		assert_non_null(strstr(err.msg, k.id));
+		if (!strstr(err.msg, bad[i].why))
+			fail_msg("case %zu: '%s' does not say %s", i, err.msg, bad[i].why);
+		free(v);
+	}
+	/* not an envelope at all: a store writer's bare counter */
+	v = strdup("{\"seq\":1,\"time\":1}");
+	assert_int_equal(fleet_ctl_counter_check(&k, "prod", v, strlen(v), &seq, &err), -EPERM);
+	free(v);
+	assert_non_null(strstr(err.msg, "unsigned"));
+	sign_key_wipe(&k);
+	sign_key_wipe(&other);
+	test_rmrf(kdir);
+}
+
 static void test_policy_text(void **state)
 {
 	struct nt_err err = { 0 };
@@ -501,6 +599,8 @@ int main(void)
 		cmocka_unit_test(test_write_value),
 		cmocka_unit_test(test_new_events),
 		cmocka_unit_test(test_after),
+		cmocka_unit_test(test_seq_after),
+		cmocka_unit_test(test_counter_check),
 		cmocka_unit_test(test_policy_text),
 		cmocka_unit_test(test_rollout_doc_verified),
 		cmocka_unit_test(test_prev_desired_restore),

@@ -6,7 +6,9 @@
  * must read kept, an older verify not reported again); when the status is
  * put; what a host admits of a store value (fleet_host_admit): signed by
  * a trusted key for it, or refused with the reason (unsigned, unknown key,
- * no key at all, another host, a replay, a header the document belies),
+ * no key at all, another host, another fleet, expired, a replay: older, or
+ * an equal seq with other bytes; a header the document belies), the
+ * record of the last desired answered, frozen or not,
  * and unsigned values under --fleet-insecure-unsigned only; a store's
  * policy checked before its plan (fleet_host_policy_check): an include =
  * refused in the fleet's words (never "a buffer"), a value beyond the site
@@ -67,22 +69,67 @@ static void test_decide(void **state)
 
 	(void)state;
 	/* a new desired revision */
-	assert_int_equal(fleet_host_decide(&apply_new, 10, 0, 0, SHA_RUN), FLEET_HOST_LOAD);
-	assert_int_equal(fleet_host_decide(&apply_run, 10, 0, 0, SHA_RUN), FLEET_HOST_RUNS_IT);
-	assert_int_equal(fleet_host_decide(&gate, 10, 0, 0, SHA_RUN), FLEET_HOST_GATE);
-	assert_int_equal(fleet_host_decide(&local, 10, 0, 0, SHA_RUN), FLEET_HOST_LOAD);
+	assert_int_equal(fleet_host_decide(&apply_new, 10, 0, 0, SHA_RUN, false), FLEET_HOST_LOAD);
+	assert_int_equal(fleet_host_decide(&apply_run, 10, 0, 0, SHA_RUN, false), FLEET_HOST_RUNS_IT);
+	assert_int_equal(fleet_host_decide(&gate, 10, 0, 0, SHA_RUN, false), FLEET_HOST_GATE);
+	assert_int_equal(fleet_host_decide(&local, 10, 0, 0, SHA_RUN, false), FLEET_HOST_LOAD);
 	/* refused at this revision: never tried again, whatever it says */
-	assert_int_equal(fleet_host_decide(&apply_new, 10, 0, 10, SHA_RUN), FLEET_HOST_NOTHING);
-	assert_int_equal(fleet_host_decide(&gate, 10, 9, 10, SHA_RUN), FLEET_HOST_NOTHING);
+	assert_int_equal(fleet_host_decide(&apply_new, 10, 0, 10, SHA_RUN, false), FLEET_HOST_NOTHING);
+	assert_int_equal(fleet_host_decide(&gate, 10, 9, 10, SHA_RUN, false), FLEET_HOST_NOTHING);
 	/* answered: a gate runs once; the applied policy is not applied again */
-	assert_int_equal(fleet_host_decide(&gate, 10, 10, 0, SHA_RUN), FLEET_HOST_NOTHING);
-	assert_int_equal(fleet_host_decide(&apply_run, 10, 10, 0, SHA_RUN), FLEET_HOST_NOTHING);
+	assert_int_equal(fleet_host_decide(&gate, 10, 10, 0, SHA_RUN, false), FLEET_HOST_NOTHING);
+	assert_int_equal(fleet_host_decide(&apply_run, 10, 10, 0, SHA_RUN, false), FLEET_HOST_NOTHING);
 	/* answered, but what runs is not what it names (the daemon reloaded
 	 * another file by SIGHUP): loaded again */
-	assert_int_equal(fleet_host_decide(&apply_new, 10, 10, 0, SHA_RUN), FLEET_HOST_LOAD);
-	assert_int_equal(fleet_host_decide(&local, 10, 10, 0, SHA_RUN), FLEET_HOST_LOAD);
+	assert_int_equal(fleet_host_decide(&apply_new, 10, 10, 0, SHA_RUN, false), FLEET_HOST_LOAD);
+	assert_int_equal(fleet_host_decide(&local, 10, 10, 0, SHA_RUN, false), FLEET_HOST_LOAD);
 	/* a later revision after a refusal */
-	assert_int_equal(fleet_host_decide(&apply_new, 11, 10, 10, SHA_RUN), FLEET_HOST_LOAD);
+	assert_int_equal(fleet_host_decide(&apply_new, 11, 10, 10, SHA_RUN, false), FLEET_HOST_LOAD);
+	/* the very document answered before, put again at a new revision (a
+	 * replay) or read after a restart (done_rev 0): a gate never runs
+	 * twice, the policy that runs is not applied again */
+	assert_int_equal(fleet_host_decide(&gate, 12, 10, 0, SHA_RUN, true), FLEET_HOST_NOTHING);
+	assert_int_equal(fleet_host_decide(&gate, 12, 0, 0, SHA_RUN, true), FLEET_HOST_NOTHING);
+	assert_int_equal(fleet_host_decide(&apply_run, 12, 0, 0, SHA_RUN, true), FLEET_HOST_NOTHING);
+}
+
+/* The state dir's record of the last desired answered. */
+static void test_seq_parse(void **state)
+{
+	char sha[SIGN_SHA_LEN + 1] = "x";
+	uint64_t seq = 1;
+
+	(void)state;
+	assert_int_equal(fleet_host_seq_parse("1790000000000000000 " SHA_NEW "\n", &seq, sha), 0);
+	assert_int_equal(seq, 1790000000000000000ull);
+	assert_string_equal(sha, SHA_NEW);
+	/* the file of before the hash: the seq alone (an equal seq is then refused) */
+	assert_int_equal(fleet_host_seq_parse("52\n", &seq, sha), 0);
+	assert_int_equal(seq, 52);
+	assert_string_equal(sha, "");
+	seq = 3;
+	assert_int_equal(fleet_host_seq_parse("", &seq, sha), -EINVAL);
+	assert_int_equal(fleet_host_seq_parse("-1\n", &seq, sha), -EINVAL);
+	assert_int_equal(fleet_host_seq_parse("9223372036854775808\n", &seq, sha), -EINVAL);
+	assert_int_equal(fleet_host_seq_parse("12 nothex\n", &seq, sha), -EINVAL);
+	assert_int_equal(fleet_host_seq_parse("12 " SHA_NEW " more\n", &seq, sha), -EINVAL);
+	assert_int_equal(seq, 3);
+}
+
+/* Frozen: the last timestamp (or the start, without one) older than the limit. */
+static void test_frozen(void **state)
+{
+	double age = -1;
+
+	(void)state;
+	assert_false(fleet_host_frozen(1000, 900, 0, 3600, &age));
+	assert_true(age == 100);
+	assert_true(fleet_host_frozen(10000, 900, 0, 3600, &age));     /* a store withholding the timestamp */
+	assert_true(age == 9100);
+	assert_false(fleet_host_frozen(1000, 0, 500, 3600, &age));     /* none yet: counted from the start */
+	assert_true(age == 500);
+	assert_true(fleet_host_frozen(5000, 0, 500, 3600, &age));
+	assert_false(fleet_host_frozen(5000, 0, 500, 0, &age));        /* no limit */
 }
 
 static void test_status_refresh(void **state)
@@ -168,14 +215,18 @@ static struct sign_keyring *key_in(const char *name, struct sign_key *k)
 }
 
 /* A signed desired for host at seq; sha: the header's (NULL: the document's). */
-static char *signed_desired(const struct sign_key *k, const char *host, uint64_t seq, const char *sha, char **doc)
+#define NOW 1800000000.0
+
+static char *signed_desired_for(const struct sign_key *k, const char *fleet, int64_t expires, const char *host,
+				uint64_t seq, const char *sha, char **doc)
 {
 	struct fleet_desired d = desired(FLEET_MODE_APPLY, SHA_NEW);
-	struct sign_header h = { .kind = SIGN_KIND_DESIRED, .seq = seq };
+	struct sign_header h = { .kind = SIGN_KIND_DESIRED, .seq = seq, .expires = expires };
 	struct nt_err err = { 0 };
 	char *env = NULL;
 
 	*doc = fleet_desired_json(&d, false);
+	snprintf(h.fleet, sizeof(h.fleet), "%s", fleet);
 	snprintf(h.host, sizeof(h.host), "%s", host);
 	snprintf(h.rollout, sizeof(h.rollout), "r1");
 	snprintf(h.policy_sha256, sizeof(h.policy_sha256), "%s", sha ? sha : SHA_NEW);
@@ -184,16 +235,29 @@ static char *signed_desired(const struct sign_key *k, const char *host, uint64_t
 	return env;
 }
 
-/* Admit v as h1's desired after last_seq: 0, or the reason refused. */
-static int admit(const struct sign_keyring *kr, bool insecure, const char *v, uint64_t last_seq,
-		 enum sign_reject *why, struct sign_envelope *e)
+static char *signed_desired(const struct sign_key *k, const char *host, uint64_t seq, const char *sha, char **doc)
 {
+	return signed_desired_for(k, SIGN_FLEET_DEFAULT, (int64_t)NOW + 60, host, seq, sha, doc);
+}
+
+/* Admit v as h1's desired after last_seq (whose bytes had last_sha): 0,
+ * or the reason refused. */
+static int admit_after(const struct sign_keyring *kr, bool insecure, const char *v, uint64_t last_seq,
+		       const char *last_sha, enum sign_reject *why, struct sign_envelope *e)
+{
+	struct sign_expect want = { SIGN_KIND_DESIRED, "h1", last_seq, NULL, NOW, last_sha };
 	struct nt_err err = { 0 };
-	int r = fleet_host_admit(kr, insecure, SIGN_KIND_DESIRED, "h1", last_seq, v, strlen(v), e, why, &err);
+	int r = fleet_host_admit(kr, insecure, &want, v, strlen(v), e, why, &err);
 
 	if (r < 0)
 		assert_non_null(strstr(err.msg, sign_reject_names[*why]));   /* the status names the reason */
 	return r;
+}
+
+static int admit(const struct sign_keyring *kr, bool insecure, const char *v, uint64_t last_seq,
+		 enum sign_reject *why, struct sign_envelope *e)
+{
+	return admit_after(kr, insecure, v, last_seq, NULL, why, e);
 }
 
 static void test_admit(void **state)
@@ -202,7 +266,7 @@ static void test_admit(void **state)
 	struct sign_keyring *kr1, *kr2;
 	struct sign_envelope e = { 0 };
 	enum sign_reject why = SIGN_REJ__COUNT;
-	char *doc, *v;
+	char *doc, *v, *v2, *doc2, sha[SIGN_SHA_LEN + 1];
 
 	(void)state;
 	assert_non_null(test_tmpdir(tdir, sizeof(tdir)));
@@ -210,10 +274,33 @@ static void test_admit(void **state)
 	kr2 = key_in("k2", &k2);
 	/* signed by the trusted key for this host: the document's bytes, its seq */
 	v = signed_desired(&k1, "h1", 7, NULL, &doc);
-	assert_int_equal(admit(kr1, false, v, 7, &why, &e), 0);        /* an equal seq: the same one read again */
+	sign_value_sha(v, strlen(v), sha);
+	assert_int_equal(admit_after(kr1, false, v, 7, sha, &why, &e), 0);   /* an equal seq: the same bytes */
 	assert_string_equal(e.doc, doc);
 	assert_int_equal(e.h.seq, 7);
 	sign_envelope_release(&e);
+	/* an equal seq with other bytes (a gate document put again re-signed,
+	 * or another one at that seq): a replay */
+	v2 = signed_desired_for(&k1, SIGN_FLEET_DEFAULT, (int64_t)NOW + 61, "h1", 7, NULL, &doc2);
+	assert_int_equal(admit_after(kr1, false, v2, 7, sha, &why, &e), -EPERM);
+	assert_int_equal(why, SIGN_REJ_REPLAY);
+	assert_int_equal(admit_after(kr1, false, v2, 6, sha, &why, &e), 0);     /* newer than 6: admitted */
+	sign_envelope_release(&e);
+	free(v2);
+	free(doc2);
+	assert_int_equal(admit_after(kr1, false, v, 7, NULL, &why, &e), -EPERM);   /* bytes unknown */
+	assert_int_equal(why, SIGN_REJ_REPLAY);
+	/* another fleet's (one key, two fleets), an expired one */
+	v2 = signed_desired_for(&k1, "staging", (int64_t)NOW + 60, "h1", 9, NULL, &doc2);
+	assert_int_equal(admit(kr1, false, v2, 0, &why, &e), -EPERM);
+	assert_int_equal(why, SIGN_REJ_OTHER_FLEET);
+	free(v2);
+	free(doc2);
+	v2 = signed_desired_for(&k1, SIGN_FLEET_DEFAULT, (int64_t)NOW - 1, "h1", 9, NULL, &doc2);
+	assert_int_equal(admit(kr1, false, v2, 0, &why, &e), -EPERM);
+	assert_int_equal(why, SIGN_REJ_EXPIRED);
+	free(v2);
+	free(doc2);
 	/* a replay, an unknown key, no key at all */
 	assert_int_equal(admit(kr1, false, v, 8, &why, &e), -EPERM);
 	assert_int_equal(why, SIGN_REJ_REPLAY);
@@ -287,6 +374,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_route),
 		cmocka_unit_test(test_decide),
+		cmocka_unit_test(test_seq_parse),
+		cmocka_unit_test(test_frozen),
 		cmocka_unit_test(test_status_refresh),
 		cmocka_unit_test(test_status_due),
 		cmocka_unit_test(test_admit),

@@ -1,5 +1,6 @@
 /* test_sign.c — signed fleet documents: key pairs, the canonical bytes,
- * the envelope, each refusal by its reason, and key rotation (two trusted
+ * the envelope, each refusal by its reason (another fleet, expired, an
+ * equal seq with other bytes among them), and key rotation (two trusted
  * keys; a removed key no longer verifies); the controller's rollout kind
  * (host "*", never taken for another kind); a key from a seed (the key
  * file's) and a keyring of a loaded one plus a key. */
@@ -11,6 +12,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/base64.h"
@@ -58,14 +60,28 @@ static void make_key(const char *name, struct sign_key *k, bool trust)
 	}
 }
 
+#define FLEET "f1"
+#define NOW 1800000000.0                 /* the verifier's clock */
+
 static struct sign_header header(enum sign_kind kind, const char *host, uint64_t seq)
 {
-	struct sign_header h = { .kind = kind, .seq = seq };
+	struct sign_header h = { .kind = kind, .seq = seq, .expires = (int64_t)NOW + 3600 };
 
+	snprintf(h.fleet, sizeof(h.fleet), FLEET);
 	snprintf(h.host, sizeof(h.host), "%s", host);
 	snprintf(h.rollout, sizeof(h.rollout), "r1");
 	snprintf(h.policy_sha256, sizeof(h.policy_sha256), SHA);
 	return h;
+}
+
+static char *make_env_h(const struct sign_key *k, const struct sign_header *h)
+{
+	struct nt_err err = { 0 };
+	char *env = NULL;
+
+	if (sign_envelope_make(k, h, DOC, strlen(DOC), &env, &err) < 0)
+		fail_msg("sign: %s", err.msg);
+	return env;
 }
 
 static char *make_env(const struct sign_key *k, enum sign_kind kind, const char *host, uint64_t seq)
@@ -89,15 +105,21 @@ static struct sign_keyring *ring(void)
 	return kr;
 }
 
-/* Verifying env as host h1's desired (last seq last) is refused for why. */
-static void expect_refused(const struct sign_keyring *kr, const char *env, enum sign_kind kind, uint64_t last,
-			   enum sign_reject why)
+/* What host h1 of fleet f1 expects, after seq last (bytes last_sha). */
+static struct sign_expect expect_of(enum sign_kind kind, uint64_t last, const char *last_sha)
 {
-	struct sign_expect want = { .kind = kind, .host = "h1", .last_seq = last };
+	return (struct sign_expect){ .kind = kind, .host = "h1", .last_seq = last, .fleet = FLEET, .now = NOW,
+				     .last_sha = last_sha };
+}
+
+/* Verifying env as want says is refused for why. */
+static void expect_refused_w(const struct sign_keyring *kr, const char *env, const struct sign_expect *want,
+			     enum sign_reject why)
+{
 	struct sign_envelope e = { 0 };
 	enum sign_reject got = SIGN_REJ__COUNT;
 	struct nt_err err = { 0 };
-	int r = sign_verify(kr, env, strlen(env), &want, &e, &got, &err);
+	int r = sign_verify(kr, env, strlen(env), want, &e, &got, &err);
 
 	if (r != -EPERM || got != why)
 		fail_msg("expected refusal %s, got rc %d reason %d '%s'", sign_reject_names[why], r, (int)got, err.msg);
@@ -106,19 +128,35 @@ static void expect_refused(const struct sign_keyring *kr, const char *env, enum 
 	assert_null(e.doc);
 }
 
-static void expect_verified(const struct sign_keyring *kr, const char *env, enum sign_kind kind, uint64_t last)
+/* ... as host h1's document of kind (last seq last, no bytes kept). */
+static void expect_refused(const struct sign_keyring *kr, const char *env, enum sign_kind kind, uint64_t last,
+			   enum sign_reject why)
 {
-	struct sign_expect want = { .kind = kind, .host = "h1", .last_seq = last };
+	struct sign_expect want = expect_of(kind, last, NULL);
+
+	expect_refused_w(kr, env, &want, why);
+}
+
+static void expect_verified_w(const struct sign_keyring *kr, const char *env, const struct sign_expect *want)
+{
 	struct sign_envelope e = { 0 };
 	enum sign_reject got = SIGN_REJ__COUNT;
 	struct nt_err err = { 0 };
 
-	if (sign_verify(kr, env, strlen(env), &want, &e, &got, &err) < 0)
+	if (sign_verify(kr, env, strlen(env), want, &e, &got, &err) < 0)
 		fail_msg("refused: %s", err.msg);
 	assert_int_equal(e.doc_len, strlen(DOC));
 	assert_memory_equal(e.doc, DOC, strlen(DOC));
 	assert_string_equal(e.h.rollout, "r1");
+	assert_string_equal(e.h.fleet, want->fleet ? want->fleet : SIGN_FLEET_DEFAULT);
 	sign_envelope_release(&e);
+}
+
+static void expect_verified(const struct sign_keyring *kr, const char *env, enum sign_kind kind, uint64_t last)
+{
+	struct sign_expect want = expect_of(kind, last, NULL);
+
+	expect_verified_w(kr, env, &want);
 }
 
 static void test_names(void **state)
@@ -140,8 +178,8 @@ static void test_names(void **state)
 static void test_canonical(void **state)
 {
 	struct sign_header h = header(SIGN_KIND_SHADOW, "h1", 7);
-	static const char want[] = "nodetune-signed-v1\nkind shadow\nhost h1\nrollout r1\nseq 7\npolicy-sha256 " SHA
-				   "\nlength 3\n\na\nb";
+	static const char want[] = "nodetune-signed-v2\nkind shadow\nfleet f1\nhost h1\nrollout r1\nseq 7\n"
+				   "expires 1800003600\npolicy-sha256 " SHA "\nlength 3\n\na\nb";
 	char *c = NULL;
 	size_t n = 0;
 
@@ -152,7 +190,22 @@ static void test_canonical(void **state)
 	free(c);
 	h.host[0] = '*';
 	h.host[1] = '\0';
-	assert_int_equal(sign_canonical(&h, "x", 1, &c, &n), -EINVAL);  /* "*" is for policies and rollouts only */
+	assert_int_equal(sign_canonical(&h, "x", 1, &c, &n), -EINVAL);  /* "*" is not for a desired */
+	h = header(SIGN_KIND_TIMESTAMP, "*", 1);                       /* ... timestamps and counters */
+	assert_int_equal(sign_canonical(&h, "x", 1, &c, &n), 0);
+	free(c);
+	h.expires = 0;                                                 /* a timestamp expires */
+	assert_int_equal(sign_canonical(&h, "x", 1, &c, &n), -EINVAL);
+	h = header(SIGN_KIND_DESIRED, "h1", 1);                        /* so does a desired */
+	h.expires = 0;
+	assert_int_equal(sign_canonical(&h, "x", 1, &c, &n), -EINVAL);
+	h = header(SIGN_KIND_COUNTER, "*", 1);                         /* a counter need not */
+	h.expires = 0;
+	assert_int_equal(sign_canonical(&h, "x", 1, &c, &n), 0);
+	free(c);
+	h = header(SIGN_KIND_DESIRED, "h1", 1);
+	snprintf(h.fleet, sizeof(h.fleet), "a fleet");
+	assert_int_equal(sign_canonical(&h, "x", 1, &c, &n), -EINVAL);
 	h = header(SIGN_KIND_DESIRED, "h 1", 1);
 	assert_int_equal(sign_canonical(&h, "x", 1, &c, &n), -EINVAL);
 	h = header(SIGN_KIND_DESIRED, "h1", 1);
@@ -204,7 +257,6 @@ static void test_sign_and_verify(void **state)
 	assert_true(sign_keyring_has(kr, k.id));
 	env = make_env(&k, SIGN_KIND_DESIRED, "h1", 5);
 	expect_verified(kr, env, SIGN_KIND_DESIRED, 0);
-	expect_verified(kr, env, SIGN_KIND_DESIRED, 5);  /* the same document read again */
 	free(env);
 	/* a policy document for any host */
 	env = make_env(&k, SIGN_KIND_POLICY, "*", 0);
@@ -247,7 +299,13 @@ static void test_refusals(void **state)
 	expect_refused(kr, "not json", SIGN_KIND_DESIRED, 0, SIGN_REJ_MALFORMED);
 	expect_refused(kr, "[1]", SIGN_KIND_DESIRED, 0, SIGN_REJ_MALFORMED);
 	env = make_env(&k, SIGN_KIND_DESIRED, "h1", 5);
-	bad = with_member(env, "nodetune_signed", json_integer(2));
+	bad = with_member(env, "nodetune_signed", json_integer(3));
+	expect_refused(kr, bad, SIGN_KIND_DESIRED, 0, SIGN_REJ_MALFORMED);
+	free(bad);
+	bad = with_member(env, "expires", json_integer(0));            /* a desired never expiring */
+	expect_refused(kr, bad, SIGN_KIND_DESIRED, 0, SIGN_REJ_MALFORMED);
+	free(bad);
+	bad = with_member(env, "fleet", NULL);
 	expect_refused(kr, bad, SIGN_KIND_DESIRED, 0, SIGN_REJ_MALFORMED);
 	free(bad);
 	bad = with_member(env, "sig", json_string("AAAA"));
@@ -314,7 +372,7 @@ static void test_rollout_kind(void **state)
 	make_key("ctl", &k, true);
 	env = make_env(&k, SIGN_KIND_ROLLOUT, "*", 4);
 	kr = ring();
-	assert_int_equal(sign_verify(kr, env, strlen(env), &(struct sign_expect){ SIGN_KIND_ROLLOUT, "*", 0 }, &e, &why,
+	assert_int_equal(sign_verify(kr, env, strlen(env), &(struct sign_expect){ .kind = SIGN_KIND_ROLLOUT, .host = "*", .fleet = FLEET }, &e, &why,
 				     &err), 0);
 	assert_string_equal(e.h.host, "*");
 	sign_envelope_release(&e);
@@ -373,6 +431,91 @@ static void test_seed_and_keyring_with(void **state)
 	sign_key_wipe(&file);
 	sign_key_wipe(&seeded);
 	sign_key_wipe(&other);
+}
+
+/* A version 1 envelope (no fleet, no expiry; the old header) is refused
+ * as malformed, whoever signed it. */
+static void test_v1_refused(void **state)
+{
+	static const char v1[] = "{\"nodetune_signed\":1,\"kind\":\"desired\",\"host\":\"h1\",\"rollout\":\"r1\","
+				 "\"seq\":4,\"policy_sha256\":\"" SHA "\",\"key_id\":\"30cec22d3945fd15\","
+				 "\"sig\":\"AAAA\",\"doc\":\"e30=\"}";
+	struct sign_envelope e = { 0 };
+	enum sign_reject why = SIGN_REJ__COUNT;
+	struct nt_err err = { 0 };
+
+	(void)state;
+	assert_int_equal(sign_envelope_parse(v1, strlen(v1), &e, &why, &err), -EPERM);
+	assert_int_equal(why, SIGN_REJ_MALFORMED);
+	assert_non_null(strstr(err.msg, "version 1"));
+}
+
+/* Freshness and identity: another fleet's document, an expired one, an
+ * equal seq with other bytes (a replay) and with the same bytes (the same
+ * document read again: admitted, even past its expiry). */
+static void test_fresh(void **state)
+{
+	struct sign_header h = header(SIGN_KIND_DESIRED, "h1", 7);
+	struct sign_expect want = expect_of(SIGN_KIND_DESIRED, 0, NULL);
+	char *env, *other, sha[SIGN_SHA_LEN + 1], sha2[SIGN_SHA_LEN + 1];
+	struct sign_keyring *kr, *own;
+	struct nt_err err = { 0 };
+	struct sign_key k;
+
+	(void)state;
+	make_key("fresh", &k, true);
+	kr = ring();
+	/* one key, two fleets: staging's document is not prod's */
+	snprintf(h.fleet, sizeof(h.fleet), "staging");
+	env = make_env_h(&k, &h);
+	expect_refused_w(kr, env, &want, SIGN_REJ_OTHER_FLEET);
+	want.fleet = "staging";
+	expect_verified_w(kr, env, &want);
+	want.fleet = NULL;                              /* a host given none is of "default" */
+	expect_refused_w(kr, env, &want, SIGN_REJ_OTHER_FLEET);
+	free(env);
+	/* expired: an hour before the verifier's clock */
+	h = header(SIGN_KIND_DESIRED, "h1", 7);
+	h.expires = (int64_t)NOW - 3600;
+	env = make_env_h(&k, &h);
+	want = expect_of(SIGN_KIND_DESIRED, 0, NULL);
+	expect_refused_w(kr, env, &want, SIGN_REJ_EXPIRED);
+	/* ... unless it is the very document admitted last: it runs */
+	sign_value_sha(env, strlen(env), sha);
+	want = expect_of(SIGN_KIND_DESIRED, 7, sha);
+	expect_verified_w(kr, env, &want);
+	free(env);
+	/* an equal seq: the same bytes are the same document; other bytes
+	 * (another document signed at that seq, re-signed) are a replay */
+	h = header(SIGN_KIND_DESIRED, "h1", 7);
+	env = make_env_h(&k, &h);
+	h.expires++;
+	other = make_env_h(&k, &h);
+	sign_value_sha(env, strlen(env), sha);
+	sign_value_sha(other, strlen(other), sha2);
+	assert_string_not_equal(sha, sha2);
+	want = expect_of(SIGN_KIND_DESIRED, 7, sha);
+	expect_verified_w(kr, env, &want);
+	expect_refused_w(kr, other, &want, SIGN_REJ_REPLAY);
+	want = expect_of(SIGN_KIND_DESIRED, 7, NULL);   /* no bytes kept: an equal seq is refused */
+	expect_refused_w(kr, env, &want, SIGN_REJ_REPLAY);
+	want = expect_of(SIGN_KIND_DESIRED, 6, sha);    /* newer: admitted */
+	expect_verified_w(kr, other, &want);
+	free(env);
+	free(other);
+	/* a counter verifies with the controller's own key alone */
+	h = header(SIGN_KIND_COUNTER, "*", 9);
+	h.expires = 0;
+	env = make_env_h(&k, &h);
+	own = sign_keyring_of(&k, &err);
+	assert_non_null(own);
+	assert_int_equal(sign_keyring_count(own), 1);
+	want = expect_of(SIGN_KIND_COUNTER, 0, NULL);
+	expect_verified_w(own, env, &want);
+	free(env);
+	sign_keyring_free(own);
+	sign_keyring_free(kr);
+	sign_key_wipe(&k);
 }
 
 /* Two trusted keys (rotation): both verify; once the old one's .pub is
@@ -448,6 +591,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_keygen_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sign_and_verify, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+		cmocka_unit_test(test_v1_refused),
+		cmocka_unit_test_setup_teardown(test_fresh, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rotation, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rollout_kind, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_seed_and_keyring_with, setup, teardown),
