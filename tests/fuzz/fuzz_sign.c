@@ -64,6 +64,7 @@ static void parse_doc(const struct sign_envelope *e)
 {
 	struct fleet_policy_doc p = { 0 };
 	struct fleet_rollout r = { 0 };
+	struct fleet_stamp st;
 	struct fleet_desired d;
 	struct nt_err err = { 0 };
 
@@ -80,6 +81,11 @@ static void parse_doc(const struct sign_envelope *e)
 		if (fleet_parse_rollout("k", e->doc, e->doc_len, &r, &err) == 0)
 			free(fleet_rollout_json(&r));
 		fleet_rollout_release(&r);
+		break;
+	case SIGN_KIND_COUNTER:
+	case SIGN_KIND_TIMESTAMP:
+		if (fleet_parse_stamp("k", e->doc, e->doc_len, &st, &err) == 0)
+			free(fleet_stamp_json(&st));
 		break;
 	case SIGN_KIND__COUNT:
 		__builtin_trap();
@@ -108,8 +114,10 @@ static void verify_as(const struct sign_keyring *kr, const char *buf, size_t siz
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const struct sign_expect wants[] = {
-		{ SIGN_KIND_DESIRED, "h1", 3 }, { SIGN_KIND_SHADOW, "h1", 3 }, { SIGN_KIND_POLICY, "h1", 0 },
-		{ SIGN_KIND_ROLLOUT, "*", 0 },
+		{ .kind = SIGN_KIND_DESIRED, .host = "h1", .last_seq = 3 },
+		{ .kind = SIGN_KIND_SHADOW, .host = "h1", .last_seq = 3 },
+		{ .kind = SIGN_KIND_POLICY, .host = "h1" }, { .kind = SIGN_KIND_ROLLOUT, .host = "*" },
+		{ .kind = SIGN_KIND_COUNTER, .host = "*" }, { .kind = SIGN_KIND_TIMESTAMP, .host = "h1" },
 	};
 	const char *buf = (const char *)data;
 	struct sign_keyring **kr = rings();

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """make-sign-seeds.py — write the seeds of fuzz_sign that its test key
 signed (tests/fuzz/corpus/sign/signed-*.json): a desired and a shadow
-document for h1, a policy document and a rollout document, each in the
+document for h1, a policy, a rollout, a counter and a timestamp document
+of the fleet "default", each in the
 envelope of agent/lib/fleet/sign.h, signed with the key pair of the fixed
 seed FUZZ_SEED of tests/fuzz/fuzz_sign.c (python3-cryptography's Ed25519,
 the same signatures as libsodium's).  Run it from the repository root when
@@ -26,13 +27,17 @@ def compact(o):
     return json.dumps(o, separators=(",", ":"))
 
 
-def envelope(kind, host, rollout, seq, sha, doc):
+FLEET = "default"
+EXPIRES = 4102444800      # 2100-01-01: the seeds stay valid (fuzz_sign checks no clock anyway)
+
+
+def envelope(kind, host, rollout, seq, sha, doc, expires=EXPIRES):
     doc = doc.encode()
-    canon = (f"nodetune-signed-v1\nkind {kind}\nhost {host}\nrollout {rollout}\nseq {seq}\n"
-             f"policy-sha256 {sha}\nlength {len(doc)}\n\n").encode() + doc
-    return compact({"nodetune_signed": 1, "kind": kind, "host": host, "rollout": rollout, "seq": seq,
-                    "policy_sha256": sha, "key_id": KEY_ID, "sig": base64.b64encode(key.sign(canon)).decode(),
-                    "doc": base64.b64encode(doc).decode()})
+    canon = (f"nodetune-signed-v2\nkind {kind}\nfleet {FLEET}\nhost {host}\nrollout {rollout}\nseq {seq}\n"
+             f"expires {expires}\npolicy-sha256 {sha}\nlength {len(doc)}\n\n").encode() + doc
+    return compact({"nodetune_signed": 2, "kind": kind, "fleet": FLEET, "host": host, "rollout": rollout,
+                    "seq": seq, "expires": expires, "policy_sha256": sha, "key_id": KEY_ID,
+                    "sig": base64.b64encode(key.sign(canon)).decode(), "doc": base64.b64encode(doc).decode()})
 
 
 policy = b"[main]\nsummary = fuzz\n[thp]\nenabled = madvise\n"
@@ -52,7 +57,9 @@ seeds = {
     "signed-policy": envelope("policy", "*", "r1", 4, SHA,
                               json.dumps({"content": base64.b64encode(policy).decode(), "name": "p.conf", "sha256": SHA},
                                          separators=(",", ":"), sort_keys=True)),
-    "signed-rollout": envelope("rollout", "*", "r1", 6, SHA, compact(rollout)),
+    "signed-rollout": envelope("rollout", "*", "r1", 6, SHA, compact(rollout), 0),
+    "signed-counter": envelope("counter", "*", "none", 7, "0" * 64, compact({"seq": 7, "time": 1.5}), 0),
+    "signed-timestamp": envelope("timestamp", "*", "none", 8, "0" * 64, compact({"seq": 8, "time": 2.5})),
 }
 for name, text in seeds.items():
     with open(os.path.join(OUT, name + ".json"), "w") as f:
