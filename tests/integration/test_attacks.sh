@@ -8,11 +8,16 @@
 #
 # The attacks live in tests/integration/attacks/AREA.sh, one file per area,
 # each sourced here in turn (they share lib.sh's tally and clean-up):
-#   fleet.sh    the controller's signing, freshness and identity (H1, M2, L11)
-#   store.sh    the transport to the store and secrets (M1, L4, L7, L8)
-#   job.sh      a job owns nothing of its parent's (H3, M3, L9, L10)
-#   slurm.sh    exclusivity from Slurm's API, epilog retries (H2, L6)
-#   limits.sh   site limits everywhere a policy is applied, cgroup ownership (L1, L5)
+#   fleet-sign.sh   the controller signs only what it verified; rotation (H1, L11)
+#   fleet-fresh.sh  freshness and identity: the counter, replays, fleet ids,
+#                   a frozen store (M2)
+#   store.sh        the transport to the store and secrets (M1, L4, L7, L8)
+#   job.sh          a job owns nothing of its parent's (H3, M3, L9, L10)
+#   slurm.sh        exclusivity from Slurm's API, epilog retries (H2, L6)
+#   limits.sh       site limits everywhere a policy is applied, cgroup
+#                   ownership (L1, L5)
+#   display.sh      what a host writes reaches a terminal as text (L12)
+# The unit's gate (L3) is tested under a real systemd: test_systemd.sh.
 # A part that needs a component that is missing says so with t_need.
 . "$(dirname "$0")/lib.sh"
 
