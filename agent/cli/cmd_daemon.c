@@ -15,6 +15,8 @@
 #include "daemon/flap.h"
 #include "fleet/fleet_creds.h"
 #include "fleet/fleet_host.h"
+#include "fleet/sign.h"
+#include "tune/policy.h"
 #include "base/log.h"
 #include "daemon/metrics.h"
 
@@ -119,6 +121,22 @@ static void socket_dir(const char *path)
 		log_msg(LOG_DEBUG, "%s: %s", copy, strerror(errno));
 }
 
+/* The policy the store named last, kept in the state dir, when its signer
+ * is still trusted (a key revoked since: the daemon's own file, said). */
+static bool daemon_cached(const struct daemon_config *cfg, char *buf, size_t size)
+{
+	struct sign_keyring *kr = sign_keyring_load(cfg->fleet_keys ? cfg->fleet_keys : SIGN_KEYS_DIR,
+						     policy_trust_flags() ? SIGN_TRUSTED_ONLY : 0, NULL);
+	char why[512] = "";
+	const char *p = fleet_host_cached_policy(cfg->state_dir, kr, cfg->fleet_insecure_unsigned, buf, size, why,
+						 sizeof(why));
+
+	sign_keyring_free(kr);
+	if (!p && *why)
+		log_msg(LOG_WARNING, "fleet: not starting with the policy the store named last: %s", why);
+	return p != NULL;
+}
+
 int cmd_daemon(struct opts *o)
 {
 	char cached[4096];
@@ -164,7 +182,7 @@ int cmd_daemon(struct opts *o)
 		socket_dir(cfg.socket_path);
 	/* in a fleet, the policy the store named last (kept in the state dir)
 	 * wins over the file: a restart while the store is out of reach keeps it */
-	if (o->endpoints && fleet_host_cached_policy(cfg.state_dir, cached, sizeof(cached))) {
+	if (o->endpoints && daemon_cached(&cfg, cached, sizeof(cached))) {
 		cfg.local_policy = cfg.policy_path;
 		cfg.policy_path = cached;
 		log_msg(LOG_NOTICE, "fleet: starting with the policy the store named last (%s), not %s", cached,

@@ -655,6 +655,13 @@ static void reload(struct daemon *d)
 	char sha[SHA256_DIGEST_STRING_LENGTH];
 
 	sd_notify(0, "RELOADING=1");
+	/* a key added or revoked: documents from now on are held to the keys
+	 * the directory has now */
+	if (d->fleet && fleet_host_reload_keys(d->fleet, &err) < 0) {
+		d->reload_failures++;
+		say(d, LOG_ERR, "reload: the fleet keys: %s; keeping the keys loaded before", err.msg);
+		err = (struct nt_err){ 0 };
+	}
 	if (load_plan(d, &p, &pl, sha, &err) < 0) {
 		d->reload_failures++;
 		say(d, LOG_ERR, "reload refused: %s; keeping %s (sha256 %.12s)", err.msg, d->cfg->policy_path, d->sha256);

@@ -369,6 +369,7 @@ struct candidate {
 	struct policy *policy;
 	struct plan *plan;
 	char sha[SHA256_DIGEST_STRING_LENGTH];
+	char key_id[SIGN_ID_LEN + 1];  /* who signed the store's policy ("": unsigned, or the local file) */
 	char name[FLEET_NAME_MAX];
 	char *content;
 	size_t len;
@@ -476,6 +477,8 @@ static int candidate_fetch(struct fleet_host *fh, const char *sha, const struct 
 		r = err_set(err, -EINVAL, "%s: signed for sha256 %.12s", key, env.h.policy_sha256);
 	else if (r == 0)
 		r = fleet_parse_policy_doc(key, env.doc, env.doc_len, &doc, err);
+	if (r == 0)
+		snprintf(c->key_id, sizeof(c->key_id), "%s", env.key_id);
 	sign_envelope_release(&env);
 	etcd_range_free(&rg);
 	if (r == 0 && strcmp(doc.sha256, sha))
@@ -526,12 +529,43 @@ static char *cache_path(const char *state_dir, const char *suffix, char *buf, si
 	return buf;
 }
 
-const char *fleet_host_cached_policy(const char *state_dir, char *buf, size_t size)
+/* The key id kept beside the cached policy, into id: 0, or -errno. */
+static int cached_key_id(const char *state_dir, char id[SIGN_ID_LEN + 1])
 {
+	char path[4096];
+	ssize_t n;
+	int fd = open(cache_path(state_dir, FLEET_HOST_CACHE_KEY, path, sizeof(path)),
+		      O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, id, SIGN_ID_LEN);
+	close(fd);
+	if (n < 0)
+		return -EIO;
+	id[n] = '\0';
+	return 0;
+}
+
+const char *fleet_host_cached_policy(const char *state_dir, const struct sign_keyring *kr, bool insecure,
+				     char *buf, size_t size, char *why, size_t why_size)
+{
+	char id[SIGN_ID_LEN + 1];
 	struct stat st;
 
 	cache_path(state_dir, "", buf, size);
-	return stat(buf, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 ? buf : NULL;
+	if (stat(buf, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
+		return NULL;
+	if (cached_key_id(state_dir, id) < 0)
+		snprintf(why, why_size, "%s: its signer is not recorded (%s%s is missing)", buf, FLEET_HOST_CACHE,
+			 FLEET_HOST_CACHE_KEY);
+	else if (!*id && !insecure)
+		snprintf(why, why_size, "%s: it was unsigned, and unsigned documents are refused now", buf);
+	else if (*id && !(kr && sign_keyring_has(kr, id)))
+		snprintf(why, why_size, "%s: its signer, key %s, is no longer trusted", buf, id);
+	else
+		return buf;
+	return NULL;
 }
 
 /* Write len bytes to path: a temporary file (0600), synced, renamed.
@@ -560,15 +594,19 @@ static int write_file(const char *path, const char *buf, size_t len)
  * remember its bytes as what runs. */
 static void cache_update(struct fleet_host *fh, struct candidate *c, bool keep)
 {
-	char path[4096];
+	char path[4096], key[4096];
 	int r;
 
+	cache_path(fh->cfg.state_dir, FLEET_HOST_CACHE_KEY, key, sizeof(key));
 	cache_path(fh->cfg.state_dir, "", path, sizeof(path));
-	if (!keep)
+	if (!keep) {
 		unlink(path);
-	else if ((r = write_file(path, c->content, c->len)) < 0)
+		unlink(key);
+	} else if ((r = write_file(key, c->key_id, strlen(c->key_id))) < 0 ||
+		   (r = write_file(path, c->content, c->len)) < 0) {
 		say(fh, LOG_WARNING, "fleet: %s: %s (a restart without the store would run the older file)", path,
 		    strerror(-r));
+	}
 	free(fh->running);
 	fh->running = c->content;
 	fh->running_len = c->len;
@@ -1156,6 +1194,21 @@ static int keys_load(struct fleet_host *fh, struct nt_err *err)
 	if (!fh->keys || sign_keyring_count(fh->keys) == 0)
 		say(fh, LOG_WARNING, "fleet: no signing key trusted in %s: every %sdocument is refused", dir,
 		    fh->cfg.insecure_unsigned ? "signed " : "");
+	return 0;
+}
+
+int fleet_host_reload_keys(struct fleet_host *fh, struct nt_err *err)
+{
+	struct sign_keyring *old = fh->keys;
+	int r;
+
+	fh->keys = NULL;
+	if ((r = keys_load(fh, err)) < 0) {
+		fh->keys = old;
+		return r;
+	}
+	sign_keyring_free(old);
+	say(fh, LOG_NOTICE, "fleet: %u signing key(s) trusted now", fh->keys ? sign_keyring_count(fh->keys) : 0);
 	return 0;
 }
 

@@ -73,6 +73,7 @@
 #include "tune/policy.h"
 
 #define FLEET_HOST_CACHE "fleet-policy.conf"   /* in the state dir */
+#define FLEET_HOST_CACHE_KEY ".key"           /* beside it: the key id that signed it */
 #define FLEET_HOST_SEQ "fleet-seq"             /* in the state dir: "SEQ SHA256\n" of the last desired answered */
 #define FLEET_HOST_MAX_AGE_S (4 * 3600.0)      /* a timestamp older: the host says it is frozen */
 
@@ -175,8 +176,19 @@ void fleet_host_gate_end(struct fleet_host *fh);
  * a no-op. */
 void fleet_host_stop(struct fleet_host *fh);
 
-/* The cached policy in state_dir into buf, when there is one: buf, else
- * NULL. */
-const char *fleet_host_cached_policy(const char *state_dir, char *buf, size_t size);
+/* The cached policy in state_dir into buf, when there is one a daemon may
+ * start with: buf.  NULL when there is none, or (with why, one line) when
+ * its signer, recorded beside it (FLEET_HOST_CACHE_KEY), is no longer in
+ * kr (a revoked key), or it was unsigned and insecure is false, or no
+ * signer is recorded (a cache of before this check): the daemon starts
+ * with its own policy file instead. */
+struct sign_keyring;
+const char *fleet_host_cached_policy(const char *state_dir, const struct sign_keyring *kr, bool insecure,
+				     char *buf, size_t size, char *why, size_t why_size);
+
+/* Load the trusted keys again (SIGHUP: a key added or revoked without a
+ * restart); documents read from now on are verified with them.  0, or
+ * -errno with err (the old keys kept). */
+int fleet_host_reload_keys(struct fleet_host *fh, struct nt_err *err);
 
 #endif

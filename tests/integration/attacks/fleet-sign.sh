@@ -7,7 +7,9 @@
 #
 #   (c) L11: a policy rolled out with key K1, the hosts moved to K2 only
 #       (K1 removed, daemons restarted), the same policy rolled out with K2:
-#       the hosts run it (before: unknown_key, rolled back);
+#       the hosts run it (before: unknown_key, rolled back); and a host
+#       restarted without the store after K1's removal does not start with
+#       the policy K1 signed, kept in its state dir (before: it did);
 #   (a) H1: a bare desired planted for h1 naming a signed policy h1 never
 #       ran, then a rollout and an operator's signed `fleet abort`: h1 is
 #       left as it is, byte-identical, its state "kept" (before: the
@@ -134,6 +136,27 @@ fleet_sign_setup() {
 	wait_until 20 fleet_sign_alive2 || { t_not_ok "fleet-sign: h1 and h2 registered"; return 1; }
 }
 
+# (c') L11, revoked: h1 runs nobal, which K1 signed, kept in its state dir;
+# K1 is removed from the keys it trusts; h1 starts while the store is out
+# of reach (an endpoint nothing listens on): it starts with its own policy
+# file, saying that the kept one's signer is no longer trusted (before: it
+# ran the revoked key's policy until the store answered)
+fleet_sign_revoked() {
+	fleet_sign_h=$FLEET_SIGN_D/h1
+	: >"$fleet_sign_h/revoked.log"
+	"$NODETUNE" daemon --sysroot "$fleet_sign_h/root" --topology "$SHARED/g4dnmetal.xml" --policy policies/baseline.conf \
+		--fleet https://127.0.0.1:1 --host h1 --cacert "$ETCD_CA" --fleet-keys "$FLEET_SIGN_D/keys.d" --no-metrics \
+		--socket "$fleet_sign_h/sock" --state-dir "$fleet_sign_h/state" --interval 1 >"$fleet_sign_h/revoked.log" 2>&1 &
+	fleet_sign_p=$!
+	fleet_sign_said() { grep -q "the policy the store named last" "$fleet_sign_h/revoked.log"; }
+	wait_until 20 fleet_sign_said
+	kill "$fleet_sign_p" 2>/dev/null
+	wait "$fleet_sign_p" 2>/dev/null
+	fleet_sign_line=$(grep -m 1 "the policy the store named last" "$fleet_sign_h/revoked.log" | sed 's/.*fleet: //')
+	check "L11: K1 revoked, h1 restarted without the store: not the policy K1 signed (${fleet_sign_line:-nothing said})" -- \
+		sh -c 'case $1 in "not starting with "*"is no longer trusted"*) ;; *) exit 1 ;; esac' - "$fleet_sign_line"
+}
+
 # (c) L11: P with K1; the hosts trust K2 only; Q with K2; P again with K2
 fleet_sign_rotation() {
 	K1=$FLEET_SIGN_D/k1/k1.key K2=$FLEET_SIGN_D/k2/k2.key
@@ -142,6 +165,7 @@ fleet_sign_rotation() {
 	cp "$FLEET_SIGN_D/k2/k2.pub" "$FLEET_SIGN_D/keys.d/" && rm "$FLEET_SIGN_D/keys.d/k1.pub"
 	fleet_sign_host_stop 1
 	fleet_sign_host_stop 2
+	fleet_sign_revoked
 	fleet_sign_host_start 1
 	fleet_sign_host_start 2
 	wait_until 20 fleet_sign_alive2 || { t_not_ok "L11: h1 and h2 back with K2 only"; return 1; }

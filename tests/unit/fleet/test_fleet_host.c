@@ -369,6 +369,52 @@ static void test_policy_check(void **state)
 	limits_free(l);
 }
 
+/* A cached store policy is started with only while its signer, recorded
+ * beside it, is trusted (security.md L11: a revoked key's policy does not
+ * outlive the revocation across a restart); unsigned only when unsigned
+ * documents are followed; a cache without its record is not used. */
+static void test_cached_policy(void **state)
+{
+	char dir[64], path[256], buf[256], why[512];
+	struct sign_keyring *kr1, *kr2;
+	struct sign_key k1, k2;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(test_tmpdir(tdir, sizeof(tdir)));
+	kr1 = key_in("k1", &k1);
+	kr2 = key_in("k2", &k2);
+	snprintf(dir, sizeof(dir), "%s", tdir);
+	assert_null(fleet_host_cached_policy(dir, kr1, false, buf, sizeof(buf), why, sizeof(why)));   /* none */
+	snprintf(path, sizeof(path), "%s/%s", dir, FLEET_HOST_CACHE);
+	assert_non_null(f = fopen(path, "w"));
+	fputs("[thp]\nenabled = never\n", f);
+	fclose(f);
+	*why = '\0';
+	assert_null(fleet_host_cached_policy(dir, kr1, false, buf, sizeof(buf), why, sizeof(why)));
+	assert_non_null(strstr(why, "its signer is not recorded"));
+	snprintf(path, sizeof(path), "%s/%s%s", dir, FLEET_HOST_CACHE, FLEET_HOST_CACHE_KEY);
+	assert_non_null(f = fopen(path, "w"));
+	fputs(k1.id, f);
+	fclose(f);
+	assert_ptr_equal(fleet_host_cached_policy(dir, kr1, false, buf, sizeof(buf), why, sizeof(why)), buf);
+	*why = '\0';
+	assert_null(fleet_host_cached_policy(dir, kr2, false, buf, sizeof(buf), why, sizeof(why)));   /* revoked */
+	assert_non_null(strstr(why, "is no longer trusted"));
+	assert_non_null(strstr(why, k1.id));
+	assert_null(fleet_host_cached_policy(dir, NULL, false, buf, sizeof(buf), why, sizeof(why)));   /* no key at all */
+	assert_non_null(f = fopen(path, "w"));   /* an unsigned one: only when unsigned documents are followed */
+	fclose(f);
+	assert_null(fleet_host_cached_policy(dir, kr1, false, buf, sizeof(buf), why, sizeof(why)));
+	assert_non_null(strstr(why, "unsigned"));
+	assert_ptr_equal(fleet_host_cached_policy(dir, kr1, true, buf, sizeof(buf), why, sizeof(why)), buf);
+	sign_keyring_free(kr1);
+	sign_keyring_free(kr2);
+	sign_key_wipe(&k1);
+	sign_key_wipe(&k2);
+	test_rmrf(tdir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -380,6 +426,7 @@ int main(void)
 		cmocka_unit_test(test_status_due),
 		cmocka_unit_test(test_admit),
 		cmocka_unit_test(test_policy_check),
+		cmocka_unit_test(test_cached_policy),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
