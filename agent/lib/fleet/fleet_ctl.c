@@ -179,30 +179,25 @@ uint64_t fleet_ctl_seq_after(uint64_t counter, uint64_t last, uint64_t now_ns)
 	return next > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : next;
 }
 
-int fleet_ctl_counter_check(const struct sign_key *k, const char *fleet, const char *buf, size_t len,
-			    uint64_t *ret_seq, struct nt_err *err)
+int fleet_ctl_counter_check(const struct sign_keyring *kr, const char *key_id, const char *fleet, const char *buf,
+			    size_t len, uint64_t *ret_seq, struct nt_err *err)
 {
 	struct sign_expect want = { .kind = SIGN_KIND_COUNTER, .host = "*", .fleet = fleet, .now = fleet_now_wall() };
-	struct sign_keyring *kr = sign_keyring_of(k, err);
 	struct sign_envelope e = { 0 };
 	struct fleet_stamp st = { 0 };
 	struct nt_err why = { 0 };
 	enum sign_reject reason;
-	int r;
+	int r = sign_verify(kr, buf, len, &want, &e, &reason, &why);
 
-	if (!kr)
-		return err->code;
-	r = sign_verify(kr, buf, len, &want, &e, &reason, &why);
-	sign_keyring_free(kr);
 	if (r == 0 && (r = fleet_parse_stamp(FLEET_SEQ_KEY, e.doc, e.doc_len, &st, &why)) == 0 && st.seq != e.h.seq)
 		r = err_set(&why, -EINVAL, "the document's seq is not the one signed");
 	sign_envelope_release(&e);
 	if (r == -ENOMEM)
 		return err_set(err, r, "out of memory");
 	if (r < 0)
-		return err_set(err, -EPERM, "%s: the counter does not verify with this controller's key %s for fleet %s: "
-			       "%s; stopped (a counter deleted by its operator starts again from the clock)",
-			       FLEET_SEQ_KEY, k->id, fleet, why.msg);
+		return err_set(err, -EPERM, "%s: the counter does not verify with this controller's key %s (or those of "
+			       "--fleet-keys) for fleet %s: %s; stopped (a counter deleted by its operator starts again "
+			       "from the clock)", FLEET_SEQ_KEY, key_id, fleet, why.msg);
 	*ret_seq = st.seq;
 	return 0;
 }
@@ -235,8 +230,14 @@ static int seq_try(struct fleet_ctl *c, uint64_t *ret, struct nt_err *err)
 	int r = etcd_get(c->e, FLEET_SEQ_KEY, false, &rg, err);
 
 	if (r == 0 && rg.n_kvs) {
+		const struct sign_keyring *kr = trust(c, err);
+
 		mod = rg.kvs[0].mod_revision;
-		r = fleet_ctl_counter_check(c->signer, c->fleet, rg.kvs[0].value, rg.kvs[0].value_len, &counter, err);
+		/* its own key's, or one it trusts besides (--fleet-keys: the
+		 * key it rotates from) */
+		r = kr ? fleet_ctl_counter_check(kr, c->signer->id, c->fleet, rg.kvs[0].value, rg.kvs[0].value_len,
+						 &counter, err)
+		       : err->code;
 	}
 	etcd_range_free(&rg);
 	if (r < 0)

@@ -87,13 +87,14 @@ enum fleet_ctl_next fleet_ctl_after(int rc);
  * 1, last + 1 and now_ns, at most INT64_MAX. */
 uint64_t fleet_ctl_seq_after(uint64_t counter, uint64_t last, uint64_t now_ns);
 
-/* The counter value buf[0..len) as k (the controller's key) of fleet
- * signed it: 0 with *ret_seq, or -EPERM (it does not verify: another key,
- * another fleet, a bad signature, not a counter, a document whose seq is
- * not the one signed) with err naming FLEET_SEQ_KEY, the key id and the
+/* The counter value buf[0..len) as a key of kr (the controller's own, and
+ * those it trusts besides: key_id is its own, for the message) of fleet
+ * signed it: 0 with *ret_seq, or -EPERM (it does not verify: an untrusted
+ * key, another fleet, a bad signature, not a counter, a document whose seq
+ * is not the one signed) with err naming FLEET_SEQ_KEY, key_id and the
  * reason, or -ENOMEM; *ret_seq untouched on error. */
-struct sign_key;
-int fleet_ctl_counter_check(const struct sign_key *k, const char *fleet, const char *buf, size_t len,
-			    uint64_t *ret_seq, struct nt_err *err);
+struct sign_keyring;
+int fleet_ctl_counter_check(const struct sign_keyring *kr, const char *key_id, const char *fleet, const char *buf,
+			    size_t len, uint64_t *ret_seq, struct nt_err *err);
 
 #endif

@@ -169,7 +169,12 @@ fleet_sign_rotation() {
 	fleet_sign_host_start 1
 	fleet_sign_host_start 2
 	wait_until 20 fleet_sign_alive2 || { t_not_ok "L11: h1 and h2 back with K2 only"; return 1; }
-	run "$FLEET_SIGN_CTL" rollout --signing-key "$K2" --policy "$FLEET_SIGN_D/thp.conf" --name rot-2 --waves 100% --wave-timeout 30
+	# the controller rotates from K1: it trusts K1's public key besides its
+	# own (--fleet-keys) for what K1 signed of its state (the counter),
+	# which it signs again with K2 at its first step
+	mkdir -m 755 "$FLEET_SIGN_D/ctlkeys.d" && cp "$FLEET_SIGN_D/k1/k1.pub" "$FLEET_SIGN_D/ctlkeys.d/"
+	run "$FLEET_SIGN_CTL" rollout --signing-key "$K2" --fleet-keys "$FLEET_SIGN_D/ctlkeys.d" --policy "$FLEET_SIGN_D/thp.conf" \
+		--name rot-2 --waves 100% --wave-timeout 30
 	[ "$RC" -eq 0 ] || { t_not_ok "L11: rollout of thp with K2 (exit $RC: $(tail -n 1 "$ERR"))"; return 1; }
 	run "$FLEET_SIGN_CTL" rollout --signing-key "$K2" --policy "$FLEET_SIGN_D/nobal.conf" --name rot-3 --waves 100% --wave-timeout 30
 	fleet_sign_now=$(fleet_sign_running)

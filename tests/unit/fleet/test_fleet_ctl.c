@@ -477,6 +477,7 @@ static char *counter_doc(const struct sign_key *k, const char *fleet, enum sign_
 static void test_counter_check(void **state)
 {
 	struct sign_key k, other;
+	struct sign_keyring *kr, *both;
 	struct nt_err err = { 0 };
 	char kdir[64], path[128];
 	uint64_t seq = 0;
@@ -502,14 +503,25 @@ static void test_counter_check(void **state)
 	assert_int_equal(sign_key_load(path, 0, &k, &err), 0);
 	snprintf(path, sizeof(path), "%s/other.key", kdir);
 	assert_int_equal(sign_key_load(path, 0, &other, &err), 0);
+	assert_non_null(kr = sign_keyring_of(&k, &err));
 	v = counter_doc(&k, "prod", SIGN_KIND_COUNTER, 42, 42);
-	assert_int_equal(fleet_ctl_counter_check(&k, "prod", v, strlen(v), &seq, &err), 0);
+	assert_int_equal(fleet_ctl_counter_check(kr, k.id, "prod", v, strlen(v), &seq, &err), 0);
 	assert_true(seq == 42);
+	free(v);
+	/* rotation: a counter the key it rotates from signed, trusted besides
+	 * its own (--fleet-keys), verifies; without it, not */
+	assert_non_null(both = sign_keyring_with(kr, &other, &err));
+	v = counter_doc(&other, "prod", SIGN_KIND_COUNTER, 43, 43);
+	assert_int_equal(fleet_ctl_counter_check(both, k.id, "prod", v, strlen(v), &seq, &err), 0);
+	assert_true(seq == 43);
+	assert_int_equal(fleet_ctl_counter_check(kr, k.id, "prod", v, strlen(v), &seq, &err), -EPERM);
+	assert_true(seq == 43);
+	sign_keyring_free(both);
 	free(v);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		seq = 7;
 		v = counter_doc(bad[i].k, bad[i].fleet, bad[i].kind, 42, bad[i].doc_seq);
-		assert_int_equal(fleet_ctl_counter_check(&k, "prod", v, strlen(v), &seq, &err), -EPERM);
+		assert_int_equal(fleet_ctl_counter_check(kr, k.id, "prod", v, strlen(v), &seq, &err), -EPERM);
 		assert_true(seq == 7);
 		assert_non_null(strstr(err.msg, "/nodetune/seq"));
 		assert_non_null(strstr(err.msg, k.id));
@@ -519,9 +531,10 @@ static void test_counter_check(void **state)
 	}
 	/* not an envelope at all: a store writer's bare counter */
 	v = strdup("{\"seq\":1,\"time\":1}");
-	assert_int_equal(fleet_ctl_counter_check(&k, "prod", v, strlen(v), &seq, &err), -EPERM);
+	assert_int_equal(fleet_ctl_counter_check(kr, k.id, "prod", v, strlen(v), &seq, &err), -EPERM);
 	free(v);
 	assert_non_null(strstr(err.msg, "unsigned"));
+	sign_keyring_free(kr);
 	sign_key_wipe(&k);
 	sign_key_wipe(&other);
 	test_rmrf(kdir);
