@@ -69,6 +69,17 @@ run podman build --isolation chroot --build-arg BASE="$base" -f tests/tools/syst
 t_ok "an image with systemd and $(basename "$DEB") installed by apt ($(podman image inspect --format '{{.Size}}' "$IMG") bytes)"
 
 # ---- boot -------------------------------------------------------------------------
+# The container's systemd makes its groups (system.slice, init.scope, the
+# .mount units) in this machine's name=systemd hierarchy, whose root it
+# shares on this kernel (hybrid cgroups: the named hierarchy is not
+# namespaced), and leaves them when it is killed: each one it made is
+# removed once the container is gone (rmdir: only an empty group goes).
+sd_groups() { find /sys/fs/cgroup/systemd -mindepth 1 -type d 2>/dev/null | sort; }
+sd_groups >"$T_TMP/sd-groups"
+sd_groups_clean() {
+	sd_groups | grep -vxF -f "$T_TMP/sd-groups" | sort -r | while read -r g; do rmdir "$g" 2>/dev/null; done
+}
+t_defer sd_groups_clean
 t_defer "podman rm -f -t 5 $NAME >/dev/null 2>&1"
 run podman --runtime runc run -d --privileged --network host --cgroupns private --name "$NAME" --systemd=always "$IMG" /sbin/init
 if [ "$RC" -ne 0 ]; then
