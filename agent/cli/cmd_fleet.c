@@ -20,6 +20,7 @@
 
 #define DEFAULT_WAVES "1/class,1%,10%,50%,100%"
 #define DEFAULT_WAVE_TIMEOUT_S 600.0
+#define EXIT_BEHIND 4                /* done, but a host skipped is behind */
 
 #define FLEET_OPTS_COMMON { OPT_ENDPOINTS, OPT_REQUIRED, NULL }, FLEET_OPTS_CREDS
 #define FLEET_OPTS_CREDS { OPT_CACERT, OPT_OPTIONAL, NULL }, { OPT_CERT, OPT_OPTIONAL, NULL }, \
@@ -75,7 +76,14 @@ static const struct opt_row hosts_opts[] = {
 };
 
 #define EXITS "Exit: 0 done, 1 rolled back or aborted (or a shadow found an invalid plan), 2 bad\n" \
-	      "usage or input (nothing written), 3 the store failed or the rollout ended failed.\n\n" CREDS
+	      "usage or input (nothing written), 3 the store failed or the rollout ended failed,\n" \
+	      "4 (rollout, resume) done, but a host it skipped (its lease expired) is still behind\n" \
+	      "after --wave-timeout: down (its keys, no registration) or registered and not\n" \
+	      "verified with the new policy; stderr names each (\"done, but behind: h3 (down)\").\n" \
+	      "A host skipped converges by itself: it follows its class's policy of record\n" \
+	      "(/nodetune/classes/CLASS/record, written when the rollout ends done) when it\n" \
+	      "registers; one that left the fleet (no key left under /nodetune/hosts/) does not\n" \
+	      "count.  Run fleet resume --name NAME again to wait for it once more.\n\n" CREDS
 #define SIGNING "--signing-key FILE (fleet keygen's NAME.key, mode 0600) signs every desired,\n" \
 	"shadow, policy and rollout document written, for the fleet --fleet-id ID (or\n" \
 	"fleet.conf's fleet-id; default \"default\"), with the controller's own seq (the\n" \
@@ -175,7 +183,9 @@ const struct verb_spec fleet_hosts_spec = {
 	"                   [--insecure-plaintext]",
 	"the fleet's hosts: alive, hardware class, policy, last verify",
 	"Every host with keys in the store: whether its lease lives, its hardware class,\n"
-	"the policy it runs and how its last verify went, and what it was told to run.\n\n" CREDS,
+	"the policy it runs and how its last verify went, and what it was told to run;\n"
+	"BEHIND: its policy is not its class's policy of record (the last rollout that\n"
+	"ended done wrote it: /nodetune/classes/CLASS/record).\n\n" CREDS,
 };
 
 /* ---- output ------------------------------------------------------------ */
@@ -406,6 +416,26 @@ static int store_error(const struct nt_err *err)
 	}
 }
 
+/* After a rollout ended done: wait (its --wave-timeout) for the hosts it
+ * skipped to converge or leave (fleet_ctl_converge).  0, EXIT_BEHIND
+ * (said: who is behind) or a store error's exit (said). */
+static int converged(const struct opts *o, struct fleet_ctl *c, const struct fleet_rollout *r)
+{
+	struct nt_err err = { 0 };
+	unsigned behind = 0;
+	char names[1024] = "";
+
+	if (fleet_ctl_converge(c, r, r->wave_timeout, names, sizeof(names), &behind, &err) < 0)
+		return store_error(&err);
+	if (behind) {
+		log_msg(LOG_ERR, "done, but behind: %s", names);
+		return EXIT_BEHIND;
+	}
+	if (*names && !o->json)
+		printf("skipped: %s\n", names);
+	return 0;
+}
+
 /* Lead rollout name to its end (abort: roll it back) and print it. */
 static int lead(struct opts *o, struct fleet_ctl *c, bool abort, bool wait)
 {
@@ -421,6 +451,8 @@ static int lead(struct opts *o, struct fleet_ctl *c, bool abort, bool wait)
 	rc = print_rollouts(o, &r, 1, true);
 	if (rc == 0)
 		rc = exit_for_state(&r);
+	if (rc == 0 && !abort)
+		rc = converged(o, c, &r);
 	fleet_rollout_release(&r);
 	return rc;
 }
@@ -550,6 +582,8 @@ static json_t *host_json(const struct fleet_host_row *h)
 	if (h->has_desired)
 		json_object_set_new(o, "desired", json_pack("{s:s, s:s, s:s}", "rollout", h->desired.rollout, "policy",
 							    h->desired.policy, "sha256", h->desired.sha256));
+	if (*h->record_sha)
+		json_object_set_new(o, "record", json_pack("{s:s, s:b}", "sha256", h->record_sha, "behind", h->behind));
 	if (*h->bad)
 		json_object_set_new(o, "bad_value", json_string(h->bad));
 	return o;
@@ -563,10 +597,11 @@ static void print_host(const struct fleet_host_row *h)
 		clock_of(h->status.verify_time, when, sizeof(when));
 	if (h->alive)
 		snprintf(cls, sizeof(cls), "%s (%.6s)", h->info.label, h->info.class_id);
-	printf("%-16s %-5s %-34s %-22s %-12.12s %-9s %-8s %s%s%s\n", h->host, h->alive ? "yes" : "no", cls,
+	printf("%-16s %-5s %-34s %-22s %-12.12s %-9s %-8s %s%s%.12s%s%s\n", h->host, h->alive ? "yes" : "no", cls,
 	       h->has_status ? h->status.policy : "-", h->has_status ? h->status.sha256 : "-",
 	       h->has_status ? fleet_hstate_names[h->status.state] : "-", when,
-	       h->has_desired ? h->desired.rollout : "-", *h->bad ? "  bad value: " : "", h->bad);
+	       h->has_desired ? h->desired.rollout : "-", h->behind ? "  BEHIND: its class's policy of record is " : "",
+	       h->behind ? h->record_sha : "", *h->bad ? "  bad value: " : "", h->bad);
 }
 
 int cmd_fleet_hosts(struct opts *o)
@@ -620,7 +655,8 @@ const struct verb_spec fleet_init_auth_spec = {
 	"run with sh) a role and user nodetune-controller with readwrite on /nodetune/,\n"
 	"and per host NAME a role and\n"
 	"user nodetune-host-NAME that may read its own desired, shadow and status keys\n"
-	"(/nodetune/hosts/NAME/), the policies (/nodetune/policies/) and the controller's\n"
+	"(/nodetune/hosts/NAME/), the policies (/nodetune/policies/), the classes'\n"
+	"policies of record (/nodetune/classes/) and the controller's\n"
 	"timestamp (/nodetune/timestamp), write its own registration\n"
 	"(/nodetune/hosts/NAME) and status, and nothing else; then the root\n"
 	"user etcd needs, and `auth enable`.  Each user's password is the file DIR/USER\n"

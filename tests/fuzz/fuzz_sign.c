@@ -71,6 +71,7 @@ static void parse_doc(const struct sign_envelope *e)
 	switch (e->h.kind) {
 	case SIGN_KIND_DESIRED:
 	case SIGN_KIND_SHADOW:
+	case SIGN_KIND_RECORD:
 		fleet_parse_desired("k", e->doc, e->doc_len, &d, &err);
 		break;
 	case SIGN_KIND_POLICY:
@@ -118,6 +119,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		{ .kind = SIGN_KIND_SHADOW, .host = "h1", .last_seq = 3 },
 		{ .kind = SIGN_KIND_POLICY, .host = "h1" }, { .kind = SIGN_KIND_ROLLOUT, .host = "*" },
 		{ .kind = SIGN_KIND_COUNTER, .host = "*" }, { .kind = SIGN_KIND_TIMESTAMP, .host = "h1" },
+		{ .kind = SIGN_KIND_RECORD, .host = "h1" },
 	};
 	const char *buf = (const char *)data;
 	struct sign_keyring **kr = rings();

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """make-sign-seeds.py — write the seeds of fuzz_sign that its test key
 signed (tests/fuzz/corpus/sign/signed-*.json): a desired and a shadow
-document for h1, a policy, a rollout, a counter and a timestamp document
+document for h1, a policy, a rollout, a counter, a timestamp and a record document
 of the fleet "default", each in the
 envelope of agent/lib/fleet/sign.h, signed with the key pair of the fixed
 seed FUZZ_SEED of tests/fuzz/fuzz_sign.c (python3-cryptography's Ed25519,
@@ -60,6 +60,8 @@ seeds = {
     "signed-rollout": envelope("rollout", "*", "r1", 6, SHA, compact(rollout), 0),
     "signed-counter": envelope("counter", "*", "none", 7, "0" * 64, compact({"seq": 7, "time": 1.5}), 0),
     "signed-timestamp": envelope("timestamp", "*", "none", 8, "0" * 64, compact({"seq": 8, "time": 2.5})),
+    "signed-record": envelope("record", "*", "r1", 9, SHA,
+                              compact({"rollout": "r1", "mode": "apply", "policy": "p.conf", "sha256": SHA}), 0),
 }
 for name, text in seeds.items():
     with open(os.path.join(OUT, name + ".json"), "w") as f:

@@ -28,7 +28,10 @@
 # (include =) rolled out flattened; the site limits (a policy beyond a
 # host's limits refused by the host, in shadow and for real, the tree
 # byte-identical, the reason in the rollout's report; the daemon's own
-# --policy beyond them refused at start).
+# --policy beyond them refused at start); the fleet converges (a host
+# skipped, started again after the rollout ended, and one that joins later,
+# follow their class's policy of record; the rollout exits 4 while a host
+# skipped is down or behind, and `fleet hosts` marks it).
 . "$(dirname "$0")/lib.sh"
 
 ETCD=${ETCD:-/usr/bin/etcd}
@@ -96,7 +99,8 @@ policy hk affinity housekeeping 40-47
 printf '# test site limits\n[sysctl]\nvm.min_free_kbytes = 1048576\n' >"$T_TMP/limits.conf"
 chmod 644 "$T_TMP/limits.conf"
 
-# host_start N TOPO: start host hN's daemon (its tree made at first start)
+# host_start N TOPO [LIMITS]: start host hN's daemon (its tree made at its first
+# start, TOPO read then), under the site limits LIMITS
 host_start() {
 	d=$T_TMP/h$1
 	if [ ! -d "$d/root" ]; then
@@ -105,7 +109,7 @@ host_start() {
 	fi
 	"$NODETUNE" daemon --sysroot "$d/root" --topology "$(cat "$d/topo")" --policy policies/baseline.conf \
 		--fleet "$EP" --host "h$1" --fleet-keys "$T_TMP/keys.d" --gates-dir "$GATES" --no-metrics --textfile-dir "$d" \
-		--socket "$d/sock" --state-dir "$d/state" --limits "$T_TMP/limits.conf" \
+		--socket "$d/sock" --state-dir "$d/state" --limits "${3:-$T_TMP/limits.conf}" \
 		--interval 1 >>"$d/log" 2>&1 &
 	echo $! >"$d/pid"
 }
@@ -268,8 +272,9 @@ st=$(python3 -c '
 import json, sys
 r = json.load(open(sys.argv[1]))
 print(r["state"], " ".join(h["host"] + "=" + h["state"] for w in r["waves"] for h in w["hosts"] if h["state"] != "verified"))' "$OUT")
-[ "$RC" -eq 0 ] && [ "$st" = "done h8=lost" ] && grep -q "h8 .*lost its lease" "$OUT" &&
-	t_ok "a host killed -9: reported lost and skipped after the wave timeout; the rollout done" ||
+[ "$RC" -eq 4 ] && [ "$st" = "done h8=lost" ] && grep -q "h8 .*lost its lease" "$OUT" &&
+	grep -q "^nodetune: fleet rollout: done, but behind: h8 (down)$" "$ERR" &&
+	t_ok "a host killed -9: reported lost and skipped after the wave timeout; the rollout done, exit 4: behind: h8 (down)" ||
 	{ t_not_ok "killed host: exit $RC, '$st'"; head -c 600 "$ERR"; }
 # h8 comes back (on the policy it ran before, from its state dir): it follows its desired key
 # (margin: 10 s is 74x the p99 of host_converge_s, 0.136 s, timing_margins.sh)
@@ -695,6 +700,60 @@ expect_fail 2 "big.conf:4: \[sysctl\] vm.min_free_kbytes = 2097152 is above the 
 	timeout 20 "$NODETUNE" daemon --sysroot "$T_TMP/solo/root" --topology "$TOPO_A" --policy "$T_TMP/big.conf" \
 	--limits "$T_TMP/limits.conf" --no-metrics --socket "$T_TMP/solo/sock" --state-dir "$T_TMP/solo/state"
 check "the daemon refused at start: its tree byte-identical" -- test "$before" = "$(tree_hash "$T_TMP/solo/root")"
+
+# ---- the fleet converges: a host skipped, or one that joins later, follows its class's record --
+
+# conv: THP defrag never; h4's own limits (strict.conf) refuse it, the others' allow it
+policy conv thp defrag never
+printf '# h4 only\n[thp]\ndefrag = always,defer,defer+madvise,madvise\n' >"$T_TMP/strict.conf"
+chmod 644 "$T_TMP/strict.conf"
+# conv_on N: host N runs conv (its tree) and its status says it verified it
+conv_on() {
+	[ "$(cat "$T_TMP/h$1/root/$THP/defrag")" = never ] &&
+		[ "$($ETCDCTL get "/nodetune/hosts/h$1/status" --print-value-only | python3 -c '
+import json, sys; d = json.load(sys.stdin); print(d["state"], d["sha256"])' 2>/dev/null)" = "verified $conv_sha" ]
+}
+conv_done() { "$NODETUNE" fleet status --endpoints "$EP" --name r-conv --json 2>/dev/null | grep -q '"state": "done"'; }
+# (margin: the wave timeout outlasts h4's 5 s lease after its kill, as for r-lost)
+host_kill 4 KILL
+NODETUNE_FLEET_PAUSE=0 "$NODETUNE" fleet rollout --endpoints "$EP" $SIGN --policy "$T_TMP/conv.conf" --name r-conv \
+	--waves 100% --wave-timeout 18 --json >"$T_TMP/conv.out" 2>"$T_TMP/conv.err" &
+conv_pid=$!
+wait_until 60 conv_done || echo "# r-conv did not end done within 60 s"
+# h4 comes back after the rollout ended, under limits that refuse its policy: behind
+host_start 4 "" "$T_TMP/strict.conf"
+wait "$conv_pid"
+conv_rc=$?
+reason=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["state"], r["reason"])' "$T_TMP/conv.out" 2>&1)
+check "a rollout that skipped h4 ends done, the host named ($reason)" -- \
+	test "$reason" = "done done; skipped (lease expired): h4"
+check "h4 back but refusing the policy: the rollout exits 4, 'done, but behind: h4' (exit $conv_rc: $(cat "$T_TMP/conv.err"))" -- \
+	sh -c '[ "$1" -eq 4 ] && grep -q "^nodetune: fleet rollout: done, but behind: h4 (behind)$" "$2"' - "$conv_rc" "$T_TMP/conv.err"
+conv_sha=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sha256"])' "$T_TMP/conv.out" 2>&1)
+run "$NODETUNE" fleet hosts --endpoints "$EP"
+check "fleet hosts marks h4 behind its class's policy of record ($(grep -c BEHIND "$OUT") marked)" -- sh -c \
+	'grep "^h4 " "$1" | grep -q "BEHIND: its class.s policy of record is $(printf %.12s "$2")" &&
+	 [ "$(grep -c BEHIND "$1")" -eq 1 ]' - "$OUT" "$conv_sha"
+# h4 started again under the fleet's limits: it follows the record; the
+# bound counts from its start (its --interval is 1 s; margin as for r-lost)
+host_kill 4
+host_start 4
+check "h4, skipped and started again after the rollout ended, verifies the new policy within 10 s" -- \
+	wait_until 10 conv_on 4
+run "$NODETUNE" fleet hosts --endpoints "$EP"
+check "fleet hosts: h4 no longer behind" -- sh -c '! grep -q BEHIND "$1"' - "$OUT"
+run "$NODETUNE" fleet resume --endpoints "$EP" $SIGN --name r-conv
+check "fleet resume of r-conv: h4 converged, exit 0 (exit $RC: $(grep '^skipped' "$OUT"))" -- \
+	sh -c '[ "$1" -eq 0 ] && grep -q "^skipped: h4 (converged)$" "$2"' - "$RC" "$OUT"
+# h9 joins the fleet after the rollout (class B, no desired key of its own): it
+# follows its class's record without a rollout
+host_start 9 "$TOPO_B"
+check "h9, joining after the rollout, verifies its class's policy of record within 10 s" -- \
+	wait_until 10 conv_on 9
+check "h9's log says it followed its class's policy of record" -- \
+	grep -q "fleet: following class [0-9a-f]*'s policy of record, conv.conf of rollout r-conv (this host has no desired)" \
+	"$T_TMP/h9/log"
+host_kill 9
 
 # ---- bad input --------------------------------------------------------------------------
 

@@ -54,9 +54,9 @@ P=$T_TMP/passwords
 mkdir -m 0700 "$P"
 run "$NODETUNE" fleet init-auth --endpoints "$EP" --cacert "$C/ca.pem" --hosts h1,h2 --password-dir "$P" --print
 cp "$OUT" "$T_TMP/init-auth.sh"
-[ "$RC" -eq 0 ] && [ "$(grep -c 'etcdctl ' "$T_TMP/init-auth.sh")" -eq 23 ] && grep -q "auth enable" "$T_TMP/init-auth.sh" &&
+[ "$RC" -eq 0 ] && [ "$(grep -c 'etcdctl ' "$T_TMP/init-auth.sh")" -eq 25 ] && grep -q "auth enable" "$T_TMP/init-auth.sh" &&
 	! grep -Fq "$(cat "$P/root")" "$T_TMP/init-auth.sh" &&
-	t_ok "init-auth --print: 23 etcdctl commands, passwords fed on stdin, none on a command line" ||
+	t_ok "init-auth --print: 25 etcdctl commands, passwords fed on stdin, none on a command line" ||
 	t_not_ok "init-auth --print (exit $RC)"
 run "$NODETUNE" fleet init-auth --endpoints "$EP" --cacert "$C/ca.pem" --hosts h1,h2 --password-dir "$P"
 [ "$RC" -eq 0 ] && grep -q "auth is enabled" "$OUT" && t_ok "init-auth through the gateway: $(cat "$OUT")" ||
@@ -111,7 +111,7 @@ run "$NODETUNE" fleet rollout $CTL --signing-key "$T_TMP/sk/ctl.key" --policy "$
 # ---- least privilege: h1's credentials -------------------------------------------
 
 for key in /nodetune/hosts/h2/status /nodetune/hosts/h2 /nodetune/hosts/h2/desired /nodetune/hosts/h1/desired \
-	/nodetune/hosts/h1/shadow /nodetune/policies/x /nodetune/rollouts/r-evil; do
+	/nodetune/hosts/h1/shadow /nodetune/policies/x /nodetune/rollouts/r-evil /nodetune/classes/x/record; do
 	run as nodetune-host-h1 put "$key" '{}'
 	[ "$RC" -ne 0 ] && grep -q "permission denied" "$ERR" && t_ok "h1 cannot write $key" ||
 		t_not_ok "h1 wrote $key (exit $RC: $(cat "$ERR"))"
@@ -120,6 +120,9 @@ run as nodetune-host-h1 get --prefix /nodetune/hosts/h2/
 [ "$RC" -ne 0 ] && grep -q "permission denied" "$ERR" && t_ok "h1 cannot read h2's keys" || t_not_ok "h1 read h2's keys"
 run as nodetune-host-h1 get /nodetune/hosts/h1/desired
 [ "$RC" -eq 0 ] && grep -q r-tls "$OUT" && t_ok "h1 reads its own desired key" || t_not_ok "h1 reads its desired (exit $RC)"
+run as nodetune-host-h1 get --prefix /nodetune/classes/
+[ "$RC" -eq 0 ] && grep -q r-tls "$OUT" && t_ok "h1 reads its class's policy of record (r-tls)" ||
+	t_not_ok "h1 reads the classes' records (exit $RC: $(cat "$ERR"))"
 
 # ---- refused: one line naming the endpoint, exit 3, nothing applied -----------------
 

@@ -211,6 +211,34 @@ static void step_gating(struct stepper *st)
 	}
 }
 
+/* The last wave passed: done, the hosts skipped named in the reason and
+ * the event (they converge through their classes' records, fleet_ctl). */
+static void end_done(struct stepper *st)
+{
+	struct fleet_rollout *n = st->next;
+	char names[512] = "", why[600];
+	size_t len = 0;
+	unsigned lost = 0;
+
+	for (unsigned w = 0; w < n->n_waves; w++)
+		for (unsigned i = 0; i < n->waves[w].n; i++) {
+			if (n->waves[w].hosts[i].state != FLEET_R_LOST)
+				continue;
+			lost++;
+			if (len < sizeof(names) - 80)
+				len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s", len ? " " : "",
+							n->waves[w].hosts[i].host);
+		}
+	n->state = FLEET_DONE;
+	if (!lost) {
+		fleet_event(n, st->now, "done: every wave passed");
+		return;
+	}
+	snprintf(why, sizeof(why), "done; skipped (lease expired): %s%s", names, len >= sizeof(names) - 80 ? " ..." : "");
+	set_reason(n, why);
+	fleet_event(n, st->now, "%s", why);
+}
+
 /* A wave being applied: verified hosts count, a failure rolls back, a
  * host gone at the timeout is skipped. */
 static void step_applying(struct stepper *st)
@@ -250,10 +278,8 @@ static void step_applying(struct stepper *st)
 		w->state = FLEET_W_PASSED;
 		fleet_event(n, st->now, "wave %u (%s) passed", n->wave, w->spec);
 		n->wave++;
-		if (n->wave == n->n_waves) {
-			n->state = FLEET_DONE;
-			fleet_event(n, st->now, "done: every wave passed");
-		}
+		if (n->wave == n->n_waves)
+			end_done(st);
 		st->changed = true;
 	}
 }

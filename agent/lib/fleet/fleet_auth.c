@@ -27,6 +27,7 @@ static const struct {
 	{ FLEET_AUTH_READ, FLEET_ROOT "hosts/", true, "/", true },         /* desired, shadow, status: one watch */
 	{ FLEET_AUTH_WRITE, FLEET_ROOT "hosts/", true, "/status", false },
 	{ FLEET_AUTH_READ, FLEET_ROOT "policies/", false, "", true },
+	{ FLEET_AUTH_READ, FLEET_ROOT "classes/", false, "", true },        /* the classes' policies of record */
 	{ FLEET_AUTH_READ, FLEET_TIMESTAMP_KEY, false, "", false },       /* the controller's proof of life */
 };
 #define N_HOST_PERMS (sizeof(host_perms) / sizeof(host_perms[0]))

@@ -130,6 +130,7 @@ static int64_t expiry_of(enum sign_kind kind, int64_t now)
 	case SIGN_KIND_POLICY:
 	case SIGN_KIND_COUNTER:
 	case SIGN_KIND_ROLLOUT:
+	case SIGN_KIND_RECORD:
 		return 0;
 	case SIGN_KIND_TIMESTAMP:
 		return now + FLEET_TIMESTAMP_TTL_S;
@@ -420,11 +421,37 @@ int fleet_ctl_rows(const struct etcd_kv *kvs, size_t n_kvs, struct fleet_host_ro
 	return 0;
 }
 
+void fleet_ctl_mark_behind(struct fleet_host_row *rows, unsigned n, const struct etcd_kv *kvs, size_t n_kvs)
+{
+	for (size_t k = 0; k < n_kvs; k++) {
+		char id[FLEET_CLASS_LEN + 1] = "", want[128];
+		struct fleet_desired d;
+
+		if (strlen(kvs[k].key) > strlen(FLEET_ROOT "classes/"))
+			snprintf(id, sizeof(id), "%s", kvs[k].key + strlen(FLEET_ROOT "classes/"));
+		if (strcmp(kvs[k].key, fleet_record_key(want, sizeof(want), id)) ||
+		    parse_desired_value(&kvs[k], &d, NULL) < 0)
+			continue;
+		for (unsigned i = 0; i < n; i++)
+			if (rows[i].has_status && !strncmp(rows[i].status.class_id, id, FLEET_CLASS_LEN)) {
+				snprintf(rows[i].record_sha, sizeof(rows[i].record_sha), "%s", d.sha256);
+				rows[i].behind = strcmp(rows[i].status.sha256, d.sha256) != 0;
+			}
+	}
+}
+
 int fleet_ctl_hosts(struct fleet_ctl *c, struct fleet_host_row **ret, unsigned *ret_n, struct nt_err *err)
 {
+	struct etcd_range rg = { 0 };
 	int64_t rev;
+	int r = read_hosts(c, ret, ret_n, &rev, err);
 
-	return read_hosts(c, ret, ret_n, &rev, err);
+	if (r == 0 && (r = etcd_get(c->e, FLEET_ROOT "classes/", true, &rg, err)) < 0)
+		free(*ret);
+	else if (r == 0)
+		fleet_ctl_mark_behind(*ret, *ret_n, rg.kvs, rg.n_kvs);
+	etcd_range_free(&rg);
+	return r;
 }
 
 /* ---- creating a rollout ------------------------------------------------ */
@@ -879,23 +906,95 @@ static int txn(struct fleet_ctl *c, const char *rkey, int64_t rollout_rev, const
 	return r;
 }
 
+/* ---- the policy of record ----------------------------------------------- */
+
+/* Is the class of r's host i of wave w one of an earlier host's? */
+static bool class_seen(const struct fleet_rollout *r, unsigned w, unsigned i)
+{
+	const char *id = r->waves[w].hosts[i].class_id;
+
+	for (unsigned v = 0; v <= w; v++)
+		for (unsigned k = 0; k < (v == w ? i : r->waves[v].n); k++)
+			if (!strcmp(r->waves[v].hosts[k].class_id, id))
+				return true;
+	return false;
+}
+
+int fleet_ctl_records(const struct fleet_ctl *c, const struct fleet_rollout *r, uint64_t seq,
+		      struct fleet_record **ret, unsigned *ret_n, struct nt_err *err)
+{
+	struct fleet_desired d = { .mode = FLEET_MODE_APPLY };
+	struct fleet_record *rec = NULL;
+	unsigned n = 0, cap = 0;
+	int rc = 0;
+
+	*ret = NULL;
+	*ret_n = 0;
+	if (r->state != FLEET_DONE || r->shadow)
+		return 0;
+	snprintf(d.rollout, sizeof(d.rollout), "%s", r->name);
+	snprintf(d.policy, sizeof(d.policy), "%s", r->policy);
+	snprintf(d.sha256, sizeof(d.sha256), "%s", r->sha256);
+	for (unsigned w = 0; w < r->n_waves; w++)
+		cap += r->waves[w].n;
+	if (!(rec = calloc(cap + 1, sizeof(*rec))))
+		return err_set(err, -ENOMEM, "out of memory");
+	for (unsigned w = 0; rc == 0 && w < r->n_waves; w++)
+		for (unsigned i = 0; rc == 0 && i < r->waves[w].n; i++) {
+			if (class_seen(r, w, i))
+				continue;
+			fleet_record_key(rec[n].key, sizeof(rec[n].key), r->waves[w].hosts[i].class_id);
+			if (!(rec[n].val = fleet_desired_json(&d, false)))
+				rc = err_set(err, -ENOMEM, "out of memory");
+			else
+				rc = seal(c, SIGN_KIND_RECORD, "*", r->name, r->sha256, seq, &rec[n].val, err);
+			n++;
+		}
+	if (rc < 0) {
+		fleet_ctl_records_free(rec, n);
+		return rc;
+	}
+	*ret = rec;
+	*ret_n = n;
+	return 0;
+}
+
+void fleet_ctl_records_free(struct fleet_record *rec, unsigned n)
+{
+	for (unsigned i = 0; rec && i < n; i++)
+		free(rec[i].val);
+	free(rec);
+}
+
+/* The ops of the step's last transaction: ops[0..*n) and the records
+ * after them. */
+static void records_ops(struct etcd_op *ops, unsigned *n, const struct fleet_record *rec, unsigned n_rec)
+{
+	for (unsigned i = 0; i < n_rec; i++)
+		ops[(*n)++] = (struct etcd_op){ ETCD_OP_PUT, rec[i].key, rec[i].val, strlen(rec[i].val), 0, false };
+}
+
 /* Commit next (the step from the rollout at rollout_rev) with its writes:
  * chunks of FLEET_TXN_HOSTS desired keys first, the rest with the rollout
- * itself.  *ret_rev: the rollout's new mod_revision. */
+ * itself and, when it ends done, its classes' records (fleet_ctl_records).
+ * *ret_rev: the rollout's new mod_revision. */
 static int commit(struct fleet_ctl *c, struct fleet_rollout *next, int64_t rollout_rev, struct fleet_write *w,
 		  unsigned n_w, int64_t *ret_rev, struct nt_err *err)
 {
-	struct etcd_op *ops = calloc(FLEET_TXN_HOSTS + 1, sizeof(*ops));
 	char **vals = calloc(n_w + 1, sizeof(char *)), (*keys)[128] = calloc(n_w + 1, sizeof(*keys)), rkey[128];
-	unsigned done = 0;
+	struct fleet_record *rec = NULL;
+	unsigned done = 0, n_rec = 0;
+	struct etcd_op *ops = NULL;
 	uint64_t seq = 0;
 	int r = 0;
 
-	if (!ops || !vals || !keys)
-		r = err_set(err, -ENOMEM, "out of memory");
 	fleet_rollout_key(rkey, sizeof(rkey), next->name, false);
-	if (r == 0 && c->signer)
+	if (c->signer)
 		r = seq_next(c, &seq, err);
+	if (r == 0)
+		r = fleet_ctl_records(c, next, seq, &rec, &n_rec, err);
+	if (r == 0 && (!(ops = calloc(FLEET_TXN_HOSTS + 1 + n_rec, sizeof(*ops))) || !vals || !keys))
+		r = err_set(err, -ENOMEM, "out of memory");
 	if (r == 0 && c->signer)
 		r = fleet_ctl_keep_unverified(c, next, w, &n_w, err);
 	for (unsigned i = 0; r == 0 && i < n_w; i++) {
@@ -917,6 +1016,7 @@ static int commit(struct fleet_ctl *c, struct fleet_rollout *next, int64_t rollo
 			if ((r = fleet_ctl_rollout_value(c, next, seq, &vals[n_w], err)) < 0)
 				break;
 			ops[n++] = (struct etcd_op){ ETCD_OP_PUT, rkey, vals[n_w], strlen(vals[n_w]), 0, false };
+			records_ops(ops, &n, rec, n_rec);
 		}
 		r = txn(c, rkey, rollout_rev, ops, n, last ? ret_rev : NULL, err);
 		if (last)
@@ -927,6 +1027,7 @@ static int commit(struct fleet_ctl *c, struct fleet_rollout *next, int64_t rollo
 	free(vals);
 	free(keys);
 	free(ops);
+	fleet_ctl_records_free(rec, n_rec);
 	return r;
 }
 
@@ -1188,6 +1289,60 @@ int fleet_ctl_run(struct fleet_ctl *c, const char *name, bool abort, bool wait_l
 	}
 	etcd_lease_revoke(c->e, c->lease, NULL);
 	c->lease = 0;
+	return rc;
+}
+
+/* ---- after done: the skipped hosts converge ------------------------------ */
+
+unsigned fleet_ctl_behind(const struct fleet_rollout *r, const struct fleet_host_row *rows, unsigned n, char *buf,
+			  size_t size, unsigned *ret_skipped)
+{
+	unsigned behind = 0, skipped = 0;
+	size_t len = 0;
+
+	if (size)
+		*buf = '\0';
+	for (unsigned w = 0; w < r->n_waves; w++)
+		for (unsigned i = 0; i < r->waves[w].n; i++) {
+			const struct fleet_rhost *h = &r->waves[w].hosts[i];
+			const struct fleet_host_row *row = bsearch(h->host, rows, n, sizeof(*rows), obs_cmp);
+			bool conv = row && row->alive && row->has_status && row->status.state == FLEET_H_VERIFIED &&
+				    !strcmp(row->status.sha256, r->sha256);
+
+			if (h->state != FLEET_R_LOST)
+				continue;
+			skipped++;
+			behind += row && !conv;
+			if (len < size)
+				len += (size_t)snprintf(buf + len, size - len, "%s%s (%s)", len ? ", " : "", h->host,
+							!row ? "left" : conv ? "converged" : row->alive ? "behind" : "down");
+		}
+	*ret_skipped = skipped;
+	return behind;
+}
+
+int fleet_ctl_converge(struct fleet_ctl *c, const struct fleet_rollout *r, double timeout_s, char *buf, size_t size,
+		       unsigned *ret_behind, struct nt_err *err)
+{
+	double until = fleet_now_mono() + timeout_s;
+	unsigned skipped = 0;
+	int rc = 0;
+
+	*ret_behind = 0;
+	for (bool go = r->state == FLEET_DONE && !r->shadow; go;) {
+		struct fleet_host_row *rows = NULL;
+		struct etcd_events ev = { 0 };
+		unsigned n = 0;
+		int64_t hrev = 0;
+
+		if ((rc = read_hosts(c, &rows, &n, &hrev, err)) < 0)
+			break;
+		*ret_behind = fleet_ctl_behind(r, rows, n, buf, size, &skipped);
+		free(rows);
+		go = *ret_behind && fleet_now_mono() < until;
+		if (go && etcd_watch(c->e, FLEET_ROOT "hosts/", true, hrev + 1, 1000, &ev, NULL) == 0)
+			etcd_events_free(&ev);
+	}
 	return rc;
 }
 

@@ -155,9 +155,31 @@ struct fleet_host_row {
 	struct fleet_desired desired;
 	int64_t desired_rev, shadow_rev;  /* the keys' mod_revisions, 0 absent */
 	char bad[256];                    /* a value that did not parse: which and why */
+	char record_sha[FLEET_SHA_LEN + 1];   /* its class's policy of record ("": none; fleet_ctl_hosts) */
+	bool behind;                      /* its status names another policy than its class's record */
 };
 
-/* Every host with a key in the store, sorted by name (free *ret). */
+/* The hosts rollout r skipped (FLEET_R_LOST) as they are now in rows
+ * (sorted by name, fleet_ctl_hosts'): converged (registered, its status
+ * verified with r's sha256), left (no key at all: removed from the
+ * fleet), down (keys, no registration: its daemon is not running) or
+ * behind (registered, not verified with r's sha256).  buf: "h3 (behind),
+ * h4 (down), h5 (left)" (truncated to size; "" none).  Returns how many
+ * are down or behind; *ret_skipped: how many were skipped. */
+unsigned fleet_ctl_behind(const struct fleet_rollout *r, const struct fleet_host_row *rows, unsigned n, char *buf,
+			  size_t size, unsigned *ret_skipped);
+
+/* After rollout r ended done (not a shadow; else nothing is waited for):
+ * wait up to timeout_s for each host it skipped to converge (through its
+ * class's record) or leave, watching the hosts' keys.  0 with buf
+ * (fleet_ctl_behind's list) and *ret_behind (0: none behind), or a store
+ * error with err. */
+int fleet_ctl_converge(struct fleet_ctl *c, const struct fleet_rollout *r, double timeout_s, char *buf, size_t size,
+		       unsigned *ret_behind, struct nt_err *err);
+
+/* Every host with a key in the store, sorted by name (free *ret), each
+ * marked behind when its class has a record (/nodetune/classes/) whose
+ * sha256 is not the one its status names. */
 int fleet_ctl_hosts(struct fleet_ctl *c, struct fleet_host_row **ret, unsigned *ret_n, struct nt_err *err);
 
 #endif

@@ -97,4 +97,23 @@ struct sign_keyring;
 int fleet_ctl_counter_check(const struct sign_keyring *kr, const char *key_id, const char *fleet, const char *buf,
 			    size_t len, uint64_t *ret_seq, struct nt_err *err);
 
+/* Mark rows[0..n) behind (and their record_sha) from the records among
+ * kvs (of FLEET_ROOT "classes/"; other keys and values that do not parse
+ * are ignored): a row with a status of that class naming another sha256. */
+void fleet_ctl_mark_behind(struct fleet_host_row *rows, unsigned n, const struct etcd_kv *kvs, size_t n_kvs);
+
+/* The policy of record of each hardware class r covers, when r ends
+ * done and is no shadow (else none: *ret NULL, *ret_n 0): at
+ * fleet_record_key, a desired document of mode apply naming r's rollout,
+ * policy and sha256, with a signer sealed as kind record, host "*", with
+ * seq.  0, or -ENOMEM/-EINVAL with err (nothing kept).  Free *ret with
+ * fleet_ctl_records_free. */
+struct fleet_record {
+	char key[128];
+	char *val;
+};
+int fleet_ctl_records(const struct fleet_ctl *c, const struct fleet_rollout *r, uint64_t seq,
+		      struct fleet_record **ret, unsigned *ret_n, struct nt_err *err);
+void fleet_ctl_records_free(struct fleet_record *rec, unsigned n);
+
 #endif

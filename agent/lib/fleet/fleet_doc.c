@@ -50,6 +50,12 @@ char *fleet_rollout_key(char *buf, size_t size, const char *name, bool leader)
 	return buf;
 }
 
+char *fleet_record_key(char *buf, size_t size, const char *class_id)
+{
+	snprintf(buf, size, FLEET_ROOT "classes/%s/record", class_id);
+	return buf;
+}
+
 char *fleet_policy_key(char *buf, size_t size, const char *sha256)
 {
 	snprintf(buf, size, FLEET_ROOT "policies/%s", sha256);

@@ -51,6 +51,15 @@
  *   /nodetune/rollouts/NAME/leader  the controller that may advance it, under
  *                                   its lease (FLEET_LEADER_TTL_S), created
  *                                   only when absent.
+ *   /nodetune/classes/CLASS/record  the hardware class's policy of record: a
+ *                                   desired document (mode apply, its
+ *                                   rollout, policy, sha256) signed as kind
+ *                                   record, host "*", no expiry; put in the
+ *                                   step that ends a rollout done (not a
+ *                                   shadow) for each class it covered.  A
+ *                                   host whose desired is absent or older
+ *                                   (seq) follows it: a host skipped, or one
+ *                                   that joins later, converges.
  *   /nodetune/seq                   the controller's counter, signed (kind
  *                                   counter): {"seq","time"}; each signing
  *                                   step takes the next value with a
@@ -115,6 +124,8 @@ bool fleet_name_valid(const char *s);
 char *fleet_host_key(char *buf, size_t size, const char *host, const char *what);
 char *fleet_rollout_key(char *buf, size_t size, const char *name, bool leader);
 char *fleet_policy_key(char *buf, size_t size, const char *sha256);
+/* FLEET_ROOT "classes/CLASS_ID/record" into buf: a class's policy of record. */
+char *fleet_record_key(char *buf, size_t size, const char *class_id);
 
 /* Which key of the hosts' prefix is key: FLEET_KEY_HOST (liveness),
  * _DESIRED, _SHADOW, _STATUS, with the host's name in ret_host; or

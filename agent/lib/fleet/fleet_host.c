@@ -49,6 +49,7 @@ struct fleet_host {
 	int64_t done_desired_rev;  /* the desired revision answered */
 	int64_t done_shadow_rev;
 	int64_t failed_rev;        /* a desired revision refused: not tried again */
+	int64_t record_refused_rev;   /* the class's record at a revision refused (said once) */
 	struct fleet_status st;    /* what was last published (or is to be) */
 	char *published;           /* its JSON, to publish only changes */
 	char *running;             /* the bytes of the policy that runs (for the gate's arm A) */
@@ -918,6 +919,8 @@ struct admitted {
 	uint64_t seq;
 	char sha[SIGN_SHA_LEN + 1];
 	bool answered;
+	bool record;          /* the class's policy of record: its seq is not kept as answered */
+	bool expired;         /* refused only for its expiry (the record may stand in for it) */
 };
 
 /* Follow the desired value a->d (at revision rev).  1 when the policy
@@ -935,7 +938,7 @@ static int follow(struct fleet_host *fh, struct fleet_host_view *v, const struct
 
 	if (step == FLEET_HOST_NOTHING)
 		return 0;
-	if (a->seq)
+	if (a->seq && !a->record)
 		seq_note(fh, a->seq, a->sha);
 	fh->st.desired_rev = rev;
 	fh->done_desired_rev = rev;
@@ -978,6 +981,7 @@ static int read_desired(struct fleet_host *fh, enum fleet_key_kind k, const stru
 	enum sign_reject why;
 	int r = fleet_host_admit(fh->keys, fh->cfg.insecure_unsigned, &want, kv->value, kv->value_len, &e, &why, err);
 
+	a->expired = r == -EPERM && why == SIGN_REJ_EXPIRED;
 	if (r == -EPERM && kv->mod_revision != seen) {
 		rejected(fh, why, err->msg);
 		if (!desired) {
@@ -996,6 +1000,71 @@ static int read_desired(struct fleet_host *fh, enum fleet_key_kind k, const stru
 	}
 	sign_envelope_release(&e);
 	return r;
+}
+
+/* ---- the class's policy of record ---------------------------------------- */
+
+bool fleet_host_record_wins(bool have_desired, uint64_t desired_seq, uint64_t record_seq, uint64_t last_seq)
+{
+	if (!have_desired)
+		return record_seq > last_seq || (record_seq == 0 && last_seq == 0);
+	return record_seq > desired_seq && record_seq > last_seq;
+}
+
+/* Admit and parse this host's class's record (fleet_record_key) into *a
+ * and its revision: 0, -ENOENT (none, or the store out of reach), or
+ * -EPERM/-EINVAL (refused: counted and said once per revision). */
+static int read_record(struct fleet_host *fh, struct admitted *a, int64_t *ret_rev)
+{
+	struct sign_expect want = expect(fh, SIGN_KIND_RECORD, 0, "");
+	struct sign_envelope e = { 0 };
+	struct etcd_range rg = { 0 };
+	struct nt_err err = { 0 };
+	enum sign_reject why = SIGN_REJ_MALFORMED;
+	char key[128];
+	int r = etcd_get(fh->e, fleet_record_key(key, sizeof(key), fh->cls.id), false, &rg, &err);
+
+	if (r < 0 || !rg.n_kvs) {
+		etcd_range_free(&rg);
+		return -ENOENT;
+	}
+	*ret_rev = rg.kvs[0].mod_revision;
+	r = fleet_host_admit(fh->keys, fh->cfg.insecure_unsigned, &want, rg.kvs[0].value, rg.kvs[0].value_len, &e, &why,
+			     &err);
+	if (r == -EPERM && *ret_rev != fh->record_refused_rev)
+		rejected(fh, why, err.msg);
+	if (r == 0 && (r = fleet_parse_desired(key, e.doc, e.doc_len, &a->d, &err)) == 0 && a->d.mode != FLEET_MODE_APPLY)
+		r = err_set(&err, -EINVAL, "%s: a policy of record of another mode than apply", key);
+	if (r < 0 && *ret_rev != fh->record_refused_rev)
+		say(fh, LOG_ERR, "fleet: %s refused, not followed: %s", key, err.msg);
+	if (r < 0)
+		fh->record_refused_rev = *ret_rev;
+	a->seq = r == 0 ? e.h.seq : 0;
+	a->record = true;
+	sign_value_sha(rg.kvs[0].value, rg.kvs[0].value_len, a->sha);
+	sign_envelope_release(&e);
+	etcd_range_free(&rg);
+	return r;
+}
+
+/* Follow the desired value d (at d_rev; NULL: none, or one refused only
+ * for its expiry; a desired refused otherwise holds the host as it is:
+ * poll_store does not come here) or, when it
+ * wins (fleet_host_record_wins), the class's policy of record: a host
+ * skipped by a rollout, or one that joined after it, converges.  1 when
+ * the policy changed. */
+static int converge(struct fleet_host *fh, struct fleet_host_view *v, const struct admitted *d, int64_t d_rev)
+{
+	struct admitted rec = { 0 };
+	int64_t rev = 0;
+
+	if (read_record(fh, &rec, &rev) == 0 && fleet_host_record_wins(d != NULL, d ? d->seq : 0, rec.seq, fh->last_seq)) {
+		if (rev != fh->done_desired_rev && strcmp(rec.d.sha256, v->sha256))
+			say(fh, LOG_NOTICE, "fleet: following class %s's policy of record, %s of rollout %s (%s)", fh->cls.id,
+			    rec.d.policy, rec.d.rollout, d ? "newer than this host's desired" : "this host has no desired");
+		return follow(fh, v, &rec, rev);
+	}
+	return d ? follow(fh, v, d, d_rev) : 0;
 }
 
 /* ---- freshness: the timestamp ------------------------------------------ */
@@ -1077,9 +1146,12 @@ static void frozen_say(struct fleet_host *fh, const struct fleet_host_view *v)
 static int poll_store(struct fleet_host *fh, struct fleet_host_view *v)
 {
 	struct etcd_range rg = { 0 };
+	struct admitted desired = { 0 };
 	struct nt_err err = { 0 };
+	int64_t desired_rev = 0;
+	bool held = false;     /* a desired value refused (not for its expiry): no record stands in */
 	char prefix[128];
-	int changed = 0;
+	int changed;
 
 	fleet_host_key(prefix, sizeof(prefix), fh->host, "");
 	strcat(prefix, "/");
@@ -1096,12 +1168,15 @@ static int poll_store(struct fleet_host *fh, struct fleet_host_view *v)
 		struct admitted a = { 0 };
 		bool parsed = (k == FLEET_KEY_DESIRED || k == FLEET_KEY_SHADOW) && read_desired(fh, k, kv, &a, &err) == 0;
 
+		held |= k == FLEET_KEY_DESIRED && !parsed && !a.expired;
+
 		switch (fleet_host_route(k, parsed, kv->mod_revision, fh->failed_rev, fh->done_shadow_rev)) {
 		case FLEET_HOST_REFUSE:
 			refuse(fh, kv->mod_revision, kv->key, err.msg);
 			break;
 		case FLEET_HOST_FOLLOW:
-			changed |= follow(fh, v, &a, kv->mod_revision);
+			desired = a;
+			desired_rev = kv->mod_revision;
 			break;
 		case FLEET_HOST_SHADOW:
 			fh->done_shadow_rev = kv->mod_revision;
@@ -1112,6 +1187,7 @@ static int poll_store(struct fleet_host *fh, struct fleet_host_view *v)
 		}
 	}
 	etcd_range_free(&rg);
+	changed = held ? 0 : converge(fh, v, desired_rev ? &desired : NULL, desired_rev);
 	timestamp_poll(fh);
 	return changed;
 }

@@ -21,6 +21,13 @@ enum fleet_host_route { FLEET_HOST_IGNORE, FLEET_HOST_REFUSE, FLEET_HOST_FOLLOW,
 enum fleet_host_route fleet_host_route(enum fleet_key_kind kind, bool parsed, int64_t rev, int64_t failed_rev,
 				       int64_t done_shadow_rev);
 
+/* Does this host follow its class's policy of record (seq record_seq)
+ * rather than its desired (have_desired: one admitted, of seq
+ * desired_seq)?  Only a record newer than both that desired and the last
+ * desired this host answered (last_seq): a record never takes a host back
+ * past what it was told last.  Unsigned (seq 0): only with no desired. */
+bool fleet_host_record_wins(bool have_desired, uint64_t desired_seq, uint64_t record_seq, uint64_t last_seq);
+
 /* What following desired value d at revision rev means, given the desired
  * revision already answered (done_rev), the one refused (failed_rev), the
  * sha256 that runs and whether this very document (its seq and bytes) was

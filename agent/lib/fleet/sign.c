@@ -41,6 +41,7 @@ const char *const sign_kind_names[SIGN_KIND__COUNT] = {
 	[SIGN_KIND_ROLLOUT] = "rollout",
 	[SIGN_KIND_COUNTER] = "counter",
 	[SIGN_KIND_TIMESTAMP] = "timestamp",
+	[SIGN_KIND_RECORD] = "record",
 };
 
 const char *const sign_reject_names[SIGN_REJ__COUNT] = {
@@ -88,18 +89,21 @@ static bool is_hex(const char *s, size_t n)
 
 /* Documents of these kinds are for every host ("*"): a policy
  * (content-addressed), a rollout (the controller's own state, no host's),
- * the counter, the timestamp. */
+ * the counter, the timestamp, a class's policy of record. */
 static bool kind_any_host(enum sign_kind k)
 {
-	return k == SIGN_KIND_POLICY || k == SIGN_KIND_ROLLOUT || k == SIGN_KIND_COUNTER || k == SIGN_KIND_TIMESTAMP;
+	return k == SIGN_KIND_POLICY || k == SIGN_KIND_ROLLOUT || k == SIGN_KIND_COUNTER || k == SIGN_KIND_TIMESTAMP ||
+	       k == SIGN_KIND_RECORD;
 }
 
 /* Documents of these kinds may never expire (0): a policy is named by the
  * sha256 of a desired that does; the counter and a rollout are the
- * controller's own (a rollout resumed days later is still its state). */
+ * controller's own (a rollout resumed days later is still its state); a
+ * class's record stands until a later rollout replaces it (its seq orders
+ * it against a host's desired). */
 static bool kind_may_not_expire(enum sign_kind k)
 {
-	return k == SIGN_KIND_POLICY || k == SIGN_KIND_COUNTER || k == SIGN_KIND_ROLLOUT;
+	return k == SIGN_KIND_POLICY || k == SIGN_KIND_COUNTER || k == SIGN_KIND_ROLLOUT || k == SIGN_KIND_RECORD;
 }
 
 bool sign_fleet_valid(const char *s)

@@ -14,12 +14,12 @@
  * then the document's exact bytes, with no re-serialization:
  *
  *   "nodetune-signed-v2\n"
- *   "kind "    KIND    "\n"   desired | shadow | policy | rollout | counter | timestamp
+ *   "kind "    KIND    "\n"   desired | shadow | policy | rollout | counter | timestamp | record
  *   "fleet "   FLEET   "\n"   the fleet's id (a fleet name): a host admits its own fleet's only
  *   "host "    HOST    "\n"   a fleet name, or "*" (policy, rollout, counter, timestamp: any host)
  *   "rollout " ROLLOUT "\n"   a fleet name ("none" for a counter or a timestamp)
  *   "seq "     SEQ     "\n"   decimal, no leading zero, 0..2^63-1: the controller's counter
- *   "expires " EXPIRES "\n"   UNIX seconds, decimal; 0 (never) for policy and counter only
+ *   "expires " EXPIRES "\n"   UNIX seconds, decimal; 0 (never) for policy, counter, rollout and record only
  *   "policy-sha256 " SHA "\n" 64 lowercase hex digits
  *   "length "  LEN     "\n"   decimal byte count of the document
  *   "\n"
@@ -77,10 +77,13 @@
  * signed by the controller and verified by it on every read; no host acts
  * on one (it expects another kind: wrong_kind).  counter: the controller's
  * seq (/nodetune/seq); timestamp: its proof of life, re-signed on a
- * schedule (/nodetune/timestamp). */
+ * schedule (/nodetune/timestamp).  record: a hardware class's policy of
+ * record (/nodetune/classes/CLASS/record), host "*", no expiry: a desired
+ * document (mode apply) the controller writes when a rollout ends done; a
+ * host follows it when it is newer (its seq) than the host's desired. */
 enum sign_kind {
 	SIGN_KIND_DESIRED, SIGN_KIND_SHADOW, SIGN_KIND_POLICY, SIGN_KIND_ROLLOUT, SIGN_KIND_COUNTER,
-	SIGN_KIND_TIMESTAMP, SIGN_KIND__COUNT
+	SIGN_KIND_TIMESTAMP, SIGN_KIND_RECORD, SIGN_KIND__COUNT
 };
 /* "desired", "shadow", "policy", "rollout", "counter", "timestamp" */
 extern const char *const sign_kind_names[SIGN_KIND__COUNT];
@@ -242,7 +245,7 @@ void sign_envelope_release(struct sign_envelope *e);
  * names (unknown_key), the signature over the canonical bytes
  * (bad_signature), then, for an authentic document only, the fleet
  * (other_fleet), the host (other_host; "*" matches any host for kinds
- * policy, rollout, counter and timestamp only), the kind (wrong_kind), the seq
+ * policy, rollout, counter, timestamp and record only), the kind (wrong_kind), the seq
  * (replay: seq < want->last_seq, or seq == last_seq with bytes whose
  * sign_value_sha is not want->last_sha) and the expiry (expired: expires
  * != 0 and before want->now; the very document admitted last, same bytes,

@@ -1,6 +1,7 @@
 /* test_fleet.c — the rollout state machine (fleet.h) step by step: send,
  * verify, pass, done; a failure and a gate regression roll back; a lost host
- * is skipped at the timeout; abort; shadow; an abort where the controller
+ * is skipped at the timeout, named when the rollout ends done; abort;
+ * shadow; an abort where the controller
  * left a host as it was (kept: its desired from before did not verify),
  * said at the end and kept through the document. */
 #include <errno.h>
@@ -254,6 +255,9 @@ static void test_step_lost_host_and_timeout(void **state)
 	assert_int_equal(r.waves[0].hosts[1].state, FLEET_R_LOST);
 	step(&r, &wd, 111, false);
 	assert_int_equal(r.state, FLEET_DONE);
+	/* done, the host skipped named (it converges through its class's record) */
+	assert_string_equal(r.reason, "done; skipped (lease expired): h001");
+	assert_non_null(strstr(r.events[r.n_events - 1].what, "skipped (lease expired): h001"));
 	world_free(&wd, &r);
 	fleet_rollout_release(&r);
 

@@ -56,7 +56,7 @@ static void test_plan(void **state)
 	assert_int_equal(fleet_auth_plan(hosts, 2, &s, &n, &err), 0);
 	/* h1: its own keys, and nothing else */
 	k = grants(s, n, "nodetune-host-h1", g);
-	assert_int_equal(k, 5);
+	assert_int_equal(k, 6);
 	assert_true(may(g, k, "/nodetune/hosts/h1", true));              /* registration */
 	assert_true(may(g, k, "/nodetune/timestamp", false));            /* the controller's proof of life */
 	assert_false(may(g, k, "/nodetune/timestamp", true));
@@ -65,6 +65,8 @@ static void test_plan(void **state)
 	assert_true(may(g, k, "/nodetune/hosts/h1/desired", false));
 	assert_true(may(g, k, "/nodetune/hosts/h1/shadow", false));
 	assert_true(may(g, k, "/nodetune/policies/abc", false));
+	assert_true(may(g, k, "/nodetune/classes/0123456789ab/record", false));   /* the policy of record */
+	assert_false(may(g, k, "/nodetune/classes/0123456789ab/record", true));
 	assert_false(may(g, k, "/nodetune/hosts/h1/desired", true));
 	assert_false(may(g, k, "/nodetune/hosts/h1/shadow", true));
 	assert_false(may(g, k, "/nodetune/hosts/h2/status", true));
@@ -93,7 +95,7 @@ static void test_plan(void **state)
 	assert_string_equal(s[n - 3].name, "root");
 	assert_string_equal(s[n - 2].role, "root");
 	assert_int_equal(s[n - 1].op, FLEET_AUTH_ENABLE);
-	assert_int_equal(n, 4 + 2 * 8 + 3);   /* per host: role, user, grant, 5 permissions */
+	assert_int_equal(n, 4 + 2 * 9 + 3);   /* per host: role, user, grant, 6 permissions */
 	free(s);
 }
 

@@ -15,7 +15,11 @@
  * host's desired from before the rollout (a bare, unknown-key or
  * other-host one left as it is, state kept, never signed; a verified one
  * signed again with the new seq), and the policy document it stored (its
- * own key's, or stored again: key rotation). */
+ * own key's, or stored again: key rotation); the classes' policies of
+ * record a rollout ending done writes (one per class, signed as kind
+ * record for every host, no expiry; none for a shadow or before done),
+ * the hosts it skipped that are behind, converged or left, and the rows
+ * `fleet hosts` marks behind their class's record. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -540,6 +544,144 @@ static void test_counter_check(void **state)
 	test_rmrf(kdir);
 }
 
+/* ---- the policy of record ------------------------------------------------- */
+
+static void test_records(void **state)
+{
+	struct sign_key k = key_of(1);
+	struct fleet_ctl *c = ctl_of(&k, NULL);
+	struct sign_keyring *kr;
+	struct fleet_record *rec;
+	struct fleet_rollout r;
+	struct nt_err err = { 0 };
+	unsigned n;
+
+	(void)state;
+	assert_non_null(kr = sign_keyring_with(NULL, &k, &err));
+	plan(&r, 6, 2, "1/class,100%");
+	snprintf(r.policy, sizeof(r.policy), "p.conf");
+	assert_int_equal(fleet_ctl_records(c, &r, 40, &rec, &n, &err), 0);   /* running: none */
+	assert_int_equal(n, 0);
+	assert_null(rec);
+	r.state = FLEET_DONE;
+	r.shadow = true;
+	assert_int_equal(fleet_ctl_records(c, &r, 40, &rec, &n, &err), 0);   /* a shadow: none */
+	assert_int_equal(n, 0);
+	r.shadow = false;
+	assert_int_equal(fleet_ctl_records(c, &r, 40, &rec, &n, &err), 0);
+	assert_int_equal(n, 2);                                               /* one per class */
+	for (unsigned i = 0; i < n; i++) {
+		const struct sign_expect want = { .kind = SIGN_KIND_RECORD, .host = "h004", .fleet = SIGN_FLEET_DEFAULT,
+						  .now = (double)time(NULL) + 365 * 86400.0 };
+		const struct sign_expect desired = { .kind = SIGN_KIND_DESIRED, .host = "h004", .fleet = SIGN_FLEET_DEFAULT,
+						     .now = (double)time(NULL) };
+		struct sign_envelope e = { 0 };
+		struct fleet_desired d;
+		enum sign_reject why;
+		char key[64];
+
+		snprintf(key, sizeof(key), "/nodetune/classes/c%u/record", i);
+		assert_string_equal(rec[i].key, key);
+		/* for any host, no expiry (a year on), the step's seq, the rollout's sha256 */
+		assert_int_equal(sign_verify(kr, rec[i].val, strlen(rec[i].val), &want, &e, &why, &err), 0);
+		assert_int_equal(e.h.expires, 0);
+		assert_int_equal(e.h.seq, 40);
+		assert_string_equal(e.h.policy_sha256, SHA_A);
+		assert_string_equal(e.h.host, "*");
+		assert_int_equal(fleet_parse_desired(key, e.doc, e.doc_len, &d, &err), 0);
+		assert_int_equal(d.mode, FLEET_MODE_APPLY);
+		assert_string_equal(d.rollout, "r");
+		assert_string_equal(d.policy, "p.conf");
+		assert_string_equal(d.sha256, SHA_A);
+		sign_envelope_release(&e);
+		/* a record is no desired: a host asking for one refuses it */
+		assert_int_equal(sign_verify(kr, rec[i].val, strlen(rec[i].val), &desired, &e, &why, &err), -EPERM);
+		assert_int_equal(why, SIGN_REJ_WRONG_KIND);
+		sign_envelope_release(&e);
+	}
+	fleet_ctl_records_free(rec, n);
+	fleet_rollout_release(&r);
+	sign_keyring_free(kr);
+	fleet_ctl_close(c);
+}
+
+#define STATUS_OF(h, st, sha) "{\"host\":\"" h "\",\"class\":\"0123456789ab\",\"label\":\"l\",\"policy\":\"p\"," \
+			      "\"sha256\":\"" sha "\",\"state\":\"" st "\",\"desired_rev\":7,\"error\":\"\",\"time\":1}"
+
+static void test_behind(void **state)
+{
+	struct etcd_kv kvs[] = {
+		kv("/nodetune/hosts/h001", HOSTINFO("h001"), 2),
+		kv("/nodetune/hosts/h001/status", STATUS_OF("h001", "verified", SHA_A), 3),
+		kv("/nodetune/hosts/h002", HOSTINFO("h002"), 4),
+		kv("/nodetune/hosts/h002/status", STATUS_OF("h002", "verified", SHA_A), 5),
+		kv("/nodetune/hosts/h003", HOSTINFO("h003"), 6),
+		kv("/nodetune/hosts/h003/status", STATUS_OF("h003", "invalid", SHA_B), 7),
+		kv("/nodetune/hosts/h000/status", STATUS_OF("h000", "verified", SHA_B), 8),   /* no registration: down */
+	};
+	struct fleet_host_row *rows;
+	struct fleet_rollout r;
+	unsigned n, skipped;
+	char buf[256];
+
+	(void)state;
+	assert_int_equal(fleet_ctl_rows(kvs, sizeof(kvs) / sizeof(kvs[0]), &rows, &n), 0);
+	plan(&r, 5, 1, "100%");
+	r.state = FLEET_DONE;
+	for (unsigned i = 0; i < 5; i++)
+		r.waves[0].hosts[i].state = i == 2 ? FLEET_R_VERIFIED : FLEET_R_LOST;
+	/* h000 down, h001 converged, h003 behind, h004 left (no key); h002 was not skipped */
+	assert_int_equal(fleet_ctl_behind(&r, rows, n, buf, sizeof(buf), &skipped), 2);
+	assert_int_equal(skipped, 4);
+	assert_string_equal(buf, "h000 (down), h001 (converged), h003 (behind), h004 (left)");
+	r.waves[0].hosts[3].state = FLEET_R_VERIFIED;
+	r.waves[0].hosts[0].state = FLEET_R_VERIFIED;
+	assert_int_equal(fleet_ctl_behind(&r, rows, n, buf, sizeof(buf), &skipped), 0);
+	assert_int_equal(skipped, 2);
+	assert_string_equal(buf, "h001 (converged), h004 (left)");
+	for (unsigned i = 0; i < 5; i++)
+		r.waves[0].hosts[i].state = FLEET_R_VERIFIED;
+	assert_int_equal(fleet_ctl_behind(&r, rows, n, buf, sizeof(buf), &skipped), 0);   /* none skipped */
+	assert_int_equal(skipped, 0);
+	assert_string_equal(buf, "");
+	free(rows);
+	fleet_rollout_release(&r);
+}
+
+static void test_mark_behind(void **state)
+{
+	struct etcd_kv hosts[] = {
+		kv("/nodetune/hosts/h1", HOSTINFO("h1"), 2),
+		kv("/nodetune/hosts/h1/status", STATUS_OF("h1", "verified", SHA_A), 3),
+		kv("/nodetune/hosts/h2", HOSTINFO("h2"), 4),
+		kv("/nodetune/hosts/h2/status", STATUS_OF("h2", "verified", SHA_B), 5),
+		kv("/nodetune/hosts/h3", HOSTINFO("h3"), 6),                                  /* no status yet */
+	};
+	struct etcd_kv recs[] = {
+		kv("/nodetune/classes/0123456789ab/other", DESIRED, 7),                       /* not a record */
+		kv("/nodetune/classes/ffffffffffff/record", "{\"rollout\":\"x\",\"mode\":\"apply\",\"policy\":\"p\","
+			"\"sha256\":\"" SHA_B "\"}", 8),                                       /* another class's */
+		kv("/nodetune/classes/0123456789ab/record", "not json", 9),                   /* does not parse */
+	};
+	struct etcd_kv good = kv("/nodetune/classes/0123456789ab/record", DESIRED, 10);   /* SHA_A */
+	struct fleet_host_row *rows;
+	unsigned n;
+
+	(void)state;
+	assert_int_equal(fleet_ctl_rows(hosts, 5, &rows, &n), 0);
+	fleet_ctl_mark_behind(rows, n, recs, 3);
+	for (unsigned i = 0; i < n; i++) {
+		assert_false(rows[i].behind);
+		assert_string_equal(rows[i].record_sha, "");
+	}
+	fleet_ctl_mark_behind(rows, n, &good, 1);
+	assert_false(rows[0].behind);                  /* h1 runs its class's record */
+	assert_string_equal(rows[0].record_sha, SHA_A);
+	assert_true(rows[1].behind);                   /* h2 runs another policy */
+	assert_false(rows[2].behind);                  /* h3: no status, nothing to compare */
+	free(rows);
+}
+
 static void test_policy_text(void **state)
 {
 	struct nt_err err = { 0 };
@@ -618,6 +760,9 @@ int main(void)
 		cmocka_unit_test(test_rollout_doc_verified),
 		cmocka_unit_test(test_prev_desired_restore),
 		cmocka_unit_test(test_policy_ours),
+		cmocka_unit_test(test_records),
+		cmocka_unit_test(test_behind),
+		cmocka_unit_test(test_mark_behind),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

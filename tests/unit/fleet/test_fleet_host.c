@@ -1,7 +1,8 @@
 /* test_fleet_host.c — the host side's decisions (fleet_host_test.h) on
  * constructed inputs: which store key is followed, refused once, answered
  * as a shadow or ignored; what a desired value means against what runs and
- * what was answered or refused before (each mode, each edge); the status
+ * what was answered or refused before (each mode, each edge); when the
+ * class's policy of record stands in for the desired (none, or older); the status
  * after a cycle (verified, drift, a failed verify, a state the controller
  * must read kept, an older verify not reported again); when the status is
  * put; what a host admits of a store value (fleet_host_admit): signed by
@@ -91,6 +92,26 @@ static void test_decide(void **state)
 	assert_int_equal(fleet_host_decide(&gate, 12, 10, 0, SHA_RUN, true), FLEET_HOST_NOTHING);
 	assert_int_equal(fleet_host_decide(&gate, 12, 0, 0, SHA_RUN, true), FLEET_HOST_NOTHING);
 	assert_int_equal(fleet_host_decide(&apply_run, 12, 0, 0, SHA_RUN, true), FLEET_HOST_NOTHING);
+}
+
+/* The class's policy of record against the host's desired and the last
+ * desired it answered. */
+static void test_record_wins(void **state)
+{
+	(void)state;
+	/* no desired (a host that joins): the record, unless older than what it answered */
+	assert_true(fleet_host_record_wins(false, 0, 20, 0));
+	assert_true(fleet_host_record_wins(false, 0, 20, 19));
+	assert_false(fleet_host_record_wins(false, 0, 20, 20));
+	assert_false(fleet_host_record_wins(false, 0, 20, 30));   /* a deleted desired takes no host back */
+	/* a desired sent in the rollout the record ends (a host skipped): the record, newer */
+	assert_true(fleet_host_record_wins(true, 15, 20, 10));
+	/* a desired newer than the record (a later rollout, a rollback's restore): the desired */
+	assert_false(fleet_host_record_wins(true, 25, 20, 10));
+	assert_false(fleet_host_record_wins(true, 20, 20, 10));   /* one step's seq: the desired */
+	/* unsigned (--fleet-insecure-unsigned, seq 0): only with no desired */
+	assert_true(fleet_host_record_wins(false, 0, 0, 0));
+	assert_false(fleet_host_record_wins(true, 0, 0, 0));
 }
 
 /* The state dir's record of the last desired answered. */
@@ -420,6 +441,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_route),
 		cmocka_unit_test(test_decide),
+		cmocka_unit_test(test_record_wins),
 		cmocka_unit_test(test_seq_parse),
 		cmocka_unit_test(test_frozen),
 		cmocka_unit_test(test_status_refresh),

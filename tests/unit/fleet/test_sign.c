@@ -203,6 +203,11 @@ static void test_canonical(void **state)
 	h.expires = 0;
 	assert_int_equal(sign_canonical(&h, "x", 1, &c, &n), 0);
 	free(c);
+	h = header(SIGN_KIND_RECORD, "*", 1);                          /* nor a class's record, for every host */
+	h.expires = 0;
+	assert_int_equal(sign_canonical(&h, "x", 1, &c, &n), 0);
+	assert_non_null(strstr(c, "kind record\n"));
+	free(c);
 	h = header(SIGN_KIND_DESIRED, "h1", 1);
 	snprintf(h.fleet, sizeof(h.fleet), "a fleet");
 	assert_int_equal(sign_canonical(&h, "x", 1, &c, &n), -EINVAL);
