@@ -153,7 +153,6 @@ int cmd_daemon(struct opts *o)
 		.textfile_dir = o->textfile_dir,
 		.socket_path = o->socket ? o->socket : CTLSOCK_DEFAULT_PATH,
 		.revert_on_exit = o->revert_on_exit,
-		.fleet_endpoints = o->endpoints,
 		.fleet_host = o->host,
 		.fleet_keys = o->fleet_keys,
 		.fleet_insecure_unsigned = o->fleet_insecure_unsigned,
@@ -171,8 +170,11 @@ int cmd_daemon(struct opts *o)
 		log_msg(LOG_ERR, "--endpoints URLS and --host NAME go together");
 		return EXIT_USAGE;
 	}
-	if (o->endpoints && (r = cli_fleet_creds(o, &creds)))
+	/* --host joins: the endpoints from --endpoints or fleet.conf (a
+	 * fleet.conf there for the verbs alone does not make a member) */
+	if (o->host && (r = cli_fleet_creds(o, &creds)))
 		return r;
+	cfg.fleet_endpoints = o->host ? creds.endpoints : NULL;
 	cfg.fleet_creds = &creds;
 	cfg.fleet_id = creds.fleet_id[0] ? creds.fleet_id : NULL;
 
@@ -182,7 +184,7 @@ int cmd_daemon(struct opts *o)
 		socket_dir(cfg.socket_path);
 	/* in a fleet, the policy the store named last (kept in the state dir)
 	 * wins over the file: a restart while the store is out of reach keeps it */
-	if (o->endpoints && daemon_cached(&cfg, cached, sizeof(cached))) {
+	if (o->host && daemon_cached(&cfg, cached, sizeof(cached))) {
 		cfg.local_policy = cfg.policy_path;
 		cfg.policy_path = cached;
 		log_msg(LOG_NOTICE, "fleet: starting with the policy the store named last (%s), not %s", cached,
