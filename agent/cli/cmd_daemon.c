@@ -56,7 +56,7 @@ const struct verb_spec daemon_spec = {
 	"nodetune daemon [--policy FILE|NAME] [--topology XML] [--sysroot DIR] [--state-dir DIR]\n"
 	"                       [--interval DURATION] [--flap N/SECONDS] [--metrics ADDR:PORT | --no-metrics]\n"
 	"                       [--textfile-dir DIR] [--socket PATH] [--revert-on-exit] [--limits FILE]\n"
-	"                       [--endpoints URLS --host NAME [--cacert FILE] [--cert FILE --key FILE]\n"
+	"                       [--host NAME [--endpoints URLS] [--cacert FILE] [--cert FILE --key FILE]\n"
 	"                        [--user NAME --password-file FILE] [--fleet-conf FILE] [--insecure-plaintext]\n"
 	"                        [--fleet-keys DIR] [--fleet-insecure-unsigned] [--gates-dir DIR]\n"
 	"                        [--fleet-id ID] [--fleet-max-age DURATION]]",
@@ -75,7 +75,8 @@ const struct verb_spec daemon_spec = {
 	"on SIGHUP (the old one kept) and from the fleet's store (the host reports it\n"
 	"invalid, and a shadow rollout says it would be refused).\n"
 	"SIGTERM leaves the host as it is (undo: nodetune revert), unless --revert-on-exit.\n"
-	"With --endpoints (and --host) the host joins a fleet: it registers under a lease\n"
+	"With --host (the store from --endpoints, or endpoints = in fleet.conf; without\n"
+	"--host a fleet.conf alone does not join) the host joins a fleet: it registers under a lease\n"
 	"(5 intervals, 3 to 60 s), publishes its hardware class and what it runs, and\n"
 	"follows the policy the store names for it (nodetune fleet); --policy is its own\n"
 	"until then.  A store out of reach changes nothing: the last policy the store\n"

@@ -99,7 +99,7 @@ static const struct opt_row hosts_opts[] = {
 
 const struct verb_spec fleet_rollout_spec = {
 	rollout_opts, VERB_NO_COMMAND,
-	"nodetune fleet rollout --endpoints URLS --policy FILE|NAME --name NAME\n"
+	"nodetune fleet rollout [--endpoints URLS] --policy FILE|NAME --name NAME\n"
 	"                   [--waves 1/class,1%,10%,50%,100%] [--gate NAME] [--gate-budget DURATION]\n"
 	"                   [--wave-timeout DURATION] [--shadow] [--gate-allow-inconclusive]\n"
 	"                   [--signing-key FILE [--fleet-keys DIR]] [--fleet-id ID] [--json]\n"
@@ -127,7 +127,7 @@ const struct verb_spec fleet_rollout_spec = {
 
 const struct verb_spec fleet_resume_spec = {
 	name_opts, VERB_NO_COMMAND,
-	"nodetune fleet resume --endpoints URLS --name NAME [--signing-key FILE [--fleet-keys DIR]] [--fleet-id ID] [--json]\n"
+	"nodetune fleet resume [--endpoints URLS] --name NAME [--signing-key FILE [--fleet-keys DIR]] [--fleet-id ID] [--json]\n"
 	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]\n"
 	"                   [--insecure-plaintext]",
 	"go on with a rollout whose controller stopped",
@@ -137,7 +137,7 @@ const struct verb_spec fleet_resume_spec = {
 
 const struct verb_spec fleet_abort_spec = {
 	name_opts, VERB_NO_COMMAND,
-	"nodetune fleet abort --endpoints URLS --name NAME [--signing-key FILE [--fleet-keys DIR]] [--fleet-id ID] [--json]\n"
+	"nodetune fleet abort [--endpoints URLS] --name NAME [--signing-key FILE [--fleet-keys DIR]] [--fleet-id ID] [--json]\n"
 	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]\n"
 	"                   [--insecure-plaintext]",
 	"stop a rollout and put back what it changed",
@@ -147,7 +147,7 @@ const struct verb_spec fleet_abort_spec = {
 
 const struct verb_spec fleet_timestamp_spec = {
 	timestamp_opts, VERB_NO_COMMAND,
-	"nodetune fleet timestamp --endpoints URLS --signing-key FILE [--fleet-id ID]\n"
+	"nodetune fleet timestamp [--endpoints URLS] --signing-key FILE [--fleet-id ID]\n"
 	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]\n"
 	"                   [--insecure-plaintext]",
 	"sign the fleet's timestamp again (run it on a schedule: cron, a systemd timer)",
@@ -160,7 +160,7 @@ const struct verb_spec fleet_timestamp_spec = {
 
 const struct verb_spec fleet_status_spec = {
 	status_opts, VERB_NO_COMMAND,
-	"nodetune fleet status --endpoints URLS [--name NAME] [--json]\n"
+	"nodetune fleet status [--endpoints URLS] [--name NAME] [--json]\n"
 	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]\n"
 	"                   [--insecure-plaintext]",
 	"a rollout's waves, hosts, verdicts and timeline (all rollouts without --name)",
@@ -170,7 +170,7 @@ const struct verb_spec fleet_status_spec = {
 
 const struct verb_spec fleet_hosts_spec = {
 	hosts_opts, VERB_NO_COMMAND,
-	"nodetune fleet hosts --endpoints URLS [--json]\n"
+	"nodetune fleet hosts [--endpoints URLS] [--json]\n"
 	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]\n"
 	"                   [--insecure-plaintext]",
 	"the fleet's hosts: alive, hardware class, policy, last verify",
@@ -619,7 +619,7 @@ static const struct opt_row init_auth_opts[] = {
 
 const struct verb_spec fleet_init_auth_spec = {
 	init_auth_opts, VERB_NO_COMMAND,
-	"nodetune fleet init-auth --endpoints URLS --hosts NAME[,NAME...] --password-dir DIR [--print]\n"
+	"nodetune fleet init-auth [--endpoints URLS] --hosts NAME[,NAME...] --password-dir DIR [--print]\n"
 	"                   [--cacert FILE] [--cert FILE --key FILE] [--user root --password-file FILE] [--fleet-conf FILE]\n"
 	"                   [--insecure-plaintext]",
 	"least privilege in etcd: create the fleet's roles and users, or print the etcdctl commands",
