@@ -740,7 +740,8 @@ static unsigned split_hosts(char *buf, const char **hosts, unsigned max)
 
 int cmd_fleet_init_auth(struct opts *o)
 {
-	char ctl[2 * PATH_MAX + FLEET_ENDPOINTS_MAX + 256], endpoints[FLEET_ENDPOINTS_MAX], *buf = strdup(o->hosts);
+	char ctl[2 * PATH_MAX + FLEET_ENDPOINTS_MAX + 256], endpoints[FLEET_ENDPOINTS_MAX], cacert[PATH_MAX];
+	char *buf = strdup(o->hosts);
 	struct fleet_creds creds;
 	const char **hosts = calloc(FLEET_HOSTS_MAX + 1, sizeof(*hosts));
 	struct fleet_auth_step *steps = NULL;
@@ -752,8 +753,9 @@ int cmd_fleet_init_auth(struct opts *o)
 	if ((rc = cli_fleet_creds(o, &creds)))
 		goto out;
 	snprintf(endpoints, sizeof(endpoints), "%s", creds.endpoints);
+	snprintf(cacert, sizeof(cacert), "%s", creds.cacert);
 	explicit_bzero(&creds, sizeof(creds));
-	if (strchr(endpoints, '\'') || (o->cacert && strchr(o->cacert, '\'')) ||
+	if (strchr(endpoints, '\'') || strchr(cacert, '\'') ||
 		   strchr(o->password_dir, '\'')) {
 		log_msg(LOG_ERR, "init-auth: a quote in --endpoints, --cacert or --password-dir");
 		rc = EXIT_USAGE;
@@ -764,7 +766,7 @@ int cmd_fleet_init_auth(struct opts *o)
 		rc = err.code == -ENOMEM ? EXIT_RUNTIME : EXIT_USAGE;
 	}
 	snprintf(ctl, sizeof(ctl), "ETCDCTL_API=3 etcdctl --endpoints='%s'%s%s%s", endpoints,
-		 o->cacert ? " --cacert='" : "", o->cacert ? o->cacert : "", o->cacert ? "'" : "");
+		 cacert[0] ? " --cacert='" : "", cacert, cacert[0] ? "'" : "");
 	if (rc == 0)
 		rc = password_files(o->password_dir, steps, n);
 	if (rc == 0 && !o->print)
