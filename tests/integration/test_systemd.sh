@@ -327,16 +327,20 @@ quickstart_test() {
 		ct journalctl -u nodetune --no-pager | tail -n 8 | sed 's/^/#   /'
 	fi
 	podman exec "$CTL" nodetune fleet status --name first --json >"$qs/rollout.json" 2>&1
-	ct nodetune status --json >"$qs/host.json" 2>&1
-	# the rollout's document: done, and its policy's sha256 is the one
-	# gpu17's daemon says it runs
+	podman exec "$CTL" nodetune fleet hosts --json >"$qs/hosts.json" 2>&1
+	ct sha256sum /var/lib/nodetune/fleet-policy.conf >"$qs/host.sha" 2>&1
+	# the rollout's document: done; what gpu17 reports to the store, and
+	# the store's policy it keeps in its state dir, are that policy (its
+	# `nodetune status` names the unit's --policy file, not the fleet's)
 	qs_state=$(python3 -c 'import json, sys
 r = json.load(open(sys.argv[1]))
 r = r[0] if isinstance(r, list) else r
-h = json.load(open(sys.argv[2]))
-print(r["state"], "same" if r["sha256"] == h["sha256"] else "other", h["policy"])' "$qs/rollout.json" "$qs/host.json" 2>&1)
-	check "... the rollout ends done, and gpu17 runs its policy (state, sha256 against gpu17's status, its policy: $qs_state)" -- \
-		sh -c 'case $1 in "done same "*) ;; *) exit 1 ;; esac' - "$qs_state"
+h = [x for x in json.load(open(sys.argv[2])) if x["host"] == "gpu17"][0]["status"]
+kept = open(sys.argv[3]).read().split()[0]
+print(r["state"], h["state"], "reported" if h["sha256"] == r["sha256"] else "reported-other",
+      "kept" if kept == r["sha256"] else "kept-other", r["policy"])' "$qs/rollout.json" "$qs/hosts.json" "$qs/host.sha" 2>&1)
+	check "... the rollout ends done, and gpu17 runs its policy (rollout, host state, sha256 reported and kept: $qs_state)" -- \
+		sh -c 'case $1 in "done "*" reported kept "*) ;; *) exit 1 ;; esac' - "$qs_state"
 }
 quickstart_test
 
