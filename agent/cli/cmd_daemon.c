@@ -56,7 +56,7 @@ const struct verb_spec daemon_spec = {
 	"nodetune daemon [--policy FILE|NAME] [--topology XML] [--sysroot DIR] [--state-dir DIR]\n"
 	"                       [--interval DURATION] [--flap N/SECONDS] [--metrics ADDR:PORT | --no-metrics]\n"
 	"                       [--textfile-dir DIR] [--socket PATH] [--revert-on-exit] [--limits FILE]\n"
-	"                       [--endpoints URLS --host NAME [--cacert FILE] [--cert FILE --key FILE]\n"
+	"                       [--host NAME [--endpoints URLS] [--cacert FILE] [--cert FILE --key FILE]\n"
 	"                        [--user NAME --password-file FILE] [--fleet-conf FILE] [--insecure-plaintext]\n"
 	"                        [--fleet-keys DIR] [--fleet-insecure-unsigned] [--gates-dir DIR]\n"
 	"                        [--fleet-id ID] [--fleet-max-age DURATION]]",
@@ -75,7 +75,8 @@ const struct verb_spec daemon_spec = {
 	"on SIGHUP (the old one kept) and from the fleet's store (the host reports it\n"
 	"invalid, and a shadow rollout says it would be refused).\n"
 	"SIGTERM leaves the host as it is (undo: nodetune revert), unless --revert-on-exit.\n"
-	"With --endpoints (and --host) the host joins a fleet: it registers under a lease\n"
+	"With --host (the store from --endpoints, or endpoints = in fleet.conf; without\n"
+	"--host a fleet.conf alone does not join) the host joins a fleet: it registers under a lease\n"
 	"(5 intervals, 3 to 60 s), publishes its hardware class and what it runs, and\n"
 	"follows the policy the store names for it (nodetune fleet); --policy is its own\n"
 	"until then.  A store out of reach changes nothing: the last policy the store\n"
@@ -153,7 +154,6 @@ int cmd_daemon(struct opts *o)
 		.textfile_dir = o->textfile_dir,
 		.socket_path = o->socket ? o->socket : CTLSOCK_DEFAULT_PATH,
 		.revert_on_exit = o->revert_on_exit,
-		.fleet_endpoints = o->endpoints,
 		.fleet_host = o->host,
 		.fleet_keys = o->fleet_keys,
 		.fleet_insecure_unsigned = o->fleet_insecure_unsigned,
@@ -171,8 +171,11 @@ int cmd_daemon(struct opts *o)
 		log_msg(LOG_ERR, "--endpoints URLS and --host NAME go together");
 		return EXIT_USAGE;
 	}
-	if (o->endpoints && (r = cli_fleet_creds(o, &creds)))
+	/* --host joins: the endpoints from --endpoints or fleet.conf (a
+	 * fleet.conf there for the verbs alone does not make a member) */
+	if (o->host && (r = cli_fleet_creds(o, &creds)))
 		return r;
+	cfg.fleet_endpoints = o->host ? creds.endpoints : NULL;
 	cfg.fleet_creds = &creds;
 	cfg.fleet_id = creds.fleet_id[0] ? creds.fleet_id : NULL;
 
@@ -182,7 +185,7 @@ int cmd_daemon(struct opts *o)
 		socket_dir(cfg.socket_path);
 	/* in a fleet, the policy the store named last (kept in the state dir)
 	 * wins over the file: a restart while the store is out of reach keeps it */
-	if (o->endpoints && daemon_cached(&cfg, cached, sizeof(cached))) {
+	if (o->host && daemon_cached(&cfg, cached, sizeof(cached))) {
 		cfg.local_policy = cfg.policy_path;
 		cfg.policy_path = cached;
 		log_msg(LOG_NOTICE, "fleet: starting with the policy the store named last (%s), not %s", cached,

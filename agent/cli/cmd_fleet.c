@@ -22,7 +22,7 @@
 #define DEFAULT_WAVE_TIMEOUT_S 600.0
 #define EXIT_BEHIND 4                /* done, but a host skipped is behind */
 
-#define FLEET_OPTS_COMMON { OPT_ENDPOINTS, OPT_REQUIRED, NULL }, FLEET_OPTS_CREDS
+#define FLEET_OPTS_COMMON { OPT_ENDPOINTS, OPT_OPTIONAL, NULL }, FLEET_OPTS_CREDS
 #define FLEET_OPTS_CREDS { OPT_CACERT, OPT_OPTIONAL, NULL }, { OPT_CERT, OPT_OPTIONAL, NULL }, \
 	{ OPT_KEY, OPT_OPTIONAL, NULL }, { OPT_USER, OPT_OPTIONAL, NULL }, { OPT_PASSWORD_FILE, OPT_OPTIONAL, NULL }, \
 	{ OPT_FLEET_CONF, OPT_OPTIONAL, NULL }, { OPT_INSECURE_PLAINTEXT, OPT_OPTIONAL, NULL }
@@ -107,7 +107,7 @@ static const struct opt_row hosts_opts[] = {
 
 const struct verb_spec fleet_rollout_spec = {
 	rollout_opts, VERB_NO_COMMAND,
-	"nodetune fleet rollout --endpoints URLS --policy FILE|NAME --name NAME\n"
+	"nodetune fleet rollout [--endpoints URLS] --policy FILE|NAME --name NAME\n"
 	"                   [--waves 1/class,1%,10%,50%,100%] [--gate NAME] [--gate-budget DURATION]\n"
 	"                   [--wave-timeout DURATION] [--shadow] [--gate-allow-inconclusive]\n"
 	"                   [--signing-key FILE [--fleet-keys DIR]] [--fleet-id ID] [--json]\n"
@@ -135,7 +135,7 @@ const struct verb_spec fleet_rollout_spec = {
 
 const struct verb_spec fleet_resume_spec = {
 	name_opts, VERB_NO_COMMAND,
-	"nodetune fleet resume --endpoints URLS --name NAME [--signing-key FILE [--fleet-keys DIR]] [--fleet-id ID] [--json]\n"
+	"nodetune fleet resume [--endpoints URLS] --name NAME [--signing-key FILE [--fleet-keys DIR]] [--fleet-id ID] [--json]\n"
 	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]\n"
 	"                   [--insecure-plaintext]",
 	"go on with a rollout whose controller stopped",
@@ -145,7 +145,7 @@ const struct verb_spec fleet_resume_spec = {
 
 const struct verb_spec fleet_abort_spec = {
 	name_opts, VERB_NO_COMMAND,
-	"nodetune fleet abort --endpoints URLS --name NAME [--signing-key FILE [--fleet-keys DIR]] [--fleet-id ID] [--json]\n"
+	"nodetune fleet abort [--endpoints URLS] --name NAME [--signing-key FILE [--fleet-keys DIR]] [--fleet-id ID] [--json]\n"
 	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]\n"
 	"                   [--insecure-plaintext]",
 	"stop a rollout and put back what it changed",
@@ -155,7 +155,7 @@ const struct verb_spec fleet_abort_spec = {
 
 const struct verb_spec fleet_timestamp_spec = {
 	timestamp_opts, VERB_NO_COMMAND,
-	"nodetune fleet timestamp --endpoints URLS --signing-key FILE [--fleet-id ID]\n"
+	"nodetune fleet timestamp [--endpoints URLS] --signing-key FILE [--fleet-id ID]\n"
 	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]\n"
 	"                   [--insecure-plaintext]",
 	"sign the fleet's timestamp again (run it on a schedule: cron, a systemd timer)",
@@ -168,7 +168,7 @@ const struct verb_spec fleet_timestamp_spec = {
 
 const struct verb_spec fleet_status_spec = {
 	status_opts, VERB_NO_COMMAND,
-	"nodetune fleet status --endpoints URLS [--name NAME] [--json]\n"
+	"nodetune fleet status [--endpoints URLS] [--name NAME] [--json]\n"
 	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]\n"
 	"                   [--insecure-plaintext]",
 	"a rollout's waves, hosts, verdicts and timeline (all rollouts without --name)",
@@ -178,7 +178,7 @@ const struct verb_spec fleet_status_spec = {
 
 const struct verb_spec fleet_hosts_spec = {
 	hosts_opts, VERB_NO_COMMAND,
-	"nodetune fleet hosts --endpoints URLS [--json]\n"
+	"nodetune fleet hosts [--endpoints URLS] [--json]\n"
 	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]\n"
 	"                   [--insecure-plaintext]",
 	"the fleet's hosts: alive, hardware class, policy, last verify",
@@ -295,13 +295,16 @@ static int exit_for_state(const struct fleet_rollout *r)
 
 /* ---- the verbs --------------------------------------------------------- */
 
-/* The etcd credentials: /etc/nodetune/fleet.conf (or --fleet-conf FILE,
- * which must exist) with the options over it.  0 or an exit code (said). */
+/* The etcd endpoints and credentials: /etc/nodetune/fleet.conf (or
+ * --fleet-conf FILE, which must exist) with the options over it; no
+ * endpoints from either is refused.  0 or an exit code (said). */
 int cli_fleet_creds(const struct opts *o, struct fleet_creds *ret)
 {
 	struct fleet_creds cl = { 0 };
 	struct nt_err err = { 0 };
+	const char *conf = o->fleet_conf ? o->fleet_conf : FLEET_CONF;
 	const struct { char *field; size_t size; const char *v; } set[] = {
+		{ cl.endpoints, sizeof(cl.endpoints), o->endpoints },
 		{ cl.cacert, sizeof(cl.cacert), o->cacert }, { cl.cert, sizeof(cl.cert), o->cert },
 		{ cl.key, sizeof(cl.key), o->key }, { cl.user, sizeof(cl.user), o->user },
 		{ cl.password_file, sizeof(cl.password_file), o->password_file },
@@ -310,7 +313,7 @@ int cli_fleet_creds(const struct opts *o, struct fleet_creds *ret)
 
 	cl.insecure_plaintext = o->insecure_plaintext;
 
-	if (fleet_creds_load(o->fleet_conf ? o->fleet_conf : FLEET_CONF, o->fleet_conf != NULL, ret, &err) < 0) {
+	if (fleet_creds_load(conf, o->fleet_conf != NULL, ret, &err) < 0) {
 		log_msg(LOG_ERR, "%s", err.msg);
 		return EXIT_USAGE;
 	}
@@ -323,6 +326,10 @@ int cli_fleet_creds(const struct opts *o, struct fleet_creds *ret)
 			snprintf(set[i].field, set[i].size, "%s", set[i].v);
 	}
 	fleet_creds_merge(ret, &cl);
+	if (!ret->endpoints[0]) {
+		log_msg(LOG_ERR, "no etcd endpoints: give --endpoints URLS or endpoints = in %s", conf);
+		return EXIT_USAGE;
+	}
 	if (ret->password_file[0])
 		cli_guard_secrets();
 	return 0;
@@ -362,7 +369,7 @@ static void ctl_close(struct fleet_ctl *c)
 	sign_key_wipe(&signer);
 }
 
-/* A controller over --endpoints with the credentials; NULL with
+/* A controller over the endpoints with the credentials; NULL with
  * *ret_exit: 3 when the store refused us (TLS, login), else 2. */
 static struct fleet_ctl *ctl_open(struct opts *o, int *ret_exit)
 {
@@ -383,7 +390,7 @@ static struct fleet_ctl *ctl_open(struct opts *o, int *ret_exit)
 		*ret_exit = EXIT_USAGE;
 		return NULL;
 	}
-	c = fleet_ctl_open(o->endpoints, &creds, fleet_note, o, &err);
+	c = fleet_ctl_open(creds.endpoints, &creds, fleet_note, o, &err);
 	explicit_bzero(&creds, sizeof(creds));
 	if (c && fleet_ctl_set_fleet(c, fleet, &err) < 0) {
 		fleet_ctl_close(c);
@@ -647,7 +654,7 @@ static const struct opt_row init_auth_opts[] = {
 
 const struct verb_spec fleet_init_auth_spec = {
 	init_auth_opts, VERB_NO_COMMAND,
-	"nodetune fleet init-auth --endpoints URLS --hosts NAME[,NAME...] --password-dir DIR [--print]\n"
+	"nodetune fleet init-auth [--endpoints URLS] --hosts NAME[,NAME...] --password-dir DIR [--print]\n"
 	"                   [--cacert FILE] [--cert FILE --key FILE] [--user root --password-file FILE] [--fleet-conf FILE]\n"
 	"                   [--insecure-plaintext]",
 	"least privilege in etcd: create the fleet's roles and users, or print the etcdctl commands",
@@ -723,7 +730,7 @@ static int apply_steps(struct opts *o, const struct fleet_auth_step *steps, unsi
 
 	if (rc)
 		return rc;
-	if (!(e = etcd_open(o->endpoints, &err)) || fleet_creds_apply(e, &creds, &err) < 0) {
+	if (!(e = etcd_open(creds.endpoints, &err)) || fleet_creds_apply(e, &creds, &err) < 0) {
 		log_msg(LOG_ERR, "%s", err.msg);
 		etcd_close(e);
 		return EXIT_USAGE;
@@ -769,7 +776,9 @@ static unsigned split_hosts(char *buf, const char **hosts, unsigned max)
 
 int cmd_fleet_init_auth(struct opts *o)
 {
-	char ctl[2 * PATH_MAX + 256], *buf = strdup(o->hosts);
+	char ctl[2 * PATH_MAX + FLEET_ENDPOINTS_MAX + 256], endpoints[FLEET_ENDPOINTS_MAX], cacert[PATH_MAX];
+	char *buf = strdup(o->hosts);
+	struct fleet_creds creds;
 	const char **hosts = calloc(FLEET_HOSTS_MAX + 1, sizeof(*hosts));
 	struct fleet_auth_step *steps = NULL;
 	struct nt_err err = { 0 };
@@ -777,7 +786,12 @@ int cmd_fleet_init_auth(struct opts *o)
 	int rc = 0;
 
 	cli_guard_secrets();     /* it makes and reads every user's password */
-	if (strchr(o->endpoints, '\'') || (o->cacert && strchr(o->cacert, '\'')) ||
+	if ((rc = cli_fleet_creds(o, &creds)))
+		goto out;
+	snprintf(endpoints, sizeof(endpoints), "%s", creds.endpoints);
+	snprintf(cacert, sizeof(cacert), "%s", creds.cacert);
+	explicit_bzero(&creds, sizeof(creds));
+	if (strchr(endpoints, '\'') || strchr(cacert, '\'') ||
 		   strchr(o->password_dir, '\'')) {
 		log_msg(LOG_ERR, "init-auth: a quote in --endpoints, --cacert or --password-dir");
 		rc = EXIT_USAGE;
@@ -787,8 +801,8 @@ int cmd_fleet_init_auth(struct opts *o)
 		log_msg(LOG_ERR, "--hosts: %s", err.msg);
 		rc = err.code == -ENOMEM ? EXIT_RUNTIME : EXIT_USAGE;
 	}
-	snprintf(ctl, sizeof(ctl), "ETCDCTL_API=3 etcdctl --endpoints='%s'%s%s%s", o->endpoints,
-		 o->cacert ? " --cacert='" : "", o->cacert ? o->cacert : "", o->cacert ? "'" : "");
+	snprintf(ctl, sizeof(ctl), "ETCDCTL_API=3 etcdctl --endpoints='%s'%s%s%s", endpoints,
+		 cacert[0] ? " --cacert='" : "", cacert, cacert[0] ? "'" : "");
 	if (rc == 0)
 		rc = password_files(o->password_dir, steps, n);
 	if (rc == 0 && !o->print)
@@ -797,6 +811,7 @@ int cmd_fleet_init_auth(struct opts *o)
 		printf("set -e\n");
 	for (unsigned i = 0; o->print && rc == 0 && i < n; i++)
 		print_step(ctl, o->password_dir, &steps[i]);
+out:
 	free(steps);
 	free(hosts);
 	free(buf);

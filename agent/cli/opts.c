@@ -350,18 +350,6 @@ static int check_textfile_dir(const struct opts *o)
 	return 0;
 }
 
-/* the daemon's --host names it in a fleet: it needs the fleet's store
- * (the other half, --endpoints without --host, is cmd_daemon's check:
- * the fleet verbs take --endpoints alone) */
-static int check_host(const struct opts *o)
-{
-	if (!o->endpoints) {
-		log_msg(LOG_ERR, "--endpoints URLS and --host NAME go together");
-		return EXIT_USAGE;
-	}
-	return 0;
-}
-
 /* a fleet id is a name (fleet/sign.h) */
 static int check_fleet_id(const struct opts *o)
 {
@@ -485,11 +473,11 @@ static const struct opt_def defs[OPT__COUNT] = {
 	[OPT_SOCKET] = PATH("socket", socket), .arg = "PATH",
 			.help = "the daemon's status socket (default /run/nodetune/nodetune.sock)" },
 	[OPT_REVERT_ON_EXIT] = FLAG("revert-on-exit", revert_on_exit), .help = "restore the host when stopped" },
-	[OPT_HOST] = STRING("host", host), .check = check_host, .arg = "NAME",
-		      .help = "this host's name in the fleet ([A-Za-z0-9._-]); needs --endpoints" },
+	[OPT_HOST] = STRING("host", host), .arg = "NAME",
+		      .help = "join the fleet as NAME ([A-Za-z0-9._-]): its store from --endpoints or fleet.conf" },
 	[OPT_ENDPOINTS] = STRING("endpoints", endpoints), .alias = "fleet", .arg = "URL[,URL...]",
 			   .required = "--endpoints URL[,URL...] is required",
-			   .help = "the fleet's etcd client URLs, comma-separated" },
+			   .help = "the fleet's etcd client URLs, comma-separated (default: fleet.conf's endpoints)" },
 	[OPT_NAME] = STRING("name", name), .required = "--name NAME is required", .arg = "NAME",
 		      .help = "the rollout's name" },
 	[OPT_WAVES] = STRING("waves", waves), .arg = "LIST",

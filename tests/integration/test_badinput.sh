@@ -20,6 +20,7 @@ mkdir -p "$D/dir"
 : >"$D/empty"
 printf 'not a directory\n' >"$D/file"
 mkfifo "$D/fifo"
+printf '# credentials only, no endpoints\nfleet-id = default\n' >"$D/fleet.conf" && chmod 600 "$D/fleet.conf"
 cp $GT "$D/unreadable" && chmod 000 "$D/unreadable"
 A="--topology $HGX --sysroot $SR --state-dir $ST"   # apply's machine and state
 h0=$(tree_hash "$SR")
@@ -195,7 +196,7 @@ run|-n 1 --policy $BASE --state-dir $ST --json -- true|--json: run's standard ou
 exec|--policy $GT --local-rank 0 --json -- true|--json: exec's standard output is the command's|exec --json
 daemon|--json|--json: the daemon reports through .nodetune status --json.|daemon --json
 # ---- one name per concept: old forms are aliases, a pair goes together ----
-daemon|--host h1 --policy $GT $A --no-metrics|--endpoints URLS and --host NAME go together|daemon --host without --endpoints
+daemon|--host h1 --policy $GT $A --no-metrics --fleet-conf $D/fleet.conf|no etcd endpoints: give --endpoints URLS or endpoints = in .*/in/fleet.conf$|daemon --host without --endpoints, and a fleet.conf without endpoints
 daemon|--fleet http://127.0.0.1:1 --policy $GT $A --no-metrics|--endpoints URLS and --host NAME go together|daemon --fleet (the old --endpoints) without --host
 daemon|--fleet http://127.0.0.1:1 --endpoints http://127.0.0.1:1 --host h|--endpoints given twice|--fleet and --endpoints are one option
 # ---- policies by name ------------------------------------------------------
@@ -249,6 +250,12 @@ NODETUNE_POLICY_PATH=$(pwd)/policies expect_fail 2 "^nodetune: fleet rollout: no
 NODETUNE_POLICY_PATH=$(pwd)/policies expect_fail 3 "^nodetune: fleet rollout: etcd http://127.0.0.1:1" \
 	"fleet rollout --policy gpu-train: the NAME found, then the store (none here) is what fails" -- \
 	"$NODETUNE" fleet rollout --endpoints http://127.0.0.1:1 --policy gpu-train --name r
+# the endpoints: --endpoints or fleet.conf's, neither is one line and exit 2
+for v in "status" "hosts" "rollout --policy $GT --name r" "init-auth --hosts h1 --password-dir $D"; do
+	# shellcheck disable=SC2086 # $v is the verb and its options
+	expect_fail 2 "^nodetune: fleet ${v%% *}: no etcd endpoints: give --endpoints URLS or endpoints = in .*/in/fleet.conf$" \
+		"fleet ${v%% *} without --endpoints, fleet.conf without endpoints" -- "$NODETUNE" fleet $v --fleet-conf "$D/fleet.conf"
+done
 expect_fail 2 "^nodetune: help: no verb 'nope'" "help of a verb that does not exist" -- "$NODETUNE" help nope
 expect_fail 2 "^nodetune: unknown verb 'nope' \(see nodetune help\)" "an unknown verb" -- "$NODETUNE" nope
 expect_fail 2 "^nodetune: --verbose given twice" "-v twice before the verb" -- "$NODETUNE" -v -v discover

@@ -111,8 +111,8 @@ check "a terminal or a file (no journald): no <N> prefix" -- grep -q "^nodetune:
 # help text as one line (options wrap)
 check "daemon --endpoints, with --fleet its alias, said in help" -- sh -c \
 	"'$NODETUNE' help daemon | tr -s ' \n' '  ' | grep -q -- '--endpoints URL\[,URL...\] join a fleet.*(also --fleet)'"
-check "fleet rollout --endpoints, the same option (also --fleet)" -- sh -c \
-	"'$NODETUNE' help fleet rollout | tr -s ' \n' '  ' | grep -q -- '--endpoints URL\[,URL...\] the fleet.s etcd client URLs, comma-separated (also --fleet) (required)'"
+check "fleet rollout --endpoints, the same option (also --fleet), fleet.conf's endpoints by default, not required" -- sh -c \
+	"'$NODETUNE' help fleet rollout | tr -s ' \n' '  ' | grep -q -- '--endpoints URL\[,URL...\] the fleet.s etcd client URLs, comma-separated (default: fleet.conf.s endpoints) (also --fleet) --cacert'"
 
 # ---- durations: units, and a bare number in the option's own unit ------------
 run "$NODETUNE" observe --interval 100ms --duration 0.3s --json

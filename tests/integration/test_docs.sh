@@ -69,6 +69,8 @@ for b in "$T_TMP"/blocks/*.block; do
 		echo "# $where: the daemon from the package, status, man nodetune: test_deb.sh (not run here: systemd is not PID 1)" ;;
 	*"|make deb") echo "# $where: make deb, podman build of the DaemonSet image: test_deb.sh (not run here)" ;;
 	*"|make demo"*) echo "# $where: make demo (the demo) and make check (which runs this test): not run here" ;;
+	docs/fleet.md:*"|# quick start, "*)
+		echo "# $where: the fleet quick start: test_systemd.sh runs its blocks in the container (not run here)" ;;
 	*"|srun --exclusive"*) echo "# $where: srun and sbatch with --nodetune: test_slurm.sh (not run here)" ;;
 	docs/ab.md:*"|\$ nodetune bisect "*)
 		echo "# $where: bisect applies each half to this host for minutes: test_bisect.sh runs this case (not run here)" ;;

@@ -20,6 +20,7 @@
 # built without sanitizers), when not root, and where this kernel or
 # sandbox cannot boot such a container (the reason systemd or podman gave).
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/etcd_lib.sh"
 
 if [ -n "${SANITIZED:-}" ]; then
 	t_skip_host "the ASan pass: the packages are built without sanitizers (the first pass tests them)"; t_done
@@ -273,5 +274,86 @@ gate_kill_test() {
 }
 gate_test
 
-echo "# covered: the .deb under its own unit with systemd as PID 1: enable --now, security $score, watchdog, reload (good and bad), restart on failure, stop keeps tuning, revert, a gated rollout as the gate's user"
+# ---- the fleet quick start of docs/fleet.md, its lines as they are -------------------
+# The blocks fenced ```sh quickstart-controller, quickstart-host and
+# quickstart-rollout, extracted (tests/tools/doc_blocks.py --tagged), run
+# with sh -e: the controller's in a second container of the same image (its
+# own /etc/nodetune), the host's in the systemd one, against a TLS etcd
+# on loopback that the quick start's init-auth puts auth on.  Substituted,
+# and nothing else: the endpoints https://10.0.0.5:2379 by this etcd's
+# three https://127.0.0.1:PORT URLs, and IPAddressAllow=10.0.0.5 by
+# IPAddressAllow=127.0.0.1.  The test does what the text asks of the
+# reader: it copies etcd-ca.pem to both, ctl.pub and the host's password
+# file from the controller to the host (scp in the text), and puts a
+# stand-in for the benchmark at /usr/local/bin/bench.  The host is reset
+# first (the section above left it in another store's fleet): the daemon
+# stopped and reverted, its fleet state and /etc/default/nodetune removed.
+quickstart_test() {
+	etcd_have || return
+	qs=$T_TMP/qs
+	mkdir -p "$qs/certs" && etcd_ca "$qs/certs" ca && etcd_server_cert "$qs/certs" ca ||
+		{ t_not_ok "quick start: openssl made the etcd certificates"; return; }
+	QEP=$(ETCD_TLS=$qs/certs tests/tools/etcd-cluster.sh start "$qs/etcd") ||
+		{ t_not_ok "quick start: the TLS etcd started"; return; }
+	t_defer "tests/tools/etcd-cluster.sh stop '$qs/etcd'"
+	for tag in quickstart-controller quickstart-host quickstart-rollout; do
+		python3 tests/tools/doc_blocks.py --tagged $tag docs/fleet.md |
+			sed -e "s|https://10\.0\.0\.5:2379|$QEP|g" -e 's|^IPAddressAllow=10\.0\.0\.5$|IPAddressAllow=127.0.0.1|' \
+			>"$qs/$tag.sh" || { t_not_ok "docs/fleet.md has a block fenced \`\`\`sh $tag"; return; }
+	done
+	check "the quick start's blocks, extracted from docs/fleet.md ($(cat "$qs"/*.sh | wc -l) lines), name only the substituted addresses" -- \
+		sh -c '! grep -q "10\.0\.0\.5" "$1"/*.sh && grep -q "^endpoints = https://127" "$1/quickstart-host.sh"' - "$qs"
+	CTL=$NAME-ctl
+	t_defer "podman rm -f -t 0 $CTL >/dev/null 2>&1"
+	run podman --runtime runc run -d --network host --name "$CTL" "$IMG" sleep infinity
+	[ "$RC" -eq 0 ] || { t_not_ok "quick start: the controller's container: $(tail -n 1 "$ERR")"; return; }
+	ct sh -c 'systemctl stop nodetune; nodetune revert --state-dir /var/lib/nodetune; rm -f /var/lib/nodetune/fleet-* /etc/default/nodetune' >/dev/null 2>&1
+	# a job cgroup the daemons above left (empty: rmdir removes nothing
+	# else); on a cgroup v1 hybrid host a daemon started again refuses its
+	# own as "exists already and is not ours" (seen 2026-11-28, not this
+	# section's to fix)
+	ct sh -c 'find /sys/fs/cgroup -mindepth 1 -maxdepth 2 -type d -name "nodetune-job*" -exec rmdir {} +' >/dev/null 2>&1
+	podman cp "$qs/certs/ca.pem" "$CTL:/root/etcd-ca.pem" && podman cp "$qs/certs/ca.pem" "$NAME:/root/etcd-ca.pem" ||
+		{ t_not_ok "quick start: etcd-ca.pem copied"; return; }
+	run podman exec -i -w /root "$CTL" sh -e <"$qs/quickstart-controller.sh"
+	check "quick start, the controller's block (keygen, fleet.conf, init-auth): exit $RC" -- [ "$RC" -eq 0 ]
+	[ "$RC" -eq 0 ] || { sed 's/^/#   /' "$ERR" | tail -n 5; return; }
+	podman cp "$CTL:/etc/nodetune/keys/ctl.pub" "$qs/ctl.pub" && podman cp "$qs/ctl.pub" "$NAME:/root/ctl.pub" &&
+		podman cp "$CTL:/root/etcd-passwords/nodetune-host-gpu17" "$qs/pw" && podman cp "$qs/pw" "$NAME:/root/nodetune-host-gpu17" &&
+		printf '#!/bin/sh\ni=0\nwhile [ $i -lt 100000 ]; do i=$((i + 1)); done\n' >"$qs/bench" &&
+		podman cp "$qs/bench" "$NAME:/usr/local/bin/bench" && ct chmod 755 /usr/local/bin/bench && ct chown root:root /usr/local/bin/bench ||
+		{ t_not_ok "quick start: ctl.pub, the host's password file and the bench stand-in copied to the host"; return; }
+	run podman exec -i -w /root "$NAME" sh -e <"$qs/quickstart-host.sh"
+	check "quick start, the host's block (the key, fleet.conf, the unit's drop-in, a gate, restart): exit $RC" -- [ "$RC" -eq 0 ]
+	[ "$RC" -eq 0 ] || { sed 's/^/#   /' "$ERR" | tail -n 5; return; }
+	qs_joined() { podman exec "$CTL" nodetune fleet hosts --json 2>/dev/null | grep -A1 '"host": "gpu17"' | grep -q '"alive": true'; }
+	check "... the daemon under its unit joins as gpu17 (--host, the store from fleet.conf, TLS and its own login)" -- \
+		wait_until 30 qs_joined
+	run podman exec -i -w /root "$CTL" sh -e <"$qs/quickstart-rollout.sh"
+	if [ "$RC" -eq 0 ]; then
+		t_ok "quick start, the rollout's block: exit 0 ($(grep -m 1 -i 'first' "$OUT" | tr -s ' ' | cut -c1-120))"
+	else
+		t_not_ok "quick start, the rollout's block: exit $RC"
+		tail -n 5 "$OUT" "$ERR" | sed 's/^/#   /'
+		ct journalctl -u nodetune --no-pager | tail -n 8 | sed 's/^/#   /'
+	fi
+	podman exec "$CTL" nodetune fleet status --name first --json >"$qs/rollout.json" 2>&1
+	podman exec "$CTL" nodetune fleet hosts --json >"$qs/hosts.json" 2>&1
+	ct sha256sum /var/lib/nodetune/fleet-policy.conf >"$qs/host.sha" 2>&1
+	# the rollout's document: done; what gpu17 reports to the store, and
+	# the store's policy it keeps in its state dir, are that policy (its
+	# `nodetune status` names the unit's --policy file, not the fleet's)
+	qs_state=$(python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+r = r[0] if isinstance(r, list) else r
+h = [x for x in json.load(open(sys.argv[2])) if x["host"] == "gpu17"][0]["status"]
+kept = open(sys.argv[3]).read().split()[0]
+print(r["state"], h["state"], "reported" if h["sha256"] == r["sha256"] else "reported-other",
+      "kept" if kept == r["sha256"] else "kept-other", r["policy"])' "$qs/rollout.json" "$qs/hosts.json" "$qs/host.sha" 2>&1)
+	check "... the rollout ends done, and gpu17 runs its policy (rollout, host state, sha256 reported and kept: $qs_state)" -- \
+		sh -c 'case $1 in "done "*" reported kept "*) ;; *) exit 1 ;; esac' - "$qs_state"
+}
+quickstart_test
+
+echo "# covered: the .deb under its own unit with systemd as PID 1: enable --now, security $score, watchdog, reload (good and bad), restart on failure, stop keeps tuning, revert, a gated rollout as the gate's user, the fleet quick start of docs/fleet.md"
 t_done

@@ -7,6 +7,9 @@
   --commands BLOCK PREFIX    a block of `$ CMD` lines: each command (a `\\`
                              continuation joined) to PREFIX.K.cmd and the
                              lines shown after it to PREFIX.K.out
+  --tagged TAG FILE.md       the blocks fenced ```sh TAG, their lines as
+                             they are, in order (test_systemd.sh runs the
+                             fleet quick start's so); none is exit 1
   --compare EXPECTED GOT SHAPE
                              exit 0 when GOT's lines are EXPECTED's: a line
                              `...` stands for any lines (none too), trailing
@@ -17,6 +20,7 @@ import os
 import re
 import sys
 
+FENCE = re.compile(r"^```(\w*)(?: ([\w-]+))?$")
 NUM = re.compile(r"\d+(\.\d+)?(e[-+]?\d+)?")
 
 
@@ -27,7 +31,7 @@ def split(out, files):
         lines = open(path).read().split("\n")
         i = 0
         while i < len(lines):
-            if not re.match(r"^```\w*$", lines[i]):
+            if not FENCE.match(lines[i]):
                 i += 1
                 continue
             start, i, block = i + 1, i + 1, []
@@ -39,6 +43,22 @@ def split(out, files):
             with open(os.path.join(out, "%03d.block" % n), "w") as f:
                 f.write("%s:%d\n" % (path, start))
                 f.write("".join(l + "\n" for l in block))
+
+
+def tagged(tag, path):
+    lines, i, found = open(path).read().split("\n"), 0, 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        i += 1
+        if not m:
+            continue
+        while i < len(lines) and not lines[i].startswith("```"):
+            if m.group(1) == "sh" and m.group(2) == tag:
+                print(lines[i])
+            i += 1
+        found += m.group(1) == "sh" and m.group(2) == tag
+        i += 1
+    return 0 if found else 1
 
 
 def commands(block, prefix):
@@ -104,6 +124,8 @@ def main():
         split(a[1], a[2:])
     elif len(a) == 3 and a[0] == "--commands":
         commands(a[1], a[2])
+    elif len(a) == 3 and a[0] == "--tagged":
+        return tagged(a[1], a[2])
     elif len(a) == 4 and a[0] == "--compare":
         return compare(a[1], a[2], a[3])
     else:

@@ -20,13 +20,14 @@
 
 /* ---- fleet.conf -------------------------------------------------------- */
 
-enum conf_kind { CK_NAME, CK_PATH, CK_FLAG };
+enum conf_kind { CK_NAME, CK_PATH, CK_FLAG, CK_URLS };
 
 static const struct {
 	const char *key;
 	size_t offset, size;
 	enum conf_kind kind;
 } conf_keys[] = {
+	{ "endpoints", offsetof(struct fleet_creds, endpoints), FLEET_ENDPOINTS_MAX, CK_URLS },
 	{ "cacert", offsetof(struct fleet_creds, cacert), PATH_MAX, CK_PATH },
 	{ "cert", offsetof(struct fleet_creds, cert), PATH_MAX, CK_PATH },
 	{ "key", offsetof(struct fleet_creds, key), PATH_MAX, CK_PATH },
@@ -59,6 +60,24 @@ static int conf_flag(const char *v, size_t vn, const char *path, unsigned line, 
 	return 0;
 }
 
+/* v[0..vn) is URL[,URL...], each http:// or https:// and something,
+ * without blanks or quotes (etcd_open parses them further) */
+static bool conf_urls(const char *v, size_t vn)
+{
+	for (size_t at = 0; at <= vn;) {
+		const char *u = v + at, *comma = memchr(u, ',', vn - at);
+		size_t n = comma ? (size_t)(comma - u) : vn - at;
+
+		if (!((n > 7 && !strncmp(u, "http://", 7)) || (n > 8 && !strncmp(u, "https://", 8))))
+			return false;
+		for (size_t i = 0; i < n; i++)
+			if (u[i] <= ' ' || u[i] == '\'' || u[i] == '"' || u[i] == 0x7f)
+				return false;
+		at += n + 1;
+	}
+	return true;
+}
+
 /* One "key = value" line into c; seen marks the keys given. */
 static int conf_line(const char *p, size_t n, const char *path, unsigned line, struct fleet_creds *c,
 		     bool seen[N_KEYS], struct nt_err *err)
@@ -87,13 +106,16 @@ static int conf_line(const char *p, size_t n, const char *path, unsigned line, s
 				       conf_keys[k].key);
 		if (conf_keys[k].kind == CK_PATH && v[0] != '/')
 			return err_set(err, -EINVAL, "%s:%u: %s: not an absolute path", path, line, conf_keys[k].key);
+		if (conf_keys[k].kind == CK_URLS && !conf_urls(v, vn))
+			return err_set(err, -EINVAL, "%s:%u: %s: not http:// or https:// URLs, comma-separated", path,
+				       line, conf_keys[k].key);
 		if (conf_keys[k].kind == CK_NAME && memchr(v, ':', vn))
 			return err_set(err, -EINVAL, "%s:%u: %s: a name without ':'", path, line, conf_keys[k].key);
 		memcpy((char *)c + conf_keys[k].offset, v, vn);
 		((char *)c + conf_keys[k].offset)[vn] = '\0';
 		return 0;
 	}
-	return err_set(err, -EINVAL, "%s:%u: unknown key '%.*s' (cacert, cert, key, user, password-file, "
+	return err_set(err, -EINVAL, "%s:%u: unknown key '%.*s' (endpoints, cacert, cert, key, user, password-file, "
 		       "insecure-plaintext, fleet-id)", path,
 		       line, (int)(kn > 64 ? 64 : kn), p);
 }

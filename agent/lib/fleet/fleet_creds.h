@@ -4,11 +4,14 @@
  * --user, --password-file) over /etc/nodetune/fleet.conf, so that no
  * secret is in ps or in the unit.
  *
- * fleet.conf is lines of "key = value" (cacert, cert, key, user,
- * password-file, insecure-plaintext = yes|no, fleet-id; '#' comments,
- * blank lines); it holds paths and names, never a password.  fleet-id is
- * the fleet this host or controller is of (fleet/sign.h), not a
- * credential, but kept where both read it.  It must be owned by root (or
+ * fleet.conf is lines of "key = value" (endpoints, cacert, cert, key,
+ * user, password-file, insecure-plaintext = yes|no, fleet-id; '#'
+ * comments, blank lines); it holds URLs, paths and names, never a
+ * password.  endpoints (URL[,URL...], each http:// or https://) is the
+ * store the verbs use when --endpoints is not given, and the daemon's
+ * when it is given --host; fleet-id is the fleet this host or controller
+ * is of (fleet/sign.h).  Neither is a credential, but both are kept where
+ * the verbs and the daemon read them.  It must be owned by root (or
  * the user running) and not writable by group or others, and so must the
  * CA and certificate files; the password file and the client key must be
  * owned by root (or the user running) and readable by nobody else (mode
@@ -28,9 +31,11 @@ struct etcd;
 
 #define FLEET_CONF "/etc/nodetune/fleet.conf"
 #define FLEET_USER_MAX 129
+#define FLEET_ENDPOINTS_MAX 1024
 
 /* "" where unset. */
 struct fleet_creds {
+	char endpoints[FLEET_ENDPOINTS_MAX]; /* URL[,URL...] (not a credential: see above) */
 	char cacert[PATH_MAX], cert[PATH_MAX], key[PATH_MAX];
 	char user[FLEET_USER_MAX];
 	char password_file[PATH_MAX];

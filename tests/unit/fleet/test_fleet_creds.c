@@ -45,6 +45,13 @@ static void test_parse(void **state)
 	assert_false(c.insecure_plaintext);
 	assert_int_equal(parse("", &c, &err), 0);
 	assert_false(fleet_creds_any(&c));
+	assert_string_equal(c.endpoints, "");
+	/* the store's URLs: not a credential (any() says nothing of them) */
+	assert_int_equal(parse("endpoints = https://10.0.0.5:2379,https://etcd-2:2379\n", &c, &err), 0);
+	assert_string_equal(c.endpoints, "https://10.0.0.5:2379,https://etcd-2:2379");
+	assert_false(fleet_creds_any(&c));
+	assert_int_equal(parse("endpoints=http://127.0.0.1:2379\n", &c, &err), 0);
+	assert_string_equal(c.endpoints, "http://127.0.0.1:2379");
 }
 
 static void test_parse_refusals(void **state)
@@ -58,6 +65,13 @@ static void test_parse_refusals(void **state)
 		{ "key =\n", "fleet.conf:1: key: an empty or too long value" },
 		{ "insecure-plaintext = 1\n", "fleet.conf:1: insecure-plaintext: yes or no" },
 		{ "insecure-plaintext = yes\ninsecure-plaintext = yes\n", "fleet.conf:2: insecure-plaintext given twice" },
+		{ "endpoints = 10.0.0.5:2379\n", "fleet.conf:1: endpoints: not http:// or https:// URLs" },
+		{ "endpoints = https://a:2379,\n", "fleet.conf:1: endpoints: not http:// or https:// URLs" },
+		{ "endpoints = https://a:2379,,https://b:2379\n", "fleet.conf:1: endpoints: not http:// or https:// URLs" },
+		{ "endpoints = https://a:2379, https://b:2379\n", "fleet.conf:1: endpoints: not http:// or https:// URLs" },
+		{ "endpoints = https://a'b:2379\n", "fleet.conf:1: endpoints: not http:// or https:// URLs" },
+		{ "endpoints = https://\n", "fleet.conf:1: endpoints: not http:// or https:// URLs" },
+		{ "endpoints = https://a:1\nendpoints = https://a:1\n", "fleet.conf:2: endpoints given twice" },
 	};
 	struct fleet_creds c = { .user = "kept" };
 	struct nt_err err = { 0 };
@@ -77,7 +91,12 @@ static void test_merge(void **state)
 	struct fleet_creds over = { .user = "cli-user" };
 
 	(void)state;
+	snprintf(base.endpoints, sizeof(base.endpoints), "https://file:2379");
 	fleet_creds_merge(&base, &over);
+	assert_string_equal(base.endpoints, "https://file:2379");      /* the file's, --endpoints not given */
+	snprintf(over.endpoints, sizeof(over.endpoints), "https://cli:2379");
+	fleet_creds_merge(&base, &over);
+	assert_string_equal(base.endpoints, "https://cli:2379");       /* --endpoints over the file's */
 	assert_true(base.insecure_plaintext);       /* the file's, not unset by an option not given */
 	assert_string_equal(base.user, "cli-user");
 	assert_string_equal(base.cacert, "/file-ca");
