@@ -152,7 +152,9 @@ static int dir_identity(const char *ctl, const char *path, char *id, size_t *len
 bool jobcg_is(const char *name, const char *id)
 {
 	char buf[JOBCG_ID_MAX], now[JOBCG_ID_MAX], path[PATH_MAX], *save = NULL;
+	unsigned same = 0;
 	size_t len;
+	int r;
 
 	if (!id || !id[0] || strlen(id) >= sizeof(buf) || jobcg_init())
 		return false;
@@ -164,11 +166,19 @@ bool jobcg_is(const char *name, const char *id)
 		if (!eq)
 			return false;
 		*eq = '\0';
-		if (dir_of(item, name, path, sizeof(path)) < 0 || dir_identity(item, path, now, &len) < 0 ||
-		    strcmp(strchr(now, '=') + 1, eq + 1))
+		if (dir_of(item, name, path, sizeof(path)) < 0)
 			return false;
+		/* a directory gone from one hierarchy is no other group: systemd
+		 * removes an empty group of a controller it manages (cpu on
+		 * cgroup v1) on daemon-reload, and the daemon, restarted, must
+		 * still know its own */
+		if ((r = dir_identity(item, path, now, &len)) == -ENOENT)
+			continue;
+		if (r < 0 || strcmp(strchr(now, '=') + 1, eq + 1))
+			return false;
+		same++;
 	}
-	return true;
+	return same > 0;
 }
 
 /* ---- create, attach, delete ------------------------------------------------- */

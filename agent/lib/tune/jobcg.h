@@ -38,7 +38,10 @@ int jobcg_create(const char *name, const char *cpus, const char *mems, unsigned 
 		 char ret_id[JOBCG_ID_MAX], struct nt_err *err);
 
 /* Is the group name the one id (jobcg_create's) describes: every directory
- * id lists still there with its device, inode and birth time? */
+ * id lists that is still there with its device, inode and birth time, and
+ * at least one still there?  (A directory gone from a hierarchy is no
+ * one else's group: systemd removes an empty group of a controller it
+ * manages, cpu on cgroup v1, on daemon-reload.) */
 bool jobcg_is(const char *name, const char *id);
 
 /* Move pid into name (cpuset and cpu controllers). */
