@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # nodetune — build, test, install, demo.
 #
 #   make            build build/nodetune and build/nodetune-harness

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # ab_power.sh — detection quality of `nodetune ab` on this machine: the
 # false-alarm rate of A against A, and the power to find a calibrated
 # slowdown (--inject slow:PCT stretches compute by PCT percent), over

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # bucket_sweep.sh — DDP bucket cap from 1 to 100 MB, overlap on and off, on
 # the harness's dlrm-small and on a compute-heavy mlp; world $NP, batch
 # $BATCH/rank.  Reports samples/s (median of $REPS, on/off interleaved), the

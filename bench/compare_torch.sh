@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # compare_torch.sh — nodetune-harness against PyTorch DDP on the same
 # dlrm-small, side by side: world $NP through mpirun, batch $BATCH per rank,
 # $STEPS measured steps after $WARMUP, $REPS interleaved pairs.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # daemon_overhead.sh — what `nodetune daemon` costs on this host's live
 # state: a policy of knobs this host has, set to the values they already
 # hold (so the daemon writes nothing and, with --revert-on-exit, leaves

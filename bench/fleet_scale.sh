@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # fleet_scale.sh — `nodetune fleet` over $HOSTS simulated hosts (default 200):
 # a local 3-member etcd (tests/tools/etcd-cluster.sh) and one real
 # `nodetune daemon --fleet` per host, each on its own copy of the

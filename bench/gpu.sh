@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # gpu.sh — the GPU figures, side by side on the same GPU(s) in one run:
 #   1. samples/s: nodetune-harness against PyTorch DDP (nccl) on the same
 #      dlrm-small, same batch, steps and world size (interleaved pairs);

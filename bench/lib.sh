@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # lib.sh — shared by the benchmark scripts (sourced).  Every benchmark runs
 # its variants interleaved (A B A B ...) in one invocation so that drift on the
 # machine hits both sides, and reports medians and their ratio.

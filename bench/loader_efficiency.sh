@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # loader_efficiency.sh — throughput with the real loader over throughput with
 # one batch pre-placed and reused (--frozen-batch, the data-path roofline):
 # synthetic batches, zstd batches, shards read from disk, and --no-pin.

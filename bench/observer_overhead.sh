@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # observer_overhead.sh — what `nodetune observe` costs: its own CPU time as a
 # share of one core while it samples a training run (the harness, world
 # $NP under mpirun: mpirun plus the ranks and all their threads) at

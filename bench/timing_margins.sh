@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # timing_margins.sh — the timing thresholds of the tests, against what this
 # machine actually takes (issue 23, item 6).  Each probe below measures, $RUNS
 # times (default 20), the very quantity one test compares with a fixed

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """The reference nodetune-harness is measured against: the same dlrm-small
 in PyTorch, trained with DistributedDataParallel (gloo on CPU, nccl on GPU),
 the same batch per rank, steps, learning rate and world size.

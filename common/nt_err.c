@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* nt_err.c — see nt_err.h. */
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* nt_err.h — the project's one error convention, shared by the agent
  * (libnodetune, the CLI) and the harness.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* batch.c — see batch.h.
  *
  *   checksum           batch_checksum

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* batch.h — the loader's batch format: one contiguous buffer.
  *
  *   header (64 bytes): magic "NTB1", version, flags (zstd), sample count,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* comm.c — see comm.h. */
 #include "comm.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* comm.h — the collective backends of the harness, behind one small table
  * of operations: MPI (mpirun), TCP (the torchrun environment: RANK,
  * WORLD_SIZE, MASTER_ADDR, MASTER_PORT), or none (a single process).  All calls after comm_init come from one thread (the

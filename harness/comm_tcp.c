@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* comm_tcp.c — the torchrun launch: collectives over TCP, with the
  * rendezvous at MASTER_ADDR:MASTER_PORT.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cpu_train.c — the CPU trainer row (trainer.h): the model on the CPU
  * kernels (model.h), gradients reduced by the DDP reducer's communication
  * thread while backward goes on (ddp.h), SGD on the host weights. */

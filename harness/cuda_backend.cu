@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // cuda_backend.cu — CUDA build information and the GPU probe.
 #include "cuda_backend.h"
 

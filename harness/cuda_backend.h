@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cuda_backend.h — what the harness knows about CUDA, whether or not it was
  * built with it (cuda_backend.cu with nvcc; cuda_none.c without). */
 #ifndef NODETUNE_HARNESS_CUDA_BACKEND_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cuda_none.c — the CUDA entry points of a build without nvcc (and of the
  * sanitizer build): the cuda trainer row's probe fails with a clear message,
  * so --device cuda exits 3 before anything is set up. */

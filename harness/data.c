@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* data.c — see data.h.
  *
  *   the generator      data_synth, data_synth_batch

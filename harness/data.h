@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* data.h — where samples come from: a seeded synthetic generator,
  * deterministic per global sample index (so N ranks with batch B see exactly
  * the samples one rank with batch N*B sees), or shard files on disk written

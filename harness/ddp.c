@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ddp.c — see ddp.h. */
 #include "ddp.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ddp.h — data-parallel gradient reduction with bucketing and overlap.
  *
  * Gradients are grouped into buckets (cap --bucket-mb, default 25 MB; the

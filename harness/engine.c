@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* engine.c — nodetune-harness: data-parallel training of dlrm-small or mlp,
  * the workload nodetune runs to prove a policy and catch regressions.
  *

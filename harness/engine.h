@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* engine.h — the harness engine (engine.c): nodetune-harness's whole
  * program behind a one-line main().  Options, set-up, the step loop over a
  * trainer row (trainer.h), the summary.  Returns the exit status: 0 done,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gpu_train.cu — the CUDA trainer row (trainer.h: cuda_trainer); a build
  * without nvcc gets cuda_none.c's row, which fails cleanly.
  *

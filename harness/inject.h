@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* inject.h — reproduce a low-level cause of slow training on purpose
  * (--inject KIND), to prove that nodetune's A/B engine and doctor see it.
  *

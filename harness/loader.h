@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* loader.h — the prefetching loader.
  *
  *   workers (--workers) ──encoded batches──> pin thread ──> ring of pinned

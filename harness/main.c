@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* main.c — nodetune-harness: the engine (engine.h) is the program. */
 #include "engine.h"
 

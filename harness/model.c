@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* model.c — see model.h. */
 #include "model.h"
 #include "model_test.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* model.h — the harness's models on the CPU.
  *
  * dlrm-small (DESIGN.md): 13 dense features; 26 embedding tables of 10,000

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* model_test.h — what the unit tests reach in model.c and the program does
  * not (tests/unit/harness/test_model.c). */
 #ifndef NODETUNE_HARNESS_MODEL_TEST_H

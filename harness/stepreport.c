@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stepreport.c — see stepreport.h. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stepreport.h — the harness's side of the step-report protocol
  * (agent/lib/base/steps.h): when nodetune gives the job NODETUNE_STEP_FD or
  * NODETUNE_STEP_FILE, every rank writes one JSON line per measured step,

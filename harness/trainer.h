@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* trainer.h — the harness engine's contract with its trainer rows.
  *
  * The engine (engine.c) owns the options, the set-up that every device

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # capture-sysroot.sh DIR [PID...] — capture this host's /sys and /proc, as far as
 # nodetune reads them, into DIR, for `nodetune discover|plan|doctor --sysroot DIR`
 # on another machine (bug reports, test fixtures).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # check-layout.sh [ROOT] -- the layering of agent/lib, checked.
 #
 # agent/lib is grouped one level deep, and a group includes only itself and

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """check-man.py DUMP PAGE... [--foreign FLAG]... -- the man pages against
 the option tables.
 

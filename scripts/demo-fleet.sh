@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # demo-fleet.sh BUILD_DIR — `nodetune fleet` on a simulated fleet: a local
 # 3-member etcd (tests/tools/etcd-cluster.sh) and 12 hosts of 3 hardware
 # classes, each a `nodetune daemon --endpoints` on its own copy of the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # demo.sh BUILD_DIR — the main job on this machine, as far as it exists today:
 # discover this host, plan the gpu-train policy for it and for a real GPU
 # server, show what applying it would change (a dry run: nothing is

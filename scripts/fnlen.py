@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """fnlen.py — list C/CUDA functions longer than a limit (kernel style: a
 definition's opening brace and closing brace stand alone in column 0).
 

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # gen-completion.sh NODETUNE TEMPLATE -- the bash completion for nodetune:
 # TEMPLATE (contrib/bash-completion/nodetune.in) with its @TABLE@ replaced
 # by the option tables of NODETUNE (`NODETUNE --dump-options`), one

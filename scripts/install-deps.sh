@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # install-deps.sh — install nodetune's Debian build and test dependencies.
 #
 # Usage: scripts/install-deps.sh [GROUP...]

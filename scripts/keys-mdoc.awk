@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # keys-mdoc.awk -- `nodetune keys --markdown` (the knob table of
 # agent/lib/machine/knob.c) as mdoc(7) for nodetune.conf(5): one .Ss per
 # section, one .It per key with its values, scope, file and meaning.  The

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # lint-tests.sh [FILE...] -- the shell patterns that made checks unable to
 # fail (issue 23), found in the integration tests (default:
 # tests/integration/test_*.sh, attacks/*.sh and lib.sh).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # podman-debian-base.sh [IMAGE] -- a Debian 12 base image for
 # deploy/k8s/Containerfile on a host that reaches Debian's archive but no
 # container registry: debootstrap --variant=minbase bookworm from $MIRROR

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Run integration scripts (tests/integration/test_*.sh); each prints its own
 # "ok"/"not ok" lines, closes with "# N checks, F failed, S skipped" and a
 # "# skipped: KIND: REASON" line per skip (lib.sh's t_done), and exits

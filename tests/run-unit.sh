@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Run cmocka unit-test binaries; print one closing tally line.
 # A binary's exit status is its number of failed tests (cmocka).
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cli.c — helpers the verbs share (see cli.h). */
 #include "cli.h"
 

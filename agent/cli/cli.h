@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cli.h — what the verbs of the nodetune command share: the exit codes of
  * DESIGN.md's contract, loading a policy verb's inputs, and writing the
  * result.  Each verb is one cmd_<verb>.c: its option table, its usage and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_ab.c — `nodetune ab`: an A/B test of two policies or commands with
  * statistics (ab.h runs it; this checks the arms first and prints). */
 #include <errno.h>

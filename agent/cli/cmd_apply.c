@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_apply.c — `nodetune apply` and `nodetune revert`: a policy's host
  * settings, all or nothing, journaled; and their undo.  Also what run
  * shares with them: cli_apply and cli_revert, and how their reports read.

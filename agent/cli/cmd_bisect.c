@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_bisect.c — `nodetune bisect`: the smallest set of knobs that turns a
  * good policy into a bad one (bisect.h runs the tests; this loads the two
  * policies, says the progress and prints the set). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_discover.c — `nodetune discover`: the machine and its kernel state. */
 #include <errno.h>
 #include <stdio.h>

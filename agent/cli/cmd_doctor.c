@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_doctor.c — `nodetune doctor`: named hazards on this host, with
  * evidence and a fix (doctor.h finds them). */
 #include <stdio.h>

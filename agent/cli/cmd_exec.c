@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_exec.c — `nodetune exec`: bind this process as one local rank (under
  * mpirun, srun or torchrun), then exec the command (launch.h does both). */
 #include "cli.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_fleet.c — `nodetune fleet rollout|resume|abort|status|hosts`: roll a
  * policy through the fleet in waves (fleet_ctl.h does it over etcd; this
  * takes the options, prints the timeline as it happens and the result as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_fleet_keygen.c — `nodetune fleet keygen`: a signing key pair for the
  * fleet's controller (fleet/sign.h): NAME.key (mode 0600, the controller's
  * secret) and NAME.pub (what each host trusts in /etc/nodetune/fleet-keys.d). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_keys.c — `nodetune keys`: every policy key. */
 #include <stdio.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_observe.c — `nodetune observe`: host and process counters at an
  * interval (observe/observe.h runs the loop; this checks the options and prints
  * each record). */

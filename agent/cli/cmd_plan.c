@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_plan.c — `nodetune plan`: what a policy would do (changes nothing). */
 #include <stdio.h>
 

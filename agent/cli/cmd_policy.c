@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_policy.c — `nodetune policy list | show NAME | active`: policies by
  * name on the policy path (tune/policy.h finds them), what one sets, and
  * what this host has applied now (the journals, the daemon).

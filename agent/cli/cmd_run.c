@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_run.c — `nodetune run`: apply, start N bound local ranks (launch.h),
  * wait, revert. */
 #include "cli.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_slurm.c — `nodetune slurm gres`: what a Slurm site needs from the
  * machine (gres.h).  One sub-verb for now; the SPANK plugin itself is
  * deploy/slurm/nodetune_spank.c, over the same library. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_status.c — `nodetune status`: what the daemon on this host is doing,
  * asked over its status socket (ctlsock.h). */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_verify.c — `nodetune verify`: the drift between a policy's plan and
  * the host (verify.h finds it; this prints it). */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* main.c — the nodetune command line: a thin layer over libnodetune.
  *
  * Verbs come from one table; each is a cmd_<verb>.c with its options, its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* opts.c — the option definitions and the parser every verb shares (see
  * opts.h).
  *

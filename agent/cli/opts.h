@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* opts.h — the command line's options: one shared definition per option
  * (its name and any old name kept as an alias, short letter, whether it
  * takes a value and what it is called in help, the parser that checks and

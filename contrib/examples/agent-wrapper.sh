@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # agent-wrapper.sh CMD [ARG...] — the demo's "framework upgrade": a launcher
 # that starts a helper beside the job, the way a new version's launcher may
 # start a telemetry agent or a data worker.  This one busy-polls on CPU

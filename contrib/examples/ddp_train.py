@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """ddp_train.py -- a real PyTorch DistributedDataParallel training job that
 reports its steps to nodetune (contrib/python/nodetune_steps.py).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """nodetune_steps -- tell nodetune about a training loop's steps.
 
 No dependencies (standard library only).  Two lines in a PyTorch loop:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* nodetune_spank.c — the Slurm SPANK plugin: `srun/sbatch/salloc
  * --nodetune=POLICY` does for each local task what `nodetune exec` does
  * under mpirun, and tunes the node for a job that owns it.  Built over

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops.c — see ops.h. */
 #include "ops.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops.h — CPU compute kernels of the harness.
  *
  * Row-major float32.  Linear layers use OpenBLAS sgemm (its thread count is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // ops.cu — see ops.h.
 #include "ops.h"
 

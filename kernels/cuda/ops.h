@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops.h — CUDA compute kernels of the harness (kernels/cuda/ops.cu), with
  * the same contracts as kernels/cpu/ops.h: row-major float32, backward
  * kernels accumulate.  Pointers are device pointers; every call is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_abmetric.c — libFuzzer target: `ab --metric REGEX` over a job's
  * output (untrusted: the job wrote it).  The first input byte picks one of
  * a few regexes users write; the rest is the output.  A value taken is a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_batch.c — libFuzzer target: the loader's batch decoder
  * (batch_decode) over arbitrary bytes, twice: as they are, and with the
  * header's stored length and checksum made to match the bytes, so that the

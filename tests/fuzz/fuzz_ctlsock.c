@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_ctlsock.c — libFuzzer target: the status socket's request-line
  * parser over arbitrary bytes, as the server thread runs it on what a
  * client sent.  A refusal is one printable line (it is sent back inside

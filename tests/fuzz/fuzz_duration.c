@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_duration.c — libFuzzer target: parse_duration, the parser of every
  * duration option (--interval 100ms, --budget 5m).  What it takes must be
  * finite and within the range asked, and mean the same as what it says:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_etcd.c — libFuzzer target: the etcd client's response parsers
  * (range, put/delete, txn, lease, a watch message and a watch stream, an
  * error body) over arbitrary bytes, the same functions the client runs on

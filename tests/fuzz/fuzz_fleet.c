@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_fleet.c — libFuzzer target: every parser of a fleet store value
  * (fleet.h: a desired or shadow key, a policy document, a host's status,
  * its liveness key, a rollout) and of the gate's ab report (fleet_gate.h)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_gates.c — libFuzzer target: a gate file (gates.h) over arbitrary
  * bytes.  A parse that succeeds holds an absolute command, argc entries
  * then NULL, arguments without control characters, a valid user name and

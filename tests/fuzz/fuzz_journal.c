@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_journal.c — libFuzzer target: the journal parser (header, entries,
  * %XX escapes, the path and cgroup-name checks, the line and entry bounds)
  * over arbitrary bytes, through journal_parse, the same parser journal_read

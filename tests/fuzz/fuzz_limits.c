@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_limits.c — libFuzzer target: site limits (limits.h) over arbitrary
  * bytes, then a fixed policy checked against what parsed.  Every limit
  * set is on a key with a direction, lies in its row's range (a number; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_manifest.c — libFuzzer target: a data set's manifest (key=value
  * lines) through data_parse_manifest, the parser shard_open runs on
  * DIR/manifest.  A refusal is one line naming the file; a manifest that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_pidcgroup.c — libFuzzer target: the /proc/PID/cgroup parser
  * (procfs_cgroup_parse, observe/procfs.h) over arbitrary bytes.  A cgroup's
  * name is chosen by whoever made it (a job's wrapper, a container runtime),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_pidstat.c — libFuzzer target: the /proc/PID/stat line parser
  * (procfs_pid_stat_parse, observe/procfs.h) over arbitrary bytes.  A
  * process names itself, so the comm between '(' and the last ')' is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_policy.c — libFuzzer target: the policy parser (INI, every key's
  * validator, the cross-key rules) over arbitrary bytes, through
  * policy_parse_buffer, the same parser policy_load runs on a file's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_procirq.c — libFuzzer target: the per-CPU table parser of
  * proc/interrupts and proc/softirqs (procfs_irqtab_parse, observe/procfs.h: the one parser of both files) over arbitrary
  * bytes.  A table that parses is consistent: every column a CPU below

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_shard.c — libFuzzer target: a shard file's bytes (the seeds are
  * shards of the small data set below, written by data_write_shards) through
  * the reader's checks: shard_parse_header against the manifest's layout of

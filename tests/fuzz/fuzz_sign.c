@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_sign.c — libFuzzer target: the signed envelope of a fleet document
  * (sign.h) over arbitrary bytes, what a host reads from its desired and
  * shadow keys and the policies, and what the controller reads back from a

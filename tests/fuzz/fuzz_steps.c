@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_steps.c — libFuzzer target: step reports, the lines any job writes
  * to NODETUNE_STEP_FILE, through steps_parse (which runs steps_parse_line on
  * each line).  What is taken must hold what the A/B engine relies on: a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_taskexit.c — libFuzzer target: the taskstats netlink message parser
  * (taskexit_parse, observe/taskexit.h) over arbitrary bytes.  The kernel
  * writes these, but the parser walks lengths it is given: it must never

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """make-sign-seeds.py — write the seeds of fuzz_sign that its test key
 signed (tests/fuzz/corpus/sign/signed-*.json): a desired and a shadow
 document for h1, a policy, a rollout, a counter, a timestamp and a record document

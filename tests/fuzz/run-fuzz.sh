@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # run-fuzz.sh — run libFuzzer targets for a fixed time each.
 #
 # Usage: tests/fuzz/run-fuzz.sh SECONDS BIN...

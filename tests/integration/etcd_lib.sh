@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # etcd_lib.sh — a real etcd for the tests that need one: certificates made
 # here by openssl, a 3-member cluster on loopback (tests/tools/etcd-cluster.sh)
 # with TLS client URLs, and auth enabled by `nodetune fleet init-auth`.

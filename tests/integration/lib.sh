@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # lib.sh — helpers shared by the integration tests (sourced).
 #
 #   NODETUNE   the binary under test (set by `make integration`)

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # slow-when.sh FILE PATTERN [FILE PATTERN]... — a workload for the bisect
 # test that depends on host knobs: 50 ms, and 50 ms more when every FILE
 # contains its PATTERN (grep -E), as a kernel setting can slow a real job.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # slurm_lib.sh — a real one-node Slurm for the tests (sourced after lib.sh).
 #
 #   slurm_start PLUGSTACK_LINES [SLURM_CONF_EXTRA [GRES_CONF NGPUS]]

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The command line as a user meets it: `nodetune help [VERB]` and `VERB
 # --help` for every verb and two-word sub-verb, with one layout (usage, a
 # paragraph, the option list from the verb's table); every option of a table

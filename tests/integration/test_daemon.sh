@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The daemon (DESIGN.md "Daemon"): real daemons on copied sysroot trees and,
 # as root, on this host.  Drift corrected within two intervals, counted
 # (status, metrics, log) and its other writer named (a sysctl.d file, a

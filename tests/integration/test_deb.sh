@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The Debian packages, end to end on this machine's root: `make deb` builds
 # nodetune and nodetune-slurm (lintian: no tag at all, --pedantic -I), apt
 # installs them (man -w nodetune, the bash completion completing a shipped

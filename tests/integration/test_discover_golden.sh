@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # discover --json against the expected output kept beside each fixture, and
 # each expected file's facts against a derivation that does not use nodetune.
 #

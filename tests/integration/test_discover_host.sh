@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # discover on this live host agrees with what the kernel says in /sys and
 # /proc, read here independently of nodetune.
 . "$(dirname "$0")/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Every command docs/*.md shows runs here, as test_readme.sh does for the
 # README: each fenced block is found (tests/tools/doc_blocks.py) and is
 # either run or listed below with the reason it is not (a synopsis, a

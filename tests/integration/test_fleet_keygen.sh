@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # fleet keygen: the controller's Ed25519 key pair, its files' modes, and
 # each bad input as one line and exit 2 with nothing written.
 . "$(dirname "$0")/lib.sh"

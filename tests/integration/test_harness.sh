@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # nodetune-harness end to end: flags, DDP equivalence under mpirun, the
 # loader's data paths, shard corruption, and peers that die or hang.
 . "$(dirname "$0")/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # `nodetune exec` under real launchers: mpirun (Open MPI) and torchrun (the
 # torch elastic agent; tests/tools/torchrun.py says why not Debian's
 # torchrun script).  srun is tested in test_slurm.sh, on a real Slurm.

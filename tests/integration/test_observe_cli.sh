@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # nodetune observe on this host: host records at the interval, a command's
 # process tree with its threads (mpirun's ranks included), the command's exit
 # status, and bad input (exit 2).

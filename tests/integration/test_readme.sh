@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Every nodetune command README.md shows runs, as shown: each `nodetune ...`
 # line of a ```sh block (a `sudo` dropped, `\` continuations joined, a
 # trailing `# comment` dropped) and each `$ nodetune ...` of a ```console

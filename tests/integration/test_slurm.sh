@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Slurm: `nodetune slurm gres` against real machines' topologies, then the
 # SPANK plugin and the prolog/epilog on a real one-node Slurm that this test
 # starts (tests/integration/slurm_lib.sh) and stops, whatever happens.

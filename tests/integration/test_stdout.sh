@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Standard output belongs to the job: under `nodetune run` and `nodetune exec`
 # a job's stdout is byte for byte what it is without nodetune, and nodetune's
 # own lines go to stderr (none with --quiet).  Where nodetune itself writes

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The layering check (scripts/check-layout.sh) passes on the tree and fails,
 # naming the file, on each planted fault: an include that points up the
 # order, one between the siblings ab and fleet, one without its group, and

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The bash completion ($BUILD/bash-completion/nodetune, generated from
 # `nodetune --dump-options`) is exercised in bash: sourced, COMP_WORDS and
 # COMP_CWORD set, _nodetune called, COMPREPLY read.  It must offer every

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The integration tests' lint (scripts/lint-tests.sh) passes on the tree and
 # fails, naming the file, line and kind, on each planted pattern: a
 # condition after `check ... --` outside the check (&& and ||), a `-ge 0` and

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """capture-taskstats.py OUTDIR [CPU]: the kernel's taskstats exit messages, raw.
 
 Registers a netlink socket for exits on CPU (default 0), runs a few known

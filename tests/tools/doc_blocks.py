@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """doc_blocks.py: the fenced blocks of Markdown files, for test_docs.sh.
 
   --split DIR FILE.md...     each fenced block to DIR/NNN.block: line 1

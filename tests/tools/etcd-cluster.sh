@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # etcd-cluster.sh — a throwaway 3-member etcd cluster on loopback, for tests.
 #
 # Usage: tests/tools/etcd-cluster.sh start DIR

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gateprobe.c — a gate's job that says what it can reach, for
  * tests/integration/test_systemd.sh: run by the daemon's gate (through
  * `nodetune ab --as-user`), it appends one line to DIR/probe.txt:

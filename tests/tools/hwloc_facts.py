@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """hwloc_facts.py XML [SYSROOT]: the facts `nodetune discover --json` reports,
 derived WITHOUT nodetune, for checking its golden files.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """memcg_zombies.py PARENT TMPFS N: leave N dying (zombie) memory cgroups.
 
 For a test of `nodetune doctor`'s zombie-memcg hazard on a live cgroup v1

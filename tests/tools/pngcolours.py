@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """pngcolours.py PNG RRGGBB... — how many pixels of the PNG have each colour.
 
 Prints "WIDTHxHEIGHT" and then one "RRGGBB COUNT" line per colour.  Reads

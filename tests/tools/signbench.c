@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* signbench.c — sign and verify time per fleet document (issue 24,
  * "Measure"): a desired document (128 bytes) and a policy document
  * (64 KiB), each signed into its envelope and verified against a keyring of

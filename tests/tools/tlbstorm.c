@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tlbstorm [--after FILE] N — make N real remote TLB flushes, the way
  * nodetune's probe makes them (tlb_probe_storm(): one thread maps, touches
  * and unmaps a page while a second thread of this process spins on another

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """torchrun.py NPROC COMMAND [ARGS...] — torchrun --standalone --no_python
 --nproc_per_node NPROC COMMAND ARGS, through torch's own elastic launcher
 (the agent, the c10d rendezvous, LOCAL_RANK/LOCAL_WORLD_SIZE/RANK/... for

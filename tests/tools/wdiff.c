@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* wdiff A B — compare two raw float32 weight dumps (--dump-weights).
  * Prints the relative L2 difference ||a-b|| / ||a|| and the largest absolute
  * difference; exits 0 when the relative difference is below the limit given

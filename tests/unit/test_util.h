@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_util.h — helpers shared by the unit tests (header-only). */
 #ifndef NODETUNE_TEST_UTIL_H
 #define NODETUNE_TEST_UTIL_H

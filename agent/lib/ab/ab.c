@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ab.c — see ab.h: the engine and its decision.
  *
  * Divisions: specs; defaults and files; the counters (their rows); the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ab.h — the A/B engine: two configurations (a policy, a command, or both),
  * randomized interleaved trials, statistics, stalls, and an explanation
  * from kernel counters.  This header is the experiment's configuration,

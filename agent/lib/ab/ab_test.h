@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ab_test.h — what ab.c exports for its unit test only
  * (tests/unit/ab/test_ab.c): the sequential design's steps, which the test
  * runs thousands of simulated experiments through.  Nothing outside ab.c

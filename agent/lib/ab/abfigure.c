@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* abfigure.c — see abfigure.h. */
 #include "ab/abfigure.h"
 

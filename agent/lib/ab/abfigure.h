@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* abfigure.h — the figure an A/B trial is judged by, and where it came from.
  *
  * Three sources, in this order of preference:

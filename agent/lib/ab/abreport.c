@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* abreport.c — see abreport.h.
  *
  * Divisions: the JSON report; the text report.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* abreport.h — an A/B experiment's result for people and for programs.
  *
  * The text report: the verdict, the effect with its interval, the noise

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* abrun.c — see abrun.h.
  *
  * Divisions: the host's counters; the command line of a trial; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* abrun.h — the A/B trial runner: one trial of one arm, start to end.
  *
  * A trial applies its arm's policy (journaled; reverted after the trial),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* abwatch.c — see abwatch.h.
  *
  * The file in order:

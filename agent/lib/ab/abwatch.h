@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* abwatch.h — what the A/B engine watches around one trial, and the sum of
  * an arm's trials.
  *

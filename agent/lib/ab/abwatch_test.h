@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* abwatch_test.h — what abwatch.c exports for its unit test only
  * (tests/unit/ab/test_abwatch.c): the rank CPUs given by hand, and the trial
  * cgroup, for a test to set a limit on.  Nothing outside abwatch.c and its

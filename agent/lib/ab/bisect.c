@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bisect.c — ddmin over policy knobs; see bisect.h. */
 #include <errno.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bisect.h — knob-level delta debugging between a good and a bad policy.
  *
  * The delta is every knob whose value differs between the two (after their

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bisect_test.h — what bisect.c exports for its unit test only
  * (tests/unit/ab/test_bisect.c): steps of the module that the test checks one
  * by one.  Nothing outside bisect.c and its test includes this. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cgfollow.c — see cgfollow.h.
  *
  * The file in order:

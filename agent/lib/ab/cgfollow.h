@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cgfollow.h — the cgroups a trial's job actually runs in, wherever it goes.
  *
  * The job starts in its trial cgroup (trialcg.h), but its command may move

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* culprit.c — see culprit.h.
  *
  * Divisions: reading proc (a task's cgroup line, the trial's clock; stat

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* culprit.h — who else used the job's CPUs during a trial.
  *
  * The A/B engine watches each trial with one struct culprit: it gives the

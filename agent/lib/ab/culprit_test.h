@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* culprit_test.h — what culprit.c exports for its unit test only
  * (tests/unit/ab/test_culprit.c): a name the test checks.  Nothing outside
  * culprit.c and its test includes this. */

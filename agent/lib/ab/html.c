@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* html.c — the A/B experiment as one self-contained HTML page.
  *
  * Everything is inline: CSS in a <style>, the charts as inline SVG drawn

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* html.h — the A/B result as a self-contained HTML page (inline SVG, no
  * script, nothing fetched). */
 #ifndef NODETUNE_HTML_H

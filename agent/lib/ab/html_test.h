@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* html_test.h — what html.c exports for its unit test only
  * (tests/unit/ab/test_html.c): steps of the module that the test checks one
  * by one.  Nothing outside html.c and its test includes this. */

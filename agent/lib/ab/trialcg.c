@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* trialcg.c — see trialcg.h.
  *
  * The file in order:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* trialcg.h — each A/B trial's job in a cgroup of its own, and what that
  * cgroup says: CPU throttling under a quota (cpu.stat), memory limit events
  * and reclaim (memory.events, or v1 failcnt and oom_control), pressure (PSI)

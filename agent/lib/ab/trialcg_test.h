@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* trialcg_test.h — what trialcg.c exports for its unit test only
  * (tests/unit/ab/test_trialcg.c): steps the test checks one by one.  Nothing
  * outside trialcg.c and its test includes this. */

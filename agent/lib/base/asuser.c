@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* asuser.c — see asuser.h. */
 #include "base/asuser.h"
 

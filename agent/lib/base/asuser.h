@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* asuser.h — file access with a user's credentials from a root process
  * (the SPANK plugin in slurmd and slurmstepd, which must open what a job's
  * user names as that user, never as root).

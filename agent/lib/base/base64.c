@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* base64.c — see base64.h. */
 #include <errno.h>
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* base64.h — strict base64 (RFC 4648 §4, the standard alphabet with '='
  * padding), the encoding etcd's JSON gateway uses for keys and values.
  *

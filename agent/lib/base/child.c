@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* child.c — see child.h.
  *
  * Divisions: one fd; closing the rest (close_range, /proc/self/fd, the fd

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* child.h — a forked child that owns nothing of its parent's: what a job
  * started by a root process (ab's trial, the fleet gate's ab, the SPANK
  * plugin's nodetune apply/revert) does between fork and exec.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* child_test.h — child.c's fallbacks for kernels without close_range, for
  * its unit test (test_child.c); async-signal-safe as child.h's. */
 #ifndef NODETUNE_CHILD_TEST_H

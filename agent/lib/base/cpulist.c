@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cpulist.c — see cpulist.h. */
 #include "base/cpulist.h"
 

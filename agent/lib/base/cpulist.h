@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cpulist.h — Linux cpulist strings ("0-17,36-53") <-> hwloc bitmaps.
  *
  * Every CPU and NUMA set the agent prints or reads is a cpulist of OS

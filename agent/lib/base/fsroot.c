@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fsroot.c — see fsroot.h. */
 #include "base/fsroot.h"
 #include "base/fsroot_test.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fsroot.h — read /sys and /proc relative to one root directory.
  *
  * Every host path the agent touches is opened relative to an fsroot, so the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fsroot_test.h — what fsroot.c exports for its unit test only
  * (tests/unit/base/test_fsroot.c): steps of the module that the test checks one
  * by one.  Nothing outside fsroot.c and its test includes this. */

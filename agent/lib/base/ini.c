@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ini.c — see ini.h. */
 #include "base/ini.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ini.h — the strict line reader of small root-owned configuration files
  * (site limits, gates): "[section]" headers, "key = value" lines, '#' and
  * ';' comments, blank lines; nothing else.  Policies have their own reader

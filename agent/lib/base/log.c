@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* log.c — see log.h. */
 #include "base/log.h"
 #include "base/textbuf.h"

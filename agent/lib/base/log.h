@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* log.h — one logging entry point and a small error carrier.
  *
  * Library code logs at LOG_DEBUG only; main() decides what the user sees.

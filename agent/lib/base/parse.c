@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* parse.c — see parse.h. */
 #include "base/parse.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* parse.h — checked number parsing (never atoi). */
 #ifndef NODETUNE_PARSE_H
 #define NODETUNE_PARSE_H

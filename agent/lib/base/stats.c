@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stats.c — see stats.h. */
 #include "base/stats.h"
 #include "base/stats_test.h"

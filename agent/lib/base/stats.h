@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stats.h — the statistics of the A/B engine, as it uses them.
  *
  * The verdict's estimate comes from paired ABBA blocks (stats_block_ratio,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stats_test.h — what stats.c exports for its unit test only
  * (tests/unit/base/test_stats.c): the t distribution's p-value and a sample
  * size, checked one by one.  Nothing outside stats.c and its test includes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* steps.c — see steps.h.  One line is one JSON object, parsed with
  * jansson (no hand-written JSON); the checks below are what the rest of
  * nodetune relies on. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* steps.h — step reports: how any job tells nodetune about its steps.
  *
  * The protocol (DESIGN.md "Any job, not only the harness"): nodetune passes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* textbuf.c — see textbuf.h. */
 #include "base/textbuf.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* textbuf.h — lines appended to a caller's fixed buffer, whole or not at
  * all; text from outside made fit for one line of a terminal or a JSON
  * string. */

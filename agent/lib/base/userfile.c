@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* userfile.c — see userfile.h. */
 #include "base/userfile.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* userfile.h — reading a whole file the user named (a policy, a topology
  * export): open once, check what was opened (a regular file, not too large,
  * an optional caller check such as ownership), read it all, NUL-terminate. */

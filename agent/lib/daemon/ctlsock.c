@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ctlsock.c — the status socket (see ctlsock.h).
  *
  * Divisions:

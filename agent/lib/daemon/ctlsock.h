@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ctlsock.h — the daemon's status socket, and the client `nodetune status`
  * uses to ask it.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* daemon.c — see daemon.h.
  *
  * Divisions: state and saying things; loading a policy into a plan; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* daemon.h — `nodetune daemon`: keep a policy applied on a host, catch
  * drift and name who caused it, watch for hazards, export it all.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* daemon_test.h — what daemon.c exports for its unit test only
  * (tests/unit/daemon/test_daemon.c): the daemon's state, the metric table
  * over it, and the loop's decisions as pure functions of what was observed.

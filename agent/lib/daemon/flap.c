@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* flap.c — see flap.h.
  *
  * Each key keeps the times of its last n drifts in a ring; the key is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* flap.h — which knobs keep drifting: the daemon's "contested" state.
  *
  * A knob that something else changes again and again (TuneD reapplying a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* metrics.c — Prometheus exposition (see metrics.h).
  *
  * Divisions:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* metrics.h — Prometheus exposition: a metric set, its text rendering, a
  * node_exporter textfile and an HTTP /metrics endpoint.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* metrics_test.h — what metrics.c exports for its unit test only
  * (tests/unit/daemon/test_metrics.c): the name checks and the value
  * formatting that metrics_declare, metrics_add and metrics_render apply.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* writers.c — see writers.h.
  *
  * Divisions: the process scan (comm of every pid, open descriptors); one

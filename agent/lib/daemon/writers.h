@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* writers.h — who else may have written a host knob that drifted.
  *
  * When the daemon finds a knob away from its policy value it names the

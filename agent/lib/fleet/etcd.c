@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* etcd.c — see etcd.h.
  *
  * Divisions:

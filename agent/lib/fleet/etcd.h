@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* etcd.h — a client of etcd 3.4's v3 JSON gateway (gRPC-gateway over HTTP,
  * POST /v3/kv/range, /v3/kv/put, /v3/kv/txn,
  * /v3/lease/grant, /v3/lease/keepalive, /v3/lease/revoke, /v3/watch,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* etcd_test.h — what etcd.c exports for its unit test only
  * (tests/unit/fleet/test_etcd.c, whose live tests clean up with it): the
  * fleet never deletes a key (leases and overwrites do).  Nothing outside

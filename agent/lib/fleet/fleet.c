@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fleet.c — see fleet.h.
  *
  * Divisions: the clocks; the state machine (one pure step of a rollout).

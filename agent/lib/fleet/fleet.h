@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fleet.h — the rollout state machine: one pure step from a rollout and
  * what is observed of its hosts to the next rollout and the writes that go
  * with it (fleet_ctl.h commits them over etcd).  The documents, keys and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fleet_auth.c — see fleet_auth.h. */
 #include <errno.h>
 #include <fcntl.h>

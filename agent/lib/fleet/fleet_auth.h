@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fleet_auth.h — least privilege in etcd: the roles and users a fleet
  * needs, as data (`nodetune fleet init-auth` prints them as etcdctl
  * commands).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fleet_creds.c — see fleet_creds.h.
  *
  * Divisions: fleet.conf's lines; the files' owners and modes; giving a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fleet_creds.h — the fleet's credentials to etcd, as etcdctl takes them:
  * a CA bundle, a client certificate and key, a user and the file that
  * holds its password.  From the command line (--cacert, --cert, --key,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fleet_creds_test.h — what fleet_creds.c exports for its unit test only
  * (tests/unit/fleet/test_fleet_creds.c): fleet.conf's parser, which
  * fleet_creds_load applies to the checked file.  Nothing outside

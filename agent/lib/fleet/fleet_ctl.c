@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fleet_ctl.c — see fleet_ctl.h.
  *
  * Divisions: saying things; reading the hosts; creating a rollout; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fleet_ctl.h — the fleet's controller: create a rollout, drive it through
  * fleet_step (fleet.h) over etcd, abort it, read it back.
  *

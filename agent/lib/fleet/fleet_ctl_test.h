@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fleet_ctl_test.h — what fleet_ctl.c exports for its unit test only
  * (tests/unit/fleet/test_fleet_ctl.c): the controller's steps between the
  * store and the state machine as pure functions (the hosts' keys to rows,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fleet_doc.c — see fleet_doc.h.
  *
  * Divisions: names and keys; hardware classes; reading JSON strictly; the

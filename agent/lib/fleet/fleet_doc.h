@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fleet_doc.h — the fleet's store layout and its documents, hardware
  * classes and the wave planner: pure functions over JSON text and structs
  * (no clock, no network).  fleet.h is the rollout state machine over them;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fleet_gate.c — see fleet_gate.h.
  *
  * Divisions: ab's report; the command line; the child, started, read,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fleet_gate.h — a canary's gate: an A/B test of the policy it runs
  * against the one a rollout brings, on the job of a named gate (gates.h),
  * by `nodetune ab` (this very binary, /proc/self/exe) in a child process

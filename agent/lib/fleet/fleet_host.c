@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fleet_host.c — see fleet_host.h.
  *
  * Divisions: state and saying things; the lease thread; fetching and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fleet_host.h — the daemon's side of the fleet (`nodetune daemon --fleet
  * ENDPOINTS --host NAME`): register, say what runs here, follow the policy
  * the store names.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fleet_host_test.h — what fleet_host.c exports for its unit test only
  * (tests/unit/fleet/test_fleet_host.c): the host side's decisions as pure
  * functions of what it observed (a store key, the revisions it answered,

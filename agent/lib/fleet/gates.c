@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gates.c — see gates.h.
  *
  * Divisions: names; one assignment of a gate file; parsing; lookup (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gates.h — the named gates of a host: what a rollout's `--gate NAME`
  * runs there.  No command string travels through the store; a host maps
  * the name to a command it keeps in a root-owned file,

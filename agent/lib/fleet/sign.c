@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sign.c — see sign.h.
  *
  * Divisions: names and small checks; key files (keygen, secret key, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sign.h — signed fleet documents: Ed25519 key pairs (libsodium), the
  * signed envelope a controller stores instead of a bare desired, shadow or
  * policy document, and its verification against the trusted keys of a

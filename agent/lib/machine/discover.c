@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* discover.c — see discover.h.
  *
  * Divisions: warnings; JSON document; human text.

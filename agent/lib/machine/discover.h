@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* discover.h — what `nodetune discover` reports: the topology, the kernel
  * state, and the warnings worth acting on, as JSON or as human text. */
 #ifndef NODETUNE_DISCOVER_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* discover_test.h — what discover.c exports for its unit test only
  * (tests/unit/machine/test_discover.c): steps of the module that the test checks one
  * by one.  Nothing outside discover.c and its test includes this. */

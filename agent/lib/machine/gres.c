@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gres.c — see gres.h. */
 #include "machine/gres.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gres.h — Slurm's view of a machine's GPUs: the gres.conf lines
  * (`Name=gpu File=/dev/nvidia0 Cores=0-11`) that sites without NVML support
  * (Debian's Slurm has none) write by hand, and the mapping back from the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* knob.c — the knob table and its helpers; see knob.h.
  *
  * Divisions: value lists; validators; effective-value readers; the table

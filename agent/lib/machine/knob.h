@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* knob.h — every policy key is one row of knob_table.
  *
  * A row says where the key lives ([section] key), what values it takes, what

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* knob_test.h — what knob.c exports for its unit test only
  * (tests/unit/machine/test_kstate.c): steps of the module that the test checks one
  * by one.  Nothing outside knob.c and its test includes this. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kstate.c — see kstate.h.
  *
  * Divisions: helpers and notes; one reader per field (THP, NUMA balancing,

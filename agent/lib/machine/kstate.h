@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kstate.h — the kernel state that matters for training throughput.
  *
  * Read from /sys and /proc below an fsroot.  A missing file leaves its field

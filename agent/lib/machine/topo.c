@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* topo.c — see topo.h.
  *
  * Divisions:

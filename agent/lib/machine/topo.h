@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* topo.h — the machine as nodetune sees it, discovered through hwloc.
  *
  * A topology comes from the live host (optionally under a captured fsroot),

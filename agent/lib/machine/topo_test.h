@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* topo_test.h — what topo.c exports for its unit test only
  * (tests/unit/machine/test_topo.c): steps of the module that the test checks one
  * by one.  Nothing outside topo.c and its test includes this. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* doctor.c — see doctor.h.
  *
  * Divisions: report helpers; one function per hazard; the table; output.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* doctor.h — named hazards on a host, each with its evidence and a fix.
  *
  * The hazards come from the stories nodetune exists for (DESIGN.md): zombie

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* doctor_test.h — what doctor.c exports for its unit test only
  * (tests/unit/observe/test_doctor.c): steps of the module that the test checks one
  * by one.  Nothing outside doctor.c and its test includes this. */

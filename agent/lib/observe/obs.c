@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* obs.c — see obs.h. */
 #include "observe/obs.h"
 #include "observe/obs_test.h"

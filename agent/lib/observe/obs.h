@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* obs.h — cheap kernel counters, read below an fsroot: per-CPU time
  * from /proc/stat, /proc/vmstat, the TLB-shootdown line of /proc/interrupts,
  * memory cgroups (/proc/cgroups against live directories), cgroup CPU

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* obs_test.h — what obs.c exports for its unit test only
  * (tests/unit/observe/test_obs.c): steps of the module that the test checks one
  * by one.  Nothing outside observe.c and its test includes this. */

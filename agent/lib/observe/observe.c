@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* observe.c — the observer's loop (see observe.h).
  *
  * Divisions: signals; the command; the loop.

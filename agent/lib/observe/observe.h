@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* observe.h — the observer's loop: sample host and process counters at an
  * interval (sampler.h) and hand each record to a callback, for a while, for
  * the life of some processes, or for the life of a command it starts.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* procfs.c — see procfs.h.
  *
  * Divisions: the irq tables (header, a row, the whole file, look-ups);

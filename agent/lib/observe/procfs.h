@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* procfs.h — the one parser of each /proc file that more than one module
  * reads: the per-CPU tables of /proc/interrupts and /proc/softirqs, a
  * task's /proc/PID/stat (or /proc/PID/task/TID/stat) line, and the cgroups

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sampler.c — see sampler.h.
  *
  * Divisions: the vmstat counter table; setup; taking a sample (vmstat,

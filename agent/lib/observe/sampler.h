@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sampler.h — the observer: host and process counters sampled at an
  * interval, each sample a record of what changed since the last one.
  *

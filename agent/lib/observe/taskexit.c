@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* taskexit.c — exiting tasks' CPU time from taskstats (see taskexit.h). */
 #include "observe/taskexit.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* taskexit.h — the CPU time of every task as it exits, from the kernel's
  * taskstats netlink interface (Documentation/accounting/taskstats.rst).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tlb.c — TLB shootdowns from the best source this host has (tlb.h).
  *
  * Divisions: the probe (a burst of real remote flushes); the sources

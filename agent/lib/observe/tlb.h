@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tlb.h — TLB shootdowns, counted from the best source this host has, or
  * said to be not countable.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tlb_test.h — what tlb.c exports for its tests only: steps of the module
  * that tests/unit/observe/test_tlb.c checks one by one, and the probe's storm that
  * tests/tools/tlbstorm.c makes on demand for the integration tests.

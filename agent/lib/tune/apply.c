@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* apply.c — see apply.h.
  *
  * Divisions: values and the report; restoring from a journal (shared by

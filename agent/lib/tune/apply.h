@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* apply.h — apply a plan's host part, all or nothing, and revert it.
  *
  * Host files (sysfs/procfs knobs, IRQ affinities) are written only when

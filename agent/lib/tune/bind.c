@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bind.c — see bind.h. */
 #include "tune/bind.h"
 

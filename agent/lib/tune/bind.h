@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bind.h — bind the calling process as one local rank of a plan, so that
  * the command exec'd next (and its threads and children, which inherit all
  * of it) runs where the plan says. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* jobcg.c — see jobcg.h.
  *
  * Divisions: libcgroup and the hierarchies; the identity of a group's

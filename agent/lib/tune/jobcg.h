@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* jobcg.h — the job cgroup, through libcgroup, on cgroup v1, hybrid and v2
  * hosts: a cpuset (the ranks' CPUs and nodes) and a CPU weight (cpu.weight
  * on v2; cpu.shares = weight * 1024 / 100 where the cpu controller is on a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* jobstate.c — see jobstate.h.
  *
  * Divisions: listing the job dirs; the lock, the marker, removal; the

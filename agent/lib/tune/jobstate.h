@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* jobstate.h — the Slurm plugin's per-job state dirs (deploy/slurm).
  *
  * BASE/JOBID (root's, 0700), one per job whose prolog had a policy: a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* journal.c — see journal.h. */
 #include "tune/journal.h"
 #include "tune/journal_test.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* journal.h — the crash-safe record of host changes.
  *
  * Before any host change, the original value is appended to STATE_DIR/journal

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* journal_test.h — what journal.c exports for its unit test only
  * (tests/unit/tune/test_journal.c): steps of the module that the test checks one
  * by one.  Nothing outside journal.c and its test includes this. */

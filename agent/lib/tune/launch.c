@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* launch.c — binding and starting local ranks (see launch.h).
  *
  * Divisions: the launchers' environment; the PATH look-up; one rank (bind,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* launch.h — starting a job's local ranks where the plan says: what
  * `nodetune exec` (one rank, under mpirun, srun or torchrun) and `nodetune
  * run` (N ranks of our own) share.

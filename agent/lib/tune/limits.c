@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* limits.c — see limits.h.
  *
  * Divisions: the direction of each key; one assignment of limits.conf;

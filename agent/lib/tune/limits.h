@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* limits.h — the site's bounds on policy values
  * (/etc/nodetune/limits.conf), checked wherever a policy is applied (apply,
  * run, ab and bisect (each arm, and each trial again), the daemon, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* plan.h — policy x topology x N local ranks -> what would be done.
  *
  * Deterministic: the same inputs give the same plan.  Per local rank: its

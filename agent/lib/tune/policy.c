@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* policy.c — see policy.h.
  *
  * Divisions: reading one file safely; names and the search path; the line

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* policy.h — policy files: INI in the spirit of tuned profiles.
  *
  *   [main]

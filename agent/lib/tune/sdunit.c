@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sdunit.c — a command as a transient systemd service (see sdunit.h).
  *
  * Divisions: the names, the calling process's own unit, the start message

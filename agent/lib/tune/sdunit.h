@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sdunit.h — a command as a transient systemd service, started over the
  * system bus (sd-bus: org.freedesktop.systemd1.Manager.StartTransientUnit),
  * for a process whose own unit's sandbox the command must not inherit.  The

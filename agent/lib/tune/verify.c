@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* verify.c — drift between a plan and the host (see verify.h). */
 #include "tune/verify.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* verify.h — drift between a plan and the host: read back every host
  * setting, device IRQ affinity and the job cgroup a plan asks for, and say
  * which differ.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # attacks/display.sh — sourced by test_attacks.sh: what a host writes reaches
 # an operator's terminal as text, never as a control (security.md L12).  A
 # host's own etcd user writes its status with C1 controls in UTF-8 (U+009B,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # fleet-fresh.sh — freshness and identity of the fleet's documents (issue
 # 38 item 2, ../shared/reviews/security.md M2), attacked against a real
 # 3-member etcd with TLS and auth (etcd_lib.sh), hosts' daemons with their

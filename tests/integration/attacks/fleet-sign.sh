@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # attacks/fleet-sign.sh — the controller as a signing oracle (security.md
 # H1) and key rotation (L11), against a real 3-member etcd with TLS and
 # auth (etcd_lib.sh), two host daemons (h1, h2) each logged in as its own

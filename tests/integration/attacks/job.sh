@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # attacks/job.sh — a job owns nothing of its parent's (issue 38 item 4;
 # security.md H3, M3, L9, L10).  Sourced by test_attacks.sh after lib.sh.
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # attacks/limits.sh — site limits everywhere a policy is applied, and job
 # cgroup ownership (security.md L1, L5; issue 38 items 6 and 7), sourced by
 # test_attacks.sh after lib.sh.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # slurm.sh — attacks on the SPANK plugin's host-wide settings (issue 38,
 # security.md H2 and L6), on a real one-node Slurm (slurm_lib.sh: munged,
 # slurmctld, slurmd; the partition lets jobs share the node), sourced by

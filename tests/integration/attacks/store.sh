@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # attacks/store.sh — the transport to the store and the secrets it takes
 # (security.md M1, L4, L7, L8), sourced by test_attacks.sh after lib.sh and
 # etcd_lib.sh's helpers, against a real etcd: a 3-member TLS cluster with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_ab.c — the A/B set-up the verbs share: the defaults (the one copy),
  * the default command of the arms that name none, the trial files, and the
  * counters' rows; and the sequential design, through thousands of simulated

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_abfigure.c — the figure of an A/B trial: step reports merged over
  * ranks (the slowest rank makes a step, its phases are the step's, the
  * skew and the lagging rank), the steps skipped, the figure with and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_abwatch.c — one trial watched on this live host (root only: skipped
  * with the reason elsewhere): a pinned busy process beside the job named as
  * the culprit, a CPU quota on the trial cgroup seen as throttling; an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_bisect.c — ddmin finds 1-minimal failing sets (single knobs and
  * interactions) with each subset tested once; the delta of two policies;
  * candidates that load back as the policy they describe. */

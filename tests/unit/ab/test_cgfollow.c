@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_cgfollow.c — following a job's processes into the cgroups they move
  * to, on captured trees: a pure cgroup2 host (cpu.max, memory.events) and a
  * hybrid one (v1 cpu: cfs_quota_us, throttled_time); descendants through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_culprit.c — who else ran on the job's CPUs: a constructed proc tree
  * moved between two samples, the live host (a pinned spinner beside a
  * "job" child), and the A-vs-B text. */

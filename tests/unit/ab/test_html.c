@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_html.c — the A/B HTML report: self-contained, every stall marked,
  * every trial drawn, arm text escaped, written atomically. */
 #include <setjmp.h>

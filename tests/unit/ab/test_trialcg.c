@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_trialcg.c — trial cgroups on this live host (root only: skipped with
  * the reason elsewhere), checked through /proc and the cgroup file system;
  * and on captured trees: an unusable cgroupfs, a hybrid host's files read

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_asuser.c — a root thread takes a user's file-system identity and
  * gives it back: while entered, a root-only file is EACCES for it and a
  * world-readable one opens; another thread of the process stays root all

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_base64.c — strict base64: the RFC 4648 §10 vectors both ways, every
  * byte value round-trips, and each non-canonical form is refused. */
 #include <errno.h>

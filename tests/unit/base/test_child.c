@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_child.c — a forked child detached as a job is (child.h): its fd
  * table (0, 1, 2 and the kept fd at 3, whatever the parent held: a pipe,
  * a socket, fds dup'ed high, a kept fd that is close-on-exec or already

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_cpulist.c — Linux cpulist parsing and formatting. */
 #include <errno.h>
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_fsroot.c — reads relative to a root, and their failure paths; writes
  * that stay beneath the root, with openat2 and with the walk used without it. */
 #include <errno.h>

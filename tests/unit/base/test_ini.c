@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_ini.c — the strict line reader of small configuration files: what
  * it hands on, and each refusal as "name:line: what". */
 #include <errno.h>

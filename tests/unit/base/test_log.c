@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_log.c — log lines: one line each, the level checked before the
  * arguments are evaluated.  (The error carrier is test_nt_err.c.) */
 #include <errno.h>

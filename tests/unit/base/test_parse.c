@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_parse.c — checked number parsing. */
 #include <errno.h>
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_stats.c — the A/B statistics against values computed independently:
  * the textbook Mann-Whitney case (R: wilcox.test(1:5, 6:10, exact = FALSE)
  * gives W = 0, p-value = 0.01219), a tie case worked by hand, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_steps.c — step reports: the protocol's required and optional keys,
  * every refusal with its reason, a whole report with bad lines counted (not
  * fatal) and a torn last line, the bounds, and reading a file. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_textbuf.c — lines appended whole or not at all; text from outside
  * made printable ASCII, or one line with its UTF-8 kept. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_nt_err.c — the error convention: code returned and recorded, a NULL
  * err allowed, long messages truncated, and the message always one line. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_ctlsock.c — the status socket: the request parser; a query round
  * trip; the socket file's safety (a non-socket refused, a stale socket
  * replaced, a live one refused, the directory checked, mode 0600); hostile

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_daemon.c — the daemon's parts that are pure functions of its state
  * (daemon_test.h): the metric table rendered from a constructed daemon
  * (every family, the observer's only when it sampled, promtool's verdict

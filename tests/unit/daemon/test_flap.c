@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_flap.c — the contested-knob tracker: N drifts within the window make
  * a key contested, once; drifts spread wider than the window do not; keys
  * are independent; a reset forgets windows but keeps totals; --flap parsing.

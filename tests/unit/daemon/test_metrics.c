@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_metrics.c — Prometheus exposition: names, values, escaping and
  * rendering; the textfile's atomic replace, including failures that must
  * leave the old file; the HTTP endpoint on port 0 over a real socket; and

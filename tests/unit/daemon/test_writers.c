@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_writers.c — naming who else writes a knob, on a tree built here:
  * a running tuned with its profile, irqbalance for IRQ paths only, the
  * sysctl.d line that sets a key (and a same-named file in /etc masking the

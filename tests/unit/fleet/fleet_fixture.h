@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fleet_fixture.h — a rollout planned over constructed hosts, shared by the
  * fleet group's unit tests (test_fleet_doc.c, test_fleet.c). */
 #ifndef NODETUNE_TEST_FLEET_FIXTURE_H

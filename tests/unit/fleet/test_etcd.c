@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_etcd.c — the etcd client: its response parsers on answers captured
  * from etcd 3.4.23 (tests/fixtures/etcd/) and on hostile ones, then the
  * client against a real 3-member cluster started by

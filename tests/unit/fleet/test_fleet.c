@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_fleet.c — the rollout state machine (fleet.h) step by step: send,
  * verify, pass, done; a failure and a gate regression roll back; a lost host
  * is skipped at the timeout, named when the rollout ends done; abort;

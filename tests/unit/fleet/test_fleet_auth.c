@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_fleet_auth.c — the fleet's roles and users (fleet_auth.h): a host's
  * role holds exactly its four permissions and none on another host, a
  * desired or shadow key, a policy write or a rollout; the controller's is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_fleet_creds.c — the fleet's credentials (fleet_creds.h): fleet.conf
  * parsed strictly (each refusal names file:line), the options over the
  * file, the owner and mode checks of the conf and the password file, and

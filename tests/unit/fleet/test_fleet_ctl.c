@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_fleet_ctl.c — the controller's steps around the state machine
  * (fleet_ctl_test.h) on constructed inputs: the hosts' keys to rows
  * (alive, desired, status, shadow revisions, a bad value kept as the row's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_fleet_doc.c — the fleet's documents (fleet_doc.h): keys, hardware
  * classes of real topologies (../shared/topologies, skipped when absent), the
  * --waves parser and the wave planner, the store documents and their strict

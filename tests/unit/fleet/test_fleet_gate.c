@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_fleet_gate.c — the gate's verdict as the A/B prints it (fleet_gate.h):
  * parsed strictly; an error verdict is -EIO.  A gate needs a job and a trial
  * dir; a trial dir a dead daemon left is removed (its journal reverted:

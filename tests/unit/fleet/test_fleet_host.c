@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_fleet_host.c — the host side's decisions (fleet_host_test.h) on
  * constructed inputs: which store key is followed, refused once, answered
  * as a shadow or ignored; what a desired value means against what runs and

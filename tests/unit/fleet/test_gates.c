@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_gates.c — named gates: the file's syntax (an argv, never a shell
  * string), lookup by strict name, an unknown name as its own error, the
  * trust rule and the user (never root). */

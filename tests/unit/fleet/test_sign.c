@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_sign.c — signed fleet documents: key pairs, the canonical bytes,
  * the envelope, each refusal by its reason (another fleet, expired, an
  * equal seq with other bytes among them), and key rotation (two trusted

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_batch.c — the loader's batch format: round trips (plain and zstd)
  * and every corruption detected. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_cuda_ops.c — the CUDA kernels against the CPU kernels (which
  * test_model.c gradient-checks against double-precision finite
  * differences), on a GPU; skipped with the reason where there is none. */

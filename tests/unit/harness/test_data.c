@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_data.c — the synthetic generator and shard files; every corruption
  * of a manifest, a shard header or a chunk index is refused with a message
  * naming the file, the chunk and the offset, before anything is sized by it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_ddp.c — bucketing, readiness, rebuild and accumulation of the DDP
  * reducer in one process (multi-rank equivalence is an integration test
  * under mpirun). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_loader.c — the prefetching loader delivers exactly the samples of
  * this rank, in order, from every configuration; failures surface. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_model.c — gradient checks of the CPU kernels through both models:
  * analytic gradients (float32 kernels) against central finite differences
  * of an independent double-precision reference of the same network. */

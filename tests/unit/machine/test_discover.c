@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_discover.c — warnings and the JSON document of `nodetune discover`. */
 #include <errno.h>
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_gres.c — Slurm's view of the GPUs: the gres.conf lines, the device
  * numbering, the device-number -> GPU mapping the SPANK plugin uses, and
  * what the module refuses or leaves out.

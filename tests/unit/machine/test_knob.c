@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_knob.c — the knob table: lookups, validation, paths, did-you-mean. */
 #include <errno.h>
 #include <setjmp.h>

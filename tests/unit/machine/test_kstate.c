@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_kstate.c — kernel state from captured and crafted /sys + /proc trees. */
 #include <errno.h>
 #include <setjmp.h>

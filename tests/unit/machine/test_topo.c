@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_topo.c — discovery of packages, NUMA nodes, GPUs and NICs.
  *
  * Expected values for ../shared/topologies were read with hwloc's own tools

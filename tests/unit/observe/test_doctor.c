@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_doctor.c — every named hazard on a crafted tree that has them all,
  * and none on a tuned one. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_obs.c — kernel counter readers on crafted trees. */
 #include <errno.h>
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_observe.c — the observer's loop on this host: a command's records
  * and exit status, a failed record stops it, a duration ends it. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_procfs.c — the one parser of /proc/interrupts (and softirqs), of
  * /proc/PID/stat and of /proc/PID/cgroup: real lines, the tricky ones (a comm with spaces and ')',
  * offline CPUs, MIS with one count), every refusal, and the live host. */

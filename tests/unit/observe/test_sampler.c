@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_sampler.c — the observer's records on a captured tree: host and
  * process fields present and computed from the two samples. */
 #include <setjmp.h>

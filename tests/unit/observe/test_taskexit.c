@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_taskexit.c — the taskstats exit records: the kernel's own bytes
  * (tests/fixtures/taskstats/, captured by tests/tools/capture-taskstats.py,
  * which uses nothing of ours), every refusal of a malformed message, and

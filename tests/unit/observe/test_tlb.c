@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_tlb.c — TLB shootdowns: the probe, each source on this host, and
  * "not countable" where no source sees them. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_apply.c — apply/revert on copied sysroot trees: round trips are
  * byte-for-byte, failures roll back, refusals and clamps are failures; a
  * forged journal restores nothing, a symlink out of the tree is never

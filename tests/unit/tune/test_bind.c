@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_bind.c — binding a process as a rank on this live host; the child
  * checks what the kernel reports (affinity, memory policy, scheduling). */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_jobcg.c — the job cgroup through libcgroup on this live host; the
  * result is checked in the cgroup file system and /proc, not through
  * libcgroup.  Skipped (with the reason) where the host permits no cgroups. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_jobstate.c — the Slurm plugin's job dirs on a tree: which are jobs,
  * which hold a journal, which wait for a retry; the lock; the marker;
  * removal; the daemon's retry restoring a job's values from its real

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_journal.c — the crash-safe journal: format, lock, torn lines; the
  * parser over forged and giant input; the state dir and journal it trusts. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_launch.c — the launchers' environment (precedence, checked numbers,
  * SLURM_TASKS_PER_NODE's "2(x3),1"), the PATH look-up, a failed exec's
  * exit status, and run's launcher: N ranks with LOCAL_RANK and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_limits.c — the site limits: the file's syntax, the trust rule, and
  * a policy checked against them (each knob, and the hugetlb share of each
  * NUMA node's memory), the violation naming key and limit. */

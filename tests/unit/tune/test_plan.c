@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_plan.c — the planner: rank placement, housekeeping, fallbacks, host
  * settings and IRQs, on the project's fixtures, ../shared/topologies and
  * synthetic machines. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_policy.c — the policy parser: every error class names file:line. */
 #include <errno.h>
 #include <setjmp.h>

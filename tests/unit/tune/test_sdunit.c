@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_sdunit.c — transient services: the names taken, the own unit as an
  * outside probe sees it (/run/systemd/system and /proc/self/cgroup), and the
  * refusals that come before the bus.  Starting and stopping a real unit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_verify.c — drift between a plan and a captured tree: none after an
  * apply, one per setting changed behind its back, "(unreadable)" for a
  * file gone, and no job cgroup check below a tree that is not the host. */
