@@ -26,15 +26,17 @@ cp -r tests/fixtures/sysroot/gpu-host-untuned "$TREE"
 unset NODETUNE_POLICY_PATH
 
 # ---- a fresh clone (umask 022: root's, and not group-writable, as a root
-# process wants a policy directory); an unpacked tree without git: a copy
-# of it without build/ ------------------------------------------------------
-if git rev-parse --git-dir >/dev/null 2>&1; then
-	(umask 022 && git clone -q "$SRCDIR" "$CLONE")
-else
+# process wants a policy directory); where git cannot clone this tree (an
+# unpacked tarball, a checkout git calls of dubious ownership for root): a
+# copy of it without build/ and .git --------------------------------------
+how="git clone of HEAD"
+if ! (umask 022 && git clone -q "$SRCDIR" "$CLONE") 2>"$T_TMP/clone.err"; then
+	how="a copy without build/ (git clone: $(head -n 1 "$T_TMP/clone.err"))"
+	rm -rf "$CLONE"
 	(umask 022 && mkdir "$CLONE" && tar -cf - --exclude=./build --exclude=./.git . |
 		tar -C "$CLONE" --no-same-owner --no-same-permissions -xf -)
 fi
-check "a fresh clone of this checkout, without build/" -- sh -c "[ -f '$CLONE/policies/gpu-train.conf' ] && [ ! -e '$CLONE/build' ]"
+check "a fresh clone of this checkout, without build/ ($how)" -- sh -c "[ -f '$CLONE/policies/gpu-train.conf' ] && [ ! -e '$CLONE/build' ]"
 
 # a binary outside any checkout (an installed one): the default path only
 mkdir -p "$T_TMP/sbin" && cp "$NODETUNE" "$T_TMP/sbin/nodetune"
