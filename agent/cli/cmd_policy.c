@@ -78,7 +78,7 @@ int cmd_policy_list(struct opts *o)
 		return exit_code_for(n);
 	}
 	if (!n) {      /* not an error (exit 0, as tuned-adm list): where it looked, on stderr */
-		policy_not_found(policy_search_path(), "", &err);
+		policy_err_not_found(policy_search_path(), "", &err);
 		log_msg(LOG_WARNING, "%s", err.msg);
 	}
 	if (o->json) {

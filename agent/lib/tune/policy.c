@@ -78,7 +78,7 @@ bool policy_is_name(const char *s)
 	return !strchr(s, '/') && !(n >= 5 && !strcmp(s + n - 5, ".conf"));
 }
 
-/* Is path (or path/rel) there and of type S_IFMT mode? */
+/* Is dir/rel there, and of the file type type (S_IFREG, S_IFDIR)? */
 static bool has(const char *dir, const char *rel, mode_t type)
 {
 	char p[PATH_MAX];
@@ -212,7 +212,7 @@ static int find_in(const char *dir, void *arg)
 	return 0;
 }
 
-int policy_not_found(const char *search, const char *name, struct nt_err *err)
+int policy_err_not_found(const char *search, const char *name, struct nt_err *err)
 {
 	const char *first = search + strspn(search, ":");
 	int n = (int)strcspn(first, ":");
@@ -237,7 +237,7 @@ int policy_find(const char *search, const char *name, unsigned flags, char *ret_
 	if (r < 0)
 		return r;
 	if (!f.found[0])
-		return policy_not_found(search, name, err);
+		return policy_err_not_found(search, name, err);
 	if (strlen(f.found) >= size)
 		return err_set(err, -ENAMETOOLONG, "%s: path too long", f.found);
 	memcpy(ret_path, f.found, strlen(f.found) + 1);

@@ -100,7 +100,7 @@ int policy_find(const char *search, const char *name, unsigned flags, char *ret_
  * search path with no policy at all), in one place: the directories it
  * looked in, and how to add one (NAME.conf in the first, or
  * NODETUNE_POLICY_PATH).  Returns -ENOENT, with err one line. */
-int policy_not_found(const char *search, const char *name, struct nt_err *err);
+int policy_err_not_found(const char *search, const char *name, struct nt_err *err);
 
 /* One policy on the search path. */
 struct policy_entry {

@@ -513,7 +513,7 @@ static void test_not_found_message(void **state)
 			 -ENOENT);
 	assert_string_equal(err.msg, "no policy named 'nope' in :/nonexistent-a:/nonexistent-b (add nope.conf to "
 				     "/nonexistent-a, or set NODETUNE_POLICY_PATH=DIR; nodetune policy list)");
-	assert_int_equal(policy_not_found("/etc/nodetune/policies:/x", "", &err), -ENOENT);
+	assert_int_equal(policy_err_not_found("/etc/nodetune/policies:/x", "", &err), -ENOENT);
 	assert_string_equal(err.msg, "no policies in /etc/nodetune/policies:/x (add NAME.conf to "
 				     "/etc/nodetune/policies, or set NODETUNE_POLICY_PATH=DIR)");
 }
