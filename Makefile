@@ -85,11 +85,32 @@ H_OBJS    := $(H_SRCS:%.c=$(BUILD)/h/%.o) $(H_CU:%.cu=$(BUILD)/h/%.cu.o)
 HLIB      := $(BUILD)/libharness.a
 HARNESS   := $(BUILD)/nodetune-harness
 
-$(BUILD)/h/%.o: %.c | deps
+# ---- what the build found: $(BUILD)/config.mk ---------------------------
+# MPI, CUDA and libslurm are looked for when make reads this file; what was
+# found (and CC, the flags, SAN) is written to $(BUILD)/config.mk, rewritten
+# only when it changes.  What depends on a finding depends on that file: the
+# harness's objects and link, and the Slurm plugin.  So a dependency that
+# arrives after the first build (libopenmpi-dev) rebuilds exactly those at
+# the next `make`, and `make` says in one line what it found.
+CONFIG_MK   := $(BUILD)/config.mk
+CONFIG_LINE  = config: MPI $(if $(HAVE_MPI),yes,no (pkg-config has no ompi-c: libopenmpi-dev)), CUDA \
+               $(if $(NVCC),yes ($(NVCC)),no ($(if $(SAN),not under SAN,$(if $(filter command line,$(origin NVCC)),NVCC= given,no nvcc in $(CUDA_HOME)/bin or PATH)))), Slurm plugin \
+               $(if $(PLUGIN),yes,no ($(if $(SPANK_H),not under SAN,no /usr/include/slurm/spank.h: libslurm-dev)))
+
+$(CONFIG_MK): FORCE
+	@mkdir -p $(BUILD)
+	@printf '%s\n' '# what $(BUILD) was built with: written by the Makefile, rewritten when it changes' \
+		'HAVE_MPI = $(HAVE_MPI)' 'HAVE_CUDA = $(if $(NVCC),1)' 'NVCC = $(NVCC)' 'HAVE_SLURM = $(if $(PLUGIN),1)' \
+		'CC = $(CC)' 'CFLAGS = $(CFLAGS)' 'CPPFLAGS = $(CPPFLAGS)' 'LDFLAGS = $(LDFLAGS)' 'SAN = $(SAN)' >$@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; echo '$(CONFIG_LINE)'; \
+	else echo '$(CONFIG_LINE)$(if $(wildcard $@), (changed: the harness and the Slurm plugin are rebuilt))'; \
+		mv $@.tmp $@; fi
+
+$(BUILD)/h/%.o: %.c $(CONFIG_MK) | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(H_CFLAGS) $(OBJ_CFLAGS) -c $< -o $@
 
-$(BUILD)/h/%.cu.o: %.cu
+$(BUILD)/h/%.cu.o: %.cu $(CONFIG_MK)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -I$(dir $<) -Iharness -Icommon -c $< -o $@
 
@@ -97,8 +118,8 @@ $(HLIB): $(H_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(HARNESS): $(BUILD)/h/harness/main.o $(HLIB)
-	$(CC) $(LDFLAGS) $(LDSAN) -o $@ $^ $(H_LIBS)
+$(HARNESS): $(BUILD)/h/harness/main.o $(HLIB) $(CONFIG_MK)
+	$(CC) $(LDFLAGS) $(LDSAN) -o $@ $(filter-out $(CONFIG_MK),$^) $(H_LIBS)
 
 # ---- the Slurm SPANK plugin: built when <slurm/spank.h> is there (the
 # slurm group of install-deps.sh), over libnodetune.  Only the plugin's
@@ -116,7 +137,7 @@ PLUGIN    := $(if $(SPANK_H),$(if $(SAN),,$(BUILD)/nodetune_spank.so))
 $(BUILD)/.prefix: FORCE
 	@mkdir -p $(BUILD); echo '$(PREFIX)' | cmp -s - $@ || echo '$(PREFIX)' >$@
 
-$(BUILD)/nodetune_spank.so: deploy/slurm/nodetune_spank.c $(LIB) $(BUILD)/.prefix | deps
+$(BUILD)/nodetune_spank.so: deploy/slurm/nodetune_spank.c $(LIB) $(BUILD)/.prefix $(CONFIG_MK) | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -DNODETUNE_BIN='"$(PREFIX)/bin/nodetune"' -shared -Wl,-Bsymbolic \
 		-Wl,--exclude-libs,ALL -o $@ $< $(LIB) $(LIBS)

@@ -200,7 +200,7 @@ const char *comm_mpi_version(void)
 #ifdef HAVE_MPI
 	static char v[64];
 
-	snprintf(v, sizeof(v), "MPI %d.%d (Open MPI %d.%d.%d)", MPI_VERSION, MPI_SUBVERSION,
+	snprintf(v, sizeof(v), "yes (MPI %d.%d, Open MPI %d.%d.%d)", MPI_VERSION, MPI_SUBVERSION,
 #ifdef OMPI_MAJOR_VERSION
 		 OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION, OMPI_RELEASE_VERSION
 #else
@@ -209,7 +209,7 @@ const char *comm_mpi_version(void)
 	);
 	return v;
 #else
-	return "no";
+	return "no (built without libopenmpi-dev: make rebuilds the harness once it is installed)";
 #endif
 }
 
@@ -223,7 +223,7 @@ int comm_init(struct comm *c, const char *kind, int *argc, char ***argv, double 
 		return mpi_setup(c, argc, argv, wait_s, err);
 #else
 		(void)argc, (void)argv;
-		return err_set(err, -ENOTSUP, "built without MPI: run a single process (or build with libopenmpi-dev)");
+		return err_set(err, -ENOTSUP, "built without MPI: run a single process (or install libopenmpi-dev and run make again: it rebuilds the harness)");
 #endif
 	}
 	if (strcmp(kind, "none") && strcmp(kind, "auto") && strcmp(kind, "tcp")) {

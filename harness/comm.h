@@ -51,7 +51,8 @@ int comm_tcp_setup(struct comm *c, double wait_s, struct nt_err *err);
 void comm_deadline_set(double wait_s, int rank, const char *what);
 void comm_deadline_clear(void);
 
-/* What was compiled in, e.g. "Open MPI 4.1.4" or "no". */
+/* What was compiled in: "yes (MPI 3.1, Open MPI 4.1.4)", or "no (...why)"
+ * (nodetune-harness --version's mpi: line). */
 const char *comm_mpi_version(void);
 
 #endif

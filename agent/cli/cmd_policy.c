@@ -29,10 +29,12 @@ const struct verb_spec policy_list_spec = {
 	"the policies on the policy path, by name, with their summaries",
 	"Every NAME.conf in the directories of the policy path (NODETUNE_POLICY_PATH, or\n"
 	"/etc/nodetune/policies, the install's share/nodetune/policies, then\n"
-	"/usr/share/nodetune/policies), in path order: its name, its file and its\n"
-	"summary.  --policy NAME and include = NAME take the first file of a NAME; a\n"
-	"later one is marked shadowed.  As root, a directory or file owned by another\n"
-	"user, or writable by group or others, is refused (exit 2).",
+	"/usr/share/nodetune/policies, then, for a binary in a checkout's build/,\n"
+	"the checkout's policies/), in path order: its name, its file and its summary.\n"
+	"--policy NAME and include = NAME take the first file of a NAME; a later one\n"
+	"is marked shadowed.  None found is not an error (exit 0; stderr says where it\n"
+	"looked).  As root, a directory or file owned by another user, or writable\n"
+	"by group or others, is refused (exit 2).",
 };
 
 /* The summary of the policy in file, or why it does not load: into buf. */
@@ -76,12 +78,14 @@ int cmd_policy_list(struct opts *o)
 		log_msg(LOG_ERR, "%s", err.msg);
 		return exit_code_for(n);
 	}
+	if (!n) {      /* not an error (exit 0, as tuned-adm list): where it looked, on stderr */
+		policy_err_not_found(policy_search_path(), "", &err);
+		log_msg(LOG_WARNING, "%s", err.msg);
+	}
 	if (o->json) {
 		rc = print_json(list_json(e, n));
 	} else {
 		printf("policy path: %s\n", policy_search_path());
-		if (!n)
-			printf("no policies there\n");
 		for (int i = 0; i < n; i++) {
 			char sum[1100];
 			bool ok = summary_of(e[i].path, sum, sizeof(sum));

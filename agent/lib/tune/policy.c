@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,11 +79,67 @@ bool policy_is_name(const char *s)
 	return !strchr(s, '/') && !(n >= 5 && !strcmp(s + n - 5, ".conf"));
 }
 
+/* Is dir/rel there, and of the file type type (S_IFREG, S_IFDIR)? */
+static bool has(const char *dir, const char *rel, mode_t type)
+{
+	char p[PATH_MAX];
+	struct stat st;
+
+	return snprintf(p, sizeof(p), "%s/%s", dir, rel) < (int)sizeof(p) && stat(p, &st) == 0 &&
+	       (st.st_mode & S_IFMT) == type;
+}
+
+bool policy_checkout_dir(const char *exe, char *ret, size_t size)
+{
+	char top[PATH_MAX];
+	char *slash, *name;
+
+	if (exe[0] != '/' || strlen(exe) >= sizeof(top))
+		return false;
+	strcpy(top, exe);
+	/* up from the file: BUILD is its directory or that one's parent */
+	for (int up = 0; up < 2; up++) {
+		if (!(slash = strrchr(top, '/')) || slash == top)
+			return false;
+		*slash = '\0';
+		name = strrchr(top, '/') + 1;
+		if (strcmp(name, "build"))
+			continue;
+		name[-1] = '\0';
+		if (!top[0] || !has(top, "Makefile", S_IFREG) || !has(top, "agent/lib/tune/policy.h", S_IFREG) ||
+		    !has(top, "policies", S_IFDIR) || strlen(top) + sizeof("/policies") > size)
+			return false;
+		snprintf(ret, size, "%s/policies", top);
+		return true;
+	}
+	return false;
+}
+
+static char default_path[sizeof(POLICY_PATH_DEFAULT) + PATH_MAX];
+
+/* policy_path_default, then this binary's checkout policies/ when it has one */
+static void default_path_init(void)
+{
+	char exe[PATH_MAX], dir[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	snprintf(default_path, sizeof(default_path), "%s", policy_path_default);
+	if (n <= 0)
+		return;
+	exe[n] = '\0';
+	if (policy_checkout_dir(exe, dir, sizeof(dir)) && !strchr(dir, ':'))
+		snprintf(default_path, sizeof(default_path), "%s:%s", policy_path_default, dir);
+}
+
 const char *policy_search_path(void)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	const char *env = secure_getenv(POLICY_PATH_ENV);
 
-	return env && env[0] ? env : policy_path_default;
+	if (env && env[0])
+		return env;
+	pthread_once(&once, default_path_init);
+	return strcmp(default_path, policy_path_default) ? default_path : policy_path_default;
 }
 
 static bool valid_name(const char *s)
@@ -156,6 +213,18 @@ static int find_in(const char *dir, void *arg)
 	return 0;
 }
 
+int policy_err_not_found(const char *search, const char *name, struct nt_err *err)
+{
+	const char *first = search + strspn(search, ":");
+	int n = (int)strcspn(first, ":");
+
+	if (!*name)
+		return err_set(err, -ENOENT, "no policies in %s (add NAME.conf to %.*s, or set %s=DIR)", search,
+			       n, first, POLICY_PATH_ENV);
+	return err_set(err, -ENOENT, "no policy named '%s' in %s (add %s.conf to %.*s, or set %s=DIR; nodetune policy list)",
+		       name, search, name, n, first, POLICY_PATH_ENV);
+}
+
 int policy_find(const char *search, const char *name, unsigned flags, char *ret_path, size_t size,
 		struct nt_err *err)
 {
@@ -169,7 +238,7 @@ int policy_find(const char *search, const char *name, unsigned flags, char *ret_
 	if (r < 0)
 		return r;
 	if (!f.found[0])
-		return err_set(err, -ENOENT, "no policy named '%s' in %s (nodetune policy list)", name, search);
+		return policy_err_not_found(search, name, err);
 	if (strlen(f.found) >= size)
 		return err_set(err, -ENAMETOOLONG, "%s: path too long", f.found);
 	memcpy(ret_path, f.found, strlen(f.found) + 1);

@@ -56,7 +56,10 @@ struct policy {
  * set-uid), else policy_path_default: /etc/nodetune/policies, then
  * /usr/share/nodetune/policies, and between the two the install's
  * $(PREFIX)/share/nodetune/policies when PREFIX is not /usr (the Makefile
- * defines it), so that `make install`'s policies have names too. */
+ * defines it), so that `make install`'s policies have names too; and last,
+ * for a binary run from a source checkout's build directory, that
+ * checkout's policies/ (policy_checkout_dir), so that a clone's names work
+ * before `make install`. */
 #define POLICY_PATH_ENV "NODETUNE_POLICY_PATH"
 extern const char policy_path_default[];
 #define POLICY_NAME_MAX 64          /* bytes of a NAME, NUL excluded */
@@ -64,8 +67,24 @@ extern const char policy_path_default[];
 /* Is s a policy NAME rather than a file: no '/', and not ending in ".conf"? */
 bool policy_is_name(const char *s);
 
-/* The search path in force (the environment's or the default); never NULL. */
+/* The search path in force: the environment's, or the default with this
+ * binary's checkout policies/ appended (policy_checkout_dir of
+ * /proc/self/exe, decided once); never NULL. */
 const char *policy_search_path(void);
+
+/* The rule that says a binary runs from a source checkout, in one place.
+ * exe (an absolute path, symbolic links resolved, as /proc/self/exe reads)
+ * is CHECKOUT/build/FILE or CHECKOUT/build/SUB/FILE (the Makefile's BUILD,
+ * build/asan for SAN=1), and CHECKOUT holds the files that prove it is
+ * nodetune's source: a regular Makefile, a regular agent/lib/tune/policy.h
+ * and a directory policies/.  An installed binary (/usr/sbin/nodetune,
+ * /usr/local/bin/nodetune) never qualifies: its directory is not named
+ * build.  Only stat()s those paths; trusts nothing found: the search path
+ * still checks the directory as any other (POLICY_TRUSTED_ONLY).
+ * Returns true with ret (size bytes) "CHECKOUT/policies"; false when exe
+ * is not in a checkout's build directory or the result does not fit (ret
+ * untouched). */
+bool policy_checkout_dir(const char *exe, char *ret, size_t size);
 
 /* Find NAME on search (a ':'-separated list of absolute directories; an
  * empty item is skipped).  With POLICY_TRUSTED_ONLY, every directory of the
@@ -77,6 +96,12 @@ const char *policy_search_path(void);
  * -ENAMETOOLONG, with err one line.  ret_path is untouched on error. */
 int policy_find(const char *search, const char *name, unsigned flags, char *ret_path, size_t size,
 		struct nt_err *err);
+
+/* The error of a NAME that no directory of search has (name "": of a
+ * search path with no policy at all), in one place: the directories it
+ * looked in, and how to add one (NAME.conf in the first, or
+ * NODETUNE_POLICY_PATH).  Returns -ENOENT, with err one line. */
+int policy_err_not_found(const char *search, const char *name, struct nt_err *err);
 
 /* One policy on the search path. */
 struct policy_entry {

@@ -444,6 +444,81 @@ static void test_names_and_search_path(void **state)
 	assert_non_null(strstr(policy_path_default, ":/usr/share/nodetune/policies"));
 }
 
+/* The checkout rule (policy_checkout_dir) on fake paths: a build
+ * directory of a tree that proves it is nodetune's source, and nothing
+ * else.  Only the tree is real; the binaries named need not exist. */
+static void test_checkout_dir(void **state)
+{
+	char co[300], exe[400], got[400], want[400], small[8] = "keep";
+
+	(void)state;
+	snprintf(co, sizeof(co), "%s/co", dir);
+	put("co/Makefile", "all:\n");
+	put("co/agent/lib/tune/policy.h", "/* */\n");
+	mkdir_in("co/policies");
+	snprintf(want, sizeof(want), "%s/policies", co);
+	snprintf(exe, sizeof(exe), "%s/build/nodetune", co);
+	assert_true(policy_checkout_dir(exe, got, sizeof(got)));
+	assert_string_equal(got, want);
+	snprintf(exe, sizeof(exe), "%s/build/asan/nodetune", co);          /* BUILD=build/asan */
+	assert_true(policy_checkout_dir(exe, got, sizeof(got)));
+	assert_string_equal(got, want);
+	assert_false(policy_checkout_dir(exe, small, sizeof(small)));     /* does not fit: untouched */
+	assert_string_equal(small, "keep");
+	/* not in a build directory of it */
+	static const char *const not_build[] = { "/build/tests/tune/test_policy", "/nodetune", "/bin/nodetune",
+						 "/builds/nodetune", "/build/a/b/nodetune" };
+	for (size_t i = 0; i < sizeof(not_build) / sizeof(not_build[0]); i++) {
+		snprintf(exe, sizeof(exe), "%s%s", co, not_build[i]);
+		if (policy_checkout_dir(exe, got, sizeof(got)))
+			fail_msg("%s: taken as a checkout's build directory", exe);
+	}
+	assert_false(policy_checkout_dir("/usr/sbin/nodetune", got, sizeof(got)));      /* installed */
+	assert_false(policy_checkout_dir("/usr/local/bin/nodetune", got, sizeof(got)));
+	assert_false(policy_checkout_dir("/build/nodetune", got, sizeof(got)));
+	assert_false(policy_checkout_dir("build/nodetune", got, sizeof(got)));          /* relative */
+	assert_false(policy_checkout_dir("", got, sizeof(got)));
+	/* each proof missing, or of the wrong type */
+	snprintf(exe, sizeof(exe), "%s/build/nodetune", co);
+	static const char *const proofs[] = { "co/Makefile", "co/agent/lib/tune/policy.h" };
+	for (size_t i = 0; i < 2; i++) {
+		char path[400];
+
+		snprintf(path, sizeof(path), "%s/%s", dir, proofs[i]);
+		assert_int_equal(unlink(path), 0);
+		assert_false(policy_checkout_dir(exe, got, sizeof(got)));
+		assert_int_equal(mkdir(path, 0755), 0);                        /* a directory of that name */
+		assert_false(policy_checkout_dir(exe, got, sizeof(got)));
+		assert_int_equal(rmdir(path), 0);
+		put(proofs[i], "x\n");
+	}
+	assert_int_equal(rmdir(want), 0);
+	assert_false(policy_checkout_dir(exe, got, sizeof(got)));           /* no policies/ */
+	put("co/policies", "a file\n");
+	assert_false(policy_checkout_dir(exe, got, sizeof(got)));
+	assert_int_equal(unlink(want), 0);
+	mkdir_in("co/policies");
+	assert_true(policy_checkout_dir(exe, got, sizeof(got)));
+	/* this test's own binary is deeper in build/: the default path alone */
+	assert_ptr_equal(policy_search_path(), policy_path_default);
+}
+
+/* A NAME not found: every directory looked in, and how to add one. */
+static void test_not_found_message(void **state)
+{
+	struct nt_err err = { 0 };
+	char found[4096];
+
+	(void)state;
+	assert_int_equal(policy_find(":/nonexistent-a:/nonexistent-b", "nope", 0, found, sizeof(found), &err),
+			 -ENOENT);
+	assert_string_equal(err.msg, "no policy named 'nope' in :/nonexistent-a:/nonexistent-b (add nope.conf to "
+				     "/nonexistent-a, or set NODETUNE_POLICY_PATH=DIR; nodetune policy list)");
+	assert_int_equal(policy_err_not_found("/etc/nodetune/policies:/x", "", &err), -ENOENT);
+	assert_string_equal(err.msg, "no policies in /etc/nodetune/policies:/x (add NAME.conf to "
+				     "/etc/nodetune/policies, or set NODETUNE_POLICY_PATH=DIR)");
+}
+
 static void test_list(void **state)
 {
 	struct policy_entry *e = NULL;
@@ -515,6 +590,8 @@ int main(void)
 		cmocka_unit_test(test_trust_flags),
 		cmocka_unit_test(test_flatten),
 		cmocka_unit_test(test_names_and_search_path),
+		cmocka_unit_test(test_checkout_dir),
+		cmocka_unit_test(test_not_found_message),
 		cmocka_unit_test(test_list),
 		cmocka_unit_test(test_untrusted_directory),
 	};
