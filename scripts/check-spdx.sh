@@ -10,7 +10,7 @@ set -u
 top=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$top" || exit 2
 if [ -d .git ] || [ -f .git ]; then
-	files=$(git ls-files)
+	files=$(git ls-files | sort -u)
 else
 	files=$(find . -type f ! -path './.git/*' ! -path './build/*' | sed 's|^\./||')
 fi
