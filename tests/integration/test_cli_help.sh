@@ -86,8 +86,18 @@ for g in fleet policy; do
 	cp "$OUT" "$T_TMP/$g.help"
 	run "$NODETUNE" help $g
 	check "help $g is $g --help" -- cmp -s "$OUT" "$T_TMP/$g.help"
+	# the sub-verbs as the group's help lists them, comma-separated
+	subs=$(sed -n '/^Sub-verbs:/,/^$/p' "$T_TMP/$g.help" | sed -n 's/^  \([a-z-]*\) .*/\1/p' | paste -sd, - | sed 's/,/, /g')
 	run "$NODETUNE" $g
-	check "$g alone: exit 2, the sub-verbs on stderr" -- sh -c "[ $RC -eq 2 ] && grep -q '^Sub-verbs:' '$ERR' && [ ! -s '$OUT' ]"
+	check "$g alone: exit 2, one line naming its sub-verbs ($subs) on stderr" -- sh -c \
+		"[ $RC -eq 2 ] && [ \"\$(cat '$ERR')\" = 'nodetune: $g: expected a sub-verb: $subs (see nodetune $g --help)' ] && [ ! -s '$OUT' ]"
+	run "$NODETUNE" $g bogus
+	check "$g bogus: exit 2, one line" -- sh -c \
+		"[ $RC -eq 2 ] && [ \"\$(cat '$ERR')\" = \"nodetune: $g: unknown sub-verb 'bogus' (expected $subs; see nodetune $g --help)\" ] && [ ! -s '$OUT' ]"
+done
+for h in help --help -h; do
+	run "$NODETUNE" help $h
+	check "help $h: the help of help, the verbs' list (exit 0)" -- sh -c "[ $RC -eq 0 ] && cmp -s '$OUT' '$T_TMP/verbs' && [ ! -s '$ERR' ]"
 done
 check "fleet --help lists rollout, resume, abort, status, hosts" -- sh -c \
 	"for s in rollout resume abort status hosts; do grep -q \"^  \$s \" '$T_TMP/fleet.help' || exit 1; done"
