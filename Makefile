@@ -59,7 +59,7 @@ VERSION   := $(shell cat VERSION)
 
 # libnodetune: the agent's engine (agent/lib/, no main(), no exit()), linked
 # by the CLI (agent/cli/), the tests and the fuzz targets.
-LIB_SRCS  := $(wildcard agent/lib/*/*.c) common/nt_err.c
+LIB_SRCS  := $(wildcard agent/lib/*/*.c) common/nt_err.c common/nt_duration.c
 CLI_SRCS  := $(wildcard agent/cli/*.c)
 CLI_OBJS  := $(CLI_SRCS:%.c=$(BUILD)/%.o)
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o)
@@ -79,7 +79,7 @@ H_LIBS     = $(shell pkg-config --libs $(HPKGS) 2>/dev/null) -lpthread -lm $(if 
 NVFLAGS   := -O2 -std=c++17 -MD -MP -Xcompiler -Wall,-Wextra -gencode arch=compute_80,code=sm_80 \
              -gencode arch=compute_90,code=[sm_90,compute_90]
 H_SRCS    := $(filter-out harness/main.c $(if $(NVCC),harness/cuda_none.c),$(wildcard harness/*.c)) \
-             $(wildcard kernels/cpu/*.c) common/nt_err.c
+             $(wildcard kernels/cpu/*.c) common/nt_err.c common/nt_duration.c
 H_CU      := $(if $(NVCC),$(wildcard harness/*.cu kernels/cuda/*.cu))
 H_OBJS    := $(H_SRCS:%.c=$(BUILD)/h/%.o) $(H_CU:%.cu=$(BUILD)/h/%.cu.o)
 HLIB      := $(BUILD)/libharness.a

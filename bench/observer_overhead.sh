@@ -3,12 +3,12 @@
 # observer_overhead.sh — what `nodetune observe` costs: its own CPU time as a
 # share of one core while it samples a training run (the harness, world
 # $NP under mpirun: mpirun plus the ranks and all their threads) at
-# $INTERVAL ms, and the run's samples/s with the observer attached over
+# $INTERVAL (a duration: 100ms), and the run's samples/s with the observer attached over
 # without it, interleaved, median of $REPS.  Target: at most 1% of one core
 # at 10 Hz.
 . "$(dirname "$0")/lib.sh"
-: "${INTERVAL:=100}" "${NODETUNE:=build/nodetune}" "${STEPS:=300}"
-echo "# observer overhead: interval $INTERVAL ms, harness world $NP batch $BATCH, $STEPS steps, median of $REPS"
+: "${INTERVAL:=100ms}" "${NODETUNE:=build/nodetune}" "${STEPS:=300}"
+echo "# observer overhead: interval $INTERVAL, harness world $NP batch $BATCH, $STEPS steps, median of $REPS"
 printf '%-4s %8s %14s %12s %12s\n' rep wall_s observer_cpu_% sps_alone sps_observed
 : >"$TMP/pct"; : >"$TMP/ratio"
 now_ns() { date +%s%N; }

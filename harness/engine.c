@@ -36,6 +36,7 @@
 #include "data.h"
 #include "inject.h"
 #include "loader.h"
+#include "nt_duration.h"
 #include "model.h"
 #include "stepreport.h"
 #include "trainer.h"
@@ -111,7 +112,7 @@ static void usage(void)
 	       "  --rows N                 embedding rows per table (10000)\n"
 	       "  --device cpu|cuda        where to train (cpu)\n"
 	       "  --comm auto|mpi|tcp|none collectives (auto: MPI under mpirun, TCP under torchrun)\n"
-	       "  --timeout S              a peer silent this long is fatal (300)\n"
+	       "  --timeout DURATION       a peer silent this long is fatal (default 5m)\n"
 	       "  --blas-threads N         OpenBLAS threads (default: this rank's CPUs)\n"
 	       "  --json FILE|-            per-step records and a summary (rank 0)\n"
 	       "  --dump-weights FILE      raw float32 weights after training (rank 0)\n"
@@ -137,6 +138,7 @@ enum opt_type {
 	OPT_INT,                   /* a whole number in [lo, hi], into an int */
 	OPT_ULL,                   /* the same, into an unsigned long long */
 	OPT_REAL,                  /* a number in [rlo, rhi], into a double */
+	OPT_DURATION,              /* a duration (nt_duration.h) in [rlo, rhi] seconds, into a double */
 	OPT_STR,                   /* the string itself */
 	OPT_CHOICE,                /* one of choices[]: the string, or set() */
 	OPT_CLEAR,                 /* no value: the bool becomes false */
@@ -192,6 +194,7 @@ static void act_version(struct trainer_config *cfg, int choice, const char *v)
 #define O_INT(n, f, l, h) { .name = n, .type = OPT_INT, .off = F(f), .lo = (l), .hi = (h) }
 #define O_ULL(n, f, l, h) { .name = n, .type = OPT_ULL, .off = F(f), .lo = (l), .hi = (h) }
 #define O_REAL(n, f, l, h) { .name = n, .type = OPT_REAL, .off = F(f), .rlo = (l), .rhi = (h) }
+#define O_DURATION(n, f, l, h) { .name = n, .type = OPT_DURATION, .off = F(f), .rlo = (l), .rhi = (h) }
 #define O_STR(n, f) { .name = n, .type = OPT_STR, .off = F(f) }
 #define O_CHOICE(n, f, c, s) { .name = n, .type = OPT_CHOICE, .off = F(f), .choices = (c), .set = (s) }
 #define O_FLAG(n, t, f) { .name = n, .type = (t), .off = F(f) }
@@ -222,7 +225,7 @@ static const struct opt options[] = {
 	O_INT("rows", model.rows, 1, 100000000),
 	O_CHOICE("device", device, devices, NULL),
 	O_CHOICE("comm", comm, comms, NULL),
-	O_REAL("timeout", timeout_s, 1, 86400 * 7),
+	O_DURATION("timeout", timeout_s, 1, 86400 * 7),
 	O_INT("blas-threads", blas_threads, 1, 4096),
 	O_STR("json", json),
 	O_STR("dump-weights", dump),
@@ -259,6 +262,18 @@ static double fnum(const char *opt, const char *v, double lo, double hi)
 	return x;
 }
 
+/* A duration in [lo, hi] seconds, or a usage error with examples from it. */
+static double duration(const char *opt, const char *v, double lo, double hi)
+{
+	char expected[160];
+	double x;
+
+	if (nt_duration_parse(v, lo, hi, &x) == 0)
+		return x;
+	nt_duration_expected(lo, hi, expected, sizeof(expected));
+	die_usage("%s '%s': expected %s", opt, v, expected);
+}
+
 /* The index of v in choices, or a usage error listing them ("a, b or c"). */
 static int choice(const char *opt, const char *v, const char *const *choices)
 {
@@ -285,6 +300,7 @@ static void opt_apply(const struct opt *o, const char *v, struct trainer_config 
 	case OPT_INT: *(int *)field = (int)num(name, v, o->lo, o->hi); break;
 	case OPT_ULL: *(unsigned long long *)field = (unsigned long long)num(name, v, o->lo, o->hi); break;
 	case OPT_REAL: *(double *)field = fnum(name, v, o->rlo, o->rhi); break;
+	case OPT_DURATION: *(double *)field = duration(name, v, o->rlo, o->rhi); break;
 	case OPT_STR: *(const char **)field = v; break;
 	case OPT_CHOICE:
 		i = choice(name, v, o->choices);

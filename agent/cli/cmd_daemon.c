@@ -55,7 +55,7 @@ static const struct opt_row daemon_opts[] = {
 const struct verb_spec daemon_spec = {
 	daemon_opts, VERB_NO_COMMAND,
 	"nodetune daemon [--policy FILE|NAME] [--topology XML] [--sysroot DIR] [--state-dir DIR]\n"
-	"                       [--interval DURATION] [--flap N/SECONDS] [--metrics ADDR:PORT | --no-metrics]\n"
+	"                       [--interval DURATION] [--flap N/DURATION] [--metrics ADDR:PORT | --no-metrics]\n"
 	"                       [--textfile-dir DIR] [--socket PATH] [--revert-on-exit] [--limits FILE]\n"
 	"                       [--host NAME [--endpoints URLS] [--cacert FILE] [--cert FILE --key FILE]\n"
 	"                        [--user NAME --password-file FILE] [--fleet-conf FILE] [--insecure-plaintext]\n"

@@ -46,8 +46,10 @@ static int read_kernel(const struct opts *o, struct fsroot **ret_root, struct ks
 		log_msg(LOG_ERR, "%s", err.msg);
 		return exit_code_for(r);
 	}
+	/* what could not be read (a VM has no cpufreq): the JSON's unknown,
+	 * nothing to act on; said with -v */
 	for (unsigned i = 0; i < ks->n_notes; i++)
-		log_msg(LOG_WARNING, "%s", ks->notes[i]);
+		log_msg(LOG_INFO, "note: %s", ks->notes[i]);
 	return 0;
 }
 

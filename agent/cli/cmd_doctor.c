@@ -59,7 +59,7 @@ int cmd_doctor(struct opts *o)
 		rc = exit_code_for(r);
 	} else if (o->json) {
 		rc = print_json(doctor_json(&rep));
-	} else if (doctor_print(stdout, &rep) < 0) {
+	} else if (doctor_print(stdout, &rep, o->sysroot, o->verbose) < 0) {
 		rc = EXIT_RUNTIME;
 	} else {
 		rc = 0;

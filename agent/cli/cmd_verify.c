@@ -77,8 +77,9 @@ int cmd_verify(struct opts *o)
 		rc = print_drift_json(x.plan, &rep);
 	else
 		print_drift_text(x.plan, &rep);
+	/* plan's notes are plan's output; here, with -v only */
 	for (unsigned i = 0; i < x.plan->n_notes; i++)
-		log_msg(LOG_WARNING, "%s", x.plan->notes[i]);
+		log_msg(LOG_INFO, "note: %s", x.plan->notes[i]);
 	ctx_release(&x);
 	rc = finish_stdout(rc);
 	if (!rc && rep.n)

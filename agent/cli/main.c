@@ -124,11 +124,24 @@ static void group_help(FILE *f, const struct group *g)
 	fprintf(f, "\n'nodetune %s SUB-VERB --help' describes one.\n", g->name);
 }
 
+/* Write a group's sub-verbs to buf as "list, show, active". */
+static void group_subverbs(const struct group *g, char *buf, size_t size)
+{
+	size_t n = strlen(g->name), len = 0;
+
+	buf[0] = '\0';
+	for (size_t k = 0; k < N_VERBS && len < size; k++)
+		if (!strncmp(verbs[k].name, g->name, n) && verbs[k].name[n] == ' ')
+			len += (size_t)snprintf(buf + len, size - len, "%s%s", len ? ", " : "", verbs[k].name + n + 1);
+}
+
 /* A word that is no verb: a group without its sub-verb (`nodetune fleet`;
  * with --help, the group's help), or an unknown verb.  The exit code. */
 static int not_a_verb(int argc, char **argv, int i)
 {
 	const struct group *g = group_named(argv[i]);
+	static char prefix[64];
+	char subs[256];
 
 	if (!g) {
 		log_msg(LOG_ERR, "unknown verb '%s' (see nodetune help)", argv[i]);
@@ -138,7 +151,15 @@ static int not_a_verb(int argc, char **argv, int i)
 		group_help(stdout, g);
 		return finish_stdout(0);
 	}
-	group_help(stderr, g);
+	/* one line, as for any usage error: the sub-verbs by name */
+	snprintf(prefix, sizeof(prefix), "nodetune: %s", g->name);
+	log_set_prefix(prefix);
+	group_subverbs(g, subs, sizeof(subs));
+	if (i + 1 < argc && argv[i + 1][0] != '-')
+		log_msg(LOG_ERR, "unknown sub-verb '%s' (expected %s; see nodetune %s --help)", argv[i + 1], subs,
+			g->name);
+	else
+		log_msg(LOG_ERR, "expected a sub-verb: %s (see nodetune %s --help)", subs, g->name);
 	return EXIT_USAGE;
 }
 
@@ -180,7 +201,10 @@ static int help(int argc, char **argv, int i)
 {
 	if (i + 2 == argc && !strcmp(argv[i + 1], "--json"))
 		return help_json();
-	if (i + 1 >= argc) {
+	/* help alone, and the help of help (`help help`, `help --help`): the
+	 * list, which says what help takes */
+	if (i + 1 >= argc || (i + 2 == argc && (!strcmp(argv[i + 1], "help") || !strcmp(argv[i + 1], "--help") ||
+						 !strcmp(argv[i + 1], "-h")))) {
 		cli_usage(stdout);
 		return finish_stdout(0);
 	}

@@ -50,7 +50,6 @@ struct opt_def {
 	opt_parse_fn parse;
 	double min, max;              /* the range of a number (a duration: in seconds) */
 	const char *unit;             /* a decimal number: "seconds", "a probability" */
-	double scale;                 /* a duration: what a bare number counts, in seconds */
 	size_t offset;                /* where in struct opts it is stored */
 	const char *arg;              /* the value's name in help ("FILE"), NULL for a flag */
 	const char *help;             /* one line for VERB --help (a verb's row may say its own) */
@@ -127,32 +126,17 @@ static int parse_double(const struct opt_def *d, const char *val, void *dst)
 	return opt_double(dashed(d, name, sizeof(name)), val, d->min, d->max, d->unit, dst);
 }
 
-/* A duration as people write one: "250ms", "1.5s", "5m", "2h". */
-static void format_duration(double sec, char *buf, size_t size)
-{
-	if (sec < 1)
-		snprintf(buf, size, "%gms", sec * 1e3);
-	else if (sec < 60 || sec != (long long)(sec / 60) * 60.0)
-		snprintf(buf, size, "%gs", sec);
-	else if (sec < 3600 || sec != (long long)(sec / 3600) * 3600.0)
-		snprintf(buf, size, "%gm", sec / 60);
-	else
-		snprintf(buf, size, "%gh", sec / 3600);
-}
-
-/* A duration (parse_duration: a number and ms, s, m or h; a bare number
- * counts d->scale seconds) within [d->min, d->max] seconds, into *ret_s.
- * 0, or -EINVAL (said, with the range and what a bare number counts). */
+/* A duration (nt_duration_parse: a number and ms, s, m or h; a bare number
+ * counts seconds) within [d->min, d->max] seconds, into *ret_s.  0, or
+ * -EINVAL (said, with the range and examples from it). */
 static int duration(const struct opt_def *d, const char *val, double *ret_s)
 {
-	char lo[32], hi[32];
+	char expected[160];
 
-	if (parse_duration(val, d->scale, d->min, d->max, ret_s) == 0)
+	if (nt_duration_parse(val, d->min, d->max, ret_s) == 0)
 		return 0;
-	format_duration(d->min, lo, sizeof(lo));
-	format_duration(d->max, hi, sizeof(hi));
-	log_msg(LOG_ERR, "--%s '%s': expected a duration from %s to %s (e.g. 100ms, 30s, 5m; a bare number counts %s)",
-		d->name, val, lo, hi, d->scale < 1 ? "milliseconds" : "seconds");
+	nt_duration_expected(d->min, d->max, expected, sizeof(expected));
+	log_msg(LOG_ERR, "--%s '%s': expected %s", d->name, val, expected);
 	return -EINVAL;
 }
 
@@ -244,6 +228,23 @@ static int parse_pids(const struct opt_def *d, const char *val, void *dst)
 	return 0;
 }
 
+/* N/DURATION (flap_parse), checked here and kept as typed. */
+static int parse_flap(const struct opt_def *d, const char *val, void *dst)
+{
+	char expected[160];
+	unsigned n;
+	double w;
+
+	if (flap_parse(val, &n, &w) == 0) {
+		*(const char **)dst = val;
+		return 0;
+	}
+	nt_duration_expected(FLAP_WINDOW_MIN_S, FLAP_WINDOW_MAX_S, expected, sizeof(expected));
+	log_msg(LOG_ERR, "--%s '%s': expected N/DURATION (e.g. 3/10m): N from 1 to %d drifts within %s", d->name, val,
+		FLAP_N_MAX, expected);
+	return -EINVAL;
+}
+
 /* ---- checks after parsing ---------------------------------------------- */
 
 static int check_machine(const struct opts *o)
@@ -278,19 +279,6 @@ static int check_state_dir(const struct opts *o)
 
 	if (stat(o->state_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
 		log_msg(LOG_ERR, "--state-dir %s: not a directory", o->state_dir);
-		return EXIT_USAGE;
-	}
-	return 0;
-}
-
-static int check_flap(const struct opts *o)
-{
-	unsigned n;
-	double w;
-
-	if (flap_parse(o->flap, &n, &w) < 0) {
-		log_msg(LOG_ERR, "--flap '%s': expected N/SECONDS, N from 1 to 1000 drifts within SECONDS (e.g. 3/600)",
-			o->flap);
 		return EXIT_USAGE;
 	}
 	return 0;
@@ -404,9 +392,9 @@ static int check_as_user(const struct opts *o)
 #define PATH(n, f) { .name = n, .takes_value = true, .is_path = true, .parse = parse_string, .offset = AT(f)
 #define NUMBER(n, f, fn, lo, hi, u) \
 	{ .name = n, .takes_value = true, .parse = fn, .min = lo, .max = hi, .unit = u, .offset = AT(f)
-/* a duration: lo and hi in seconds, a bare number counts bare seconds */
-#define DURATION(n, f, fn, lo, hi, bare) \
-	{ .name = n, .takes_value = true, .parse = fn, .min = lo, .max = hi, .scale = bare, .offset = AT(f)
+/* a duration: lo and hi in seconds (a bare number counts seconds) */
+#define DURATION(n, f, fn, lo, hi) \
+	{ .name = n, .takes_value = true, .parse = fn, .min = lo, .max = hi, .offset = AT(f)
 
 static const struct opt_def defs[OPT__COUNT] = {
 	[OPT_POLICY] = PATH("policy", policy), .arg = "FILE|NAME", .required = "--policy FILE|NAME is required",
@@ -430,8 +418,8 @@ static const struct opt_def defs[OPT__COUNT] = {
 			    .help = "this process's local rank (default: from the launcher's environment)" },
 	[OPT_LOCAL_SIZE] = NUMBER("local-size", local_size, parse_uint, 1, PLAN_MAX_RANKS, NULL), .arg = "N",
 			    .help = "the number of local ranks (default: from the launcher, else one per GPU)" },
-	[OPT_WINDOW] = DURATION("window", window_s, parse_seconds, 0.2, 3600, 1), .arg = "DURATION",
-			.help = "how long to sample counters (default 2s; a bare number counts seconds)" },
+	[OPT_WINDOW] = DURATION("window", window_s, parse_seconds, 0.2, 3600), .arg = "DURATION",
+			.help = "how long to sample counters (default 2s)" },
 	[OPT_A] = STRING("a", spec_a), .required = AB_ARMS_REQUIRED, .arg = "SPEC",
 		   .help = "arm A: policy=FILE|NAME, cmd=COMMAND ARGS, or both, comma-separated" },
 	[OPT_B] = STRING("b", spec_b), .required = AB_ARMS_REQUIRED, .arg = "SPEC", .help = "arm B, as --a" },
@@ -450,22 +438,22 @@ static const struct opt_def defs[OPT__COUNT] = {
 		       .help = "the error rate of the verdict (default 0.05)" },
 	[OPT_TRIM] = NUMBER("trim", trim, parse_percent, 0, 40, "a percentage"), .arg = "PCT",
 		      .help = "the pairs cut from each end of the verdict's mean, in % (default 10; 0: the plain mean)" },
-	[OPT_BUDGET] = DURATION("budget", budget, parse_seconds, 1, 86400, 1), .arg = "DURATION",
-			.help = "the time the experiment may take (default 300s; a bare number counts seconds)" },
+	[OPT_BUDGET] = DURATION("budget", budget, parse_seconds, 1, 86400), .arg = "DURATION",
+			.help = "the time the experiment may take (default 5m)" },
 	[OPT_SEED] = NUMBER("seed", seed, parse_seed, 1, 4000000000u, NULL), .arg = "N",
 		      .help = "the seed of the trial order (default 1)" },
 	[OPT_PID] = NUMBER("pid", pids, parse_pids, 1, 4194304, NULL), .arg = "PID[,PID...]",
 		     .help = "watch these processes and their descendants" },
-	[OPT_INTERVAL] = DURATION("interval", interval_ms, parse_millis, 0.01, 60, 1e-3), .arg = "DURATION",
-			  .help = "between samples (default 100ms; a bare number counts milliseconds)" },
-	[OPT_DURATION] = DURATION("duration", duration_s, parse_seconds, 0.001, 86400 * 365, 1), .arg = "DURATION",
-			  .help = "stop after this long (a bare number counts seconds)" },
-	/* the daemon's: --interval has its own bare unit there (a second
-	 * definition of one name: the verb's table says which it takes) */
-	[OPT_INTERVAL_S] = DURATION("interval", interval_s, parse_seconds, 0.05, 86400, 1), .arg = "DURATION",
-			    .help = "between verifies (default 30s; a bare number counts seconds)" },
-	[OPT_FLAP] = STRING("flap", flap), .check = check_flap, .arg = "N/SECONDS",
-		      .help = "contested after N drifts within SECONDS (default 3/600)" },
+	[OPT_INTERVAL] = DURATION("interval", interval_ms, parse_millis, 0.01, 60), .arg = "DURATION",
+			  .help = "between samples (default 100ms)" },
+	[OPT_DURATION] = DURATION("duration", duration_s, parse_seconds, 0.001, 86400 * 365), .arg = "DURATION",
+			  .help = "stop after this long (e.g. 30s, 5m)" },
+	/* the daemon's: --interval has its own range and field there (a
+	 * second definition of one name: the verb's table says which it takes) */
+	[OPT_INTERVAL_S] = DURATION("interval", interval_s, parse_seconds, 0.05, 86400), .arg = "DURATION",
+			    .help = "between verifies (default 30s)" },
+	[OPT_FLAP] = { .name = "flap", .takes_value = true, .parse = parse_flap, .offset = AT(flap), .arg = "N/DURATION",
+		      .help = "contested after N drifts within DURATION (default 3/10m)" },
 	[OPT_METRICS] = STRING("metrics", metrics), .check = check_metrics, .arg = "ADDR:PORT",
 			 .help = "serve Prometheus /metrics there (default 127.0.0.1:9477)" },
 	[OPT_NO_METRICS] = FLAG("no-metrics", no_metrics), .help = "serve no metrics" },
@@ -491,8 +479,8 @@ static const struct opt_def defs[OPT__COUNT] = {
 			   .help = "keep the trials' outputs and journal in DIR, made fresh (default /tmp/nodetune-ab-XXXXXX)" },
 	[OPT_AS_USER] = STRING("as-user", as_user), .check = check_as_user, .arg = "USER",
 			 .help = "run the job as USER (never root), in its trial cgroup, with no new privileges" },
-	[OPT_GATE_BUDGET] = DURATION("gate-budget", gate_budget, parse_seconds, 1, 86400, 1), .arg = "DURATION",
-			     .check = check_gate, .help = "the gate's A/B budget (a bare number counts seconds)" },
+	[OPT_GATE_BUDGET] = DURATION("gate-budget", gate_budget, parse_seconds, 1, 86400), .arg = "DURATION",
+			     .check = check_gate, .help = "the gate's A/B budget (e.g. 5m)" },
 	[OPT_SIGNING_KEY] = PATH("signing-key", signing_key), .arg = "FILE",
 			     .help = "sign every document written with this secret key (fleet keygen's NAME.key)" },
 	[OPT_FLEET_KEYS] = PATH("fleet-keys", fleet_keys), .arg = "DIR",
@@ -501,11 +489,11 @@ static const struct opt_def defs[OPT__COUNT] = {
 					 .help = "also follow unsigned fleet documents (tests and demos only)" },
 	[OPT_FLEET_ID] = STRING("fleet-id", fleet_id), .check = check_fleet_id, .arg = "ID",
 			  .help = "the fleet signed for and admitted ([A-Za-z0-9._-]; default fleet.conf's fleet-id, else \"default\")" },
-	[OPT_FLEET_MAX_AGE] = DURATION("fleet-max-age", fleet_max_age, parse_seconds, 1, 86400 * 30, 1),
+	[OPT_FLEET_MAX_AGE] = DURATION("fleet-max-age", fleet_max_age, parse_seconds, 1, 86400 * 30),
 			       .arg = "DURATION",
-			       .help = "frozen when the controller's last timestamp is older (default 4h; a bare number counts seconds)" },
-	[OPT_WAVE_TIMEOUT] = DURATION("wave-timeout", wave_timeout, parse_seconds, 1, 86400 * 7, 1), .arg = "DURATION",
-			      .help = "how long a wave may take (default 600s; a bare number counts seconds)" },
+			       .help = "frozen when the controller's last timestamp is older (default 4h)" },
+	[OPT_WAVE_TIMEOUT] = DURATION("wave-timeout", wave_timeout, parse_seconds, 1, 86400 * 7), .arg = "DURATION",
+			      .help = "how long a wave may take (default 10m)" },
 	[OPT_SHADOW] = FLAG("shadow", shadow), .check = check_gate,
 			.help = "every host plans and verifies, and reports; nothing is written" },
 	[OPT_METRIC] = STRING("metric", metric), .check = check_metric, .arg = "REGEX",
@@ -916,7 +904,7 @@ static const char *dump_arg(const struct opt_def *d)
 		return "DIR";
 	if (d->is_path)
 		return "FILE";
-	return d->parse == parse_string ? "VALUE" : "N";
+	return d->parse == parse_string || d->parse == parse_flap ? "VALUE" : "N";
 }
 
 static void dump_rows(FILE *f, const char *verb, int verb_len, const struct verb_spec *spec)

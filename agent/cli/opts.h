@@ -34,7 +34,7 @@ enum opt_id {
 	OPT_A, OPT_B, OPT_REPORT, OPT_GOOD, OPT_BAD,
 	OPT_TRIALS, OPT_STEPS, OPT_THRESHOLD, OPT_ALPHA, OPT_BUDGET, OPT_SEED, OPT_TRIM,
 	OPT_PID, OPT_INTERVAL, OPT_DURATION,
-	OPT_INTERVAL_S,               /* the daemon's --interval, in seconds (observe's is ms) */
+	OPT_INTERVAL_S,               /* the daemon's --interval (observe's has another range) */
 	OPT_FLAP, OPT_METRICS, OPT_NO_METRICS, OPT_TEXTFILE_DIR, OPT_SOCKET, OPT_REVERT_ON_EXIT,
 	OPT_HOST,                     /* the daemon joins a fleet (--endpoints) */
 	OPT_ENDPOINTS, OPT_NAME, OPT_WAVES, OPT_GATE, OPT_GATE_BUDGET, OPT_WAVE_TIMEOUT, OPT_SHADOW,
@@ -68,7 +68,7 @@ struct opts {
 	double window_s;
 	const char *spec_a, *spec_b, *report, *good, *bad;
 	struct opt_pids pids;
-	unsigned interval_ms;         /* observe's --interval */
+	unsigned interval_ms;         /* observe's --interval, kept in milliseconds */
 	double duration_s;
 	unsigned trials, steps;
 	double threshold, alpha, budget;   /* threshold: a fraction (--threshold is in %) */

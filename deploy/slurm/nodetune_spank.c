@@ -86,7 +86,7 @@ static struct {
 	char topology[PATH_MAX];       /* topology=FILE.xml: plan against it (tests) */
 	char state_dir[PATH_MAX];      /* state_dir=DIR: per-job state (/run/nodetune/slurm) */
 	char nodetune[PATH_MAX];       /* nodetune=PATH: the binary for apply/revert */
-	char timeout[16];              /* timeout=SECONDS: for apply and revert */
+	char timeout[16];              /* timeout=DURATION: for apply and revert */
 } cfg = { "", "", "", "/" JOBSTATE_DIR, NODETUNE_BIN, "60" };
 
 static char arg_policy[PATH_MAX];      /* --nodetune as given */
@@ -145,13 +145,13 @@ static void parse_args(int ac, char **av, bool say)
 	}
 }
 
-/* timeout= in seconds: 1..3600, else the default 60 */
+/* timeout= a duration (nt_duration.h: 90, 90s, 2m), whole seconds from 1
+ * to 3600, else the default 60 */
 static int cfg_timeout(void)
 {
-	char *end;
-	long t = strtol(cfg.timeout, &end, 10);
+	double t;
 
-	return *end || end == cfg.timeout || t < 1 || t > 3600 ? 60 : (int)t;
+	return nt_duration_parse(cfg.timeout, 1, 3600, &t) < 0 ? 60 : (int)(t + 0.5);
 }
 
 /* Without policy_dirs= any file on the node could be named: the plugin

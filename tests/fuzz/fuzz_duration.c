@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz_duration.c — libFuzzer target: parse_duration, the parser of every
- * duration option (--interval 100ms, --budget 5m).  What it takes must be
- * finite and within the range asked, and mean the same as what it says:
- * the digits read once more, times the unit named (or the bare unit). */
+/* fuzz_duration.c — libFuzzer target: nt_duration_parse, the parser of every
+ * duration option and file key (--interval 100ms, --budget 5m).  What it
+ * takes must be finite and within the range asked, and mean the same as
+ * what it says: the digits read once more, times the unit named (a bare
+ * number: seconds). */
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -16,14 +17,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char s[64], *end;
-	double v = -1, bare = size % 2 ? 1e-3 : 1, want;
+	double v = -1, want;
 	size_t n;
 
 	if (size >= sizeof(s))
 		return 0;
 	memcpy(s, data, size);
 	s[size] = '\0';
-	if (parse_duration(s, bare, 0.001, 86400, &v) < 0) {
+	if (nt_duration_parse(s, 0.001, 86400, &v) < 0) {
 		if (v != -1)
 			__builtin_trap();     /* untouched on error */
 		return 0;
@@ -34,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	n = strlen(end);
 	if (n && strcmp(end, "ms") && strcmp(end, "s") && strcmp(end, "m") && strcmp(end, "h"))
 		__builtin_trap();
-	want *= !n ? bare : !strcmp(end, "ms") ? 1e-3 : !strcmp(end, "s") ? 1 : !strcmp(end, "m") ? 60 : 3600;
+	want *= !n ? 1 : !strcmp(end, "ms") ? 1e-3 : !strcmp(end, "s") ? 1 : !strcmp(end, "m") ? 60 : 3600;
 	if (fabs(want - v) > 1e-9 * want)
 		__builtin_trap();
 	return 0;

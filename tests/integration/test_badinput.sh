@@ -137,7 +137,8 @@ run|-n 1 --policy $BASE --state-dir $D/file -- true|--state-dir .*/file: not a d
 run|-n 1 --policy $BASE --state-dir $ST true|expected '-- COMMAND \[ARGS...\]'|a command without '--'
 run|-n 1 --policy $BASE --sysroot $SR --state-dir $ST -- true|unknown option '--sysroot'|--sysroot (run starts ranks on this host)
 # ---- doctor ---------------------------------------------------------------
-doctor|--window 0|--window '0': expected a duration from 200ms to 1h \(e.g. 100ms, 30s, 5m; a bare number counts seconds\)$|--window 0
+doctor|--window 0|--window '0': expected a duration from 200ms to 1h \(e.g. 250ms, 30s, 5m; a bare number counts seconds\)$|--window 0 (the examples within its range: never 100ms)
+doctor|--window 100ms|--window '100ms': expected a duration from 200ms to 1h|--window 100ms (below its range)
 doctor|--window 2x|--window '2x': expected a duration|--window with trailing garbage
 doctor|--window 2sec|--window '2sec': expected a duration|--window with a unit it does not know
 doctor|--window 2h|--window '2h': expected a duration from 200ms to 1h|--window above its range, in hours
@@ -176,7 +177,7 @@ bisect|--good $GT --good $BASE --bad $GT|--good given twice|--good twice
 bisect|--good $BASE --bad $GT --steps 0|--steps '0': expected a whole number from 1|--steps 0
 # ---- observe ---------------------------------------------------------------
 observe|--interval 0|--interval '0': expected a duration from 10ms to 1m|--interval 0
-observe|--interval 5|--interval '5': expected a duration from 10ms to 1m \(e.g. 100ms, 30s, 5m; a bare number counts milliseconds\)$|--interval 5 (milliseconds: the message names the unit)
+observe|--interval 90|--interval '90': expected a duration from 10ms to 1m \(e.g. 100ms, 30s, 1m; a bare number counts seconds\)$|--interval 90 (seconds, as everywhere: the message names the unit, its examples in range)
 observe|--interval 5ms|--interval '5ms': expected a duration from 10ms|--interval 5ms (below its range)
 observe|--interval 2m|--interval '2m': expected a duration from 10ms to 1m|--interval 2m (above its range)
 observe|--duration 0|--duration '0': expected a duration|--duration 0

@@ -87,8 +87,18 @@ for g in fleet policy; do
 	cp "$OUT" "$T_TMP/$g.help"
 	run "$NODETUNE" help $g
 	check "help $g is $g --help" -- cmp -s "$OUT" "$T_TMP/$g.help"
+	# the sub-verbs as the group's help lists them, comma-separated
+	subs=$(sed -n '/^Sub-verbs:/,/^$/p' "$T_TMP/$g.help" | sed -n 's/^  \([a-z-]*\) .*/\1/p' | paste -sd, - | sed 's/,/, /g')
 	run "$NODETUNE" $g
-	check "$g alone: exit 2, the sub-verbs on stderr" -- sh -c "[ $RC -eq 2 ] && grep -q '^Sub-verbs:' '$ERR' && [ ! -s '$OUT' ]"
+	check "$g alone: exit 2, one line naming its sub-verbs ($subs) on stderr" -- sh -c \
+		"[ $RC -eq 2 ] && [ \"\$(cat '$ERR')\" = 'nodetune: $g: expected a sub-verb: $subs (see nodetune $g --help)' ] && [ ! -s '$OUT' ]"
+	run "$NODETUNE" $g bogus
+	check "$g bogus: exit 2, one line" -- sh -c \
+		"[ $RC -eq 2 ] && [ \"\$(cat '$ERR')\" = \"nodetune: $g: unknown sub-verb 'bogus' (expected $subs; see nodetune $g --help)\" ] && [ ! -s '$OUT' ]"
+done
+for h in help --help -h; do
+	run "$NODETUNE" help $h
+	check "help $h: the help of help, the verbs' list (exit 0)" -- sh -c "[ $RC -eq 0 ] && cmp -s '$OUT' '$T_TMP/verbs' && [ ! -s '$ERR' ]"
 done
 check "fleet --help lists rollout, resume, abort, status, hosts" -- sh -c \
 	"for s in rollout resume abort status hosts; do grep -q \"^  \$s \" '$T_TMP/fleet.help' || exit 1; done"
@@ -115,15 +125,76 @@ check "daemon --endpoints, with --fleet its alias, said in help" -- sh -c \
 check "fleet rollout --endpoints, the same option (also --fleet), fleet.conf's endpoints by default, not required" -- sh -c \
 	"'$NODETUNE' help fleet rollout | tr -s ' \n' '  ' | grep -q -- '--endpoints URL\[,URL...\] the fleet.s etcd client URLs, comma-separated (default: fleet.conf.s endpoints) (also --fleet) --cacert'"
 
-# ---- durations: units, and a bare number in the option's own unit ------------
+# ---- durations: one rule (a bare number counts seconds; ms, s, m, h) --------
 run "$NODETUNE" observe --interval 100ms --duration 0.3s --json
 check "observe --interval 100ms --duration 0.3s: exit 0, records" -- sh -c "[ $RC -eq 0 ] && [ -s '$OUT' ]"
-run "$NODETUNE" observe --interval 100 --duration 300ms --json
-check "observe --interval 100 (bare: milliseconds) --duration 300ms: exit 0, records" -- sh -c "[ $RC -eq 0 ] && [ -s '$OUT' ]"
-check "observe's help says what a bare --interval counts" -- sh -c \
-	"'$NODETUNE' help observe | tr -s ' \n' '  ' | grep -q -- '--interval DURATION between samples (default 100ms; a bare number counts milliseconds)'"
-check "the daemon's help says what a bare --interval counts" -- sh -c \
-	"'$NODETUNE' help daemon | tr -s ' \n' '  ' | grep -q -- '--interval DURATION between verifies (default 30s; a bare number counts seconds)'"
+run "$NODETUNE" observe --interval 0.1 --duration 0.3 --json
+check "observe --interval 0.1 --duration 0.3 (bare: seconds, both): exit 0, records" -- sh -c "[ $RC -eq 0 ] && [ -s '$OUT' ]"
+
+# Every duration option of every verb (the tables' value DURATION or
+# N/DURATION, from help --json: a new one is covered by being there) takes
+# each example its own help shows, and each its refusal shows; so does the
+# harness's.  An option is fed its example before --help: exit 0 is taken
+# (values are parsed in order, --help then ends), 2 refused.
+DUR='[0-9]+(\.[0-9]+)?(ms|s|m|h)'
+# dur_examples VALUE TEXT: the examples in TEXT of a value named VALUE, one a
+# line (N/DURATION: "N/D" as written, and any duration D alone as "1/D")
+dur_examples() {
+	case $1 in
+	*/DURATION)
+		printf '%s\n' "$2" | grep -oE "\\b[0-9]+/$DUR\\b"
+		printf '%s\n' "$2" | sed -E "s#[0-9]+/$DUR##g" | grep -oE "\\b$DUR\\b" | sed 's#^#1/#' ;;
+	*) printf '%s\n' "$2" | grep -oE "\\b$DUR\\b" ;;
+	esac
+}
+# dur_try WHO EXAMPLE CMD...: CMD --help after the option and EXAMPLE;
+# a refusal goes to $T_TMP/dur-bad
+dur_try() {
+	who=$1 ex=$2
+	shift 2
+	"$@" "$ex" --help >/dev/null 2>"$T_TMP/dur-err" ||
+		echo "[$who $ex: exit $?: $(head -c 160 "$T_TMP/dur-err")]" >>"$T_TMP/dur-bad"
+}
+# dur_option WHO VALUE HELP CMD...: CMD (ending with the option) takes the
+# examples of HELP and those of its refusal of "x"
+dur_option() {
+	who=$1 value=$2 help=$3
+	shift 3
+	ex=$(dur_examples "$value" "$help")
+	[ -n "$ex" ] || echo "[$who: no example in its help: $help]" >>"$T_TMP/dur-bad"
+	"$@" x --help >/dev/null 2>"$T_TMP/dur-err"
+	rc=$?
+	[ $rc -eq 2 ] && [ "$(wc -l <"$T_TMP/dur-err")" -eq 1 ] ||
+		echo "[$who x: exit $rc, not one line refusing it]" >>"$T_TMP/dur-bad"
+	msg_ex=$(dur_examples "$value" "$(cat "$T_TMP/dur-err")")
+	[ -n "$msg_ex" ] || echo "[$who: no example in its refusal: $(head -c 160 "$T_TMP/dur-err")]" >>"$T_TMP/dur-bad"
+	for e in $ex $msg_ex; do
+		dur_try "$who" "$e" "$@"
+		echo "$who $e" >>"$T_TMP/dur-tried"
+	done
+}
+printf '' >"$T_TMP/dur-bad"
+printf '' >"$T_TMP/dur-tried"
+jq -r '.verbs[] | .verb as $v | .options[] | select(.need != "refused" and ((.value // "") | test("DURATION")))
+	| [$v, .name, .value, .help] | @tsv' "$T_TMP/help.json" >"$T_TMP/dur-opts"
+while IFS='	' read -r verb name value help; do
+	# shellcheck disable=SC2086 # a sub-verb is two words
+	dur_option "$verb --$name" "$value" "$help" "$NODETUNE" $verb "--$name"
+done <"$T_TMP/dur-opts"
+if [ -x "$HARNESS" ]; then
+	"$HARNESS" --help | sed -nE 's/^  --([a-z-]+) ([A-Z/]*DURATION) +(.*)$/\1\t\2\t\3/p' >"$T_TMP/dur-h"
+	while IFS='	' read -r name value help; do
+		dur_option "nodetune-harness --$name" "$value" "$help" "$HARNESS" "--$name"
+	done <"$T_TMP/dur-h"
+	check "the harness's --timeout is a duration in its help" -- grep -q '^timeout	DURATION	' "$T_TMP/dur-h"
+else
+	t_need nodetune-harness "the harness's --timeout and its examples: nodetune-harness not built"
+fi
+check "$(wc -l <"$T_TMP/dur-opts") duration options in the tables, --flap and the budgets among them" -- sh -c \
+	"grep -q '^daemon	flap	N/DURATION' '$T_TMP/dur-opts' && grep -q '^fleet rollout	wave-timeout	' '$T_TMP/dur-opts' &&
+	 grep -q '^doctor	window	' '$T_TMP/dur-opts' && grep -q '^observe	interval	' '$T_TMP/dur-opts'"
+check "every duration option takes each example of its help and of its refusal ($(wc -l <"$T_TMP/dur-tried") tried)$(
+	[ -s "$T_TMP/dur-bad" ] && printf ': %s' "$(tr '\n' ' ' <"$T_TMP/dur-bad")")" -- [ ! -s "$T_TMP/dur-bad" ]
 
 # ---- one version ---------------------------------------------------------------
 v=$(cat VERSION)

@@ -16,8 +16,29 @@ check "hazards tree: exit 1, all 8 named hazards with evidence and a fix" -- sh 
 run "$NODETUNE" doctor --topology $HGX --sysroot $HAZ --policy $GT
 check "human output: a count line, then each hazard with evidence and fix" -- sh -c \
 	"[ $RC -eq 1 ] && grep -q '^8 hazards found by 9 checks' '$OUT' && grep -q '^! zombie-memcg: 70209 dying' '$OUT' && grep -q '^    fix: ' '$OUT'"
+
+# quiet by default: the counters' self-report with -v only, said of the tree
+# read; the fix names the policy, not a path in the repository
+check "human output: no counters: section without -v; the THP fix names --policy gpu-train, no repo path" -- sh -c \
+	"! grep -q '^counters:' '$OUT' && grep -q '^    fix: .*as --policy gpu-train does' '$OUT' && ! grep -q 'policies/' '$OUT'"
+cp "$OUT" "$T_TMP/doctor.txt"
+run "$NODETUNE" doctor --topology $HGX --sysroot $HAZ --policy $GT -v
+check "-v: the same report, then counters: said of the tree ('in $HAZ'), never 'this host'" -- sh -c \
+	"[ $RC -eq 1 ] && sed '/^\$/{N;/^\ncounters:/Q}' '$OUT' | cmp -s - '$T_TMP/doctor.txt' &&
+	 grep -q '^  TLB shootdowns: not countable in $HAZ (' '$OUT' && ! grep -q 'this host' '$OUT'"
 run "$NODETUNE" doctor --topology $HGX --sysroot tests/fixtures/sysroot/gpu-host-tuned --policy $GT
 check "tuned tree: exit 0, no hazard" -- sh -c "[ $RC -eq 0 ] && grep -q '^0 hazards' '$OUT'"
+# a check skipped: one line under skipped:, its name and why
+run "$NODETUNE" doctor --topology $HGX --sysroot $HAZ
+check "without --policy: skipped: then one line 'irq-on-rank-cpus: needs --policy ...'" -- sh -c \
+	"[ $RC -eq 1 ] && grep -A1 '^skipped:$' '$OUT' | grep -q \"^  irq-on-rank-cpus: needs --policy FILE|NAME to know the ranks' CPUs\$\" &&
+	 ! grep -q 'skipped,' '$OUT'"
+# a counter the kernel lacks: 'unknown', never '?'
+G=$T_TMP/nostall
+cp -r $HAZ "$G" && sed -i '/^compact_stall /d' "$G/proc/vmstat"
+run "$NODETUNE" doctor --topology $HGX --sysroot "$G" --policy $GT
+check "no compact_stall in vmstat: the evidence says 'unknown', no '?' anywhere" -- sh -c \
+	"[ $RC -eq 1 ] && grep -q 'compact_stall so far: unknown\$' '$OUT' && ! grep -q '?' '$OUT'"
 
 G=$T_TMP/g
 cp -r $HAZ "$G" && printf 'cpu0 1 2 x\n' >"$G/proc/stat.series/005"

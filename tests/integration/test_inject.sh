@@ -45,7 +45,7 @@ check "alloc-churn: minor faults $(s base counters.minor_faults) -> $(s churn co
 : "${TLBSTORM:=$SRCDIR/build/tests/tlbstorm}"
 tlb_obs() { # tlb_obs OUT ARGS...: the harness under nodetune observe, its shootdowns summed
 	out=$1; shift
-	"$NODETUNE" observe --json --interval 200 -- "$HARNESS" $A "$@" --json "$T_TMP/$out.json" \
+	"$NODETUNE" observe --json --interval 200ms -- "$HARNESS" $A "$@" --json "$T_TMP/$out.json" \
 		>"$T_TMP/$out.obs" 2>"$T_TMP/$out.err" || { cat "$T_TMP/$out.err"; return 1; }
 	tlb_sum "$out"
 }
@@ -70,7 +70,7 @@ tlb_sum() { jq -s 'if all(.[]; .tlb_shootdowns == null) then "n/c" else map(.tlb
 N=4096
 storm_obs() { # storm_obs OUT N: tlbstorm N under nodetune observe, its shootdowns summed
 	out=$1
-	NODETUNE_TLB_SOURCES=$srcs "$NODETUNE" observe --json --interval 200 -- "$TLBSTORM" --after "$T_TMP/$out.obs" "$2" \
+	NODETUNE_TLB_SOURCES=$srcs "$NODETUNE" observe --json --interval 200ms -- "$TLBSTORM" --after "$T_TMP/$out.obs" "$2" \
 		>"$T_TMP/$out.obs" 2>"$T_TMP/$out.err"
 	echo $? >"$T_TMP/$out.rc"
 	tlb_sum "$out"
@@ -107,7 +107,7 @@ fi
 # the same, on a host that cannot count them: null, not 0, and the reason
 tn=$(NODETUNE_TLB_SOURCES=none tlb_obs tlbnc --inject tlb-shootdown)
 check "tlb-shootdown where nothing can count them: records say null (not 0), doctor says why" -- sh -c \
-	"[ '$tn' = '\"n/c\"' ] && NODETUNE_TLB_SOURCES=none '$NODETUNE' doctor | grep -q '^  - TLB shootdowns: not countable on this host (no source allowed'"
+	"[ '$tn' = '\"n/c\"' ] && NODETUNE_TLB_SOURCES=none '$NODETUNE' doctor -v 2>/dev/null | grep -q '^  TLB shootdowns: not countable on this host (no source allowed'"
 
 # /proc/vmstat is host-wide (the harness does not count these itself): the
 # run with the injection against a clean run of the same length, each

@@ -23,7 +23,7 @@ check "host only: records on the 100 ms grid, stopping at the duration, each wit
 if [ -r /proc/pressure/cpu ]; then
 	# three spinners on $ncpu CPUs: tasks wait for a CPU, so CPU pressure
 	# ("some") is counted; the spinners run under observe, as its command
-	run "$NODETUNE" observe --json --interval 100 -- sh -c \
+	run "$NODETUNE" observe --json --interval 100ms -- sh -c \
 		'for i in 1 2 3; do timeout 1 sh -c "while :; do :; done" & done; wait'
 	check "PSI where present: cpu_some counted under 3 spinners on $ncpu CPUs ($(jq -s -c '[.[].psi_ms.cpu_some]' "$OUT" 2>/dev/null) ms)" -- \
 		sh -c "[ $RC -eq 0 ] && jq -se 'all(.[]; .psi_ms.cpu_some | type == \"number\") and ([.[].psi_ms.cpu_some] | add) > 0' '$OUT'"
@@ -53,11 +53,11 @@ check "a host that cannot count TLB shootdowns: null in every record (not 0) and
 run env NODETUNE_TLB_SOURCES=none "$NODETUNE" observe --duration 0.3
 check "... and 'tlb n/c' in the text lines" -- grep -q ' tlb n/c ' "$OUT"
 
-run "$NODETUNE" observe --json --interval 50 -- mpirun -np 2 --oversubscribe "$HARNESS" --steps 30 --batch 512 --quiet
+run "$NODETUNE" observe --json --interval 50ms -- mpirun -np 2 --oversubscribe "$HARNESS" --steps 30 --batch 512 --quiet
 check "a command under mpirun: mpirun and both ranks sampled with their threads, exit 0" -- sh -c \
 	"[ $RC -eq 0 ] && jq -se '[.[].procs | length] | max >= 3' '$OUT' &&
 	 jq -se '[.[].procs[] | select(.threads >= 4 and .cpu_pct > 20)] | length > 0' '$OUT'"
-run "$NODETUNE" observe --interval 50 -- sh -c 'sleep 0.2; exit 3'
+run "$NODETUNE" observe --interval 50ms -- sh -c 'sleep 0.2; exit 3'
 check "the command's exit status (3), text lines with the processes (sh and its sleep)" -- sh -c \
 	"[ $RC -eq 3 ] && grep -Eq 'procs [12]/[12]: [12] threads' '$OUT'"
 
@@ -77,14 +77,15 @@ EOF
 # ms sleep has no timing risk; the p50 < 60 ms for 20 ms steps leaves 40 ms
 # of scheduling delay per step, 200x the p99 of 0.2 ms measured in 20 runs
 # by bench/timing_margins.sh, observe_step_ms)
-run "$NODETUNE" observe --json --interval 100 -- python3 "$T_TMP/steps.py"
+run "$NODETUNE" observe --json --interval 100ms -- python3 "$T_TMP/steps.py"
 check "a job's step reports in the records: $(jq -sc '[.[-1].steps.total, ([.[].steps.max_ms] | max), ([.[].steps.n] | add)]' "$OUT" 2>/dev/null) (total, longest ms, lines)" -- \
 	jq -se '.[-1].steps.total == 20 and ([.[].steps.n] | add) == 20 and ([.[].steps.max_ms] | max) >= 140 and
 	  ([.[].steps.p50_ms | select(. > 0)] | min) < 60 and .[-1].steps.bad_lines == 0' "$OUT"
 
 expect_fail 2 "--pid 4194303: no such process" "a pid that does not exist" -- "$NODETUNE" observe --pid 4194303
 expect_fail 2 "--pid 'x': expected a whole number" "a pid that is not a number" -- "$NODETUNE" observe --pid 1,x
-expect_fail 2 "--interval '5': expected a duration from 10ms to 1m .*a bare number counts milliseconds" "an interval too short" -- "$NODETUNE" observe --interval 5
+expect_fail 2 "--interval '0.005': expected a duration from 10ms to 1m .*a bare number counts seconds" "an interval too short (a bare number: seconds)" -- "$NODETUNE" observe --interval 0.005
+expect_fail 2 "--interval '90': expected a duration from 10ms to 1m" "an interval too long (90: seconds, not milliseconds)" -- "$NODETUNE" observe --interval 90
 expect_fail 2 "--pid and a command exclude each other" "both --pid and a command" -- "$NODETUNE" observe --pid 1 -- true
 expect_fail 2 "no-such-command: command not found" "a command not found" -- "$NODETUNE" observe -- no-such-command
 t_done

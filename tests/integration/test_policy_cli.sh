@@ -161,6 +161,13 @@ echo 1 >"$T/proc/sys/kernel/numa_balancing"
 run "$NODETUNE" verify --policy $GT --topology $HGX --sysroot "$T"
 check "verify after someone turned balancing back on: exit 1, names path, expected, actual" -- sh -c \
 	"[ $RC -eq 1 ] && grep -q '^drift: /proc/sys/kernel/numa_balancing: expected 0, actual 1$' '$OUT'"
+# the plan's notes (HGX: cores left unassigned) are plan's output: verify
+# says them with -v only, and never as a warning
+check "verify: the plan's notes not repeated on stderr (no warning:)" -- sh -c "[ ! -s '$ERR' ]"
+run "$NODETUNE" verify --policy $GT --topology $HGX --sysroot "$T" -v
+check "verify -v: the plan's notes, as notes" -- sh -c \
+	"[ $RC -eq 1 ] && grep -q '^nodetune: verify: note: GPU 0 (.*): 23 cores for 4 ranks: 3 core(s) left unassigned' '$ERR' &&
+	 ! grep -q 'warning:' '$ERR'"
 run "$NODETUNE" revert --sysroot "$T" --state-dir "$ST"
 check "revert: exit 0 and the tree is byte-for-byte as before" -- sh -c "[ $RC -eq 0 ] && [ '$h0' = '$(tree_hash "$T")' ]"
 

@@ -61,7 +61,7 @@ plant "an option missing from its verb" nodetune.8 '/^\.It Fl -dry-run$/d' \
 	"verb 'apply': --dry-run of its table is missing from its section"
 plant "an option no table has" nodetune.8 's/^\.It Fl -markdown$/&\n.It Fl -frobnicate\nx/' \
 	'nodetune.8:[0-9]*: --frobnicate: no verb.s option table has it'
-plant "another verb's option" nodetune-fleet.8 's/^\.It Fl -gate-budget Ar seconds$/&\n.It Fl -dry-run/' \
+plant "another verb's option" nodetune-fleet.8 's/^\.It Fl -gate-budget Ar duration$/&\n.It Fl -dry-run/' \
 	"--dry-run listed under 'fleet rollout', whose table does not have it"
 plant "a harness option missing" nodetune-harness.1 '/^\.It Fl -no-pin$/d' \
 	"verb 'nodetune-harness': --no-pin of its table is missing from its section"

@@ -101,20 +101,44 @@ json_t *abreport_json(const struct ab_config *cfg, const struct ab_result *res)
 
 /* ---- the text report ---------------------------------------------------- */
 
+void abreport_ci_name(double alpha, double level_alpha, int looks, char *buf, size_t size)
+{
+	/* enough decimals for a's first two significant digits: 95, 99.87,
+	 * 99.99931; then no trailing zeros */
+	int d = level_alpha > 0 ? (int)ceil(-log10(level_alpha * 100)) + 1 : 1;
+	int n;
+
+	d = d < 0 ? 0 : d > 10 ? 10 : d;
+	n = snprintf(buf, size, "%.*f", d, (1 - level_alpha) * 100);
+	while (n > 0 && (size_t)n < size && strchr(buf, '.') && (buf[n - 1] == '0' || buf[n - 1] == '.'))
+		buf[--n] = '\0';
+	if (n < 0 || (size_t)n >= size)
+		return;
+	if (level_alpha < alpha * (1 - 1e-9))
+		snprintf(buf + n, size - (size_t)n, "%% CI (sequential: %d look%s, the last at level %.2g)", looks,
+			 looks == 1 ? "" : "s", level_alpha);
+	else
+		snprintf(buf + n, size - (size_t)n, "%% CI");
+}
+
 static void print_effect(FILE *out, const struct ab_config *cfg, const struct ab_result *res)
 {
 	fprintf(out, "verdict: %s (B vs A, threshold %.1f%%, alpha %.2f spent over %d look%s: %.3g)\n",
 		res->refused ? "inconclusive, refused" : stats_verdict_name(res->verdict), cfg->threshold * 100,
 		cfg->alpha, res->looks, res->looks == 1 ? "" : "s", res->alpha_spent);
-	fprintf(out, "effect: B/A of %s = %.4f, %.2f%% CI [%.4f, %.4f], p = %.3g (%s over %d AB pairs of ABBA blocks",
-		res->figure, res->ratio, (1 - res->alpha_used) * 100, res->ci_lo, res->ci_hi, res->p,
-		res->trimmed ? "trimmed t" : "t", res->blocks);
+	char ci[128], eq[128];
+
+	abreport_ci_name(cfg->alpha, res->alpha_used, res->looks, ci, sizeof(ci));
+	abreport_ci_name(2 * cfg->alpha, 2 * res->alpha_used, res->looks, eq, sizeof(eq));
+	fprintf(out, "effect: B/A of %s = %.4f, %s [%.4f, %.4f], p = %.3g (%s over %d AB pairs of ABBA blocks",
+		res->figure, res->ratio, ci, res->ci_lo, res->ci_hi, res->p, res->trimmed ? "trimmed t" : "t",
+		res->blocks);
 	if (res->trimmed)
 		fprintf(out, ", the %d lowest and %d highest left out", res->trimmed, res->trimmed);
 	fprintf(out, "; last look's level %.3g), %d + %d trials, %.0f s\n", res->alpha_used, res->trials[0],
 		res->trials[1], res->elapsed_s);
-	fprintf(out, "equivalence (TOST at %.3g): %.2f%% CI [%.4f, %.4f] %s 1 +- %.1f%%\n", res->alpha_used,
-		(1 - 2 * res->alpha_used) * 100, res->eq_lo, res->eq_hi,
+	fprintf(out, "equivalence (TOST at %.3g): %s [%.4f, %.4f] %s 1 +- %.1f%%\n", res->alpha_used, eq,
+		res->eq_lo, res->eq_hi,
 		res->eq_lo >= 1 - cfg->threshold && res->eq_hi <= 1 + cfg->threshold ? "within" : "not within",
 		cfg->threshold * 100);
 	fprintf(out, "noise: one pair's B/A varies by %.2f%% (%s)", (exp(res->noise) - 1) * 100,

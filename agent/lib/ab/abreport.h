@@ -19,6 +19,14 @@
  * that failed gives {"verdict": "error", "error": ...}. */
 json_t *abreport_json(const struct ab_config *cfg, const struct ab_result *res);
 
+/* The name of an interval at level 1 - level_alpha, for the text and HTML
+ * reports, into buf (always NUL-terminated): its confidence in percent with
+ * as many decimals as show how far it is from 100% ("95% CI", "99.87% CI",
+ * never "100.0%"); when the level is not the experiment's alpha, because
+ * sequential looks spent only part of it, it says so: "99.99931% CI
+ * (sequential: 4 looks, the last at level 6.9e-06)". */
+void abreport_ci_name(double alpha, double level_alpha, int looks, char *buf, size_t size);
+
 /* The text report to out.  0, or -EIO when out failed. */
 int abreport_print(FILE *out, const struct ab_config *cfg, const struct ab_result *res);
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "ab/ab.h"
+#include "ab/abreport.h"
 #include "ab/html.h"
 #include "ab/html_test.h"
 
@@ -305,7 +306,7 @@ static void explanations(FILE *f, const struct ab_result *res)
 int html_ab_page(FILE *f, const struct ab_config *cfg, const struct ab_result *res)
 {
 	const char *verdict = res->error ? "error" : stats_verdict_name(res->verdict);
-	char host[256] = "?", when[64] = "?";
+	char host[256] = "?", when[64] = "?", ci[128];
 	time_t now = time(NULL);
 	struct tm tm;
 
@@ -330,13 +331,14 @@ int html_ab_page(FILE *f, const struct ab_config *cfg, const struct ab_result *r
 		fputs("</pre>\n</body>\n</html>\n", f);
 		return ferror(f) ? -EIO : 0;
 	}
+	abreport_ci_name(cfg->alpha, res->alpha_used, res->looks, ci, sizeof(ci));
 	fprintf(f, "<h2>Effect</h2>\n<table>\n"
 		   "<tr><th>B / A, %s</th><td class=\"n\" id=\"ratio\">%.4f</td></tr>\n"
-		   "<tr><th>%.1f%% CI (%s over %d AB pairs, %d cut from each end)</th><td class=\"n\">[%.4f, %.4f]</td></tr>\n"
+		   "<tr><th>%s (%s over %d AB pairs, %d cut from each end)</th><td class=\"n\">[%.4f, %.4f]</td></tr>\n"
 		   "<tr><th>p</th><td class=\"n\">%.3g (level of the last look %.3g; threshold %.1f%%)</td></tr>\n"
 		   "<tr><th>noise</th><td class=\"n\">one pair's B/A varies by %.2f%% (%s)</td></tr>\n"
 		   "<tr><th>trials</th><td class=\"n\">A %d, B %d, after one discarded warm-up trial each; %.0f s</td></tr>\n",
-		res->figure, res->ratio, (1 - res->alpha_used) * 100, res->trimmed ? "trimmed t" : "t", res->blocks,
+		res->figure, res->ratio, ci, res->trimmed ? "trimmed t" : "t", res->blocks,
 		res->trimmed, res->ci_lo, res->ci_hi, res->p, res->alpha_used, cfg->threshold * 100,
 		(exp(res->noise) - 1) * 100, res->trimmed ? "sd, winsorized" : "sd", res->trials[0], res->trials[1],
 		res->elapsed_s);

@@ -61,7 +61,7 @@ void flap_free(struct flap *f)
 int flap_parse(const char *spec, unsigned *ret_n, double *ret_window_s)
 {
 	const char *slash = strchr(spec, '/');
-	char num[16], *end;
+	char num[16];
 	uint64_t n;
 	double w;
 
@@ -69,13 +69,9 @@ int flap_parse(const char *spec, unsigned *ret_n, double *ret_window_s)
 		return -EINVAL;
 	memcpy(num, spec, (size_t)(slash - spec));
 	num[slash - spec] = '\0';
-	if (parse_u64(num, 1000, &n) < 0 || n < 1)
+	if (parse_u64(num, FLAP_N_MAX, &n) < 0 || n < 1)
 		return -EINVAL;
-	if (!(slash[1] >= '0' && slash[1] <= '9'))
-		return -EINVAL;
-	errno = 0;
-	w = strtod(slash + 1, &end);
-	if (*end || errno == ERANGE || !(w > 0) || w > 86400.0 * 365)
+	if (nt_duration_parse(slash + 1, FLAP_WINDOW_MIN_S, FLAP_WINDOW_MAX_S, &w) < 0)
 		return -EINVAL;
 	*ret_n = (unsigned)n;
 	*ret_window_s = w;

@@ -29,8 +29,15 @@ struct flap *flap_new(unsigned n, double window_s);
 /* Free; NULL is a no-op. */
 void flap_free(struct flap *f);
 
-/* Parse "N/SECONDS" ("3/600"; SECONDS may have a fraction).  0 with *ret_n
- * and *ret_window_s, or -EINVAL (both untouched). */
+/* The bounds of "N/DURATION": N drifts, within a window of seconds. */
+#define FLAP_N_MAX 1000
+#define FLAP_WINDOW_MIN_S 0.001
+#define FLAP_WINDOW_MAX_S (86400.0 * 365)
+
+/* Parse "N/DURATION" ("3/10m", "3/600": DURATION as nt_duration_parse
+ * reads it, a bare number in seconds), N in [1, FLAP_N_MAX], the window in
+ * [FLAP_WINDOW_MIN_S, FLAP_WINDOW_MAX_S].  0 with *ret_n and *ret_window_s,
+ * or -EINVAL (both untouched). */
 int flap_parse(const char *spec, unsigned *ret_n, double *ret_window_s);
 
 /* Record one drift of key at time now (seconds, monotonic, not before the

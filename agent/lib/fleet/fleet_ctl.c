@@ -18,6 +18,7 @@
 #include "fleet/fleet_ctl.h"
 #include "fleet/fleet_ctl_test.h"
 #include "fleet/sign.h"
+#include "base/parse.h"
 
 struct fleet_ctl {
 	struct etcd *e;
@@ -37,17 +38,14 @@ struct fleet_ctl {
 /* One line for the caller's note callback (none: nothing). */
 #define say(c, level, ...) notef((c)->note, (c)->arg, (level), __VA_ARGS__)
 
-/* NODETUNE_FLEET_PAUSE as seconds from 0 to 10; 0 when unset or not a number. */
+/* NODETUNE_FLEET_PAUSE, a duration (nt_duration.h) from 0 to 10 s; 0 when
+ * unset or not one. */
 static double pause_from_env(void)
 {
 	const char *s = getenv("NODETUNE_FLEET_PAUSE");
-	char *end;
 	double v;
 
-	if (!s || !*s)
-		return 0;
-	v = strtod(s, &end);
-	return *end || !(v >= 0 && v <= 10) ? 0 : v;
+	return s && nt_duration_parse(s, 0, 10, &v) == 0 ? v : 0;
 }
 
 struct fleet_ctl *fleet_ctl_open(const char *endpoints, const struct fleet_creds *creds, note_fn note,

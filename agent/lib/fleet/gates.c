@@ -58,13 +58,12 @@ static int once(struct parse_state *st, int *seen, const char *key, int line, st
 
 static int set_budget(struct parse_state *st, const char *value, int line, struct nt_err *err)
 {
-	uint64_t v;
+	char expected[160];
 
-	if (parse_u64(value, (uint64_t)GATE_MAX_BUDGET_S, &v) < 0 || v < 1)
-		return err_set(err, -EINVAL, "%s:%d: budget '%.64s': expected whole seconds from 1 to %.0f", st->shown,
-			       line, value, GATE_MAX_BUDGET_S);
-	st->g.budget_s = (double)v;
-	return 0;
+	if (nt_duration_parse(value, 1, GATE_MAX_BUDGET_S, &st->g.budget_s) == 0)
+		return 0;
+	nt_duration_expected(1, GATE_MAX_BUDGET_S, expected, sizeof(expected));
+	return err_set(err, -EINVAL, "%s:%d: budget '%.64s': expected %s", st->shown, line, value, expected);
 }
 
 /* An argument (or the command, at index 0). */

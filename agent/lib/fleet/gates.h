@@ -10,7 +10,7 @@
  *   arg = 20                                    order (no shell, no splitting)
  *   user = nobody                               runs as (default nobody; never root
  *                                               nor a user whose primary group is 0)
- *   budget = 120                                seconds, 1..3600 (default 300): the
+ *   budget = 2m                                 a duration, 1s..1h (default 5m): the
  *                                               cap on a rollout's gate budget
  *
  * "key = value" lines with '#' comments (ini.h's syntax, no [section]); a

@@ -55,13 +55,13 @@ struct ctx {
 
 #define FILL(h, field, ...) snprintf((h)->field, sizeof((h)->field), __VA_ARGS__)
 
-/* A /proc/vmstat counter for evidence: its value, or "?" when absent. */
+/* A /proc/vmstat counter for evidence: its value, or "unknown" when absent. */
 static const char *vm(const struct fsroot *root, const char *key, char buf[24])
 {
 	int64_t v = obs_vmstat(root, key);
 
 	if (v < 0)
-		return "?";
+		return "unknown";
 	snprintf(buf, 24, "%lld", (long long)v);
 	return buf;
 }
@@ -75,7 +75,7 @@ static int check_zombie_memcg(struct ctx *x)
 
 	obs_memcg(x->root, &kernel, &live);
 	if (kernel < 0 || live < 0) {
-		note(x->rep, "zombie-memcg: skipped, no memory cgroup counts (/proc/cgroups or the memory hierarchy missing)");
+		note(x->rep, "zombie-memcg: no memory cgroup counts (/proc/cgroups or the memory hierarchy missing)");
 		return 0;
 	}
 	x->rep->checks++;
@@ -148,7 +148,7 @@ static int check_sys_saturated(struct ctx *x)
 
 	r = sys_samples(x, &s, &n, &interval);
 	if (r == -ENOENT) {
-		note(x->rep, "sys-saturated-core: skipped, no /proc/stat");
+		note(x->rep, "sys-saturated-core: no /proc/stat");
 		return 0;
 	}
 	if (r < 0)
@@ -171,7 +171,7 @@ static int check_thp_defrag(struct ctx *x)
 	struct doctor_hazard *h;
 
 	if (!x->ks->thp_defrag[0]) {
-		note(x->rep, "thp-defrag-always: skipped, THP defrag unknown");
+		note(x->rep, "thp-defrag-always: THP defrag unknown");
 		return 0;
 	}
 	x->rep->checks++;
@@ -184,7 +184,7 @@ static int check_thp_defrag(struct ctx *x)
 
 	FILL(h, evidence, "/sys/kernel/mm/transparent_hugepage/defrag selects [always]; compact_stall so far: %s",
 	     vm(x->root, "compact_stall", b1));
-	FILL(h, fix, "set defrag to defer+madvise or madvise ([thp] defrag = defer+madvise; policies/gpu-train.conf does)");
+	FILL(h, fix, "set defrag to defer+madvise or madvise ([thp] defrag = defer+madvise, as --policy gpu-train does)");
 	return 0;
 }
 
@@ -193,7 +193,7 @@ static int check_numa_balancing(struct ctx *x)
 	struct doctor_hazard *h;
 
 	if (x->ks->numa_balancing < 0) {
-		note(x->rep, "numa-balancing-on: skipped, kernel.numa_balancing unknown");
+		note(x->rep, "numa-balancing-on: kernel.numa_balancing unknown");
 		return 0;
 	}
 	x->rep->checks++;
@@ -219,7 +219,7 @@ static int check_irqs(struct ctx *x)
 	int found = 0;
 
 	if (!x->cfg->plan) {
-		note(x->rep, "irq-on-rank-cpus: skipped, give --policy FILE to know the ranks' CPUs");
+		note(x->rep, "irq-on-rank-cpus: needs --policy FILE|NAME to know the ranks' CPUs");
 		return 0;
 	}
 	ranks = hwloc_bitmap_alloc();
@@ -271,7 +271,7 @@ static int check_governor(struct ctx *x)
 	struct doctor_hazard *h;
 
 	if (!x->ks->governor[0]) {
-		note(x->rep, "governor: skipped, no cpufreq (a VM, or no driver)");
+		note(x->rep, "governor: no cpufreq (a VM, or no driver)");
 		return 0;
 	}
 	x->rep->checks++;
@@ -291,7 +291,7 @@ static int check_swap(struct ctx *x)
 	struct doctor_hazard *h;
 
 	if (x->ks->swap_total_bytes < 0) {
-		note(x->rep, "swap-on: skipped, SwapTotal unknown");
+		note(x->rep, "swap-on: SwapTotal unknown");
 		return 0;
 	}
 	x->rep->checks++;
@@ -338,7 +338,7 @@ static int check_slurm_pending(struct ctx *x)
 
 	fsroot_display(x->root, JOBSTATE_DIR, base, sizeof(base));
 	if (n < 0 && n != -ENOENT) {
-		note(x->rep, "slurm-revert-pending: skipped, cannot list %s: %s", base, strerror(-n));
+		note(x->rep, "slurm-revert-pending: cannot list %s: %s", base, strerror(-n));
 		return n == -ENOMEM ? n : 0;
 	}
 	x->rep->checks++;
@@ -489,7 +489,7 @@ json_t *doctor_json(const struct doctor_findings *rep)
 	return doc;
 }
 
-int doctor_print(FILE *out, const struct doctor_findings *rep)
+int doctor_print(FILE *out, const struct doctor_findings *rep, const char *tree, bool counters)
 {
 	fprintf(out, "%u hazard%s found by %u checks\n", rep->n, rep->n == 1 ? "" : "s", rep->checks);
 	for (unsigned i = 0; i < rep->n; i++)
@@ -498,12 +498,19 @@ int doctor_print(FILE *out, const struct doctor_findings *rep)
 	if (rep->n_notes)
 		fprintf(out, "\nskipped:\n");
 	for (unsigned i = 0; i < rep->n_notes; i++)
-		fprintf(out, "  - %s\n", rep->notes[i]);
-	fprintf(out, "\ncounters:\n");
-	for (enum doctor_counter c = 0; c < DC_N; c++)
-		if (rep->counters[c].detail[0])
-			fprintf(out, "  - %s: %s%s%s\n", doctor_counter_name(c),
-				rep->counters[c].countable ? "counted from " : "not countable on this host (",
-				rep->counters[c].detail, rep->counters[c].countable ? "" : ")");
+		fprintf(out, "  %s\n", rep->notes[i]);
+	if (counters)
+		fprintf(out, "\ncounters:\n");
+	for (enum doctor_counter c = 0; counters && c < DC_N; c++) {
+		const struct doctor_counter_state *st = &rep->counters[c];
+
+		if (!st->detail[0])
+			continue;
+		if (st->countable)
+			fprintf(out, "  %s: counted from %s\n", doctor_counter_name(c), st->detail);
+		else
+			fprintf(out, "  %s: not countable %s%s (%s)\n", doctor_counter_name(c), tree ? "in " : "on this host",
+				tree ? tree : "", st->detail);
+	}
 	return ferror(out) ? -EIO : 0;
 }

@@ -42,7 +42,7 @@ struct doctor_findings {
 	struct doctor_hazard *hazards;
 	unsigned n;
 	unsigned checks;              /* checks that ran */
-	char *notes[DOCTOR_MAX_NOTES];  /* checks skipped, and why */
+	char *notes[DOCTOR_MAX_NOTES];  /* checks skipped: "CODE: why" */
 	unsigned n_notes;
 	struct doctor_counter_state counters[DC_N];
 };
@@ -60,7 +60,14 @@ int doctor_run(const struct fsroot *root, const struct topo *t, const struct kst
 
 void doctor_findings_release(struct doctor_findings *rep);
 
+/* The findings as JSON: checks, hazards, skipped (why, per check), counters.
+ * NULL: out of memory. */
 json_t *doctor_json(const struct doctor_findings *rep);
-int doctor_print(FILE *out, const struct doctor_findings *rep);
+
+/* The findings as text to out: the hazards with evidence and fix, the
+ * checks skipped (one line each, why), and with counters the counters'
+ * self-report, said of tree (a captured tree's path) or, NULL, of this
+ * host.  Returns 0, or -EIO when out failed. */
+int doctor_print(FILE *out, const struct doctor_findings *rep, const char *tree, bool counters);
 
 #endif

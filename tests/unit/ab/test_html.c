@@ -95,6 +95,24 @@ static void release(struct ab_result *res)
 	free(res->job_table);
 }
 
+/* a level sequential looks made tiny is printed as it is, never "100.0%" */
+static void test_page_sequential_level(void **state)
+{
+	struct ab_config cfg;
+	struct ab_result res;
+	char *html;
+
+	(void)state;
+	fill(&cfg, &res);
+	res.alpha_used = 6.9e-06;
+	res.looks = 4;
+	html = render(&cfg, &res);
+	assert_non_null(strstr(html, "<tr><th>99.99931% CI (sequential: 4 looks, the last at level 6.9e-06) (t over "));
+	assert_null(strstr(html, "100.0%"));
+	free(html);
+	release(&res);
+}
+
 static void test_page(void **state)
 {
 	struct ab_config cfg;
@@ -116,6 +134,8 @@ static void test_page(void **state)
 	assert_int_equal(count(html, "<circle class=\"trial-a\""), 5);
 	assert_int_equal(count(html, "<circle class=\"trial-b\""), 4);
 	assert_non_null(strstr(html, "stall in A, step 60: 400.00 ms"));
+	/* the interval's level as it is: alpha 0.05 at one look */
+	assert_non_null(strstr(html, "<tr><th>95% CI (t over "));
 	/* one point per step in each line */
 	poly = strstr(html, "<polyline class=\"arm-a\"");
 	assert_non_null(poly);
@@ -212,6 +232,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_page),
+		cmocka_unit_test(test_page_sequential_level),
 		cmocka_unit_test(test_foreign_and_error),
 		cmocka_unit_test(test_write_atomic),
 	};

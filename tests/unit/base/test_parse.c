@@ -53,50 +53,12 @@ static void test_int(void **state)
 	assert_int_equal(v, 3);
 }
 
-static void test_duration(void **state)
-{
-	double v = -1;
-
-	(void)state;
-	assert_int_equal(parse_duration("100ms", 1, 0, 100, &v), 0);
-	assert_true(v > 0.0999 && v < 0.1001);
-	assert_int_equal(parse_duration("30s", 1e-3, 0, 100, &v), 0);
-	assert_true(v == 30);
-	assert_int_equal(parse_duration("5m", 1, 0, 1000, &v), 0);
-	assert_true(v == 300);
-	assert_int_equal(parse_duration("1.5h", 1, 0, 1e6, &v), 0);
-	assert_true(v == 5400);
-	/* a bare number counts the option's own unit */
-	assert_int_equal(parse_duration("250", 1e-3, 0, 100, &v), 0);
-	assert_true(v > 0.2499 && v < 0.2501);
-	assert_int_equal(parse_duration("30", 1, 0, 100, &v), 0);
-	assert_true(v == 30);
-	assert_int_equal(parse_duration(".5s", 1, 0, 100, &v), -EINVAL);
-	assert_int_equal(parse_duration("5 s", 1, 0, 100, &v), -EINVAL);
-	assert_int_equal(parse_duration("-5s", 1, 0, 100, &v), -EINVAL);
-	assert_int_equal(parse_duration("5sec", 1, 0, 100, &v), -EINVAL);
-	assert_int_equal(parse_duration("5S", 1, 0, 100, &v), -EINVAL);
-	assert_int_equal(parse_duration("1e3", 1, 0, 1e6, &v), -EINVAL);
-	assert_int_equal(parse_duration("s", 1, 0, 100, &v), -EINVAL);
-	assert_int_equal(parse_duration(".", 1, 0, 100, &v), -EINVAL);
-	assert_int_equal(parse_duration("", 1, 0, 100, &v), -EINVAL);
-	assert_int_equal(parse_duration("nan", 1, 0, 100, &v), -EINVAL);
-	assert_int_equal(parse_duration("5ms", 1, 0.01, 100, &v), -ERANGE);
-	assert_int_equal(parse_duration("2m", 1, 0, 100, &v), -ERANGE);
-	assert_int_equal(parse_duration("99999999999999999999999999999", 1, 0, 100, &v), -ERANGE);
-	assert_int_equal(parse_duration("999999999999999999999999999999999999s", 1, 0, 100, &v), -ERANGE);
-	assert_int_equal(parse_duration("999999999999999999999999999999999999x", 1, 0, 100, &v), -EINVAL);
-	assert_int_equal(parse_duration(NULL, 1, 0, 100, &v), -EINVAL);
-	assert_true(v == 30);    /* untouched by every failure */
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_u64_valid),
 		cmocka_unit_test(test_u64_invalid_leaves_output),
 		cmocka_unit_test(test_int),
-		cmocka_unit_test(test_duration),
 	};
 
 	return cmocka_run_group_tests_name("parse", tests, NULL, NULL);

@@ -120,8 +120,13 @@ static void test_parse(void **state)
 	assert_true(w == 600);
 	assert_int_equal(flap_parse("1/0.5", &n, &w), 0);
 	assert_true(w == 0.5);
+	assert_int_equal(flap_parse("3/10m", &n, &w), 0);      /* a duration, with its unit */
+	assert_true(w == 600);
+	assert_int_equal(flap_parse("2/250ms", &n, &w), 0);
+	assert_true(w == 0.25);
 	static const char *const bad[] = { "", "3", "/600", "3/", "0/600", "3/0", "3/-1", "-3/600", "3/600x",
-					   "x/600", "3/ 600", "1001/600", "3/inf", "3/nan", "3/1e99" };
+					   "x/600", "3/ 600", "1001/600", "3/inf", "3/nan", "3/1e99",
+					   "3/10x", "3/m", "3/2y", "3/366d", "3/9000h" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		n = 42;
 		assert_int_equal(flap_parse(bad[i], &n, &w), -EINVAL);

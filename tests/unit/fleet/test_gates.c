@@ -83,6 +83,13 @@ static void test_parse(void **state)
 	assert_string_equal(g.user, GATE_DEFAULT_USER);
 	assert_true(g.budget_s == GATE_DEFAULT_BUDGET_S);
 	gates_release(&g);
+	/* the budget is a duration: a unit, or seconds */
+	assert_int_equal(gates_parse("command = /bin/true\nbudget = 2m\n", 32, "g.conf", &g, &err), 0);
+	assert_true(g.budget_s == 120.0);
+	gates_release(&g);
+	assert_int_equal(gates_parse("command = /bin/true\nbudget = 1.5\n", 33, "g.conf", &g, &err), 0);
+	assert_true(g.budget_s == 1.5);
+	gates_release(&g);
 }
 
 static void test_parse_refusals(void **state)
@@ -96,7 +103,10 @@ static void test_parse_refusals(void **state)
 	expect_bad("command = /bin/a\nuser = 0day\n", "g.conf:2: user '0day'");
 	expect_bad("command = /bin/a\nuser = a b\n", "g.conf:2: user 'a b'");
 	expect_bad("command = /bin/a\nbudget = 0\n", "g.conf:2: budget '0'");
-	expect_bad("command = /bin/a\nbudget = 3601\n", "expected whole seconds from 1 to 3600");
+	expect_bad("command = /bin/a\nbudget = 3601\n",
+		   "g.conf:2: budget '3601': expected a duration from 1s to 1h (e.g. 30s, 5m, 1h; a bare number counts seconds)");
+	expect_bad("command = /bin/a\nbudget = 2h\n", "g.conf:2: budget '2h': expected a duration from 1s to 1h");
+	expect_bad("command = /bin/a\nbudget = 5 m\n", "g.conf:2: budget '5 m'");
 	expect_bad("command = /bin/a\ncmd = sh -c x\n", "g.conf:2: unknown key 'cmd'");
 	expect_bad("[gate]\ncommand = /bin/a\n", "g.conf:2: a gate file has no [sections]");
 	expect_bad("command = /bin/a\narg = \x1b[31m\n", "g.conf:2: control character 0x1b");

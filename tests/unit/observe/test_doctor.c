@@ -6,6 +6,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "observe/doctor.h"
@@ -109,7 +111,7 @@ static void test_without_policy_irqs_are_skipped(void **state)
 	doctor_on(&x, "tests/fixtures/sysroot/gpu-host-hazards", false);
 	assert_null(find(&x.rep, "irq-on-rank-cpus"));
 	assert_int_equal(x.rep.n, 7);
-	assert_non_null(strstr(x.rep.notes[0], "irq-on-rank-cpus: skipped, give --policy"));
+	assert_non_null(strstr(x.rep.notes[0], "irq-on-rank-cpus: needs --policy"));
 	release(&x);
 }
 
@@ -169,6 +171,30 @@ static void test_counters_not_countable(void **state)
 	release(&x);
 }
 
+/* The text: skipped checks one line each ("  CODE: why"), the counters only
+ * when asked, said of the tree read, never of "this host". */
+static void test_print(void **state)
+{
+	char buf[16384];
+	struct run x;
+	FILE *f;
+
+	(void)state;
+	doctor_on(&x, "tests/fixtures/sysroot/gpu-host-hazards", false);
+	f = fmemopen(buf, sizeof(buf), "w");
+	assert_int_equal(doctor_print(f, &x.rep, "TREE", false), 0);
+	fclose(f);
+	assert_non_null(strstr(buf, "\nskipped:\n  irq-on-rank-cpus: needs --policy FILE|NAME to know the ranks' CPUs\n"));
+	assert_null(strstr(buf, "counters:"));
+	assert_null(strstr(buf, "?"));
+	f = fmemopen(buf, sizeof(buf), "w");
+	assert_int_equal(doctor_print(f, &x.rep, "TREE", true), 0);
+	fclose(f);
+	assert_non_null(strstr(buf, "\ncounters:\n  TLB shootdowns: not countable in TREE ("));
+	assert_null(strstr(buf, "this host"));
+	release(&x);
+}
+
 /* Every counter id has its row. */
 static void test_counter_rows(void **state)
 {
@@ -190,6 +216,7 @@ int main(void)
 		cmocka_unit_test(test_slurm_revert_pending),
 		cmocka_unit_test(test_counters_not_countable),
 		cmocka_unit_test(test_counter_rows),
+		cmocka_unit_test(test_print),
 	};
 
 	return cmocka_run_group_tests_name("doctor", tests, NULL, NULL);
