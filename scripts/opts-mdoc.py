@@ -19,6 +19,11 @@ a line
                           -h, --help last.  VERB "nodetune": the global
                           options;
 
+    .\\" @SECTIONS GROUP@  becomes, for each verb "GROUP SUB" of the JSON that
+                          has no ".Ss GROUP SUB" in PAGE, a section of its
+                          own: its synopsis, its --help paragraph and its
+                          options (a verb added to a table is documented
+                          until someone writes its prose);
     .\\" @LIMITS@          becomes the keys limits.conf may bound, one item
                           per key of KEYS.json (`nodetune keys --json`)
                           with a "limit": ceiling, floor or allowed;
@@ -32,7 +37,7 @@ import json
 import re
 import sys
 
-MARK = re.compile(r'^\.\\" @(SYNOPSIS|OPTIONS) ([a-z][a-z -]*)@$')
+MARK = re.compile(r'^\.\\" @(SYNOPSIS|OPTIONS|SECTIONS) ([a-z][a-z -]*)@$')
 
 
 def text(s):
@@ -125,6 +130,21 @@ def limits(keys):
     return out + [".El"]
 
 
+def sections(doc, group, page_lines):
+    """A section for each verb of group the page has no .Ss for."""
+    have = {l[4:].strip() for l in page_lines if l.startswith(".Ss ")}
+    # a page of the group's own (nodetune-fleet.8) names its sections SUB
+    verbs = [v for v in doc["verbs"] if v["verb"].startswith(group + " ")]
+    short = any(v["verb"][len(group) + 1:] in have for v in verbs)
+    out = []
+    for v in verbs:
+        title = v["verb"][len(group) + 1:] if short else v["verb"]
+        if title not in have:
+            out += [".Ss " + title] + synopsis(v, v["verb"]) + [".Pp"]
+            out += [text(" ".join(v["help"].split()))] + options(doc, v, v["verb"])
+    return out
+
+
 def main(argv):
     if len(argv) not in (2, 3):
         print("usage: opts-mdoc.py HELP.json PAGE [KEYS.json]", file=sys.stderr)
@@ -137,8 +157,10 @@ def main(argv):
             keys = json.load(f)
     out = []
     with open(argv[1], encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            line = line.rstrip("\n")
+        lines = f.read().split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        for n, line in enumerate(lines, 1):
             if line == '.\\" @LIMITS@' and keys is not None:
                 out += limits(keys)
                 continue
@@ -147,6 +169,9 @@ def main(argv):
                 out.append(line.replace("@VERSION@", doc["version"]))
                 continue
             what, name = m.groups()
+            if what == "SECTIONS":
+                out += sections(doc, name, lines)
+                continue
             v = None if name == "nodetune" else find_verb(doc, name)
             if v is None and (what == "SYNOPSIS" or name != "nodetune"):
                 print(f"opts-mdoc: {argv[1]}:{n}: no verb '{name}' in {argv[0]}", file=sys.stderr)
