@@ -413,10 +413,10 @@ static const struct opt_def defs[OPT__COUNT] = {
 	[OPT_POLICY] = PATH("policy", policy), .arg = "FILE|NAME", .required = "--policy FILE|NAME is required",
 			.help = "a file, or a NAME searched on the policy path",
 			.man = "A NAME (no slash, not ending in .conf) is the file NAME.conf in the first directory of the "
-				"policy path that has one: " POLICY_PATH_ENV ", else /etc/nodetune/policies, the "
-				"install's share/nodetune/policies, then /usr/share/nodetune/policies (nodetune policy "
-				"list shows them).  As root, a policy file or directory not owned by root, or writable "
-				"by group or others, is refused." },
+			       "policy path that has one: " POLICY_PATH_ENV ", else /etc/nodetune/policies, the "
+			       "install's share/nodetune/policies, then /usr/share/nodetune/policies (nodetune policy "
+			       "list shows them).  As root, a policy file or directory not owned by root, or writable "
+			       "by group or others, is refused." },
 	[OPT_RANKS] = NUMBER("ranks", ranks, parse_uint, 1, PLAN_MAX_RANKS, NULL), .letter = 'n', .arg = "N",
 		       .required = "-n/--ranks N is required",
 		       .help = "local ranks (default: one per GPU, else 1)" },
@@ -428,7 +428,7 @@ static const struct opt_def defs[OPT__COUNT] = {
 	[OPT_SYSROOT] = PATH("sysroot", sysroot), .check = check_sysroot, .arg = "DIR",
 			 .help = "/sys and /proc below DIR (a captured tree)",
 			 .man = "Read and write there instead of this host's; without --topology or --synthetic the "
-			 	"topology is read there too." },
+				"topology is read there too." },
 	[OPT_STATE_DIR] = PATH("state-dir", state_dir), .check = check_state_dir, .arg = "DIR",
 			   .help = "the journal of originals (default /run/nodetune)" },
 	[OPT_JSON] = FLAG("json", json), .help = "the result as JSON on stdout" },
@@ -438,11 +438,11 @@ static const struct opt_def defs[OPT__COUNT] = {
 	[OPT_LOCAL_RANK] = NUMBER("local-rank", local_rank, parse_uint, 0, PLAN_MAX_RANKS - 1, NULL), .arg = "N",
 			    .help = "this rank on the host (default: the launcher's)",
 			    .man = "By default the first of OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID and LOCAL_RANK that "
-			    	"is set." },
+				   "is set." },
 	[OPT_LOCAL_SIZE] = NUMBER("local-size", local_size, parse_uint, 1, PLAN_MAX_RANKS, NULL), .arg = "N",
 			    .help = "local ranks (default: the launcher's, or 1 per GPU)",
 			    .man = "By default the first of OMPI_COMM_WORLD_LOCAL_SIZE, LOCAL_WORLD_SIZE, "
-			    	"SLURM_NTASKS_PER_NODE and SLURM_TASKS_PER_NODE that is set, else one per GPU." },
+				   "SLURM_NTASKS_PER_NODE and SLURM_TASKS_PER_NODE that is set, else one per GPU." },
 	[OPT_WINDOW] = DURATION("window", window_s, parse_seconds, 0.2, 3600, 1), .arg = "DURATION",
 			.help = "how long to sample counters (default 2s; a bare number counts seconds)" },
 	[OPT_A] = STRING("a", spec_a), .required = AB_ARMS_REQUIRED, .arg = "SPEC",
@@ -465,7 +465,7 @@ static const struct opt_def defs[OPT__COUNT] = {
 	[OPT_TRIM] = NUMBER("trim", trim, parse_percent, 0, 40, "a percentage"), .arg = "PCT",
 		      .help = "pairs trimmed from each end, in % (default 10)",
 		      .man = "The interval is Yuen's trimmed t, so one trial far off the rest sets neither the "
-		      	"estimate nor its width; 0 gives the plain mean and Student's t." },
+			     "estimate nor its width; 0 gives the plain mean and Student's t." },
 	[OPT_BUDGET] = DURATION("budget", budget, parse_seconds, 1, 86400, 1), .arg = "DURATION",
 			.help = "the time the experiment may take (default 300s; a bare number counts seconds)" },
 	[OPT_SEED] = NUMBER("seed", seed, parse_seed, 1, 4000000000u, NULL), .arg = "N",
@@ -493,7 +493,7 @@ static const struct opt_def defs[OPT__COUNT] = {
 	[OPT_HOST] = STRING("host", host), .arg = "NAME",
 		      .help = "join the fleet as NAME ([A-Za-z0-9._-])",
 		      .man = "Without --host the daemon does not join, even when fleet.conf names endpoints (a host "
-		      	"may keep one for the fleet verbs alone)." },
+			     "may keep one for the fleet verbs alone)." },
 	[OPT_ENDPOINTS] = STRING("endpoints", endpoints), .alias = "fleet", .arg = "URL[,URL...]",
 			   .required = "--endpoints URL[,URL...] is required",
 			   .help = "etcd URLs (default: fleet.conf's)" },
@@ -508,34 +508,37 @@ static const struct opt_def defs[OPT__COUNT] = {
 	[OPT_GATES_DIR] = PATH("gates-dir", gates_dir), .arg = "DIR",
 			   .help = "the gates (default " GATES_DIR ")",
 			   .man = "One NAME.conf per gate (nodetune-gates(5)); the directory and its files root's, not "
-			   	"writable by others. A gate a document names that is not there, not trusted, or whose "
-			   	"user is root is refused: the host keeps its policy and says why in its status." },
+				  "writable by others. A gate a document names that is not there, not trusted, or whose "
+				  "user is root is refused: the host keeps its policy and says why in its status." },
 	[OPT_TRIAL_DIR] = PATH("trial-dir", trial_dir), .arg = "DIR",
 			   .help = "keep the trials' outputs and journal in DIR",
 			   .man = "The directory is made fresh (mode 0700; an existing one is refused) and removed at the "
-			   	"end unless an arm failed." },
+				  "end unless an arm failed." },
 	[OPT_AS_USER] = STRING("as-user", as_user), .check = check_as_user, .arg = "USER",
 			 .help = "run the job as USER (never root)",
 			 .man = "Never root nor a user whose primary group is 0: the job is moved into its trial cgroup "
-			 	"first, then takes the user's primary group alone, its uid and no new privileges "
-			 	"(PR_SET_NO_NEW_PRIVS), then is executed; it is killed if ab dies. Its environment is "
-			 	"the user's: HOME, USER, LOGNAME and SHELL from the password database, "
-			 	"PATH=/usr/local/bin:/usr/bin:/bin, the locale (LANG, LANGUAGE, LC_*), TZ, TERM and "
-			 	"NODETUNE_SYSROOT kept, the step report's variables added, nothing else. The fleet's "
-			 	"gates run their jobs this way." },
+				"first, then takes the user's primary group alone, its uid and no new privileges "
+				"(PR_SET_NO_NEW_PRIVS), then is executed; it is killed if ab dies. Its environment is "
+				"the user's: HOME, USER, LOGNAME and SHELL from the password database, "
+				"PATH=/usr/local/bin:/usr/bin:/bin, the locale (LANG, LANGUAGE, LC_*), TZ, TERM and "
+				"NODETUNE_SYSROOT kept, the step report's variables added, nothing else. The fleet's "
+				"gates run their jobs this way." },
 	[OPT_GATE_BUDGET] = DURATION("gate-budget", gate_budget, parse_seconds, 1, 86400, 1), .arg = "DURATION",
 			     .check = check_gate, .help = "the gate's A/B budget (a bare number counts seconds)" },
 	[OPT_SIGNING_KEY] = PATH("signing-key", signing_key), .arg = "FILE",
 			     .help = "sign what is written with this key (NAME.key)" },
 	[OPT_FLEET_KEYS] = PATH("fleet-keys", fleet_keys), .arg = "DIR",
 			    .help = "keys trusted (default /etc/nodetune/fleet-keys.d)",
-			    .man = "The directory and its files are root's, not writable by others. A desired, shadow or "
-			    	"policy document that is unsigned, badly signed, signed by an unknown key, of another "
-			    	"fleet (--fleet-id), addressed to another host, expired, older than the last one "
-			    	"applied, or at its seq with other bytes (the seq and sha256 are kept in the state "
-			    	"directory, fleet-seq) is refused: the host keeps its policy, logs it once, counts it in "
-			    	"nodetune_fleet_rejected_total{reason} and says so in its status. With no key trusted "
-			    	"(the directory missing or empty) every document is refused." },
+			    .man = "For the controller (the fleet verbs, with --signing-key): the keys it trusts "
+				   "besides its own, so that it may resume or abort another operator's rollout.  For "
+				   "the daemon: the keys a document must be signed by.  The directory and its files are "
+				   "root's, not writable by others.  A desired, shadow or policy document that is "
+				   "unsigned, badly signed, signed by an unknown key, of another fleet (--fleet-id), "
+				   "addressed to another host, expired, older than the last one applied, or at its seq "
+				   "with other bytes (the seq and sha256 are kept in the state directory, fleet-seq) is "
+				   "refused: the host keeps its policy, logs it once, counts it in "
+				   "nodetune_fleet_rejected_total{reason} and says so in its status.  With no key "
+				   "trusted (the directory missing or empty) every document is refused." },
 	[OPT_FLEET_INSECURE_UNSIGNED] = FLAG("fleet-insecure-unsigned", fleet_insecure_unsigned),
 					 .help = "also follow unsigned documents (tests only)" },
 	[OPT_FLEET_ID] = STRING("fleet-id", fleet_id), .check = check_fleet_id, .arg = "ID",
@@ -544,8 +547,8 @@ static const struct opt_def defs[OPT__COUNT] = {
 			       .arg = "DURATION",
 			       .help = "frozen when the controller's last timestamp is older (default 4h; a bare number counts seconds)",
 			       .man = "Counted from the start while no timestamp was verified. Older, the host is frozen (the "
-			       	"store may be withholding updates): it says so once in its log, in nodetune status and "
-			       	"in nodetune_fleet_frozen and nodetune_fleet_timestamp_age_seconds, and keeps its policy." },
+				      "store may be withholding updates): it says so once in its log, in nodetune status and "
+				      "in nodetune_fleet_frozen and nodetune_fleet_timestamp_age_seconds, and keeps its policy." },
 	[OPT_WAVE_TIMEOUT] = DURATION("wave-timeout", wave_timeout, parse_seconds, 1, 86400 * 7, 1), .arg = "DURATION",
 			      .help = "how long a wave may take (default 600s; a bare number counts seconds)" },
 	[OPT_SHADOW] = FLAG("shadow", shadow), .check = check_gate,
@@ -564,13 +567,13 @@ static const struct opt_def defs[OPT__COUNT] = {
 			      .offset = AT(log_format), .global = true, .arg = "text|syslog",
 			    .help = "syslog: lines start with <N> priorities (the default under journald only)",
 			    .man = "The default is syslog only when standard error is the stream JOURNAL_STREAM names "
-			    	"(under journald), else text." },
+				   "(under journald), else text." },
 	[OPT_VERSION] = FLAG("version", version), .global = true, .help = "print the version and exit" },
 	[OPT_LIMITS] = PATH("limits", limits), .arg = "FILE",
 			.help = "site limits (default /etc/nodetune/limits.conf)",
 			.man = "The file is nodetune-limits.conf(5): a ceiling, a floor or a set of allowed values per "
-				"policy key; root's and not writable by others when run as root. A policy beyond it is "
-				"refused before anything changes, naming the key and the limit (exit 2)." },
+			       "policy key; root's and not writable by others when run as root. A policy beyond it is "
+			       "refused before anything changes, naming the key and the limit (exit 2)." },
 	[OPT_OUT] = PATH("out", out), .required = "--out DIR is required", .arg = "DIR",
 		     .help = "where the key pair goes" },
 	[OPT_CACERT] = PATH("cacert", cacert), .arg = "FILE", .help = "etcd's CA (TLS)",
@@ -582,17 +585,17 @@ static const struct opt_def defs[OPT__COUNT] = {
 	[OPT_PASSWORD_FILE] = PATH("password-file", password_file), .arg = "FILE",
 			       .help = "the password: the file's first line (mode 0600)",
 			       .man = "The file is root's (or the caller's), mode 0600; the token is renewed when etcd refuses "
-			       	"it." },
+				      "it." },
 	[OPT_INSECURE_PLAINTEXT] = FLAG("insecure-plaintext", insecure_plaintext),
 				    .help = "allow a login over http:// (password in clear)",
 				    .man = "The password and the token then travel in clear: anyone on the path can read and replay "
-				    	"them. Without it a login with any http:// endpoint in the list is refused, exit 2, "
-				    	"before anything is sent. In fleet.conf: insecure-plaintext = yes. A TLS failure, a "
-				    	"refused login or a permission denied is one line naming the endpoint, exit 3." },
+					   "them. Without it a login with any http:// endpoint in the list is refused, exit 2, "
+					   "before anything is sent. In fleet.conf: insecure-plaintext = yes. A TLS failure, a "
+					   "refused login or a permission denied is one line naming the endpoint, exit 3." },
 	[OPT_FLEET_CONF] = PATH("fleet-conf", fleet_conf), .arg = "FILE",
 			    .help = "credentials (default /etc/nodetune/fleet.conf)",
 			    .man = "The keys of nodetune-fleet.conf(5): endpoints, cacert, cert, key, user, password-file, "
-			    	"insecure-plaintext, fleet-id; an option given overrides its key." },
+				   "insecure-plaintext, fleet-id; an option given overrides its key." },
 	[OPT_HOSTS] = STRING("hosts", hosts), .required = "--hosts NAME[,NAME...] is required", .arg = "NAME[,NAME...]",
 		       .help = "the hosts to make etcd users for" },
 	[OPT_PASSWORD_DIR] = PATH("password-dir", password_dir), .required = "--password-dir DIR is required",
