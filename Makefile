@@ -143,19 +143,30 @@ $(BUILD)/nodetune_spank.so: deploy/slurm/nodetune_spank.c $(LIB) $(BUILD)/.prefi
 		-Wl,--exclude-libs,ALL -o $@ $< $(LIB) $(LIBS)
 
 # ---- man pages and bash completion, from the option tables ---------------
-# man/*.[158] are mdoc(7), one source per page, copied to $(BUILD)/man; a
-# page's '.\" @KEYS@' line becomes the policy keys of `nodetune keys
-# --markdown` (nodetune.conf.5).  The completion is
+# man/*.[158] are mdoc(7), one source per page: the prose, the examples and
+# markers.  scripts/opts-mdoc.py fills in each '.\" @SYNOPSIS VERB@' and
+# '.\" @OPTIONS VERB@' from `nodetune help --json` (the tables VERB --help
+# prints), '.\" @LIMITS@' from `nodetune keys --json` (the keys limits.conf
+# may bound) and @VERSION@; a page's '.\" @KEYS@' line becomes the policy
+# keys of `nodetune keys --markdown` (nodetune.conf.5).  The completion is
 # contrib/bash-completion/nodetune.in with the table of `nodetune
 # --dump-options` in it.  tests/lint/test_man.sh and test_completion.sh
-# check both against that dump.
+# check both against the binary.
 MAN_PAGES := $(patsubst man/%,$(BUILD)/man/%,$(wildcard man/*.[158]))
 COMPLETION := $(BUILD)/bash-completion/nodetune
 
-$(BUILD)/man/%: man/% $(NODETUNE) scripts/keys-mdoc.awk
+$(BUILD)/man-help.json: $(NODETUNE)
+	$(NODETUNE) help --json >$@.tmp && mv $@.tmp $@
+
+$(BUILD)/man-keys.json: $(NODETUNE)
+	$(NODETUNE) keys --json >$@.tmp && mv $@.tmp $@
+
+$(BUILD)/man/%: man/% $(BUILD)/man-help.json $(BUILD)/man-keys.json scripts/opts-mdoc.py $(NODETUNE) \
+		scripts/keys-mdoc.awk
 	@mkdir -p $(dir $@)
 	$(NODETUNE) keys --markdown | awk -f scripts/keys-mdoc.awk >$@.keys
-	sed -e '/^\.\\" @KEYS@$$/{r $@.keys' -e 'd}' $< >$@.tmp && rm -f $@.keys && mv $@.tmp $@
+	python3 scripts/opts-mdoc.py $(BUILD)/man-help.json $< $(BUILD)/man-keys.json >$@.opts
+	sed -e '/^\.\\" @KEYS@$$/{r $@.keys' -e 'd}' $@.opts >$@.tmp && rm -f $@.keys $@.opts && mv $@.tmp $@
 
 $(COMPLETION): contrib/bash-completion/nodetune.in $(NODETUNE) scripts/gen-completion.sh
 	@mkdir -p $(dir $@)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""check-man.py DUMP PAGE... [--foreign FLAG]... -- the man pages against
-the option tables.
+"""check-man.py DUMP PAGE... [--foreign FLAG]... [--helps DIR] -- the man
+pages against the option tables and VERB --help.
 
 DUMP is `nodetune --dump-options` (VERB<TAB>LONG<TAB>SHORT<TAB>ARG lines,
 from the tables agent/cli parses with), and any other command's options as
@@ -16,7 +16,12 @@ Fails (one line each, "PAGE:LINE: ..." where there is a line, exit 1) when
   - a verb's section lacks an option of its table, or lists one its table
     does not have;
   - any page names (Fl) an option that no table has, other than the
-    --foreign ones (the SPANK plugin's srun option).
+    --foreign ones (the SPANK plugin's srun option);
+  - with --helps DIR (a file DIR/VERB per verb, a space in VERB as "_",
+    holding `nodetune VERB --help`): an option of a verb's section whose
+    value's name differs from its --help's, or whose text (the item's
+    first paragraph, whitespace folded) is not its --help line word for
+    word (its default and units with it).
 Silent with exit 0 otherwise; exit 2 on bad usage.
 """
 import os
@@ -79,16 +84,96 @@ def scan_page(path):
     return found
 
 
+def unmdoc(line):
+    """The words a text line of the page shows (escapes undone)."""
+    return line.replace("\\&", "").replace("\\e", "\\")
+
+
+def page_items(path):
+    """{verb: {"--long": (value, text, line number)}}: each option item of a
+    verb's section, its value's name (after Ar) and its first paragraph."""
+    items, verb, sh, cur = {}, None, "", None
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            line = line.rstrip("\n")
+            if line.startswith((".Sh ", ".Ss ")):
+                sh = line[4:].strip() if line.startswith(".Sh ") else sh
+                verb = None
+                if line.startswith(".Ss ") and sh == "COMMANDS":
+                    m = re.fullmatch(r"nodetune-(\w+)\.\d", os.path.basename(path))
+                    verb = (m.group(1) + " " if m else "") + line[4:].strip()
+                cur = None
+                continue
+            if line.startswith(".It Fl ") and verb:
+                toks = line.split()
+                longs = [t for t in fl_flags(line) if t.startswith("--")]
+                value = " ".join(toks[toks.index("Ar") + 1:]) if "Ar" in toks else ""
+                cur = [value, [], n]
+                if longs:
+                    items.setdefault(verb, {})[longs[0]] = cur
+                continue
+            if line.startswith("."):
+                cur = None
+            elif cur is not None:
+                cur[1].append(unmdoc(line))
+    return {v: {o: (c[0], " ".join(" ".join(c[1]).split()), c[2]) for o, c in opts.items()}
+            for v, opts in items.items()}
+
+
+def help_items(path):
+    """{"--long": (value, text)} from the Options: of a VERB --help."""
+    out, cur, on = {}, None, False
+    opt = re.compile(r"^  (?:-\w, |    )(--[a-z0-9-]+)(?: (\S+))?(?: {2,}(.*))?$")
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line == "Options:":
+                on = True
+                continue
+            if not on:
+                continue
+            if not line:
+                break
+            m = opt.match(line)
+            if m:
+                cur = out[m.group(1)] = [m.group(2) or "", [m.group(3) or ""]]
+            elif cur is not None:
+                cur[1].append(line.strip())
+    return {o: (c[0], " ".join(" ".join(c[1]).split())) for o, c in out.items()}
+
+
+def check_helps(pages, helps):
+    """The lines that say where a page and VERB --help disagree."""
+    bad = []
+    for page in pages:
+        for verb, opts in sorted(page_items(page).items()):
+            path = os.path.join(helps, verb.replace(" ", "_"))
+            if not os.path.exists(path):
+                continue
+            want = help_items(path)
+            for flag, (value, txt, n) in sorted(opts.items()):
+                if flag not in want:
+                    continue        # the names are checked above
+                wvalue, wtxt = want[flag]
+                if value != wvalue:
+                    bad.append(f"{page}:{n}: {verb} {flag}: value '{value}', --help says '{wvalue}'")
+                elif txt != wtxt:
+                    bad.append(f"{page}:{n}: {verb} {flag}: '{txt}', --help says '{wtxt}'")
+    return bad
+
+
 def main(argv):
-    foreign, args = set(), []
+    foreign, args, helps = set(), [], None
     it = iter(argv)
     for a in it:
         if a == "--foreign":
             foreign.add(next(it, ""))
+        elif a == "--helps":
+            helps = next(it, "")
         else:
             args.append(a)
     if len(args) < 2:
-        print("usage: check-man.py DUMP PAGE... [--foreign FLAG]...", file=sys.stderr)
+        print("usage: check-man.py DUMP PAGE... [--foreign FLAG]... [--helps DIR]", file=sys.stderr)
         return 2
     tables = load_dump(args[0])
     every = set().union(*tables.values())
@@ -115,6 +200,8 @@ def main(argv):
             continue
         for flag in sorted(tables[verb] - set(listed[verb])):
             bad.append(f"verb '{verb}': {flag} of its table is missing from its section")
+    if helps:
+        bad += check_helps(args[1:], helps)
     for line in bad:
         print(line)
     return 1 if bad else 0

@@ -39,44 +39,20 @@ static const struct opt_row ab_opts[] = {
 
 const struct verb_spec ab_spec = {
 	ab_opts, VERB_COMMAND_OPTIONAL,
-	"nodetune ab --a SPEC --b SPEC [--trials N] [--steps N] [--threshold PCT] [--alpha A]\n"
-	"                   [--trim PCT] [--budget DURATION] [--seed N]\n"
-	"                   [--metric REGEX [--metric-kind throughput|time]] [--skip-steps N]\n"
-	"                   [--json] [--report FILE.html]\n"
-	"                   [--sysroot DIR [--topology FILE.xml]] [--trial-dir DIR] [--limits FILE]\n"
-	"                   [--as-user USER -- CMD...] [-- CMD...]",
-	"A/B test two policies or commands with statistics (exit 1 on regression)",
-	"SPEC is policy=FILE, cmd=COMMAND ARGS (last; split on spaces, no shell) or both,\n"
-	"comma-separated.  Default workload: nodetune-harness (dlrm-small, world 2 through\n"
-	"mpirun, each rank bound by `nodetune exec` under the arm's policy).  Trials run\n"
-	"in randomized ABBA blocks (--trials per arm, default 8), each under its arm's\n"
-	"policy, applied and reverted around the trial, in a cgroup of its own.  Each\n"
-	"arm's policy is held to the site limits (--limits FILE, else\n"
-	"/etc/nodetune/limits.conf when it exists) before anything runs, as by apply.\n"
-	"The figure of a trial: --metric REGEX (one capture group, matched on each line\n"
-	"of the job's stdout, else stderr; the median; --metric-kind time: lower is\n"
-	"better), else the job's step reports (each trial gets NODETUNE_STEP_FILE and\n"
-	"NODETUNE_STEP_FD: one JSON line {\"step\": N, \"t\": SECONDS, ...} per step and\n"
-	"rank; see contrib/python/nodetune_steps.py; the steps numbered below\n"
-	"--skip-steps, default 1, are dropped), else 1 / wall time; the report says which.\n"
-	"Verdict from a trimmed t interval (Yuen's; --trim, default 10% of the pairs\n"
-	"cut from each end) over the pairs' B/A against --threshold (default\n"
-	"2%): regression, improvement, no-difference, or inconclusive (more blocks while\n"
-	"--budget lasts, default 300 s; refused, with the budget needed, when the noise\n"
-	"cannot be judged within it).  Also: the Hodges-Lehmann shift of step times,\n"
-	"stalls, phases and rank skew, counters ranked by evidence (claimed only beyond\n"
-	"their A/A noise; the trial cgroup's throttling, memory events, PSI and perf\n"
-	"events), and the evidence: other tasks, IRQs and softirqs on the ranks' CPUs,\n"
-	"by pid, name, policy and share.  --report writes a self-contained HTML page.\n"
-	"--sysroot: the trials apply to that tree (a simulated host; --topology its\n"
-	"machine), and the job finds it in NODETUNE_SYSROOT.  --as-user USER: the job\n"
-	"runs as USER (never root nor group 0; its primary group only, no new\n"
-	"privileges; killed if ab dies), moved into its trial cgroup first.  Every job\n"
-	"runs in a session of its own (no terminal), stdin /dev/null, no fd of ab's but\n"
-	"the step report's.  --trial-dir DIR: the trials' outputs and their\n"
-	"journal go to DIR (made fresh, 0700; removed at the end unless an arm failed).\n"
-	"Ctrl-C stops the job, reverts its policy and\n"
-	"exits 3.",
+	"nodetune ab --a SPEC --b SPEC [--trials N] [--steps N] [--threshold PCT]\n"
+	"                   [--alpha A] [--trim PCT] [--budget DURATION] [--seed N]\n"
+	"                   [--metric REGEX [--metric-kind throughput|time]]\n"
+	"                   [--skip-steps N] [--json] [--report FILE.html]\n"
+	"                   [--sysroot DIR [--topology FILE.xml]] [--trial-dir DIR]\n"
+	"                   [--limits FILE] [--as-user USER -- CMD...] [-- CMD...]",
+	"A/B test two policies or commands (exit 1 on regression)",
+	"SPEC is policy=FILE|NAME, cmd=COMMAND ARGS or both.  Trials run in randomized\n"
+	"ABBA blocks, each under its arm's policy (held to the site limits), applied and\n"
+	"reverted around it, in a cgroup of its own.  A trial's figure: --metric, else\n"
+	"the job's step reports, else 1 / wall time.  The verdict (regression,\n"
+	"improvement, no-difference, inconclusive) is a trimmed t interval of B/A\n"
+	"against --threshold.  The default job is nodetune-harness under mpirun.  Ctrl-C\n"
+	"reverts and exits 3.  More in nodetune(8).",
 };
 
 /* An output file named by opt: not a directory, in a directory that exists

@@ -29,17 +29,18 @@ static const struct opt_row apply_opts[] = {
 
 const struct verb_spec apply_spec = {
 	apply_opts, VERB_NO_COMMAND,
-	"nodetune apply --policy FILE|NAME [-n N] [--topology FILE.xml | --synthetic DESC]\n"
-	"                      [--sysroot DIR] [--state-dir DIR] [--dry-run] [--json] [--limits FILE]",
+	"nodetune apply --policy FILE|NAME [-n N]\n"
+	"                      [--topology FILE.xml | --synthetic DESC] [--sysroot DIR]\n"
+	"                      [--state-dir DIR] [--dry-run] [--json] [--limits FILE]",
 	"apply a policy's host settings, all or nothing, journaled",
 	"Write the policy's host settings (sysfs/procfs knobs, device IRQ affinities)\n"
 	"and create its job cgroup.  Only values that differ are written; each original\n"
 	"is journaled and fsync'd to --state-dir (default /run/nodetune) first; each\n"
 	"write is read back.  On any failure everything is restored (exit 3).  Undo\n"
 	"with `nodetune revert`, also after a crash.  --dry-run shows the changes.\n"
-	"A policy beyond the site limits (--limits FILE, default " LIMITS_DEFAULT_PATH "\n"
-	"when it exists; as root, a file owned by root and not writable by others) is\n"
-	"refused, naming the key and the limit (exit 2).",
+	"A policy beyond the site limits (--limits FILE, default\n"
+	LIMITS_DEFAULT_PATH " when it exists; as root, a file owned by root\n"
+	"and not writable by others) is refused, naming the key and the limit (exit 2).",
 };
 
 static const struct opt_row revert_opts[] = {

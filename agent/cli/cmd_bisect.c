@@ -26,10 +26,10 @@ static const struct opt_row bisect_opts[] = {
 
 const struct verb_spec bisect_spec = {
 	bisect_opts, VERB_COMMAND_OPTIONAL,
-	"nodetune bisect --good POLICY --bad POLICY [--trials N] [--steps N] [--threshold PCT]\n"
-	"                       [--alpha A] [--budget DURATION] [--seed N] [--json] [--limits FILE]\n"
-	"                       [-- CMD...]",
-	"find the smallest set of knobs that turns a good policy into a bad one",
+	"nodetune bisect --good POLICY --bad POLICY [--trials N] [--steps N]\n"
+	"                       [--threshold PCT] [--alpha A] [--budget DURATION]\n"
+	"                       [--seed N] [--json] [--limits FILE] [-- CMD...]",
+	"the fewest knobs that turn a good policy into a bad one",
 	"The knobs whose values differ between the two policies (includes resolved) are\n"
 	"the delta.  Each test is an A/B (as `nodetune ab`, same options, --budget per\n"
 	"test) of the good policy against the good one with a subset of the delta from\n"

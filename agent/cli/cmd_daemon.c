@@ -1,4 +1,3 @@
-/* SPDX-License-Identifier: MIT */
 /* cmd_daemon.c — `nodetune daemon`: keep a policy applied on this host
  * (daemon.h does it; this takes the options, says what happens on stderr
  * with syslog priorities, and maps the result to an exit code). */
@@ -22,10 +21,10 @@
 #include "daemon/metrics.h"
 
 static const struct opt_row daemon_opts[] = {
-	{ OPT_POLICY, OPT_OPTIONAL, "the policy: a file or a NAME (default /etc/nodetune/policy.conf)" },
+	{ OPT_POLICY, OPT_OPTIONAL, "file or NAME (default /etc/nodetune/policy.conf)" },
 	{ OPT_TOPOLOGY, OPT_OPTIONAL, NULL },
 	{ OPT_SYSROOT, OPT_OPTIONAL, NULL },
-	{ OPT_STATE_DIR, OPT_OPTIONAL, "the journal of originals (default /var/lib/nodetune)" },
+	{ OPT_STATE_DIR, OPT_OPTIONAL, "the journal (default /var/lib/nodetune)" },
 	{ OPT_INTERVAL_S, OPT_OPTIONAL, NULL },
 	{ OPT_FLAP, OPT_OPTIONAL, NULL },
 	{ OPT_METRICS, OPT_OPTIONAL, NULL },
@@ -33,7 +32,7 @@ static const struct opt_row daemon_opts[] = {
 	{ OPT_TEXTFILE_DIR, OPT_OPTIONAL, NULL },
 	{ OPT_SOCKET, OPT_OPTIONAL, NULL },
 	{ OPT_REVERT_ON_EXIT, OPT_OPTIONAL, NULL },
-	{ OPT_ENDPOINTS, OPT_OPTIONAL, "join a fleet: its etcd client URLs, comma-separated (see above)" },
+	{ OPT_ENDPOINTS, OPT_OPTIONAL, NULL },
 	{ OPT_CACERT, OPT_OPTIONAL, NULL },
 	{ OPT_CERT, OPT_OPTIONAL, NULL },
 	{ OPT_KEY, OPT_OPTIONAL, NULL },
@@ -54,56 +53,11 @@ static const struct opt_row daemon_opts[] = {
 
 const struct verb_spec daemon_spec = {
 	daemon_opts, VERB_NO_COMMAND,
-	"nodetune daemon [--policy FILE|NAME] [--topology XML] [--sysroot DIR] [--state-dir DIR]\n"
-	"                       [--interval DURATION] [--flap N/DURATION] [--metrics ADDR:PORT | --no-metrics]\n"
-	"                       [--textfile-dir DIR] [--socket PATH] [--revert-on-exit] [--limits FILE]\n"
-	"                       [--host NAME [--endpoints URLS] [--cacert FILE] [--cert FILE --key FILE]\n"
-	"                        [--user NAME --password-file FILE] [--fleet-conf FILE] [--insecure-plaintext]\n"
-	"                        [--fleet-keys DIR] [--fleet-insecure-unsigned] [--gates-dir DIR]\n"
-	"                        [--fleet-id ID] [--fleet-max-age DURATION]]",
-	"keep a policy applied, correct drift and name who caused it, export metrics",
-	"Runs in the foreground (systemd Type=notify, a Kubernetes DaemonSet).  At start it\n"
-	"takes the state dir's lock (a second daemon there exits 2), finishes an apply\n"
-	"that died from its journal, applies the policy (writing only what differs),\n"
-	"verifies, and only then says READY=1.  Every --interval it verifies every\n"
-	"setting; a drift is logged as 'PATH: want X, found Y' with the other writers it\n"
-	"can find (TuneD, irqbalance, sysctl.d files, the kubelet's CPU manager, a process\n"
-	"holding the file open) and corrected.  A setting that drifts N times within\n"
-	"--flap's window is contested: no longer corrected, said once and exported.\n"
-	"SIGHUP reloads the policy (validated first: a bad one is refused and counted).\n"
-	"A policy beyond the site limits (--limits FILE, default " LIMITS_DEFAULT_PATH "\n"
-	"when it exists) is refused with the key and the limit named: at start (exit 2),\n"
-	"on SIGHUP (the old one kept) and from the fleet's store (the host reports it\n"
-	"invalid, and a shadow rollout says it would be refused).\n"
-	"SIGTERM leaves the host as it is (undo: nodetune revert), unless --revert-on-exit.\n"
-	"With --host (the store from --endpoints, or endpoints = in fleet.conf; without\n"
-	"--host a fleet.conf alone does not join) the host joins a fleet: it registers under a lease\n"
-	"(5 intervals, 3 to 60 s), publishes its hardware class and what it runs, and\n"
-	"follows the policy the store names for it (nodetune fleet); --policy is its own\n"
-	"until then.  A store out of reach changes nothing: the last policy the store\n"
-	"named (kept in the state dir) stays, also across a restart.  etcd's TLS and login\n"
-	"as etcdctl takes them (--cacert, --cert/--key, --user/--password-file), or the\n"
-	"same keys in /etc/nodetune/fleet.conf (--fleet-conf), so that no secret is in ps\n"
-	"or the unit; a refusal is one line, exit 3.  With --cacert only that CA is\n"
-	"trusted.  A login to an http:// endpoint is refused (exit 2) unless\n"
-	"--insecure-plaintext: then the password and token travel in clear, and anyone\n"
-	"on the path can read and replay them.  The host follows only documents\n"
-	"signed by a key of /etc/nodetune/fleet-keys.d (--fleet-keys DIR; root's, NAME.pub\n"
-	"from `nodetune fleet keygen`): unsigned, badly signed, of an unknown key, of\n"
-	"another fleet (--fleet-id ID, or fleet.conf's fleet-id; default \"default\"), for\n"
-	"another host, expired, or older than the last one applied (an equal seq only\n"
-	"with the same bytes; it is not acted on twice) is refused, counted in\n"
-	"nodetune_fleet_rejected_total{reason} and said in the status; no key trusted:\n"
-	"every one is refused.  --fleet-insecure-unsigned also follows unsigned ones\n"
-	"(tests, demos).  When the controller's signed timestamp (`fleet timestamp`, on\n"
-	"a schedule) is older than --fleet-max-age (default 4h) the host is frozen: it\n"
-	"says so in the log, in `nodetune status` and in nodetune_fleet_frozen, and\n"
-	"keeps its policy.  A rollout's gate is a name: the host runs the job its\n"
-	"/etc/nodetune/gates.d/NAME.conf lists (--gates-dir DIR; root's), as that file's\n"
-	"user, in a child the loop watches (the host is not verified meanwhile); a\n"
-	"daemon killed mid-gate puts the gate's arm back when it starts again.\n"
-	"Lines go to stderr,\n"
-	"with <N> syslog priorities under journald (or --log-format=syslog).",
+	"nodetune daemon [OPTIONS] [--host NAME [FLEET OPTIONS]]",
+	"keep a policy applied, correct drift and name its cause",
+	"Applies the policy, verifies it every --interval, corrects drift naming the\n"
+	"other writers, exports metrics; SIGHUP reloads, SIGTERM leaves the host tuned.\n"
+	"With --host it joins a fleet and follows its signed policy.  See nodetune(8).",
 };
 
 static void daemon_note(int level, const char *msg, void *arg)

@@ -20,9 +20,9 @@ static const struct opt_row doctor_opts[] = {
 
 const struct verb_spec doctor_spec = {
 	doctor_opts, VERB_NO_COMMAND,
-	"nodetune doctor [--sysroot DIR] [--topology FILE.xml] [--policy FILE|NAME [-n N]]\n"
-	"                       [--window DURATION] [--json]",
-	"named hazards on this host, with evidence and a fix (exit 1 when any)",
+	"nodetune doctor [--sysroot DIR] [--topology FILE.xml]\n"
+	"                       [--policy FILE|NAME [-n N]] [--window DURATION] [--json]",
+	"hazards on this host, with evidence and a fix (exit 1: any)",
 	"Checks: zombie memory cgroups (/proc/cgroups against live memcg directories);\n"
 	"a core saturated in kernel time (>= 95% for >= 1 s of a --window of /proc/stat\n"
 	"samples every 100 ms, default 2 s) while the average looks fine; THP\n"

@@ -17,8 +17,8 @@ static const struct opt_row exec_opts[] = {
 
 const struct verb_spec exec_spec = {
 	exec_opts, VERB_COMMAND,
-	"nodetune exec --policy FILE|NAME [--local-rank N] [--local-size N] [--topology FILE.xml]\n"
-	"                     [--quiet] -- COMMAND [ARGS...]",
+	"nodetune exec --policy FILE|NAME [--local-rank N] [--local-size N]\n"
+	"                     [--topology FILE.xml] [--quiet] -- COMMAND [ARGS...]",
 	"bind this process as one local rank, then exec the command",
 	"For use under mpirun, srun and torchrun: the local rank comes from\n"
 	"--local-rank, OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID or LOCAL_RANK; the\n"

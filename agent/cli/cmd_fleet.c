@@ -76,117 +76,67 @@ static const struct opt_row hosts_opts[] = {
 	OPT_TABLE_END,
 };
 
-#define EXITS "Exit: 0 done, 1 rolled back or aborted (or a shadow found an invalid plan), 2 bad\n" \
-	      "usage or input (nothing written), 3 the store failed or the rollout ended failed,\n" \
-	      "4 (rollout, resume) done, but a host it skipped (its lease expired) is still behind\n" \
-	      "after --wave-timeout: down (its keys, no registration) or registered and not\n" \
-	      "verified with the new policy; stderr names each (\"done, but behind: h3 (down)\").\n" \
-	      "A host skipped converges by itself: it follows its class's policy of record\n" \
-	      "(/nodetune/classes/CLASS/record, written when the rollout ends done) when it\n" \
-	      "registers; one that left the fleet (no key left under /nodetune/hosts/) does not\n" \
-	      "count.  Run fleet resume --name NAME again to wait for it once more.\n\n" CREDS
-#define SIGNING "--signing-key FILE (fleet keygen's NAME.key, mode 0600) signs every desired,\n" \
-	"shadow, policy and rollout document written, for the fleet --fleet-id ID (or\n" \
-	"fleet.conf's fleet-id; default \"default\"), with the controller's own seq (the\n" \
-	"signed counter /nodetune/seq); hosts follow only documents signed by a key they\n" \
-	"trust (nodetune daemon --fleet-keys) for their own fleet.  The controller signs\n" \
-	"only what it verified: the rollout document (its state) on every read, and each\n" \
-	"host's desired from before the rollout before it restores it (one that does not\n" \
-	"verify is left as it is: state kept), against its own key and those of\n" \
-	"--fleet-keys DIR (NAME.pub; so another operator's key can resume).  A rollout\n" \
-	"document it cannot verify: one line naming the key, exit 3, nothing written.  A\n" \
-	"policy stored unsigned or under another key is signed again.\n"
-#define CREDS "etcd's credentials, as etcdctl takes them: --cacert FILE (the members' CA, the\n" \
-	      "only one trusted), --cert FILE --key FILE (a client certificate; the key root's,\n" \
-	      "mode 0600), --user NAME --password-file FILE (a login; the password is the file's\n" \
-	      "first line, root's, mode 0600); the same keys in /etc/nodetune/fleet.conf\n" \
-	      "(--fleet-conf FILE), the options over it.  A login to an http:// endpoint is\n" \
-	      "refused (exit 2) unless --insecure-plaintext (fleet.conf: insecure-plaintext =\n" \
-	      "yes): then the password and token travel in clear, and anyone on the path can\n" \
-	      "read and replay them.  A TLS failure, a refused login or a permission denied:\n" \
-	      "one line naming the endpoint, exit 3."
+/* the rest of each story (exit codes, signing, etcd's credentials) is in
+ * nodetune-fleet(8) */
+#define SEE_MAN "\nExit codes, signing and etcd's credentials: nodetune-fleet(8)."
 
 const struct verb_spec fleet_rollout_spec = {
 	rollout_opts, VERB_NO_COMMAND,
-	"nodetune fleet rollout [--endpoints URLS] --policy FILE|NAME --name NAME\n"
-	"                   [--waves 1/class,1%,10%,50%,100%] [--gate NAME] [--gate-budget DURATION]\n"
-	"                   [--wave-timeout DURATION] [--shadow] [--gate-allow-inconclusive]\n"
-	"                   [--signing-key FILE [--fleet-keys DIR]] [--fleet-id ID] [--json]\n"
-	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]\n"
-	"                   [--insecure-plaintext]",
-	"roll a policy out to the fleet's hosts in waves (canary gate, automatic rollback)",
-	"Validates FILE as every host will, stores it, plans the waves over the hosts alive\n"
-	"now (the first: one host of each hardware class; each P%: up to P% of the fleet,\n"
-	"cumulative; the last must be 100%), then leads the rollout: each wave's hosts are\n"
-	"told to run it, and the wave passes when every one reports it applied and\n"
-	"verified within --wave-timeout (default 600 s).  A host whose lease expired by\n"
-	"then is reported and skipped; a host that failed, or a live one that did not\n"
-	"verify, rolls back every host touched to what it ran before.  With --gate NAME,\n"
-	"each first-wave host first A/Bs its current policy against FILE (nodetune ab)\n"
-	"on the job it lists as NAME in /etc/nodetune/gates.d/NAME.conf (command, args,\n"
-	"user: never root, budget cap), run as that user in the trial cgroup, for\n"
-	"--gate-budget (capped by the gate's): a regression (or inconclusive, unless\n"
-	"--gate-allow-inconclusive), or a gate the host refuses (unknown name, untrusted\n"
-	"file, root user), rolls back.  No command travels through the store.\n"
-	"--shadow: every host plans and verifies\n"
-	"FILE and reports what it would change, or why it is invalid there; nothing is\n"
-	"written to any host.  Every step is a compare-and-swap in etcd: a controller\n"
-	"killed anywhere goes on with `fleet resume`.\n" SIGNING EXITS,
+	"nodetune fleet rollout --policy FILE|NAME --name NAME [OPTIONS]\n"
+	"                              [ETCD OPTIONS]",
+	"roll a policy out in waves (canary gate, rollback)",
+	"Validates the policy as every host will, stores it and leads the rollout in\n"
+	"waves over the hosts alive now: a wave passes when each of its hosts reports it\n"
+	"applied and verified; a failure rolls back every host touched.  --gate: each\n"
+	"first-wave host A/Bs the old and new policy first.  A killed controller goes on\n"
+	"with fleet resume." SEE_MAN,
 };
 
 const struct verb_spec fleet_resume_spec = {
 	name_opts, VERB_NO_COMMAND,
-	"nodetune fleet resume [--endpoints URLS] --name NAME [--signing-key FILE [--fleet-keys DIR]] [--fleet-id ID] [--json]\n"
-	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]\n"
-	"                   [--insecure-plaintext]",
+	"nodetune fleet resume --name NAME\n"
+	"                             [--signing-key FILE [--fleet-keys DIR]]\n"
+	"                             [--fleet-id ID] [--json] [ETCD OPTIONS]",
 	"go on with a rollout whose controller stopped",
-	"Waits for a dead controller's lease to expire (a 5 s lease; at most 16 s), then\n"
-	"leads the rollout from where the store says it is; no step is taken twice.\n" SIGNING EXITS,
+	"Waits for a dead controller's lease to expire (at most 16 s), then leads the\n"
+	"rollout from where the store says it is; no step is taken twice." SEE_MAN,
 };
 
 const struct verb_spec fleet_abort_spec = {
 	name_opts, VERB_NO_COMMAND,
-	"nodetune fleet abort [--endpoints URLS] --name NAME [--signing-key FILE [--fleet-keys DIR]] [--fleet-id ID] [--json]\n"
-	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]\n"
-	"                   [--insecure-plaintext]",
+	"nodetune fleet abort --name NAME [--signing-key FILE [--fleet-keys DIR]]\n"
+	"                            [--fleet-id ID] [--json] [ETCD OPTIONS]",
 	"stop a rollout and put back what it changed",
 	"Every host the rollout touched goes back to the policy it ran before; a running\n"
-	"controller does it, or this command when there is none.\n" SIGNING EXITS,
+	"controller does it, or this command when there is none." SEE_MAN,
 };
 
 const struct verb_spec fleet_timestamp_spec = {
 	timestamp_opts, VERB_NO_COMMAND,
-	"nodetune fleet timestamp [--endpoints URLS] --signing-key FILE [--fleet-id ID]\n"
-	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]\n"
-	"                   [--insecure-plaintext]",
-	"sign the fleet's timestamp again (run it on a schedule: cron, a systemd timer)",
-	"Signs /nodetune/timestamp with the controller's key, the next seq of its counter\n"
-	"and an expiry a day away, and prints its seq and time.  Each host reads it and,\n"
-	"when the last one it verified is older than its --fleet-max-age (default 4h),\n"
-	"says it is frozen (a store withholding updates) and keeps its policy: run this\n"
-	"well within that, e.g. every 15 minutes.\n" EXITS,
+	"nodetune fleet timestamp --signing-key FILE [--fleet-id ID]\n"
+	"                                [ETCD OPTIONS]",
+	"sign the fleet's timestamp again (on a schedule)",
+	"Signs /nodetune/timestamp with the controller's key, a day's expiry and the\n"
+	"next seq, and prints its seq and time.  A host whose last verified timestamp is\n"
+	"older than its --fleet-max-age (default 4h) is frozen: run this on a schedule,\n"
+	"e.g. every 15 minutes." SEE_MAN,
 };
 
 const struct verb_spec fleet_status_spec = {
 	status_opts, VERB_NO_COMMAND,
-	"nodetune fleet status [--endpoints URLS] [--name NAME] [--json]\n"
-	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]\n"
-	"                   [--insecure-plaintext]",
-	"a rollout's waves, hosts, verdicts and timeline (all rollouts without --name)",
+	"nodetune fleet status [--name NAME] [--json] [ETCD OPTIONS]",
+	"a rollout's waves, hosts, verdicts and timeline",
 	"A table per rollout: its state, policy, reason, and per wave each host's class,\n"
-	"state and gate verdict; then its timeline.  --json: the rollout documents.\n\n" CREDS,
+	"state and gate verdict; then its timeline.  --json: the rollout documents." SEE_MAN,
 };
 
 const struct verb_spec fleet_hosts_spec = {
 	hosts_opts, VERB_NO_COMMAND,
-	"nodetune fleet hosts [--endpoints URLS] [--json]\n"
-	"                   [--cacert FILE] [--cert FILE --key FILE] [--user NAME --password-file FILE] [--fleet-conf FILE]\n"
-	"                   [--insecure-plaintext]",
+	"nodetune fleet hosts [--json] [ETCD OPTIONS]",
 	"the fleet's hosts: alive, hardware class, policy, last verify",
 	"Every host with keys in the store: whether its lease lives, its hardware class,\n"
-	"the policy it runs and how its last verify went, and what it was told to run;\n"
-	"BEHIND: its policy is not its class's policy of record (the last rollout that\n"
-	"ended done wrote it: /nodetune/classes/CLASS/record).\n\n" CREDS,
+	"the policy it runs, its last verify, what it was told to run; BEHIND: not its\n"
+	"class's policy of record." SEE_MAN,
 };
 
 /* ---- output ------------------------------------------------------------ */
@@ -655,24 +605,13 @@ static const struct opt_row init_auth_opts[] = {
 
 const struct verb_spec fleet_init_auth_spec = {
 	init_auth_opts, VERB_NO_COMMAND,
-	"nodetune fleet init-auth [--endpoints URLS] --hosts NAME[,NAME...] --password-dir DIR [--print]\n"
-	"                   [--cacert FILE] [--cert FILE --key FILE] [--user root --password-file FILE] [--fleet-conf FILE]\n"
-	"                   [--insecure-plaintext]",
-	"least privilege in etcd: create the fleet's roles and users, or print the etcdctl commands",
-	"Creates through the gateway (--print: prints the etcdctl commands that do it, to\n"
-	"run with sh) a role and user nodetune-controller with readwrite on /nodetune/,\n"
-	"and per host NAME a role and\n"
-	"user nodetune-host-NAME that may read its own desired, shadow and status keys\n"
-	"(/nodetune/hosts/NAME/), the policies (/nodetune/policies/), the classes'\n"
-	"policies of record (/nodetune/classes/) and the controller's\n"
-	"timestamp (/nodetune/timestamp), write its own registration\n"
-	"(/nodetune/hosts/NAME) and status, and nothing else; then the root\n"
-	"user etcd needs, and `auth enable`.  Each user's password is the file DIR/USER\n"
-	"(created with 32 random hex digits, mode 0600, when absent), read by etcdctl\n"
-	"from stdin: no password is on a command line.  Give a host --user\n"
-	"nodetune-host-NAME --password-file DIR/nodetune-host-NAME (or fleet.conf).\n"
-	"A role or user that exists is left as it is; once auth is on, run it as root\n"
-	"(--user root --password-file DIR/root) to add hosts.\n\n" CREDS,
+	"nodetune fleet init-auth --hosts NAME[,NAME...] --password-dir DIR\n"
+	"                                [--print] [ETCD OPTIONS]",
+	"the fleet's etcd roles and users (least privilege)",
+	"Creates in etcd (--print: prints the etcdctl commands instead) the role and\n"
+	"user nodetune-controller, per host NAME a role and user nodetune-host-NAME that\n"
+	"reads and writes its own keys alone, then root and auth enable.  Passwords are\n"
+	"DIR/USER, made when absent, never on a command line." SEE_MAN,
 };
 
 /* Every user's password file, DIR/USER: each one there checked first

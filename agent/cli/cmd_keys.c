@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "machine/knob.h"
+#include "tune/limits.h"
 
 static const struct opt_row keys_opts[] = {
 	{ OPT_MARKDOWN, OPT_OPTIONAL, NULL },
@@ -17,7 +18,7 @@ const struct verb_spec keys_spec = {
 	"list every policy key",
 	"Every policy key with what it does; --markdown prints the reference table\n"
 	"(section, values, scope, file written) kept in docs/policy-keys.md; --json the\n"
-	"same as a list of objects {section, key, help}.",
+	"same as a list of objects {section, key, help, limit}.",
 };
 
 int cmd_keys(struct opts *o)
@@ -29,9 +30,14 @@ int cmd_keys(struct opts *o)
 	if (o->json) {
 		json_t *arr = json_array();
 
+		/* how limits.conf may bound the key (absent: it cannot) */
+		static const char *const dir[] = { [LIMIT_NONE] = NULL, [LIMIT_CEILING] = "ceiling",
+						   [LIMIT_FLOOR] = "floor", [LIMIT_ALLOWED] = "allowed" };
+
 		for (unsigned i = 0; arr && i < knob_count; i++)
-			json_array_append_new(arr, json_pack("{s:s, s:s, s:s}", "section", knob_table[i].section, "key",
-							     knob_table[i].key, "help", knob_table[i].help));
+			json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s*}", "section", knob_table[i].section,
+							     "key", knob_table[i].key, "help", knob_table[i].help,
+							     "limit", dir[limits_direction((enum knob_id)i)]));
 		return finish_stdout(print_json(arr));
 	}
 	if (o->markdown) {

@@ -24,7 +24,8 @@ static const struct opt_row observe_opts[] = {
 
 const struct verb_spec observe_spec = {
 	observe_opts, VERB_COMMAND_OPTIONAL,
-	"nodetune observe [--pid PID[,PID...]] [--interval DURATION] [--duration DURATION] [--json] [-- CMD...]",
+	"nodetune observe [--pid PID[,PID...]] [--interval DURATION]\n"
+	"                        [--duration DURATION] [--json] [-- CMD...]",
 	"sample host and process counters at an interval",
 	"Every --interval (default 100 ms) one record of what changed: per-CPU %usr and\n"
 	"%sys, vmstat (THP faults, compaction, NUMA hinting faults and migrations,\n"

@@ -16,9 +16,10 @@ static const struct opt_row plan_opts[] = {
 
 const struct verb_spec plan_spec = {
 	plan_opts, VERB_NO_COMMAND,
-	"nodetune plan --policy FILE|NAME [-n N] [--topology FILE.xml | --synthetic DESC]\n"
-	"                     [--sysroot DIR] [--json]",
-	"show what a policy would do for N local ranks (changes nothing)",
+	"nodetune plan --policy FILE|NAME [-n N]\n"
+	"                     [--topology FILE.xml | --synthetic DESC] [--sysroot DIR]\n"
+	"                     [--json]",
+	"what a policy would do for N local ranks (changes nothing)",
 	"Per local rank its GPU, CPUs, memory nodes and NIC; host settings with their\n"
 	"current and wanted values; the job cgroup; device IRQ moves; and the fallbacks\n"
 	"taken.  --ranks defaults to one per GPU (1 without GPUs).",

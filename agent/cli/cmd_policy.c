@@ -26,7 +26,7 @@ static const struct opt_row list_opts[] = {
 const struct verb_spec policy_list_spec = {
 	list_opts, VERB_NO_COMMAND,
 	"nodetune policy list [--json]",
-	"the policies on the policy path, by name, with their summaries",
+	"the policies on the policy path, with their summaries",
 	"Every NAME.conf in the directories of the policy path (NODETUNE_POLICY_PATH, or\n"
 	"/etc/nodetune/policies, the install's share/nodetune/policies, then\n"
 	"/usr/share/nodetune/policies, then, for a binary in a checkout's build/,\n"
@@ -108,7 +108,7 @@ static const struct opt_row show_opts[] = {
 const struct verb_spec policy_show_spec = {
 	show_opts, VERB_ONE_WORD,
 	"nodetune policy show NAME|FILE [--json]",
-	"what a policy sets, and which file of its includes sets each key",
+	"what a policy sets, and which file sets each key",
 	"Loads the policy as --policy would (a NAME on the policy path, or a file; its\n"
 	"includes resolved, everything validated) and prints the file it found, its\n"
 	"summary, and every key it sets with its value and the file:line that set it.",
@@ -163,7 +163,7 @@ static const struct opt_row active_opts[] = {
 const struct verb_spec policy_active_spec = {
 	active_opts, VERB_NO_COMMAND,
 	"nodetune policy active [--state-dir DIR] [--socket PATH] [--json]",
-	"the policy applied on this host now: the daemon's, or the journal's",
+	"the policy applied here now: the daemon's or the journal's",
 	"Asks the daemon over its status socket what it keeps applied, and reads the\n"
 	"journals (nodetune apply's in /run/nodetune, the daemon's in /var/lib/nodetune,\n"
 	"or --state-dir's): the policy each records, whether its apply completed, and\n"

@@ -18,7 +18,8 @@ static const struct opt_row run_opts[] = {
 
 const struct verb_spec run_spec = {
 	run_opts, VERB_COMMAND,
-	"nodetune run -n N --policy FILE|NAME [--state-dir DIR] [--quiet] [--limits FILE] -- COMMAND [ARGS...]",
+	"nodetune run -n N --policy FILE|NAME [--state-dir DIR] [--quiet]\n"
+	"                    [--limits FILE] -- COMMAND [ARGS...]",
 	"apply, start N bound local ranks, wait, revert",
 	"Apply the host settings, start N local ranks of the command, each bound as\n"
 	"`exec` would (LOCAL_RANK and LOCAL_WORLD_SIZE set), wait for all, revert, and\n"

@@ -20,7 +20,7 @@ static const struct opt_row status_opts[] = {
 const struct verb_spec status_spec = {
 	status_opts, VERB_NO_COMMAND,
 	"nodetune status [--socket PATH] [--json]",
-	"what the daemon on this host keeps applied, its drift and findings",
+	"what the daemon keeps applied, its drift and findings",
 	"Asks the daemon over its status socket (default /run/nodetune/nodetune.sock,\n"
 	"root or the daemon's user only): the policy and its sha256, the last verify\n"
 	"(when, how long, settings checked and drifted), drift counts per setting, the\n"

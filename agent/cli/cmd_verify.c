@@ -19,9 +19,10 @@ static const struct opt_row verify_opts[] = {
 
 const struct verb_spec verify_spec = {
 	verify_opts, VERB_NO_COMMAND,
-	"nodetune verify --policy FILE|NAME [-n N] [--topology FILE.xml | --synthetic DESC]\n"
-	"                       [--sysroot DIR] [--json]",
-	"compare the effective host state with the plan (exit 1 on drift)",
+	"nodetune verify --policy FILE|NAME [-n N]\n"
+	"                       [--topology FILE.xml | --synthetic DESC] [--sysroot DIR]\n"
+	"                       [--json]",
+	"compare the host with the plan (exit 1 on drift)",
 	"Read back every host setting, device IRQ affinity and the job cgroup the\n"
 	"policy's plan asks for; list each drift as path, expected, actual; exit 1\n"
 	"when there is one.",

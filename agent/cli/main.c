@@ -64,9 +64,9 @@ static const struct group {
 	const char *name;
 	const char *help;
 } groups[] = {
-	{ "policy", "Policies by name: the files NAME.conf on the policy path (NODETUNE_POLICY_PATH, default\n"
-		    "/etc/nodetune/policies, then the install's share/nodetune/policies; the first\n"
-		    "wins), what one sets, and what this host has applied now." },
+	{ "policy", "Policies by name: the files NAME.conf on the policy path (NODETUNE_POLICY_PATH,\n"
+		    "default /etc/nodetune/policies, then the install's share/nodetune/policies;\n"
+		    "the first wins), what one sets, and what this host has applied now." },
 	{ "fleet", "The fleet over etcd: roll a policy out to the hosts whose daemons joined it\n"
 		   "(nodetune daemon --endpoints URLS --host NAME) in waves, with a canary gate and\n"
 		   "automatic rollback; follow, resume or abort a rollout; list the hosts." },
@@ -79,8 +79,8 @@ void cli_usage(FILE *f)
 		fprintf(f, "  %-16s %s\n", verbs[i].name, verbs[i].spec->summary);
 	fprintf(f, "  %-16s %s\n", "help [VERB]", "this list, or what a verb does and takes (as VERB --help)");
 	fprintf(f, "  %-16s %s\n", "help --json", "every verb's options as data (for man pages and completion)");
-	fprintf(f, "\nGlobal options, before or after the verb: -v/--verbose, --log-format text|syslog,\n"
-		   "--version, -h/--help.  Each option may be given once (a repeated one is refused).\n"
+	fprintf(f, "\nGlobal options, before or after the verb: -v/--verbose,\n"
+		   "--log-format text|syslog, --version, -h/--help.  Each option may be given once.\n"
 		   "Exit codes: 0 ok, 1 problem found, 2 bad usage or input (nothing changed),\n"
 		   "3 runtime failure (rolled back).\n");
 }

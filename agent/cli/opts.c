@@ -27,6 +27,7 @@
 #include "daemon/metrics.h"
 #include "base/parse.h"
 #include "tune/plan.h"
+#include "tune/policy.h"
 
 struct opt_def;
 
@@ -53,6 +54,7 @@ struct opt_def {
 	size_t offset;                /* where in struct opts it is stored */
 	const char *arg;              /* the value's name in help ("FILE"), NULL for a flag */
 	const char *help;             /* one line for VERB --help (a verb's row may say its own) */
+	const char *man;              /* the man page's longer text after help, NULL none */
 	const char *required;         /* the message when a verb requires it and it is missing */
 	opt_check_fn check;
 };
@@ -398,30 +400,43 @@ static int check_as_user(const struct opts *o)
 
 static const struct opt_def defs[OPT__COUNT] = {
 	[OPT_POLICY] = PATH("policy", policy), .arg = "FILE|NAME", .required = "--policy FILE|NAME is required",
-			.help = "the policy: a file, or a NAME on the policy path (nodetune policy list)" },
+			.help = "a file, or a NAME searched on the policy path",
+			.man = "A NAME (no slash, not ending in .conf) is the file NAME.conf in the first directory of the "
+			       "policy path that has one: " POLICY_PATH_ENV ", else /etc/nodetune/policies, the "
+			       "install's share/nodetune/policies, then /usr/share/nodetune/policies (nodetune policy "
+			       "list shows them).  As root, a policy file or directory not owned by root, or writable "
+			       "by group or others, is refused." },
 	[OPT_RANKS] = NUMBER("ranks", ranks, parse_uint, 1, PLAN_MAX_RANKS, NULL), .letter = 'n', .arg = "N",
 		       .required = "-n/--ranks N is required",
-		       .help = "local ranks to plan for (default: one per GPU, 1 without GPUs)" },
+		       .help = "local ranks (default: one per GPU, else 1)" },
 	[OPT_TOPOLOGY] = PATH("topology", topology), .arg = "FILE.xml",
-			  .help = "the machine from an hwloc XML export instead of this host" },
+			  .help = "the machine from an hwloc XML export" },
 	[OPT_SYNTHETIC] = STRING("synthetic", synthetic), .check = check_machine, .arg = "DESC",
-			   .help = "the machine from an hwloc synthetic description (\"pack:2 numa:1 core:8 pu:2\")" },
+			   .help = "the machine from an hwloc synthetic description",
+			   .man = "For example \"pack:2 numa:1 core:8 pu:2\"." },
 	[OPT_SYSROOT] = PATH("sysroot", sysroot), .check = check_sysroot, .arg = "DIR",
-			 .help = "read and write /sys and /proc below DIR (a captured tree) instead of this host's" },
+			 .help = "/sys and /proc below DIR (a captured tree)",
+			 .man = "Read and write there instead of this host's; without --topology or --synthetic the "
+				"topology is read there too." },
 	[OPT_STATE_DIR] = PATH("state-dir", state_dir), .check = check_state_dir, .arg = "DIR",
-			   .help = "where the journal of originals is kept (default /run/nodetune)" },
+			   .help = "the journal of originals (default /run/nodetune)" },
 	[OPT_JSON] = FLAG("json", json), .help = "the result as JSON on stdout" },
 	[OPT_DRY_RUN] = FLAG("dry-run", dry_run), .help = "show what would change; write nothing" },
-	[OPT_MARKDOWN] = FLAG("markdown", markdown), .help = "the reference table in Markdown (docs/policy-keys.md)" },
+	[OPT_MARKDOWN] = FLAG("markdown", markdown), .help = "the reference table in Markdown" },
 	[OPT_QUIET] = FLAG("quiet", quiet), .letter = 'q', .help = "print only errors" },
 	[OPT_LOCAL_RANK] = NUMBER("local-rank", local_rank, parse_uint, 0, PLAN_MAX_RANKS - 1, NULL), .arg = "N",
-			    .help = "this process's local rank (default: from the launcher's environment)" },
+			    .help = "this rank on the host (default: the launcher's)",
+			    .man = "By default the first of OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID and LOCAL_RANK that "
+				   "is set." },
 	[OPT_LOCAL_SIZE] = NUMBER("local-size", local_size, parse_uint, 1, PLAN_MAX_RANKS, NULL), .arg = "N",
-			    .help = "the number of local ranks (default: from the launcher, else one per GPU)" },
+			    .help = "local ranks (default: the launcher's, or 1 per GPU)",
+			    .man = "By default the first of OMPI_COMM_WORLD_LOCAL_SIZE, LOCAL_WORLD_SIZE, "
+				   "SLURM_NTASKS_PER_NODE and SLURM_TASKS_PER_NODE that is set, else one per GPU." },
 	[OPT_WINDOW] = DURATION("window", window_s, parse_seconds, 0.2, 3600), .arg = "DURATION",
 			.help = "how long to sample counters (default 2s)" },
 	[OPT_A] = STRING("a", spec_a), .required = AB_ARMS_REQUIRED, .arg = "SPEC",
-		   .help = "arm A: policy=FILE|NAME, cmd=COMMAND ARGS, or both, comma-separated" },
+		   .help = "arm A: policy=FILE|NAME and/or cmd=CMD",
+		   .man = "Both: comma-separated, cmd= last (split on spaces, no shell)." },
 	[OPT_B] = STRING("b", spec_b), .required = AB_ARMS_REQUIRED, .arg = "SPEC", .help = "arm B, as --a" },
 	[OPT_REPORT] = PATH("report", report), .arg = "FILE.html", .help = "also write a self-contained HTML report" },
 	[OPT_GOOD] = PATH("good", good), .required = BISECT_POLICIES_REQUIRED, .arg = "POLICY",
@@ -431,13 +446,15 @@ static const struct opt_def defs[OPT__COUNT] = {
 	[OPT_TRIALS] = NUMBER("trials", trials, parse_uint, 2, 1000, NULL), .arg = "N",
 			.help = "trials per arm (default 8)" },
 	[OPT_STEPS] = NUMBER("steps", steps, parse_uint, 1, 1000000, NULL), .arg = "N",
-		       .help = "steps of the default workload per trial (default 30)" },
+		       .help = "default workload's steps per trial (default 30)" },
 	[OPT_THRESHOLD] = NUMBER("threshold", threshold, parse_percent, 0, 100, "a percentage"), .arg = "PCT",
 			   .help = "the smallest change that counts, in % (default 2)" },
 	[OPT_ALPHA] = NUMBER("alpha", alpha, parse_double, 1e-6, 0.5, "a probability"), .arg = "A",
 		       .help = "the error rate of the verdict (default 0.05)" },
 	[OPT_TRIM] = NUMBER("trim", trim, parse_percent, 0, 40, "a percentage"), .arg = "PCT",
-		      .help = "the pairs cut from each end of the verdict's mean, in % (default 10; 0: the plain mean)" },
+		      .help = "pairs trimmed from each end, in % (default 10)",
+		      .man = "The interval is Yuen's trimmed t, so one trial far off the rest sets neither the "
+			     "estimate nor its width; 0 gives the plain mean and Student's t." },
 	[OPT_BUDGET] = DURATION("budget", budget, parse_seconds, 1, 86400), .arg = "DURATION",
 			.help = "the time the experiment may take (default 5m)" },
 	[OPT_SEED] = NUMBER("seed", seed, parse_seed, 1, 4000000000u, NULL), .arg = "N",
@@ -455,81 +472,124 @@ static const struct opt_def defs[OPT__COUNT] = {
 	[OPT_FLAP] = { .name = "flap", .takes_value = true, .parse = parse_flap, .offset = AT(flap), .arg = "N/DURATION",
 		      .help = "contested after N drifts within DURATION (default 3/10m)" },
 	[OPT_METRICS] = STRING("metrics", metrics), .check = check_metrics, .arg = "ADDR:PORT",
-			 .help = "serve Prometheus /metrics there (default 127.0.0.1:9477)" },
+			 .help = "Prometheus /metrics (default 127.0.0.1:9477)" },
 	[OPT_NO_METRICS] = FLAG("no-metrics", no_metrics), .help = "serve no metrics" },
 	[OPT_TEXTFILE_DIR] = PATH("textfile-dir", textfile_dir), .check = check_textfile_dir, .arg = "DIR",
 			      .help = "also write DIR/nodetune.prom for node_exporter" },
 	[OPT_SOCKET] = PATH("socket", socket), .arg = "PATH",
-			.help = "the daemon's status socket (default /run/nodetune/nodetune.sock)" },
+			.help = "the socket (default /run/nodetune/nodetune.sock)" },
 	[OPT_REVERT_ON_EXIT] = FLAG("revert-on-exit", revert_on_exit), .help = "restore the host when stopped" },
 	[OPT_HOST] = STRING("host", host), .arg = "NAME",
-		      .help = "join the fleet as NAME ([A-Za-z0-9._-]): its store from --endpoints or fleet.conf" },
+		      .help = "join the fleet as NAME ([A-Za-z0-9._-])",
+		      .man = "Without --host the daemon does not join, even when fleet.conf names endpoints (a host "
+			     "may keep one for the fleet verbs alone)." },
 	[OPT_ENDPOINTS] = STRING("endpoints", endpoints), .alias = "fleet", .arg = "URL[,URL...]",
 			   .required = "--endpoints URL[,URL...] is required",
-			   .help = "the fleet's etcd client URLs, comma-separated (default: fleet.conf's endpoints)" },
+			   .help = "etcd URLs (default: fleet.conf's)" },
 	[OPT_NAME] = STRING("name", name), .required = "--name NAME is required", .arg = "NAME",
 		      .help = "the rollout's name" },
 	[OPT_WAVES] = STRING("waves", waves), .arg = "LIST",
-		       .help = "the waves, e.g. 1/class,1%,10%,50%,100% (the default)" },
+		       .help = "waves (default 1/class,1%,10%,50%,100%)" },
 	[OPT_GATE] = STRING("gate", gate), .check = check_gate, .arg = "NAME",
-		      .help = "the canary gate: each first-wave host A/Bs the old and new policy on the job it names NAME (its " GATES_DIR "/NAME.conf)" },
+		      .help = "the canary gate: NAME.conf in each host's gates.d",
+		      .man = "Each first-wave host A/Bs its old and the new policy on the job its " GATES_DIR
+			     "/NAME.conf names (nodetune-gates(5))." },
 	[OPT_GATES_DIR] = PATH("gates-dir", gates_dir), .arg = "DIR",
-			   .help = "the gates a rollout may name (NAME.conf, root's; default " GATES_DIR ")" },
+			   .help = "the gates (default " GATES_DIR ")",
+			   .man = "One NAME.conf per gate (nodetune-gates(5)); the directory and its files root's, not "
+				  "writable by others. A gate a document names that is not there, not trusted, or whose "
+				  "user is root is refused: the host keeps its policy and says why in its status." },
 	[OPT_TRIAL_DIR] = PATH("trial-dir", trial_dir), .arg = "DIR",
-			   .help = "keep the trials' outputs and journal in DIR, made fresh (default /tmp/nodetune-ab-XXXXXX)" },
+			   .help = "keep the trials' outputs and journal in DIR",
+			   .man = "The directory is made fresh (mode 0700; an existing one is refused) and removed at the "
+				  "end unless an arm failed." },
 	[OPT_AS_USER] = STRING("as-user", as_user), .check = check_as_user, .arg = "USER",
-			 .help = "run the job as USER (never root), in its trial cgroup, with no new privileges" },
+			 .help = "run the job as USER (never root)",
+			 .man = "Never root nor a user whose primary group is 0: the job is moved into its trial cgroup "
+				"first, then takes the user's primary group alone, its uid and no new privileges "
+				"(PR_SET_NO_NEW_PRIVS), then is executed; it is killed if ab dies. Its environment is "
+				"the user's: HOME, USER, LOGNAME and SHELL from the password database, "
+				"PATH=/usr/local/bin:/usr/bin:/bin, the locale (LANG, LANGUAGE, LC_*), TZ, TERM and "
+				"NODETUNE_SYSROOT kept, the step report's variables added, nothing else. The fleet's "
+				"gates run their jobs this way." },
 	[OPT_GATE_BUDGET] = DURATION("gate-budget", gate_budget, parse_seconds, 1, 86400), .arg = "DURATION",
-			     .check = check_gate, .help = "the gate's A/B budget (e.g. 5m)" },
+			     .check = check_gate, .help = "the gate's A/B budget (default: its gates.d file's)" },
 	[OPT_SIGNING_KEY] = PATH("signing-key", signing_key), .arg = "FILE",
-			     .help = "sign every document written with this secret key (fleet keygen's NAME.key)" },
+			     .help = "sign what is written with this key (NAME.key)" },
 	[OPT_FLEET_KEYS] = PATH("fleet-keys", fleet_keys), .arg = "DIR",
-			    .help = "the signing keys trusted (NAME.pub, root's; default " "/etc/nodetune/fleet-keys.d)" },
+			    .help = "keys trusted (default /etc/nodetune/fleet-keys.d)",
+			    .man = "For the controller (the fleet verbs, with --signing-key): the keys it trusts "
+				   "besides its own, so that it may resume or abort another operator's rollout.  For "
+				   "the daemon: the keys a document must be signed by.  The directory and its files are "
+				   "root's, not writable by others.  A desired, shadow or policy document that is "
+				   "unsigned, badly signed, signed by an unknown key, of another fleet (--fleet-id), "
+				   "addressed to another host, expired, older than the last one applied, or at its seq "
+				   "with other bytes (the seq and sha256 are kept in the state directory, fleet-seq) is "
+				   "refused: the host keeps its policy, logs it once, counts it in "
+				   "nodetune_fleet_rejected_total{reason} and says so in its status.  With no key "
+				   "trusted (the directory missing or empty) every document is refused." },
 	[OPT_FLEET_INSECURE_UNSIGNED] = FLAG("fleet-insecure-unsigned", fleet_insecure_unsigned),
-					 .help = "also follow unsigned fleet documents (tests and demos only)" },
+					 .help = "also follow unsigned documents (tests only)" },
 	[OPT_FLEET_ID] = STRING("fleet-id", fleet_id), .check = check_fleet_id, .arg = "ID",
-			  .help = "the fleet signed for and admitted ([A-Za-z0-9._-]; default fleet.conf's fleet-id, else \"default\")" },
+			  .help = "the fleet (default fleet.conf's, else \"default\")" },
 	[OPT_FLEET_MAX_AGE] = DURATION("fleet-max-age", fleet_max_age, parse_seconds, 1, 86400 * 30),
 			       .arg = "DURATION",
-			       .help = "frozen when the controller's last timestamp is older (default 4h)" },
+			       .help = "frozen when the controller's last timestamp is older (default 4h)",
+			       .man = "Counted from the start while no timestamp was verified. Older, the host is frozen (the "
+				      "store may be withholding updates): it says so once in its log, in nodetune status and "
+				      "in nodetune_fleet_frozen and nodetune_fleet_timestamp_age_seconds, and keeps its policy." },
 	[OPT_WAVE_TIMEOUT] = DURATION("wave-timeout", wave_timeout, parse_seconds, 1, 86400 * 7), .arg = "DURATION",
 			      .help = "how long a wave may take (default 10m)" },
 	[OPT_SHADOW] = FLAG("shadow", shadow), .check = check_gate,
-			.help = "every host plans and verifies, and reports; nothing is written" },
+			.help = "hosts plan, verify and report; nothing written" },
 	[OPT_METRIC] = STRING("metric", metric), .check = check_metric, .arg = "REGEX",
-			.help = "a trial's figure from its output: one capture group, the median of the matches" },
+			.help = "a trial's figure: one capture group in its output" },
 	[OPT_METRIC_KIND] = STRING("metric-kind", metric_kind), .check = check_metric, .arg = "throughput|time",
-			     .help = "whether --metric is better higher (throughput, the default) or lower" },
+			     .help = "higher is better (the default) or lower" },
 	[OPT_SKIP_STEPS] = NUMBER("skip-steps", skip_steps, parse_uint, 0, 1000000, NULL), .arg = "N",
-			    .help = "drop the step reports numbered below N (default 1)" },
+			    .help = "drop the steps numbered below N (default 1)" },
 	[OPT_GATE_ALLOW_INCONCLUSIVE] = FLAG("gate-allow-inconclusive", gate_allow_inconclusive), .check = check_gate,
 					 .help = "an inconclusive gate passes" },
 	[OPT_VERBOSE] = { .name = "verbose", .parse = parse_verbose, .offset = AT(verbose), .letter = 'v',
 			   .global = true, .help = "debug output on stderr" },
 	[OPT_LOG_FORMAT] = { .name = "log-format", .takes_value = true, .parse = parse_log_format,
 			      .offset = AT(log_format), .global = true, .arg = "text|syslog",
-			    .help = "syslog: lines start with <N> priorities (the default under journald only)" },
+			    .help = "syslog: lines start with <N> priorities (the default under journald only)",
+			    .man = "The default is syslog only when standard error is the stream JOURNAL_STREAM names "
+				   "(under journald), else text." },
 	[OPT_VERSION] = FLAG("version", version), .global = true, .help = "print the version and exit" },
 	[OPT_LIMITS] = PATH("limits", limits), .arg = "FILE",
-			.help = "the site's upper bounds on policy values (default /etc/nodetune/limits.conf when it exists)" },
+			.help = "site limits (default /etc/nodetune/limits.conf)",
+			.man = "The file is nodetune-limits.conf(5): a ceiling, a floor or a set of allowed values per "
+			       "policy key; root's and not writable by others when run as root. A policy beyond it is "
+			       "refused before anything changes, naming the key and the limit (exit 2)." },
 	[OPT_OUT] = PATH("out", out), .required = "--out DIR is required", .arg = "DIR",
 		     .help = "where the key pair goes" },
-	[OPT_CACERT] = PATH("cacert", cacert), .arg = "FILE", .help = "etcd's CA (TLS)" },
+	[OPT_CACERT] = PATH("cacert", cacert), .arg = "FILE", .help = "etcd's CA (TLS)",
+		.man = "The only CA trusted: the system's store (/etc/ssl/certs) is not searched." },
 	[OPT_CERT] = PATH("cert", cert), .arg = "FILE", .help = "a client certificate for etcd (TLS)" },
-	[OPT_KEY] = PATH("key", key), .arg = "FILE", .help = "the client certificate's key" },
+	[OPT_KEY] = PATH("key", key), .arg = "FILE", .help = "the client certificate's key",
+		.man = "Root's (or the caller's), mode 0600, or it is refused (exit 2)." },
 	[OPT_USER] = STRING("user", user), .arg = "NAME", .help = "log in to etcd as NAME (with --password-file)" },
 	[OPT_PASSWORD_FILE] = PATH("password-file", password_file), .arg = "FILE",
-			       .help = "the etcd user's password: the file's first line (root's, mode 0600)" },
+			       .help = "the password: the file's first line (mode 0600)",
+			       .man = "The file is root's (or the caller's), mode 0600; the token is renewed when etcd refuses "
+				      "it." },
 	[OPT_INSECURE_PLAINTEXT] = FLAG("insecure-plaintext", insecure_plaintext),
-				    .help = "allow a login over http:// endpoints: the password and token travel in clear, "
-					    "anyone on the path can read and replay them" },
+				    .help = "allow a login over http:// (password in clear)",
+				    .man = "The password and the token then travel in clear: anyone on the path can read and replay "
+					   "them. Without it a login with any http:// endpoint in the list is refused, exit 2, "
+					   "before anything is sent. In fleet.conf: insecure-plaintext = yes. A TLS failure, a "
+					   "refused login or a permission denied is one line naming the endpoint, exit 3." },
 	[OPT_FLEET_CONF] = PATH("fleet-conf", fleet_conf), .arg = "FILE",
-			    .help = "etcd's credentials from a file (default /etc/nodetune/fleet.conf when it exists)" },
+			    .help = "credentials (default /etc/nodetune/fleet.conf)",
+			    .man = "The keys of nodetune-fleet.conf(5): endpoints, cacert, cert, key, user, password-file, "
+				   "insecure-plaintext, fleet-id; an option given overrides its key." },
 	[OPT_HOSTS] = STRING("hosts", hosts), .required = "--hosts NAME[,NAME...] is required", .arg = "NAME[,NAME...]",
 		       .help = "the hosts to make etcd users for" },
 	[OPT_PASSWORD_DIR] = PATH("password-dir", password_dir), .required = "--password-dir DIR is required",
-			      .arg = "DIR", .help = "each etcd user's password file, DIR/USER (made when absent)" },
-	[OPT_PRINT] = FLAG("print", print), .help = "print the etcdctl commands instead of running them" },
+			      .arg = "DIR", .help = "a password file per user, DIR/USER" },
+	[OPT_PRINT] = FLAG("print", print), .help = "print the etcdctl commands, run nothing" },
 };
 
 /* getopt_long's value for option id: its letter, else past any char. */
@@ -733,11 +793,8 @@ static void print_option(FILE *f, const struct opt_def *d, const struct opt_row 
 			     d->arg ? d->arg : "");
 	else
 		n = snprintf(left, sizeof(left), "      --%s%s%s", d->name, d->arg ? " " : "", d->arg ? d->arg : "");
-	if (r && r->need == OPT_REFUSED)
-		snprintf(help, sizeof(help), "not taken: %s", r->help);
-	else
-		snprintf(help, sizeof(help), "%s%s%s%s%s", r && r->help ? r->help : d->help, d->alias ? " (also --" : "",
-			 d->alias ? d->alias : "", d->alias ? ")" : "", r && r->need == OPT_REQUIRED ? " (required)" : "");
+	snprintf(help, sizeof(help), "%s%s%s%s%s", r && r->help ? r->help : d->help, d->alias ? " (also --" : "",
+		 d->alias ? d->alias : "", d->alias ? ")" : "", r && r->need == OPT_REQUIRED ? " (required)" : "");
 	fputs(left, f);
 	if (n + 1 >= HELP_COLUMN) {
 		fprintf(f, "\n%*s", HELP_COLUMN, "");
@@ -755,13 +812,18 @@ void opts_print_help(FILE *f, const struct verb_spec *spec)
 	if (spec->opts && spec->opts->id != OPT_END) {
 		fprintf(f, "\nOptions:\n");
 		for (const struct opt_row *r = spec->opts; r->id != OPT_END; r++)
-			print_option(f, &defs[r->id], r);
+			if (r->need != OPT_REFUSED)
+				print_option(f, &defs[r->id], r);
 	}
-	fprintf(f, "\nGlobal options (before or after the verb):\n");
+	/* one line: nodetune --help and nodetune(8) say what they do */
+	fprintf(f, "\nGlobal options:");
 	for (int i = 0; i < OPT__COUNT; i++)
-		if (defs[i].global)
-			print_option(f, &defs[i], NULL);
-	fprintf(f, "  -h, --help%*sthis help\n", HELP_COLUMN - 12, "");
+		if (defs[i].global) {
+			if (defs[i].letter)
+				fprintf(f, " -%c,", defs[i].letter);
+			fprintf(f, " --%s%s%s,", defs[i].name, defs[i].arg ? " " : "", defs[i].arg ? defs[i].arg : "");
+		}
+	fprintf(f, " -h, --help\n");
 }
 
 static json_t *option_json(const struct opt_def *d, const struct opt_row *r)
@@ -769,10 +831,17 @@ static json_t *option_json(const struct opt_def *d, const struct opt_row *r)
 	static const char *const need[] = { [OPT_OPTIONAL] = "optional", [OPT_REQUIRED] = "required",
 					    [OPT_REFUSED] = "refused" };
 	char letter[2] = { d->letter, 0 };
+	const char *man = d->man;      /* about the option, whatever the verb's help line */
+	json_t *o = json_pack("{s:s, s:s?, s:s?, s:s?, s:s, s:s, s:b}", "name", d->name, "letter",
+			      d->letter ? letter : NULL, "alias", d->alias, "value", d->arg, "help",
+			      r && r->help ? r->help : d->help, "need", need[r ? r->need : OPT_OPTIONAL], "global",
+			      d->global);
 
-	return json_pack("{s:s, s:s?, s:s?, s:s?, s:s, s:s, s:b}", "name", d->name, "letter", d->letter ? letter : NULL,
-			 "alias", d->alias, "value", d->arg, "help", r && r->help ? r->help : d->help, "need",
-			 need[r ? r->need : OPT_OPTIONAL], "global", d->global);
+	if (o && man && json_object_set_new(o, "man", json_string(man)) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
 json_t *opts_spec_json(const struct verb_spec *spec)
@@ -783,7 +852,8 @@ json_t *opts_spec_json(const struct verb_spec *spec)
 	json_t *arr = json_array();
 
 	for (const struct opt_row *r = spec->opts; arr && r->id != OPT_END; r++)
-		json_array_append_new(arr, option_json(&defs[r->id], r));
+		if (r->need != OPT_REFUSED)
+			json_array_append_new(arr, option_json(&defs[r->id], r));
 	for (int i = 0; arr && i < OPT__COUNT; i++)
 		if (defs[i].global)
 			json_array_append_new(arr, option_json(&defs[i], NULL));
@@ -912,6 +982,8 @@ static void dump_rows(FILE *f, const char *verb, int verb_len, const struct verb
 	for (const struct opt_row *r = spec->opts; r->id != OPT_END; r++) {
 		const struct opt_def *d = &defs[r->id];
 
+		if (r->need == OPT_REFUSED)
+			continue;
 		fprintf(f, "%.*s\t%s\t%c\t%s\n", verb_len, verb, d->name, d->letter ? d->letter : '-', dump_arg(d));
 	}
 	fprintf(f, "%.*s\thelp\th\t-\n", verb_len, verb);

@@ -99,7 +99,7 @@ struct opts {
 enum opt_need {
 	OPT_OPTIONAL,
 	OPT_REQUIRED,                 /* missing: the definition's message, exit 2 */
-	OPT_REFUSED,                  /* given: "--NAME: <the row's help>", exit 2 (listed in help) */
+	OPT_REFUSED,                  /* given: "--NAME: <the row's help>", exit 2 (not listed in help) */
 };
 
 /* One row of a verb's table. */
@@ -127,7 +127,8 @@ struct verb_spec {
 	enum verb_command command;
 	const char *usage;            /* the synopsis line(s) */
 	const char *summary;          /* one line, for nodetune --help */
-	const char *help;             /* what it does, one paragraph, for VERB --help (the options: the table) */
+	const char *help;             /* what it does, one short paragraph, for VERB --help (the options: the
+				       * table; the long story: its man page) */
 };
 
 /* main.c's: the usage of nodetune (the verbs), and the --version line. */
@@ -136,14 +137,18 @@ void cli_version(void);
 
 /* Print spec's help to f: "Usage: " and its synopsis, its paragraph, and
  * its options from its table (the letter, the name, the value's name, the
- * help, any alias; the refused ones with why), then the global options. */
+ * help, any alias; not the refused ones), then the global options on one
+ * line.  At most 80 columns a line (the synopsis and paragraph are
+ * written so; tests/integration/test_cli_help.sh checks 40 lines). */
 void opts_print_help(FILE *f, const struct verb_spec *spec);
 
-/* spec's table as data, for tools that generate from it (man page checks,
- * shell completion): {"usage", "summary", "help", "takes": "nothing" |
- * "command" | "optional command" | "sub-verb" | "word", "options": [{"name",
- * "letter", "alias", "value", "help", "need": "optional" | "required" |
- * "refused"}]}, the global options last (with "global": true).  NULL: out
+/* spec's table as data, for tools that generate from it (the man pages,
+ * scripts/opts-mdoc.py; man page checks, shell completion): {"usage",
+ * "summary", "help", "takes": "nothing" | "command" | "optional command" |
+ * "sub-verb" | "word", "options": [{"name", "letter", "alias", "value",
+ * "help", "man" (a longer text for the man page, after help; absent when
+ * none), "need": "optional" | "required"}]}, the global options last (with
+ * "global": true); the options a verb refuses are not listed.  NULL: out
  * of memory. */
 json_t *opts_spec_json(const struct verb_spec *spec);
 
@@ -164,8 +169,9 @@ int opts_parse(const char *name, const struct verb_spec *spec, int argc, char **
 
 /* Write the options of verb (called name) to f for the tools built from
  * these tables (the man page check, the bash completion): one line per
- * option, "VERB<TAB>LONG<TAB>SHORT<TAB>ARG", SHORT "-" when none, ARG "-"
- * for a flag, else POLICY, DIR, FILE, N (a number) or VALUE; --help last.
+ * option it takes (not the refused ones), "VERB<TAB>LONG<TAB>SHORT<TAB>ARG",
+ * SHORT "-" when none, ARG "-" for a flag, else POLICY, DIR, FILE, N (a
+ * number) or VALUE; --help last.
  * A verb with sub-verbs (VERB_SUB_VERB) is written once per sub-verb its
  * usage names, as "VERB SUB".  Returns 0, or -EIO when f failed. */
 int opts_dump(FILE *f, const char *name, const struct verb_spec *spec);
