@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_daemon.c — `nodetune daemon`: keep a policy applied on this host
  * (daemon.h does it; this takes the options, says what happens on stderr
  * with syslog priorities, and maps the result to an exit code). */

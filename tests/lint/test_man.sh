@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The man pages (built into $BUILD/man from man/, mdoc(7)) are `mandoc -T
 # lint` clean, and scripts/check-man.py finds them in step with the option
 # tables (`nodetune --dump-options`, and nodetune-harness --help): each
