@@ -513,7 +513,7 @@ static const struct opt_def defs[OPT__COUNT] = {
 				"NODETUNE_SYSROOT kept, the step report's variables added, nothing else. The fleet's "
 				"gates run their jobs this way." },
 	[OPT_GATE_BUDGET] = DURATION("gate-budget", gate_budget, parse_seconds, 1, 86400), .arg = "DURATION",
-			     .check = check_gate, .help = "the gate's A/B budget (default: its gates.d file's)" },
+			     .check = check_gate, .help = "the gate's A/B budget, e.g. 5m (default: its gate file's)" },
 	[OPT_SIGNING_KEY] = PATH("signing-key", signing_key), .arg = "FILE",
 			     .help = "sign what is written with this key (NAME.key)" },
 	[OPT_FLEET_KEYS] = PATH("fleet-keys", fleet_keys), .arg = "DIR",
