@@ -10,6 +10,7 @@
 #   make install    PREFIX=/usr/local DESTDIR= (UNITDIR, SYSCONFDIR, SPANKDIR: see "install")
 #   make deb        the Debian packages nodetune and nodetune-slurm, in build/deb
 #   make man        the man pages, in build/man
+#   make mutation   the mutation score of the security- and correctness-critical modules (slow)
 #
 # Everything is built out of tree into $(BUILD).  Entry points that need the
 # Debian packages run scripts/install-deps.sh first (a quick no-op when they
@@ -181,7 +182,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 UNIT_LIBS  = $(shell pkg-config --libs cmocka 2>/dev/null) $(LIBS)
 
 .PHONY: all man deb deps deps-check deps-fuzz check lint unit integration asan fuzz fuzz-smoke fuzz-build fuzz-bins \
-	demo demo-fleet install clean
+	demo demo-fleet install clean mutation
 .DEFAULT_GOAL := all
 
 # INSTALL_DEPS=true: leave apt alone (a package build has its Build-Depends)
@@ -286,6 +287,15 @@ asan:
 	ASAN_OPTIONS=detect_leaks=0 SANITIZED=1 $(MAKE) --no-print-directory BUILD=$(BUILD)/asan SAN=1 integration \
 		|| fail="$$fail asan-integration"; \
 	if [ -n "$$fail" ]; then echo "make asan: failed:$$fail" >&2; exit 1; fi
+
+# make mutation: the mutation score of the modules where a wrong answer is a
+# hole (tests/mutation/modules.conf; scripts/mutate.py says how mutants are
+# made and judged).  Outside make check: it builds and tests once per
+# mutant.  MUTATION_ARGS: e.g. --only limits --no-integration --max 10.
+# The table goes to $(BUILD)/mutation/score.md, each module's survivors'
+# diffs to $(BUILD)/mutation/MODULE.survivors.
+mutation: all $(UNIT_BINS)
+	/usr/bin/python3 scripts/mutate.py --reuse $(BUILD) --build $(BUILD) --out $(BUILD)/mutation $(MUTATION_ARGS)
 
 # The last line names every skip (each suite's runner appends its skips,
 # "SUITE FILE.TEST: KIND: REASON", to $(BUILD)/skips.txt), so a green check
