@@ -129,10 +129,10 @@ check "policy active before any apply: nothing active, no daemon" -- sh -c \
 "$NODETUNE" apply --policy site --topology $HGX --sysroot "$AT" --state-dir "$T_TMP/ast" >/dev/null 2>&1
 run "$NODETUNE" policy active --state-dir "$T_TMP/ast" --socket "$T_TMP/no.sock" --json
 check "policy active after apply --policy site: the journal's policy, applied, its originals counted" -- sh -c \
-	"[ $RC -eq 0 ] && jq -e '.active == \"site\" and .journals[0].committed and .journals[0].changes == 3' '$OUT' >/dev/null"
+	"[ $RC -eq 0 ] && jq -e '.active == \"site\" and .journals[0].committed and .journals[0].changes == 7' '$OUT' >/dev/null"
 run "$NODETUNE" policy active --state-dir "$T_TMP/ast" --socket "$T_TMP/no.sock"
 check "policy active (text): no daemon, the journal, the active policy" -- sh -c \
-	"grep -q '^daemon:  none answers on $T_TMP/no.sock' '$OUT' && grep -q '^journal: $T_TMP/ast: site, applied, 3 originals kept' '$OUT' && grep -qx 'active:  site' '$OUT'"
+	"grep -q '^daemon:  none answers on $T_TMP/no.sock' '$OUT' && grep -q '^journal: $T_TMP/ast: site, applied, 7 originals kept' '$OUT' && grep -qx 'active:  site' '$OUT'"
 "$NODETUNE" revert --sysroot "$AT" --state-dir "$T_TMP/ast" >/dev/null 2>&1
 run "$NODETUNE" policy active --state-dir "$T_TMP/ast" --socket "$T_TMP/no.sock" --json
 check "policy active after revert: nothing" -- jq -e '.active == null' "$OUT"
@@ -155,7 +155,7 @@ check "apply on the tree: exit 0, each change logged as path: old -> new" -- sh 
 	"[ $RC -eq 0 ] && grep -q '^nodetune: apply: /sys/kernel/mm/transparent_hugepage/defrag: always -> defer+madvise$' '$ERR'"
 check "the tree holds what was written" -- [ "$(cat "$T/sys/kernel/mm/transparent_hugepage/defrag")" = "defer+madvise" ]
 run "$NODETUNE" verify --policy $GT --topology $HGX --sysroot "$T" --json
-check "verify after apply: exit 0, no drift" -- sh -c "[ $RC -eq 0 ] && jq -e '.drift == [] and .checked == 3' '$OUT' >/dev/null"
+check "verify after apply: exit 0, no drift" -- sh -c "[ $RC -eq 0 ] && jq -e '.drift == [] and .checked == 7' '$OUT' >/dev/null"
 echo 1 >"$T/proc/sys/kernel/numa_balancing"
 run "$NODETUNE" verify --policy $GT --topology $HGX --sysroot "$T"
 check "verify after someone turned balancing back on: exit 1, names path, expected, actual" -- sh -c \
