@@ -19,9 +19,12 @@ knobs() {
 	for f in /sys/kernel/mm/transparent_hugepage/enabled /sys/kernel/mm/transparent_hugepage/defrag \
 		/proc/sys/kernel/numa_balancing /proc/sys/vm/swappiness \
 		/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor; do
-		[ -e "$f" ] && printf '%s: %s\n' "$f" "$(cat "$f")"
+		[ -e "$f" ] || continue
+		printf '%s: %s\n' "$f" "$(cat "$f")" || return 1
 	done
 }
+
+knobs_to() { knobs >"$1"; }
 
 if [ "$(id -u)" -ne 0 ]; then
 	t_skip_host "gpu-train against doctor live: needs root to apply a policy"
@@ -32,14 +35,14 @@ if [ -w $DEFRAG ]; then
 	t_defer "echo $(sed -n 's/.*\[\(.*\)\].*/\1/p' $DEFRAG) >$DEFRAG"
 	echo always >$DEFRAG
 fi
-knobs >"$T_TMP/before"
+check "the live knobs read before" -- knobs_to "$T_TMP/before"
 t_defer "'$NODETUNE' revert --state-dir '$ST' >/dev/null 2>&1"
 
 run "$NODETUNE" doctor --window 1 --json
 check "before: doctor names the planted THP defrag = always (exit $RC)" -- sh -c \
 	"[ $RC -eq 1 ] && jq -e '[.hazards[].code] | index(\"thp-defrag-always\")' '$OUT' >/dev/null"
 run "$NODETUNE" apply --policy gpu-train --state-dir "$ST"
-check "nodetune apply --policy gpu-train (the checkout's policies/)" -- [ $RC -eq 0 ]
+check "nodetune apply --policy gpu-train (the checkout's policies/): exit $RC $(tail -1 "$ERR")" -- [ $RC -eq 0 ]
 run "$NODETUNE" doctor --window 1 --json --policy gpu-train
 DOC=$T_TMP/doctor.json
 cp "$OUT" "$DOC"
@@ -49,7 +52,7 @@ check "after gpu-train: each check ran or says why not ($(jq -c '.skipped' "$DOC
 	jq -e '.checks + (.skipped | length) == 9' "$DOC"
 run "$NODETUNE" revert --state-dir "$ST"
 check "nodetune revert" -- [ $RC -eq 0 ]
-knobs >"$T_TMP/after"
+check "the live knobs read after" -- knobs_to "$T_TMP/after"
 check "every live knob gpu-train names is back, byte for byte ($(wc -l <"$T_TMP/before") files)" -- \
 	cmp "$T_TMP/before" "$T_TMP/after"
 t_done
