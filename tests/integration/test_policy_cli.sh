@@ -97,7 +97,7 @@ check "include = gpu-train took /etc's gpu-train, not the shared one (the first 
 	jq -e '[.settings[] | select(.key == "vm.max_map_count")][0].file == "'"$PP"'/etc/gpu-train.conf"' "$OUT"
 run "$NODETUNE" policy list --json
 check "policy list: every NAME in path order, /etc's baseline first, the shared one shadowed" -- sh -c \
-	"[ $RC -eq 0 ] && jq -e '[.policies[] | .name] == [\"baseline\", \"gpu-train\", \"site\", \"baseline\", \"cross-numa\", \"gpu-train\"] and
+	"[ $RC -eq 0 ] && jq -e '[.policies[] | .name] == [\"baseline\", \"gpu-train\", \"site\", \"baseline\", \"gpu-shared\", \"gpu-train\"] and
 	 .policies[0].summary == \"the site'\"'\"'s baseline\" and .policies[3].shadowed and .policies[5].shadowed and
 	 (.policies[0].shadowed | not) and (.policies[4].shadowed | not)' '$OUT' >/dev/null"
 run "$NODETUNE" policy list
