@@ -41,6 +41,7 @@ static const struct opt_row use_opts[] = {
 	{ OPT_TOPOLOGY, OPT_OPTIONAL, NULL },
 	{ OPT_LIMITS, OPT_OPTIONAL, NULL },
 	{ OPT_SOCKET, OPT_OPTIONAL, NULL },
+	{ OPT_JSON, OPT_REFUSED, "use prints two lines; `policy active --json` and `status --json` show the result" },
 	OPT_TABLE_END,
 };
 

@@ -439,6 +439,18 @@ static void test_host_settings_from_sysroot(void **state)
 	if (!pl)
 		fail_msg("%s", err.msg);
 	assert_int_equal(pl->n_host, 7);   /* and the governor of the tree's 4 cpufreq CPUs */
+	{
+		/* the text folds a per-CPU knob into one line (F30) */
+		char *text = NULL;
+		size_t tlen = 0;
+		FILE *mf = open_memstream(&text, &tlen);
+
+		assert_int_equal(plan_print(mf, pl, t), 0);
+		fclose(mf);
+		assert_non_null(strstr(text, "\n  /sys/devices/system/cpu/cpu{0-3}/cpufreq/scaling_governor (4 CPUs): powersave -> performance\n"));
+		assert_null(strstr(text, "cpu1/cpufreq"));
+		free(text);
+	}
 	assert_string_equal(pl->host[0].from, "always");
 	assert_string_equal(pl->host[1].from, "always");
 	assert_string_equal(pl->host[2].from, "1");
