@@ -26,6 +26,13 @@ knobs() {
 
 knobs_to() { knobs >"$1"; }
 
+# gpu-shared binds and changes nothing host-wide: plan says so (the Slurm
+# plugin's rule, no key from [cgroup] on, is test_policy.c's)
+run "$NODETUNE" plan --policy gpu-shared --topology tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml --json
+check "plan --policy gpu-shared on the HGX: 8 ranks bound next to their GPU, memory preferred, no host setting, no IRQ, no job cgroup" -- \
+	sh -c "[ $RC -eq 0 ] && jq -e '(.ranks | length) == 8 and all(.ranks[]; .cpus != null) and .ranks[0].memory_policy == \"preferred\" and
+	 .host == [] and .irqs == [] and .cgroup == null' '$OUT' >/dev/null"
+
 if [ "$(id -u)" -ne 0 ]; then
 	t_skip_host "gpu-train against doctor live: needs root to apply a policy"
 	t_done
