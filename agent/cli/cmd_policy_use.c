@@ -239,9 +239,13 @@ int cmd_policy_use(struct opts *o)
 	struct ctx x;
 	int rc, r;
 
-	if (!policy_is_name(o->word) ||
-	    policy_find(policy_search_path(), o->word, policy_trust_flags(), found, sizeof(found), &err) < 0) {
-		log_msg(LOG_ERR, "%s", err.msg[0] ? err.msg : "not a policy NAME (a file has a '/' or ends in .conf)");
+	if (!policy_is_name(o->word)) {
+		log_msg(LOG_ERR, "'%s' is not a policy NAME (it has a '/' or ends in .conf): the daemon's policy is named, see `nodetune policy list`",
+			o->word);
+		return EXIT_USAGE;
+	}
+	if (policy_find(policy_search_path(), o->word, policy_trust_flags(), found, sizeof(found), &err) < 0) {
+		log_msg(LOG_ERR, "%s", err.msg);
 		return EXIT_USAGE;
 	}
 	if ((rc = ctx_load(&x, o, 0, true)) >= 0)

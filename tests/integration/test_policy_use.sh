@@ -74,7 +74,7 @@ expect_fail 2 "no policy named 'nope' in $PP" "use of a NAME the path does not h
 	"$NODETUNE" policy use nope $USE
 expect_fail 2 "broken.conf:4: .*enabled" "use of a policy that does not parse: nothing written" -- \
 	"$NODETUNE" policy use broken $USE
-expect_fail 2 "not a policy NAME" "use of a file path: a NAME only" -- "$NODETUNE" policy use "$PP/gpu-train.conf" $USE
+expect_fail 2 "is not a policy NAME" "use of a file path: a NAME only" -- "$NODETUNE" policy use "$PP/gpu-train.conf" $USE
 chmod 666 "$PP/gpu-train.conf"
 expect_fail 2 "gpu-train.conf.*writable" "use of a policy others may write: refused (the trust rule)" -- \
 	"$NODETUNE" policy use gpu-train $USE
