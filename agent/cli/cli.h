@@ -139,6 +139,8 @@ VERB(slurm);
 VERB(policy_list);
 VERB(policy_show);
 VERB(policy_active);
+VERB(policy_recommend);
+VERB(policy_use);
 #undef VERB
 
 #endif

@@ -47,6 +47,8 @@ static const struct verb {
 	{ "policy list", cmd_policy_list, &policy_list_spec },
 	{ "policy show", cmd_policy_show, &policy_show_spec },
 	{ "policy active", cmd_policy_active, &policy_active_spec },
+	{ "policy recommend", cmd_policy_recommend, &policy_recommend_spec },
+	{ "policy use", cmd_policy_use, &policy_use_spec },
 	{ "fleet rollout", cmd_fleet_rollout, &fleet_rollout_spec },
 	{ "fleet resume", cmd_fleet_resume, &fleet_resume_spec },
 	{ "fleet timestamp", cmd_fleet_timestamp, &fleet_timestamp_spec },

@@ -98,12 +98,22 @@ check "include = gpu-train took /etc's gpu-train, not the shared one (the first 
 	jq -e '[.settings[] | select(.key == "vm.max_map_count")][0].file == "'"$PP"'/etc/gpu-train.conf"' "$OUT"
 run "$NODETUNE" policy list --json
 check "policy list: every NAME in path order, /etc's baseline first, the shared one shadowed" -- sh -c \
-	"[ $RC -eq 0 ] && jq -e '[.policies[] | .name] == [\"baseline\", \"gpu-train\", \"site\", \"baseline\", \"cross-numa\", \"gpu-train\"] and
+	"[ $RC -eq 0 ] && jq -e '[.policies[] | .name] == [\"baseline\", \"gpu-train\", \"site\", \"baseline\", \"gpu-shared\", \"gpu-train\"] and
 	 .policies[0].summary == \"the site'\"'\"'s baseline\" and .policies[3].shadowed and .policies[5].shadowed and
 	 (.policies[0].shadowed | not) and (.policies[4].shadowed | not)' '$OUT' >/dev/null"
 run "$NODETUNE" policy list
 check "policy list (text): the path, then each name with its file" -- sh -c \
-	"[ $RC -eq 0 ] && grep -q '^policy path: $PP/etc:$PP/share\$' '$OUT' && grep -q '^gpu-train  *$PP/share/gpu-train.conf (shadowed)\$' '$OUT'"
+	"[ $RC -eq 0 ] && grep -q '^policy path: $PP/etc:$PP/share\$' '$OUT' && grep -q '^  gpu-train  *$PP/share/gpu-train.conf (shadowed)\$' '$OUT' &&
+	 grep -qx '  looked in $PP/etc: 3 policies' '$OUT' && grep -qx '  looked in $PP/share: 3 policies' '$OUT' && ! grep -q '^\*' '$OUT'"
+# F23: show in file order, the provenance column aligned; an empty policy says so
+run "$NODETUNE" policy show site
+check "policy show (text): each file's keys by line, the policy's own file last, the file:line column aligned" -- \
+	awk -v pp="$PP/" 'NR >= 4 { c = index($0, pp); split(substr($0, c), f, ":")
+		if (col && c != col) bad = 1; col = c
+		if (f[1] == last && f[2] + 0 <= ln) bad = 1; last = f[1]; ln = f[2] + 0 }
+		END { exit bad || last != pp "etc/site.conf" || NR < 10 }' "$OUT"
+run "$NODETUNE" policy show baseline
+check "policy show baseline: '(no keys: changes nothing)'" -- sh -c "[ $RC -eq 0 ] && grep -qx '(no keys: changes nothing)' '$OUT'"
 expect_fail 2 "no policy named 'nope' in $PP/etc:$PP/share" "--policy NAME that the path does not have" -- \
 	"$NODETUNE" plan --policy nope --topology $HGX
 printf '[main]\ninclude = nope\n' >"$PP/etc/broken.conf" && chmod 644 "$PP/etc/broken.conf"
@@ -130,10 +140,16 @@ check "policy active before any apply: nothing active, no daemon" -- sh -c \
 "$NODETUNE" apply --policy site --topology $HGX --sysroot "$AT" --state-dir "$T_TMP/ast" >/dev/null 2>&1
 run "$NODETUNE" policy active --state-dir "$T_TMP/ast" --socket "$T_TMP/no.sock" --json
 check "policy active after apply --policy site: the journal's policy, applied, its originals counted" -- sh -c \
-	"[ $RC -eq 0 ] && jq -e '.active == \"site\" and .journals[0].committed and .journals[0].changes == 3' '$OUT' >/dev/null"
+	"[ $RC -eq 0 ] && jq -e '.active == \"site\" and .journals[0].committed and .journals[0].changes == 7' '$OUT' >/dev/null"
+run "$NODETUNE" policy list --state-dir "$T_TMP/ast" --socket "$T_TMP/no.sock"
+check "policy list marks the active one (what policy active says): site" -- sh -c \
+	"[ $RC -eq 0 ] && grep -qx '\* site  *$PP/etc/site.conf (active)' '$OUT' && [ \$(grep -c '^\*' '$OUT') -eq 1 ]"
+run "$NODETUNE" policy list --state-dir "$T_TMP/ast" --socket "$T_TMP/no.sock" --json
+check "policy list --json: active, and the directories looked in" -- sh -c \
+	"[ $RC -eq 0 ] && jq -e '.active == \"site\" and ([.policies[] | select(.active) | .name] == [\"site\"]) and ([.searched[].exists] == [true, true])' '$OUT' >/dev/null"
 run "$NODETUNE" policy active --state-dir "$T_TMP/ast" --socket "$T_TMP/no.sock"
 check "policy active (text): no daemon, the journal, the active policy" -- sh -c \
-	"grep -q '^daemon:  none answers on $T_TMP/no.sock' '$OUT' && grep -q '^journal: $T_TMP/ast: site, applied, 3 originals kept' '$OUT' && grep -qx 'active:  site' '$OUT'"
+	"grep -q '^daemon:  none answers on $T_TMP/no.sock' '$OUT' && grep -q '^journal: $T_TMP/ast: site, applied, 7 originals kept' '$OUT' && grep -qx 'active:  site' '$OUT'"
 "$NODETUNE" revert --sysroot "$AT" --state-dir "$T_TMP/ast" >/dev/null 2>&1
 run "$NODETUNE" policy active --state-dir "$T_TMP/ast" --socket "$T_TMP/no.sock" --json
 check "policy active after revert: nothing" -- jq -e '.active == null' "$OUT"
@@ -156,7 +172,7 @@ check "apply on the tree: exit 0, each change logged as path: old -> new" -- sh 
 	"[ $RC -eq 0 ] && grep -q '^nodetune: apply: /sys/kernel/mm/transparent_hugepage/defrag: always -> defer+madvise$' '$ERR'"
 check "the tree holds what was written" -- [ "$(cat "$T/sys/kernel/mm/transparent_hugepage/defrag")" = "defer+madvise" ]
 run "$NODETUNE" verify --policy $GT --topology $HGX --sysroot "$T" --json
-check "verify after apply: exit 0, no drift" -- sh -c "[ $RC -eq 0 ] && jq -e '.drift == [] and .checked == 3' '$OUT' >/dev/null"
+check "verify after apply: exit 0, no drift" -- sh -c "[ $RC -eq 0 ] && jq -e '.drift == [] and .checked == 7' '$OUT' >/dev/null"
 echo 1 >"$T/proc/sys/kernel/numa_balancing"
 run "$NODETUNE" verify --policy $GT --topology $HGX --sysroot "$T"
 check "verify after someone turned balancing back on: exit 1, names path, expected, actual" -- sh -c \

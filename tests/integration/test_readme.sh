@@ -140,6 +140,7 @@ for f in "$T_TMP"/cmd/*.sh; do
 		eval "set -- exec $opts --local-rank 0 -- true"
 		line="$line (as local rank 0, the job: true)" ;;
 	run) echo "# README: '$line': needs a job (test_policy_cli.sh, test_launchers.sh run it) (not run here)"; continue ;;
+	"policy use") echo "# README: '$line': switches this host's daemon (test_policy_use.sh runs it on a tree) (not run here)"; continue ;;
 	daemon | status) echo "# README: '$line': needs a running daemon (test_daemon.sh) (not run here)"; continue ;;
 	fleet*) echo "# README: '$line': needs an etcd store (test_fleet.sh) (not run here)"; continue ;;
 	ab | bisect) echo "# README: '$line': takes minutes and its arms' jobs (test_ab.sh, test_bisect.sh) (not run here)"; continue ;;

@@ -46,7 +46,7 @@ ct() { podman exec "$NAME" "$@"; }
 ct_in() { podman exec -i "$NAME" "$@"; }
 
 # ---- this machine's knobs, as they are, put back at the end ---------------
-knobs() { echo "enabled=$(sed 's/.*\[\(.*\)\].*/\1/' $THP/enabled) defrag=$(sed 's/.*\[\(.*\)\].*/\1/' $THP/defrag) numa_balancing=$(cat /proc/sys/kernel/numa_balancing 2>/dev/null)"; }
+knobs() { echo "enabled=$(sed 's/.*\[\(.*\)\].*/\1/' $THP/enabled) defrag=$(sed 's/.*\[\(.*\)\].*/\1/' $THP/defrag) numa_balancing=$(cat /proc/sys/kernel/numa_balancing 2>/dev/null) swappiness=$(cat /proc/sys/vm/swappiness 2>/dev/null)"; }
 K0=$(knobs)
 restore_knobs() {
 	for kv in $K0; do
@@ -54,6 +54,7 @@ restore_knobs() {
 		enabled=*) echo "${kv#*=}" >$THP/enabled ;;
 		defrag=*) echo "${kv#*=}" >$THP/defrag ;;
 		numa_balancing=?*) echo "${kv#*=}" >/proc/sys/kernel/numa_balancing ;;
+		swappiness=?*) echo "${kv#*=}" >/proc/sys/vm/swappiness ;;
 		esac
 	done 2>/dev/null
 }

@@ -68,6 +68,10 @@ got=$(NODETUNE_POLICY_PATH=$tmp/pp complete_words "$comp" nodetune apply --polic
 # (bash splits "--policy=gpu" at the "=")
 got=$(NODETUNE_POLICY_PATH=$tmp/pp complete_words "$comp" nodetune apply --policy = gpu | tr '\n' ' ')
 [ "$got" = "gpu-mine.conf gpu-train " ] && ok "--policy=gpu: $got" || nok "--policy=gpu: '$got'"
+got=$(NODETUNE_POLICY_PATH=$tmp/pp complete_words "$comp" nodetune policy show gpu | tr '\n' ' ')
+[ "$got" = "gpu-mine.conf gpu-train " ] && ok "policy show gpu: names and files: $got" || nok "policy show gpu: '$got'"
+got=$(NODETUNE_POLICY_PATH=$tmp/pp complete_words "$comp" nodetune policy use gpu | tr '\n' ' ')
+[ "$got" = "gpu-train " ] && ok "policy use gpu: names only: $got" || nok "policy use gpu: '$got'"
 got=$(complete_words "$comp" nodetune plan --sysroot "" | tr '\n' ' ')
 [ "$got" = "sub " ] && ok "--sysroot: directories: $got" || nok "--sysroot: '$got'"
 got=$(complete_words "$comp" nodetune plan --topology t | tr '\n' ' ')

@@ -709,6 +709,24 @@ static int reply_check(const char *path, const char *reply, struct nt_err *err)
 	return r;
 }
 
+int ctlsock_peer(const char *path, pid_t *ret_pid, uid_t *ret_uid, struct nt_err *err)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	int fd = query_connect(path, err), r = 0;
+
+	if (fd < 0)
+		return fd;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		r = err_set(err, -errno, "%s: SO_PEERCRED: %s", path, strerror(errno));
+	close(fd);
+	if (r < 0)
+		return r;
+	*ret_pid = cred.pid;
+	*ret_uid = cred.uid;
+	return 0;
+}
+
 int ctlsock_query(const char *path, const char *request, int timeout_ms,
 		  char **ret_reply, struct nt_err *err)
 {

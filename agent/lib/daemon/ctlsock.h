@@ -28,6 +28,7 @@
 #define NODETUNE_CTLSOCK_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "nt_err.h"
 
@@ -107,5 +108,12 @@ void ctlsock_stop(struct ctlsock *s);
  * with err's message naming path.  *ret_reply is untouched on failure. */
 int ctlsock_query(const char *path, const char *request, int timeout_ms,
 		  char **ret_reply, struct nt_err *err);
+
+/* Who listens on path: the kernel's credentials of the daemon's socket
+ * (SO_PEERCRED: the process that created it, as this process's PID
+ * namespace sees it; pid 0 when it cannot).  Returns 0 with *ret_pid and
+ * *ret_uid, or query's connect errors (-ENOENT, -ECONNREFUSED: no daemon;
+ * -EACCES) with err; outputs untouched on error. */
+int ctlsock_peer(const char *path, pid_t *ret_pid, uid_t *ret_uid, struct nt_err *err);
 
 #endif

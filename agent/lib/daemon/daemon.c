@@ -459,6 +459,10 @@ static json_t *status_json(const struct daemon *d)
 		       "drifted", d->drifted, "ok", d->verify_ok, "drift", drift, "contested", contested, "doctor",
 		       doc, "recent", recent, "corrections", (json_int_t)d->corrections, "reloads",
 		       (json_int_t)d->reloads, "reload_failures", (json_int_t)d->reload_failures);
+	/* the NAME the policy file includes (what `policy use NAME` writes) */
+	if (st && d->policy && d->policy->v[KNOB_MAIN_INCLUDE].value &&
+	    !strcmp(d->policy->v[KNOB_MAIN_INCLUDE].file, d->policy->file))
+		json_object_set_new(st, "include", json_string(d->policy->v[KNOB_MAIN_INCLUDE].value));
 	if (st && fleet_host_last_refusal(d->fleet, &last)) {
 		for (int i = 0; i < SIGN_REJ__COUNT; i++)
 			total += fleet_host_rejected(d->fleet, (enum sign_reject)i);

@@ -68,6 +68,10 @@ unsigned discover_warnings(const struct topo *t, const struct kstate *ks,
 		warn_add(out, max, &n, "swap-on",
 			 "swap is on (%.1f GiB): pinned loader buffers and page cache compete with swapped-out training memory",
 			 (double)ks->swap_total_bytes / (1ull << 30));
+	if (ks->governor[0] && strcmp(ks->governor, "performance"))
+		warn_add(out, max, &n, "governor",
+			 "CPU frequency governor '%s': cores ramp up late after communication and data waits; use performance",
+			 ks->governor);
 	return n;
 }
 

@@ -206,7 +206,7 @@ static int check_numa_balancing(struct ctx *x)
 
 	FILL(h, evidence, "kernel.numa_balancing=%d; numa_hint_faults %s, numa_pages_migrated %s so far",
 	     x->ks->numa_balancing, vm(x->root, "numa_hint_faults", b1), vm(x->root, "numa_pages_migrated", b2));
-	FILL(h, fix, "bind ranks and memory to their GPU's node and turn balancing off ([sched] numa_balancing = 0); prove it with an A/B run first: on some hosts balancing helps");
+	FILL(h, fix, "bind ranks and memory to their GPU's node and turn balancing off ([sched] numa_balancing = 0; policies/gpu-train.conf does); prove it with an A/B run first: on some hosts balancing helps");
 	return 0;
 }
 
@@ -232,6 +232,15 @@ static int check_irqs(struct ctx *x)
 	for (unsigned i = 0; i < x->cfg->plan->n_ranks; i++)
 		if (x->cfg->plan->ranks[i].cpus)
 			hwloc_bitmap_or(ranks, ranks, x->cfg->plan->ranks[i].cpus);
+	if (hwloc_bitmap_isincluded(hwloc_topology_get_topology_cpuset(x->t->hw), ranks)) {
+		/* a policy that keeps no CPU free of ranks (gpu-train on a host
+		 * without GPUs keeps no housekeeping core) leaves an IRQ nowhere
+		 * else to go: not a hazard that moving IRQs could fix */
+		note(x->rep, "irq-on-rank-cpus: skipped, the policy's ranks use every CPU: no CPU is left for device IRQs");
+		hwloc_bitmap_free(ranks);
+		hwloc_bitmap_free(aff);
+		return 0;
+	}
 	x->rep->checks++;
 	for (unsigned d = 0; d < x->t->n_gpus + x->t->n_nics && !hwloc_bitmap_iszero(ranks); d++) {
 		const struct topo_dev *dev = d < x->t->n_gpus ? &x->t->gpus[d] : &x->t->nics[d - x->t->n_gpus];
@@ -282,29 +291,48 @@ static int check_governor(struct ctx *x)
 	FILL(h, summary, "CPU frequency governor '%s': cores ramp up late after the idle gaps of communication and data waits", x->ks->governor);
 	FILL(h, evidence, "cpufreq scaling_governor is %s on %s CPUs", x->ks->governor,
 	     strcmp(x->ks->governor, "mixed") ? "all" : "different");
-	FILL(h, fix, "use the performance governor on training hosts ([sched] governor = performance)");
+	FILL(h, fix, "use the performance governor on training hosts ([sched] governor = performance; policies/gpu-train.conf does)");
 	return 0;
 }
 
+/* vm.swappiness as the kernel holds it, or -1 unknown. */
+static int swappiness(const struct fsroot *root)
+{
+	const struct knob *k = &knob_table[KNOB_SYSCTL_VM_SWAPPINESS];
+	char buf[32];
+	uint64_t v;
+
+	if (knob_read_effective(root, k, k->path, buf, sizeof(buf)) < 0 || parse_u64(buf, 200, &v))
+		return -1;
+	return (int)v;
+}
+
+/* Swap is a hazard while the kernel will use it for anonymous memory:
+ * vm.swappiness 0 keeps training memory in RAM until the page cache is
+ * gone, which is what a policy can do about it. */
 static int check_swap(struct ctx *x)
 {
 	struct doctor_hazard *h;
+	int sw;
 
 	if (x->ks->swap_total_bytes < 0) {
 		note(x->rep, "swap-on: SwapTotal unknown");
 		return 0;
 	}
 	x->rep->checks++;
-	if (x->ks->swap_total_bytes == 0)
+	sw = swappiness(x->root);
+	if (x->ks->swap_total_bytes == 0 || sw == 0)
 		return 0;
 	if (!(h = hazard(x->rep, "swap-on")))
 		return -ENOMEM;
 	FILL(h, summary, "swap is on: training memory can be swapped out and come back as major faults in the step loop");
-	char b1[24], b2[24];
+	char b1[24], b2[24], b3[24] = "unknown";
 
-	FILL(h, evidence, "SwapTotal %.1f GiB; pswpin %s, pswpout %s so far", x->ks->swap_total_bytes / 1073741824.0,
-	     vm(x->root, "pswpin", b1), vm(x->root, "pswpout", b2));
-	FILL(h, fix, "turn swap off on training hosts (swapoff -a) or set [sysctl] vm.swappiness = 0");
+	if (sw > 0)
+		snprintf(b3, sizeof(b3), "%d", sw);
+	FILL(h, evidence, "SwapTotal %.1f GiB, vm.swappiness %s; pswpin %s, pswpout %s so far",
+	     x->ks->swap_total_bytes / 1073741824.0, b3, vm(x->root, "pswpin", b1), vm(x->root, "pswpout", b2));
+	FILL(h, fix, "set [sysctl] vm.swappiness = 0 (policies/gpu-train.conf does), or turn swap off on training hosts (swapoff -a)");
 	return 0;
 }
 
@@ -362,20 +390,44 @@ static int check_slurm_pending(struct ctx *x)
 
 /* ---- the table --------------------------------------------------------- */
 
-static const struct {
+/* A row: the hazard's code, its check, and the policy key that fixes it
+ * with the value that does (a policy setting it so makes a host it is
+ * applied on pass the check), or KNOB_COUNT where no policy key can: the
+ * row's fix text then says what to do instead. */
+static const struct doctor_row {
 	const char *code;
 	int (*check)(struct ctx *x);
+	enum knob_id knob;
+	const char *value;
 } checks[] = {
-	{ "zombie-memcg", check_zombie_memcg },
-	{ "sys-saturated-core", check_sys_saturated },
-	{ "thp-defrag-always", check_thp_defrag },
-	{ "numa-balancing-on", check_numa_balancing },
-	{ "irq-on-rank-cpus", check_irqs },
-	{ "governor", check_governor },
-	{ "swap-on", check_swap },
-	{ "cgroup-throttling", check_throttling },
-	{ "slurm-revert-pending", check_slurm_pending },
+	{ "zombie-memcg", check_zombie_memcg, KNOB_COUNT, NULL },
+	{ "sys-saturated-core", check_sys_saturated, KNOB_COUNT, NULL },
+	{ "thp-defrag-always", check_thp_defrag, KNOB_THP_DEFRAG, "defer+madvise" },
+	{ "numa-balancing-on", check_numa_balancing, KNOB_SCHED_NUMA_BALANCING, "0" },
+	{ "irq-on-rank-cpus", check_irqs, KNOB_IRQ_DEVICES, "housekeeping" },
+	{ "governor", check_governor, KNOB_SCHED_GOVERNOR, "performance" },
+	{ "swap-on", check_swap, KNOB_SYSCTL_VM_SWAPPINESS, "0" },
+	{ "cgroup-throttling", check_throttling, KNOB_COUNT, NULL },
+	{ "slurm-revert-pending", check_slurm_pending, KNOB_COUNT, NULL },
 };
+
+#define N_CHECKS (sizeof(checks) / sizeof(checks[0]))
+
+unsigned doctor_hazard_count(void)
+{
+	return N_CHECKS;
+}
+
+const char *doctor_hazard_code(unsigned i, enum knob_id *ret_knob, const char **ret_value)
+{
+	if (i >= N_CHECKS)
+		return NULL;
+	if (ret_knob)
+		*ret_knob = checks[i].knob;
+	if (ret_value)
+		*ret_value = checks[i].value;
+	return checks[i].code;
+}
 
 /* ---- counters a host may not produce ------------------------------------ */
 
@@ -442,7 +494,7 @@ int doctor_run(const struct fsroot *root, const struct topo *t, const struct kst
 	struct ctx x = { root, t, ks, cfg, rep, err };
 
 	memset(rep, 0, sizeof(*rep));
-	for (size_t i = 0; i < sizeof(checks) / sizeof(checks[0]); i++) {
+	for (size_t i = 0; i < N_CHECKS; i++) {
 		int r = checks[i].check(&x);
 
 		if (r < 0) {

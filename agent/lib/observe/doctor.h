@@ -60,6 +60,15 @@ int doctor_run(const struct fsroot *root, const struct topo *t, const struct kst
 
 void doctor_findings_release(struct doctor_findings *rep);
 
+/* The hazards doctor checks, in its order: i < doctor_hazard_count().
+ * doctor_hazard_code returns row i's code ("governor"), or NULL past the
+ * end, and fills what a policy sets to fix it: *ret_knob the key (a row of
+ * knob_table) and *ret_value its value, or KNOB_COUNT and NULL where no
+ * policy key can (zombie memcgs, throttling quotas: the fix text says what
+ * to do).  policies/gpu-train.conf sets every one (its unit test checks). */
+unsigned doctor_hazard_count(void);
+const char *doctor_hazard_code(unsigned i, enum knob_id *ret_knob, const char **ret_value);
+
 /* The findings as JSON: checks, hazards, skipped (why, per check), counters.
  * NULL: out of memory. */
 json_t *doctor_json(const struct doctor_findings *rep);

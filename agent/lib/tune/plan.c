@@ -633,6 +633,59 @@ void plan_free(struct plan *pl)
 	free(pl);
 }
 
+/* The CPU number in path, a file of the per-CPU pattern whose "%u" is at
+ * at.  0, or -EINVAL when path is not one. */
+static int cpu_of(const char *pattern, const char *at, const char *path, unsigned *ret)
+{
+	size_t pre = (size_t)(at - pattern), suf = strlen(at + 2), len = strlen(path);
+	char num[16];
+	uint64_t v;
+
+	if (len <= pre + suf || len - pre - suf >= sizeof(num) || strncmp(path, pattern, pre) ||
+	    strcmp(path + len - suf, at + 2))
+		return -EINVAL;
+	memcpy(num, path + pre, len - pre - suf);
+	num[len - pre - suf] = '\0';
+	if (parse_u64(num, UINT32_MAX, &v))
+		return -EINVAL;
+	*ret = (unsigned)v;
+	return 0;
+}
+
+/* Print host row i, folding it with the rows after it that set the same
+ * per-CPU knob from the same value to the same value into one line over a
+ * CPU list (a governor on 192 CPUs is one line).  Returns the rows
+ * printed. */
+static unsigned print_host_rows(FILE *out, const struct plan *pl, unsigned i)
+{
+	const struct plan_host *h = &pl->host[i];
+	const struct knob *kn = &knob_table[h->knob];
+	const char *at = kn->scope == KS_HOST_CPU ? strstr(kn->path, "%u") : NULL;
+	hwloc_bitmap_t cpus = at ? hwloc_bitmap_alloc() : NULL;
+	char list[256];
+	unsigned n = 0, cpu;
+
+	for (unsigned j = i; cpus && j < pl->n_host; j++, n++) {
+		const struct plan_host *o = &pl->host[j];
+
+		if (o->knob != h->knob || strcmp(o->from, h->from) || strcmp(o->to, h->to) ||
+		    cpu_of(kn->path, at, o->path, &cpu) < 0)
+			break;
+		hwloc_bitmap_set(cpus, cpu);
+	}
+	if (n < 2) {
+		fprintf(out, "  /%s: %s -> %s%s\n", h->path, h->from[0] ? h->from : "?", h->to,
+			!strcmp(h->from, h->to) ? " (already)" : "");
+		hwloc_bitmap_free(cpus);
+		return 1;
+	}
+	cpulist_format(cpus, list, sizeof(list));
+	hwloc_bitmap_free(cpus);
+	fprintf(out, "  /%.*s{%s}%s (%u CPUs): %s -> %s%s\n", (int)(at - kn->path), kn->path, list, at + 2, n,
+		h->from[0] ? h->from : "?", h->to, !strcmp(h->from, h->to) ? " (already)" : "");
+	return n;
+}
+
 /* ---- 6. output --------------------------------------------------------- */
 
 static json_t *jset_or_null(hwloc_const_bitmap_t set)
@@ -748,12 +801,8 @@ int plan_print(FILE *out, const struct plan *pl, const struct topo *t)
 		pl->export_gpu ? ", CUDA_VISIBLE_DEVICES exported" : "");
 
 	fprintf(out, "\nhost settings:%s\n", pl->n_host ? "" : " none");
-	for (unsigned i = 0; i < pl->n_host; i++) {
-		const struct plan_host *h = &pl->host[i];
-
-		fprintf(out, "  /%s: %s -> %s%s\n", h->path, h->from[0] ? h->from : "?", h->to,
-			!strcmp(h->from, h->to) ? " (already)" : "");
-	}
+	for (unsigned i = 0; i < pl->n_host; i += print_host_rows(out, pl, i))
+		;
 	if (pl->cgroup[0]) {
 		char c[256], m[64];
 

@@ -562,8 +562,11 @@ static int load_text(struct policy *p, const char *path, const char *real, char 
 		}
 		free(list);
 	}
+	/* include = is kept as the policy's own file wrote it (the outermost
+	 * file only: a parent's includes are its own business) */
 	for (unsigned i = 0; i < n && r == 0; i++)
-		if (ents[i].knob != KNOB_MAIN_INCLUDE && set_value(p, ents[i].knob, ents[i].value, path, ents[i].line) < 0)
+		if ((ents[i].knob != KNOB_MAIN_INCLUDE || chain->depth == 1) &&
+		    set_value(p, ents[i].knob, ents[i].value, path, ents[i].line) < 0)
 			r = err_set(err, -ENOMEM, "out of memory");
 	chain->depth--;
 	for (unsigned i = 0; i < n; i++)

@@ -46,7 +46,9 @@ struct policy_value {
 struct policy {
 	char *path;                 /* as given: a file or a NAME */
 	char *file;                 /* the file read (a NAME's, found on the search path) */
-	struct policy_value *v;     /* KNOB_COUNT entries, by enum knob_id */
+	struct policy_value *v;     /* KNOB_COUNT entries, by enum knob_id;
+				     * v[KNOB_MAIN_INCLUDE]: the include = of
+				     * file itself, as written (not its parents') */
 };
 
 /* ---- names and the search path ----------------------------------------

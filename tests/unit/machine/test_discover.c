@@ -54,7 +54,8 @@ static void test_warnings_untuned_gpu_host(void **state)
 
 	(void)state;
 	load_ks("tests/fixtures/sysroot/gpu-host-untuned", &ks);
-	assert_int_equal(discover_warnings(t, &ks, NULL, 0), 3);
+	assert_int_equal(discover_warnings(t, &ks, NULL, 0), 4);
+	assert_int_equal(codes(t, &ks, "governor"), 1);   /* powersave: doctor flags it too */
 	assert_int_equal(codes(t, &ks, "thp-defrag-always"), 1);
 	assert_int_equal(codes(t, &ks, "numa-balancing-on"), 1);
 	assert_int_equal(codes(t, &ks, "swap-on"), 1);

@@ -115,6 +115,59 @@ static void test_without_policy_irqs_are_skipped(void **state)
 	release(&x);
 }
 
+/* The flagship policy fixes every hazard a policy key can fix (F9 of the
+ * first-hour review): each row's key set to the row's value, and the rows
+ * without a key are the ones no policy can fix, named. */
+static void test_gpu_train_sets_what_doctor_checks(void **state)
+{
+	static const char *const unfixable[] = { "zombie-memcg", "sys-saturated-core", "cgroup-throttling",
+						 "slurm-revert-pending" };
+	struct nt_err err = { 0 };
+	char path[4096];
+	struct policy *p = policy_load(test_path(path, sizeof(path), "policies/gpu-train.conf"), 0, &err);
+	unsigned with_knob = 0, without = 0;
+	const char *code, *value;
+	enum knob_id k;
+
+	(void)state;
+	if (!p)
+		fail_msg("%s", err.msg);
+	for (unsigned i = 0; (code = doctor_hazard_code(i, &k, &value)); i++) {
+		if (k == KNOB_COUNT) {
+			assert_string_equal(code, unfixable[without++]);
+			continue;
+		}
+		with_knob++;
+		if (!policy_value(p, k) || strcmp(policy_value(p, k), value))
+			fail_msg("gpu-train.conf leaves doctor's %s: [%s] %s is %s, doctor wants %s", code,
+				 knob_table[k].section, knob_table[k].key, policy_value(p, k) ? policy_value(p, k) : "unset",
+				 value);
+	}
+	assert_int_equal(with_knob + without, doctor_hazard_count());
+	assert_int_equal(without, 4);
+	assert_int_equal(with_knob, 5);
+	policy_free(p);
+}
+
+/* Swap with vm.swappiness 0 is what the policy can do: no hazard. */
+static void test_swap_with_swappiness_zero(void **state)
+{
+	char dir[] = "/tmp/nt-doctor-swapXXXXXX", src[4096], path[4400];
+	struct run x;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "cp -a %s/. %s && mkdir -p %s/proc/sys/vm && echo 0 >%s/proc/sys/vm/swappiness",
+		 test_path(src, sizeof(src), "tests/fixtures/sysroot/gpu-host-hazards"), dir, dir, dir);
+	assert_int_equal(system(path), 0);
+	doctor_on(&x, dir, false);
+	assert_null(find(&x.rep, "swap-on"));
+	assert_int_equal(x.rep.n, 6);
+	release(&x);
+	snprintf(path, sizeof(path), "rm -rf %s", dir);
+	assert_int_equal(system(path), 0);
+}
+
 /* A Slurm job whose epilog could not revert it (tune/jobstate.h) is named
  * with the epilog's reason; a running job's journal is not a hazard. */
 static void test_slurm_revert_pending(void **state)
@@ -214,6 +267,8 @@ int main(void)
 		cmocka_unit_test(test_tuned_host_is_clean),
 		cmocka_unit_test(test_without_policy_irqs_are_skipped),
 		cmocka_unit_test(test_slurm_revert_pending),
+		cmocka_unit_test(test_gpu_train_sets_what_doctor_checks),
+		cmocka_unit_test(test_swap_with_swappiness_zero),
 		cmocka_unit_test(test_counters_not_countable),
 		cmocka_unit_test(test_counter_rows),
 		cmocka_unit_test(test_print),

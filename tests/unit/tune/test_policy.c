@@ -52,17 +52,15 @@ static void expect_error(const char *path, int code, const char *want)
 
 static void test_shipped_policies(void **state)
 {
-	static const char *const files[] = { "baseline.conf", "gpu-train.conf", "cross-numa.conf" };
+	static const char *const files[] = { "policies/baseline.conf", "policies/gpu-train.conf",
+					     "contrib/examples/cross-numa.conf", "policies/gpu-shared.conf" };
 	struct nt_err err = { 0 };
 	char path[4096];
 
 	(void)state;
-	for (size_t i = 0; i < 3; i++) {
-		char rel[64];
-		struct policy *p;
+	for (size_t i = 0; i < 4; i++) {
+		struct policy *p = policy_load(test_path(path, sizeof(path), files[i]), 0, &err);
 
-		snprintf(rel, sizeof(rel), "policies/%s", files[i]);
-		p = policy_load(test_path(path, sizeof(path), rel), 0, &err);
 		if (!p)
 			fail_msg("%s", err.msg);
 		assert_non_null(policy_get(p, "main", "summary"));
@@ -75,6 +73,15 @@ static void test_shipped_policies(void **state)
 		}
 		if (i == 2)
 			assert_non_null(strstr(policy_get(p, "main", "summary"), "DELIBERATELY BAD"));
+		if (i == 3) {
+			/* binding only: no key the Slurm plugin counts as host-wide
+			 * (a scope from KS_JOB on: the job cgroup, host files, IRQs) */
+			assert_string_equal(policy_get(p, "affinity", "mode"), "gpu-local");
+			for (unsigned k = 0; k < knob_count; k++)
+				if (knob_table[k].scope >= KS_JOB && policy_value(p, (enum knob_id)k))
+					fail_msg("gpu-shared.conf sets [%s] %s, a host-wide key", knob_table[k].section,
+						 knob_table[k].key);
+		}
 		policy_free(p);
 	}
 }
