@@ -186,7 +186,10 @@ static void test_print(void **state)
 	assert_int_equal(discover_print(f, t, NULL), 0);
 	fclose(f);
 	assert_non_null(strstr(buf, "2 packages, 2 NUMA nodes, 32 cores, 32 PUs, 4 GPUs, 1 NIC\n"));
-	assert_non_null(strstr(buf, "\n8     756.0 GiB  16-31  2 0000:85:00.0 Aqua Vanjaram"));
+	/* nodes, then GPUs with their nearest NIC and the path, then NICs */
+	assert_non_null(strstr(buf, "\n8     756.0 GiB   16-31\n"));
+	assert_non_null(strstr(buf, "\n2    0000:85:00.0  8     ens1f0np0  SYS   Aqua Vanjaram"));
+	assert_non_null(strstr(buf, "\nens1f0np0  0000:41:00.0  0     bnxt_re0\n"));
 	assert_non_null(strstr(buf, "kernel: not read"));
 	assert_non_null(strstr(buf, "warnings:\n  ! GPU 2 (0000:85:00.0)"));
 	free(buf);
