@@ -11,6 +11,7 @@
 #include "tune/plan.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -710,6 +711,42 @@ out_oom:
 	return NULL;
 }
 
+#define CPU_DIR "sys/devices/system/cpu/cpu"
+
+/* N of a CPU_DIR "N/REST" path (*ret_rest: "/REST"); UINT_MAX for another path. */
+static unsigned cpu_of(const char *path, const char **ret_rest)
+{
+	const char *p = path + strlen(CPU_DIR), *rest;
+	unsigned n = 0;
+
+	if (strncmp(path, CPU_DIR, strlen(CPU_DIR)) || *p < '0' || *p > '9')
+		return UINT_MAX;
+	for (rest = p; *rest >= '0' && *rest <= '9' && n < UINT_MAX / 10; rest++)
+		n = n * 10 + (unsigned)(*rest - '0');
+	if (*rest != '/')
+		return UINT_MAX;
+	if (ret_rest)
+		*ret_rest = rest;
+	return n;
+}
+
+/* The last of the host settings from i on that are one per-CPU file of
+ * consecutive CPUs with the same change (the text shows them as one line,
+ * cpuA-B/...); i itself when there is none. */
+static unsigned host_cpu_run(const struct plan *pl, unsigned i)
+{
+	const char *rest, *r;
+	unsigned cpu = cpu_of(pl->host[i].path, &rest), j = i;
+
+	if (cpu == UINT_MAX)
+		return i;
+	while (j + 1 < pl->n_host && cpu_of(pl->host[j + 1].path, &r) == cpu + (j + 1 - i) &&
+	       !strcmp(r, rest) && !strcmp(pl->host[j + 1].from, pl->host[i].from) &&
+	       !strcmp(pl->host[j + 1].to, pl->host[i].to))
+		j++;
+	return j;
+}
+
 int plan_print(FILE *out, const struct plan *pl, const struct topo *t)
 {
 	char hk[256];
@@ -749,9 +786,17 @@ int plan_print(FILE *out, const struct plan *pl, const struct topo *t)
 	fprintf(out, "\nhost settings:%s\n", pl->n_host ? "" : " none");
 	for (unsigned i = 0; i < pl->n_host; i++) {
 		const struct plan_host *h = &pl->host[i];
+		unsigned last = host_cpu_run(pl, i);
+		char path[sizeof(h->path) + 16];
 
-		fprintf(out, "  /%s: %s -> %s%s\n", h->path, h->from[0] ? h->from : "?", h->to,
+		if (last > i)
+			snprintf(path, sizeof(path), "%s%u-%u%s", CPU_DIR, cpu_of(h->path, NULL),
+				 cpu_of(pl->host[last].path, NULL), strchr(h->path + strlen(CPU_DIR), '/'));
+		else
+			snprintf(path, sizeof(path), "%s", h->path);
+		fprintf(out, "  /%s: %s -> %s%s\n", path, h->from[0] ? h->from : "?", h->to,
 			!strcmp(h->from, h->to) ? " (already)" : "");
+		i = last;
 	}
 	if (pl->cgroup[0]) {
 		char c[256], m[64];
