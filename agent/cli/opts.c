@@ -435,6 +435,8 @@ static const struct opt_def defs[OPT__COUNT] = {
 		   .help = "arm A: policy=FILE|NAME, cmd=COMMAND ARGS, or both, comma-separated" },
 	[OPT_B] = STRING("b", spec_b), .required = AB_ARMS_REQUIRED, .arg = "SPEC", .help = "arm B, as --a" },
 	[OPT_REPORT] = PATH("report", report), .arg = "FILE.html", .help = "also write a self-contained HTML report" },
+	[OPT_SVG] = PATH("svg", svg), .arg = "FILE.svg",
+		     .help = "write a picture of the machine (with --policy, its ranks) to FILE instead of the text" },
 	[OPT_GOOD] = PATH("good", good), .required = BISECT_POLICIES_REQUIRED, .arg = "POLICY",
 		      .help = "the policy that runs well (a file or a NAME)" },
 	[OPT_BAD] = PATH("bad", bad), .required = BISECT_POLICIES_REQUIRED, .arg = "POLICY",
