@@ -204,21 +204,35 @@ static void draw_dev(struct svg *s, hwloc_obj_t o, double x, double y)
 	}
 }
 
-static void bridge_label(hwloc_obj_t o, char *buf, size_t size)
+/* The class of a bridge drawn: "hostbridge"; "switch" for a bridge with
+ * bridges (a switch's downstream ports) below it; else "bridge" (a root
+ * port with a multi-function device, say). */
+static const char *bridge_class(const struct topo *t, hwloc_obj_t o)
+{
+	if (is_host_bridge(o))
+		return "hostbridge";
+	for (hwloc_obj_t c = o->io_first_child; c; c = c->next_sibling)
+		if (c->type == HWLOC_OBJ_BRIDGE && relevant(t, c))
+			return "switch";
+	return "bridge";
+}
+
+static void bridge_label(const char *cls, hwloc_obj_t o, char *buf, size_t size)
 {
 	const struct hwloc_bridge_attr_s *b = &o->attr->bridge;
 
-	if (is_host_bridge(o))
+	if (!strcmp(cls, "hostbridge"))
 		snprintf(buf, size, "host bridge %04x:[%02x-%02x]", (unsigned)b->downstream.pci.domain,
 			 b->downstream.pci.secondary_bus, b->downstream.pci.subordinate_bus);
 	else
-		snprintf(buf, size, "PCIe switch %04x:%02x:%02x.%x", (unsigned)b->upstream.pci.domain,
+		snprintf(buf, size, "PCIe %s %04x:%02x:%02x.%x", cls, (unsigned)b->upstream.pci.domain,
 			 b->upstream.pci.bus, b->upstream.pci.dev, b->upstream.pci.func);
 }
 
 static void draw_io(struct svg *s, hwloc_obj_t o, double x, double y)
 {
 	double w, h, cx = x + PAD;
+	const char *cls;
 	char name[96];
 
 	if (is_dev(s->t, o)) {
@@ -226,10 +240,10 @@ static void draw_io(struct svg *s, hwloc_obj_t o, double x, double y)
 		return;
 	}
 	measure(s->t, o, &w, &h);
-	bridge_label(o, name, sizeof(name));
+	cls = bridge_class(s->t, o);
+	bridge_label(cls, o, name, sizeof(name));
 	fprintf(s->f, "<g class=\"%s\">\n<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" rx=\"4\" class=\"%s\"/>\n",
-		is_host_bridge(o) ? "hostbridge" : "switch", x, y, w, h,
-		is_host_bridge(o) ? "hostbridge" : "switch");
+		cls, x, y, w, h, cls);
 	label(s->f, x + 6, y + 13, "box-head", name, 60);
 	for (hwloc_obj_t c = o->io_first_child; c; c = c->next_sibling) {
 		double cw, ch;
@@ -462,7 +476,7 @@ static const char style[] =
 	".box-head{font-weight:bold;fill:#444}.pkg-head{font-weight:bold;font-size:13px}\n"
 	".dev-head{font-weight:bold}.dev-bus,.dev-model{fill:#555}.link{font-size:10px;font-weight:bold;text-anchor:middle}\n"
 	"rect.package{fill:none;stroke:#333;stroke-width:1.5}rect.numa{fill:#fffbea;stroke:#c9a227}\n"
-	"rect.hostbridge{fill:#f4f4f4;stroke:#888}rect.switch{fill:#fff;stroke:#999;stroke-dasharray:4 2}\n"
+	"rect.hostbridge{fill:#f4f4f4;stroke:#888}rect.switch,rect.bridge{fill:#fff;stroke:#999;stroke-dasharray:4 2}\n"
 	"rect.gpu{fill:#e6f4ea;stroke:#2e7d32}rect.nic{fill:#e3f0fb;stroke:#1565c0}\n"
 	"rect.pu{fill:#cfd8dc}rect.pu.hk{fill:#fff;stroke:#555}\n"
 	"path.pair{fill:none;stroke-width:2}\n"

@@ -3,9 +3,9 @@
  * (`nodetune discover --svg`).
  *
  * Packages hold their NUMA nodes; each node shows its CPUs (one square per
- * PU) and below them its PCIe tree: host bridges, the PCIe switches where
- * it branches (a chain of bridges with one way down is drawn as one
- * line), the GPUs and NICs.  Each GPU is joined to its nearest NIC, the
+ * PU) and below them its PCIe tree: host bridges, the bridges where it
+ * branches (a PCIe switch when bridges hang below, its downstream ports;
+ * a chain of bridges with one way down is not drawn), the GPUs and NICs.  Each GPU is joined to its nearest NIC, the
  * link named as `nvidia-smi topo -m` does (topo_dev_link).  With a plan,
  * each rank's CPUs and GPU take the rank's colour and the rank's GPU is
  * joined to the rank's NIC instead.
