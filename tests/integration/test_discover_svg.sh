@@ -89,6 +89,11 @@ else
 	t_need ../shared "$SHARED is absent: discover --svg on the real-machine exports not checked"
 fi
 
+# the picture in docs/ is what `make docs-discover` draws now
+run "$NODETUNE" discover --topology "$HGX" --policy policies/gpu-train.conf --svg "$T_TMP/docs.svg"
+check "docs/img/discover-hgx.svg is current (exit $RC; else run make docs-discover)" -- \
+	sh -c '[ "$1" -eq 0 ] && cmp "$2" docs/img/discover-hgx.svg && [ -s docs/img/discover-hgx.png ]' - "$RC" "$T_TMP/docs.svg"
+
 # text from the topology is escaped: a file name with XML's special characters
 cp "$HGX" "$T_TMP/a<b&c.xml"
 run "$NODETUNE" discover --topology "$T_TMP/a<b&c.xml" --svg "$T_TMP/amp.svg"
