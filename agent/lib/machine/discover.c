@@ -326,11 +326,11 @@ static void print_distances(FILE *out, const struct topo *t)
 		fprintf(out, "node distances: %s\n", t->n_numa > 1 ? "not in the topology" : "one node");
 		return;
 	}
-	fprintf(out, "node distances:\nnode ");
+	fprintf(out, "node distances:\nnode");
 	for (unsigned j = 0; j < t->n_numa; j++)
 		fprintf(out, " %3u", t->numa[j].os_index);
 	for (unsigned i = 0; i < t->n_numa; i++) {
-		fprintf(out, "\n%3u: ", t->numa[i].os_index);
+		fprintf(out, "\n%3u:", t->numa[i].os_index);
 		for (unsigned j = 0; j < t->n_numa; j++)
 			fprintf(out, " %3" PRIu64, t->numa_dist[(size_t)i * t->n_numa + j]);
 	}
