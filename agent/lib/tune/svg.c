@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "base/cpulist.h"
+#include "base/textbuf.h"
 
 #define MARGIN 16.0
 #define PAD 8.0           /* inside a box */
@@ -43,27 +44,35 @@ struct svg {
 
 /* ---- 1. text and colours ------------------------------------------------ */
 
-/* s as XML character data; a control character (from a foreign XML file)
- * as '?', and at most max bytes, "..." after a cut. */
+/* s as XML character data: at most max bytes (cut where a UTF-8 character
+ * starts, "..." after it), each control character and each byte outside
+ * well-formed UTF-8 (a foreign XML file's) as '?' (text_unctrl), so the
+ * document stays well-formed. */
 static void xml_text(FILE *f, const char *s, size_t max)
 {
-	size_t n = 0;
+	char buf[512];
+	size_t n = s ? strlen(s) : 0;
 
-	for (; s && *s && n < max; s++, n++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '<')
+	if (max > sizeof(buf) - 1)
+		max = sizeof(buf) - 1;
+	if (n > max)
+		for (n = max; n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80; n--)
+			;
+	if (n)
+		memcpy(buf, s, n);
+	buf[n] = '\0';
+	text_unctrl(buf);
+	for (const char *p = buf; *p; p++) {
+		if (*p == '<')
 			fputs("&lt;", f);
-		else if (c == '>')
+		else if (*p == '>')
 			fputs("&gt;", f);
-		else if (c == '&')
+		else if (*p == '&')
 			fputs("&amp;", f);
-		else if (c < 0x20 || c == 0x7f)
-			fputc('?', f);
 		else
-			fputc(c, f);
+			fputc(*p, f);
 	}
-	if (s && *s)
+	if (s && s[n])
 		fputs("...", f);
 }
 

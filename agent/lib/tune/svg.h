@@ -11,8 +11,9 @@
  * joined to the rank's NIC instead.
  *
  * The document is self-contained: inline style, no script, no external
- * reference, no font; every text from the topology is XML-escaped.  One
- * <g class="gpu"> per GPU, <g class="nic"> per NIC, <g class="numa"> per
+ * reference, no font; every text from the topology is XML-escaped, its
+ * control characters and bytes outside well-formed UTF-8 shown as '?'.
+ * One <g class="gpu"> per GPU, <g class="nic"> per NIC, <g class="numa"> per
  * NUMA node, <g class="package"> per package, <path class="pair"> per
  * pairing drawn, <rect class="pu"> per PU.
  */

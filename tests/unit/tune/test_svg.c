@@ -138,7 +138,8 @@ static void test_plan_ranks(void **state)
 	topo_free(t);
 }
 
-/* A file name with XML's special characters: the source in <title> escaped. */
+/* A file name with XML's special characters, a control character and a
+ * byte outside UTF-8: the source in <title> escaped. */
 static void test_escaped(void **state)
 {
 	char dir[64], src[4096], path[4200], cmd[8600];
@@ -154,6 +155,15 @@ static void test_escaped(void **state)
 	svg = picture(t, NULL);
 	assert_non_null(strstr(svg, "a&lt;b&gt;&amp;c.xml</title>"));
 	assert_null(strstr(svg, "a<b"));
+	free(svg);
+	topo_free(t);
+	/* a newline and a byte that is no UTF-8: '?', the document well-formed */
+	snprintf(path, sizeof(path), "%s/x\ny\xff.xml", dir);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", src, path);
+	assert_int_equal(system(cmd), 0);
+	t = load(path);
+	svg = picture(t, NULL);
+	assert_non_null(strstr(svg, "/x?y?.xml</title>"));
 	free(svg);
 	topo_free(t);
 	test_rmrf(dir);
