@@ -315,7 +315,8 @@ static int read_node_mem(const struct fsroot *root, struct kstate *ks, struct nt
 		return err_set(err, -ENOMEM, "out of memory");
 	r = each_node(root, ks, node_meminfo, buf, err);
 	free(buf);
-	qsort(ks->node_mem, ks->n_node_mem, sizeof(*ks->node_mem), node_mem_cmp);
+	if (ks->n_node_mem)
+		qsort(ks->node_mem, ks->n_node_mem, sizeof(*ks->node_mem), node_mem_cmp);
 	return r;
 }
 
