@@ -182,7 +182,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 UNIT_LIBS  = $(shell pkg-config --libs cmocka 2>/dev/null) $(LIBS)
 
 .PHONY: all man deb deps deps-check deps-fuzz check lint unit integration asan fuzz fuzz-smoke fuzz-build fuzz-bins \
-	demo demo-fleet install clean mutation
+	docs-discover demo demo-fleet install clean mutation
 .DEFAULT_GOAL := all
 
 # INSTALL_DEPS=true: leave apt alone (a package build has its Build-Depends)
@@ -349,6 +349,19 @@ demo: deps all
 
 demo-fleet: deps all
 	@scripts/demo-fleet.sh $(abspath $(BUILD))
+
+# docs/img/discover-hgx.{svg,png}: discover --svg on the HGX fixture with
+# gpu-train's ranks, and headless Chromium's screenshot of it at its size
+# (test_discover_svg.sh checks that the SVG is current)
+DISCOVER_IMG := docs/img/discover-hgx
+docs-discover: $(NODETUNE)
+	@mkdir -p $(dir $(DISCOVER_IMG))
+	$(NODETUNE) discover --topology tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml \
+		--policy policies/gpu-train.conf --svg $(DISCOVER_IMG).svg
+	chromium --headless --no-sandbox --disable-gpu --hide-scrollbars \
+		--window-size=$$(sed -n 's/^<svg [^>]* width="\([0-9]*\)" height="\([0-9]*\)".*/\1,\2/p' $(DISCOVER_IMG).svg) \
+		--screenshot=$(abspath $(DISCOVER_IMG)).png file://$(abspath $(DISCOVER_IMG)).svg 2>/dev/null
+	@test -s $(DISCOVER_IMG).png
 
 # ---- install ---------------------------------------------------------------
 # The systemd unit goes to $(PREFIX)/lib/systemd/system: /usr/local/lib/...

@@ -439,6 +439,13 @@ static const struct opt_def defs[OPT__COUNT] = {
 		   .man = "Both: comma-separated, cmd= last (split on spaces, no shell)." },
 	[OPT_B] = STRING("b", spec_b), .required = AB_ARMS_REQUIRED, .arg = "SPEC", .help = "arm B, as --a" },
 	[OPT_REPORT] = PATH("report", report), .arg = "FILE.html", .help = "also write a self-contained HTML report" },
+	[OPT_SVG] = PATH("svg", svg), .arg = "FILE.svg",
+		     .help = "a picture of the machine (with --policy, its ranks)",
+		     .man = "Written instead of the text: packages, NUMA nodes with their CPUs, host bridges and PCIe "
+			    "switches, GPUs and NICs, each GPU joined to its nearest NIC with the PCIe path as "
+			    "nvidia-smi topo -m names it (PIX, PXB, PHB, NODE, SYS).  With --policy (and -n), each "
+			    "rank's CPUs, GPU and NIC in the rank's colour.  One self-contained SVG: no script, no "
+			    "external reference." },
 	[OPT_GOOD] = PATH("good", good), .required = BISECT_POLICIES_REQUIRED, .arg = "POLICY",
 		      .help = "the policy that runs well (a file or a NAME)" },
 	[OPT_BAD] = PATH("bad", bad), .required = BISECT_POLICIES_REQUIRED, .arg = "POLICY",

@@ -50,6 +50,7 @@ enum opt_id {
 	OPT_FLEET_ID, OPT_FLEET_MAX_AGE,               /* the fleet signed for; the daemon's freshness limit */
 	OPT_GATES_DIR,                /* the daemon's named gates */
 	OPT_AS_USER, OPT_TRIAL_DIR,   /* ab's job as a user, and its trial directory */
+	OPT_SVG,                      /* discover's picture */
 	OPT_VERBOSE, OPT_LOG_FORMAT, OPT_VERSION,      /* global: every verb takes them */
 	OPT__COUNT,
 	OPT_END = -1,                 /* ends a verb's table */
@@ -66,7 +67,7 @@ struct opts {
 	const char *policy, *topology, *synthetic, *sysroot, *state_dir;
 	unsigned ranks, local_rank, local_size;
 	double window_s;
-	const char *spec_a, *spec_b, *report, *good, *bad;
+	const char *spec_a, *spec_b, *report, *good, *bad, *svg;
 	struct opt_pids pids;
 	unsigned interval_ms;         /* observe's --interval, kept in milliseconds */
 	double duration_s;

@@ -5,8 +5,10 @@
 #
 # The expected files are nodetune's own output, so matching them only shows
 # that nothing changed.  What makes them right: tests/tools/hwloc_facts.py
-# derives the facts (packages, cores, PUs, NUMA nodes and their memory, the
-# GPUs and NICs with their NUMA locality, and from a sysroot the kernel state)
+# derives the facts (packages, cores, PUs, NUMA nodes, their memory and
+# distances, the GPUs and NICs with their NUMA locality, each GPU's nearest
+# NIC and the PCIe path to it, and from a sysroot the kernel state and each
+# node's free memory)
 # from the hwloc XML with Python's xml module and from the tree's files, and
 # they must equal the same fields of the expected file.  A tree without an
 # XML is exported by hwloc's lstopo-no-graphics (HWLOC_FSROOT), a synthetic
@@ -17,7 +19,7 @@
 
 # the fields hwloc_facts.py derives, from a discover --json document
 FACTS='{packages, cores, pus, numa_nodes,
-	gpus: [.gpus[] | {index, pci_bus_id, vendor, numa_node, cpus}],
+	gpus: [.gpus[] | {index, pci_bus_id, vendor, numa_node, cpus, nearest_nic, nic_link}],
 	nics: ([.nics[] | {name, pci_bus_id, numa_node, cpus, rdma_device}] | sort_by(.pci_bus_id))}
 	+ (if .kernel then {kernel: (.kernel | {thp_enabled, thp_defrag, numa_balancing, governor, isolated_cpus,
 	   swap_total_bytes, hugepages: (.hugepages | sort_by(.node, .size_kb)), cgroup_version})} else {} end)'

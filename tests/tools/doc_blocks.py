@@ -89,8 +89,10 @@ def commands(block, prefix):
 
 
 def norm(line, shape):
+    """In its shape a line's numbers are N, and a run of spaces (a column's
+    padding, which varies with the numbers' widths) is two."""
     line = line.rstrip()
-    return NUM.sub("N", line) if shape else line
+    return re.sub(r"  +", "  ", NUM.sub("N", line)) if shape else line
 
 
 def match(exp, got):

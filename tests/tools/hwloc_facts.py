@@ -5,13 +5,25 @@ derived WITHOUT nodetune, for checking its golden files.
 
 From the hwloc XML export (Python's xml module, no hwloc):
   packages, cores, pus     count of Package, Core, PU objects
-  numa_nodes               os_index, cpus (cpulist of its cpuset), local_memory
+  numa_nodes               os_index, cpus (cpulist of its cpuset), local_memory,
+                           distances (the row of the NUMALatency distances2
+                           matrix, or null without one), memory_free_bytes
+                           (MemFree of SYSROOT's nodeN/meminfo, else null)
   gpus                     PCI functions of NVIDIA (10de) with a display class
                            (03xx) or AMD (1002) with class 0380, in PCI bus id
                            order (index = place in that order); vendor; cpus and
                            numa_node from the first ancestor that is not I/O
                            (bridge, PCI device): its cpuset, and its node when
-                           its nodeset holds one (null when it spans several)
+                           its nodeset holds one (null when it spans several);
+                           nearest_nic: the NIC whose deepest common ancestor
+                           with it is deepest, then one with an OpenFabrics
+                           device, then the first in bus id order; nic_link:
+                           the path to it as nvidia-smi topo -m names it
+                           (common ancestor a host bridge: PHB; another
+                           bridge: PIX when at most one bridge lies below it
+                           on each side, else PXB; not a bridge: NODE when
+                           the nearest ancestors with a nodeset have the same
+                           one, else SYS)
   nics                     PCI functions with a network (osdev_type 2) or
                            OpenFabrics (3) OS device, in bus id order: name (the
                            network device's, else the OpenFabrics one's),
@@ -77,8 +89,50 @@ def locality(parents):
     return None, None
 
 
+def link(gp, np_):
+    """nvidia-smi's name of the path between devices with these ancestor lists."""
+    k = 0
+    while k < min(len(gp), len(np_)) and gp[k] is np_[k]:
+        k += 1
+    c = gp[k - 1]
+    if c.get("type") == "Bridge":
+        if c.get("bridge_type", "").startswith("0-"):
+            return "PHB"
+        below = [sum(1 for o in p[k:] if o.get("type") == "Bridge") for p in (gp, np_)]
+        return "PIX" if max(below) <= 1 else "PXB"
+    nodesets = [next(o.get("nodeset") for o in reversed(p) if o.get("nodeset")) for p in (gp, np_)]
+    return "NODE" if bits(nodesets[0]) == bits(nodesets[1]) else "SYS"
+
+
+def pair_nics(gpus, nics):
+    for g in gpus:
+        best = None
+        for n in nics:
+            k = 0
+            while k < min(len(g["_p"]), len(n["_p"])) and g["_p"][k] is n["_p"][k]:
+                k += 1
+            key = (k, n["rdma_device"] is not None)
+            if best is None or key > best[0]:
+                best = (key, n)
+        g["nearest_nic"] = best[1]["name"] if best else None
+        g["nic_link"] = link(g["_p"], best[1]["_p"]) if best else None
+
+
+def distances(root, numa):
+    for d in root.findall("distances2"):
+        if d.get("name") != "NUMALatency" or d.get("indexing") != "os":
+            continue
+        idx = [int(x) for i in d.findall("indexes") for x in i.text.split()]
+        vals = [int(x) for v in d.findall("u64values") for x in v.text.split()]
+        n = len(idx)
+        order = [idx.index(m["os_index"]) for m in numa]
+        for i, m in zip(order, numa):
+            m["distances"] = [vals[i * n + j] for j in order]
+
+
 def topology(path):
-    root = ET.parse(path).getroot().find("object")
+    top = ET.parse(path).getroot()
+    root = top.find("object")
     count = {"Package": 0, "Core": 0, "PU": 0}
     numa, gpus, nics = [], [], []
 
@@ -88,7 +142,8 @@ def topology(path):
             count[t] += 1
         if t == "NUMANode":
             numa.append({"os_index": int(o.get("os_index")), "cpus": cpulist(bits(o.get("cpuset"))),
-                         "memory_bytes": int(o.get("local_memory", "0"))})
+                         "memory_bytes": int(o.get("local_memory", "0")), "distances": None,
+                         "memory_free_bytes": None})
         if t != "PCIDev":
             return
         m = re.match(r"([0-9a-f]{4}) \[([0-9a-f]{4}):", o.get("pci_type", ""))
@@ -96,13 +151,13 @@ def topology(path):
         cpus, node = locality(parents)
         if (ven == "10de" and cls.startswith("03")) or (ven == "1002" and cls == "0380"):
             gpus.append({"pci_bus_id": o.get("pci_busid"), "vendor": "nvidia" if ven == "10de" else "amd",
-                         "numa_node": node, "cpus": cpus})
+                         "numa_node": node, "cpus": cpus, "_p": parents})
         osd = [(c.get("osdev_type"), c.get("name")) for c in o.findall("object") if c.get("type") == "OSDev"]
         net = [n for k, n in osd if k == "2"]
         ofed = [n for k, n in osd if k == "3"]
         if net or ofed:
             nics.append({"name": (net or ofed)[0], "pci_bus_id": o.get("pci_busid"), "numa_node": node,
-                         "cpus": cpus, "rdma_device": ofed[0] if ofed else None})
+                         "cpus": cpus, "rdma_device": ofed[0] if ofed else None, "_p": parents})
 
     walk(root, [], visit)
     gpus.sort(key=lambda g: g["pci_bus_id"])
@@ -110,6 +165,10 @@ def topology(path):
         g["index"] = i
     nics.sort(key=lambda n: n["pci_bus_id"])
     numa.sort(key=lambda n: n["os_index"])
+    distances(top, numa)
+    pair_nics(gpus, nics)
+    for d in gpus + nics:
+        del d["_p"]
     return {"packages": count["Package"], "cores": count["Core"], "pus": count["PU"],
             "numa_nodes": numa, "gpus": gpus, "nics": nics}
 
@@ -152,6 +211,14 @@ def kernel(root):
     return ks
 
 
+def node_free(root, numa):
+    for m in numa:
+        path = "sys/devices/system/node/node%d/meminfo" % m["os_index"]
+        if os.path.exists(os.path.join(root, path)):
+            kb = re.search(r"^Node \d+ MemFree:\s+(\d+) kB", read(root, path), re.M)
+            m["memory_free_bytes"] = int(kb.group(1)) * 1024
+
+
 def main():
     if len(sys.argv) not in (2, 3):
         print("usage: hwloc_facts.py XML [SYSROOT]", file=sys.stderr)
@@ -160,6 +227,7 @@ def main():
         facts = topology(sys.argv[1])
         if len(sys.argv) == 3:
             facts["kernel"] = kernel(sys.argv[2])
+            node_free(sys.argv[2], facts["numa_nodes"])
     except (OSError, ET.ParseError) as e:
         print("hwloc_facts.py: %s" % e, file=sys.stderr)
         return 2

@@ -134,9 +134,50 @@ static json_t *json_dev(const struct topo *t, const struct topo_dev *d,
 		jset(o, "name", json_string(d->name), oom);
 		jset(o, "nearest_nic", d->nearest_nic >= 0
 		     ? json_string(t->nics[d->nearest_nic].name) : json_null(), oom);
+		jset(o, "nic_link", d->nic_link >= 0
+		     ? json_string(topo_link_name(d->nic_link)) : json_null(), oom);
 	} else {
 		jset(o, "rdma_device", jstr_or_null(d->rdma), oom);
 	}
+	return o;
+}
+
+/* Distances from numa[i] to each node of numa_nodes, or null. */
+static json_t *json_distances(const struct topo *t, unsigned i, bool *oom)
+{
+	json_t *a;
+
+	if (!t->numa_dist)
+		return json_null();
+	a = json_array();
+	for (unsigned j = 0; a && j < t->n_numa; j++)
+		if (json_array_append_new(a, json_integer((json_int_t)t->numa_dist[(size_t)i * t->n_numa + j])) < 0)
+			*oom = true;
+	return a;
+}
+
+static const struct kstate_node_mem *node_mem(const struct kstate *ks, unsigned os_index)
+{
+	for (unsigned i = 0; ks && i < ks->n_node_mem; i++)
+		if (ks->node_mem[i].node == (int)os_index)
+			return &ks->node_mem[i];
+	return NULL;
+}
+
+static json_t *json_numa(const struct topo *t, const struct kstate *ks, unsigned i, bool *oom)
+{
+	const struct kstate_node_mem *m = node_mem(ks, t->numa[i].os_index);
+	json_t *o = json_object();
+
+	if (!o) {
+		*oom = true;
+		return NULL;
+	}
+	jset(o, "os_index", json_integer(t->numa[i].os_index), oom);
+	jset(o, "cpus", jcpulist(t->numa[i].cpus), oom);
+	jset(o, "memory_bytes", json_integer((json_int_t)t->numa[i].memory_bytes), oom);
+	jset(o, "memory_free_bytes", m ? json_integer((json_int_t)m->free_bytes) : json_null(), oom);
+	jset(o, "distances", json_distances(t, i, oom), oom);
 	return o;
 }
 
@@ -191,17 +232,9 @@ json_t *discover_json(const struct topo *t, const struct kstate *ks)
 		goto out_oom;
 	jset(doc, "source", json_string(t->source), &oom);
 	jset(doc, "packages", json_integer(t->packages), &oom);
-	for (unsigned i = 0; i < t->n_numa; i++) {
-		json_t *o = json_object();
-
-		if (!o || json_array_append_new(numa, o) < 0) {
+	for (unsigned i = 0; i < t->n_numa; i++)
+		if (json_array_append_new(numa, json_numa(t, ks, i, &oom)) < 0)
 			oom = true;
-			break;
-		}
-		jset(o, "os_index", json_integer(t->numa[i].os_index), &oom);
-		jset(o, "cpus", jcpulist(t->numa[i].cpus), &oom);
-		jset(o, "memory_bytes", json_integer((json_int_t)t->numa[i].memory_bytes), &oom);
-	}
 	jset(doc, "numa_nodes", numa, &oom);
 	numa = NULL;
 	jset(doc, "cores", json_integer(t->cores), &oom);
@@ -265,54 +298,95 @@ static void fmt_bytes(uint64_t b, char *buf, size_t size)
 		snprintf(buf, size, "%" PRIu64 " B", b);
 }
 
-/* Devices of node (os index, or -1 for "no single node"), i-th one. */
-static const struct topo_dev *nth_on_node(const struct topo_dev *devs, unsigned n,
-					  int node, unsigned i, unsigned *ret_index)
+/* NODE MEMORY [FREE] CPUS: one row per NUMA node; FREE where the kernel
+ * state has the nodes' meminfo. */
+static int print_nodes(FILE *out, const struct topo *t, const struct kstate *ks)
 {
-	for (unsigned k = 0; k < n; k++) {
-		if (devs[k].numa_node != node)
-			continue;
-		if (i-- == 0) {
-			*ret_index = k;
-			return &devs[k];
-		}
+	bool free_col = ks && ks->n_node_mem > 0;
+
+	fprintf(out, "%-5s %-11s%s %s\n", "NODE", "MEMORY", free_col ? " FREE       " : "", "CPUS");
+	for (unsigned i = 0; i < t->n_numa; i++) {
+		const struct kstate_node_mem *m = node_mem(ks, t->numa[i].os_index);
+		char *cpus = cpulist_format_alloc(t->numa[i].cpus);
+		char mem[32], fr[32] = "?";
+
+		if (!cpus)
+			return -ENOMEM;
+		fmt_bytes(t->numa[i].memory_bytes, mem, sizeof(mem));
+		if (m)
+			fmt_bytes(m->free_bytes, fr, sizeof(fr));
+		fprintf(out, "%-5u %-11s", t->numa[i].os_index, mem);
+		if (free_col)
+			fprintf(out, " %-11s", fr);
+		fprintf(out, " %s\n", cpus);
+		free(cpus);
 	}
-	return NULL;
+	return 0;
 }
 
-static unsigned count_on_node(const struct topo_dev *devs, unsigned n, int node)
+/* The NUMA distance matrix, as numactl -H prints it. */
+static void print_distances(FILE *out, const struct topo *t)
 {
-	unsigned c = 0;
-
-	for (unsigned k = 0; k < n; k++)
-		c += devs[k].numa_node == node;
-	return c;
+	if (!t->numa_dist) {
+		fprintf(out, "node distances: %s\n", t->n_numa > 1 ? "not in the topology" : "one node");
+		return;
+	}
+	fprintf(out, "node distances:\nnode");
+	for (unsigned j = 0; j < t->n_numa; j++)
+		fprintf(out, " %3u", t->numa[j].os_index);
+	for (unsigned i = 0; i < t->n_numa; i++) {
+		fprintf(out, "\n%3u:", t->numa[i].os_index);
+		for (unsigned j = 0; j < t->n_numa; j++)
+			fprintf(out, " %3" PRIu64, t->numa_dist[(size_t)i * t->n_numa + j]);
+	}
+	fputc('\n', out);
 }
 
-static void print_node_rows(FILE *out, const struct topo *t, const char *label,
-			    const char *mem, const char *cpus, int node, int cpus_w)
+static void fmt_node(int node, char *buf, size_t size)
 {
-	unsigned ng = count_on_node(t->gpus, t->n_gpus, node);
-	unsigned nn = count_on_node(t->nics, t->n_nics, node);
-	unsigned rows = ng > nn ? ng : nn;
+	if (node >= 0)
+		snprintf(buf, size, "%d", node);
+	else
+		snprintf(buf, size, "-");
+}
 
-	if (rows == 0)
-		rows = 1;
-	for (unsigned r = 0; r < rows; r++) {
-		char gcol[160] = "-", ncol[160] = "-";
-		const struct topo_dev *d;
-		unsigned idx;
+static int nic_name_width(const struct topo *t)
+{
+	int w = 4;
 
-		if ((d = nth_on_node(t->gpus, t->n_gpus, node, r, &idx)))
-			snprintf(gcol, sizeof(gcol), "%u %s %.40s", idx, d->pci_bus_id, d->name);
-		else if (r > 0)
-			gcol[0] = '\0';
-		if ((d = nth_on_node(t->nics, t->n_nics, node, r, &idx)))
-			snprintf(ncol, sizeof(ncol), "%s %s", d->name, d->pci_bus_id);
-		else if (r > 0)
-			ncol[0] = '\0';
-		fprintf(out, "%-5s %-10s %-*s  %-56s %s\n", r ? "" : label, r ? "" : mem,
-			cpus_w, r ? "" : cpus, gcol, ncol);
+	for (unsigned i = 0; i < t->n_nics; i++)
+		if ((int)strlen(t->nics[i].name) > w)
+			w = (int)strlen(t->nics[i].name);
+	return w;
+}
+
+/* GPU rows: each with its nearest NIC (plan's choice) and the PCIe path. */
+static void print_gpus(FILE *out, const struct topo *t, int nic_w)
+{
+	fprintf(out, "GPU  PCI BUS ID    NODE  %-*s  LINK  MODEL\n", nic_w, "NIC");
+	for (unsigned i = 0; i < t->n_gpus; i++) {
+		const struct topo_dev *d = &t->gpus[i];
+		char node[16];
+
+		fmt_node(d->numa_node, node, sizeof(node));
+		fprintf(out, "%-4u %-13s %-5s %-*s  %-4s  %s\n", i, d->pci_bus_id, node, nic_w,
+			d->nearest_nic >= 0 ? t->nics[d->nearest_nic].name : "-",
+			topo_link_name(d->nic_link), d->name);
+	}
+	if (t->n_gpus && t->n_nics)
+		fprintf(out, "LINK, as nvidia-smi topo -m: PIX one PCIe switch, PXB several bridges, PHB one host bridge, NODE one NUMA node, SYS across nodes\n");
+}
+
+static void print_nics(FILE *out, const struct topo *t, int nic_w)
+{
+	fprintf(out, "%-*s  PCI BUS ID    NODE  RDMA\n", nic_w, "NIC");
+	for (unsigned i = 0; i < t->n_nics; i++) {
+		const struct topo_dev *d = &t->nics[i];
+		char node[16];
+
+		fmt_node(d->numa_node, node, sizeof(node));
+		fprintf(out, "%-*s  %-13s %-5s %s\n", nic_w, d->name, d->pci_bus_id, node,
+			d->rdma[0] ? d->rdma : "-");
 	}
 }
 
@@ -371,36 +445,24 @@ int discover_print(FILE *out, const struct topo *t, const struct kstate *ks)
 {
 	struct discover_warning *w;
 	unsigned nw;
-	int cpus_w = 4;
+	int nic_w = nic_name_width(t);
 
 	fprintf(out, "%s: %u package%s, %u NUMA node%s, %u cores, %u PUs, %u GPU%s, %u NIC%s\n\n",
 		t->source, t->packages, t->packages == 1 ? "" : "s",
 		t->n_numa, t->n_numa == 1 ? "" : "s", t->cores, t->pus,
 		t->n_gpus, t->n_gpus == 1 ? "" : "s", t->n_nics, t->n_nics == 1 ? "" : "s");
-
-	char **lists = calloc(t->n_numa + 1, sizeof(*lists));
-
-	if (!lists)
+	if (print_nodes(out, t, ks) < 0)
 		return -ENOMEM;
-	for (unsigned i = 0; i < t->n_numa; i++) {
-		lists[i] = cpulist_format_alloc(t->numa[i].cpus);
-		if (lists[i] && (int)strlen(lists[i]) > cpus_w)
-			cpus_w = (int)strlen(lists[i]);
+	fputc('\n', out);
+	print_distances(out, t);
+	if (t->n_gpus) {
+		fputc('\n', out);
+		print_gpus(out, t, nic_w);
 	}
-	fprintf(out, "%-5s %-10s %-*s  %-56s %s\n", "NODE", "MEMORY", cpus_w, "CPUS",
-		"GPUS (index, PCI bus id, model)", "NICS");
-	for (unsigned i = 0; i < t->n_numa; i++) {
-		char label[16], mem[32];
-
-		snprintf(label, sizeof(label), "%u", t->numa[i].os_index);
-		fmt_bytes(t->numa[i].memory_bytes, mem, sizeof(mem));
-		print_node_rows(out, t, label, mem, lists[i] ? lists[i] : "?",
-				(int)t->numa[i].os_index, cpus_w);
-		free(lists[i]);
+	if (t->n_nics) {
+		fputc('\n', out);
+		print_nics(out, t, nic_w);
 	}
-	free(lists);
-	if (count_on_node(t->gpus, t->n_gpus, -1) + count_on_node(t->nics, t->n_nics, -1))
-		print_node_rows(out, t, "?", "", "(no single NUMA node)", -1, cpus_w);
 	fputc('\n', out);
 
 	if (ks)

@@ -2,7 +2,7 @@
 /* kstate.c — see kstate.h.
  *
  * Divisions: helpers and notes; one reader per field (THP, NUMA balancing,
- * hugepages, governor, isolated/nohz_full, swap, cgroup mode); kstate_read.
+ * hugepages, memory per node, governor, isolated/nohz_full, swap, cgroup mode); kstate_read.
  */
 #include "machine/kstate.h"
 
@@ -27,6 +27,7 @@ void kstate_release(struct kstate *ks)
 	if (!ks)
 		return;
 	free(ks->hugepages);
+	free(ks->node_mem);
 	free(ks->isolated_cpus);
 	free(ks->nohz_full);
 	for (unsigned i = 0; i < ks->n_notes; i++)
@@ -170,32 +171,55 @@ next_pool:;
 	return r;
 }
 
-static int read_hugepages(const struct fsroot *root, struct kstate *ks,
-			  struct nt_err *err)
+typedef int node_fn(const struct fsroot *root, struct kstate *ks, const char *name,
+		    int node, void *arg, struct nt_err *err);
+
+/* fn(root, ks, "nodeN", N, arg, err) for each node directory of
+ * sys/devices/system/node (none where it cannot be listed), until one
+ * fails: 0, or its error. */
+static int each_node(const struct fsroot *root, struct kstate *ks, node_fn *fn,
+		     void *arg, struct nt_err *err)
 {
 	char **names;
 	int n, r = 0;
-	bool per_node = false;
 
 	n = fsroot_list(root, "sys/devices/system/node", &names);
-	if (n >= 0) {
-		for (int i = 0; i < n && r == 0; i++) {
-			char dir[512], idx[16];
-			uint64_t node;
+	if (n < 0)
+		return 0;
+	for (int i = 0; i < n && r == 0; i++) {
+		char idx[16];
+		uint64_t node;
 
-			if (sscanf(names[i], "node%15[0-9]", idx) != 1 ||
-			    parse_u64(idx, 65535, &node) < 0)
-				continue;
-			snprintf(dir, sizeof(dir), "sys/devices/system/node/%s/hugepages", names[i]);
-			if (!fsroot_exists(root, dir))
-				continue;
-			per_node = true;
-			r = read_pool_dir(root, ks, dir, (int)node, err);
-		}
-		fsroot_names_free(names);
-		if (r < 0)
-			return r == -ENOMEM ? err_set(err, r, "out of memory") : r;
+		if (sscanf(names[i], "node%15[0-9]", idx) != 1 ||
+		    parse_u64(idx, 65535, &node) < 0)
+			continue;
+		r = fn(root, ks, names[i], (int)node, arg, err);
 	}
+	fsroot_names_free(names);
+	return r == -ENOMEM ? err_set(err, r, "out of memory") : r;
+}
+
+/* One node's pools, when it has them; *(bool *)per_node set then. */
+static int node_pools(const struct fsroot *root, struct kstate *ks, const char *name,
+		      int node, void *per_node, struct nt_err *err)
+{
+	char dir[512];
+
+	snprintf(dir, sizeof(dir), "sys/devices/system/node/%s/hugepages", name);
+	if (!fsroot_exists(root, dir))
+		return 0;
+	*(bool *)per_node = true;
+	return read_pool_dir(root, ks, dir, node, err);
+}
+
+static int read_hugepages(const struct fsroot *root, struct kstate *ks,
+			  struct nt_err *err)
+{
+	bool per_node = false;
+	int r = each_node(root, ks, node_pools, &per_node, err);
+
+	if (r < 0)
+		return r;
 	if (per_node) {
 		qsort(ks->hugepages, ks->n_hugepages, sizeof(*ks->hugepages), hugepages_cmp);
 		return 0;
@@ -212,6 +236,89 @@ static int read_hugepages(const struct fsroot *root, struct kstate *ks,
 		return 0;
 	}
 	return r == -ENOMEM ? err_set(err, r, "out of memory") : r;
+}
+
+/* ---- memory per node --------------------------------------------------- */
+
+/* "Node N KEY:  <n> kB" of a nodeN/meminfo line into *ret_bytes: 1 when
+ * line is KEY's, 0 when another key's, -EINVAL when KEY's is garbage. */
+static int node_meminfo_line(const char *line, const char *key, uint64_t *ret_bytes)
+{
+	char k[32], num[32], unit[8], extra;
+	unsigned node;
+	uint64_t kb;
+
+	if (sscanf(line, "Node %u %31[^:]:", &node, k) != 2 || strcmp(k, key))
+		return 0;
+	if (sscanf(strchr(line, ':') + 1, " %31s %7s %c", num, unit, &extra) != 2 ||
+	    strcmp(unit, "kB") || parse_u64(num, UINT64_MAX / 1024, &kb) < 0)
+		return -EINVAL;
+	*ret_bytes = kb * 1024;
+	return 1;
+}
+
+static int node_meminfo(const struct fsroot *root, struct kstate *ks, const char *name,
+			int node, void *buf, struct nt_err *err)
+{
+	static const char *const keys[2] = { "MemTotal", "MemFree" };
+	uint64_t v[2];
+	unsigned found = 0;
+	char path[512], *line, *save = NULL;
+	int lineno = 0;
+	ssize_t n;
+	struct kstate_node_mem *tmp;
+
+	snprintf(path, sizeof(path), "sys/devices/system/node/%s/meminfo", name);
+	n = fsroot_read(root, path, buf, KSTATE_SMALL * 2);
+	if (n == -ENOENT || n == -ENOTDIR)
+		return 0; /* a tree without it: free memory unknown */
+	if (n < 0) {
+		char disp[4096];
+
+		return err_set(err, (int)n, "%s: %s", fsroot_display(root, path, disp, sizeof(disp)),
+			       strerror((int)-n));
+	}
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		lineno++;
+		for (unsigned k = 0; k < 2; k++) {
+			int r = node_meminfo_line(line, keys[k], &v[k]);
+
+			if (r < 0)
+				return garbage(root, path, lineno, err, "expected 'Node N KEY: <n> kB'", line);
+			found |= (unsigned)r << k;
+		}
+	}
+	if (found != 3)
+		return garbage(root, path, 0, err, "expected MemTotal and MemFree lines", "");
+	tmp = realloc(ks->node_mem, (ks->n_node_mem + 1) * sizeof(*tmp));
+	if (!tmp)
+		return -ENOMEM;
+	ks->node_mem = tmp;
+	tmp[ks->n_node_mem++] = (struct kstate_node_mem){
+		.node = node, .total_bytes = v[0], .free_bytes = v[1],
+	};
+	return 0;
+}
+
+static int node_mem_cmp(const void *a, const void *b)
+{
+	const struct kstate_node_mem *x = a, *y = b;
+
+	return (x->node > y->node) - (x->node < y->node);
+}
+
+static int read_node_mem(const struct fsroot *root, struct kstate *ks, struct nt_err *err)
+{
+	char *buf = malloc(KSTATE_SMALL * 2);
+	int r;
+
+	if (!buf)
+		return err_set(err, -ENOMEM, "out of memory");
+	r = each_node(root, ks, node_meminfo, buf, err);
+	free(buf);
+	if (ks->n_node_mem)
+		qsort(ks->node_mem, ks->n_node_mem, sizeof(*ks->node_mem), node_mem_cmp);
+	return r;
 }
 
 /* ---- CPU governor ------------------------------------------------------ */
@@ -404,6 +511,8 @@ int kstate_read(const struct fsroot *root, struct kstate *ret, struct nt_err *er
 		r = read_numa_balancing(root, &ks, err);
 	if (!r)
 		r = read_hugepages(root, &ks, err);
+	if (!r)
+		r = read_node_mem(root, &ks, err);
 	if (!r)
 		r = read_governor(root, &ks, err);
 	if (!r)

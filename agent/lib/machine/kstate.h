@@ -22,6 +22,13 @@ struct kstate_hugepages {
 	uint64_t free;
 };
 
+/* A NUMA node's memory as its nodeN/meminfo says (numactl -H's size, free). */
+struct kstate_node_mem {
+	int node;                  /* NUMA OS index */
+	uint64_t total_bytes;      /* MemTotal */
+	uint64_t free_bytes;       /* MemFree */
+};
+
 #define KSTATE_MAX_NOTES 16
 
 struct kstate {
@@ -30,6 +37,8 @@ struct kstate {
 	int numa_balancing;        /* 0..3 (kernel.numa_balancing); -1 unknown */
 	struct kstate_hugepages *hugepages;
 	unsigned n_hugepages;
+	struct kstate_node_mem *node_mem; /* by node; none for a tree without nodeN/meminfo */
+	unsigned n_node_mem;
 	char governor[64];         /* common scaling_governor, "mixed", "" unknown */
 	char *isolated_cpus;       /* cpulist ("" none); NULL unknown */
 	char *nohz_full;           /* cpulist ("" none); NULL unknown */

@@ -4,7 +4,8 @@
  * Divisions:
  *   1. loading (host, XML, synthetic) and common hwloc settings
  *   2. classification of PCI functions (GPU, NIC)
- *   3. extraction of NUMA nodes and devices, nearest NIC per GPU
+ *   3. extraction of NUMA nodes and their distances, devices, nearest NIC
+ *      per GPU and the PCIe relation between them
  */
 #include "machine/topo.h"
 #include "machine/topo_test.h"
@@ -184,6 +185,7 @@ void topo_free(struct topo *t)
 	for (unsigned i = 0; i < t->n_numa; i++)
 		hwloc_bitmap_free(t->numa[i].cpus);
 	free(t->numa);
+	free(t->numa_dist);
 	topo_dev_release(t->gpus, t->n_gpus);
 	topo_dev_release(t->nics, t->n_nics);
 	if (t->hw)
@@ -383,15 +385,58 @@ static unsigned obj_height(hwloc_obj_t o)
 	return h;
 }
 
+/* Bridges strictly between o and its ancestor top. */
+static unsigned bridges_below(hwloc_obj_t o, hwloc_obj_t top)
+{
+	unsigned n = 0;
+
+	for (hwloc_obj_t x = o->parent; x && x != top; x = x->parent)
+		n += x->type == HWLOC_OBJ_BRIDGE;
+	return n;
+}
+
+enum topo_link topo_dev_link(const struct topo_dev *a, const struct topo_dev *b)
+{
+	hwloc_obj_t c = common_ancestor(a->obj, b->obj), na, nb;
+
+	if (c && c->type == HWLOC_OBJ_BRIDGE) {
+		if (c->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_HOST)
+			return TOPO_LINK_PHB;
+		if (bridges_below(a->obj, c) <= 1 && bridges_below(b->obj, c) <= 1)
+			return TOPO_LINK_PIX;
+		return TOPO_LINK_PXB;
+	}
+	for (na = a->obj; na && !na->nodeset; na = na->parent)
+		;
+	for (nb = b->obj; nb && !nb->nodeset; nb = nb->parent)
+		;
+	if (na && nb && hwloc_bitmap_isequal(na->nodeset, nb->nodeset))
+		return TOPO_LINK_NODE;
+	return TOPO_LINK_SYS;
+}
+
+const char *topo_link_name(int link)
+{
+	static const char *const names[] = {
+		[TOPO_LINK_PIX] = "PIX", [TOPO_LINK_PXB] = "PXB", [TOPO_LINK_PHB] = "PHB",
+		[TOPO_LINK_NODE] = "NODE", [TOPO_LINK_SYS] = "SYS",
+	};
+
+	if (link < 0 || link >= (int)(sizeof(names) / sizeof(names[0])))
+		return "-";
+	return names[link];
+}
+
 /* Nearest NIC: the deepest common ancestor in the tree (same PCIe switch
  * beats same package beats the machine); then an RDMA-capable NIC; then
- * the lowest PCI bus id. */
+ * the lowest PCI bus id.  Then the PCIe relation to it. */
 static void topo_link_nics(struct topo *t)
 {
 	for (unsigned g = 0; g < t->n_gpus; g++) {
 		unsigned best_h = 0;
 		bool best_rdma = false;
 
+		t->gpus[g].nic_link = -1;
 		for (unsigned n = 0; n < t->n_nics; n++) {
 			hwloc_obj_t c = common_ancestor(t->gpus[g].obj, t->nics[n].obj);
 			unsigned h = obj_height(c);
@@ -404,7 +449,59 @@ static void topo_link_nics(struct topo *t)
 				best_rdma = rdma;
 			}
 		}
+		if (t->gpus[g].nearest_nic >= 0)
+			t->gpus[g].nic_link = (int)topo_dev_link(&t->gpus[g],
+								 &t->nics[t->gpus[g].nearest_nic]);
 	}
+}
+
+/* The index in numa[] of the node with this OS index, or -1. */
+static int numa_index(const struct topo *t, unsigned os_index)
+{
+	const struct topo_numa *n = topo_numa_by_os(t, os_index);
+
+	return n ? (int)(n - t->numa) : -1;
+}
+
+/* hwloc's NUMA latency matrix (the kernel's node distances) in numa[]
+ * order; left NULL when hwloc has none or it does not cover every node. */
+static int topo_extract_distances(struct topo *t)
+{
+	struct hwloc_distances_s *d = NULL;
+	unsigned nr = 1, n = t->n_numa;
+	int r = 0;
+
+	if (n == 0 || hwloc_distances_get_by_name(t->hw, "NUMALatency", &nr, &d, 0) < 0 ||
+	    nr == 0)
+		return 0;
+	if (d->nbobjs != n)
+		goto out_release;
+	t->numa_dist = calloc((size_t)n * n, sizeof(*t->numa_dist));
+	if (!t->numa_dist) {
+		r = -ENOMEM;
+		goto out_release;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		int x = numa_index(t, d->objs[i]->os_index);
+
+		for (unsigned j = 0; j < n && x >= 0; j++) {
+			int y = numa_index(t, d->objs[j]->os_index);
+
+			if (y < 0) {
+				x = -1;
+				break;
+			}
+			t->numa_dist[(size_t)x * n + (size_t)y] = d->values[(size_t)i * n + j];
+		}
+		if (x < 0) {
+			free(t->numa_dist);
+			t->numa_dist = NULL;
+			break;
+		}
+	}
+out_release:
+	hwloc_distances_release(t->hw, d);
+	return r;
 }
 
 static int topo_extract_numa(struct topo *t)
@@ -427,7 +524,7 @@ static int topo_extract_numa(struct topo *t)
 		t->n_numa++;
 	}
 	qsort(t->numa, t->n_numa, sizeof(*t->numa), numa_cmp);
-	return 0;
+	return topo_extract_distances(t);
 }
 
 static int topo_extract(struct topo *t, struct nt_err *err)

@@ -39,6 +39,7 @@ struct topo_dev {
 	char vendor[16];            /* GPUs: "nvidia", "amd" or "unknown" */
 	char rdma[64];              /* NICs: OpenFabrics device, "" if none */
 	int nearest_nic;            /* GPUs: index into nics[], -1 if none */
+	int nic_link;               /* GPUs: enum topo_link to nearest_nic, -1 if none */
 	hwloc_obj_t obj;
 };
 
@@ -48,6 +49,9 @@ struct topo {
 	unsigned packages, cores, pus;
 	struct topo_numa *numa;     /* sorted by os_index */
 	unsigned n_numa;
+	uint64_t *numa_dist;        /* n_numa x n_numa relative latencies, row i =
+	                             * from numa[i] (numactl -H's "node distances");
+	                             * NULL when the topology has none */
 	struct topo_dev *gpus;      /* sorted by PCI bus id: index = CUDA order */
 	unsigned n_gpus;
 	struct topo_dev *nics;      /* sorted by PCI bus id */
@@ -60,6 +64,23 @@ struct topo {
 struct topo *topo_load_host(const char *fsroot, struct nt_err *err);
 struct topo *topo_load_xml(const char *path, struct nt_err *err);
 struct topo *topo_load_synthetic(const char *desc, struct nt_err *err);
+
+/* The PCIe relation between two devices of t, as `nvidia-smi topo -m`
+ * names it, from the hwloc tree: their deepest common ancestor and the
+ * bridges on the way to it. */
+enum topo_link {
+	TOPO_LINK_PIX,  /* one PCIe switch (or root port): at most one bridge on each side */
+	TOPO_LINK_PXB,  /* several PCIe bridges, no host bridge crossed */
+	TOPO_LINK_PHB,  /* the same PCIe host bridge */
+	TOPO_LINK_NODE, /* different host bridges, the same NUMA node(s) */
+	TOPO_LINK_SYS,  /* across the interconnect between NUMA nodes */
+};
+
+/* The relation between a and b (devices of t).  Never fails. */
+enum topo_link topo_dev_link(const struct topo_dev *a, const struct topo_dev *b);
+
+/* "PIX", "PXB", "PHB", "NODE", "SYS"; "-" for a value out of range. */
+const char *topo_link_name(int link);
 
 /* Free; NULL is a no-op. */
 void topo_free(struct topo *t);

@@ -12,6 +12,7 @@
 #include "tune/plan.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <unistd.h>
 
 #include "machine/discover.h"
 #include "machine/discover_test.h"
@@ -188,10 +189,44 @@ static void test_print(void **state)
 	assert_int_equal(discover_print(f, t, NULL), 0);
 	fclose(f);
 	assert_non_null(strstr(buf, "2 packages, 2 NUMA nodes, 32 cores, 32 PUs, 4 GPUs, 1 NIC\n"));
-	assert_non_null(strstr(buf, "\n8     756.0 GiB  16-31  2 0000:85:00.0 Aqua Vanjaram"));
+	/* nodes, then GPUs with their nearest NIC and the path, then NICs */
+	assert_non_null(strstr(buf, "\n8     756.0 GiB   16-31\n"));
+	assert_non_null(strstr(buf, "\n2    0000:85:00.0  8     ens1f0np0  SYS   Aqua Vanjaram"));
+	assert_non_null(strstr(buf, "\nens1f0np0  0000:41:00.0  0     bnxt_re0\n"));
 	assert_non_null(strstr(buf, "kernel: not read"));
 	assert_non_null(strstr(buf, "warnings:\n  ! GPU 2 (0000:85:00.0)"));
 	free(buf);
+	topo_free(t);
+}
+
+/* numactl -H's matrix (the XML's NUMALatency 10 21 / 21 10) and each
+ * node's free memory from the tree's nodeN/meminfo (the capture's MemFree,
+ * 5882952 kB, on both of gpu-host-tuned's nodes) */
+static void test_print_distances_free(void **state)
+{
+	char path[4096];
+	struct kstate ks;
+	struct topo *t;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/../shared/topologies/g4dnmetal.xml", test_srcdir());
+	if (access(path, R_OK) < 0)
+		test_need("../shared", "%s not found (../shared/topologies is absent)", path);
+	t = topo_load_xml(path, NULL);
+	assert_non_null(t);
+	load_ks("tests/fixtures/sysroot/gpu-host-tuned", &ks);
+	f = open_memstream(&buf, &len);
+	assert_int_equal(discover_print(f, t, &ks), 0);
+	fclose(f);
+	assert_non_null(strstr(buf, "\nnode distances:\nnode   0   1\n  0:  10  21\n  1:  21  10\n"));
+	assert_non_null(strstr(buf, "\nNODE  MEMORY      FREE        CPUS\n"
+				 "0     188.5 GiB   5.6 GiB     0-23,48-71\n"));
+	assert_non_null(strstr(buf, "\n0    0000:18:00.0  0     rdmap197s0  SYS   Tesla T4\n"));
+	free(buf);
+	kstate_release(&ks);
 	topo_free(t);
 }
 
@@ -218,6 +253,7 @@ int main(void)
 		cmocka_unit_test(test_json_document),
 		cmocka_unit_test(test_json_kernel),
 		cmocka_unit_test(test_print),
+		cmocka_unit_test(test_print_distances_free),
 		cmocka_unit_test(test_print_write_failure),
 	};
 

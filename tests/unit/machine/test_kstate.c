@@ -96,6 +96,11 @@ static void test_tuned(void **state)
 	assert_int_equal(ks.hugepages[1].size_kb, 1048576);
 	assert_int_equal(ks.hugepages[1].total, 16);
 	assert_int_equal(ks.hugepages[2].node, 1);
+	/* each node's meminfo: the capture's node0 figures (plant-hazards.sh) */
+	assert_int_equal(ks.n_node_mem, 2);
+	assert_int_equal(ks.node_mem[1].node, 1);
+	assert_int_equal(ks.node_mem[1].total_bytes, 6908108ull * 1024);
+	assert_int_equal(ks.node_mem[1].free_bytes, 5882952ull * 1024);
 	kstate_release(&ks);
 }
 
@@ -172,6 +177,10 @@ static void test_garbage_is_an_error(void **state)
 		  "nr_hugepages: expected a page count" },
 		{ "sys/devices/system/cpu/cpu1/cpufreq/scaling_governor", "perf ormance\n",
 		  "scaling_governor: expected a governor name" },
+		{ "sys/devices/system/node/node1/meminfo", "Node 1 MemTotal: 1 kB\nNode 1 MemFree: some kB\n",
+		  "node1/meminfo:2: expected 'Node N KEY: <n> kB'" },
+		{ "sys/devices/system/node/node1/meminfo", "Node 1 MemTotal: 1 kB\n",
+		  "node1/meminfo: expected MemTotal and MemFree lines" },
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -37,6 +37,8 @@ struct topo_expect {
 	struct dev_expect gpus[16];
 	unsigned n_nics;
 	struct dev_expect nics[10];
+	const char *links[16];  /* each GPU's PCIe path to its nearest NIC (as the XML's tree shows) */
+	uint64_t dist[16];      /* the NUMALatency matrix of the XML; all 0: none */
 };
 
 static void assert_cpulist(hwloc_const_bitmap_t set, const char *want)
@@ -79,6 +81,13 @@ static void check_expect(const struct topo_expect *e, const char *path)
 		else
 			assert_int_equal(d->nearest_nic, t->n_nics ? d->nearest_nic : -1);
 	}
+	for (unsigned i = 0; i < e->n_gpus; i++)
+		if (e->links[i] || !t->n_nics)
+			assert_string_equal(topo_link_name(t->gpus[i].nic_link), e->links[i] ? e->links[i] : "-");
+	if (!e->dist[0])
+		assert_null(t->numa_dist);
+	for (unsigned i = 0; e->dist[0] && i < e->n_numa * e->n_numa; i++)
+		assert_int_equal(t->numa_dist[i], e->dist[i]);
 	assert_int_equal(t->n_nics, e->n_nics);
 	for (unsigned i = 0; i < e->n_nics; i++) {
 		assert_string_equal(t->nics[i].pci_bus_id, e->nics[i].bus);
@@ -122,6 +131,8 @@ static const struct topo_expect hgx = {
 		{ "0000:be:00.0", 1, HGX1, "ibp190s0", NULL },
 		{ "0000:cf:00.0", 1, HGX1, "ibp207s0", NULL },
 	},
+	/* each GPU and its NIC: two downstream ports of one switch */
+	.links = { "PIX", "PIX", "PIX", "PIX", "PIX", "PIX", "PIX", "PIX" },
 };
 
 static const struct topo_expect epyc = {
@@ -138,6 +149,9 @@ static const struct topo_expect epyc = {
 	},
 	.n_nics = 1,
 	.nics = { { "0000:41:00.0", 0, "0-7", "ens1f0np0", NULL } },
+	/* GPU 0 shares the NIC's host bridge; GPU 1 is under another L3 of
+	 * package 0; GPUs 2 and 3 are on package 1 */
+	.links = { "PHB", "NODE", "SYS", "SYS" },
 };
 
 static void test_fixture_hgx(void **state)
@@ -193,6 +207,10 @@ static const struct topo_expect shared_32em64t = {
 		{ "0000:81:00.0", 1, E32_1, "eth0", NULL },
 		{ "0000:81:00.1", 1, E32_1, "eth1", NULL },
 	},
+	/* ib0 sits below 84:00.0's root port 80:03.0; 83:00.0 is on the
+	 * next root port of the same host bridge; 03:00.0 on package 0 */
+	.links = { "SYS", "PHB", "PIX" },
+	.dist = { 10, 20, 20, 10 },
 };
 
 static const struct topo_expect shared_96em64t = {
@@ -211,6 +229,7 @@ static const struct topo_expect shared_96em64t = {
 		{ "0000:92:00.0", 3, "72-95", "eth6", NULL },
 		{ "0000:92:00.1", 3, "72-95", "eth7", NULL },
 	},
+	.dist = { 10, 26, 26, 26, 26, 10, 26, 26, 26, 26, 10, 26, 26, 26, 26, 10 },
 };
 
 #define G4_0 "0-23,48-71"
@@ -236,6 +255,9 @@ static const struct topo_expect shared_g4dn = {
 		{ "0000:c5:00.0", 1, G4_1, "rdmap197s0", NULL },
 		{ "0000:c6:00.0", 1, G4_1, "eth0", NULL },
 	},
+	/* the EFA on package 1 under a host bridge of its own */
+	.links = { "SYS", "SYS", "SYS", "SYS", "NODE", "NODE", "NODE", "NODE" },
+	.dist = { 10, 21, 21, 10 },
 };
 
 #define V100 "Tesla V100-SXM3-32GB-H"
@@ -256,6 +278,7 @@ static const struct topo_expect shared_dgx2 = {
 		{ "0000:e5:00.0", 1, "24-25", V100, NULL }, { "0000:e7:00.0", 1, "24-25", V100, NULL },
 	},
 	.n_nics = 0,
+	.dist = { 10, 21, 21, 10 },
 };
 
 #define P8_0 "0-1,8-9,16-17,24-25"
@@ -271,6 +294,7 @@ static const struct topo_expect shared_power8 = {
 		{ "000a:01:00.0", 1, P8_1, P100, NULL }, { "000b:01:00.0", 1, P8_1, P100, NULL },
 	},
 	.n_nics = 0,
+	.dist = { 10, 40, 40, 10 },
 };
 
 static void check_shared(const struct topo_expect *e)

@@ -474,6 +474,25 @@ static void test_host_settings_from_sysroot(void **state)
 	assert_string_equal(pl->host[1].to, "512");
 	assert_non_null(strstr(pl->notes[pl->n_notes - 1], "skipped on 92 CPU(s) without cpufreq"));
 	plan_free(pl);
+	/* the text folds consecutive CPUs with the same change into one line
+	 * (F30): CPU 2 already at performance splits the run */
+	test_write(dir, "sys/devices/system/cpu/cpu2/cpufreq/scaling_governor", "performance\n");
+	pl = plan_build(p, t, 1, root, &err);
+	if (!pl)
+		fail_msg("%s", err.msg);
+	{
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+
+		assert_int_equal(plan_print(f, pl, t), 0);
+		fclose(f);
+		assert_non_null(strstr(buf, "\n  /sys/devices/system/cpu/cpu{0-1}/cpufreq/scaling_governor (2 CPUs): powersave -> performance\n"
+					 "  /sys/devices/system/cpu/cpu2/cpufreq/scaling_governor: performance -> performance (already)\n"
+					 "  /sys/devices/system/cpu/cpu3/cpufreq/scaling_governor: powersave -> performance\n"));
+		free(buf);
+	}
+	plan_free(pl);
 	policy_free(p);
 	p = pol_text(dir, "[hugetlb]\npages_1g = 4\n");
 	snprintf(cmd, sizeof(cmd), "rm -r '%s/sys/devices/system/node/node1/hugepages/hugepages-1048576kB'", dir);
