@@ -73,7 +73,7 @@ int cmd_discover(struct opts *o)
 		goto out;
 	}
 	if (o->json)
-		rc = print_json(discover_json(t, have_ks ? &ks : NULL));
+		rc = print_json("discover", discover_json(t, have_ks ? &ks : NULL));
 	else if (discover_print(stdout, t, have_ks ? &ks : NULL) < 0)
 		rc = EXIT_RUNTIME;
 	rc = finish_stdout(rc);

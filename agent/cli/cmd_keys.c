@@ -16,7 +16,7 @@ const struct verb_spec keys_spec = {
 	"list every policy key",
 	"Every policy key with what it does; --markdown prints the reference table\n"
 	"(section, values, scope, file written) kept in docs/policy-keys.md; --json the\n"
-	"same as a list of objects {section, key, help}.",
+	"same columns as objects {knob, section, key, values, scope, path, help}.",
 };
 
 int cmd_keys(struct opts *o)
@@ -28,10 +28,17 @@ int cmd_keys(struct opts *o)
 	if (o->json) {
 		json_t *arr = json_array();
 
-		for (unsigned i = 0; arr && i < knob_count; i++)
-			json_array_append_new(arr, json_pack("{s:s, s:s, s:s}", "section", knob_table[i].section, "key",
-							     knob_table[i].key, "help", knob_table[i].help));
-		return finish_stdout(print_json(arr));
+		for (unsigned i = 0; arr && i < knob_count; i++) {
+			struct knob_ref r;
+			char id[128];
+
+			knob_reference(&knob_table[i], &r);
+			json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s?, s:s}", "knob",
+				knob_name(i, id, sizeof(id)), "section", knob_table[i].section, "key", knob_table[i].key,
+				"values", r.values, "scope", r.scope, "path", *r.path ? r.path : NULL, "help",
+				knob_table[i].help));
+		}
+		return finish_stdout(print_json("keys", json_pack("{s:o}", "keys", arr)));
 	}
 	if (o->markdown) {
 		knob_print_reference(stdout);

@@ -76,7 +76,7 @@ int cmd_policy_list(struct opts *o)
 		return exit_code_for(n);
 	}
 	if (o->json) {
-		rc = print_json(list_json(e, n));
+		rc = print_json("policy.list", list_json(e, n));
 	} else {
 		printf("policy path: %s\n", policy_search_path());
 		if (!n)
@@ -138,7 +138,7 @@ int cmd_policy_show(struct opts *o)
 			       v->line);
 	}
 	if (o->json)
-		rc = print_json(json_pack("{s:s, s:s, s:s?, s:o}", "policy", p->path, "file", p->file, "summary",
+		rc = print_json("policy.show", json_pack("{s:s, s:s, s:s?, s:o}", "policy", p->path, "file", p->file, "summary",
 					  policy_value(p, KNOB_MAIN_SUMMARY), "settings", keys));
 	else
 		json_decref(keys);
@@ -269,7 +269,7 @@ int cmd_policy_active(struct opts *o)
 		return EXIT_RUNTIME;
 	}
 	if (o->json) {
-		rc = print_json(doc);
+		rc = print_json("policy.active", doc);
 	} else {
 		print_active(doc);
 		json_decref(doc);

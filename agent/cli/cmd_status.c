@@ -25,7 +25,8 @@ const struct verb_spec status_spec = {
 	"(when, how long, settings checked and drifted), drift counts per setting, the\n"
 	"contested settings, the doctor's findings and the latest drifts with the other\n"
 	"writers found; in a fleet, the fleet documents refused for their signature (how\n"
-	"many, and the last one's time, reason and line).  Exit 3 when no daemon answers.",
+	"many, and the last one's time, reason and line).  Exit 3 when no daemon answers\n"
+	"(with --json, still an object: \"running\": false and the error).",
 };
 
 static void print_text(json_t *doc)
@@ -85,7 +86,10 @@ int cmd_status(struct opts *o)
 
 	if (ctlsock_query(path, "status", 5000, &reply, &err) < 0) {
 		log_msg(LOG_ERR, "%s", err.msg);
-		return EXIT_RUNTIME;
+		/* a script reads that no daemon answers, and why, as data */
+		if (o->json)
+			print_json("status", json_pack("{s:b, s:s, s:s}", "running", 0, "socket", path, "error", err.msg));
+		return finish_stdout(EXIT_RUNTIME);
 	}
 	doc = json_loads(reply, 0, NULL);
 	free(reply);
@@ -94,7 +98,8 @@ int cmd_status(struct opts *o)
 		return EXIT_RUNTIME;
 	}
 	if (o->json)
-		rc = print_json(json_incref(doc));
+		rc = json_object_set_new(doc, "running", json_true()) < 0 ? EXIT_RUNTIME
+		     : print_json("status", json_incref(doc));
 	else
 		print_text(doc);
 	json_decref(doc);
