@@ -47,9 +47,9 @@ static void print_text(json_t *doc)
 	       json_integer_value(json_object_get(doc, "reloads")),
 	       json_integer_value(json_object_get(doc, "reload_failures")));
 	json_object_foreach(json_object_get(doc, "drift"), key, v)
-		printf("drift:        /%s: %lld times\n", key, json_integer_value(v));
+		printf("drift:        %s: %lld times\n", key, json_integer_value(v));
 	json_array_foreach(json_object_get(doc, "contested"), i, v)
-		printf("contested:    /%s (no longer corrected)\n", json_string_value(v));
+		printf("contested:    %s (no longer corrected)\n", json_string_value(v));
 	json_array_foreach(json_object_get(doc, "doctor"), i, v)
 		printf("doctor:       %s: %s\n", json_string_value(json_object_get(v, "check")),
 		       json_string_value(json_object_get(v, "summary")));
@@ -70,8 +70,8 @@ static void print_text(json_t *doc)
 	json_array_foreach(json_object_get(doc, "recent"), i, v) {
 		const char *w = json_string_value(json_object_get(v, "writers"));
 
-		printf("recent drift: /%s: want %s, found %s%s%s\n", json_string_value(json_object_get(v, "path")),
-		       json_string_value(json_object_get(v, "want")), json_string_value(json_object_get(v, "found")),
+		printf("recent drift: %s: want %s, found %s%s%s\n", json_string_value(json_object_get(v, "path")),
+		       json_string_value(json_object_get(v, "wanted")), json_string_value(json_object_get(v, "current")),
 		       w && w[0] ? "; " : "", w ? w : "");
 	}
 }
