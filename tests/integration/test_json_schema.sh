@@ -56,7 +56,7 @@ valid() {
 
 # ---- the schema files, and the checker ---------------------------------------
 run $CHK --schemas "$SD"
-check "every $SD/*.schema.json ($(ls "$SD"/*.schema.json | wc -l)) is a draft 2020-12 schema naming its file, \"schema\" a required constant$( [ "$RC" -eq 0 ] || echo ": $(head -3 "$OUT" | tr '\n' ' ')")" -- [ "$RC" -eq 0 ]
+check "every $SD/*.schema.json ($(find "$SD" -name '*.schema.json' | wc -l)) is a draft 2020-12 schema naming its file, \"schema\" a required constant$( [ "$RC" -eq 0 ] || echo ": $(head -3 "$OUT" | tr '\n' ' ')")" -- [ "$RC" -eq 0 ]
 "$NODETUNE" keys --json >"$T_TMP/keys.json" 2>/dev/null
 sed 's/"scope": "host"/"scope": 7/' "$T_TMP/keys.json" >"$T_TMP/planted.json"
 run $CHK "$SD" keys "$T_TMP/planted.json"
@@ -85,10 +85,10 @@ check "every schema file names a verb that takes --json${extra:+ (not a verb: $e
 
 # ---- the verbs on the fixtures -----------------------------------------------
 valid help 0 "every verb's table" -- cat "$T_TMP/help.json"
-for x in $F/topologies/*.xml; do
+for x in "$F"/topologies/*.xml; do
 	valid discover 0 "discover --topology $(basename "$x")" -- "$NODETUNE" discover --topology "$x" --json
 done
-for d in $F/sysroot/*/; do
+for d in "$F"/sysroot/*/; do
 	d=${d%/}
 	if [ -d "$d/sys/devices/system/cpu/cpu0/topology" ]; then
 		valid discover 0 "discover --sysroot $(basename "$d")" -- "$NODETUNE" discover --sysroot "$d" --json
