@@ -79,7 +79,7 @@ handled() {
 }
 # shellcheck disable=SC2086
 alive() { "$NODETUNE" fleet hosts --endpoints "$EP" $CTL --json | python3 -c '
-import json, sys; print(sum(1 for h in json.load(sys.stdin) if h["alive"]))'; }
+import json, sys; print(sum(1 for h in json.load(sys.stdin)["hosts"] if h["alive"]))'; }
 
 # the controller's signing key, which every host trusts (fleet keygen)
 mkdir -m 700 "$TMP/sk" && mkdir -m 755 "$TMP/keys.d"
@@ -143,7 +143,7 @@ env ETCDCTL_API=3 etcdctl --endpoints "$EP" $ETCDCTL_AUTH get /nodetune/rollouts
 docsz=$(wc -c <"$TMP/doc.json")
 waves=$(python3 -c '
 import json, sys
-r = json.load(open(sys.argv[1]))
+r = json.load(open(sys.argv[1]))["rollouts"][0]
 print(r["state"], "/".join(str(len(w["hosts"])) for w in r["waves"]),
       sum(1 for w in r["waves"] for h in w["hosts"] if h["state"] == "verified"))' "$TMP/r.json")
 # the gate's time from the rollout's timeline; its verdicts from the canaries

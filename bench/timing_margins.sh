@@ -226,7 +226,7 @@ if want fleet; then
 	}
 	alive() { # N: 0 when host hN's lease lives
 		"$NODETUNE" fleet hosts --endpoints "$EP" --json |
-			jq -e --arg h "h$1" 'any(.[]; .host == $h and .alive)' >/dev/null
+			jq -e --arg h "h$1" 'any(.hosts[]; .host == $h and .alive)' >/dev/null
 	}
 	leader_gone() { # NAME
 		[ -z "$(env ETCDCTL_API=3 etcdctl --endpoints "$EP" get "/nodetune/rollouts/$1/leader" --print-value-only)" ]

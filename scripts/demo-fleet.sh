@@ -46,7 +46,7 @@ policy() { # NAME SECTION KEY VALUE
 	chmod 644 "$dir/$1.conf"
 }
 alive() { "$nt" fleet hosts --endpoints "$EP" --json | python3 -c '
-import json, sys; print(sum(1 for h in json.load(sys.stdin) if h["alive"]))'; }
+import json, sys; print(sum(1 for h in json.load(sys.stdin)["hosts"] if h["alive"]))'; }
 
 echo "### a 3-member etcd on loopback"
 EP=$(tests/tools/etcd-cluster.sh start "$dir/etcd")

@@ -39,7 +39,7 @@ core="build-essential pkg-config
       libcurl4-openssl-dev
       libsystemd-dev libmd-dev
       libsodium-dev
-      python3"
+      python3 python3-jsonschema"
 bench="python3-torch python3-numpy"
 browser="chromium"
 # libclang-rt-dev (libclang-rt-14-dev on Debian 12) holds libFuzzer and the

@@ -45,10 +45,25 @@ int exit_code_for(int err)
 	}
 }
 
-int print_json(json_t *doc)
+json_t *cli_schema_doc(const char *name, json_t *doc)
+{
+	char id[96];
+	json_t *named;
+
+	snprintf(id, sizeof(id), "nodetune.%s/%d", name, NT_JSON_VERSION);
+	named = json_is_object(doc) ? json_pack("{s:s}", "schema", id) : NULL;
+	if (named && json_object_update(named, doc) < 0)
+		json_decref(named), named = NULL;
+	json_decref(doc);
+	return named;
+}
+
+int print_json(const char *name, json_t *doc)
 {
 	int r = 0;
 
+	if (name && doc)
+		doc = cli_schema_doc(name, doc);
 	if (!doc || json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0) {
 		/* a failed write is said once, by finish_stdout */
 		if (!ferror(stdout))

@@ -46,10 +46,20 @@ int cli_fleet_creds(const struct opts *o, struct fleet_creds *ret);
  * is logged at debug and changes nothing else. */
 void cli_guard_secrets(void);
 
-/* Write doc (consumed; NULL: out of memory) to stdout, indented, and a
- * newline.  0, or EXIT_RUNTIME (said, unless stdout failed: finish_stdout
- * says that). */
-int print_json(json_t *doc);
+/* The version of every --json document's shape: a document says
+ * "schema": "nodetune.NAME/NT_JSON_VERSION" (docs/schema/NAME.schema.json). */
+#define NT_JSON_VERSION 1
+
+/* doc (consumed) as an object whose first key is "schema":
+ * "nodetune.NAME/1", the rest as they were; NULL when doc is NULL, not an
+ * object, or memory ran out. */
+json_t *cli_schema_doc(const char *name, json_t *doc);
+
+/* Write doc (consumed; NULL: out of memory), an object, to stdout,
+ * indented, and a newline; its first key "schema": "nodetune.NAME/1" when
+ * name is given (NULL: doc names its own schema, e.g. ab's report).  0, or
+ * EXIT_RUNTIME (said, unless stdout failed: finish_stdout says that). */
+int print_json(const char *name, json_t *doc);
 
 /* Everything a policy verb works from. */
 struct ctx {

@@ -115,7 +115,7 @@ static int ab_output(const struct opts *o, const struct ab_config *cfg, const st
 		rc = EXIT_RUNTIME;
 	}
 	if (o->json) {
-		int pr = print_json(abreport_json(cfg, res));
+		int pr = print_json(NULL, abreport_json(cfg, res));
 
 		rc = pr ? pr : rc;
 	} else if (abreport_print(stdout, cfg, res) < 0) {

@@ -77,24 +77,23 @@ static void print_changes(const struct apply_changes *rep, const char *verb_done
 		log_msg(LOG_NOTICE, "%s: %u change%s", verb_done, rep->n, rep->n == 1 ? "" : "s");
 }
 
-static json_t *changes_json(const struct apply_changes *rep, const char *key)
+/* {"dry_run": dry_run, "changes": [{"path": "/sys/..." (from the root, as
+ * the text shows it; "cgroup:NAME" for the job cgroup), "from", "to"}],
+ * "notes": [...]}; NULL on out of memory. */
+static json_t *changes_json(const struct apply_changes *rep, bool dry_run)
 {
-	json_t *doc = json_object(), *arr = json_array(), *notes = json_array();
+	json_t *arr = json_array(), *notes = json_array();
 
-	for (unsigned i = 0; doc && arr && i < rep->n; i++)
-		json_array_append_new(arr, json_pack("{s:s, s:s, s:s}", "path", rep->changes[i].path,
+	for (unsigned i = 0; arr && i < rep->n; i++) {
+		const char *path = rep->changes[i].path;
+		bool file = strncmp(path, "cgroup:", 7) != 0;
+
+		json_array_append_new(arr, json_pack("{s:s+, s:s, s:s}", "path", file ? "/" : "", path,
 						     "from", rep->changes[i].from, "to", rep->changes[i].to));
+	}
 	for (unsigned i = 0; notes && i < rep->n_notes; i++)
 		json_array_append_new(notes, json_string(rep->notes[i]));
-	if (!doc || !arr || !notes) {
-		json_decref(doc);
-		json_decref(arr);
-		json_decref(notes);
-		return NULL;
-	}
-	json_object_set_new(doc, key, arr);
-	json_object_set_new(doc, "notes", notes);
-	return doc;
+	return json_pack("{s:b, s:o, s:o}", "dry_run", dry_run, "changes", arr, "notes", notes);
 }
 
 static void print_dry_run(const struct plan *pl, const struct apply_changes *rep)
@@ -134,7 +133,7 @@ int cli_apply(const struct ctx *x, const struct opts *o, enum say say)
 	if (o->json && say == SAY_STDOUT) {
 		if (!o->dry_run)   /* every host change is logged, JSON or not */
 			print_changes(&rep, NULL, SAY_NOTHING);
-		r = print_json(changes_json(&rep, o->dry_run ? "would_change" : "changed"));
+		r = print_json("apply", changes_json(&rep, o->dry_run));
 	} else if (o->dry_run && say == SAY_STDOUT) {
 		print_dry_run(x->plan, &rep);
 	} else {
@@ -169,7 +168,7 @@ int cli_revert(const struct opts *o, enum say say)
 	}
 	if (o->json && say == SAY_STDOUT) {
 		print_changes(&rep, NULL, SAY_NOTHING);
-		r = print_json(changes_json(&rep, "restored"));
+		r = print_json("revert", changes_json(&rep, false));
 	} else {
 		print_changes(&rep, "reverted", say);
 	}

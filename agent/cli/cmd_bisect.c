@@ -59,7 +59,7 @@ static int print_culprits_json(const struct opts *o, const struct bisect_run *b,
 							    knob_table[b->idx[i]].section, "key",
 							    knob_table[b->idx[i]].key, "good", b->good->v[b->idx[i]].value,
 							    "bad", b->bad->v[b->idx[i]].value));
-	return print_json(json_pack("{s:s, s:s, s:b, s:i, s:o, s:o}", "good", o->good, "bad", o->bad, "reproduced",
+	return print_json("bisect", json_pack("{s:s, s:s, s:b, s:i, s:o, s:o}", "good", o->good, "bad", o->bad, "reproduced",
 				    reproduced, "knobs_differing", b->n, "culprits", cs, "tests", json_incref(b->log)));
 }
 

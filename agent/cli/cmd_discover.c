@@ -114,7 +114,7 @@ int cmd_discover(struct opts *o)
 	if (o->svg)
 		rc = write_svg(o, &x);
 	else if (o->json)
-		rc = print_json(discover_json(x.topo, have_ks ? &ks : NULL));
+		rc = print_json("discover", discover_json(x.topo, have_ks ? &ks : NULL));
 	else if (discover_print(stdout, x.topo, have_ks ? &ks : NULL) < 0)
 		rc = EXIT_RUNTIME;
 	else

@@ -58,7 +58,7 @@ int cmd_doctor(struct opts *o)
 		log_msg(LOG_ERR, "%s", err.msg);
 		rc = exit_code_for(r);
 	} else if (o->json) {
-		rc = print_json(doctor_json(&rep));
+		rc = print_json("doctor", doctor_json(&rep));
 	} else if (doctor_print(stdout, &rep, o->sysroot, o->verbose) < 0) {
 		rc = EXIT_RUNTIME;
 	} else {

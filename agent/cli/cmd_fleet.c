@@ -194,8 +194,10 @@ static void print_rollout(const struct fleet_rollout *r)
 	}
 }
 
-/* Print rollouts (text or a JSON array / one object). */
-static int print_rollouts(const struct opts *o, const struct fleet_rollout *r, unsigned n, bool one)
+/* Print rollouts: text, or JSON named schema: one rollout's document, or
+ * {"rollouts": [...]} (every rollout, or the one --name gave). */
+static int print_rollouts(const struct opts *o, const struct fleet_rollout *r, unsigned n, const char *schema,
+			  bool one)
 {
 	json_t *all = json_array();
 
@@ -221,8 +223,10 @@ static int print_rollouts(const struct opts *o, const struct fleet_rollout *r, u
 
 		json_decref(all);
 		all = first;
+	} else if (all) {
+		all = json_pack("{s:o}", "rollouts", all);
 	}
-	return print_json(all);
+	return print_json(schema, all);
 }
 
 static int exit_for_state(const struct fleet_rollout *r)
@@ -394,8 +398,9 @@ static int converged(const struct opts *o, struct fleet_ctl *c, const struct fle
 	return 0;
 }
 
-/* Lead rollout name to its end (abort: roll it back) and print it. */
-static int lead(struct opts *o, struct fleet_ctl *c, bool abort, bool wait)
+/* Lead rollout name to its end (abort: roll it back) and print it (JSON
+ * named schema). */
+static int lead(struct opts *o, struct fleet_ctl *c, const char *schema, bool abort, bool wait)
 {
 	struct fleet_rollout r = { 0 };
 	struct nt_err err = { 0 };
@@ -406,7 +411,7 @@ static int lead(struct opts *o, struct fleet_ctl *c, bool abort, bool wait)
 		rc = fleet_ctl_get(c, o->name, &r, &err);
 	if (rc < 0)
 		return store_error(&err);
-	rc = print_rollouts(o, &r, 1, true);
+	rc = print_rollouts(o, &r, 1, schema, true);
 	if (rc == 0)
 		rc = exit_for_state(&r);
 	if (rc == 0 && !abort)
@@ -456,33 +461,33 @@ int cmd_fleet_rollout(struct opts *o)
 		free(content);
 		return rc;
 	}
-	rc = fleet_ctl_create(c, &ro, &err) < 0 ? store_error(&err) : lead(o, c, false, false);
+	rc = fleet_ctl_create(c, &ro, &err) < 0 ? store_error(&err) : lead(o, c, "fleet.rollout", false, false);
 	ctl_close(c);
 	free(content);
 	return rc;
 }
 
 /* resume and abort: lead rollout --name to its end. */
-static int lead_named(struct opts *o, bool abort)
+static int lead_named(struct opts *o, const char *schema, bool abort)
 {
 	int rc;
 	struct fleet_ctl *c = ctl_open(o, &rc);
 
 	if (!c)
 		return rc;
-	rc = lead(o, c, abort, true);
+	rc = lead(o, c, schema, abort, true);
 	ctl_close(c);
 	return rc;
 }
 
 int cmd_fleet_resume(struct opts *o)
 {
-	return lead_named(o, false);
+	return lead_named(o, "fleet.resume", false);
 }
 
 int cmd_fleet_abort(struct opts *o)
 {
-	return lead_named(o, true);
+	return lead_named(o, "fleet.abort", true);
 }
 
 int cmd_fleet_timestamp(struct opts *o)
@@ -515,7 +520,8 @@ int cmd_fleet_status(struct opts *o)
 	if (rc < 0)
 		rc = store_error(&err);
 	else
-		rc = o->name ? print_rollouts(o, &one, 1, true) : print_rollouts(o, all, n, false);
+		rc = o->name ? print_rollouts(o, &one, 1, "fleet.status", false)
+			     : print_rollouts(o, all, n, "fleet.status", false);
 	fleet_rollout_release(&one);
 	for (unsigned i = 0; i < n; i++)
 		fleet_rollout_release(&all[i]);
@@ -582,7 +588,7 @@ int cmd_fleet_hosts(struct opts *o)
 		for (unsigned i = 0; a && i < n; i++)
 			json_array_append_new(a, host_json(&rows[i]));
 		free(rows);
-		return print_json(a);
+		return print_json("fleet.hosts", json_pack("{s:o}", "hosts", a));
 	}
 	printf("%-16s %-5s %-34s %-22s %-12s %-9s %-8s %s\n", "HOST", "ALIVE", "CLASS", "POLICY", "SHA256", "STATE",
 	       "VERIFIED", "DESIRED BY");

@@ -18,7 +18,7 @@ const struct verb_spec keys_spec = {
 	"list every policy key",
 	"Every policy key with what it does; --markdown prints the reference table\n"
 	"(section, values, scope, file written) kept in docs/policy-keys.md; --json the\n"
-	"same as a list of objects {section, key, help, limit}.",
+	"same columns as objects {knob, section, key, values, scope, path, help, limit}.",
 };
 
 int cmd_keys(struct opts *o)
@@ -34,11 +34,17 @@ int cmd_keys(struct opts *o)
 		static const char *const dir[] = { [LIMIT_NONE] = NULL, [LIMIT_CEILING] = "ceiling",
 						   [LIMIT_FLOOR] = "floor", [LIMIT_ALLOWED] = "allowed" };
 
-		for (unsigned i = 0; arr && i < knob_count; i++)
-			json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s*}", "section", knob_table[i].section,
-							     "key", knob_table[i].key, "help", knob_table[i].help,
-							     "limit", dir[limits_direction((enum knob_id)i)]));
-		return finish_stdout(print_json(arr));
+		for (unsigned i = 0; arr && i < knob_count; i++) {
+			struct knob_ref r;
+			char id[128];
+
+			knob_reference(&knob_table[i], &r);
+			json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s?, s:s, s:s*}", "knob",
+				knob_name(i, id, sizeof(id)), "section", knob_table[i].section, "key", knob_table[i].key,
+				"values", r.values, "scope", r.scope, "path", *r.path ? r.path : NULL, "help",
+				knob_table[i].help, "limit", dir[limits_direction((enum knob_id)i)]));
+		}
+		return finish_stdout(print_json("keys", json_pack("{s:o}", "keys", arr)));
 	}
 	if (o->markdown) {
 		knob_print_reference(stdout);

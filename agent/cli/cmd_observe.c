@@ -57,7 +57,7 @@ static int print_record(const struct sampler *s, const struct sampler_snap *a, c
 	int r = 0;
 
 	if (o->json) {
-		json_t *rec = sampler_record(s, a, b);
+		json_t *rec = cli_schema_doc("observe", sampler_record(s, a, b));
 
 		if (ctx->with_steps && rec)
 			json_object_set_new(rec, "steps", json_pack("{s:i, s:f, s:f, s:I, s:i}", "n", (int)ctx->steps.n,

@@ -34,7 +34,7 @@ int cmd_plan(struct opts *o)
 		return rc;
 	rc = 0;
 	if (o->json)
-		rc = print_json(plan_json(x.plan));
+		rc = print_json("plan", plan_json(x.plan));
 	else if (plan_print(stdout, x.plan, x.topo) < 0)
 		rc = EXIT_RUNTIME;
 	ctx_release(&x);

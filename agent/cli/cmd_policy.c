@@ -157,7 +157,7 @@ int cmd_policy_list(struct opts *o)
 	act = active_doc(o);
 	active = json_string_value(json_object_get(act, "active"));
 	if (o->json)
-		rc = print_json(list_json(e, n, active));
+		rc = print_json("policy.list", list_json(e, n, active));
 	else
 		list_print(e, n, active);
 	json_decref(act);
@@ -257,7 +257,7 @@ int cmd_policy_show(struct opts *o)
 						     "key", knob_table[keys[i]].key, "value", v->value, "file", v->file,
 						     "line", v->line));
 	}
-	rc = print_json(json_pack("{s:s, s:s, s:s?, s:o}", "policy", p->path, "file", p->file, "summary",
+	rc = print_json("policy.show", json_pack("{s:s, s:s, s:s?, s:o}", "policy", p->path, "file", p->file, "summary",
 				  policy_value(p, KNOB_MAIN_SUMMARY), "settings", arr));
 	policy_free(p);
 	return finish_stdout(rc);
@@ -398,7 +398,7 @@ int cmd_policy_active(struct opts *o)
 		return EXIT_RUNTIME;
 	}
 	if (o->json) {
-		rc = print_json(doc);
+		rc = print_json("policy.active", doc);
 	} else {
 		print_active(doc);
 		json_decref(doc);

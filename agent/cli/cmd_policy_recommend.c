@@ -53,7 +53,7 @@ int cmd_policy_recommend(struct opts *o)
 	}
 	p = recommend_decide(&f, &why);
 	if (o->json)
-		return finish_stdout(print_json(json_pack("{s:s, s:s, s:[{s:s, s:i, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s}]}",
+		return finish_stdout(print_json("policy.recommend", json_pack("{s:s, s:s, s:[{s:s, s:i, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s}]}",
 			"policy", recommend_name(p), "why", why, "facts",
 			"fact", "gpus", "value", (int)f.gpus, "source", f.gpus_src,
 			"fact", "slurm", "value", f.slurm == REC_SLURM_NONE ? "none" : f.slurm == REC_SLURM_SHARED ? "shared" : "exclusive",

@@ -68,7 +68,7 @@ static int slurm_gres(const struct opts *o)
 		topo_free(t);
 		return EXIT_RUNTIME;
 	}
-	rc = o->json ? print_json(gres_json(g, t)) : finish_stdout(gres_print(stdout, g, t) < 0 ? EXIT_RUNTIME : 0);
+	rc = o->json ? print_json("slurm.gres", gres_json(g, t)) : finish_stdout(gres_print(stdout, g, t) < 0 ? EXIT_RUNTIME : 0);
 	gres_free(g);
 	topo_free(t);
 	return rc;

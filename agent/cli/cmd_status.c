@@ -26,7 +26,8 @@ const struct verb_spec status_spec = {
 	"(when, how long, settings checked and drifted), drift counts per setting, the\n"
 	"contested settings, the doctor's findings and the latest drifts with the other\n"
 	"writers found; in a fleet, the fleet documents refused for their signature (how\n"
-	"many, and the last one's time, reason and line).  Exit 3 when no daemon answers.",
+	"many, and the last one's time, reason and line).  Exit 3 when no daemon answers\n"
+	"(with --json, still an object: \"running\": false and the error).",
 };
 
 static void print_text(json_t *doc)
@@ -47,9 +48,9 @@ static void print_text(json_t *doc)
 	       json_integer_value(json_object_get(doc, "reloads")),
 	       json_integer_value(json_object_get(doc, "reload_failures")));
 	json_object_foreach(json_object_get(doc, "drift"), key, v)
-		printf("drift:        /%s: %lld times\n", key, json_integer_value(v));
+		printf("drift:        %s: %lld times\n", key, json_integer_value(v));
 	json_array_foreach(json_object_get(doc, "contested"), i, v)
-		printf("contested:    /%s (no longer corrected)\n", json_string_value(v));
+		printf("contested:    %s (no longer corrected)\n", json_string_value(v));
 	json_array_foreach(json_object_get(doc, "doctor"), i, v)
 		printf("doctor:       %s: %s\n", json_string_value(json_object_get(v, "check")),
 		       json_string_value(json_object_get(v, "summary")));
@@ -70,8 +71,8 @@ static void print_text(json_t *doc)
 	json_array_foreach(json_object_get(doc, "recent"), i, v) {
 		const char *w = json_string_value(json_object_get(v, "writers"));
 
-		printf("recent drift: /%s: want %s, found %s%s%s\n", json_string_value(json_object_get(v, "path")),
-		       json_string_value(json_object_get(v, "want")), json_string_value(json_object_get(v, "found")),
+		printf("recent drift: %s: want %s, found %s%s%s\n", json_string_value(json_object_get(v, "path")),
+		       json_string_value(json_object_get(v, "wanted")), json_string_value(json_object_get(v, "current")),
 		       w && w[0] ? "; " : "", w ? w : "");
 	}
 }
@@ -86,7 +87,10 @@ int cmd_status(struct opts *o)
 
 	if (ctlsock_query(path, "status", 5000, &reply, &err) < 0) {
 		log_msg(LOG_ERR, "%s", err.msg);
-		return EXIT_RUNTIME;
+		/* a script reads that no daemon answers, and why, as data */
+		if (o->json)
+			print_json("status", json_pack("{s:b, s:s, s:s}", "running", 0, "socket", path, "error", err.msg));
+		return finish_stdout(EXIT_RUNTIME);
 	}
 	doc = json_loads(reply, 0, NULL);
 	free(reply);
@@ -95,7 +99,8 @@ int cmd_status(struct opts *o)
 		return EXIT_RUNTIME;
 	}
 	if (o->json)
-		rc = print_json(json_incref(doc));
+		rc = json_object_set_new(doc, "running", json_true()) < 0 ? EXIT_RUNTIME
+		     : print_json("status", json_incref(doc));
 	else
 		print_text(doc);
 	json_decref(doc);

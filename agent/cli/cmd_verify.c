@@ -33,9 +33,10 @@ static int print_drift_json(const struct plan *pl, const struct verify_result *r
 	json_t *drift = json_array();
 
 	for (unsigned i = 0; drift && i < rep->n; i++)
-		json_array_append_new(drift, json_pack("{s:s, s:s, s:s}", "path", rep->drift[i].path, "expected",
-						       rep->drift[i].expected, "actual", rep->drift[i].actual));
-	return print_json(drift ? json_pack("{s:s, s:i, s:o}", "policy", pl->policy_path, "checked", rep->checked,
+		json_array_append_new(drift, plan_setting_json(rep->drift[i].knob,
+							       rep->drift[i].kind == VERIFY_CGROUP ? NULL : rep->drift[i].path,
+							       rep->drift[i].actual, rep->drift[i].expected));
+	return print_json("verify", drift ? json_pack("{s:s, s:i, s:o}", "policy", pl->policy_path, "checked", rep->checked,
 					    "drift", drift)
 				: NULL);
 }

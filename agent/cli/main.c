@@ -194,7 +194,7 @@ static int help_json(void)
 	}
 	for (size_t k = 0; gs && k < sizeof(groups) / sizeof(groups[0]); k++)
 		json_array_append_new(gs, json_pack("{s:s, s:s}", "group", groups[k].name, "help", groups[k].help));
-	return finish_stdout(print_json(json_pack("{s:s, s:o*, s:o*}", "version", NODETUNE_VERSION, "verbs", vs,
+	return finish_stdout(print_json("help", json_pack("{s:s, s:o*, s:o*}", "version", NODETUNE_VERSION, "verbs", vs,
 						  "groups", gs)));
 }
 

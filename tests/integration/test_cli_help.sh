@@ -229,6 +229,8 @@ fi
 
 # ---- --json where it reports -------------------------------------------------------
 run "$NODETUNE" keys --json
-check "keys --json: every key with its help" -- sh -c \
-	"[ $RC -eq 0 ] && jq -e 'length > 20 and (.[0] | has(\"section\") and has(\"key\") and has(\"help\"))' '$OUT' >/dev/null"
+check "keys --json: every key with its values, scope, file and help (the columns of --markdown)" -- sh -c \
+	"[ $RC -eq 0 ] && jq -e '(.keys | length > 20) and (.keys[] | select(.knob == \"thp.enabled\") |
+	 .values == \"always, madvise, never\" and .scope == \"host\" and
+	 .path == \"/sys/kernel/mm/transparent_hugepage/enabled\" and (.help | length > 0))' '$OUT' >/dev/null"
 t_done

@@ -124,9 +124,9 @@ check "the drift is logged as 'drift: /PATH: want X, found Y' naming the sysctl.
 	grep -qxF '<5>nodetune: daemon: drift: /proc/sys/vm/swappiness: want 10, found 33; other writers: /etc/sysctl.d/99-other.conf:2 sets vm.swappiness = 33' "$T_TMP/d1.log"
 check "the correction is logged as 'corrected: /PATH: 33 -> 10'" -- \
 	grep -qxF '<5>nodetune: daemon: corrected: /proc/sys/vm/swappiness: 33 -> 10' "$T_TMP/d1.log"
-wait_until 5 status_is "$S1" '.drift["proc/sys/vm/swappiness"] == 1'
+wait_until 5 status_is "$S1" '.drift["/proc/sys/vm/swappiness"] == 1'
 check "status --json counts it: drift 1, corrections 1, the writer in recent[]" -- status_is "$S1" \
-	'.drift["proc/sys/vm/swappiness"] == 1 and .corrections == 1 and (.recent[-1].writers | test("99-other.conf:2"))'
+	'.drift["/proc/sys/vm/swappiness"] == 1 and .corrections == 1 and (.recent[-1].writers | test("99-other.conf:2"))'
 wait_until 5 metric_is "$P1" 'nodetune_drift_total{path="/proc/sys/vm/swappiness"}' 1
 check "/metrics counts it: nodetune_drift_total{path=\"/proc/sys/vm/swappiness\"} 1, contested 0" -- sh -c \
 	"[ \"\$(curl -sf http://127.0.0.1:$P1/metrics | grep '^nodetune_drift_total{path=\"/proc/sys/vm/swappiness\"} 1$')\" ] &&
@@ -145,7 +145,7 @@ check "the process holding the knob open is named: pid 4242 (other-tuner)" -- \
 wait_until 5 metric_is "$P1" 'nodetune_drift_total{path="/proc/sys/vm/swappiness"}' 2
 check "the counters say 2 drifts (metrics and status)" -- sh -c \
 	"[ \"\$(curl -sf http://127.0.0.1:$P1/metrics | awk '\$1 == \"nodetune_drift_total{path=\\\"/proc/sys/vm/swappiness\\\"}\" { print \$2 }')\" = 2 ] &&
-	 '$NODETUNE' status --socket '$S1' --json | jq -e '.drift[\"proc/sys/vm/swappiness\"] == 2' >/dev/null"
+	 '$NODETUNE' status --socket '$S1' --json | jq -e '.drift[\"/proc/sys/vm/swappiness\"] == 2' >/dev/null"
 rm -r "$R1/proc/4242"
 # status_text_ok: the text form, once a verify after the correction ran
 status_text_ok() {
@@ -254,7 +254,7 @@ check "then left alone: said once, no correction in 3 more verifies ($v0 -> $v1)
 	 [ \"\$(cat '$R2/$SW')\" = 33 ] && [ \$(grep -c 'drift: /proc/sys/vm/swappiness' '$T_TMP/d2.log') -eq 3 ]"
 check "contested is exported: nodetune_knob_contested 1, status .contested" -- sh -c \
 	"curl -sf http://127.0.0.1:$P2/metrics | grep -qx 'nodetune_knob_contested{path=\"/proc/sys/vm/swappiness\"} 1' &&
-	 '$NODETUNE' status --socket '$S2' --json | jq -e '.contested == [\"proc/sys/vm/swappiness\"]' >/dev/null"
+	 '$NODETUNE' status --socket '$S2' --json | jq -e '.contested == [\"/proc/sys/vm/swappiness\"]' >/dev/null"
 kill $FLIPPER
 wait $FLIPPER 2>/dev/null
 drift "$P2" "$R2/$DEFRAG" always defer+madvise

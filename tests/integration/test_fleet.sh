@@ -118,7 +118,7 @@ host_kill() { kill "-${2:-TERM}" "$(cat "$T_TMP/h$1/pid")" 2>/dev/null; wait "$(
 
 # alive_count: hosts whose lease lives
 alive_count() { "$NODETUNE" fleet hosts --endpoints "$EP" --json | python3 -c '
-import json, sys; print(sum(1 for h in json.load(sys.stdin) if h["alive"]))'; }
+import json, sys; print(sum(1 for h in json.load(sys.stdin)["hosts"] if h["alive"]))'; }
 # (margin: the 20 s default is 172x the p99 of one host's
 # registration, 0.116 s, host_register_s in timing_margins.sh; eight start here
 # at once)
@@ -136,7 +136,7 @@ for n in 5 6 7 8; do host_start $n "$TOPO_B"; done
 if wait_alive 8; then t_ok "8 hosts registered under their leases"
 else t_not_ok "8 hosts registered"; "$NODETUNE" fleet hosts --endpoints "$EP"; t_done; fi
 classes=$("$NODETUNE" fleet hosts --endpoints "$EP" --json | python3 -c '
-import json, sys; print(" ".join(sorted({h["class"]["label"] for h in json.load(sys.stdin)})))')
+import json, sys; print(" ".join(sorted({h["class"]["label"] for h in json.load(sys.stdin)["hosts"]})))')
 [ "$classes" = "2s-2n-48c-8gpu-T4 2s-2n-4c-16gpu-V100" ] && t_ok "two hardware classes published: $classes" ||
 	t_not_ok "hardware classes: got '$classes'"
 
@@ -199,7 +199,7 @@ for pass in 1 2 3 4 5 6 7 8 9 10 11 12; do
 	sleep 0.3
 	kill -9 $pid 2>/dev/null && kills=$((kills + 1))
 	wait $pid 2>/dev/null
-	final=$("$NODETUNE" fleet status --endpoints "$EP" --name r-kill --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')
+	final=$("$NODETUNE" fleet status --endpoints "$EP" --name r-kill --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["rollouts"][0]["state"])')
 	[ "$final" = running ] || break
 	"$NODETUNE" fleet resume --endpoints "$EP" $SIGN --name r-kill >"$T_TMP/kill.$pass" 2>&1 &
 	pid=$!

@@ -83,11 +83,11 @@ J=$T_TMP/jtree
 cp -r "$UNTUNED" "$J"
 run "$NODETUNE" apply --policy $GT --topology $HGX --sysroot "$J" --state-dir "$T_TMP/jst" --json
 check "apply --json: stdout is one JSON document of 3 changes; each change logged on stderr" -- sh -c \
-	"[ $RC -eq 0 ] && jq -e '.changed | length == 3' '$OUT' >/dev/null &&
+	"[ $RC -eq 0 ] && jq -e '.dry_run == false and (.changes | length == 3)' '$OUT' >/dev/null &&
 	 grep -qx 'nodetune: apply: /proc/sys/kernel/numa_balancing: 1 -> 0' '$ERR'"
 run "$NODETUNE" revert --state-dir "$T_TMP/jst" --json
 check "revert --json: stdout is one JSON document of 3 restores; each logged on stderr" -- sh -c \
-	"[ $RC -eq 0 ] && jq -e '.restored | length == 3' '$OUT' >/dev/null &&
+	"[ $RC -eq 0 ] && jq -e '.changes | length == 3' '$OUT' >/dev/null &&
 	 grep -qx 'nodetune: revert: /proc/sys/kernel/numa_balancing: 0 -> 1' '$ERR'"
 run "$NODETUNE" plan --policy $GT --topology $HGX --json
 check "plan --json: stdout is JSON alone" -- sh -c "[ $RC -eq 0 ] && jq -e '.ranks | length == 8' '$OUT' >/dev/null"

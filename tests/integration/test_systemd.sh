@@ -352,9 +352,8 @@ quickstart_test() {
 	# the store's policy it keeps in its state dir, are that policy (its
 	# `nodetune status` names the unit's --policy file, not the fleet's)
 	qs_state=$(python3 -c 'import json, sys
-r = json.load(open(sys.argv[1]))
-r = r[0] if isinstance(r, list) else r
-h = [x for x in json.load(open(sys.argv[2])) if x["host"] == "gpu17"][0]["status"]
+r = json.load(open(sys.argv[1]))["rollouts"][0]
+h = [x for x in json.load(open(sys.argv[2]))["hosts"] if x["host"] == "gpu17"][0]["status"]
 kept = open(sys.argv[3]).read().split()[0]
 print(r["state"], h["state"], "reported" if h["sha256"] == r["sha256"] else "reported-other",
       "kept" if kept == r["sha256"] else "kept-other", r["policy"])' "$qs/rollout.json" "$qs/hosts.json" "$qs/host.sha" 2>&1)

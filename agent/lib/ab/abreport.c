@@ -49,15 +49,16 @@ json_t *abreport_json(const struct ab_config *cfg, const struct ab_result *res)
 	json_t *doc, *ma, *mb, *nc;
 
 	if (res->error)
-		return json_pack("{s:s, s:s}", "verdict", "error", "error", res->error_msg);
+		return json_pack("{s:s, s:s, s:s}", "schema", ABREPORT_SCHEMA, "verdict", "error", "error",
+				 res->error_msg);
 	ma = json_array();
 	mb = json_array();
 	for (int i = 0; i < res->trials[0]; i++)
 		json_array_append_new(ma, json_real(res->metric[0][i]));
 	for (int i = 0; i < res->trials[1]; i++)
 		json_array_append_new(mb, json_real(res->metric[1][i]));
-	doc = json_pack("{s:s, s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:f, s:f, s:f, s:o, s:o, s:o}",
-			"verdict", stats_verdict_name(res->verdict), "ratio", res->ratio, "ci_low", res->ci_lo,
+	doc = json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:f, s:f, s:f, s:o, s:o, s:o}",
+			"schema", ABREPORT_SCHEMA, "verdict", stats_verdict_name(res->verdict), "ratio", res->ratio, "ci_low", res->ci_lo,
 			"ci_high", res->ci_hi, "p_value", res->p, "trials_a", res->trials[0], "trials_b", res->trials[1],
 			"pairs", res->blocks, "noise", res->noise, "hodges_lehmann_step_ms", res->hl_shift_ms,
 			"threshold", cfg->threshold,

@@ -15,8 +15,13 @@
 
 #include "ab/ab.h"
 
-/* The report as a JSON object (a new reference; NULL on ENOMEM); an arm
- * that failed gives {"verdict": "error", "error": ...}. */
+/* The version of the report's shape (docs/schema/ab.schema.json): a
+ * contract with the fleet's gate, which reads it (FLEET_GATE_AB_SCHEMA). */
+#define ABREPORT_SCHEMA "nodetune.ab/1"
+
+/* The report as a JSON object, "schema": ABREPORT_SCHEMA first (a new
+ * reference; NULL on ENOMEM); an arm that failed gives {"schema": ...,
+ * "verdict": "error", "error": ...}. */
 json_t *abreport_json(const struct ab_config *cfg, const struct ab_result *res);
 
 /* The name of an interval at level 1 - level_alpha, for the text and HTML

@@ -447,8 +447,9 @@ static json_t *status_json(const struct daemon *d)
 	for (unsigned i = 0; drift && i < d->n_recent; i++) {
 		const struct drift_event *e = &d->recent[i];
 
-		json_array_append_new(recent, json_pack("{s:f, s:s, s:s, s:s, s:s}", "time", e->wall, "path", e->path,
-							"want", e->want, "found", e->found, "writers", e->writers));
+		json_array_append_new(recent, json_pack("{s:f, s:s+, s:s, s:s, s:s}", "time", e->wall, "path", "/",
+							e->path, "current", e->found, "wanted", e->want, "writers",
+							e->writers));
 	}
 	for (unsigned i = 0; d->doc_ok && i < d->doc.n; i++)
 		json_array_append_new(doc, json_pack("{s:s, s:s, s:s}", "check", d->doc.hazards[i].code, "summary",
@@ -479,10 +480,12 @@ static json_t *status_json(const struct daemon *d)
 static void status_knob(const char *key, unsigned long total, bool contested, void *arg)
 {
 	json_t *doc = arg;
+	char path[300];
 
-	json_object_set_new(json_object_get(doc, "drift"), key, json_integer((json_int_t)total));
+	snprintf(path, sizeof(path), "/%s", key);     /* the host path, as verify's */
+	json_object_set_new(json_object_get(doc, "drift"), path, json_integer((json_int_t)total));
 	if (contested)
-		json_array_append_new(json_object_get(doc, "contested"), json_string(key));
+		json_array_append_new(json_object_get(doc, "contested"), json_string(path));
 }
 
 static void publish(struct daemon *d)

@@ -33,6 +33,7 @@ int fleet_gate_parse(const char *buf, size_t len, struct fleet_gate_result *ret,
 	struct fleet_gate_result g = { 0 };
 	json_error_t je;
 	json_t *o = json_loadb(buf, len, 0, &je), *v, *ex, *e;
+	const char *sv;
 	size_t i, n = 0;
 	int r = 0;
 
@@ -40,8 +41,12 @@ int fleet_gate_parse(const char *buf, size_t len, struct fleet_gate_result *ret,
 		json_decref(o);
 		return err_set(err, -EINVAL, "ab's output is not a JSON object");
 	}
+	sv = json_string_value(json_object_get(o, "schema"));
 	v = json_object_get(o, "verdict");
-	if (!json_is_string(v) || json_string_length(v) >= sizeof(g.verdict))
+	if (!sv || strcmp(sv, FLEET_GATE_AB_SCHEMA))
+		r = err_set(err, -EINVAL, "ab's output is not a report of schema %s (it says '%.40s')",
+			    FLEET_GATE_AB_SCHEMA, sv ? sv : "none");
+	else if (!json_is_string(v) || json_string_length(v) >= sizeof(g.verdict))
 		r = err_set(err, -EINVAL, "ab's output has no verdict");
 	else if (!strcmp(json_string_value(v), "error"))
 		r = err_set(err, -EIO, "ab failed: %.400s", json_string_value(json_object_get(o, "error")) ?: "?");

@@ -82,7 +82,16 @@ int fleet_gate_run(const struct fleet_gate_request *q, struct fleet_gate_result 
  * journal could not be reverted (kept then). */
 int fleet_gate_recover(const char *trial_dir, const char *sysroot, double wait_s, struct nt_err *err);
 
-/* ab's JSON report (untrusted text) into *ret.  0 or -EINVAL with err. */
+/* The one version of ab's report (`nodetune ab --json`, ABREPORT_SCHEMA)
+ * the gate reads: its "schema", "verdict" ("error" with "error"), "ratio",
+ * "ci_low", "ci_high", "explanations"[].counter and .mechanism
+ * (docs/schema/ab.schema.json; tests/unit/fleet/test_fleet_gate.c pins both
+ * sides). */
+#define FLEET_GATE_AB_SCHEMA "nodetune.ab/1"
+
+/* ab's JSON report (untrusted text) into *ret: an object of schema
+ * FLEET_GATE_AB_SCHEMA.  0; -EINVAL with err (not such a report, another
+ * version); -EIO with err (ab's verdict "error"). */
 int fleet_gate_parse(const char *buf, size_t len, struct fleet_gate_result *ret, struct nt_err *err);
 
 #endif

@@ -421,8 +421,8 @@ static void values_column(const struct knob *k, char *buf, size_t size)
 }
 
 /* The reference's "writes" column of k: the file pattern of a host knob,
- * a sysctl's file too; the IRQs' files are found
- * from the devices, so they are not listed. */
+ * a sysctl's file too, from the root ("" for none); the IRQs' files are
+ * found from the devices, so they are not listed. */
 static void writes_column(const struct knob *k, char *buf, size_t size)
 {
 	switch (k->scope) {
@@ -430,12 +430,25 @@ static void writes_column(const struct knob *k, char *buf, size_t size)
 	case KS_HOST_NODE:
 	case KS_HOST_CPU:
 	case KS_SYSCTL:     /* the file the row writes, never the key's dotted name */
-		snprintf(buf, size, "`/%s`", k->path);
+		snprintf(buf, size, "/%s", k->path);
 		break;
 	default:
-		snprintf(buf, size, "-");
+		snprintf(buf, size, "%s", "");
 		break;
 	}
+}
+
+const char *knob_name(enum knob_id id, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s.%s", knob_table[id].section, knob_table[id].key);
+	return buf;
+}
+
+void knob_reference(const struct knob *k, struct knob_ref *ret)
+{
+	values_column(k, ret->values, sizeof(ret->values));
+	writes_column(k, ret->path, sizeof(ret->path));
+	ret->scope = scope_name(k->scope);
 }
 
 void knob_print_reference(FILE *out)
@@ -447,13 +460,12 @@ void knob_print_reference(FILE *out)
 	fprintf(out, "|---|---|---|---|---|---|\n");
 	for (unsigned i = 0; i < knob_count; i++) {
 		const struct knob *k = &knob_table[i];
-		char values[256], path[160];
+		struct knob_ref r;
 
-		values_column(k, values, sizeof(values));
-		writes_column(k, path, sizeof(path));
-		fprintf(out, "| %s | `%s` | %s | %s | %s | %s |\n",
-			strcmp(section, k->section) ? k->section : "", k->key, values,
-			scope_name(k->scope), path, k->help);
+		knob_reference(k, &r);
+		fprintf(out, "| %s | `%s` | %s | %s | %s%s%s | %s |\n",
+			strcmp(section, k->section) ? k->section : "", k->key, r.values, r.scope,
+			*r.path ? "`" : "", *r.path ? r.path : "-", *r.path ? "`" : "", k->help);
 		section = k->section;
 	}
 }

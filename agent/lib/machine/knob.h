@@ -143,7 +143,22 @@ const char *knob_did_you_mean(const char *word, const char *const *candidates, s
  * file). */
 const char *knob_host_path(const struct knob *k, unsigned index, char *buf, size_t size);
 
+/* The key's id as JSON documents name it, "section.key" ("thp.enabled"),
+ * in buf.  Returns buf. */
+const char *knob_name(enum knob_id id, char *buf, size_t size);
+
 /* Print the reference table of every key as Markdown. */
 void knob_print_reference(FILE *out);
+
+/* The reference's columns of one row (keys --markdown, keys --json). */
+struct knob_ref {
+	char values[256];   /* "always, madvise, never", "0..1", "text" */
+	const char *scope;  /* static: "host", "host, per CPU", "policy", ... */
+	char path[160];     /* the file it writes from the root ("/sys/..." with
+			     * %u for per-node and per-CPU rows); "" when none */
+};
+
+/* Fill *ret with k's reference columns.  Never fails. */
+void knob_reference(const struct knob *k, struct knob_ref *ret);
 
 #endif

@@ -702,6 +702,16 @@ static json_t *jset_or_null(hwloc_const_bitmap_t set)
 	return j;
 }
 
+json_t *plan_setting_json(enum knob_id knob, const char *path, const char *current, const char *wanted)
+{
+	char id[128], host_path[260];
+
+	if (path)
+		snprintf(host_path, sizeof(host_path), "/%s", path);
+	return json_pack("{s:s, s:s?, s:s?, s:s}", "knob", knob_name(knob, id, sizeof(id)), "path",
+			 path ? host_path : NULL, "current", current, "wanted", wanted);
+}
+
 json_t *plan_json(const struct plan *pl)
 {
 	json_t *doc = json_object(), *ranks = json_array(), *host = json_array(),
@@ -728,11 +738,8 @@ json_t *plan_json(const struct plan *pl)
 	ranks = NULL;
 	for (unsigned i = 0; i < pl->n_host; i++) {
 		const struct plan_host *h = &pl->host[i];
-		char knob[128];
 
-		snprintf(knob, sizeof(knob), "%s.%s", knob_table[h->knob].section, knob_table[h->knob].key);
-		ok &= !json_array_append_new(host, json_pack("{s:s, s:s, s:s?, s:s}",
-			"knob", knob, "path", h->path, "from", h->from[0] ? h->from : NULL, "to", h->to));
+		ok &= !json_array_append_new(host, plan_setting_json(h->knob, h->path, h->from[0] ? h->from : NULL, h->to));
 	}
 	ok &= !json_object_set_new(doc, "host", host);
 	host = NULL;
@@ -743,10 +750,14 @@ json_t *plan_json(const struct plan *pl)
 	else
 		cg = json_null();
 	ok &= !json_object_set_new(doc, "cgroup", cg);
-	for (unsigned i = 0; i < pl->n_irqs; i++)
-		ok &= !json_array_append_new(irqs, json_pack("{s:i, s:s, s:s, s:s, s:s}",
-			"irq", pl->irqs[i].irq, "device", pl->irqs[i].device, "path", pl->irqs[i].path,
-			"from", pl->irqs[i].from, "to", pl->irqs[i].to));
+	for (unsigned i = 0; i < pl->n_irqs; i++) {
+		json_t *q = plan_setting_json(KNOB_IRQ_DEVICES, pl->irqs[i].path,
+					      pl->irqs[i].from[0] ? pl->irqs[i].from : NULL, pl->irqs[i].to);
+
+		ok &= q && !json_object_set_new(q, "irq", json_integer(pl->irqs[i].irq)) &&
+		      !json_object_set_new(q, "device", json_string(pl->irqs[i].device));
+		ok &= !json_array_append_new(irqs, q);
+	}
 	ok &= !json_object_set_new(doc, "irqs", irqs);
 	irqs = NULL;
 	ok &= !json_object_set_new(doc, "housekeeping", jset_or_null(pl->housekeeping));

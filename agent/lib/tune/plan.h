@@ -88,8 +88,16 @@ struct plan *plan_build_gpus(const struct policy *p, const struct topo *t, unsig
 
 void plan_free(struct plan *pl);
 
-/* The plan as a JSON document (new reference; NULL on out of memory). */
+/* The plan as a JSON document (new reference; NULL on out of memory).
+ * Each host setting and IRQ is a setting object (plan_setting_json). */
 json_t *plan_json(const struct plan *pl);
+
+/* One setting as every document names it (plan, verify): {"knob":
+ * "thp.enabled", "path": "/sys/..." (from the root, as the text shows it;
+ * null when path is NULL), "current": the host's value (null when current
+ * is NULL: unknown), "wanted": the policy's}.  New reference; NULL on out
+ * of memory. */
+json_t *plan_setting_json(enum knob_id knob, const char *path, const char *current, const char *wanted);
 
 /* Human-readable plan.  Returns 0 or -EIO. */
 int plan_print(FILE *out, const struct plan *pl, const struct topo *t);

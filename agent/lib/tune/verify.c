@@ -11,19 +11,21 @@
 #include "tune/jobcg.h"
 
 /* Append a drift; rep->drift has room for it (allocated for the worst case). */
-static void add_drift(struct verify_result *rep, enum verify_kind kind, const char *path, const char *expected,
-		      const char *actual)
+static void add_drift(struct verify_result *rep, enum verify_kind kind, enum knob_id knob, const char *path,
+		      const char *expected, const char *actual)
 {
 	struct verify_drift *d = &rep->drift[rep->n++];
 
 	d->kind = kind;
+	d->knob = knob;
 	snprintf(d->path, sizeof(d->path), "%s", path);
 	snprintf(d->expected, sizeof(d->expected), "%s", expected);
 	snprintf(d->actual, sizeof(d->actual), "%s", actual);
 }
 
 /* Read back path and compare it with the value the plan wants. */
-static void check_setting(const struct fsroot *root, const char *path, const char *to, struct verify_result *rep)
+static void check_setting(const struct fsroot *root, enum knob_id knob, const char *path, const char *to,
+			  struct verify_result *rep)
 {
 	char raw[1024], now[PLAN_VALUE_MAX] = "(unreadable)", want[PLAN_VALUE_MAX];
 
@@ -32,7 +34,7 @@ static void check_setting(const struct fsroot *root, const char *path, const cha
 	if (fsroot_read(root, path, raw, sizeof(raw)) >= 0)
 		apply_normalize(raw, now, sizeof(now));
 	if (strcmp(now, want))
-		add_drift(rep, VERIFY_SETTING, path, want, now);
+		add_drift(rep, VERIFY_SETTING, knob, path, want, now);
 }
 
 int verify_plan(const struct plan *pl, const struct fsroot *root, struct verify_result *ret,
@@ -45,13 +47,13 @@ int verify_plan(const struct plan *pl, const struct fsroot *root, struct verify_
 	if (!rep.drift)
 		return err_set(err, -ENOMEM, "out of memory");
 	for (unsigned i = 0; i < pl->n_host; i++)
-		check_setting(root, pl->host[i].path, pl->host[i].to, &rep);
+		check_setting(root, pl->host[i].knob, pl->host[i].path, pl->host[i].to, &rep);
 	for (unsigned i = 0; i < pl->n_irqs; i++)
-		check_setting(root, pl->irqs[i].path, pl->irqs[i].to, &rep);
+		check_setting(root, KNOB_IRQ_DEVICES, pl->irqs[i].path, pl->irqs[i].to, &rep);
 	if (pl->cgroup[0] && fsroot_is_host(root)) {
 		rep.checked++;
 		if (!jobcg_exists(pl->cgroup))
-			add_drift(&rep, VERIFY_CGROUP, "cgroup", pl->cgroup, "(missing)");
+			add_drift(&rep, VERIFY_CGROUP, KNOB_CGROUP_NAME, "cgroup", pl->cgroup, "(missing)");
 	}
 	*ret = rep;
 	return 0;

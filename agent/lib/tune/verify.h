@@ -23,6 +23,7 @@ enum verify_kind {
 
 struct verify_drift {
 	enum verify_kind kind;
+	enum knob_id knob;            /* the policy key it comes from (irq.devices, cgroup.name) */
 	char path[256];               /* below the fsroot; "cgroup" for VERIFY_CGROUP */
 	char expected[PLAN_VALUE_MAX];    /* normalized; the cgroup's name */
 	char actual[PLAN_VALUE_MAX];      /* normalized; "(unreadable)", "(missing)" */

@@ -59,7 +59,7 @@ ff_alive() { # HOST ARGS...: is HOST's lease alive in the store ARGS (--endpoint
 	ff_h=$1
 	shift
 	"$NODETUNE" fleet hosts "$@" --json | python3 -c '
-import json, sys; sys.exit(0 if any(h["host"] == sys.argv[1] and h["alive"] for h in json.load(sys.stdin)) else 1)' "$ff_h"
+import json, sys; sys.exit(0 if any(h["host"] == sys.argv[1] and h["alive"] for h in json.load(sys.stdin)["hosts"]) else 1)' "$ff_h"
 }
 ff_seq() { cut -d' ' -f1 "$FF/$1/state/fleet-seq" 2>/dev/null; }
 

@@ -70,7 +70,7 @@ fleet_sign_alive2() {
 fleet_sign_running() {
 	"$FLEET_SIGN_CTL" hosts --json | python3 -c '
 import json, sys
-print(" ".join("%s=%s" % (h["host"], h.get("status", {}).get("sha256", "")) for h in json.load(sys.stdin)))'
+print(" ".join("%s=%s" % (h["host"], h.get("status", {}).get("sha256", "")) for h in json.load(sys.stdin)["hosts"]))'
 }
 
 # both hosts alive and running sha256 SHA
@@ -86,7 +86,7 @@ fleet_sign_sha() { # ROLLOUT: the sha256 of the policy it rolls out (of the flat
 	"$FLEET_SIGN_CTL" status --name "$1" --json 2>/dev/null | python3 -c '
 import json, sys
 r = json.load(sys.stdin)
-print((r[0] if isinstance(r, list) else r)["sha256"])'
+print(r["rollouts"][0]["sha256"])'
 }
 
 # the store's value of KEY, and its mod_revision
@@ -210,8 +210,7 @@ fleet_sign_planted() {
 	run "$FLEET_SIGN_CTL" status --name plant-1 --json
 	fleet_sign_h1=$(python3 -c '
 import json, sys
-r = json.load(open(sys.argv[1]))
-r = r[0] if isinstance(r, list) else r
+r = json.load(open(sys.argv[1]))["rollouts"][0]
 print(" ".join(h["state"] for w in r["waves"] for h in w["hosts"] if h["host"] == "h1"))' "$OUT" 2>/dev/null)
 	RC=$fleet_sign_abort_rc
 	if [ "$RC" -eq 1 ] && [ "$fleet_sign_h1" = kept ] && [ "$fleet_sign_after" = "$fleet_sign_before" ] &&
