@@ -26,7 +26,7 @@ rc=0
 [ "$rc" -le 1 ] || { echo "docs-ab.sh: nodetune ab: exit $rc" >&2; exit 1; }
 net=""
 unshare -n true 2>/dev/null && net="unshare -n"
-$net chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1000,2200 \
+$net chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1000,2600 \
 	--screenshot="$png" "file://$PWD/$html" >/dev/null 2>&1
 [ -s "$png" ] || { echo "docs-ab.sh: chromium wrote no $png" >&2; exit 1; }
 echo "wrote $html and $png"
