@@ -19,6 +19,11 @@ DASH=deploy/grafana/nodetune.json
 HGX=tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml
 PY=/usr/bin/python3
 
+if ! "$PY" -c 'import yaml' 2>/dev/null; then
+	t_need python3-yaml "python3-yaml is not installed (scripts/install-deps.sh deploy): the rules cannot be read"
+	t_done
+fi
+
 if ! command -v promtool >/dev/null; then
 	t_need promtool "promtool is not installed (scripts/install-deps.sh daemon)"
 else
