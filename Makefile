@@ -7,7 +7,7 @@
 #   make demo       deps, build, run the main job on this machine
 #   make demo-fleet deps, build, roll policies over 12 simulated hosts on a local etcd
 #   make docs-ab    the sample A/B report and its screenshot in docs/ (root, chromium)
-#   make install    PREFIX=/usr/local DESTDIR= (UNITDIR, SYSCONFDIR, SPANKDIR: see "install")
+#   make install    PREFIX=/usr/local DESTDIR= (UNITDIR, SYSCONFDIR, SPANKDIR, PYTHONDIR: see "install")
 #   make deb        the Debian packages nodetune and nodetune-slurm, in build/deb
 #   make man        the man pages, in build/man
 #

@@ -158,15 +158,18 @@ check "/etc/nodetune/policy.conf is a conffile, the shipped gpu-train.conf" -- s
 check "the installed policy plans (root trusts it: root-owned, 0644)" -- \
 	/usr/bin/nodetune plan --policy /etc/nodetune/policy.conf --synthetic "pack:2 numa:1 core:4 pu:1"
 # the step-report client `ab` and `observe` read (F16): Debian's python3
-# imports it from the package, run from outside the source tree with no
-# PYTHONPATH (root's import may write its .pyc: the purge below must remove it)
+# imports it from the package, run from outside the source tree in a clean
+# environment (no PYTHONPATH, no PYTHONDONTWRITEBYTECODE: root's first
+# import writes the module's .pyc, which the purge below must remove)
 PYMOD=/usr/lib/python3/dist-packages/nodetune_steps.py
-got=$(cd / && env -u PYTHONPATH /usr/bin/python3 -c 'import nodetune_steps; print(nodetune_steps.__file__)' 2>&1)
+got=$(cd / && env -i PATH=/usr/bin:/bin /usr/bin/python3 -c 'import nodetune_steps; print(nodetune_steps.__file__)' 2>&1)
 if [ "$got" = "$PYMOD" ]; then
-	t_ok "/usr/bin/python3 (in /, PYTHONPATH unset) imports nodetune_steps from $got"
+	t_ok "/usr/bin/python3 (in /, a clean environment) imports nodetune_steps from $got"
 else
-	t_not_ok "/usr/bin/python3 (in /, PYTHONPATH unset): import nodetune_steps gave '$(echo "$got" | tail -n 1)', not $PYMOD"
+	t_not_ok "/usr/bin/python3 (in /, a clean environment): import nodetune_steps gave '$(echo "$got" | tail -n 1)', not $PYMOD"
 fi
+check "the import as root wrote the module's bytecode, which the purge must remove" -- \
+	sh -c 'ls /usr/lib/python3/dist-packages/__pycache__/nodetune_steps.cpython-*.pyc'
 check "the Grafana dashboard and the Prometheus rules in /usr/share/nodetune (JSON with panels; rules, by promtool when there)" -- sh -c \
 	'jq -e ".panels | length > 0" /usr/share/nodetune/grafana/nodetune.json &&
 	 test -s /usr/share/nodetune/prometheus/nodetune-rules.yml &&
