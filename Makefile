@@ -7,7 +7,8 @@
 #   make fuzz       each libFuzzer target (tests/fuzz/fuzz_*.c) for FUZZ_TIME seconds
 #   make demo       deps, build, run the main job on this machine
 #   make demo-fleet deps, build, roll policies over 12 simulated hosts on a local etcd
-#   make install    PREFIX=/usr/local DESTDIR= (UNITDIR, SYSCONFDIR, SPANKDIR: see "install")
+#   make docs-ab    the sample A/B report and its screenshot in docs/ (root, chromium)
+#   make install    PREFIX=/usr/local DESTDIR= (UNITDIR, SYSCONFDIR, SPANKDIR, PYTHONDIR: see "install")
 #   make deb        the Debian packages nodetune and nodetune-slurm, in build/deb
 #   make man        the man pages, in build/man
 #   make mutation   the mutation score of the security- and correctness-critical modules (slow)
@@ -182,7 +183,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 UNIT_LIBS  = $(shell pkg-config --libs cmocka 2>/dev/null) $(LIBS)
 
 .PHONY: all man deb deps deps-check deps-fuzz check lint unit integration asan fuzz fuzz-smoke fuzz-build fuzz-bins \
-	docs-discover demo demo-fleet install clean mutation
+	docs-discover docs-ab demo demo-fleet install clean mutation
 .DEFAULT_GOAL := all
 
 # INSTALL_DEPS=true: leave apt alone (a package build has its Build-Depends)
@@ -363,6 +364,12 @@ docs-discover: $(NODETUNE)
 		--screenshot=$(abspath $(DISCOVER_IMG)).png file://$(abspath $(DISCOVER_IMG)).svg 2>/dev/null
 	@test -s $(DISCOVER_IMG).png
 
+# the sample A/B report in docs/ and its screenshot, from a real `nodetune
+# ab` on this machine (root, chromium): docs/examples/ab-report.html,
+# docs/img/ab-report.png
+docs-ab: $(NODETUNE) $(HARNESS)
+	@scripts/docs-ab.sh $(BUILD)
+
 # ---- install ---------------------------------------------------------------
 # The systemd unit goes to $(PREFIX)/lib/systemd/system: /usr/local/lib/...
 # for the default PREFIX (a directory systemd searches), /usr/lib/... for
@@ -385,6 +392,12 @@ MANDIR     ?= $(PREFIX)/share/man
 # demand; for another PREFIX it reads $(PREFIX)/share/... only when that
 # is in XDG_DATA_DIRS
 COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
+# the step-report client (contrib/python/nodetune_steps.py) goes where
+# Debian's python3 finds it: /usr/lib/python3/dist-packages for PREFIX=/usr,
+# else PREFIX/lib/python3.X/dist-packages (X: /usr/bin/python3's; Debian's
+# python3 searches /usr/local/lib/python3.X/dist-packages)
+PY3VER      = $(shell /usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+PYTHONDIR  ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3,$(PREFIX)/lib/python$(or $(PY3VER),3))/dist-packages
 
 $(BUILD)/nodetune.service: deploy/systemd/nodetune.service.in Makefile
 	@mkdir -p $(dir $@)
@@ -405,6 +418,9 @@ install: all $(BUILD)/nodetune.service
 	install -m 0644 $(filter %.5,$(MAN_PAGES)) $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 $(filter %.8,$(MAN_PAGES)) $(DESTDIR)$(MANDIR)/man8/
 	install -D -m 0644 $(COMPLETION) $(DESTDIR)$(COMPLETIONDIR)/nodetune
+	install -D -m 0644 contrib/python/nodetune_steps.py $(DESTDIR)$(PYTHONDIR)/nodetune_steps.py
+	install -D -m 0644 deploy/grafana/nodetune.json $(DESTDIR)$(PREFIX)/share/nodetune/grafana/nodetune.json
+	install -D -m 0644 deploy/prometheus/nodetune-rules.yml $(DESTDIR)$(PREFIX)/share/nodetune/prometheus/nodetune-rules.yml
 	$(if $(PLUGIN),install -D -m 0755 $(PLUGIN) $(DESTDIR)$(SPANKDIR)/nodetune_spank.so)
 	install -d -m 0755 $(DESTDIR)$(SYSCONFDIR)/nodetune
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/nodetune/policy.conf ]; then \

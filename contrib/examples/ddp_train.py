@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """ddp_train.py -- a real PyTorch DistributedDataParallel training job that
-reports its steps to nodetune (contrib/python/nodetune_steps.py).
+reports its steps to nodetune (the module nodetune_steps: installed by the
+.deb in /usr/lib/python3/dist-packages; from a clone, ../python beside this
+file, which is searched first).
 
 A small MLP regression on synthetic data, on CPU with the gloo backend (or
 on GPUs with NCCL when --device cuda).  Run it alone, under torchrun, or

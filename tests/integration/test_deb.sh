@@ -7,7 +7,9 @@
 # disabled, /etc/nodetune/policy.conf a conffile, the plugin in Debian's
 # Slurm plugin directory); starts the daemon the way the unit does (its
 # ExecStart= line, on the default policy), asks `nodetune status`, stops it
-# and `nodetune revert`s the host to its knobs as they were.  Then upgrades
+# and `nodetune revert`s the host to its knobs as they were; Debian's
+# python3 imports nodetune_steps from dist-packages; the Grafana dashboard
+# and the Prometheus rules are in /usr/share/nodetune.  Then upgrades
 # them to a second build whose version is bumped with dch and whose
 # policy.conf changed too: the admin's edit of policy.conf survives, the
 # package's new one beside it as .dpkg-dist.  Then purge: no file of either package is left, nor
@@ -156,6 +158,23 @@ check "/etc/nodetune/policy.conf is a conffile, the shipped gpu-train.conf" -- s
 	 cmp -s /etc/nodetune/policy.conf /usr/share/nodetune/policies/gpu-train.conf"
 check "the installed policy plans (root trusts it: root-owned, 0644)" -- \
 	/usr/bin/nodetune plan --policy /etc/nodetune/policy.conf --synthetic "pack:2 numa:1 core:4 pu:1"
+# the step-report client `ab` and `observe` read (F16): Debian's python3
+# imports it from the package, run from outside the source tree in a clean
+# environment (no PYTHONPATH, no PYTHONDONTWRITEBYTECODE: root's first
+# import writes the module's .pyc, which the purge below must remove)
+PYMOD=/usr/lib/python3/dist-packages/nodetune_steps.py
+got=$(cd / && env -i PATH=/usr/bin:/bin /usr/bin/python3 -c 'import nodetune_steps; print(nodetune_steps.__file__)' 2>&1)
+if [ "$got" = "$PYMOD" ]; then
+	t_ok "/usr/bin/python3 (in /, a clean environment) imports nodetune_steps from $got"
+else
+	t_not_ok "/usr/bin/python3 (in /, a clean environment): import nodetune_steps gave '$(echo "$got" | tail -n 1)', not $PYMOD"
+fi
+check "the import as root wrote the module's bytecode, which the purge must remove" -- \
+	sh -c 'ls /usr/lib/python3/dist-packages/__pycache__/nodetune_steps.cpython-*.pyc'
+check "the Grafana dashboard and the Prometheus rules in /usr/share/nodetune (JSON with panels; rules, by promtool when there)" -- sh -c \
+	'jq -e ".panels | length > 0" /usr/share/nodetune/grafana/nodetune.json &&
+	 test -s /usr/share/nodetune/prometheus/nodetune-rules.yml &&
+	 { ! command -v promtool || promtool check rules /usr/share/nodetune/prometheus/nodetune-rules.yml; }'
 SPANK=/usr/lib/$MULTIARCH/slurm-wlm/nodetune_spank.so
 check "nodetune-slurm: $SPANK, running /usr/bin/nodetune" -- sh -c "[ -f '$SPANK' ] && grep -qaF /usr/bin/nodetune '$SPANK'"
 check "nodetune-slurm depends on the Slurm its plugin was built for" -- sh -c \
@@ -326,7 +345,8 @@ while IFS= read -r f; do
 	[ -e "$f" ] && [ ! -d "$f" ] && left="$left $f"
 done <"$T_TMP/files"
 for d in /usr/share/nodetune /usr/share/doc/nodetune /usr/share/doc/nodetune-slurm /var/lib/nodetune \
-	/etc/nodetune/policy.conf /etc/nodetune/policy.conf.dpkg-dist /lib/systemd/system/nodetune.service; do
+	/etc/nodetune/policy.conf /etc/nodetune/policy.conf.dpkg-dist /lib/systemd/system/nodetune.service \
+	/usr/lib/python3/dist-packages/__pycache__/nodetune_steps.*; do
 	[ -e "$d" ] && left="$left $d"
 done
 check "purge leaves no file of the packages, no state, no conffile${left:+ (left:$left)}" -- [ -z "$left" ]
