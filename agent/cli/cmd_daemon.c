@@ -53,7 +53,7 @@ static const struct opt_row daemon_opts[] = {
 
 const struct verb_spec daemon_spec = {
 	daemon_opts, VERB_NO_COMMAND,
-	"nodetune daemon [--policy FILE|NAME] [--topology XML] [--sysroot DIR] [--state-dir DIR]\n"
+	"nodetune daemon [--policy FILE|NAME] [--topology FILE.xml] [--sysroot DIR] [--state-dir DIR]\n"
 	"                       [--interval DURATION] [--flap N/SECONDS] [--metrics ADDR:PORT | --no-metrics]\n"
 	"                       [--textfile-dir DIR] [--socket PATH] [--revert-on-exit] [--limits FILE]\n"
 	"                       [--host NAME [--endpoints URLS] [--cacert FILE] [--cert FILE --key FILE]\n"
