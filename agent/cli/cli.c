@@ -25,7 +25,7 @@ int finish_stdout(int rc)
 	if (fflush(stdout) == 0 && !ferror(stdout))
 		return rc;
 	e = errno;    /* 0 when an earlier write failed and this flush had nothing left */
-	log_msg(LOG_ERR, "writing standard output failed%s%s", e ? ": " : "", e ? strerror(e) : "");
+	log_msg(LOG_ERR, "writing standard output failed%s%s", e ? ": " : "", e ? nt_strerror(e) : "");
 	return rc >= EXIT_USAGE ? rc : EXIT_RUNTIME;
 }
 
@@ -96,7 +96,7 @@ int ctx_load(struct ctx *x, const struct opts *o, unsigned nranks, bool want_roo
 	if (want_root && (o->sysroot || (!o->topology && !o->synthetic))) {
 		x->root = fsroot_open(o->sysroot ? o->sysroot : "/");
 		if (!x->root) {
-			err_set(&err, -EINVAL, "--sysroot %s: %s", o->sysroot, strerror(errno));
+			err_set(&err, -EINVAL, "--sysroot %s: %s", o->sysroot, nt_strerror(errno));
 			goto out_err;
 		}
 	}
@@ -179,10 +179,10 @@ void cli_guard_secrets(void)
 	struct rlimit rl;
 
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
-		log_msg(LOG_DEBUG, "prctl(PR_SET_DUMPABLE): %s", strerror(errno));
+		log_msg(LOG_DEBUG, "prctl(PR_SET_DUMPABLE): %s", nt_strerror(errno));
 	if (getrlimit(RLIMIT_CORE, &rl) == 0) {
 		rl.rlim_cur = 0;
 		if (setrlimit(RLIMIT_CORE, &rl) < 0)
-			log_msg(LOG_DEBUG, "setrlimit(RLIMIT_CORE): %s", strerror(errno));
+			log_msg(LOG_DEBUG, "setrlimit(RLIMIT_CORE): %s", nt_strerror(errno));
 	}
 }

@@ -93,7 +93,7 @@ static int check_output_path(const char *opt, const char *path)
 	}
 	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) + (slash == path) : 1, slash ? path : ".");
 	if (stat(dir, &st) < 0 || access(dir, W_OK) < 0)
-		why = strerror(errno);
+		why = nt_strerror(errno);
 	else if (!S_ISDIR(st.st_mode))
 		why = "not a directory";
 	if (why) {

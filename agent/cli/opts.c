@@ -259,7 +259,7 @@ static int check_sysroot(const struct opts *o)
 	struct stat st;
 
 	if (stat(o->sysroot, &st) < 0) {
-		log_msg(LOG_ERR, "--sysroot %s: %s", o->sysroot, strerror(errno));
+		log_msg(LOG_ERR, "--sysroot %s: %s", o->sysroot, nt_strerror(errno));
 		return EXIT_USAGE;
 	}
 	if (!S_ISDIR(st.st_mode)) {
@@ -344,7 +344,7 @@ static int check_textfile_dir(const struct opts *o)
 
 	if (stat(o->textfile_dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
 		log_msg(LOG_ERR, "--textfile-dir %s: %s", o->textfile_dir,
-			errno && !S_ISDIR(st.st_mode) ? strerror(errno) : "not a directory");
+			errno && !S_ISDIR(st.st_mode) ? nt_strerror(errno) : "not a directory");
 		return EXIT_USAGE;
 	}
 	return 0;
@@ -666,9 +666,11 @@ static int parse_command(const char *name, const struct verb_spec *spec, int arg
 		return 0;
 	}
 	if (spec->command == VERB_ONE_WORD) {
+		if (!dashdash && optind >= argc)
+			return 0;       /* o->word NULL: the verb says what it expected */
 		if (dashdash || optind + 1 != argc) {
 			log_msg(LOG_ERR, "%s takes one word, %s (see --help)", name,
-				optind >= argc ? "none given" : dashdash ? "not '--'" : "not more");
+				dashdash ? "not '--'" : "not more");
 			return EXIT_USAGE;
 		}
 		o->word = argv[optind];

@@ -11,7 +11,7 @@ printf '[main]\nsummary = bad\n[thp]\nenabled = never\ndefrag = never\n[sysctl]\
 printf '[main]\nsummary = bad\n[thp]\nenabld = never\n' >"$T_TMP/typo.conf"
 
 expect_fail 2 "--good POLICY and --bad POLICY are required" "no --bad" -- "$NODETUNE" bisect --good "$T_TMP/good.conf"
-expect_fail 2 "$T_TMP/nope.conf: No such file" "a missing policy" -- "$NODETUNE" bisect --good "$T_TMP/nope.conf" --bad "$T_TMP/bad.conf"
+expect_fail 2 "$T_TMP/nope.conf: no such file" "a missing policy" -- "$NODETUNE" bisect --good "$T_TMP/nope.conf" --bad "$T_TMP/bad.conf"
 expect_fail 2 "typo.conf:4: unknown key 'enabld' in \[thp\]" "a bad policy: file:line" -- "$NODETUNE" bisect --good "$T_TMP/good.conf" --bad "$T_TMP/typo.conf"
 expect_fail 2 "set every knob alike: nothing to bisect" "two policies alike" -- "$NODETUNE" bisect --good "$T_TMP/good.conf" --bad "$T_TMP/good.conf"
 expect_fail 2 "arm A: no-such-command: command not found" "a command not found" -- "$NODETUNE" bisect --good "$T_TMP/good.conf" --bad "$T_TMP/bad.conf" -- no-such-command

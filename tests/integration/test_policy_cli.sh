@@ -38,7 +38,7 @@ expect_fail 2 "typo.conf:3: unknown section \[afinity\] \(did you mean \[affinit
 printf '[main]\ninclude = b.conf\n' >"$T_TMP/a.conf"; printf '[main]\ninclude = a.conf\n' >"$T_TMP/b.conf"
 expect_fail 2 "b.conf:2: include cycle: .*a.conf -> .*b.conf -> .*a.conf" "apply of an include cycle" -- \
 	"$NODETUNE" apply --policy "$T_TMP/a.conf" --topology $HGX --sysroot "$T" --state-dir "$ST"
-expect_fail 2 "nope.conf: No such file" "apply of a missing policy" -- \
+expect_fail 2 "nope.conf: no such file" "apply of a missing policy" -- \
 	"$NODETUNE" apply --policy "$T_TMP/nope.conf" --topology $HGX --sysroot "$T" --state-dir "$ST"
 printf '[affinity]\nmode = gpu-local\nhousekeeping = 0-95\n[thp]\nenabled = never\n' >"$T_TMP/impossible.conf"
 expect_fail 2 "no CPUs left for rank 0" "apply of an impossible plan" -- \

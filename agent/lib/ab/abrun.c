@@ -229,7 +229,7 @@ static int trial_apply(const struct ab_config *cfg, const struct ab_arm *arm, st
 		return r;
 	root = fsroot_open(cfg->sysroot ? cfg->sysroot : "/");
 	if (!root) {
-		r = err_set(err, -errno, "%s: %s", cfg->sysroot ? cfg->sysroot : "/", strerror(errno));
+		r = err_set(err, -errno, "%s: %s", cfg->sysroot ? cfg->sysroot : "/", nt_strerror(errno));
 		policy_free(p);
 		topo_free(t);
 		return r;
@@ -455,12 +455,12 @@ static int run_workload(const struct ab_config *cfg, const struct tlb_counter *t
 	pid_t pid;
 
 	if (!w) {
-		r = root ? err->code : err_set(err, -errno, "/: %s", strerror(errno));
+		r = root ? err->code : err_set(err, -errno, "/: %s", nt_strerror(errno));
 		goto out;
 	}
 	fd = open(f->steps, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0 || !(env = job_env(cfg, f, CHILD_FIRST_FD, bufs)) || pipe2(go, O_CLOEXEC) < 0) {
-		r = err_set(err, fd < 0 ? -errno : -ENOMEM, "%s: %s", fd < 0 ? f->steps : "trial", strerror(errno));
+		r = err_set(err, fd < 0 ? -errno : -ENOMEM, "%s: %s", fd < 0 ? f->steps : "trial", nt_strerror(errno));
 		abwatch_end(w, &t->watch, &werr);
 		goto out;
 	}

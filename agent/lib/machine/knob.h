@@ -133,8 +133,10 @@ int knob_validate(const struct knob *k, const char *value, char *why, size_t siz
 int knob_read_effective(const struct fsroot *root, const struct knob *k, const char *path,
 			char *buf, size_t size);
 
-/* The closest of candidates[0..n) to word by edit distance, or NULL when
- * none is close enough to be a likely typo. */
+/* The closest of candidates[0..n) to word by edit distance (insertions,
+ * deletions, substitutions and swaps of two adjacent letters, each one edit;
+ * case ignored), or NULL when none is close enough to be a likely typo (one
+ * edit for a word of up to 4 letters, two up to 8, three past that). */
 const char *knob_did_you_mean(const char *word, const char *const *candidates, size_t n);
 
 /* The host file of k (below the fsroot) for NUMA node / CPU / IRQ index
