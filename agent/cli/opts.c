@@ -735,6 +735,11 @@ static void print_wrapped(FILE *f, const char *text, int col, int indent)
 	fputc('\n', f);
 }
 
+void opts_print_wrapped(FILE *f, const char *text, int col, int indent)
+{
+	print_wrapped(f, text, col, indent);
+}
+
 /* One option's line: "  -n, --ranks N          help (also --x) (required)". */
 static void print_option(FILE *f, const struct opt_def *d, const struct opt_row *r)
 {

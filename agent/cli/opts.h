@@ -117,7 +117,8 @@ enum verb_command {
 	VERB_COMMAND,                 /* "-- COMMAND [ARGS...]", required */
 	VERB_COMMAND_OPTIONAL,        /* "-- COMMAND [ARGS...]" or nothing */
 	VERB_SUB_VERB,                /* "SUB [OPTIONS] [WORDS...]" (`slurm gres --topology F`) */
-	VERB_ONE_WORD,                /* "WORD [OPTIONS]" or "[OPTIONS] WORD" (`policy show NAME`): o->word */
+	VERB_ONE_WORD,                /* "WORD [OPTIONS]" or "[OPTIONS] WORD" (`policy show NAME`): o->word;
+				       * NULL when none is given: the verb says what it expected */
 };
 
 /* Everything the option machinery needs to know about a verb. */
@@ -137,6 +138,11 @@ void cli_version(void);
  * its options from its table (the letter, the name, the value's name, the
  * help, any alias; the refused ones with why), then the global options. */
 void opts_print_help(FILE *f, const struct verb_spec *spec);
+
+/* Print text on f from column col on (the caller has printed up to it),
+ * its words wrapped to 79 columns, continuation lines indented to indent;
+ * then a newline. */
+void opts_print_wrapped(FILE *f, const char *text, int col, int indent);
 
 /* spec's table as data, for tools that generate from it (man page checks,
  * shell completion): {"usage", "summary", "help", "takes": "nothing" |

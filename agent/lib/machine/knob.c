@@ -409,8 +409,7 @@ static const char *scope_name(enum knob_scope s)
 	return "?";
 }
 
-/* The reference's "values" column of k. */
-static void values_column(const struct knob *k, char *buf, size_t size)
+void knob_values_text(const struct knob *k, char *buf, size_t size)
 {
 	switch (k->type) {
 	case KT_ENUM:
@@ -460,7 +459,7 @@ void knob_print_reference(FILE *out)
 		const struct knob *k = &knob_table[i];
 		char values[256], path[160];
 
-		values_column(k, values, sizeof(values));
+		knob_values_text(k, values, sizeof(values));
 		writes_column(k, path, sizeof(path));
 		fprintf(out, "| %s | `%s` | %s | %s | %s | %s |\n",
 			strcmp(section, k->section) ? k->section : "", k->key, values,

@@ -144,6 +144,11 @@ const char *knob_did_you_mean(const char *word, const char *const *candidates, s
  * file). */
 const char *knob_host_path(const struct knob *k, unsigned index, char *buf, size_t size);
 
+/* The values k takes, in words, into buf (truncated to size): its enum's
+ * values ("always, madvise, never"), a range ("0..200"), "auto, none,
+ * cpulist", "name" or "text".  The reference's and `keys`' values column. */
+void knob_values_text(const struct knob *k, char *buf, size_t size);
+
 /* Print the reference table of every key as Markdown. */
 void knob_print_reference(FILE *out);
 
