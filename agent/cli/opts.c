@@ -911,15 +911,19 @@ int opts_parse(const char *name, const struct verb_spec *spec, int argc, char **
 
 /* ---- opts_dump --------------------------------------------------------- */
 
-/* The name of d's value in the dump: what completes it. */
+/* The name of d's value in the dump: what completes it (POLICY, DIR, FILE,
+ * N, VALUE, or its values "a|b"). */
 static const char *dump_arg(const struct opt_def *d)
 {
 	if (!d->takes_value)
 		return "-";
 	if (d->offset == AT(policy) || d->offset == AT(good) || d->offset == AT(bad))
 		return "POLICY";
-	if (d->offset == AT(sysroot) || d->offset == AT(state_dir) || d->offset == AT(textfile_dir))
+	if (d->offset == AT(sysroot) || d->offset == AT(state_dir) || d->offset == AT(textfile_dir) ||
+	    (d->arg && !strcmp(d->arg, "DIR")))
 		return "DIR";
+	if (d->arg && strchr(d->arg, '|') && !strpbrk(d->arg, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
+		return d->arg;  /* its values, "throughput|time" */
 	if (d->is_path)
 		return "FILE";
 	return d->parse == parse_string ? "VALUE" : "N";
