@@ -174,6 +174,36 @@ void cli_ab_config(const struct opts *o, struct ab_config *cfg)
 		cfg->metric_kind = ABFIG_TIME;
 }
 
+int cli_ab_machine(const struct opts *o, struct ab_config *cfg)
+{
+	struct nt_err err = { 0 };
+
+	if (o->topology && !o->sysroot) {
+		log_msg(LOG_ERR, "--topology describes another machine: the trials need this host or --sysroot DIR");
+		return EXIT_USAGE;
+	}
+	cfg->sysroot = o->sysroot;
+	cfg->topology = o->topology;
+	if (o->as_user && ab_as_user(cfg, o->as_user, &err) < 0) {
+		log_msg(LOG_ERR, "%s", err.msg);
+		return EXIT_USAGE;
+	}
+	if (o->sysroot)
+		setenv("NODETUNE_SYSROOT", o->sysroot, 1);
+	return 0;
+}
+
+int cli_ab_files(const struct opts *o, const char *prefix, struct ab_files *f, struct ab_config *cfg)
+{
+	struct nt_err err = { 0 };
+
+	if ((o->trial_dir ? ab_files_make_in(f, o->trial_dir, cfg, &err) : ab_files_make(f, prefix, cfg, &err)) < 0) {
+		log_msg(LOG_ERR, "%s", err.msg);
+		return EXIT_RUNTIME;
+	}
+	return 0;
+}
+
 void cli_guard_secrets(void)
 {
 	struct rlimit rl;

@@ -162,26 +162,10 @@ int cmd_ab(struct opts *o)
 	int rc;
 
 	cli_ab_config(o, &cfg);
-	if (o->topology && !o->sysroot) {
-		log_msg(LOG_ERR, "--topology describes another machine: ab needs this host or --sysroot DIR");
-		return EXIT_USAGE;
-	}
-	cfg.sysroot = o->sysroot;
-	cfg.topology = o->topology;
-	if (o->as_user && ab_as_user(&cfg, o->as_user, &err) < 0) {
-		log_msg(LOG_ERR, "%s", err.msg);
-		return EXIT_USAGE;
-	}
-	if (o->sysroot)
-		setenv("NODETUNE_SYSROOT", o->sysroot, 1);
-	if ((rc = ab_arms(o, &cfg)))
+	if ((rc = cli_ab_machine(o, &cfg)))
+		return rc;
+	if ((rc = ab_arms(o, &cfg)) || (rc = cli_ab_files(o, "nodetune-ab", &files, &cfg)))
 		goto out;
-	if ((o->trial_dir ? ab_files_make_in(&files, o->trial_dir, &cfg, &err)
-			  : ab_files_make(&files, "nodetune-ab", &cfg, &err)) < 0) {
-		log_msg(LOG_ERR, "%s", err.msg);
-		rc = EXIT_RUNTIME;
-		goto out;
-	}
 	if (ab_run(&cfg, &res, &err) < 0) {
 		log_msg(LOG_ERR, "%s", err.msg);
 		rc = exit_code_for(err.code);
