@@ -358,12 +358,16 @@ static int drop_to_user(const struct ab_config *cfg)
 	return 0;
 }
 
-/* In the child: write "nodetune ab: WHAT: DESCRIPTION" to fd 2 and
+/* In the child: write "nodetune ab: WHAT: DESCRIPTION" to fd 2, the
+ * description's first letter in lower case as nt_strerror's, and
  * _exit(code) (126: not run; 127: the command could not be executed, as a
  * shell says); no stdio (only async-signal-safe calls after fork). */
 static _Noreturn void child_fail(const char *what, int e, int code)
 {
-	const char *parts[] = { "nodetune ab: ", what, ": ", child_strerror(e), "\n" };
+	const char *d = child_strerror(e);
+	bool lower = d[0] >= 'A' && d[0] <= 'Z' && !(d[1] >= 'A' && d[1] <= 'Z');
+	char first[2] = { lower ? (char)(d[0] - 'A' + 'a') : d[0], '\0' };
+	const char *parts[] = { "nodetune ab: ", what, ": ", first, d[0] ? d + 1 : "", "\n" };
 
 	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
 		if (write(2, parts[i], strlen(parts[i])) < 0)
