@@ -172,7 +172,7 @@ $(BUILD)/man/%: man/% $(BUILD)/man-help.json $(BUILD)/man-keys.json scripts/opts
 
 $(COMPLETION): contrib/bash-completion/nodetune.in $(NODETUNE) scripts/gen-completion.sh
 	@mkdir -p $(dir $@)
-	scripts/gen-completion.sh $(NODETUNE) $< >$@.tmp && mv $@.tmp $@
+	scripts/gen-completion.sh $(NODETUNE) $< '$(POLICY_PATH)' >$@.tmp && mv $@.tmp $@
 
 man: $(MAN_PAGES)
 

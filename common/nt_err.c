@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* nt_err.c — see nt_err.h. */
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "nt_err.h"
 
@@ -19,6 +21,18 @@ int err_set(struct nt_err *err, int code, const char *fmt, ...)
 	 * quote of its input may carry a newline or an escape sequence */
 	nt_unctrl(err->msg);
 	return code;
+}
+
+const char *nt_strerror(int errnum)
+{
+	static _Thread_local char bufs[4][128];
+	static _Thread_local unsigned next;
+	char *b = bufs[next++ % 4];
+
+	snprintf(b, sizeof(bufs[0]), "%s", strerror(errnum));
+	if (isupper((unsigned char)b[0]) && !isupper((unsigned char)b[1]))
+		b[0] = (char)tolower((unsigned char)b[0]);
+	return b;
 }
 
 /* The length of the well-formed UTF-8 sequence at s (RFC 3629: no

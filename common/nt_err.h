@@ -30,6 +30,12 @@ struct nt_err {
 int err_set(struct nt_err *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* strerror(errnum) with its first letter in lower case ("no such file or
+ * directory"), for the middle of a message, after a colon; an initialism
+ * ("RPC ...") keeps its case.  Thread-local storage: valid until the same
+ * thread's fourth next call, so one message may hold up to four. */
+const char *nt_strerror(int errnum);
+
 /* Show as '?', in place, each byte of s that a terminal could take as a
  * control: C0 (newline, tab, ESC), DEL, the C1 controls (U+0080 to U+009F:
  * CSI is U+009B) written in UTF-8 (both bytes), and every byte that is not

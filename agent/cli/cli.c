@@ -26,7 +26,7 @@ int finish_stdout(int rc)
 	if (fflush(stdout) == 0 && !ferror(stdout))
 		return rc;
 	e = errno;    /* 0 when an earlier write failed and this flush had nothing left */
-	log_msg(LOG_ERR, "writing standard output failed%s%s", e ? ": " : "", e ? strerror(e) : "");
+	log_msg(LOG_ERR, "writing standard output failed%s%s", e ? ": " : "", e ? nt_strerror(e) : "");
 	return rc >= EXIT_USAGE ? rc : EXIT_RUNTIME;
 }
 
@@ -112,7 +112,7 @@ int ctx_load(struct ctx *x, const struct opts *o, unsigned nranks, bool want_roo
 	if (want_root && (o->sysroot || (!o->topology && !o->synthetic))) {
 		x->root = fsroot_open(o->sysroot ? o->sysroot : "/");
 		if (!x->root) {
-			err_set(&err, -EINVAL, "--sysroot %s: %s", o->sysroot, strerror(errno));
+			err_set(&err, -EINVAL, "--sysroot %s: %s", o->sysroot, nt_strerror(errno));
 			goto out_err;
 		}
 	}
@@ -190,15 +190,45 @@ void cli_ab_config(const struct opts *o, struct ab_config *cfg)
 		cfg->metric_kind = ABFIG_TIME;
 }
 
+int cli_ab_machine(const struct opts *o, struct ab_config *cfg)
+{
+	struct nt_err err = { 0 };
+
+	if (o->topology && !o->sysroot) {
+		log_msg(LOG_ERR, "--topology describes another machine: the trials need this host or --sysroot DIR");
+		return EXIT_USAGE;
+	}
+	cfg->sysroot = o->sysroot;
+	cfg->topology = o->topology;
+	if (o->as_user && ab_as_user(cfg, o->as_user, &err) < 0) {
+		log_msg(LOG_ERR, "%s", err.msg);
+		return EXIT_USAGE;
+	}
+	if (o->sysroot)
+		setenv("NODETUNE_SYSROOT", o->sysroot, 1);
+	return 0;
+}
+
+int cli_ab_files(const struct opts *o, const char *prefix, struct ab_files *f, struct ab_config *cfg)
+{
+	struct nt_err err = { 0 };
+
+	if ((o->trial_dir ? ab_files_make_in(f, o->trial_dir, cfg, &err) : ab_files_make(f, prefix, cfg, &err)) < 0) {
+		log_msg(LOG_ERR, "%s", err.msg);
+		return EXIT_RUNTIME;
+	}
+	return 0;
+}
+
 void cli_guard_secrets(void)
 {
 	struct rlimit rl;
 
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
-		log_msg(LOG_DEBUG, "prctl(PR_SET_DUMPABLE): %s", strerror(errno));
+		log_msg(LOG_DEBUG, "prctl(PR_SET_DUMPABLE): %s", nt_strerror(errno));
 	if (getrlimit(RLIMIT_CORE, &rl) == 0) {
 		rl.rlim_cur = 0;
 		if (setrlimit(RLIMIT_CORE, &rl) < 0)
-			log_msg(LOG_DEBUG, "setrlimit(RLIMIT_CORE): %s", strerror(errno));
+			log_msg(LOG_DEBUG, "setrlimit(RLIMIT_CORE): %s", nt_strerror(errno));
 	}
 }

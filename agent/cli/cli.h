@@ -90,8 +90,18 @@ int cli_check_policy(const struct ab_config *cfg, const char *what, const char *
 int cli_check_arm(const struct ab_config *cfg, const struct ab_arm *arm);
 
 /* Set cfg from the defaults (ab_config_defaults) and the A/B options the
- * user gave (--trials --steps --threshold --alpha --budget --seed --limits). */
+ * user gave (--trials --steps --threshold --alpha --trim --budget --seed
+ * --metric --metric-kind --skip-steps --limits). */
 void cli_ab_config(const struct opts *o, struct ab_config *cfg);
+
+/* The machine and the user of ab's trials under cfg, from --sysroot,
+ * --topology (only with --sysroot) and --as-user; NODETUNE_SYSROOT set
+ * for the job.  0, or EXIT_USAGE (said). */
+int cli_ab_machine(const struct opts *o, struct ab_config *cfg);
+
+/* The trial directory: --trial-dir's (made here, must not exist), else a
+ * fresh /tmp/PREFIX-XXXXXX (ab_files_make).  0, or EXIT_RUNTIME (said). */
+int cli_ab_files(const struct opts *o, const char *prefix, struct ab_files *f, struct ab_config *cfg);
 
 /* Where apply's and revert's closing summary ("applied ...: 2 changes")
  * goes: stdout for apply and revert; stderr for run, whose stdout is the

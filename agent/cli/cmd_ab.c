@@ -70,7 +70,7 @@ static int check_output_path(const char *opt, const char *path)
 	}
 	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) + (slash == path) : 1, slash ? path : ".");
 	if (stat(dir, &st) < 0 || access(dir, W_OK) < 0)
-		why = strerror(errno);
+		why = nt_strerror(errno);
 	else if (!S_ISDIR(st.st_mode))
 		why = "not a directory";
 	if (why) {
@@ -139,26 +139,10 @@ int cmd_ab(struct opts *o)
 	int rc;
 
 	cli_ab_config(o, &cfg);
-	if (o->topology && !o->sysroot) {
-		log_msg(LOG_ERR, "--topology describes another machine: ab needs this host or --sysroot DIR");
-		return EXIT_USAGE;
-	}
-	cfg.sysroot = o->sysroot;
-	cfg.topology = o->topology;
-	if (o->as_user && ab_as_user(&cfg, o->as_user, &err) < 0) {
-		log_msg(LOG_ERR, "%s", err.msg);
-		return EXIT_USAGE;
-	}
-	if (o->sysroot)
-		setenv("NODETUNE_SYSROOT", o->sysroot, 1);
-	if ((rc = ab_arms(o, &cfg)))
+	if ((rc = cli_ab_machine(o, &cfg)))
+		return rc;
+	if ((rc = ab_arms(o, &cfg)) || (rc = cli_ab_files(o, "nodetune-ab", &files, &cfg)))
 		goto out;
-	if ((o->trial_dir ? ab_files_make_in(&files, o->trial_dir, &cfg, &err)
-			  : ab_files_make(&files, "nodetune-ab", &cfg, &err)) < 0) {
-		log_msg(LOG_ERR, "%s", err.msg);
-		rc = EXIT_RUNTIME;
-		goto out;
-	}
 	if (ab_run(&cfg, &res, &err) < 0) {
 		log_msg(LOG_ERR, "%s", err.msg);
 		rc = exit_code_for(err.code);

@@ -195,7 +195,7 @@ int cmd_apply(struct opts *o)
 		/* whoever reads the result (a --json consumer) cannot learn
 		 * what was applied: all or nothing, so nothing */
 		log_msg(LOG_ERR, "writing standard output failed%s%s; rolling back", errno ? ": " : "",
-			errno ? strerror(errno) : "");
+			errno ? nt_strerror(errno) : "");
 		if (cli_revert(o, SAY_NOTHING) == 0)
 			log_msg(LOG_ERR, "everything changed was rolled back");
 		return EXIT_RUNTIME;

@@ -17,29 +17,43 @@ static const struct opt_row bisect_opts[] = {
 	{ OPT_STEPS, OPT_OPTIONAL, NULL },
 	{ OPT_THRESHOLD, OPT_OPTIONAL, NULL },
 	{ OPT_ALPHA, OPT_OPTIONAL, NULL },
+	{ OPT_TRIM, OPT_OPTIONAL, NULL },
 	{ OPT_BUDGET, OPT_OPTIONAL, NULL },
 	{ OPT_SEED, OPT_OPTIONAL, NULL },
+	{ OPT_METRIC, OPT_OPTIONAL, NULL },
+	{ OPT_METRIC_KIND, OPT_OPTIONAL, NULL },
+	{ OPT_SKIP_STEPS, OPT_OPTIONAL, NULL },
 	{ OPT_JSON, OPT_OPTIONAL, NULL },
+	{ OPT_REPORT, OPT_REFUSED, "bisect runs many A/B tests: --json gives each one's verdict, --trial-dir DIR keeps "
+				  "their trials' outputs, and `nodetune ab --report` reports on the set it found" },
+	{ OPT_SYSROOT, OPT_OPTIONAL, NULL },
+	{ OPT_TOPOLOGY, OPT_OPTIONAL, NULL },
+	{ OPT_AS_USER, OPT_OPTIONAL, NULL },
+	{ OPT_TRIAL_DIR, OPT_OPTIONAL, NULL },
 	{ OPT_LIMITS, OPT_OPTIONAL, NULL },
 	OPT_TABLE_END,
 };
 
 const struct verb_spec bisect_spec = {
 	bisect_opts, VERB_COMMAND_OPTIONAL,
-	"nodetune bisect --good POLICY --bad POLICY [--trials N] [--steps N]\n"
-	"                       [--threshold PCT] [--alpha A] [--budget DURATION]\n"
-	"                       [--seed N] [--json] [--limits FILE] [-- CMD...]",
+	"nodetune bisect --good POLICY --bad POLICY [--trials N]\n"
+	"                       [--steps N] [--threshold PCT] [--alpha A] [--trim PCT]\n"
+	"                       [--budget DURATION] [--seed N] [--skip-steps N] [--json]\n"
+	"                       [--metric REGEX [--metric-kind throughput|time]]\n"
+	"                       [--sysroot DIR [--topology FILE.xml]] [--trial-dir DIR]\n"
+	"                       [--limits FILE] [--as-user USER -- CMD...] [-- CMD...]",
 	"the fewest knobs that turn a good policy into a bad one",
 	"The knobs whose values differ between the two policies (includes resolved) are\n"
-	"the delta.  Each test is an A/B (as `nodetune ab`, same options, --budget per\n"
-	"test) of the good policy against the good one with a subset of the delta from\n"
-	"the bad one; a `regression` verdict fails the test.  First the whole delta is\n"
-	"tested; then delta debugging (ddmin) narrows it to a 1-minimal set: every knob\n"
-	"in it is needed, which finds knobs that regress only together.  Progress goes\n"
-	"to stderr.  Both policies, and each policy a test writes, are held to the site\n"
-	"limits (--limits FILE, else /etc/nodetune/limits.conf when it exists), as by\n"
-	"apply.  Exit 0 with the set printed; 1 when the bad policy does not\n"
-	"regress against the good one here; 3 when a trial fails (nothing left applied).",
+	"the delta.  Each test is an A/B (as `nodetune ab`, same options but --report;\n"
+	"--budget per test; --trial-dir DIR keeps every test's trials) of the good\n"
+	"policy against the good one with a subset of the delta from the bad one; a\n"
+	"`regression` verdict fails the test.  First the whole delta is tested; then\n"
+	"delta debugging (ddmin) narrows it to a 1-minimal set: every knob in it is\n"
+	"needed, which finds knobs that regress only together.  Progress goes to stderr.\n"
+	"Both policies, and each policy a test writes, are held to the site limits\n"
+	"(--limits FILE, else /etc/nodetune/limits.conf when it exists), as by apply.\n"
+	"Exit 0 with the set printed; 1 when the bad policy does not regress against the\n"
+	"good one here; 3 when a trial fails (nothing left applied).",
 };
 
 static void say_progress(const char *line, void *arg)
@@ -129,7 +143,7 @@ int cmd_bisect(struct opts *o)
 	int rc;
 
 	cli_ab_config(o, &cfg);
-	if ((rc = load_policies(o, &good, &bad)))
+	if ((rc = cli_ab_machine(o, &cfg)) || (rc = load_policies(o, &good, &bad)))
 		goto out;
 	snprintf(cfg.arm[0].name, 2, "A");
 	snprintf(cfg.arm[1].name, 2, "B");
@@ -153,13 +167,11 @@ int cmd_bisect(struct opts *o)
 		rc = EXIT_USAGE;
 		goto out;
 	}
-	if (ab_files_make(&files, "nodetune-bisect", &cfg, &err) < 0) {
-		log_msg(LOG_ERR, "%s", err.msg);
-		rc = EXIT_RUNTIME;
+	if ((rc = cli_ab_files(o, "nodetune-bisect", &files, &cfg)))
 		goto out;
-	}
 	rc = bisect_and_print(o, &b);
-	ab_files_remove(files.work);
+	if (!o->trial_dir)
+		ab_files_remove(files.work);
 out:
 	bisect_run_release(&b);
 	policy_free(good);

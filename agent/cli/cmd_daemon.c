@@ -75,7 +75,7 @@ static void socket_dir(const char *path)
 
 	snprintf(copy, sizeof(copy), "%s", path);
 	if (mkdir(dirname(copy), 0755) < 0 && errno != EEXIST)
-		log_msg(LOG_DEBUG, "%s: %s", copy, strerror(errno));
+		log_msg(LOG_DEBUG, "%s: %s", copy, nt_strerror(errno));
 }
 
 /* The policy the store named last, kept in the state dir, when its signer

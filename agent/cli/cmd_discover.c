@@ -45,7 +45,7 @@ static int read_kernel(const struct opts *o, struct fsroot **ret_root, struct ks
 
 	*ret_root = fsroot_open(o->sysroot ? o->sysroot : "/");
 	if (!*ret_root) {
-		log_msg(LOG_ERR, "--sysroot %s: %s", o->sysroot ? o->sysroot : "/", strerror(errno));
+		log_msg(LOG_ERR, "--sysroot %s: %s", o->sysroot ? o->sysroot : "/", nt_strerror(errno));
 		return EXIT_USAGE;
 	}
 	r = kstate_read(*ret_root, ks, &err);

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* cmd_keys.c — `nodetune keys`: every policy key. */
 #include <stdio.h>
+#include <string.h>
 
 #include "cli.h"
 #include "machine/knob.h"
 #include "tune/limits.h"
+
+#define KEY_WIDTH 34     /* "[sysctl] vm.dirty_background_ratio" */
 
 static const struct opt_row keys_opts[] = {
 	{ OPT_MARKDOWN, OPT_OPTIONAL, NULL },
@@ -20,6 +23,25 @@ const struct verb_spec keys_spec = {
 	"(section, values, scope, file written) kept in docs/policy-keys.md; --json the\n"
 	"same columns as objects {knob, section, key, values, scope, path, help, limit}.",
 };
+
+/* The plain list: a key and its values on one line, under KEY and VALUES,
+ * its meaning below, indented; everything wrapped to 79 columns. */
+static int keys_print_text(void)
+{
+	printf("%-*s %s\n", KEY_WIDTH, "KEY", "VALUES");
+	for (unsigned i = 0; i < knob_count; i++) {
+		char key[96], values[256];
+
+		snprintf(key, sizeof(key), "[%s] %s", knob_table[i].section, knob_table[i].key);
+		knob_values_text(&knob_table[i], values, sizeof(values));
+		printf("%-*s ", KEY_WIDTH, key);
+		opts_print_wrapped(stdout, values, (int)strlen(key) > KEY_WIDTH ? (int)strlen(key) + 1 : KEY_WIDTH + 1,
+				   KEY_WIDTH + 1);
+		printf("    ");
+		opts_print_wrapped(stdout, knob_table[i].help, 4, 4);
+	}
+	return finish_stdout(0);
+}
 
 int cmd_keys(struct opts *o)
 {
@@ -50,11 +72,5 @@ int cmd_keys(struct opts *o)
 		knob_print_reference(stdout);
 		return finish_stdout(0);
 	}
-	for (unsigned i = 0; i < knob_count; i++) {
-		char key[96];
-
-		snprintf(key, sizeof(key), "[%s] %s", knob_table[i].section, knob_table[i].key);
-		printf("%-34s %s\n", key, knob_table[i].help);
-	}
-	return finish_stdout(0);
+	return keys_print_text();
 }

@@ -113,7 +113,7 @@ int cmd_observe(struct opts *o)
 		cfg.step_file = path;
 		cfg.steps = &ctx.steps;
 	} else if (o->command) {
-		log_msg(LOG_WARNING, "mkdtemp %s: %s (no step reports)", dir, strerror(errno));
+		log_msg(LOG_WARNING, "mkdtemp %s: %s (no step reports)", dir, nt_strerror(errno));
 		ctx.with_steps = false;
 	}
 	r = observe_run(&cfg, &status, &err);

@@ -234,11 +234,16 @@ static void show_print(const struct policy *p, const unsigned *keys, unsigned n)
 int cmd_policy_show(struct opts *o)
 {
 	struct nt_err err = { 0 };
-	struct policy *p = policy_load(o->word, policy_trust_flags(), &err);
+	struct policy *p;
 	unsigned keys[KNOB_COUNT], n;
 	json_t *arr;
 	int rc = 0;
 
+	if (!o->word) {
+		log_msg(LOG_ERR, "expected a policy NAME or FILE (see nodetune policy list)");
+		return EXIT_USAGE;
+	}
+	p = policy_load(o->word, policy_trust_flags(), &err);
 	if (!p) {
 		log_msg(LOG_ERR, "%s", err.msg);
 		return exit_code_for(err.code);

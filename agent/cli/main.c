@@ -171,7 +171,7 @@ static int not_a_verb(int argc, char **argv, int i)
 static int dump_options(void)
 {
 	printf("nodetune\thelp\th\t-\nnodetune\tversion\t-\t-\nnodetune\tverbose\tv\t-\n"
-	       "nodetune\tlog-format\t-\tVALUE\n");
+	       "nodetune\tlog-format\t-\ttext|syslog\n");
 	for (size_t i = 0; i < N_VERBS; i++)
 		if (opts_dump(stdout, verbs[i].name, verbs[i].spec) < 0)
 			break;

@@ -263,7 +263,7 @@ static int check_sysroot(const struct opts *o)
 	struct stat st;
 
 	if (stat(o->sysroot, &st) < 0) {
-		log_msg(LOG_ERR, "--sysroot %s: %s", o->sysroot, strerror(errno));
+		log_msg(LOG_ERR, "--sysroot %s: %s", o->sysroot, nt_strerror(errno));
 		return EXIT_USAGE;
 	}
 	if (!S_ISDIR(st.st_mode)) {
@@ -335,7 +335,7 @@ static int check_textfile_dir(const struct opts *o)
 
 	if (stat(o->textfile_dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
 		log_msg(LOG_ERR, "--textfile-dir %s: %s", o->textfile_dir,
-			errno && !S_ISDIR(st.st_mode) ? strerror(errno) : "not a directory");
+			errno && !S_ISDIR(st.st_mode) ? nt_strerror(errno) : "not a directory");
 		return EXIT_USAGE;
 	}
 	return 0;
@@ -722,9 +722,11 @@ static int parse_command(const char *name, const struct verb_spec *spec, int arg
 		return 0;
 	}
 	if (spec->command == VERB_ONE_WORD) {
+		if (!dashdash && optind >= argc)
+			return 0;       /* o->word NULL: the verb says what it expected */
 		if (dashdash || optind + 1 != argc) {
 			log_msg(LOG_ERR, "%s takes one word, %s (see --help)", name,
-				optind >= argc ? "none given" : dashdash ? "not '--'" : "not more");
+				dashdash ? "not '--'" : "not more");
 			return EXIT_USAGE;
 		}
 		o->word = argv[optind];
@@ -787,6 +789,11 @@ static void print_wrapped(FILE *f, const char *text, int col, int indent)
 		p += space;
 	}
 	fputc('\n', f);
+}
+
+void opts_print_wrapped(FILE *f, const char *text, int col, int indent)
+{
+	print_wrapped(f, text, col, indent);
 }
 
 /* One option's line: "  -n, --ranks N          help (also --x) (required)". */
@@ -970,15 +977,19 @@ int opts_parse(const char *name, const struct verb_spec *spec, int argc, char **
 
 /* ---- opts_dump --------------------------------------------------------- */
 
-/* The name of d's value in the dump: what completes it. */
+/* The name of d's value in the dump: what completes it (POLICY, DIR, FILE,
+ * N, VALUE, or its values "a|b"). */
 static const char *dump_arg(const struct opt_def *d)
 {
 	if (!d->takes_value)
 		return "-";
 	if (d->offset == AT(policy) || d->offset == AT(good) || d->offset == AT(bad))
 		return "POLICY";
-	if (d->offset == AT(sysroot) || d->offset == AT(state_dir) || d->offset == AT(textfile_dir))
+	if (d->offset == AT(sysroot) || d->offset == AT(state_dir) || d->offset == AT(textfile_dir) ||
+	    (d->arg && !strcmp(d->arg, "DIR")))
 		return "DIR";
+	if (d->arg && strchr(d->arg, '|') && !strpbrk(d->arg, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
+		return d->arg;  /* its values, "throughput|time" */
 	if (d->is_path)
 		return "FILE";
 	return d->parse == parse_string || d->parse == parse_flap ? "VALUE" : "N";

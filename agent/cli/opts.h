@@ -119,7 +119,8 @@ enum verb_command {
 	VERB_COMMAND,                 /* "-- COMMAND [ARGS...]", required */
 	VERB_COMMAND_OPTIONAL,        /* "-- COMMAND [ARGS...]" or nothing */
 	VERB_SUB_VERB,                /* "SUB [OPTIONS] [WORDS...]" (`slurm gres --topology F`) */
-	VERB_ONE_WORD,                /* "WORD [OPTIONS]" or "[OPTIONS] WORD" (`policy show NAME`): o->word */
+	VERB_ONE_WORD,                /* "WORD [OPTIONS]" or "[OPTIONS] WORD" (`policy show NAME`): o->word;
+				       * NULL when none is given: the verb says what it expected */
 };
 
 /* Everything the option machinery needs to know about a verb. */
@@ -142,6 +143,11 @@ void cli_version(void);
  * line.  At most 80 columns a line (the synopsis and paragraph are
  * written so; tests/integration/test_cli_help.sh checks 40 lines). */
 void opts_print_help(FILE *f, const struct verb_spec *spec);
+
+/* Print text on f from column col on (the caller has printed up to it),
+ * its words wrapped to 79 columns, continuation lines indented to indent;
+ * then a newline. */
+void opts_print_wrapped(FILE *f, const char *text, int col, int indent);
 
 /* spec's table as data, for tools that generate from it (the man pages,
  * scripts/opts-mdoc.py; man page checks, shell completion): {"usage",

@@ -112,7 +112,7 @@ check "an arm that fails: verdict error with its stderr tail, exit 3, its output
 	"[ $RC -eq 3 ] && grep -q \"^verdict: error — arm B (warmup-B) failed (exit 2): nodetune-harness: --inject 'gremlins'\" '$OUT' &&
 	 d=\$(sed -n 's/.*trial outputs in \\(.*\\))\$/\\1/p' '$ERR') && [ -d \"\$d\" ] && rm -rf \"\$d\""
 expect_fail 2 "spec 'frob=1': unknown key 'frob'" "an unknown SPEC key" -- "$NODETUNE" ab --a "cmd=$C" --b frob=1
-expect_fail 2 "arm A: $T_TMP/nope.conf: No such file" "a missing policy" -- "$NODETUNE" ab --a policy=$T_TMP/nope.conf --b "cmd=$C"
+expect_fail 2 "arm A: $T_TMP/nope.conf: no such file" "a missing policy" -- "$NODETUNE" ab --a policy=$T_TMP/nope.conf --b "cmd=$C"
 expect_fail 2 "arm A: no-such-command: command not found" "a command not found" -- "$NODETUNE" ab --a cmd=no-such-command --b "cmd=$C"
 expect_fail 2 "--a SPEC and --b SPEC are required" "a missing arm" -- "$NODETUNE" ab --a "cmd=$C"
 

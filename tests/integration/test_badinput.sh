@@ -56,19 +56,19 @@ table() {
 AS=
 table <<'EOF'
 # ---- discover -----------------------------------------------------------
-discover|--topology $D/missing|.*/missing: No such file or directory|missing --topology file
+discover|--topology $D/missing|.*/missing: no such file or directory|missing --topology file
 discover|--topology $D/empty|.*/empty: empty file|empty --topology file
 discover|--topology $D/dir|.*/dir: is a directory|a directory as --topology
 discover|--topology $D/fifo|.*/fifo: not a regular file|a FIFO as --topology (refused, no hang)
 discover|--sysroot $D/file|--sysroot .*/file: not a directory|a file as --sysroot
-discover|--sysroot $D/missing|--sysroot .*/missing: No such file or directory|missing --sysroot
+discover|--sysroot $D/missing|--sysroot .*/missing: no such file or directory|missing --sysroot
 discover|--sysroot ''|--sysroot: empty path|empty --sysroot
 discover|--json --json|--json given twice|--json twice
 discover|--sysroot $SR --topology $HGX --sysroot $SR|--sysroot given twice|--sysroot twice
 discover|--synthetic 'pack:1 pu:1' extra|unexpected argument 'extra'|a stray argument
 discover|--json=yes|option '--json' takes no value|a value for a flag
 # ---- plan ---------------------------------------------------------------
-plan|--policy $D/missing|.*/missing: No such file or directory|missing policy
+plan|--policy $D/missing|.*/missing: no such file or directory|missing policy
 plan|--policy $D/empty|.*/empty: empty file, expected a policy file|empty policy
 plan|--policy $D/dir|.*/dir: is a directory, not a policy file|a directory as policy
 plan|--policy $D/fifo|.*/fifo: not a regular file|a FIFO as policy (refused, no hang)
@@ -85,7 +85,7 @@ plan|--policy $GT --topology $D/empty|.*/empty: empty file|empty --topology
 plan|--policy $GT extra|unexpected argument 'extra'|a stray argument
 plan|--policy $GT --|unexpected argument '--': plan takes no command|'--' where no command is taken
 # ---- apply (on the copied tree) ------------------------------------------
-apply|--policy $D/missing $A|.*/missing: No such file or directory|missing policy
+apply|--policy $D/missing $A|.*/missing: no such file or directory|missing policy
 apply|--policy $D/empty $A|.*/empty: empty file|empty policy
 apply|--policy $D/dir $A|.*/dir: is a directory|a directory as policy
 apply|--policy $D/fifo $A|.*/fifo: not a regular file|a FIFO as policy
@@ -93,13 +93,13 @@ apply|--policy $GT $A --ranks 0|--ranks '0': expected a whole number|--ranks 0
 apply|--policy $GT $A --dry-run --dry-run|--dry-run given twice|--dry-run twice
 apply|--policy $GT $A --state-dir $ST|--state-dir given twice|--state-dir twice
 apply|--policy $GT --topology $HGX --sysroot $SR --state-dir $D/file|--state-dir .*/file: not a directory|a file as --state-dir
-apply|--policy $GT --topology $HGX --sysroot $D/missing --state-dir $ST|--sysroot .*/missing: No such file or directory|missing --sysroot
+apply|--policy $GT --topology $HGX --sysroot $D/missing --state-dir $ST|--sysroot .*/missing: no such file or directory|missing --sysroot
 apply|--policy $GT --topology $HGX --sysroot $D/file --state-dir $ST|--sysroot .*/file: not a directory|a file as --sysroot
 apply|--policy $GT --topology $HGX --sysroot $SR --state-dir ''|--state-dir: empty path|empty --state-dir
 apply|--policy $GT $A extra|unexpected argument 'extra'|a stray argument
 # ---- revert (on the copied tree) -----------------------------------------
 revert|--sysroot $SR --state-dir $D/file|--state-dir .*/file: not a directory|a file as --state-dir
-revert|--sysroot $D/missing --state-dir $ST|--sysroot .*/missing: No such file or directory|missing --sysroot
+revert|--sysroot $D/missing --state-dir $ST|--sysroot .*/missing: no such file or directory|missing --sysroot
 revert|--sysroot $SR --state-dir $ST --state-dir $ST|--state-dir given twice|--state-dir twice
 revert|--sysroot $SR --state-dir $ST extra|unexpected argument 'extra'|a stray argument
 revert|--policy $GT --state-dir $ST|unknown option '--policy'|revert takes no policy
@@ -131,7 +131,7 @@ run|-n 2x --policy $BASE --state-dir $ST -- true|--ranks '2x': expected a whole 
 run|--ranks -1 --policy $BASE --state-dir $ST -- true|--ranks '-1': expected a whole number|--ranks -1
 run|--policy $BASE --state-dir $ST -- true|-n/--ranks N is required|no -n
 run|-n 1 -n 1 --policy $BASE --state-dir $ST -- true|--ranks given twice|-n twice
-run|-n 1 --policy $D/missing --state-dir $ST -- true|.*/missing: No such file or directory|missing policy
+run|-n 1 --policy $D/missing --state-dir $ST -- true|.*/missing: no such file or directory|missing policy
 run|-n 1 --policy $D/dir --state-dir $ST -- true|.*/dir: is a directory|a directory as policy
 run|-n 1 --policy $BASE --state-dir $D/file -- true|--state-dir .*/file: not a directory|a file as --state-dir
 run|-n 1 --policy $BASE --state-dir $ST true|expected '-- COMMAND \[ARGS...\]'|a command without '--'
@@ -151,7 +151,7 @@ doctor|--topology $HGX --sysroot $SR extra|unexpected argument 'extra'|a stray a
 # ---- ab (every row fails before a trial) ----------------------------------
 ab|--a policy=$D/empty --b cmd=true|arm A: .*/empty: empty file|empty policy in an arm
 ab|--a cmd=true --b policy=$D/dir|arm B: .*/dir: is a directory|a directory as an arm's policy
-ab|--a cmd=true --b policy=$D/missing|arm B: .*/missing: No such file or directory|missing policy in an arm
+ab|--a cmd=true --b policy=$D/missing|arm B: .*/missing: no such file or directory|missing policy in an arm
 ab|--a cmd=true|--a SPEC and --b SPEC are required|no --b
 ab|--a cmd=true --a cmd=true --b cmd=true|--a given twice|--a twice
 ab|--a cmd=true --b cmd=true --trials 1|--trials '1': expected a whole number from 2|--trials 1
@@ -164,12 +164,12 @@ ab|--a cmd=true --b cmd=true --seed 0|--seed '0': expected a whole number from 1
 ab|--a cmd=true --b cmd=true --threshold 101|--threshold '101': expected a percentage from 0 to 100|--threshold above 100%
 ab|--a cmd=true --b cmd=true --trim 45|--trim '45': expected a percentage from 0 to 40|--trim beyond 40% of the pairs from each end
 ab|--a cmd=true --b cmd=true --report $D/dir|--report .*/dir: is a directory|a directory as --report
-ab|--a cmd=true --b cmd=true --report $D/missing/r.html|--report .*/missing/r.html: cannot write in .*/missing: No such file or directory|--report in a missing directory
+ab|--a cmd=true --b cmd=true --report $D/missing/r.html|--report .*/missing/r.html: cannot write in .*/missing: no such file or directory|--report in a missing directory
 ab|--a cmd=true --b cmd=true extra|unexpected argument 'extra'|a stray argument
 ab|--a cmd=true --b cmd=true --|expected '-- COMMAND \[ARGS...\]', got '--' alone|'--' and no command
 # ---- bisect ---------------------------------------------------------------
 bisect|--good $D/empty --bad $GT|.*/empty: empty file|empty --good
-bisect|--good $GT --bad $D/missing|.*/missing: No such file or directory|missing --bad
+bisect|--good $GT --bad $D/missing|.*/missing: no such file or directory|missing --bad
 bisect|--good $GT --bad $D/fifo|.*/fifo: not a regular file|a FIFO as --bad
 bisect|--good $GT|--good POLICY and --bad POLICY are required|no --bad
 bisect|--good $GT --bad $GT|.*set every knob alike: nothing to bisect|no knob differs
@@ -201,9 +201,10 @@ daemon|--json|--json: the daemon reports through .nodetune status --json.|daemon
 daemon|--host h1 --policy $GT $A --no-metrics --fleet-conf $D/fleet.conf|no etcd endpoints: give --endpoints URLS or endpoints = in .*/in/fleet.conf$|daemon --host without --endpoints, and a fleet.conf without endpoints
 daemon|--fleet http://127.0.0.1:1 --policy $GT $A --no-metrics|--endpoints URLS and --host NAME go together|daemon --fleet (the old --endpoints) without --host
 daemon|--fleet http://127.0.0.1:1 --endpoints http://127.0.0.1:1 --host h|--endpoints given twice|--fleet and --endpoints are one option
+daemon|--endpoints notaurl --host h1 --policy $GT $A --no-metrics|etcd: endpoint 'notaurl' is not an http:// or https:// URL$|an endpoint that is no URL (https:// is one too)
 # ---- policies by name ------------------------------------------------------
 plan|--policy 'a b'|'a b': not a policy name|a policy NAME with a space
-plan|--policy ../x|.*../x: No such file or directory|a path is a file, never a NAME
+plan|--policy ../x|.*../x: no such file or directory|a path is a file, never a NAME
 # ---- global options, anywhere ----------------------------------------------
 plan|--policy $GT -v -v|--verbose given twice|-v twice after the verb
 plan|--policy $GT --log-format=json|--log-format 'json': expected text or syslog|a bad --log-format after the verb
@@ -229,20 +230,20 @@ if [ "$AS" = skip ]; then
 	t_need setpriv "unreadable files: running as root without setpriv (util-linux)"
 else
 	table <<'EOF'
-discover|--topology $D/unreadable|.*/unreadable: Permission denied|unreadable --topology
-plan|--policy $D/unreadable|.*/unreadable: Permission denied|unreadable policy
-apply|--policy $D/unreadable $A|.*/unreadable: Permission denied|unreadable policy
-verify|--policy $D/unreadable --topology $HGX --sysroot $SR|.*/unreadable: Permission denied|unreadable policy
-exec|--policy $D/unreadable --local-rank 0 -- true|.*/unreadable: Permission denied|unreadable policy
-run|-n 1 --policy $D/unreadable --state-dir $ST -- true|.*/unreadable: Permission denied|unreadable policy
-doctor|--policy $D/unreadable|.*/unreadable: Permission denied|unreadable policy
-ab|--a policy=$D/unreadable --b cmd=true|arm A: .*/unreadable: Permission denied|unreadable policy in an arm
-bisect|--good $D/unreadable --bad $GT|.*/unreadable: Permission denied|unreadable --good
+discover|--topology $D/unreadable|.*/unreadable: permission denied|unreadable --topology
+plan|--policy $D/unreadable|.*/unreadable: permission denied|unreadable policy
+apply|--policy $D/unreadable $A|.*/unreadable: permission denied|unreadable policy
+verify|--policy $D/unreadable --topology $HGX --sysroot $SR|.*/unreadable: permission denied|unreadable policy
+exec|--policy $D/unreadable --local-rank 0 -- true|.*/unreadable: permission denied|unreadable policy
+run|-n 1 --policy $D/unreadable --state-dir $ST -- true|.*/unreadable: permission denied|unreadable policy
+doctor|--policy $D/unreadable|.*/unreadable: permission denied|unreadable policy
+ab|--a policy=$D/unreadable --b cmd=true|arm A: .*/unreadable: permission denied|unreadable policy in an arm
+bisect|--good $D/unreadable --bad $GT|.*/unreadable: permission denied|unreadable --good
 EOF
 fi
 
 # ---- outside the table: the verb is not one word, or there is none ---------
-expect_fail 2 "^nodetune: policy show: policy show takes one word, none given" "policy show without a NAME" -- \
+expect_fail 2 "^nodetune: policy show: expected a policy NAME or FILE \(see nodetune policy list\)$" "policy show without a NAME" -- \
 	"$NODETUNE" policy show
 expect_fail 2 "^nodetune: policy show: policy show takes one word, not 'b' too" "policy show with two words" -- \
 	"$NODETUNE" policy show a b

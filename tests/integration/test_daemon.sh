@@ -362,7 +362,7 @@ bad() {
 	expect_fail 2 "$pat" "$desc" -- timeout 30 "$NODETUNE" daemon --topology $HGX --sysroot "$R5" \
 		--state-dir "$T_TMP/st5" --interval $IV --socket "$T_TMP/d5.sock" "$@"
 }
-bad "a missing policy" "nope.conf: No such file or directory" -- --policy "$T_TMP/nope.conf" --no-metrics
+bad "a missing policy" "nope.conf: no such file or directory" -- --policy "$T_TMP/nope.conf" --no-metrics
 bad "a bad --flap" "--flap" -- --policy "$POLICY" --flap 3/x --no-metrics
 bad "--flap 0/600" "--flap" -- --policy "$POLICY" --flap 0/600 --no-metrics
 bad "a bad --metrics address" "--metrics" -- --policy "$POLICY" --metrics 127.0.0.1:99999

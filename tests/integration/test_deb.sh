@@ -13,7 +13,8 @@
 # them to a second build whose version is bumped with dch and whose
 # policy.conf changed too: the admin's edit of policy.conf survives, the
 # package's new one beside it as .dpkg-dist.  Then purge: no file of either package is left, nor
-# /etc/nodetune, nor the daemon's state in /var/lib/nodetune.  And the
+# /etc/nodetune, nor the daemon's state in /var/lib/nodetune, but for the
+# journal of a host still tuned, kept and said loudly.  And the
 # DaemonSet's image: deploy/k8s/Containerfile built with podman on the .deb.
 #
 # Leaves the host as it found it: the packages are purged however the test
@@ -332,24 +333,42 @@ check "the package's new policy.conf is beside it as policy.conf.dpkg-dist" -- \
 	sh -c "grep -q '^# changed in $V2' /etc/nodetune/policy.conf.dpkg-dist"
 
 # ---- purge ---------------------------------------------------------------
-# what a daemon leaves when nobody reverted (its journal and the fleet's
-# last policy), made here by hand: the daemon above was reverted
-mkdir -p /var/lib/nodetune && echo '{}' >/var/lib/nodetune/journal.json
+# a host left tuned (the daemon stopped, nobody reverted): the package's
+# nodetune applies gpu-train to a copy of a captured tree with its journal
+# in /var/lib/nodetune (this host's knobs untouched); beside it, other
+# state of the daemon's.  Purge keeps the journal and says so; the rest goes
+cp -r tests/fixtures/sysroot/gpu-host-untuned "$T_TMP/tree"
+run /usr/bin/nodetune apply --policy gpu-train --sysroot "$T_TMP/tree" \
+	--topology tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml --state-dir /var/lib/nodetune
+check "a host left tuned: the journal of its originals in /var/lib/nodetune (apply exit $RC)" -- \
+	sh -c '[ "$1" -eq 0 ] && grep -q "^file	" /var/lib/nodetune/journal' - "$RC"
+cp /var/lib/nodetune/journal "$T_TMP/journal.tuned"
+echo '{}' >/var/lib/nodetune/journal.json
 echo "# the admin's own" >/etc/nodetune/site.conf
 dpkg -L nodetune nodetune-slurm >"$T_TMP/files"
 run $APT purge nodetune-slurm nodetune
 check "apt-get purge of both packages (exit $RC)" -- sh -c \
 	"[ $RC -eq 0 ] && ! dpkg-query -W -f='\${db:Status-Abbrev}' nodetune nodetune-slurm 2>/dev/null | grep -q '^.[^n]'"
+check "purge keeps the journal of a host still tuned, as it was, and nothing else of the state" -- sh -c \
+	'cmp -s "$1" /var/lib/nodetune/journal && [ "$(ls -A /var/lib/nodetune)" = journal ]' - "$T_TMP/journal.tuned"
+check "purge says the host is still tuned, where the journal is and how to restore" -- sh -c \
+	'cat "$1" "$2" | grep -q "^nodetune: WARNING: this host is still tuned: /var/lib/nodetune/journal (kept) holds the original values of [1-9][0-9]* settings" &&
+	 cat "$1" "$2" | grep -q "install nodetune again and run .nodetune revert --state-dir /var/lib/nodetune., then remove /var/lib/nodetune"' \
+	- "$OUT" "$ERR"
+run "$NODETUNE" revert --state-dir /var/lib/nodetune
+check "the kept journal restores the tree, as the warning says (revert exit $RC)" -- sh -c \
+	'[ "$1" -eq 0 ] && diff -r tests/fixtures/sysroot/gpu-host-untuned "$2" >&2' - "$RC" "$T_TMP/tree"
+rm -rf /var/lib/nodetune
 left=""
 while IFS= read -r f; do
 	[ -e "$f" ] && [ ! -d "$f" ] && left="$left $f"
 done <"$T_TMP/files"
-for d in /usr/share/nodetune /usr/share/doc/nodetune /usr/share/doc/nodetune-slurm /var/lib/nodetune \
+for d in /usr/share/nodetune /usr/share/doc/nodetune /usr/share/doc/nodetune-slurm \
 	/etc/nodetune/policy.conf /etc/nodetune/policy.conf.dpkg-dist /lib/systemd/system/nodetune.service \
 	/usr/lib/python3/dist-packages/__pycache__/nodetune_steps.*; do
 	[ -e "$d" ] && left="$left $d"
 done
-check "purge leaves no file of the packages, no state, no conffile${left:+ (left:$left)}" -- [ -z "$left" ]
+check "purge leaves no file of the packages, no conffile${left:+ (left:$left)}" -- [ -z "$left" ]
 check "purge keeps what the admin added in /etc/nodetune (Debian policy), and only that" -- \
 	sh -c '[ "$(ls -A /etc/nodetune)" = site.conf ]'
 t_done

@@ -28,7 +28,7 @@ head -c 20000 "$HGX" >"$D/truncated.xml"
 head -c 4096 /bin/ls >"$D/binary.xml"
 cp "$HGX" "$D/unreadable.xml" && chmod 000 "$D/unreadable.xml"
 
-expect_fail 2 "nonexistent.xml: No such file or directory" "nonexistent XML" -- "$NODETUNE" discover --topology "$D/nonexistent.xml"
+expect_fail 2 "nonexistent.xml: no such file or directory" "nonexistent XML" -- "$NODETUNE" discover --topology "$D/nonexistent.xml"
 expect_fail 2 "empty.xml: empty file" "empty XML" -- "$NODETUNE" discover --topology "$D/empty.xml"
 expect_fail 2 "text.xml: not XML" "text file as XML" -- "$NODETUNE" discover --topology "$D/text.xml"
 expect_fail 2 "svg.xml: XML without a <topology> element" "non-hwloc XML" -- "$NODETUNE" discover --topology "$D/svg.xml"
@@ -38,10 +38,10 @@ expect_fail 2 "in: is a directory" "directory as XML" -- "$NODETUNE" discover --
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
 	# root reads anything: drop to nobody to see a real EACCES
 	chmod 755 "$T_TMP" "$D"
-	expect_fail 2 "unreadable.xml: Permission denied" "unreadable XML (as nobody)" -- \
+	expect_fail 2 "unreadable.xml: permission denied" "unreadable XML (as nobody)" -- \
 		setpriv --reuid=nobody --regid=nogroup --clear-groups "$NODETUNE" discover --topology "$D/unreadable.xml"
 elif [ "$(id -u)" -ne 0 ]; then
-	expect_fail 2 "unreadable.xml: Permission denied" "unreadable XML" -- "$NODETUNE" discover --topology "$D/unreadable.xml"
+	expect_fail 2 "unreadable.xml: permission denied" "unreadable XML" -- "$NODETUNE" discover --topology "$D/unreadable.xml"
 else
 	t_need setpriv "unreadable XML: running as root without setpriv (util-linux)"
 fi
@@ -52,7 +52,7 @@ for desc in "pack:x" "banana:2" "" "pack:2 pu:2 core:2"; do
 done
 
 # ---- bad sysroots -------------------------------------------------------
-expect_fail 2 "^nodetune: discover: --sysroot $T_TMP/none: No such file" "nonexistent sysroot" -- "$NODETUNE" discover --sysroot "$T_TMP/none"
+expect_fail 2 "^nodetune: discover: --sysroot $T_TMP/none: no such file" "nonexistent sysroot" -- "$NODETUNE" discover --sysroot "$T_TMP/none"
 expect_fail 2 "no sys/devices/system/cpu/cpu\*/topology" "kernel-only tree as a topology source" -- "$NODETUNE" discover --sysroot "$TUNED"
 
 garbage() { # garbage FILE CONTENT PATTERN

@@ -18,11 +18,11 @@ run "$NODETUNE" fleet keygen --out "$K" --name ctl-b
 check "a second pair has another key" -- sh -c "[ $RC -eq 0 ] && ! cmp -s '$K/ctl-2026.pub' '$K/ctl-b.pub'"
 
 h0=$(tree_hash "$K")
-expect_fail 2 "ctl-2026.pub: File exists" "a pair is never overwritten" -- \
+expect_fail 2 "ctl-2026.pub: file exists" "a pair is never overwritten" -- \
 	"$NODETUNE" fleet keygen --out "$K" --name ctl-2026
 expect_fail 2 "key name 'Ctl/x': expected 1 to 64 of a-z" "a name that is not a key name" -- \
 	"$NODETUNE" fleet keygen --out "$K" --name Ctl/x
-expect_fail 2 "nope/k.key: No such file or directory" "a directory that does not exist" -- \
+expect_fail 2 "nope/k.key: no such file or directory" "a directory that does not exist" -- \
 	"$NODETUNE" fleet keygen --out "$T_TMP/nope" --name k
 expect_fail 2 "--out DIR is required" "--out is required" -- "$NODETUNE" fleet keygen --name k
 check "none of those wrote a file" -- [ "$h0" = "$(tree_hash "$K")" ]

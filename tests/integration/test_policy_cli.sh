@@ -39,7 +39,7 @@ expect_fail 2 "typo.conf:3: unknown section \[afinity\] \(did you mean \[affinit
 printf '[main]\ninclude = b.conf\n' >"$T_TMP/a.conf"; printf '[main]\ninclude = a.conf\n' >"$T_TMP/b.conf"
 expect_fail 2 "b.conf:2: include cycle: .*a.conf -> .*b.conf -> .*a.conf" "apply of an include cycle" -- \
 	"$NODETUNE" apply --policy "$T_TMP/a.conf" --topology $HGX --sysroot "$T" --state-dir "$ST"
-expect_fail 2 "nope.conf: No such file" "apply of a missing policy" -- \
+expect_fail 2 "nope.conf: no such file" "apply of a missing policy" -- \
 	"$NODETUNE" apply --policy "$T_TMP/nope.conf" --topology $HGX --sysroot "$T" --state-dir "$ST"
 printf '[affinity]\nmode = gpu-local\nhousekeeping = 0-95\n[thp]\nenabled = never\n' >"$T_TMP/impossible.conf"
 expect_fail 2 "no CPUs left for rank 0" "apply of an impossible plan" -- \
@@ -327,4 +327,28 @@ else
 	[ $made_run = 1 ] && rm -f /run/nodetune/lock && rmdir /run/nodetune
 	[ $made_var = 1 ] && rm -f /var/lib/nodetune/lock && rmdir /var/lib/nodetune
 fi
+
+# ---- keys: every key with the values it takes, in 79 columns ------------
+"$NODETUNE" keys --json >"$T_TMP/keys.json" && "$NODETUNE" keys --markdown >"$T_TMP/keys.md" ||
+	t_not_ok "keys --json or --markdown failed"
+run "$NODETUNE" keys
+check "keys: a KEY and a VALUES column, each key on a line with its values (those of --markdown)" -- python3 -c '
+import json, re, sys
+out = open(sys.argv[1]).read().split("\n")
+md = {}
+for l in open(sys.argv[3]):
+    c = [x.strip() for x in l.split("|")]
+    if len(c) > 3 and c[2].startswith("`"):
+        md.setdefault(c[2].strip("`"), []).append(c[3])
+bad = [] if re.match(r"^KEY +VALUES$", out[0]) else ["header: " + out[0]]
+for k in json.load(open(sys.argv[2])):
+    want = "[%s] %s" % (k["section"], k["key"])
+    line = [i for i, l in enumerate(out) if l.startswith(want + " ")]
+    vals = md[k["key"]].pop(0)
+    text = " ".join(x.strip() for x in out[line[0]:line[0] + 3]) if line else ""
+    if not line or vals not in text or k["help"].split()[0] not in text:
+        bad.append(want + " (values " + vals + ")")
+print("\n".join("# " + b for b in bad), file=sys.stderr)
+sys.exit(1 if bad else 0)' "$OUT" "$T_TMP/keys.json" "$T_TMP/keys.md"
+check "keys: exit 0, no line past 79 columns" -- sh -c 'awk "length > 79" "$1" >&2; [ "$2" -eq 0 ] && [ -z "$(awk "length > 79" "$1")" ]' - "$OUT" "$RC"
 t_done

@@ -181,10 +181,32 @@ fi
 cd "$SRCDIR" || exit 1
 
 # ---- the front door: short, and nothing that a clone lacks ----------------
+"$NODETUNE" help --json >"$T_TMP/help.json" || t_not_ok "nodetune help --json failed"
 check "README.md is at most 250 lines ($(wc -l <README.md))" -- [ "$(wc -l <README.md)" -le 250 ]
 check "no ../shared path in README.md, docs/, deploy/README.md or any verb's help" -- sh -c \
 	"! grep -n '\.\./shared' README.md docs/*.md deploy/README.md >&2 && ! '$NODETUNE' help | grep -q '\.\./shared'"
 for doc in $(grep -o '](\(docs\|deploy\|agent\|bench\)/[^)]*)' README.md | sed 's/^](//; s/)$//' | sort -u); do
 	check "README links to $doc, which exists" -- [ -f "$doc" ]
 done
+# a relative link in docs/*.md is relative to docs/
+for link in $(grep -o '](\.*/*[a-zA-Z][^):#]*\(#[^)]*\)\?)' docs/*.md | grep -v '](https\?:' | sed 's/#[^)]*)$/)/; s/:](/ /; s/)$//' | sort -u | tr ' ' '|'); do
+	check "${link%%|*} links to ${link#*|}, which exists" -- [ -e "docs/${link#*|}" ]
+done
+# the verb table names every verb (nodetune help --json), a group's second
+# words after its first (`fleet keygen`, `init-auth`), a verb by its
+# sub-verb (`slurm gres`), and `help`
+check "README's verb table names every verb and help" -- python3 -c '
+import json, re, sys
+verbs = [v["verb"] for v in json.load(sys.stdin)["verbs"]] + ["help"]
+text = open("README.md").read().split("## Verbs", 1)[1].split("\n\n", 2)[1]
+named = set()
+for row in text.splitlines()[2:]:
+    group = ""
+    for w in re.findall(r"`([^`]+)`", row.split("|")[1]):
+        if " " in w:
+            group = w.split()[0] + " "
+        named.add(w if " " in w else group + w)
+missing = [v for v in verbs if v not in named and not any(n.startswith(v + " ") for n in named)]
+missing and print("# not in the table: %s" % ", ".join(missing), file=sys.stderr)
+sys.exit(1 if missing else 0)' <"$T_TMP/help.json"
 t_done

@@ -236,7 +236,7 @@ print("counted" if all(x["counted"] and x["records"] > 0 for x in e) else "not: 
 		# the skip only where ab said exactly that (a report missing or
 		# saying anything else is a failure)
 		case $exits in
-		"not: taskstats: listening on CPU "*": Invalid argument")
+		"not: taskstats: listening on CPU "*": invalid argument")
 			t_ok "... ab opened its netlink sockets in the gate's unit, which the daemon's forbids ($exits)"
 			t_skip_host "exit records counted under the unit: the container's systemd has a PID namespace of its own, where the kernel refuses taskstats listeners (ab said: ${exits#not: })" ;;
 		*)

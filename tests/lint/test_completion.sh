@@ -4,10 +4,12 @@
 # `nodetune --dump-options`) is exercised in bash: sourced, COMP_WORDS and
 # COMP_CWORD set, _nodetune called, COMPREPLY read.  It must offer every
 # verb (the first words, then the second word of "fleet rollout"), exactly
-# each verb's options after "-", policy names from NODETUNE_POLICY_PATH and
-# .conf files for a POLICY, directories for a DIR, files for a FILE.  The
-# comparison is shown to fail on a completion whose table lost a row and
-# on one with a verb that no table has.
+# each verb's options after "-" (those not given yet), policy names from
+# NODETUNE_POLICY_PATH (default: the binary's) and .conf files for a POLICY
+# and `policy show`, directories for a DIR, files for a FILE, the values of
+# a "a|b" option, the verbs after `help`.  The comparison is shown to fail on
+# a completion whose table lost a row and on one with a verb that no table
+# has.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${BUILD:-$top/build}
@@ -34,7 +36,10 @@ compare() {
 	c=$1 bad=0
 	want=$(awk -F'\t' '$1 != "nodetune" { split($1, w, " "); print w[1] }' "$tmp/dump" | sort -u)
 	got=$(complete_words "$c" nodetune "")
-	[ "$want" = "$got" ] || { echo "first words: want $(echo $want), got $(echo $got)"; bad=1; }
+	[ "$(printf '%s\nhelp\n' "$want" | sort)" = "$got" ] ||
+		{ echo "first words: want $(echo $want) help, got $(echo $got)"; bad=1; }
+	got=$(complete_words "$c" nodetune help "")
+	[ "$want" = "$got" ] || { echo "help: want $(echo $want), got $(echo $got)"; bad=1; }
 	for group in $(awk -F'\t' '$1 ~ / / { split($1, w, " "); print w[1] }' "$tmp/dump" | sort -u); do
 		want=$(awk -F'\t' -v g="$group" 'index($1, g " ") == 1 { print substr($1, length(g) + 2) }' \
 			"$tmp/dump" | sort -u)
@@ -80,7 +85,47 @@ got=$(complete_words "$comp" nodetune fleet rollout --name "" | tr '\n' ' ')
 [ -z "$got" ] && ok "--name: a free value, nothing offered" || nok "--name: '$got'"
 got=$(complete_words "$comp" nodetune exec --policy p -- ech | grep -x echo)
 [ "$got" = echo ] && ok "after --: commands" || nok "after --: '$got'"
+got=$(NODETUNE_POLICY_PATH=$tmp/pp complete_words "$comp" nodetune policy show gpu | tr '\n' ' ')
+[ "$got" = "gpu-mine.conf gpu-train " ] && ok "policy show gpu: $got" || nok "policy show gpu: '$got'"
+got=$(NODETUNE_POLICY_PATH=$tmp/pp complete_words "$comp" nodetune policy show gpu-train "" | tr '\n' ' ')
+[ "$got" = "--help --json -h " ] && ok "policy show NAME: one word, then its options: $got" ||
+	nok "policy show NAME: '$got'"
+got=$(complete_words "$comp" nodetune help fleet ro | tr '\n' ' ')
+[ "$got" = "rollout " ] && ok "help fleet ro: $got" || nok "help fleet ro: '$got'"
+got=$(complete_words "$comp" nodetune --log-format "" | tr '\n' ' ')
+[ "$got" = "syslog text " ] && ok "--log-format: $got" || nok "--log-format: '$got'"
+got=$(complete_words "$comp" nodetune plan --log-format s | tr '\n' ' ')
+[ "$got" = "syslog " ] && ok "plan --log-format s (a global option after the verb): $got" ||
+	nok "plan --log-format s: '$got'"
+got=$(complete_words "$comp" nodetune ab --metric-kind "" | tr '\n' ' ')
+[ "$got" = "throughput time " ] && ok "ab --metric-kind: $got" || nok "ab --metric-kind: '$got'"
+for v in "fleet keygen --out" "fleet init-auth --password-dir" "ab --trial-dir"; do
+	# shellcheck disable=SC2086 # $v is the verb and option, as words
+	got=$(complete_words "$comp" nodetune $v "" | tr '\n' ' ')
+	[ "$got" = "sub " ] && ok "$v: directories: $got" || nok "$v: '$got'"
+done
+# an option given, by either name, is not offered again
+got=$(complete_words "$comp" nodetune plan --json - | tr '\n' ' ')
+want=$(awk -F'\t' '$1 == "plan" && $2 != "json" { print "--" $2; if ($3 != "-") print "-" $3 }' "$tmp/dump" |
+	sort -u | tr '\n' ' ')
+[ "$got" = "$want" ] && ok "plan --json -: all but --json" || nok "plan --json -: want '$want', got '$got'"
+for given in "-n 4" "--ranks 4" "--ranks=4"; do
+	# shellcheck disable=SC2086 # $given is an option and its value, as words
+	got=$(complete_words "$comp" nodetune plan $(echo "$given" | sed 's/=/ = /') - | tr '\n' ' ')
+	case " $got" in
+	*" -n "* | *" --ranks "* | " ") nok "plan $given -: '$got'" ;;
+	*) ok "plan $given -: neither -n nor --ranks" ;;
+	esac
+done
 cd "$top" || exit 1
+
+# the default policy path is the binary's (its own checkout's directories
+# aside): /usr/local/share/nodetune/policies too when built for /usr/local
+want=$(env -u NODETUNE_POLICY_PATH "$nodetune" policy list --json |
+	python3 -c 'import json, sys; print(":".join(d for d in json.load(sys.stdin)["path"].split(":") if not d.startswith(sys.argv[1])))' "$top")
+got=$(sed -n 's/^	for dir in ${NODETUNE_POLICY_PATH:-\(.*\)}; do$/\1/p' "$comp")
+[ -n "$want" ] && [ "$got" = "$want" ] && ok "the default policy path: $got" ||
+	nok "the default policy path: want '$want', got '$got'"
 
 # plant: a completion whose table lost plan's --json, and one with a verb
 # no table has; the comparison must name each

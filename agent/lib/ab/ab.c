@@ -135,7 +135,7 @@ int ab_files_make(struct ab_files *f, const char *prefix, struct ab_config *cfg,
 {
 	snprintf(f->work, sizeof(f->work), "/tmp/%s-XXXXXX", prefix);
 	if (!mkdtemp(f->work))
-		return err_set(err, -errno, "mkdtemp: %s", strerror(errno));
+		return err_set(err, -errno, "mkdtemp: %s", nt_strerror(errno));
 	files_fill(f, cfg);
 	return 0;
 }
@@ -146,7 +146,7 @@ int ab_files_make_in(struct ab_files *f, const char *dir, struct ab_config *cfg,
 		return err_set(err, -ENAMETOOLONG, "--trial-dir %.64s...: too long", dir);
 	if (mkdir(f->work, 0700) < 0)
 		return err_set(err, -errno, "--trial-dir %s: %s", dir,
-			       errno == EEXIST ? "exists already (a trial directory is made fresh)" : strerror(errno));
+			       errno == EEXIST ? "exists already (a trial directory is made fresh)" : nt_strerror(errno));
 	files_fill(f, cfg);
 	return 0;
 }
@@ -164,7 +164,7 @@ int ab_as_user(struct ab_config *cfg, const char *name, struct nt_err *err)
 	int e = getpwnam_r(name, &pw, buf, sizeof(buf), &res);
 
 	if (e || !res)
-		return err_set(err, -ESRCH, "--as-user %.64s: no such user%s%s", name, e ? ": " : "", e ? strerror(e) : "");
+		return err_set(err, -ESRCH, "--as-user %.64s: no such user%s%s", name, e ? ": " : "", e ? nt_strerror(e) : "");
 	if (pw.pw_uid == 0)
 		return err_set(err, -EPERM, "--as-user %.64s: uid 0: the job never runs as root through --as-user", name);
 	if (pw.pw_gid == 0)

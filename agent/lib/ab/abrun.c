@@ -230,7 +230,7 @@ static int trial_apply(const struct ab_config *cfg, const struct ab_arm *arm, st
 		return r;
 	root = fsroot_open(cfg->sysroot ? cfg->sysroot : "/");
 	if (!root) {
-		r = err_set(err, -errno, "%s: %s", cfg->sysroot ? cfg->sysroot : "/", strerror(errno));
+		r = err_set(err, -errno, "%s: %s", cfg->sysroot ? cfg->sysroot : "/", nt_strerror(errno));
 		policy_free(p);
 		topo_free(t);
 		return r;
@@ -359,12 +359,16 @@ static int drop_to_user(const struct ab_config *cfg)
 	return 0;
 }
 
-/* In the child: write "nodetune ab: WHAT: DESCRIPTION" to fd 2 and
+/* In the child: write "nodetune ab: WHAT: DESCRIPTION" to fd 2, the
+ * description's first letter in lower case as nt_strerror's, and
  * _exit(code) (126: not run; 127: the command could not be executed, as a
  * shell says); no stdio (only async-signal-safe calls after fork). */
 static _Noreturn void child_fail(const char *what, int e, int code)
 {
-	const char *parts[] = { "nodetune ab: ", what, ": ", child_strerror(e), "\n" };
+	const char *d = child_strerror(e);
+	bool lower = d[0] >= 'A' && d[0] <= 'Z' && !(d[1] >= 'A' && d[1] <= 'Z');
+	char first[2] = { lower ? (char)(d[0] - 'A' + 'a') : d[0], '\0' };
+	const char *parts[] = { "nodetune ab: ", what, ": ", first, d[0] ? d + 1 : "", "\n" };
 
 	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
 		if (write(2, parts[i], strlen(parts[i])) < 0)
@@ -456,12 +460,12 @@ static int run_workload(const struct ab_config *cfg, const struct tlb_counter *t
 	pid_t pid;
 
 	if (!w) {
-		r = root ? err->code : err_set(err, -errno, "/: %s", strerror(errno));
+		r = root ? err->code : err_set(err, -errno, "/: %s", nt_strerror(errno));
 		goto out;
 	}
 	fd = open(f->steps, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0 || !(env = job_env(cfg, f, CHILD_FIRST_FD, bufs)) || pipe2(go, O_CLOEXEC) < 0) {
-		r = err_set(err, fd < 0 ? -errno : -ENOMEM, "%s: %s", fd < 0 ? f->steps : "trial", strerror(errno));
+		r = err_set(err, fd < 0 ? -errno : -ENOMEM, "%s: %s", fd < 0 ? f->steps : "trial", nt_strerror(errno));
 		abwatch_end(w, &t->watch, &werr);
 		goto out;
 	}

@@ -503,7 +503,7 @@ int abwatch_end(struct abwatch *w, struct abwatch_trial *ret, struct nt_err *err
 	if (w->cg && (r = trialcg_destroy(w->cg)) < 0) {
 		char msg[1200];
 
-		snprintf(msg, sizeof(msg), "removing the trial cgroup %s: %s", w->procs_rel, strerror(-r));
+		snprintf(msg, sizeof(msg), "removing the trial cgroup %s: %s", w->procs_rel, nt_strerror(-r));
 		keep_first(&first, err, r, msg);
 	}
 	cgfollow_free(w->cf);

@@ -286,7 +286,7 @@ int bisect_search(struct bisect_run *b, uint64_t *ret_culprits, bool *ret_reprod
 	if (reproduced)
 		r = bisect_ddmin(b->n, run_one_test, b, &culprits, &tests);
 	if (r < 0)
-		return err_set(err, r, "%s", b->msg[0] ? b->msg : strerror(-r));
+		return err_set(err, r, "%s", b->msg[0] ? b->msg : nt_strerror(-r));
 	*ret_culprits = culprits;
 	*ret_reproduced = reproduced;
 	return 0;

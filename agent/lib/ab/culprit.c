@@ -810,7 +810,7 @@ struct culprit *culprit_start(const struct fsroot *root, const int *job_pids, in
 	}
 	c->root = fsroot_open(fsroot_path(root));
 	if (!c->root) {
-		err_set(err, -errno, "%s: %s", fsroot_path(root), strerror(errno));
+		err_set(err, -errno, "%s: %s", fsroot_path(root), nt_strerror(errno));
 		goto out_free;
 	}
 	fsroot_cache_enable(c->root, true);     /* the same schedstat files ten times a second */
@@ -835,7 +835,7 @@ struct culprit *culprit_start(const struct fsroot *root, const int *job_pids, in
 	if (r < 0) {
 		char shown[4096];
 
-		err_set(err, r, "%s: %s", fsroot_display(c->root, "proc", shown, sizeof(shown)), strerror(-r));
+		err_set(err, r, "%s: %s", fsroot_display(c->root, "proc", shown, sizeof(shown)), nt_strerror(-r));
 		goto out_free;
 	}
 	return c;
@@ -1195,7 +1195,7 @@ int culprit_stop(struct culprit *c, struct culprit_result *ret, struct nt_err *e
 	if (e < 0) {
 		char shown[4096];
 
-		err_set(err, e, "%s: %s", fsroot_display(c->root, "proc", shown, sizeof(shown)), strerror(-e));
+		err_set(err, e, "%s: %s", fsroot_display(c->root, "proc", shown, sizeof(shown)), nt_strerror(-e));
 		culprit_free(c);
 		return e;
 	}
@@ -1204,7 +1204,7 @@ int culprit_stop(struct culprit *c, struct culprit_result *ret, struct nt_err *e
 	culprit_free(c);
 	if (e < 0) {
 		culprit_result_free(&r);
-		return err_set(err, e, e == -ENOMEM ? "out of memory" : "rank CPUs: %s", strerror(-e));
+		return err_set(err, e, e == -ENOMEM ? "out of memory" : "rank CPUs: %s", nt_strerror(-e));
 	}
 	*ret = r;
 	return 0;

@@ -390,7 +390,7 @@ int html_ab_write(const char *path, const struct ab_config *cfg, const struct ab
 		return err_set(err, -ENAMETOOLONG, "%s: name too long", path);
 	f = fopen(tmp, "we");
 	if (!f)
-		return err_set(err, -errno, "%s: %s", tmp, strerror(errno));
+		return err_set(err, -errno, "%s: %s", tmp, nt_strerror(errno));
 	r = html_ab_page(f, cfg, res);
 	if (fclose(f) != 0 && !r)
 		r = -errno;
@@ -398,7 +398,7 @@ int html_ab_write(const char *path, const struct ab_config *cfg, const struct ab
 		r = -errno;
 	if (r) {
 		unlink(tmp);
-		return err_set(err, r, "%s: %s", path, strerror(-r));
+		return err_set(err, r, "%s: %s", path, nt_strerror(-r));
 	}
 	return 0;
 }

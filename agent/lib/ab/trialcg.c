@@ -97,7 +97,7 @@ static int find_mounts(const struct fsroot *root, struct trialcg_mounts *m, stru
 	free(buf);
 	fsroot_display(root, "proc/self/mounts", shown, sizeof(shown));
 	if (n < 0)
-		return err_set(err, -ENOTSUP, "cgroups not usable: %s: %s", shown, strerror((int)-n));
+		return err_set(err, -ENOTSUP, "cgroups not usable: %s: %s", shown, nt_strerror((int)-n));
 	for (int h = 0; h < H_N; h++)
 		any |= m->rel[h][0] != '\0';
 	if (!any)
@@ -191,7 +191,7 @@ static void enable_controllers(const struct fsroot *root, const char *parent)
 			continue;
 		snprintf(plus, sizeof(plus), "+%s", ctrls[i]);
 		r = fsroot_write(root, rel, plus);
-		log_msg(LOG_DEBUG, "trialcg: %s: %s: %s", rel, plus, r ? strerror(-r) : "enabled");
+		log_msg(LOG_DEBUG, "trialcg: %s: %s: %s", rel, plus, r ? nt_strerror(-r) : "enabled");
 	}
 }
 
@@ -204,7 +204,7 @@ static int make_refused(const struct fsroot *root, const char *rel, int r, struc
 	if (r == -EEXIST)
 		return err_set(err, -EEXIST, "cgroup %s exists already (a trial of the same name in this process)",
 			       shown);
-	return err_set(err, -ENOTSUP, "cgroups not usable: %s: %s%s", shown, strerror(-r),
+	return err_set(err, -ENOTSUP, "cgroups not usable: %s: %s%s", shown, nt_strerror(-r),
 		       r == -EACCES || r == -EPERM ? " (creating cgroups needs root or a delegated subtree)" :
 		       r == -EROFS ? " (the cgroup file system is read-only)" : "");
 }
@@ -246,7 +246,7 @@ static int make_group(struct trialcg *cg, int h, struct nt_err *err)
 		return make_refused(root, cg->d.dir[h], cg->dirfd[h], err);
 	if (cg->procs[h] < 0)
 		return err_set(err, -ENOTSUP, "cgroups not usable: %s is not a cgroup (no cgroup.procs: %s)",
-			       fsroot_display(root, cg->d.dir[h], procs, sizeof(procs)), strerror(-cg->procs[h]));
+			       fsroot_display(root, cg->d.dir[h], procs, sizeof(procs)), nt_strerror(-cg->procs[h]));
 	return 0;
 }
 
@@ -353,7 +353,7 @@ int trialcg_attach(const struct trialcg *cg, pid_t pid, struct nt_err *err)
 			int r = -errno;
 
 			if (err)
-				err_set(err, r, "%s/cgroup.procs: moving pid %d: %s", cg->d.dir[h], (int)pid, strerror(-r));
+				err_set(err, r, "%s/cgroup.procs: moving pid %d: %s", cg->d.dir[h], (int)pid, nt_strerror(-r));
 			return r;
 		}
 	}
@@ -477,7 +477,7 @@ int trialcg_destroy(struct trialcg *cg)
 			r = r ? r : x;
 		}
 	}
-	log_msg(LOG_DEBUG, "trialcg: removed %s: %s", cg->paths, r ? strerror(-r) : "ok");
+	log_msg(LOG_DEBUG, "trialcg: removed %s: %s", cg->paths, r ? nt_strerror(-r) : "ok");
 	free(cg);
 	return r;
 }
@@ -818,7 +818,7 @@ static int pid_dirs(const struct fsroot *root, const struct trialcg_mounts *m, p
 	r = procfs_cgroup_read(root, (int)pid, pc, err);
 	if (r == -ENOENT) {
 		snprintf(rel, sizeof(rel), "proc/%d/cgroup", (int)pid);
-		err_set(err, r, "%s: %s", fsroot_display(root, rel, shown, sizeof(shown)), strerror(-r));
+		err_set(err, r, "%s: %s", fsroot_display(root, rel, shown, sizeof(shown)), nt_strerror(-r));
 	}
 	if (r == 0 && trialcg_dirs_of(m, pc, ret) < 0)
 		memset(ret, 0, sizeof(*ret));
@@ -1001,7 +1001,7 @@ static int perf_open_cg(int cgfd, int cpu, enum trialcg_perf_event e)
 
 static int perf_refused(int r, int cpu, struct nt_err *err)
 {
-	return err_set(err, r, "perf_event_open (cgroup, cpu %d): %s%s", cpu, strerror(-r),
+	return err_set(err, r, "perf_event_open (cgroup, cpu %d): %s%s", cpu, nt_strerror(-r),
 		       r == -EACCES || r == -EPERM ? " (kernel.perf_event_paranoid above 0 without CAP_PERFMON, "
 		       "or a seccomp filter)" : r == -ENOSYS || r == -ENOENT ? " (no perf events in this kernel)" :
 		       r == -EBADF || r == -EINVAL ? " (the cgroup is not in the hierarchy perf_event is bound to)" :
@@ -1056,7 +1056,7 @@ int trialcg_perf_read(const struct trialcg_perf *p, uint64_t out[TCG_PERF_N], st
 			continue;
 		if (read(p->fd[i], &v, sizeof(v)) != sizeof(v))
 			return err_set(err, -EIO, "perf read (cpu %d, %s): %s", i / TCG_PERF_N,
-				       trialcg_perf_names[i % TCG_PERF_N], strerror(errno));
+				       trialcg_perf_names[i % TCG_PERF_N], nt_strerror(errno));
 		sum[i % TCG_PERF_N] += v;
 	}
 	memcpy(out, sum, sizeof(sum));

@@ -161,7 +161,7 @@ int steps_read(const char *path, size_t max_bytes, struct steps *ret, struct nt_
 	int r;
 
 	if (fd < 0)
-		return err_set(err, -errno, "%s: %s", path, strerror(errno));
+		return err_set(err, -errno, "%s: %s", path, nt_strerror(errno));
 	buf = malloc(max_bytes + 1);
 	if (!buf) {
 		close(fd);
@@ -172,7 +172,7 @@ int steps_read(const char *path, size_t max_bytes, struct steps *ret, struct nt_
 	r = n < 0 && errno != EAGAIN ? -errno : 0;
 	close(fd);
 	if (r < 0)
-		err_set(err, r, "%s: %s", path, strerror(-r));
+		err_set(err, r, "%s: %s", path, nt_strerror(-r));
 	else
 		r = steps_parse(buf, len, path, ret, err);
 	free(buf);

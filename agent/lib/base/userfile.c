@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "nt_err.h"
+
 int userfile_read(const char *path, size_t max, const char *kind,
 		  int (*check)(const struct stat *st, char *why, size_t why_size),
 		  char **ret_buf, size_t *ret_len, char *why, size_t why_size)
@@ -24,12 +26,12 @@ int userfile_read(const char *path, size_t max, const char *kind,
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		e = -errno;
-		snprintf(why, why_size, "%s", strerror(-e));
+		snprintf(why, why_size, "%s", nt_strerror(-e));
 		return e;
 	}
 	if (fstat(fd, &st) < 0) {
 		e = -errno;
-		snprintf(why, why_size, "%s", strerror(-e));
+		snprintf(why, why_size, "%s", nt_strerror(-e));
 		goto out_close;
 	}
 	if (S_ISDIR(st.st_mode)) {
@@ -68,7 +70,7 @@ int userfile_read(const char *path, size_t max, const char *kind,
 			continue;
 		if (n < 0) {
 			e = -errno;
-			snprintf(why, why_size, "read: %s", strerror(-e));
+			snprintf(why, why_size, "read: %s", nt_strerror(-e));
 			free(buf);
 			goto out_close;
 		}

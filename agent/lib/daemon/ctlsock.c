@@ -165,7 +165,7 @@ static int dir_check(const char *path, struct nt_err *err)
 		return err_set(err, -ENOMEM, "out of memory");
 	dir = dirname(copy);
 	if (stat(dir, &st) < 0)
-		r = err_set(err, -errno, "%s: %s", dir, strerror(errno));
+		r = err_set(err, -errno, "%s: %s", dir, nt_strerror(errno));
 	else if (!S_ISDIR(st.st_mode))
 		r = err_set(err, -ENOTDIR, "%s: not a directory", dir);
 	else if (st.st_mode & (S_IWGRP | S_IWOTH))
@@ -195,21 +195,21 @@ static int stale_remove(const char *path, const struct sockaddr_un *sa, struct n
 	int fd, r;
 
 	if (lstat(path, &st) < 0)
-		return errno == ENOENT ? 0 : err_set(err, -errno, "%s: %s", path, strerror(errno));
+		return errno == ENOENT ? 0 : err_set(err, -errno, "%s: %s", path, nt_strerror(errno));
 	if (!S_ISSOCK(st.st_mode))
 		return err_set(err, -EEXIST, "%s: exists and is not a socket: refusing to replace it", path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
-		return err_set(err, -errno, "socket: %s", strerror(errno));
+		return err_set(err, -errno, "socket: %s", nt_strerror(errno));
 	r = connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) < 0 ? -errno : 0;
 	close(fd);
 	if (r == 0 || r == -EAGAIN || r == -EINPROGRESS)
 		return err_set(err, -EADDRINUSE, "%s: another daemon is listening on it", path);
 	if (r != -ECONNREFUSED)
-		return err_set(err, r, "%s: probing the existing socket: %s", path, strerror(-r));
+		return err_set(err, r, "%s: probing the existing socket: %s", path, nt_strerror(-r));
 	log_msg(LOG_DEBUG, "%s: stale socket (nobody listens): replacing it", path);
 	if (unlink(path) < 0 && errno != ENOENT)
-		return err_set(err, -errno, "%s: removing the stale socket: %s", path, strerror(errno));
+		return err_set(err, -errno, "%s: removing the stale socket: %s", path, nt_strerror(errno));
 	return 0;
 }
 
@@ -221,17 +221,17 @@ static int socket_create(struct ctlsock *s, const struct sockaddr_un *sa, struct
 
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
-		return err_set(err, -errno, "socket: %s", strerror(errno));
+		return err_set(err, -errno, "socket: %s", nt_strerror(errno));
 	if (bind(fd, (const struct sockaddr *)sa, sizeof(*sa)) < 0) {
 		r = -errno;
 		close(fd);
-		return err_set(err, r, "%s: bind: %s", s->path, strerror(-r));
+		return err_set(err, r, "%s: bind: %s", s->path, nt_strerror(-r));
 	}
 	if (chmod(s->path, 0600) < 0 || lstat(s->path, &st) < 0 || listen(fd, 64) < 0) {
 		r = -errno;
 		close(fd);
 		unlink(s->path);
-		return err_set(err, r, "%s: %s", s->path, strerror(-r));
+		return err_set(err, r, "%s: %s", s->path, nt_strerror(-r));
 	}
 	s->dev = st.st_dev;
 	s->ino = st.st_ino;
@@ -265,7 +265,7 @@ static void refuse(int fd, const char *msg)
 	char *line = error_reply(msg);
 
 	if (line && send(fd, line, strlen(line), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
-		log_msg(LOG_DEBUG, "status socket: refusing a client: %s", strerror(errno));
+		log_msg(LOG_DEBUG, "status socket: refusing a client: %s", nt_strerror(errno));
 	free(line);
 	close(fd);
 }
@@ -424,7 +424,7 @@ static void *serve(void *arg)
 		int r = poll(pfd, n, deadlines(s));
 
 		if (r < 0 && errno != EINTR) {
-			log_msg(LOG_DEBUG, "status socket: poll: %s", strerror(errno));
+			log_msg(LOG_DEBUG, "status socket: poll: %s", nt_strerror(errno));
 			poll(NULL, 0, 100); /* ENOMEM: breathe, then again */
 			continue;
 		}
@@ -464,7 +464,7 @@ static int thread_start(struct ctlsock *s, struct nt_err *err)
 	r = pthread_create(&s->thread, NULL, serve, s);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (r)
-		return err_set(err, -r, "status socket: cannot start its thread: %s", strerror(r));
+		return err_set(err, -r, "status socket: cannot start its thread: %s", nt_strerror(r));
 	s->thread_started = true;
 	return 0;
 }
@@ -509,7 +509,7 @@ struct ctlsock *ctlsock_start(const char *path, const struct ctlsock_opts *opts,
 		return NULL;
 	}
 	if (pipe2(s->wake, O_CLOEXEC | O_NONBLOCK) < 0) {
-		err_set(err, -errno, "status socket: pipe: %s", strerror(errno));
+		err_set(err, -errno, "status socket: pipe: %s", nt_strerror(errno));
 		goto out_stop;
 	}
 	s->listen_fd = socket_create(s, &sa, err);
@@ -547,7 +547,7 @@ void ctlsock_stop(struct ctlsock *s)
 		return;
 	if (s->thread_started) {
 		if (write(s->wake[1], "", 1) < 0)
-			log_msg(LOG_DEBUG, "status socket: waking the thread: %s", strerror(errno));
+			log_msg(LOG_DEBUG, "status socket: waking the thread: %s", nt_strerror(errno));
 		pthread_join(s->thread, NULL);
 	}
 	for (unsigned k = 0; s->clients && k < s->clients_max; k++)
@@ -597,7 +597,7 @@ static int query_connect(const char *path, struct nt_err *err)
 		return err_set(err, -ENAMETOOLONG, "status socket path '%.64s' is empty or too long", path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
-		return err_set(err, -errno, "socket: %s", strerror(errno));
+		return err_set(err, -errno, "socket: %s", nt_strerror(errno));
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
 		return fd;
 	r = -errno;
@@ -610,7 +610,7 @@ static int query_connect(const char *path, struct nt_err *err)
 		return err_set(err, -EACCES, "permission denied on %s (the status socket is root's: run as root)", path);
 	if (r == -EAGAIN)
 		return err_set(err, r, "the daemon on %s accepts no more connections now: try again", path);
-	return err_set(err, r, "%s: connect: %s", path, strerror(-r));
+	return err_set(err, r, "%s: connect: %s", path, nt_strerror(-r));
 }
 
 static int query_send(int fd, const char *path, const char *line, size_t len, int64_t deadline,
@@ -629,11 +629,11 @@ static int query_send(int fd, const char *path, const char *line, size_t len, in
 		if (errno == EPIPE || errno == ECONNRESET)
 			return -errno; /* it closed on us: its answer may be waiting */
 		if (errno != EAGAIN && errno != EINTR)
-			return err_set(err, -errno, "%s: sending the request: %s", path, strerror(errno));
+			return err_set(err, -errno, "%s: sending the request: %s", path, nt_strerror(errno));
 		r = wait_fd(fd, POLLOUT, deadline);
 		if (r < 0)
 			return err_set(err, r, "%s: %s sending the request", path,
-				       r == -ETIMEDOUT ? "timed out" : strerror(-r));
+				       r == -ETIMEDOUT ? "timed out" : nt_strerror(-r));
 	}
 	return 0;
 }
@@ -673,7 +673,7 @@ static int query_recv(int fd, const char *path, int64_t deadline, int timeout_ms
 		if (errno == EINTR)
 			continue;
 		if (errno != EAGAIN) {
-			r = err_set(err, -errno, "%s: reading the answer: %s", path, strerror(errno));
+			r = err_set(err, -errno, "%s: reading the answer: %s", path, nt_strerror(errno));
 			break;
 		}
 		r = wait_fd(fd, POLLIN, deadline);
@@ -682,7 +682,7 @@ static int query_recv(int fd, const char *path, int64_t deadline, int timeout_ms
 			break;
 		}
 		if (r < 0) {
-			r = err_set(err, r, "%s: %s", path, strerror(-r));
+			r = err_set(err, r, "%s: %s", path, nt_strerror(-r));
 			break;
 		}
 	}

@@ -134,7 +134,7 @@ static int load_plan(const struct daemon *d, struct policy **ret_policy, struct 
 	if (r < 0) {
 		plan_free(pl);
 		policy_free(p);
-		return err_set(err, r, "%s: %s", d->cfg->policy_path, strerror(-r));
+		return err_set(err, r, "%s: %s", d->cfg->policy_path, nt_strerror(-r));
 	}
 	*ret_policy = p;
 	*ret_plan = pl;
@@ -497,7 +497,7 @@ static void publish(struct daemon *d)
 	json_t *doc;
 
 	if (!m || daemon_metrics_fill(d, m, &err) < 0 || metrics_render(m, &text, &len, &err) < 0) {
-		say(d, LOG_WARNING, "metrics: %s (not published this cycle)", m ? err.msg : strerror(ENOMEM));
+		say(d, LOG_WARNING, "metrics: %s (not published this cycle)", m ? err.msg : nt_strerror(ENOMEM));
 	} else {
 		if (d->ms && metrics_server_publish(d->ms, text, len) < 0)
 			say(d, LOG_WARNING, "metrics: out of memory (the last text still served)");
@@ -727,7 +727,7 @@ static int start_inputs(struct daemon *d, struct nt_err *err)
 
 	d->root = fsroot_open(c->sysroot ? c->sysroot : "/");
 	if (!d->root)
-		return err_set(err, -errno, "--sysroot %s: %s", c->sysroot, strerror(errno));
+		return err_set(err, -errno, "--sysroot %s: %s", c->sysroot, nt_strerror(errno));
 	d->topo = c->topology ? topo_load_xml(c->topology, err) : topo_load_host(c->sysroot, err);
 	if (!d->topo)
 		return err->code ? err->code : -EINVAL;
@@ -971,7 +971,7 @@ int daemon_run(const struct daemon_config *cfg, bool *ret_runtime, struct nt_err
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGHUP);
 	if (pthread_sigmask(SIG_BLOCK, &mask, &old) != 0 || (sfd = signalfd(-1, &mask, SFD_CLOEXEC)) < 0)
-		return err_set(err, -errno, "signalfd: %s", strerror(errno));
+		return err_set(err, -errno, "signalfd: %s", nt_strerror(errno));
 	r = start_inputs(&d, err);
 	if (r == 0) {
 		r = start_host(&d, err);

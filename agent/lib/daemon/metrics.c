@@ -475,23 +475,23 @@ int metrics_write_textfile(const char *dir, const char *name, const char *text,
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0) {
 		r = -errno;
-		return err_set(err, r, "%s: %s", dir, strerror(-r));
+		return err_set(err, r, "%s: %s", dir, nt_strerror(-r));
 	}
 	fd = temp_create(dfd, name, tmp, sizeof(tmp));
 	if (fd < 0) {
 		close(dfd);
-		return err_set(err, fd, "%s: creating a temp file: %s", dir, strerror(-fd));
+		return err_set(err, fd, "%s: creating a temp file: %s", dir, nt_strerror(-fd));
 	}
 	r = temp_commit(dfd, fd, tmp, final, text, len, &step);
 	if (r < 0) {
 		unlinkat(dfd, tmp, 0);
 		close(dfd);
-		return err_set(err, r, "%s/%s: %s: %s (the old file is unchanged)", dir, final, step, strerror(-r));
+		return err_set(err, r, "%s/%s: %s: %s (the old file is unchanged)", dir, final, step, nt_strerror(-r));
 	}
 	/* the new file is in place; a failed directory fsync only weakens
 	 * durability across a power loss, which a metrics file can afford */
 	if (metrics_sys.fsync(dfd) < 0)
-		log_msg(LOG_DEBUG, "%s: fsync: %s", dir, strerror(errno));
+		log_msg(LOG_DEBUG, "%s: fsync: %s", dir, nt_strerror(errno));
 	close(dfd);
 	return 0;
 }
@@ -712,7 +712,7 @@ struct metrics_server *metrics_server_start(const char *addr, struct nt_err *err
 	pthread_mutex_init(&s->lock, NULL);
 	fd = listen_socket(&sa, len);
 	if (fd < 0) {
-		err_set(err, fd, "metrics server: cannot listen on %s: %s", addr, strerror(-fd));
+		err_set(err, fd, "metrics server: cannot listen on %s: %s", addr, nt_strerror(-fd));
 		goto out_free;
 	}
 	s->port = socket_port(fd);

@@ -853,7 +853,7 @@ static int add_endpoints(struct etcd *e, const char *list, struct nt_err *err)
 		size_t n = strcspn(p, ",");
 
 		if (n == 0 || (strncmp(p, "http://", 7) && strncmp(p, "https://", 8)))
-			return err_set(err, -EINVAL, "etcd: endpoint '%.*s' is not an http:// URL",
+			return err_set(err, -EINVAL, "etcd: endpoint '%.*s' is not an http:// or https:// URL",
 				       (int)(n > 200 ? 200 : n), p);
 		if (e->n_endpoints == ETCD_ENDPOINTS_MAX)
 			return err_set(err, -EINVAL, "etcd: more than %d endpoints",
@@ -1169,7 +1169,7 @@ int etcd_set_tls(struct etcd *e, const char *cacert, const char *cert, const cha
 	for (int i = 0; i < 3; i++)
 		if (files[i] && access(files[i], R_OK) < 0)     /* -EACCES is kept for the store's refusals */
 			return err_set(err, errno == EACCES ? -EPERM : -errno, "%s %s: %s", what[i], files[i],
-				       strerror(errno));
+				       nt_strerror(errno));
 	/* the CA given is the only one: libcurl's default CA directory
 	 * (Debian's: /etc/ssl/certs) would be searched as well otherwise */
 	if ((cacert && (curl_easy_setopt(e->curl, CURLOPT_CAINFO, cacert) != CURLE_OK ||

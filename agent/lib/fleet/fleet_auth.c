@@ -159,11 +159,11 @@ static int password_file_check(const char *path, struct nt_err *err)
 	if (fd < 0 && errno == ELOOP)
 		return err_set(err, -EPERM, "%s: a symlink, not a password file: refusing to reuse it", path);
 	if (fd < 0)
-		return err_set(err, errno == EACCES ? -EPERM : -errno, "%s: %s", path, strerror(errno));
+		return err_set(err, errno == EACCES ? -EPERM : -errno, "%s: %s", path, nt_strerror(errno));
 	r = fstat(fd, &st) < 0 ? -errno : 0;
 	close(fd);
 	if (r < 0)
-		return err_set(err, r, "%s: %s", path, strerror(-r));
+		return err_set(err, r, "%s: %s", path, nt_strerror(-r));
 	if (!S_ISREG(st.st_mode))
 		return err_set(err, -EPERM, "%s: not a regular file: refusing to reuse it", path);
 	if ((r = owner_check(&st, 077, why, sizeof(why))) < 0)
@@ -179,7 +179,7 @@ static int password_file_make(const char *path, struct nt_err *err)
 	int fd, r = 0;
 
 	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
-		return err_set(err, -errno, "getrandom: %s", strerror(errno));
+		return err_set(err, -errno, "getrandom: %s", nt_strerror(errno));
 	for (size_t i = 0; i < sizeof(raw); i++)
 		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
 	explicit_bzero(raw, sizeof(raw));
@@ -191,7 +191,7 @@ static int password_file_make(const char *path, struct nt_err *err)
 		r = -errno;
 	explicit_bzero(hex, sizeof(hex));
 	if (r < 0)
-		return err_set(err, r, "%s: %s", path, strerror(-r));
+		return err_set(err, r, "%s: %s", path, nt_strerror(-r));
 	return 0;
 }
 
@@ -202,7 +202,7 @@ int fleet_auth_password_file(const char *dir, const char *user, bool make, struc
 	int r;
 
 	if (stat(dir, &st) < 0)
-		return err_set(err, errno == EACCES ? -EPERM : -errno, "--password-dir %s: %s", dir, strerror(errno));
+		return err_set(err, errno == EACCES ? -EPERM : -errno, "--password-dir %s: %s", dir, nt_strerror(errno));
 	if (!S_ISDIR(st.st_mode))
 		return err_set(err, -EPERM, "--password-dir %s: not a directory", dir);
 	if ((r = owner_check(&st, 022, why, sizeof(why))) < 0)

@@ -155,7 +155,7 @@ static int gate_start_unit(const struct fleet_gate_request *q, char **argv, cons
 	};
 
 	if (n <= 0)
-		return err_set(err, -errno, "/proc/self/exe: %s", strerror(errno));
+		return err_set(err, -errno, "/proc/self/exe: %s", nt_strerror(errno));
 	exe[n] = '\0';
 	argv[0] = exe;
 	snprintf(g->unit, sizeof(g->unit), "nodetune-gate-%d-%u.service", (int)getpid(), ++seq);
@@ -180,7 +180,7 @@ int fleet_gate_start(const struct fleet_gate_request *q, struct fleet_gate **ret
 	if (pipe2(pfd, O_CLOEXEC) < 0) {
 		r = -errno;
 		free(g);
-		return err_set(err, r, "pipe: %s", strerror(-r));
+		return err_set(err, r, "pipe: %s", nt_strerror(-r));
 	}
 	if (sdunit_own(own, sizeof(own))) {
 		r = gate_start_unit(q, argv, own, pfd[1], g, err);
@@ -199,7 +199,7 @@ int fleet_gate_start(const struct fleet_gate_request *q, struct fleet_gate **ret
 		close(pfd[0]);
 		close(pfd[1]);
 		free(g);
-		return err_set(err, r, "fork: %s", strerror(-r));
+		return err_set(err, r, "fork: %s", nt_strerror(-r));
 	}
 	if (g->pid == 0) {
 		sigset_t none;
@@ -225,7 +225,7 @@ started:
 	if (fcntl(g->fd, F_SETFL, O_NONBLOCK) < 0) {
 		r = -errno;
 		fleet_gate_free(g);
-		return err_set(err, r, "fcntl: %s", strerror(-r));
+		return err_set(err, r, "fcntl: %s", nt_strerror(-r));
 	}
 	*ret = g;
 	return 0;
@@ -296,7 +296,7 @@ int fleet_gate_step(struct fleet_gate *g, struct fleet_gate_result *ret, struct 
 	if (r < 0) {
 		if (g->pid > 0)
 			kill(g->pid, SIGTERM);       /* reaped (or its unit stopped) by fleet_gate_free */
-		return err_set(err, r, "reading ab's output: %s", strerror(-r));
+		return err_set(err, r, "reading ab's output: %s", nt_strerror(-r));
 	}
 	g->out[g->len] = '\0';
 	keep_report(g);
@@ -354,7 +354,7 @@ int fleet_gate_run(const struct fleet_gate_request *q, struct fleet_gate_result 
 		struct pollfd p = { g->fd, POLLIN, 0 };
 
 		if (poll(&p, 1, -1) < 0 && errno != EINTR)
-			r = err_set(err, -errno, "poll: %s", strerror(errno));
+			r = err_set(err, -errno, "poll: %s", nt_strerror(errno));
 		else
 			r = fleet_gate_step(g, ret, err);
 	} while (r == 0);

@@ -5,7 +5,7 @@
  * that the daemon's loop watches (it never waits for it):
  *
  *   nodetune ab --a policy=CURRENT --b policy=NEW [--sysroot DIR]
- *               [--topology XML] --budget SECONDS --trial-dir DIR --json
+ *               [--topology FILE.xml] --budget SECONDS --trial-dir DIR --json
  *               --as-user USER -- COMMAND ARG...
  *
  * No shell: the gate file's command and arguments are the job's argv, and

@@ -352,7 +352,7 @@ static void seq_note(struct fleet_host *fh, uint64_t seq, const char *sha)
 	snprintf(path, sizeof(path), "%s/%s", fh->cfg.state_dir, FLEET_HOST_SEQ);
 	snprintf(buf, sizeof(buf), "%llu %s\n", (unsigned long long)seq, sha);
 	if ((r = write_file(path, buf, strlen(buf))) < 0)
-		say(fh, LOG_WARNING, "fleet: %s: %s (a restart would accept an older document)", path, strerror(-r));
+		say(fh, LOG_WARNING, "fleet: %s: %s (a restart would accept an older document)", path, nt_strerror(-r));
 }
 
 /* What this host expects of a document of kind, after last_seq (whose
@@ -607,7 +607,7 @@ static void cache_update(struct fleet_host *fh, struct candidate *c, bool keep)
 	} else if ((r = write_file(key, c->key_id, strlen(c->key_id))) < 0 ||
 		   (r = write_file(path, c->content, c->len)) < 0) {
 		say(fh, LOG_WARNING, "fleet: %s: %s (a restart without the store would run the older file)", path,
-		    strerror(-r));
+		    nt_strerror(-r));
 	}
 	free(fh->running);
 	fh->running = c->content;
@@ -747,7 +747,7 @@ static void do_gate(struct fleet_host *fh, const struct fleet_host_view *v, cons
 	r = candidate_fetch(fh, d->sha256, v, &c, &err);
 	if (r == 0 && ((r = write_file(cur, fh->running ? fh->running : "", fh->running_len)) < 0 ||
 		       (r = write_file(cand, c.content, c.len)) < 0))
-		err_set(&err, r, "%s: %s", fh->cfg.state_dir, strerror(-r));
+		err_set(&err, r, "%s: %s", fh->cfg.state_dir, nt_strerror(-r));
 	if (r == 0 && (r = fleet_gate_recover(dir, fh->cfg.sysroot, 0, &err)) > 0)
 		say(fh, LOG_WARNING, "fleet: %s: an earlier gate's %d settings restored", dir, r);
 	if (r >= 0) {
@@ -1327,7 +1327,7 @@ struct fleet_host *fleet_host_start(const struct fleet_host_config *cfg, const s
 	if (keys_load(fh, err) < 0)
 		goto out_free;
 	if ((fh->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
-		err_set(err, -errno, "eventfd: %s", strerror(errno));
+		err_set(err, -errno, "eventfd: %s", nt_strerror(errno));
 		goto out_free;
 	}
 	if (pthread_create(&fh->thread, NULL, lease_thread, fh) != 0) {

@@ -158,7 +158,7 @@ static int check_dir(const char *dir, unsigned flags, struct nt_err *err)
 
 	if (stat(dir, &st) < 0) {
 		e = -errno;
-		return err_set(err, e, "%s: %s", dir, strerror(-e));
+		return err_set(err, e, "%s: %s", dir, nt_strerror(-e));
 	}
 	if ((flags & GATES_TRUSTED_ONLY) && userfile_check_root_owned(&st, "a gates directory", why, sizeof(why)) < 0)
 		return err_set(err, -EPERM, "%s: %s", dir, why);
@@ -174,7 +174,7 @@ static int resolve_user(struct gate *g, const char *path, struct nt_err *err)
 
 	if (e || !res)
 		return err_set(err, -ESRCH, "%s: user '%s' does not exist%s%s", path, g->user, e ? ": " : "",
-			       e ? strerror(e) : "");
+			       e ? nt_strerror(e) : "");
 	if (pw.pw_uid == 0)
 		return err_set(err, -EPERM, "%s: user '%s' is root: a gate never runs as root", path, g->user);
 	if (pw.pw_gid == 0)

@@ -154,7 +154,7 @@ static int write_key_file(const char *path, mode_t mode, const char *tag, const 
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
 	if (fd < 0) {
 		e = -errno;
-		return err_set(err, e, "%s: %s", path, strerror(-e));
+		return err_set(err, e, "%s: %s", path, nt_strerror(-e));
 	}
 	sodium_memzero(b64, sizeof(b64));
 	errno = 0;
@@ -163,13 +163,13 @@ static int write_key_file(const char *path, mode_t mode, const char *tag, const 
 		sodium_memzero(line, sizeof(line));
 		close(fd);
 		unlink(path);
-		return err_set(err, -EIO, "%s: writing the key failed: %s", path, strerror(-e));
+		return err_set(err, -EIO, "%s: writing the key failed: %s", path, nt_strerror(-e));
 	}
 	sodium_memzero(line, sizeof(line));
 	if (close(fd) < 0) {
 		e = -errno;
 		unlink(path);
-		return err_set(err, -EIO, "%s: %s", path, strerror(-e));
+		return err_set(err, -EIO, "%s: %s", path, nt_strerror(-e));
 	}
 	return 0;
 }
@@ -188,7 +188,7 @@ int sign_keygen(const char *dir, const char *name, char ret_id[SIGN_ID_LEN + 1],
 	    (size_t)snprintf(ppath, sizeof(ppath), "%s/%s.pub", dir, name) >= sizeof(ppath))
 		return err_set(err, -EINVAL, "%s: path too long", dir);
 	if (access(ppath, F_OK) == 0)
-		return err_set(err, -EEXIST, "%s: %s", ppath, strerror(EEXIST));
+		return err_set(err, -EEXIST, "%s: %s", ppath, nt_strerror(EEXIST));
 	crypto_sign_keypair(pk, sk);
 	/* the secret file holds the seed, the first half of libsodium's sk */
 	r = write_key_file(kpath, 0600, SECRET_TAG, sk, crypto_sign_SEEDBYTES, err);
@@ -346,7 +346,7 @@ static DIR *open_key_dir(const char *dir, unsigned flags, struct nt_err *err)
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
 		e = -errno;
-		err_set(err, e, "%s: %s", dir, strerror(-e));
+		err_set(err, e, "%s: %s", dir, nt_strerror(-e));
 		return NULL;
 	}
 	if (fstat(fd, &st) < 0 ||
@@ -359,7 +359,7 @@ static DIR *open_key_dir(const char *dir, unsigned flags, struct nt_err *err)
 	if (!d) {
 		e = -errno;
 		close(fd);
-		err_set(err, e, "%s: %s", dir, strerror(-e));
+		err_set(err, e, "%s: %s", dir, nt_strerror(-e));
 	}
 	return d;
 }
@@ -387,7 +387,7 @@ struct sign_keyring *sign_keyring_load(const char *dir, unsigned flags, struct n
 		if (is_pub_name(de->d_name))
 			r = keyring_add(kr, dir, de->d_name, flags, err);
 	if (r == 0 && errno)
-		r = err_set(err, -errno, "%s: %s", dir, strerror(errno));
+		r = err_set(err, -errno, "%s: %s", dir, nt_strerror(errno));
 	closedir(d);
 	if (r < 0) {
 		free(kr);

@@ -324,29 +324,41 @@ int knob_read_effective(const struct fsroot *root, const struct knob *k, const c
 	return k->effective(k, raw, buf, size);
 }
 
-/* Levenshtein distance, for did-you-mean. */
+static bool same_letter(char a, char b)
+{
+	return tolower((unsigned char)a) == tolower((unsigned char)b);
+}
+
+/* The optimal string alignment (restricted Damerau-Levenshtein) distance,
+ * for did-you-mean: an insertion, a deletion, a substitution or a swap of
+ * two adjacent letters ("tph" for "thp") is one edit each; case is
+ * ignored.  Three rows of at most 65. */
 static size_t edit_distance(const char *a, const char *b)
 {
-	size_t la = strlen(a), lb = strlen(b), row[65], prev, tmp;
+	size_t la = strlen(a), lb = strlen(b), rows[3][65];
+	size_t *pp = rows[0], *prev = rows[1], *cur = rows[2], *t;
 
 	if (la > 64 || lb > 64)
 		return 99;
 	for (size_t j = 0; j <= lb; j++)
-		row[j] = j;
+		prev[j] = j;
 	for (size_t i = 1; i <= la; i++) {
-		prev = row[0];
-		row[0] = i;
+		cur[0] = i;
 		for (size_t j = 1; j <= lb; j++) {
-			size_t cost = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
+			size_t d = prev[j - 1] + !same_letter(a[i - 1], b[j - 1]);
 
-			tmp = row[j];
-			row[j] = row[j] + 1 < row[j - 1] + 1 ? row[j] + 1 : row[j - 1] + 1;
-			if (prev + cost < row[j])
-				row[j] = prev + cost;
-			prev = tmp;
+			if (prev[j] + 1 < d)
+				d = prev[j] + 1;
+			if (cur[j - 1] + 1 < d)
+				d = cur[j - 1] + 1;
+			if (i > 1 && j > 1 && same_letter(a[i - 1], b[j - 2]) && same_letter(a[i - 2], b[j - 1]) &&
+			    pp[j - 2] + 1 < d)
+				d = pp[j - 2] + 1;
+			cur[j] = d;
 		}
+		t = pp, pp = prev, prev = cur, cur = t;
 	}
-	return row[lb];
+	return prev[lb];
 }
 
 const char *knob_did_you_mean(const char *word, const char *const *candidates, size_t n)
@@ -398,8 +410,7 @@ static const char *scope_name(enum knob_scope s)
 	return "?";
 }
 
-/* The reference's "values" column of k. */
-static void values_column(const struct knob *k, char *buf, size_t size)
+void knob_values_text(const struct knob *k, char *buf, size_t size)
 {
 	switch (k->type) {
 	case KT_ENUM:
@@ -446,7 +457,7 @@ const char *knob_name(enum knob_id id, char *buf, size_t size)
 
 void knob_reference(const struct knob *k, struct knob_ref *ret)
 {
-	values_column(k, ret->values, sizeof(ret->values));
+	knob_values_text(k, ret->values, sizeof(ret->values));
 	writes_column(k, ret->path, sizeof(ret->path));
 	ret->scope = scope_name(k->scope);
 }

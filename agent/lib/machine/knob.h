@@ -134,8 +134,10 @@ int knob_validate(const struct knob *k, const char *value, char *why, size_t siz
 int knob_read_effective(const struct fsroot *root, const struct knob *k, const char *path,
 			char *buf, size_t size);
 
-/* The closest of candidates[0..n) to word by edit distance, or NULL when
- * none is close enough to be a likely typo. */
+/* The closest of candidates[0..n) to word by edit distance (insertions,
+ * deletions, substitutions and swaps of two adjacent letters, each one edit;
+ * case ignored), or NULL when none is close enough to be a likely typo (one
+ * edit for a word of up to 4 letters, two up to 8, three past that). */
 const char *knob_did_you_mean(const char *word, const char *const *candidates, size_t n);
 
 /* The host file of k (below the fsroot) for NUMA node / CPU / IRQ index
@@ -146,6 +148,11 @@ const char *knob_host_path(const struct knob *k, unsigned index, char *buf, size
 /* The key's id as JSON documents name it, "section.key" ("thp.enabled"),
  * in buf.  Returns buf. */
 const char *knob_name(enum knob_id id, char *buf, size_t size);
+
+/* The values k takes, in words, into buf (truncated to size): its enum's
+ * values ("always, madvise, never"), a range ("0..200"), "auto, none,
+ * cpulist", "name" or "text".  The reference's and `keys`' values column. */
+void knob_values_text(const struct knob *k, char *buf, size_t size);
 
 /* Print the reference table of every key as Markdown. */
 void knob_print_reference(FILE *out);

@@ -53,7 +53,7 @@ static int kstate_fetch(const struct fsroot *root, struct kstate *ks,
 		return err_set(err, -EINVAL, "%s: larger than %zu bytes, not a %s file",
 			       disp, size - 1, field);
 	if (n < 0)
-		return err_set(err, (int)n, "%s: %s", disp, strerror((int)-n));
+		return err_set(err, (int)n, "%s: %s", disp, nt_strerror((int)-n));
 	return 0;
 }
 
@@ -353,7 +353,7 @@ static int read_governor(const struct fsroot *root, struct kstate *ks,
 		if (len < 0) {
 			r = err_set(err, (int)len, "%s: %s",
 				    fsroot_display(root, path, disp, sizeof(disp)),
-				    strerror((int)-len));
+				    nt_strerror((int)-len));
 			break;
 		}
 		if (!buf[0] || strspn(buf, "abcdefghijklmnopqrstuvwxyz0123456789_-") != strlen(buf)) {

@@ -52,7 +52,7 @@ static struct topo *topo_finish(struct topo *t, const char *what,
 {
 	if (hwloc_topology_load(t->hw) < 0) {
 		err_set(err, -EINVAL, "%s: hwloc could not load the topology: %s",
-			what, strerror(errno));
+			what, nt_strerror(errno));
 		topo_free(t);
 		return NULL;
 	}

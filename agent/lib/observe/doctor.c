@@ -366,7 +366,7 @@ static int check_slurm_pending(struct ctx *x)
 
 	fsroot_display(x->root, JOBSTATE_DIR, base, sizeof(base));
 	if (n < 0 && n != -ENOENT) {
-		note(x->rep, "slurm-revert-pending: cannot list %s: %s", base, strerror(-n));
+		note(x->rep, "slurm-revert-pending: cannot list %s: %s", base, nt_strerror(-n));
 		return n == -ENOMEM ? n : 0;
 	}
 	x->rep->checks++;

@@ -41,7 +41,7 @@ int obs_read_stat(const struct fsroot *root, const char *relpath, struct obs_sta
 	fsroot_display(root, relpath, disp, sizeof(disp));
 	n = fsroot_read(root, relpath, buf, BIG);
 	if (n < 0)
-		return n == -ENOENT ? -ENOENT : err_set(err, (int)n, "%s: %s", disp, strerror((int)-n));
+		return n == -ENOENT ? -ENOENT : err_set(err, (int)n, "%s: %s", disp, nt_strerror((int)-n));
 	/* parsed into ret in place (only the CPUs seen are touched) */
 	memset(ret->present, 0, sizeof(ret->present));
 	ret->n_cpus = 0;
@@ -305,7 +305,7 @@ static int read_task(const struct fsroot *root, int pid, const char *tid, struct
 	n = fsroot_read(root, rel[0], stat, sizeof(stat));
 	if (n < 0)
 		return n == -ENOENT || n == -ESRCH ? -ENOENT : err_set(err, (int)n, "%s: %s",
-			fsroot_display(root, rel[0], shown, sizeof(shown)), strerror((int)-n));
+			fsroot_display(root, rel[0], shown, sizeof(shown)), nt_strerror((int)-n));
 	if (fsroot_read(root, rel[1], status, sizeof(status)) < 0)
 		status[0] = '\0';
 	if (fsroot_read(root, rel[2], schedstat, sizeof(schedstat)) < 0)
@@ -460,7 +460,7 @@ void obs_perf_open(struct obs_perf *p, int pid)
 			p->fd[i] = perf_open(pid, &perf_events[i], excl);
 		}
 		if (p->fd[i] < 0) {
-			snprintf(p->why, sizeof(p->why), "perf_event_open: %s%s", strerror(errno),
+			snprintf(p->why, sizeof(p->why), "perf_event_open: %s%s", nt_strerror(errno),
 				 errno == EACCES || errno == EPERM ? " (kernel.perf_event_paranoid, or a seccomp filter)" :
 				 errno == ENOSYS || errno == ENOENT ? " (no perf events in this kernel)" : "");
 			obs_perf_close(p);

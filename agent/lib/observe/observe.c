@@ -53,11 +53,11 @@ static int start_command(const struct observe_config *cfg, int step_fd, pid_t *r
 			setenv(STEPS_ENV_FD, fd, 1);
 		}
 		execvp(cfg->command[0], cfg->command);
-		notef(cfg->note, cfg->arg, LOG_ERR, "%s: %s", cfg->command[0], strerror(errno));
+		notef(cfg->note, cfg->arg, LOG_ERR, "%s: %s", cfg->command[0], nt_strerror(errno));
 		_exit(127);
 	}
 	if (pid < 0)
-		return err_set(err, -errno, "fork: %s", strerror(errno));
+		return err_set(err, -errno, "fork: %s", nt_strerror(errno));
 	*ret_pid = pid;
 	return 0;
 }
@@ -186,7 +186,7 @@ int observe_run(const struct observe_config *cfg, int *ret_status, struct nt_err
 		wfd = open(cfg->step_file, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
 		st->fd = wfd < 0 ? -1 : open(cfg->step_file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 		if (st->fd < 0) {
-			r = err_set(err, -errno, "%s: %s", cfg->step_file, strerror(errno));
+			r = err_set(err, -errno, "%s: %s", cfg->step_file, nt_strerror(errno));
 			if (wfd >= 0)
 				close(wfd);
 			free(st);
@@ -207,7 +207,7 @@ int observe_run(const struct observe_config *cfg, int *ret_status, struct nt_err
 	r = sampler_init(&s, cfg->root ? cfg->root : "/", pid ? &pid : cfg->pids ? cfg->pids : &pid,
 			 pid ? 1 : cfg->n_pids, true);
 	if (r < 0) {
-		err_set(err, r, "%s: %s", cfg->root ? cfg->root : "/", strerror(-r));
+		err_set(err, r, "%s: %s", cfg->root ? cfg->root : "/", nt_strerror(-r));
 		watch_stop = STOP_SIGNAL;   /* the command goes too */
 		goto out_command;
 	}

@@ -191,7 +191,7 @@ int procfs_irqtab_read(const struct fsroot *root, const char *relpath, struct pr
 		free(buf);
 		return n == -ENOMEM ? err_set(err, -ENOMEM, "out of memory")
 				    : err_set(err, (int)n, "%s: %s", fsroot_display(root, relpath, shown, sizeof(shown)),
-					      strerror((int)-n));
+					      nt_strerror((int)-n));
 	}
 	r = irqtab_parse(buf, (size_t)n, ret, &line, &why);
 	free(buf);
@@ -298,7 +298,7 @@ int procfs_pid_stat_read(const struct fsroot *root, const char *relpath, struct 
 		return -ENOENT;
 	if (n < 0)
 		return err_set(err, (int)n, "%s: %s", fsroot_display(root, relpath, shown, sizeof(shown)),
-			       strerror((int)-n));
+			       nt_strerror((int)-n));
 	while (n > 0 && buf[n - 1] == '\n')
 		n--;
 	r = procfs_pid_stat_parse(buf, (size_t)n, ret, &e);
@@ -445,7 +445,7 @@ int procfs_cgroup_read(const struct fsroot *root, int pid, struct procfs_cgroup 
 	if (n == -ENOENT || n == -ESRCH)
 		return -ENOENT;
 	if (n < 0)
-		return err_set(err, (int)n, "%s: %s", fsroot_display(root, rel, shown, sizeof(shown)), strerror((int)-n));
+		return err_set(err, (int)n, "%s: %s", fsroot_display(root, rel, shown, sizeof(shown)), nt_strerror((int)-n));
 	r = procfs_cgroup_parse(buf, (size_t)n, ret, &e);
 	if (r < 0)
 		return strncmp(e.msg, "line ", 5) ? err_set(err, r, "%s: %s", fsroot_display(root, rel, shown, sizeof(shown)), e.msg)

@@ -147,7 +147,7 @@ int taskexit_parse(const void *buf, size_t len, int cpu, int (*fn)(const struct 
 			memcpy(&e, p + off + NLMSG_HDRLEN, sizeof(e));
 			if (e.error)
 				return err_set(err, -EIO, "taskstats: the kernel answered: %s",
-					       e.error < 0 && e.error > -4096 ? strerror(-e.error) : "an unknown error");
+					       e.error < 0 && e.error > -4096 ? nt_strerror(-e.error) : "an unknown error");
 		} else if (h.nlmsg_type >= NLMSG_MIN_TYPE) {
 			if (h.nlmsg_len < NLMSG_LENGTH(GENL_HDRLEN))
 				return err_set(err, -EINVAL, "taskstats: offset %zu: a message without its generic header",
@@ -223,13 +223,13 @@ static int family_id(struct nt_err *err)
 	ssize_t n;
 
 	if (fd < 0)
-		return err_set(err, fd, "taskstats: a netlink socket: %s", strerror(-fd));
+		return err_set(err, fd, "taskstats: a netlink socket: %s", nt_strerror(-fd));
 	req_init(&q, GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 0);
 	req_attr(&q, CTRL_ATTR_FAMILY_NAME, TASKSTATS_GENL_NAME, sizeof(TASKSTATS_GENL_NAME));
 	if (send(fd, &q, q.n.nlmsg_len, 0) < 0 || (n = recv(fd, buf, sizeof(buf), 0)) < 0) {
 		id = -errno;
 		close(fd);
-		return err_set(err, id, "taskstats: asking for the family: %s", strerror(-id));
+		return err_set(err, id, "taskstats: asking for the family: %s", nt_strerror(-id));
 	}
 	close(fd);
 	if ((size_t)n >= NLMSG_LENGTH(GENL_HDRLEN)) {
@@ -317,7 +317,7 @@ struct taskexit *taskexit_open(struct nt_err *err)
 		close(fd);
 	}
 	if (n <= 0) {
-		err_set(err, -ENOENT, "taskstats: %s: %s", ONLINE, n < 0 ? strerror(errno) : "empty");
+		err_set(err, -ENOENT, "taskstats: %s: %s", ONLINE, n < 0 ? nt_strerror(errno) : "empty");
 		goto fail;
 	}
 	text[n] = '\0';
@@ -347,7 +347,7 @@ struct taskexit *taskexit_open(struct nt_err *err)
 
 		fd = nl_socket();
 		if (fd < 0) {
-			err_set(err, fd, "taskstats: a netlink socket: %s", strerror(-fd));
+			err_set(err, fd, "taskstats: a netlink socket: %s", nt_strerror(-fd));
 			goto fail;
 		}
 		t->fd[t->n] = fd;
@@ -357,12 +357,12 @@ struct taskexit *taskexit_open(struct nt_err *err)
 			(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
 		r = cpu_register(fd, t->family, cpu, TASKSTATS_CMD_ATTR_REGISTER_CPUMASK);
 		if (r < 0) {
-			err_set(err, r, "taskstats: listening on CPU %d: %s%s", cpu, strerror(-r),
+			err_set(err, r, "taskstats: listening on CPU %d: %s%s", cpu, nt_strerror(-r),
 				r == -EPERM ? " (needs CAP_NET_ADMIN)" : "");
 			goto fail;
 		}
 		if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) {
-			err_set(err, -errno, "taskstats: %s", strerror(errno));
+			err_set(err, -errno, "taskstats: %s", nt_strerror(errno));
 			goto fail;
 		}
 	}

@@ -287,7 +287,7 @@ static int tracepoint_open(struct tlb_counter *c, char *why, size_t size)
 			int e = -errno;
 
 			snprintf(why, size, "tlb:tlb_flush on CPU %ld: %s%s", cpu, fd < 0 ? "perf_event_open: " : "filter: ",
-				 strerror(-e));
+				 nt_strerror(-e));
 			if (fd >= 0)
 				close(fd);
 			return e;
@@ -410,7 +410,7 @@ int tlb_counter_open(struct tlb_counter *c, const struct fsroot *root, unsigned 
 		snprintf(c->why, sizeof(c->why), "no source allowed (NODETUNE_TLB_SOURCES=%s)",
 			 getenv("NODETUNE_TLB_SOURCES") ? getenv("NODETUNE_TLB_SOURCES") : "");
 	else if (probe < 0 && probe != -EXDEV)
-		snprintf(c->why, sizeof(c->why), "the probe could not run: %s", strerror(-probe));
+		snprintf(c->why, sizeof(c->why), "the probe could not run: %s", nt_strerror(-probe));
 	else {
 		char parts[200];
 

@@ -83,7 +83,7 @@ _Static_assert(RAW_MAX <= JOURNAL_RAW_MAX && PLAN_VALUE_MAX <= JOURNAL_VALUE_MAX
 /* strerror, with the answer of a path leading out of the root spelled out */
 static const char *write_strerror(int r)
 {
-	return r == -EXDEV ? "the path leads out of the root (a symlink); not written" : strerror(-r);
+	return r == -EXDEV ? "the path leads out of the root (a symlink); not written" : nt_strerror(-r);
 }
 
 /* Effective value of path now; its exact bytes too when raw is not NULL
@@ -115,7 +115,7 @@ static int set_file(const struct fsroot *root, const char *path, const char *val
 		return err_set(err, r, "%s: writing '%s' failed: %s", disp, value, write_strerror(r));
 	r = current_value(root, path, now, sizeof(now), NULL);
 	if (r < 0)
-		return err_set(err, r, "%s: reading back failed: %s", disp, strerror(-r));
+		return err_set(err, r, "%s: reading back failed: %s", disp, nt_strerror(-r));
 	if (strcmp(now, want))
 		return err_set(err, -ERANGE, "%s: wrote '%s' but the kernel holds '%s' (refused or clamped)",
 			       disp, value, now);
@@ -233,7 +233,7 @@ static int restore_entries(const struct fsroot *root, const struct journal_state
 			if (r == 0)
 				r = restore_file(root, e, &e2);
 			else
-				err_set(&e2, r, "%s: %s", e->a, strerror(-r));
+				err_set(&e2, r, "%s: %s", e->a, nt_strerror(-r));
 			if (r == 0)
 				report_add(rep, e->a, now, e->b);
 		}
@@ -297,7 +297,7 @@ static int read_original(const struct fsroot *root, const char *path, char now[P
 	}
 	r = current_value(root, path, now, PLAN_VALUE_MAX, raw);
 	if (r < 0)
-		err_set(err, r, "%s: %s", fsroot_display(root, path, disp, sizeof(disp)), strerror(-r));
+		err_set(err, r, "%s: %s", fsroot_display(root, path, disp, sizeof(disp)), nt_strerror(-r));
 	return r;
 }
 
@@ -517,7 +517,7 @@ int apply_revert(const char *state_dir, const char *sysroot, struct apply_change
 	}
 	root = fsroot_open(st.root);
 	if (!root) {
-		r = err_set(err, -errno, "%s (from the journal): %s", st.root, strerror(errno));
+		r = err_set(err, -errno, "%s (from the journal): %s", st.root, nt_strerror(errno));
 		goto out;
 	}
 	r = check_entries(root, &st, journal_path(j), err);
@@ -646,7 +646,7 @@ static int converge_write(const struct item *items, unsigned n_items, const stru
 		r = current_value(root, items[i].path, now, sizeof(now), NULL);
 		if (r < 0)
 			return err_set(err, r, "%s: %s", fsroot_display(root, items[i].path, disp, sizeof(disp)),
-				       strerror(-r));
+				       nt_strerror(-r));
 		if (strcmp(now, want))
 			r = write_item(root, &items[i], now, want, rep, err);
 	}

@@ -31,7 +31,7 @@ static int bind_affinity(hwloc_const_bitmap_t cpus, struct nt_err *err)
 	if (sched_setaffinity(0, size, set) < 0) {
 		r = -errno;
 		cpulist_format(cpus, list, sizeof(list));
-		err_set(err, r, "sched_setaffinity(%s): %s", list, strerror(-r));
+		err_set(err, r, "sched_setaffinity(%s): %s", list, nt_strerror(-r));
 	}
 	CPU_FREE(set);
 	return r;
@@ -60,7 +60,7 @@ static int bind_memory(const char *policy, hwloc_const_bitmap_t mems, struct nt_
 		int e = -errno;
 
 		cpulist_format(mems, list, sizeof(list));
-		return err_set(err, e, "set_mempolicy(%s, nodes %s): %s", policy, list, strerror(-e));
+		return err_set(err, e, "set_mempolicy(%s, nodes %s): %s", policy, list, nt_strerror(-e));
 	}
 	return 0;
 }
@@ -81,12 +81,12 @@ static int bind_sched(const struct plan *pl, struct nt_err *err)
 		if (sched_setscheduler(0, map[i].policy, &sp) < 0) {
 			e = -errno;
 			return err_set(err, e, "sched_setscheduler(%s, priority %d): %s", pl->sched_policy,
-				       pl->sched_priority, strerror(-e));
+				       pl->sched_priority, nt_strerror(-e));
 		}
 	}
 	if (pl->has_nice && setpriority(PRIO_PROCESS, 0, pl->nice) < 0) {
 		e = -errno;
-		return err_set(err, e, "setpriority(nice %d): %s", pl->nice, strerror(-e));
+		return err_set(err, e, "setpriority(nice %d): %s", pl->nice, nt_strerror(-e));
 	}
 	return 0;
 }

@@ -225,14 +225,14 @@ static int dirs_make(struct jobcg_dirs *d, const char *name, char id[JOBCG_ID_MA
 				err_set(err, r, "cgroup %s exists already and is not ours (%s); choose another [cgroup] name",
 					name, d->path[i]);
 			else
-				err_set(err, r, "cgroup %s: mkdir %s: %s", name, d->path[i], strerror(-r));
+				err_set(err, r, "cgroup %s: mkdir %s: %s", name, d->path[i], nt_strerror(-r));
 			break;
 		}
 		d->made[i] = true;
 	}
 	for (unsigned i = 0; i < d->n && r == 0; i++)
 		if ((r = dir_identity(d->ctl[i], d->path[i], id, &len)) < 0)
-			err_set(err, r, "cgroup %s: %s: %s", name, d->path[i], strerror(-r));
+			err_set(err, r, "cgroup %s: %s: %s", name, d->path[i], nt_strerror(-r));
 	if (r < 0)
 		dirs_unmake(d);
 	return r;

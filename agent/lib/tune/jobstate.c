@@ -152,7 +152,7 @@ static int retry_one(const struct fsroot *root, const struct jobstate *e, const 
 	if (r < 0)
 		return r;
 	r = jobstate_remove(dir);
-	return r < 0 ? err_set(err, r, "%s: reverted, but not removed: %s", dir, strerror(-r)) : 0;
+	return r < 0 ? err_set(err, r, "%s: reverted, but not removed: %s", dir, nt_strerror(-r)) : 0;
 }
 
 int jobstate_retry_pending(const struct fsroot *root, const char *sysroot, struct apply_changes *rep,
@@ -166,13 +166,13 @@ int jobstate_retry_pending(const struct fsroot *root, const char *sysroot, struc
 	if (n == -ENOENT || n == 0)
 		return 0;
 	if (n < 0)
-		return err_set(err, n, "%s: %s", fsroot_display(root, JOBSTATE_DIR, base, sizeof(base)), strerror(-n));
+		return err_set(err, n, "%s: %s", fsroot_display(root, JOBSTATE_DIR, base, sizeof(base)), nt_strerror(-n));
 	fsroot_display(root, JOBSTATE_DIR, base, sizeof(base));
 	if ((lk = jobstate_lock(base, false)) < 0) {
 		free(js);
 		if (lk == -EWOULDBLOCK)
 			return 0;
-		return err_set(err, lk, "%s/" JOBSTATE_LOCK ": %s", base, strerror(-lk));
+		return err_set(err, lk, "%s/" JOBSTATE_LOCK ": %s", base, nt_strerror(-lk));
 	}
 	for (int i = 0; i < n; i++) {
 		struct nt_err e1 = { 0 };

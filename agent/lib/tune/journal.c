@@ -125,7 +125,7 @@ struct journal *journal_open(const char *state_dir, struct nt_err *err)
 	}
 	if (mkdir(state_dir, 0700) < 0 && errno != EEXIST) {
 		e = -errno;
-		err_set(err, e, "state directory %s: %s", state_dir, strerror(-e));
+		err_set(err, e, "state directory %s: %s", state_dir, nt_strerror(-e));
 		journal_close(j);
 		return NULL;
 	}
@@ -139,13 +139,13 @@ struct journal *journal_open(const char *state_dir, struct nt_err *err)
 	j->dirfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (j->dirfd < 0) {
 		e = -errno;
-		err_set(err, e, "state directory %s: %s", state_dir, strerror(-e));
+		err_set(err, e, "state directory %s: %s", state_dir, nt_strerror(-e));
 		journal_close(j);
 		return NULL;
 	}
 	if (fstat(j->dirfd, &sb) < 0) {
 		e = -errno;
-		err_set(err, e, "state directory %s: %s", state_dir, strerror(-e));
+		err_set(err, e, "state directory %s: %s", state_dir, nt_strerror(-e));
 		journal_close(j);
 		return NULL;
 	}
@@ -161,21 +161,21 @@ struct journal *journal_open(const char *state_dir, struct nt_err *err)
 		}
 	} else if (errno != ENOENT) {
 		e = -errno;
-		err_set(err, e, "%s: %s", j->file, strerror(-e));
+		err_set(err, e, "%s: %s", j->file, nt_strerror(-e));
 		journal_close(j);
 		return NULL;
 	}
 	j->lockfd = openat(j->dirfd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (j->lockfd < 0) {
 		e = -errno;
-		err_set(err, e, "%s/lock: %s", state_dir, strerror(-e));
+		err_set(err, e, "%s/lock: %s", state_dir, nt_strerror(-e));
 		journal_close(j);
 		return NULL;
 	}
 	if (flock(j->lockfd, LOCK_EX | LOCK_NB) < 0) {
 		e = errno == EWOULDBLOCK ? -EBUSY : -errno;
 		err_set(err, e, "%s/lock: another nodetune is applying or reverting on this host (%s)",
-			state_dir, strerror(errno));
+			state_dir, nt_strerror(errno));
 		journal_close(j);
 		return NULL;
 	}
@@ -219,7 +219,7 @@ static int journal_append(struct journal *j, const char *line, int flags, struct
 	fd = openat(j->dirfd, "journal", O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC | flags, 0600);
 	if (fd < 0) {
 		e = -errno;
-		return err_set(err, e, "%s: %s", j->file, strerror(-e));
+		return err_set(err, e, "%s: %s", j->file, nt_strerror(-e));
 	}
 	while (off < len) {
 		ssize_t n = write(fd, line + off, len - off);
@@ -229,19 +229,19 @@ static int journal_append(struct journal *j, const char *line, int flags, struct
 		if (n < 0) {
 			e = -errno;
 			close(fd);
-			return err_set(err, e, "%s: write: %s", j->file, strerror(-e));
+			return err_set(err, e, "%s: write: %s", j->file, nt_strerror(-e));
 		}
 		off += (size_t)n;
 	}
 	if (fsync(fd) < 0) {
 		e = -errno;
 		close(fd);
-		return err_set(err, e, "%s: fsync: %s", j->file, strerror(-e));
+		return err_set(err, e, "%s: fsync: %s", j->file, nt_strerror(-e));
 	}
 	close(fd);
 	if ((flags & O_CREAT) && fsync(j->dirfd) < 0) {
 		e = -errno;
-		return err_set(err, e, "%s: fsync: %s", j->dir, strerror(-e));
+		return err_set(err, e, "%s: fsync: %s", j->dir, nt_strerror(-e));
 	}
 	return 0;
 }
@@ -397,7 +397,7 @@ int journal_rewrite(struct journal *j, const struct journal_state *st, struct nt
 	if (fd < 0) {
 		r = -errno;
 		free(text);
-		return err_set(err, r, "%s.new: %s", j->file, strerror(-r));
+		return err_set(err, r, "%s.new: %s", j->file, nt_strerror(-r));
 	}
 	r = write_all(fd, text, len);
 	free(text);
@@ -408,11 +408,11 @@ int journal_rewrite(struct journal *j, const struct journal_state *st, struct nt
 		r = -errno;
 	if (r < 0) {
 		unlinkat(j->dirfd, "journal.new", 0);
-		return err_set(err, r, "%s: rewriting failed: %s", j->file, strerror(-r));
+		return err_set(err, r, "%s: rewriting failed: %s", j->file, nt_strerror(-r));
 	}
 	if (fsync(j->dirfd) < 0) {
 		r = -errno;
-		return err_set(err, r, "%s: fsync: %s", j->dir, strerror(-r));
+		return err_set(err, r, "%s: fsync: %s", j->dir, nt_strerror(-r));
 	}
 	j->n_entries = st->n;
 	return 0;
@@ -723,12 +723,12 @@ int journal_read(struct journal *j, struct journal_state *ret, struct nt_err *er
 		e = errno == ELOOP ? -EPERM : -errno;
 		if (e == -EPERM)
 			return err_set(err, e, "%s: a symbolic link; refusing it", j->file);
-		return e == -ENOENT ? e : err_set(err, e, "%s: %s", j->file, strerror(-e));
+		return e == -ENOENT ? e : err_set(err, e, "%s: %s", j->file, nt_strerror(-e));
 	}
 	if (fstat(fd, &sb) < 0) {
 		e = -errno;
 		close(fd);
-		return err_set(err, e, "%s: %s", j->file, strerror(-e));
+		return err_set(err, e, "%s: %s", j->file, nt_strerror(-e));
 	}
 	r = check_owned(&sb, j->file, false, err);
 	if (r == 0)
@@ -743,7 +743,7 @@ int journal_read(struct journal *j, struct journal_state *ret, struct nt_err *er
 			continue;
 		if (n < 0) {
 			e = -errno;
-			r = err_set(err, e, "%s: read: %s", j->file, strerror(-e));
+			r = err_set(err, e, "%s: read: %s", j->file, nt_strerror(-e));
 			break;
 		}
 		if (n == 0) {
@@ -765,7 +765,7 @@ int journal_remove(struct journal *j, struct nt_err *err)
 
 	if (unlinkat(j->dirfd, "journal", 0) < 0 && errno != ENOENT) {
 		e = -errno;
-		return err_set(err, e, "%s: %s", j->file, strerror(-e));
+		return err_set(err, e, "%s: %s", j->file, nt_strerror(-e));
 	}
 	fsync(j->dirfd);
 	return 0;

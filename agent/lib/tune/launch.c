@@ -108,7 +108,7 @@ int launch_bind_and_exec(const struct plan *pl, unsigned local_rank, char *const
 	execvp(command[0], command);
 	r = -errno;
 	*ret_status = r == -ENOENT || r == -EACCES ? LAUNCH_EXIT_USAGE : LAUNCH_EXIT_RUNTIME;
-	return err_set(err, r, "%s: %s", command[0], strerror(-r));
+	return err_set(err, r, "%s: %s", command[0], nt_strerror(-r));
 }
 
 /* ---- run's launcher ---------------------------------------------------- */
@@ -189,7 +189,7 @@ int launch_ranks(const struct plan *pl, char *const *command, note_fn note, void
 		if (pids[i] == 0)
 			rank_main(pl, i, n, command, note, arg);
 		if (pids[i] < 0) {
-			notef(note, arg, LOG_ERR, "fork: %s", strerror(errno));
+			notef(note, arg, LOG_ERR, "fork: %s", nt_strerror(errno));
 			worst = LAUNCH_EXIT_RUNTIME;
 			break;
 		}

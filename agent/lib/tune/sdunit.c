@@ -58,7 +58,7 @@ static int bus_fail(const char *what, const char *name, int r, const sd_bus_erro
 		return err_set(err, -EEXIST, "%s %s: a unit of that name is loaded already", what, name);
 	if (e && sd_bus_error_is_set(e))
 		return err_set(err, -EIO, "%s %s: systemd said: %s", what, name, e->message ? e->message : e->name);
-	return err_set(err, r == -ENOMEM ? -ENOMEM : -EIO, "%s %s: %s", what, name, strerror(-r));
+	return err_set(err, r == -ENOMEM ? -ENOMEM : -EIO, "%s %s: %s", what, name, nt_strerror(-r));
 }
 
 /* ---- the start message ---------------------------------------------------- */
@@ -136,7 +136,7 @@ int sdunit_start(const struct sdunit_spec *s, struct nt_err *err)
 	if (!s->argv || !s->argv[0] || s->argv[0][0] != '/')
 		return err_set(err, -EINVAL, "unit %s: its command must be an absolute path", s->name);
 	if ((r = sd_bus_open_system(&bus)) < 0)
-		return err_set(err, -ENOTCONN, "unit %s: the system bus: %s", s->name, strerror(-r));
+		return err_set(err, -ENOTCONN, "unit %s: the system bus: %s", s->name, nt_strerror(-r));
 	if ((r = start_message(bus, s, &m)) < 0)
 		r = bus_fail("unit", s->name, r, NULL, err);
 	else if ((r = sd_bus_call(bus, m, 0, &e, &reply)) < 0)
@@ -185,7 +185,7 @@ int sdunit_stop(const char *name, double wait_s, struct nt_err *err)
 	if (!sdunit_name_valid(name))
 		return err_set(err, -EINVAL, "'%s' is not a service's name", name ? name : "");
 	if ((r = sd_bus_open_system(&bus)) < 0)
-		return err_set(err, -ENOTCONN, "unit %s: the system bus: %s", name, strerror(-r));
+		return err_set(err, -ENOTCONN, "unit %s: the system bus: %s", name, nt_strerror(-r));
 	r = sd_bus_call_method(bus, SD_DEST, SD_PATH, SD_MANAGER, "StopUnit", &e, NULL, "ss", name, "replace");
 	if (r < 0 && !sd_bus_error_has_name(&e, "org.freedesktop.systemd1.NoSuchUnit")) {
 		r = bus_fail("stopping unit", name, r, &e, err);

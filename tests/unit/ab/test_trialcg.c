@@ -450,7 +450,7 @@ static void test_unusable_cgroupfs(void **state)
 
 	(void)state;
 	root = tree(dir, sizeof(dir), NULL);
-	refused(root, "proc/self/mounts: No such file");
+	refused(root, "proc/self/mounts: no such file");
 	assert_null(trialcg_create(root, "../escape", &err));
 	assert_int_equal(err.code, -EINVAL);
 	fsroot_free(root);

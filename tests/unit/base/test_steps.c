@@ -126,7 +126,7 @@ static void test_read(void **state)
 	steps_release(&s);
 	snprintf(path, sizeof(path), "%s/none", dir);
 	assert_int_equal(steps_read(path, 1 << 20, &s, &err), -ENOENT);
-	assert_non_null(strstr(err.msg, "/none: No such file"));
+	assert_non_null(strstr(err.msg, "/none: no such file"));
 	test_rmrf(dir);
 }
 

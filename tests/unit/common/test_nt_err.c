@@ -48,12 +48,27 @@ static void test_one_line(void **state)
 	assert_string_equal(err.msg, "/tmp/r\xc3\xa9sum\xc3\xa9");
 }
 
+/* strerror's text in lower case after a colon; four in one message stay
+ * apart; an unknown errno still reads as a message. */
+static void test_strerror_mid_message(void **state)
+{
+	struct nt_err err = { 0 };
+
+	(void)state;
+	assert_string_equal(nt_strerror(ENOENT), "no such file or directory");
+	err_set(&err, -EACCES, "%s: %s; %s; %s", "/x", nt_strerror(EACCES), nt_strerror(EEXIST),
+		nt_strerror(EINVAL));
+	assert_string_equal(err.msg, "/x: permission denied; file exists; invalid argument");
+	assert_non_null(strstr(nt_strerror(99999), "nknown error"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_code_and_message),
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_one_line),
+		cmocka_unit_test(test_strerror_mid_message),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -181,6 +181,22 @@ static void test_did_you_mean(void **state)
 	assert_null(knob_did_you_mean("banana", c, 3));
 }
 
+/* A swap of two adjacent letters is one edit: "[tph]" is a typo of [thp]
+ * (two edits for Levenshtein, over a 3-letter word's limit of one). */
+static void test_did_you_mean_transposition(void **state)
+{
+	static const char *const sections[] = { "main", "thp", "sched", "irq", "cgroup" };
+	static const char *const c[] = { "mode", "housekeeping", "export_gpu" };
+
+	(void)state;
+	assert_string_equal(knob_did_you_mean("tph", sections, 5), "thp");
+	assert_string_equal(knob_did_you_mean("IRQ", sections, 5), "irq");
+	assert_string_equal(knob_did_you_mean("hosuekeepign", c, 3), "housekeeping");
+	assert_string_equal(knob_did_you_mean("epxort_gpu", c, 3), "export_gpu");
+	assert_null(knob_did_you_mean("pht", sections, 5));     /* a rotation: two edits */
+	assert_null(knob_did_you_mean("omde", c + 1, 2));
+}
+
 /* docs/policy-keys.md is the table's own output: checked, never hand-edited. */
 static void test_reference_doc_matches(void **state)
 {
@@ -229,6 +245,7 @@ int main(void)
 		cmocka_unit_test(test_readers),
 		cmocka_unit_test(test_read_effective),
 		cmocka_unit_test(test_did_you_mean),
+		cmocka_unit_test(test_did_you_mean_transposition),
 		cmocka_unit_test(test_reference_doc_matches),
 	};
 

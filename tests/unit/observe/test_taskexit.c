@@ -235,7 +235,7 @@ static void test_parse_edges(void **state)
 		memcpy(buf, &h, sizeof(h));
 		memcpy(buf + NLMSG_HDRLEN, &e, sizeof(e));
 		assert_int_equal(taskexit_parse(buf, h.nlmsg_len, 0, keep, &s, &err), -EIO);
-		assert_non_null(strstr(err.msg, "Operation not permitted"));
+		assert_non_null(strstr(err.msg, "operation not permitted"));
 		e.error = 0;
 		memcpy(buf + NLMSG_HDRLEN, &e, sizeof(e));
 		assert_int_equal(taskexit_parse(buf, h.nlmsg_len, 0, keep, &s, &err), 0);

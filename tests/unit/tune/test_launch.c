@@ -127,7 +127,7 @@ static void test_exec_not_found(void **state)
 	(void)state;
 	assert_int_equal(launch_bind_and_exec(pl, 0, cmd, count_note, &notes, &status, &err), -ENOENT);
 	assert_int_equal(status, LAUNCH_EXIT_USAGE);
-	assert_string_equal(err.msg, "/nonexistent/cmd: No such file or directory");
+	assert_string_equal(err.msg, "/nonexistent/cmd: no such file or directory");
 	plan_free(pl);
 }
 

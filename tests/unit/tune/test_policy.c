@@ -233,7 +233,7 @@ static void test_include_errors(void **state)
 	(void)state;
 	expect_error(put("m.conf", "[main]\n\ninclude = missing.conf\n"), -ENOENT,
 		     "m.conf:3: include '");
-	expect_error(put("m.conf", "[main]\ninclude = missing.conf\n"), -ENOENT, "missing.conf': No such file or directory");
+	expect_error(put("m.conf", "[main]\ninclude = missing.conf\n"), -ENOENT, "missing.conf': no such file or directory");
 	put("c1.conf", "[main]\ninclude = c2.conf\n");
 	put("c2.conf", "[main]\ninclude = c3.conf\n");
 	put("c3.conf", "[main]\ninclude = c1.conf\n");
@@ -250,7 +250,7 @@ static void test_file_errors(void **state)
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/nope.conf", dir);
-	expect_error(path, -ENOENT, "nope.conf: No such file or directory");
+	expect_error(path, -ENOENT, "nope.conf: no such file or directory");
 	expect_error(dir, -EISDIR, "is a directory");
 	expect_error("/dev/null", -EINVAL, "not a regular file");
 }
