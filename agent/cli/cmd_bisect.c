@@ -36,24 +36,14 @@ static const struct opt_row bisect_opts[] = {
 
 const struct verb_spec bisect_spec = {
 	bisect_opts, VERB_COMMAND_OPTIONAL,
-	"nodetune bisect --good POLICY --bad POLICY [--trials N]\n"
-	"                       [--steps N] [--threshold PCT] [--alpha A] [--trim PCT]\n"
-	"                       [--budget DURATION] [--seed N] [--skip-steps N] [--json]\n"
-	"                       [--metric REGEX [--metric-kind throughput|time]]\n"
-	"                       [--sysroot DIR [--topology FILE.xml]] [--trial-dir DIR]\n"
-	"                       [--limits FILE] [--as-user USER -- CMD...] [-- CMD...]",
+	"nodetune bisect --good POLICY --bad POLICY [AB OPTIONS] [--limits FILE]\n"
+	"                       [-- CMD...]",
 	"the fewest knobs that turn a good policy into a bad one",
-	"The knobs whose values differ between the two policies (includes resolved) are\n"
-	"the delta.  Each test is an A/B (as `nodetune ab`, same options but --report;\n"
-	"--budget per test; --trial-dir DIR keeps every test's trials) of the good\n"
-	"policy against the good one with a subset of the delta from the bad one; a\n"
-	"`regression` verdict fails the test.  First the whole delta is tested; then\n"
-	"delta debugging (ddmin) narrows it to a 1-minimal set: every knob in it is\n"
-	"needed, which finds knobs that regress only together.  Progress goes to stderr.\n"
-	"Both policies, and each policy a test writes, are held to the site limits\n"
-	"(--limits FILE, else /etc/nodetune/limits.conf when it exists), as by apply.\n"
-	"Exit 0 with the set printed; 1 when the bad policy does not regress against the\n"
-	"good one here; 3 when a trial fails (nothing left applied).",
+	"The knobs that differ between the two policies are the delta.  Each test is an\n"
+	"A/B (as `nodetune ab`, its options but --report; --budget per test) of the good\n"
+	"policy against it with a subset of the delta; delta debugging narrows the delta\n"
+	"to a set where every knob is needed.  Exit 0 with the set; 1 when the bad policy\n"
+	"does not regress here; 3 when a trial fails.  See nodetune(8).",
 };
 
 static void say_progress(const char *line, void *arg)

@@ -23,8 +23,9 @@ static const struct opt_row discover_opts[] = {
 
 const struct verb_spec discover_spec = {
 	discover_opts, VERB_NO_COMMAND,
-	"nodetune discover [--topology FILE.xml | --synthetic DESC] [--sysroot DIR]\n"
-	"                  [--json | --svg FILE.svg [--policy FILE|NAME [-n N]]]",
+	"nodetune discover [--topology FILE.xml | --synthetic DESC]\n"
+	"                         [--sysroot DIR] [--json]\n"
+	"                         [--svg FILE.svg [--policy FILE|NAME [-n N]]]",
 	"show topology, GPU/NIC locality and kernel state",
 	"Show packages, NUMA nodes, cores, GPUs and NICs with their locality, and the\n"
 	"kernel state that matters for training (THP, NUMA balancing, hugepages,\n"

@@ -29,7 +29,7 @@ static const struct opt_row list_opts[] = {
 const struct verb_spec policy_list_spec = {
 	list_opts, VERB_NO_COMMAND,
 	"nodetune policy list [--state-dir DIR] [--socket PATH] [--json]",
-	"the policies on the policy path, by name, with their summaries",
+	"the policies on the policy path, the active one marked",
 	"Every NAME.conf in the directories of the policy path (NODETUNE_POLICY_PATH, or\n"
 	"/etc/nodetune/policies, the install's share/nodetune/policies, then\n"
 	"/usr/share/nodetune/policies, then, for a binary in a checkout's build/,\n"

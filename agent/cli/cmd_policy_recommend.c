@@ -18,11 +18,12 @@ static const struct opt_row recommend_opts[] = {
 const struct verb_spec policy_recommend_spec = {
 	recommend_opts, VERB_NO_COMMAND,
 	"nodetune policy recommend [--topology FILE.xml --sysroot DIR] [--json]",
-	"the shipped policy that fits this node, and why, one line per fact",
+	"the shipped policy that fits this node, and why",
 	"Reads, read-only: the GPUs (the topology), whether Slurm may share the node\n"
 	"(/etc/slurm/slurm.conf: the partitions holding this node, their OverSubscribe=),\n"
 	"and whether a kubelet runs here with the static CPU manager\n"
-	"(/var/lib/kubelet/cpu_manager_state or config.yaml, /etc/kubernetes/kubelet.conf).\n"
+	"(/var/lib/kubelet/cpu_manager_state or config.yaml,\n"
+	"/etc/kubernetes/kubelet.conf).\n"
 	"No GPU, or the static CPU manager: baseline.  A node shared by pods or Slurm\n"
 	"jobs: gpu-shared.  A GPU node one job owns: gpu-train.  With --sysroot, the\n"
 	"files are read below DIR (a captured tree).  `nodetune policy use NAME` then\n"

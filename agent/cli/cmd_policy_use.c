@@ -47,9 +47,9 @@ static const struct opt_row use_opts[] = {
 
 const struct verb_spec policy_use_spec = {
 	use_opts, VERB_ONE_WORD,
-	"nodetune policy use NAME [--sysroot DIR] [--topology FILE.xml] [--limits FILE]\n"
-	"                         [--socket PATH]",
-	"switch the daemon's policy to NAME, checked first, and reload it",
+	"nodetune policy use NAME [--sysroot DIR] [--topology FILE.xml]\n"
+	"                         [--limits FILE] [--socket PATH]",
+	"switch the daemon's policy to NAME (checked) and reload it",
 	"Checks NAME as the daemon does on reload (found on the policy path, trusted,\n"
 	"within the site limits, planned on this machine), then writes\n"
 	"/etc/nodetune/policy.conf as '[main] include = NAME' atomically and signals\n"

@@ -107,7 +107,7 @@ check "plan: each host setting is {knob, path from /, current, wanted}" -- jq -e
 valid verify 1 "verify gpu-train on gpu-host-untuned (drift)" -- \
 	"$NODETUNE" verify --policy $GT --topology "$HGX" --sysroot $F/sysroot/gpu-host-untuned --json
 check "verify names a drift as plan names the setting: {knob, path from /, current, wanted}" -- jq -e \
-	'.drift | length == 3 and any(.[]; . == {knob: "thp.enabled", path: "/sys/kernel/mm/transparent_hugepage/enabled",
+	'.drift | length == 7 and any(.[]; . == {knob: "thp.enabled", path: "/sys/kernel/mm/transparent_hugepage/enabled",
 	 current: "always", wanted: "madvise"})' "$OUT"
 valid verify 0 "verify gpu-train on gpu-host-tuned (none)" -- \
 	"$NODETUNE" verify --policy $GT --topology "$HGX" --sysroot $F/sysroot/gpu-host-tuned --json
@@ -116,8 +116,8 @@ valid apply 0 "apply --dry-run" -- \
 	"$NODETUNE" apply --dry-run --policy $GT --topology "$HGX" --sysroot "$T_TMP/tree" --state-dir "$T_TMP/st" --json
 valid apply 0 "apply on a copy of gpu-host-untuned" -- \
 	"$NODETUNE" apply --policy $GT --topology "$HGX" --sysroot "$T_TMP/tree" --state-dir "$T_TMP/st" --json
-check "apply: 3 changes, each path from / as its log line says" -- sh -c \
-	"jq -e '.dry_run == false and (.changes | length == 3) and all(.changes[]; .path | startswith(\"/\"))' '$OUT' >/dev/null &&
+check "apply: 7 changes (THP twice, NUMA balancing, 4 governors), each path from / as its log line says" -- sh -c \
+	"jq -e '.dry_run == false and (.changes | length == 7) and all(.changes[]; .path | startswith(\"/\"))' '$OUT' >/dev/null &&
 	 grep -q '^nodetune: apply: /sys/kernel/mm/transparent_hugepage/enabled: always -> madvise' '$ERR'"
 valid revert 0 "revert of it" -- "$NODETUNE" revert --sysroot "$T_TMP/tree" --state-dir "$T_TMP/st" --json
 check "revert: the tree as it was" -- diff -r $F/sysroot/gpu-host-untuned "$T_TMP/tree"

@@ -82,12 +82,12 @@ fi
 J=$T_TMP/jtree
 cp -r "$UNTUNED" "$J"
 run "$NODETUNE" apply --policy $GT --topology $HGX --sysroot "$J" --state-dir "$T_TMP/jst" --json
-check "apply --json: stdout is one JSON document of 3 changes; each change logged on stderr" -- sh -c \
-	"[ $RC -eq 0 ] && jq -e '.dry_run == false and (.changes | length == 3)' '$OUT' >/dev/null &&
+check "apply --json: stdout is one JSON document of 7 changes (THP twice, NUMA balancing, 4 governors); each change logged on stderr" -- sh -c \
+	"[ $RC -eq 0 ] && jq -e '.dry_run == false and (.changes | length == 7)' '$OUT' >/dev/null &&
 	 grep -qx 'nodetune: apply: /proc/sys/kernel/numa_balancing: 1 -> 0' '$ERR'"
 run "$NODETUNE" revert --state-dir "$T_TMP/jst" --json
-check "revert --json: stdout is one JSON document of 3 restores; each logged on stderr" -- sh -c \
-	"[ $RC -eq 0 ] && jq -e '.changes | length == 3' '$OUT' >/dev/null &&
+check "revert --json: stdout is one JSON document of 7 restores; each logged on stderr" -- sh -c \
+	"[ $RC -eq 0 ] && jq -e '.changes | length == 7' '$OUT' >/dev/null &&
 	 grep -qx 'nodetune: revert: /proc/sys/kernel/numa_balancing: 0 -> 1' '$ERR'"
 run "$NODETUNE" plan --policy $GT --topology $HGX --json
 check "plan --json: stdout is JSON alone" -- sh -c "[ $RC -eq 0 ] && jq -e '.ranks | length == 8' '$OUT' >/dev/null"
