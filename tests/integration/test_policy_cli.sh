@@ -341,7 +341,7 @@ for l in open(sys.argv[3]):
     if len(c) > 3 and c[2].startswith("`"):
         md.setdefault(c[2].strip("`"), []).append(c[3])
 bad = [] if re.match(r"^KEY +VALUES$", out[0]) else ["header: " + out[0]]
-for k in json.load(open(sys.argv[2])):
+for k in json.load(open(sys.argv[2]))["keys"]:
     want = "[%s] %s" % (k["section"], k["key"])
     line = [i for i, l in enumerate(out) if l.startswith(want + " ")]
     vals = md[k["key"]].pop(0)

@@ -206,7 +206,7 @@ static int check_numa_balancing(struct ctx *x)
 
 	FILL(h, evidence, "kernel.numa_balancing=%d; numa_hint_faults %s, numa_pages_migrated %s so far",
 	     x->ks->numa_balancing, vm(x->root, "numa_hint_faults", b1), vm(x->root, "numa_pages_migrated", b2));
-	FILL(h, fix, "bind ranks and memory to their GPU's node and turn balancing off ([sched] numa_balancing = 0; policies/gpu-train.conf does); prove it with an A/B run first: on some hosts balancing helps");
+	FILL(h, fix, "bind ranks and memory to their GPU's node and turn balancing off ([sched] numa_balancing = 0, as --policy gpu-train does); prove it with an A/B run first: on some hosts balancing helps");
 	return 0;
 }
 
@@ -291,7 +291,7 @@ static int check_governor(struct ctx *x)
 	FILL(h, summary, "CPU frequency governor '%s': cores ramp up late after the idle gaps of communication and data waits", x->ks->governor);
 	FILL(h, evidence, "cpufreq scaling_governor is %s on %s CPUs", x->ks->governor,
 	     strcmp(x->ks->governor, "mixed") ? "all" : "different");
-	FILL(h, fix, "use the performance governor on training hosts ([sched] governor = performance; policies/gpu-train.conf does)");
+	FILL(h, fix, "use the performance governor on training hosts ([sched] governor = performance, as --policy gpu-train does)");
 	return 0;
 }
 
@@ -332,7 +332,7 @@ static int check_swap(struct ctx *x)
 		snprintf(b3, sizeof(b3), "%d", sw);
 	FILL(h, evidence, "SwapTotal %.1f GiB, vm.swappiness %s; pswpin %s, pswpout %s so far",
 	     x->ks->swap_total_bytes / 1073741824.0, b3, vm(x->root, "pswpin", b1), vm(x->root, "pswpout", b2));
-	FILL(h, fix, "set [sysctl] vm.swappiness = 0 (policies/gpu-train.conf does), or turn swap off on training hosts (swapoff -a)");
+	FILL(h, fix, "set [sysctl] vm.swappiness = 0 (as --policy gpu-train does), or turn swap off on training hosts (swapoff -a)");
 	return 0;
 }
 
