@@ -169,6 +169,7 @@ static void test_names(void **state)
 			assert_string_not_equal(sign_reject_names[i], sign_reject_names[j]);
 	}
 	assert_true(sign_key_name_valid("ctl-2026_a"));
+	assert_true(sign_key_name_valid("a"));              /* one letter is a name */
 	assert_false(sign_key_name_valid(""));
 	assert_false(sign_key_name_valid("Ctl"));
 	assert_false(sign_key_name_valid("../x"));
@@ -219,6 +220,22 @@ static void test_canonical(void **state)
 	assert_int_equal(sign_canonical(&h, "x", 1, &c, &n), -EINVAL);
 }
 
+/* With stdin closed, the key file gets descriptor 0: still a file. */
+static void keygen_stdin_closed(void)
+{
+	struct nt_err err = { 0 };
+	int saved = dup(0);
+
+	assert_true(saved > 0);
+	close(0);
+	if (sign_keygen(keys, "fd0", NULL, &err) < 0) {
+		dup2(saved, 0);
+		fail_msg("keygen with stdin closed: %s", err.msg);
+	}
+	assert_int_equal(dup2(saved, 0), 0);
+	close(saved);
+}
+
 static void test_keygen_files(void **state)
 {
 	struct nt_err err = { 0 };
@@ -237,6 +254,7 @@ static void test_keygen_files(void **state)
 	/* never over an existing pair */
 	assert_int_equal(sign_keygen(keys, "gen", NULL, &err), -EEXIST);
 	assert_int_equal(sign_keygen(keys, "Bad/Name", NULL, &err), -EINVAL);
+	keygen_stdin_closed();
 	/* a secret key readable by others is refused */
 	snprintf(path, sizeof(path), "%s/gen.key", keys);
 	chmod(path, 0640);
@@ -323,6 +341,9 @@ static void test_refusals(void **state)
 	bad = with_member(env, "seq", json_integer(-1));
 	expect_refused(kr, bad, SIGN_KIND_DESIRED, 0, SIGN_REJ_MALFORMED);
 	free(bad);
+	bad = with_member(env, "key_id", json_string("ABCDEF0123456789"));  /* not lowercase hex */
+	expect_refused(kr, bad, SIGN_KIND_DESIRED, 0, SIGN_REJ_MALFORMED);
+	free(bad);
 
 	/* bad signature: the document changed after signing (a gate command
 	 * slipped in), or the header (another seq) */
@@ -353,6 +374,10 @@ static void test_refusals(void **state)
 	free(env);
 	env = make_env(&k, SIGN_KIND_SHADOW, "h1", 5);
 	expect_refused(kr, env, SIGN_KIND_DESIRED, 0, SIGN_REJ_WRONG_KIND);
+	free(env);
+	/* a kind for any host, but addressed to h2 rather than "*" */
+	env = make_env(&k, SIGN_KIND_POLICY, "h2", 5);
+	expect_refused(kr, env, SIGN_KIND_POLICY, 0, SIGN_REJ_OTHER_HOST);
 	free(env);
 	env = make_env(&k, SIGN_KIND_DESIRED, "h1", 4);
 	expect_refused(kr, env, SIGN_KIND_DESIRED, 5, SIGN_REJ_REPLAY);
