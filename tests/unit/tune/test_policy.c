@@ -6,9 +6,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/userfile.h"
 #include "tune/policy.h"
 #include "test_util.h"
 
@@ -280,9 +282,12 @@ static void test_trusted_only(void **state)
 	assert_null(p);
 	assert_non_null(strstr(err.msg, "inc-untrusted.conf:2: include"));
 	assert_int_equal(chown(path, 0, 0), 0);
+	err = (struct nt_err){ 0 };
 	p = policy_load(path, POLICY_TRUSTED_ONLY, &err);
 	if (!p)
 		fail_msg("%s", err.msg);
+	assert_string_equal(err.msg, "");          /* a load that succeeds leaves err alone */
+	assert_int_equal(err.code, 0);
 	policy_free(p);
 }
 
@@ -557,7 +562,7 @@ static void test_untrusted_directory(void **state)
 {
 	struct policy_entry *e = NULL;
 	struct nt_err err = { 0 };
-	char search[600], found[4096];
+	char search[600], found[4096], file[256];
 	const char *open_dir;
 
 	(void)state;
@@ -571,6 +576,7 @@ static void test_untrusted_directory(void **state)
 	chmod(open_dir, 0777);
 	assert_int_equal(policy_find(search, "x", POLICY_TRUSTED_ONLY, found, sizeof(found), &err), -EPERM);
 	assert_non_null(strstr(err.msg, "refusing the directory"));
+	assert_non_null(strstr(err.msg, "mode 0777)"));
 	assert_int_equal(policy_list(search, POLICY_TRUSTED_ONLY, &e, &err), -EPERM);
 	assert_int_equal(policy_find(search, "x", 0, found, sizeof(found), &err), 0);   /* not root: no rule */
 	chmod(open_dir, 0755);
@@ -578,6 +584,77 @@ static void test_untrusted_directory(void **state)
 	assert_int_equal(policy_find(search, "x", POLICY_TRUSTED_ONLY, found, sizeof(found), &err), -EPERM);
 	assert_non_null(strstr(err.msg, "uid 65534"));
 	assert_int_equal(chown(open_dir, 0, 0), 0);
+	/* a file on the path, even one anyone may write, is no directory: skipped */
+	snprintf(file, sizeof(file), "%s", put("t-file", "x\n"));
+	chmod(file, 0666);
+	snprintf(search, sizeof(search), "%s:%s/t1", file, dir);
+	if (policy_find(search, "x", POLICY_TRUSTED_ONLY, found, sizeof(found), &err) < 0)
+		fail_msg("%s: %s", search, err.msg);
+}
+
+/* The check of userfile_read that truncates the file it vets: the file
+ * shrinks between fstat and read. */
+static const char *shrink_path;
+
+static int shrink_check(const struct stat *st, char *why, size_t why_size)
+{
+	(void)st, (void)why, (void)why_size;
+	return truncate(shrink_path, 3);
+}
+
+/* userfile_read at its edges: a file of exactly max bytes, descriptor 0,
+ * a stale errno of EINTR, a file that shrinks under it; and the trust
+ * rule's return and reason. */
+static void test_userfile_edges(void **state)
+{
+	char why[320], *buf = NULL;
+	size_t len = 0;
+	struct stat st = { .st_uid = 0, .st_mode = S_IFREG | 0644 };
+	const char *path = put("ten", "0123456789");
+	int saved, r;
+
+	(void)state;
+	assert_int_equal(userfile_read(path, 10, "a test file", NULL, &buf, &len, why, sizeof(why)), 0);
+	assert_int_equal(len, 10);
+	free(buf);
+	assert_int_equal(userfile_read(path, 9, "a test file", NULL, &buf, &len, why, sizeof(why)), -EFBIG);
+	/* stdin closed: the file opens as descriptor 0, still a file */
+	saved = dup(0);
+	assert_true(saved > 0);
+	close(0);
+	buf = NULL;
+	r = userfile_read(path, 10, "a test file", NULL, &buf, &len, why, sizeof(why));
+	assert_int_equal(dup2(saved, 0), 0);
+	close(saved);
+	assert_int_equal(r, 0);
+	assert_non_null(buf);
+	free(buf);
+	/* an errno of EINTR left by an earlier call is no interrupted read
+	 * (the alarm ends a loop that would spin on it) */
+	alarm(20);
+	errno = EINTR;
+	assert_int_equal(userfile_read(path, 10, "a test file", NULL, &buf, &len, why, sizeof(why)), 0);
+	alarm(0);
+	assert_int_equal(len, 10);
+	assert_memory_equal(buf, "0123456789", 10);
+	free(buf);
+	/* shrunk to 3 bytes after fstat: the 3 bytes there are */
+	buf = NULL;
+	shrink_path = path;
+	errno = 0;
+	assert_int_equal(userfile_read(path, 10, "a test file", shrink_check, &buf, &len, why, sizeof(why)), 0);
+	assert_non_null(buf);
+	assert_int_equal(len, 3);
+	assert_string_equal(buf, "012");
+	free(buf);
+	/* the trust rule returns 0 exactly, and names what is wrong */
+	assert_int_equal(userfile_check_root_owned(&st, "a test file", why, sizeof(why)), 0);
+	st.st_mode = S_IFREG | 0666;
+	assert_int_equal(userfile_check_root_owned(&st, "a test file", why, sizeof(why)), -EPERM);
+	assert_non_null(strstr(why, "refusing a test file writable by group or others (uid 0, mode 0666)"));
+	st.st_uid = 1, st.st_mode = S_IFREG | 0644;
+	assert_int_equal(userfile_check_root_owned(&st, "a test file", why, sizeof(why)), -EPERM);
+	assert_non_null(strstr(why, "not owned by root (uid 1,"));
 }
 
 int main(void)
@@ -601,6 +678,7 @@ int main(void)
 		cmocka_unit_test(test_not_found_message),
 		cmocka_unit_test(test_list),
 		cmocka_unit_test(test_untrusted_directory),
+		cmocka_unit_test(test_userfile_edges),
 	};
 
 	return cmocka_run_group_tests_name("policy", tests, setup, teardown);
