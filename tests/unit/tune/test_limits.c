@@ -96,6 +96,39 @@ static void test_syntax(void **state)
 		   "limits.conf:3: duplicate limit [sysctl] vm.swappiness (first set at line 2)");
 }
 
+/* The edges of each value: a share of 0% and of 7 digits, not 8; a bound
+ * at its row's minimum; the first row of the key table ([main] summary)
+ * known, and refused as a string; an allowed set too long to read; a file
+ * over the size limit. */
+static void test_edges(void **state)
+{
+	static char big[LIMITS_MAX_SIZE + 2], set[400];
+	struct nt_err err = { 0 };
+	struct limits *l;
+
+	(void)state;
+	l = parse("[hugetlb]\nshare = 0%\n[sysctl]\nvm.swappiness = 0\n");
+	assert_true(l->hugetlb_share.set);
+	assert_int_equal(l->hugetlb_share.bound, 0);
+	assert_int_equal(l->knob[KNOB_SYSCTL_VM_SWAPPINESS].bound, 0);
+	limits_free(l);
+	l = parse("[hugetlb]\nshare = 0000050%\n");
+	assert_int_equal(l->hugetlb_share.bound, 50);
+	limits_free(l);
+	expect_bad("[hugetlb]\nshare = 00000050%\n", "limits.conf:2: [hugetlb] share '00000050%'");
+	expect_bad("[main]\nsummary = x\n", "limits.conf:2: [main] summary: cannot be limited");
+	/* "never,never,...": every word a value, the whole too long (256 bytes or more) */
+	for (size_t n = 0; n + 6 < sizeof(set) - 1; n += 6)
+		memcpy(set + n, "never,", 6);
+	snprintf(big, sizeof(big), "[thp]\nenabled = %s\n", set);
+	expect_bad(big, "limits.conf:2: [thp] enabled '");
+	memset(big, '#', sizeof(big) - 1);
+	big[sizeof(big) - 2] = '\n';
+	assert_null(limits_parse_buffer(big, sizeof(big) - 1, "limits.conf", &err));
+	assert_int_equal(err.code, -EFBIG);
+	assert_non_null(strstr(err.msg, "limits.conf: too large for site limits"));
+}
+
 static void test_check_knobs(void **state)
 {
 	struct limits *l = parse("[sysctl]\nvm.min_free_kbytes = 1048576\n[sched]\nnice = 0\n");
@@ -176,6 +209,29 @@ static void test_directions(void **state)
 	assert_int_equal(limits_direction(KNOB_COUNT), LIMIT_NONE);
 }
 
+/* A node's memory counts for at most 2^50 bytes (1 PiB, so that the
+ * product with the share cannot overflow): 15000 GiB is 1.4% of 1 PiB,
+ * above a share of 1% of a node of 2 PiB less 1 GiB, or of 4 PiB. */
+static void check_share_huge_nodes(void)
+{
+	struct topo_numa below = { .os_index = 0, .memory_bytes = (1ull << 51) - GIB };
+	struct topo_numa above = { .os_index = 0, .memory_bytes = 1ull << 52 };
+	struct topo t1 = { .numa = &below, .n_numa = 1 }, t2 = { .numa = &above, .n_numa = 1 };
+	struct limits *l = parse("[hugetlb]\nshare = 1%\n");
+	struct policy *p = pol("[hugetlb]\npages_1g = 15000\n");
+	struct nt_err err = { 0 };
+
+	assert_int_equal(limits_check(l, p, &t1, &err), -EPERM);
+	assert_non_null(strstr(err.msg, "above the site limit share = 1% of its 2147482624 MiB"));
+	assert_int_equal(limits_check(l, p, &t2, &err), -EPERM);
+	assert_non_null(strstr(err.msg, "above the site limit share = 1% of its 4294967296 MiB"));
+	policy_free(p);
+	p = pol("[hugetlb]\npages_1g = 10000\n");       /* 0.95% of 1 PiB */
+	assert_int_equal(limits_check(l, p, &t2, &err), 0);
+	policy_free(p);
+	limits_free(l);
+}
+
 static void test_check_share(void **state)
 {
 	struct topo_numa nodes[2] = { { .os_index = 0, .memory_bytes = 64 * GIB },
@@ -201,6 +257,7 @@ static void test_check_share(void **state)
 	assert_non_null(strstr(err.msg, "cannot be checked"));
 	assert_int_equal(limits_check(l, p, NULL, &err), -EPERM);
 	policy_free(p);
+	check_share_huge_nodes();
 	/* no hugetlb pages asked: nothing to check */
 	p = pol("[thp]\nenabled = never\n");
 	assert_int_equal(limits_check(l, p, NULL, &err), 0);
@@ -255,6 +312,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_syntax),
+		cmocka_unit_test(test_edges),
 		cmocka_unit_test(test_check_knobs),
 		cmocka_unit_test(test_check_allowed),
 		cmocka_unit_test(test_directions),
