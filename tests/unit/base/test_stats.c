@@ -64,6 +64,8 @@ static void test_verdicts(void **state)
 		{ 0.20, 0.97, 0.90, 1.05, VERDICT_INCONCLUSIVE },      /* too wide */
 		{ 0.08, 0.93, 0.90, 0.97, VERDICT_INCONCLUSIVE },      /* below, not yet significant */
 		{ 0.01, 0.99, 0.975, 0.995, VERDICT_INCONCLUSIVE },    /* real but smaller than the threshold, not yet equivalent */
+		{ 0.05, 1.075, 1.05, 1.10, VERDICT_INCONCLUSIVE },     /* p at alpha is not below it */
+		{ 0.05, 0.875, 0.85, 0.90, VERDICT_INCONCLUSIVE },
 	};
 
 	(void)state;
@@ -88,6 +90,8 @@ static void test_student_t(void **state)
 	assert_true(fabs(stats_t_p2(0.480384, 3) - 0.663808) < 1e-5);
 	assert_true(fabs(stats_t_p2(-0.480384, 3) - 0.663808) < 1e-5);
 	assert_true(stats_t_p2(0, 7) == 1.0);
+	assert_true(stats_t_p2(INFINITY, 7) == 0.0);          /* the incomplete beta at 0 */
+	assert_true(stats_t_p2(-1e200, 7) == 0.0);
 	assert_true(isnan(stats_t_p2(1, 0)) && isnan(stats_t_quantile(0, 4)) && isnan(stats_t_quantile(0.05, -1)));
 }
 
@@ -96,6 +100,7 @@ static void test_student_t(void **state)
 static void test_block_ratio(void **state)
 {
 	const double d[] = { 0.01, -0.02, 0.03, 0.0 }, same[] = { 0.02, 0.02, 0.02 }, bad[] = { 0.01, NAN };
+	const double guard[] = { 0.01, -0.02, 0.03, 0.0, NAN };
 	struct stats_blocks b;
 
 	(void)state;
@@ -110,6 +115,11 @@ static void test_block_ratio(void **state)
 	assert_int_equal(stats_block_ratio(same, 3, 0.05, &b), 0);
 	assert_true(b.sd == 0 && b.p == 0 && fabs(b.ci_lo - exp(0.02)) < 1e-12 && fabs(b.ci_hi - exp(0.02)) < 1e-12);
 	assert_int_equal(stats_block_ratio(d, 1, 0.05, &b), -EINVAL);
+	/* two blocks are enough (1 df); the value after the n given is never read */
+	assert_int_equal(stats_block_ratio(d, 2, 0.05, &b), 0);
+	assert_int_equal(b.n, 2);
+	assert_int_equal(stats_block_ratio(guard, 4, 0.05, &b), 0);
+	assert_true(fabs(b.p - 0.663808) < 1e-5);
 	assert_int_equal(stats_block_ratio(bad, 2, 0.05, &b), -EINVAL);
 	assert_int_equal(stats_block_ratio(d, 4, 0, &b), -EINVAL);
 }
@@ -169,6 +179,7 @@ static void test_trimmed(void **state)
 	assert_int_equal(stats_trim_g(4, 0.45), 1);
 	assert_int_equal(stats_trim_g(9, 0.2), 1);
 	assert_int_equal(stats_trim_g(10, 0.2), 2);
+	assert_int_equal(stats_trim_g(1, 0.2), 0);            /* too few to leave two: none cut */
 	assert_int_equal(stats_block_ratio_trim(d, 10, 0.05, 0.5, &b), -EINVAL);
 	assert_int_equal(stats_block_ratio_trim(d, 10, 0.05, -0.1, &b), -EINVAL);
 }
