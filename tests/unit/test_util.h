@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <glob.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,5 +159,27 @@ static inline bool test_host_has_controller(const char *ctl)
 	fclose(f);
 	return found;
 }
+
+/* Bytes of the heap in use (glibc's mallinfo2; 0 under ASan, whose
+ * allocator it does not see). */
+static inline size_t test_heap_in_use(void)
+{
+	return mallinfo2().uordblks;
+}
+
+/* STMT run once, then N times more, grows the heap by less than 8 bytes a
+ * run: a call that leaks one allocation (32 bytes or more) fails it. */
+#define assert_no_leak(N, STMT)                                                                        \
+	do {                                                                                           \
+		size_t h0_;                                                                            \
+		STMT;                                                                                  \
+		h0_ = test_heap_in_use();                                                              \
+		for (int i_ = 0; i_ < (N); i_++) {                                                     \
+			STMT;                                                                          \
+		}                                                                                      \
+		if (test_heap_in_use() > h0_ + (size_t)(N) * 8)                                        \
+			fail_msg("a leak: the heap grew by %zu bytes over %d runs of %s",              \
+				 test_heap_in_use() - h0_, (N), #STMT);                                 \
+	} while (0)
 
 #endif

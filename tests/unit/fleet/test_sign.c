@@ -381,6 +381,9 @@ static void test_refusals(void **state)
 	free(env);
 	env = make_env(&k, SIGN_KIND_DESIRED, "h1", 4);
 	expect_refused(kr, env, SIGN_KIND_DESIRED, 5, SIGN_REJ_REPLAY);
+	/* neither signing nor a refusal after the parse leaks */
+	assert_no_leak(20, expect_refused(kr, env, SIGN_KIND_DESIRED, 5, SIGN_REJ_REPLAY));
+	assert_no_leak(20, free(make_env(&k, SIGN_KIND_DESIRED, "h1", 5)));
 	free(env);
 	sign_keyring_free(kr);
 	sign_key_wipe(&k);
@@ -591,6 +594,7 @@ static void test_keyring_errors(void **state)
 	assert_null(sign_keyring_load(trusted, 0, &err));
 	assert_int_equal(err.code, -EINVAL);
 	assert_non_null(strstr(err.msg, "junk.pub"));
+	assert_no_leak(20, assert_null(sign_keyring_load(trusted, 0, &err)));
 	snprintf(path, sizeof(path), "%s/junk.pub", trusted);
 	unlink(path);
 	/* other names are not keys */

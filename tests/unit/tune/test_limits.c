@@ -286,12 +286,14 @@ static void test_load(void **state)
 	assert_string_equal(l->path, path);
 	assert_int_equal(l->knob[KNOB_SYSCTL_VM_SWAPPINESS].bound, 10);
 	limits_free(l);
+	assert_no_leak(20, limits_free(limits_load(path, 0, &err)));
 	/* load and check in one step (the verbs', the daemon's and ab's) */
 	{
 		struct policy *p = pol("[sysctl]\nvm.swappiness = 100\n");
 
 		assert_int_equal(limits_check_file(path, 0, p, NULL, &err), -EPERM);
 		assert_non_null(strstr(err.msg, "[sysctl] vm.swappiness = 100 is above the site limit 10"));
+		assert_no_leak(20, assert_int_equal(limits_check_file(path, 0, p, NULL, &err), -EPERM));
 		assert_int_equal(limits_check_file(path, POLICY_TRUSTED_ONLY, p, NULL, &err), -EPERM);
 		assert_non_null(strstr(err.msg, "writable by group or others"));
 		assert_int_equal(limits_check_file("/nonexistent/limits.conf", 0, p, NULL, &err), -ENOENT);

@@ -220,6 +220,7 @@ static void test_include_override(void **state)
 	assert_int_equal(policy_get_int(p, "sched", "nice", 0), 1);
 	assert_non_null(strstr(p->v[knob_find("thp", "defrag")].file, "mid.conf"));
 	policy_free(p);
+	assert_no_leak(20, policy_free(policy_load(child, 0, &err)));
 
 	/* several parents: later ones override earlier ones */
 	put("a.conf", "[thp]\nenabled = always\n");
