@@ -219,6 +219,8 @@ static void test_include_override(void **state)
 	assert_string_equal(policy_get(p, "thp", "defrag"), "never");    /* from mid */
 	assert_int_equal(policy_get_int(p, "sched", "nice", 0), 1);
 	assert_non_null(strstr(p->v[knob_find("thp", "defrag")].file, "mid.conf"));
+	/* include = is the outermost file's own, not a parent's */
+	assert_string_equal(policy_get(p, "main", "include"), "mid.conf");
 	policy_free(p);
 	assert_no_leak(20, policy_free(policy_load(child, 0, &err)));
 
@@ -619,6 +621,14 @@ static void test_userfile_edges(void **state)
 	assert_int_equal(len, 10);
 	free(buf);
 	assert_int_equal(userfile_read(path, 9, "a test file", NULL, &buf, &len, why, sizeof(why)), -EFBIG);
+	/* each read closes its file: the next descriptor is the one free before */
+	saved = dup(2);
+	close(saved);
+	assert_int_equal(userfile_read(path, 10, "a test file", NULL, &buf, &len, why, sizeof(why)), 0);
+	free(buf);
+	r = dup(2);
+	close(r);
+	assert_int_equal(r, saved);
 	/* stdin closed: the file opens as descriptor 0, still a file */
 	saved = dup(0);
 	assert_true(saved > 0);
