@@ -105,7 +105,7 @@ store_l4() {
 	run "$NODETUNE" fleet hosts --endpoints "$STORE_HTTP" --user nodetune-controller \
 		--password-file "$STORE/http-pw/nodetune-controller" --insecure-plaintext --json
 	check "L4: --insecure-plaintext lets the same login through (exit $RC)" -- \
-		sh -c '[ "$1" -eq 0 ] && grep -q "^\[" "$2"' - "$RC" "$OUT"
+		sh -c '[ "$1" -eq 0 ] && jq -e ".hosts | type == \"array\"" "$2" >/dev/null' - "$RC" "$OUT"
 }
 
 # ---- L8: init-auth and planted password files ---------------------------------------
