@@ -86,6 +86,35 @@ run "$NODETUNE" status --socket "$S" --json
 check "after the refusals: the file as it was, no temporary left, the daemon not signalled (still 1 reload, gpu-shared)" -- sh -c \
 	"[ '$(sha256sum "$PC")' = '$h0' ] && [ \$(ls '$R/etc/nodetune' | wc -l) -eq 1 ] &&
 	 jq -e '.include == \"gpu-shared\" and .reloads == 1 and .reload_failures == 0' '$OUT' >/dev/null"
+# an attack: a user's process answering the status protocol on the socket
+# named (--socket is the admin's to give, but its owner is whoever bound
+# it): `use` must not send root's SIGHUP to it, nor to anything but a root
+# nodetune daemon
+EV=$(mktemp -d /tmp/nt-use-evil-XXXXXX) && chmod 1777 "$EV"
+t_defer "rm -rf '$EV'"
+setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 -c '
+import os, signal, socket, sys
+d = sys.argv[1]
+signal.signal(signal.SIGHUP, lambda *a: open(d + "/hup", "w").close())
+s = socket.socket(socket.AF_UNIX); s.bind(d + "/s.sock"); s.listen(4)
+open(d + "/ready", "w").close()
+while True:
+    c, _ = s.accept()
+    try:
+        c.recv(64); c.sendall(b"{\"reloads\": 0, \"reload_failures\": 0}\n")
+    except OSError:
+        pass
+    c.close()
+' "$EV" &
+EPID=$!
+t_defer "kill -9 $EPID 2>/dev/null"
+wait_until 10 test -e "$EV/ready"
+h1=$(sha256sum "$PC")
+run "$NODETUNE" policy use gpu-train --sysroot "$R" --topology $HGX --socket "$EV/s.sock"
+check "a socket bound by another user (nobody) answering as a daemon: not signalled, refused, exit 3 ($(tail -1 "$ERR"))" -- sh -c \
+	"[ $RC -eq 3 ] && grep -q 'is not a nodetune daemon of root.s: not signalled' '$ERR' && [ ! -e '$EV/hup' ] &&
+	 kill -0 $EPID && [ '$(sha256sum "$PC")' = '$h1' ]"
+kill -9 $EPID 2>/dev/null
 kill -TERM $DPID
 wait_until 20 sh -c "! kill -0 $DPID"
 check "the daemon stopped" -- sh -c "! kill -0 $DPID 2>/dev/null"
