@@ -4,7 +4,8 @@
  * equal seq with other bytes among them), and key rotation (two trusted
  * keys; a removed key no longer verifies); the controller's rollout kind
  * (host "*", never taken for another kind); a key from a seed (the key
- * file's) and a keyring of a loaded one plus a key. */
+ * file's) and a keyring of a loaded one plus a key; every envelope member
+ * changed after signing, then deleted (a table of them). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -390,6 +391,108 @@ static void test_refusals(void **state)
 	sign_key_wipe(&stranger);
 }
 
+/* Every member of the envelope, changed after signing to another value of
+ * its valid syntax, then deleted (review G3).  A change to what the
+ * signature covers (each header field, the document, the signature
+ * itself) is a bad signature; a change of key_id to another trusted key's
+ * is one too; the version is malformed.  A deletion is malformed, except
+ * of "nodetune_signed", which makes the object a bare (unsigned) one.  The
+ * table lists ENVELOPE_MEMBERS entries: a member added to the envelope
+ * without a row here fails the count below. */
+struct tamper {
+	const char *member;
+	json_t *(*value)(const struct sign_key *other);  /* the changed value */
+	enum sign_reject changed, deleted;
+};
+
+static json_t *t_version(const struct sign_key *o) { (void)o; return json_integer(1); }
+static json_t *t_kind(const struct sign_key *o) { (void)o; return json_string("shadow"); }
+static json_t *t_fleet(const struct sign_key *o) { (void)o; return json_string("f2"); }
+static json_t *t_host(const struct sign_key *o) { (void)o; return json_string("h2"); }
+static json_t *t_rollout(const struct sign_key *o) { (void)o; return json_string("r2"); }
+static json_t *t_seq(const struct sign_key *o) { (void)o; return json_integer(6); }
+static json_t *t_expires(const struct sign_key *o) { (void)o; return json_integer((json_int_t)NOW + 7200); }
+static json_t *t_sha(const struct sign_key *o)
+{
+	(void)o;
+	return json_string("fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210");
+}
+static json_t *t_key_id(const struct sign_key *o) { return json_string(o->id); }
+
+static json_t *t_sig(const struct sign_key *o)
+{
+	unsigned char sig[SIGN_SIG_BYTES] = { 0 };
+	char *b64;
+	json_t *v;
+
+	(void)o;
+	sig[0] = 1;              /* 64 bytes, valid base64: not the signature */
+	b64 = base64_encode_alloc((const char *)sig, sizeof(sig));
+	v = json_string(b64);
+	free(b64);
+	return v;
+}
+
+static json_t *t_doc(const struct sign_key *o)
+{
+	char *b64 = base64_encode_alloc(DOC " ", strlen(DOC) + 1);   /* one byte more */
+	json_t *v = json_string(b64);
+
+	(void)o;
+	free(b64);
+	return v;
+}
+
+static const struct tamper tampers[] = {
+	{ "nodetune_signed", t_version, SIGN_REJ_MALFORMED, SIGN_REJ_UNSIGNED },
+	{ "kind", t_kind, SIGN_REJ_BAD_SIGNATURE, SIGN_REJ_MALFORMED },
+	{ "fleet", t_fleet, SIGN_REJ_BAD_SIGNATURE, SIGN_REJ_MALFORMED },
+	{ "host", t_host, SIGN_REJ_BAD_SIGNATURE, SIGN_REJ_MALFORMED },
+	{ "rollout", t_rollout, SIGN_REJ_BAD_SIGNATURE, SIGN_REJ_MALFORMED },
+	{ "seq", t_seq, SIGN_REJ_BAD_SIGNATURE, SIGN_REJ_MALFORMED },
+	{ "expires", t_expires, SIGN_REJ_BAD_SIGNATURE, SIGN_REJ_MALFORMED },
+	{ "policy_sha256", t_sha, SIGN_REJ_BAD_SIGNATURE, SIGN_REJ_MALFORMED },
+	{ "key_id", t_key_id, SIGN_REJ_BAD_SIGNATURE, SIGN_REJ_MALFORMED },
+	{ "sig", t_sig, SIGN_REJ_BAD_SIGNATURE, SIGN_REJ_MALFORMED },
+	{ "doc", t_doc, SIGN_REJ_BAD_SIGNATURE, SIGN_REJ_MALFORMED },
+};
+
+static void test_tamper_each_member(void **state)
+{
+	struct sign_key k, other;
+	struct sign_keyring *kr;
+	json_t *o;
+	char *env, *bad;
+
+	(void)state;
+	make_key("ctl", &k, true);
+	make_key("other", &other, true);    /* trusted too: key_id names a key the ring holds */
+	kr = ring();
+	env = make_env(&k, SIGN_KIND_DESIRED, "h1", 5);
+	expect_verified(kr, env, SIGN_KIND_DESIRED, 0);
+	assert_non_null(o = json_loads(env, 0, NULL));
+	assert_int_equal(json_object_size(o), sizeof(tampers) / sizeof(tampers[0]));   /* a row per member */
+	for (size_t i = 0; i < sizeof(tampers) / sizeof(tampers[0]); i++) {
+		const struct tamper *t = &tampers[i];
+		json_t *v = tampers[i].value(&other);
+
+		assert_non_null(json_object_get(o, t->member));
+		assert_false(json_equal(v, json_object_get(o, t->member)));   /* really changed */
+		print_message("tamper %s: changed, then deleted\n", t->member);
+		bad = with_member(env, t->member, v);
+		expect_refused(kr, bad, SIGN_KIND_DESIRED, 0, t->changed);
+		free(bad);
+		bad = with_member(env, t->member, NULL);
+		expect_refused(kr, bad, SIGN_KIND_DESIRED, 0, t->deleted);
+		free(bad);
+	}
+	json_decref(o);
+	free(env);
+	sign_keyring_free(kr);
+	sign_key_wipe(&k);
+	sign_key_wipe(&other);
+}
+
 /* The rollout document's kind: addressed to no host ("*"), verified as
  * a rollout only; a host expecting a desired refuses it (wrong_kind). */
 static void test_rollout_kind(void **state)
@@ -626,6 +729,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_keygen_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sign_and_verify, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tamper_each_member, setup, teardown),
 		cmocka_unit_test(test_v1_refused),
 		cmocka_unit_test_setup_teardown(test_fresh, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rotation, setup, teardown),
