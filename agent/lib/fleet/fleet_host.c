@@ -456,12 +456,37 @@ static int candidate_check(struct fleet_host *fh, struct candidate *c, const str
 	return 0;
 }
 
+int fleet_host_policy_admit(const struct sign_keyring *kr, bool insecure, const struct sign_expect *want,
+			    const char *key, const char *sha, const char *buf, size_t len,
+			    struct fleet_policy_doc *ret, char key_id[SIGN_ID_LEN + 1], enum sign_reject *ret_reason,
+			    struct nt_err *err)
+{
+	struct fleet_policy_doc doc = { 0 };
+	struct sign_envelope env = { 0 };
+	int r = fleet_host_admit(kr, insecure, want, buf, len, &env, ret_reason, err);
+
+	if (r == 0 && *env.h.policy_sha256 && strcmp(env.h.policy_sha256, sha))
+		r = err_set(err, -EINVAL, "%s: signed for sha256 %.12s", key, env.h.policy_sha256);
+	else if (r == 0)
+		r = fleet_parse_policy_doc(key, env.doc, env.doc_len, &doc, err);
+	if (r == 0 && strcmp(doc.sha256, sha))
+		r = err_set(err, -EINVAL, "%s: the document names sha256 %.12s", key, doc.sha256);
+	if (r == 0)
+		snprintf(key_id, SIGN_ID_LEN + 1, "%s", env.key_id);
+	sign_envelope_release(&env);
+	if (r < 0) {
+		fleet_policy_doc_release(&doc);
+		return r;
+	}
+	*ret = doc;
+	return 0;
+}
+
 /* Fetch the policy sha from the store and check it. */
 static int candidate_fetch(struct fleet_host *fh, const char *sha, const struct fleet_host_view *v,
 			   struct candidate *c, struct nt_err *err)
 {
 	struct fleet_policy_doc doc = { 0 };
-	struct sign_envelope env = { 0 };
 	struct etcd_range rg = { 0 };
 	struct sign_expect want = expect(fh, SIGN_KIND_POLICY, 0, NULL);
 	enum sign_reject why;
@@ -472,23 +497,12 @@ static int candidate_fetch(struct fleet_host *fh, const char *sha, const struct 
 		return r;
 	if (rg.n_kvs == 0)
 		r = err_set(err, -EINVAL, "%s: no such policy in the store", key);
-	else if ((r = fleet_host_admit(fh->keys, fh->cfg.insecure_unsigned, &want, rg.kvs[0].value,
-				       rg.kvs[0].value_len, &env, &why, err)) == -EPERM)
+	else if ((r = fleet_host_policy_admit(fh->keys, fh->cfg.insecure_unsigned, &want, key, sha, rg.kvs[0].value,
+					      rg.kvs[0].value_len, &doc, c->key_id, &why, err)) == -EPERM)
 		rejected(fh, why, err->msg);
-	else if (r == 0 && *env.h.policy_sha256 && strcmp(env.h.policy_sha256, sha))
-		r = err_set(err, -EINVAL, "%s: signed for sha256 %.12s", key, env.h.policy_sha256);
-	else if (r == 0)
-		r = fleet_parse_policy_doc(key, env.doc, env.doc_len, &doc, err);
-	if (r == 0)
-		snprintf(c->key_id, sizeof(c->key_id), "%s", env.key_id);
-	sign_envelope_release(&env);
 	etcd_range_free(&rg);
-	if (r == 0 && strcmp(doc.sha256, sha))
-		r = err_set(err, -EINVAL, "%s: the document names sha256 %.12s", key, doc.sha256);
-	if (r < 0) {
-		fleet_policy_doc_release(&doc);
+	if (r < 0)
 		return r;
-	}
 	c->content = doc.content;
 	c->len = doc.content_len;
 	memcpy(c->sha, sha, FLEET_SHA_LEN + 1);

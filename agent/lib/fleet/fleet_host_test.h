@@ -73,6 +73,20 @@ int fleet_host_admit(const struct sign_keyring *kr, bool insecure, const struct 
 		     const char *buf, size_t len, struct sign_envelope *ret, enum sign_reject *ret_reason,
 		     struct nt_err *err);
 
+/* A store's policy document buf[0..len), read at key for sha (the sha256
+ * a desired names): admitted as fleet_host_admit says (kind policy), then
+ * its header must be signed for sha, the document must name sha, and its
+ * content must be of that sha256 (fleet_parse_policy_doc).  Returns 0 and
+ * fills *ret (fleet_policy_doc_release) and key_id (the signer's; "":
+ * unsigned); -EPERM with *ret_reason (refused: the caller counts it), or
+ * -EINVAL ("KEY: signed for sha256 ...", "KEY: the document names sha256
+ * ...", the parse's), -ENOMEM, with err; *ret untouched on error. */
+struct fleet_policy_doc;
+int fleet_host_policy_admit(const struct sign_keyring *kr, bool insecure, const struct sign_expect *want,
+			    const char *key, const char *sha, const char *buf, size_t len,
+			    struct fleet_policy_doc *ret, char key_id[SIGN_ID_LEN + 1], enum sign_reject *ret_reason,
+			    struct nt_err *err);
+
 /* A store's policy buf[0..len) named name, checked before it is planned:
  * parsed (an include = is refused as not self-contained, in the fleet's
  * words, never as "a buffer"), then against the site limits l (NULL: none)

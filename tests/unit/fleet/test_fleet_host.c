@@ -9,9 +9,12 @@
  * put; what a host admits of a store value (fleet_host_admit): signed by
  * a trusted key for it, or refused with the reason (unsigned, unknown key,
  * no key at all, another host, another fleet, expired, a replay: older, or
- * an equal seq with other bytes; a header the document belies), the
+ * an equal seq with other bytes; a header whose rollout or sha256 the
+ * document belies), the
  * record of the last desired answered, frozen or not,
  * and unsigned values under --fleet-insecure-unsigned only; a store's
+ * policy document (fleet_host_policy_admit) signed for another sha256,
+ * naming another, or of content not the one it names; a store's
  * policy checked before its plan (fleet_host_policy_check): an include =
  * refused in the fleet's words (never "a buffer"), a value beyond the site
  * limits refused with the key and the limit, one within them admitted. */
@@ -29,6 +32,8 @@
 
 #include "test_util.h"
 
+#include "base/base64.h"
+#include "fleet/fleet_doc.h"
 #include "fleet/fleet_host_test.h"
 #include "tune/limits.h"
 
@@ -239,6 +244,8 @@ static struct sign_keyring *key_in(const char *name, struct sign_key *k)
 /* A signed desired for host at seq; sha: the header's (NULL: the document's). */
 #define NOW 1800000000.0
 
+static const char *signed_rollout = "r1";   /* the header's rollout (the document's: r1) */
+
 static char *signed_desired_for(const struct sign_key *k, const char *fleet, int64_t expires, const char *host,
 				uint64_t seq, const char *sha, char **doc)
 {
@@ -250,7 +257,7 @@ static char *signed_desired_for(const struct sign_key *k, const char *fleet, int
 	*doc = fleet_desired_json(&d, false);
 	snprintf(h.fleet, sizeof(h.fleet), "%s", fleet);
 	snprintf(h.host, sizeof(h.host), "%s", host);
-	snprintf(h.rollout, sizeof(h.rollout), "r1");
+	snprintf(h.rollout, sizeof(h.rollout), "%s", signed_rollout);
 	snprintf(h.policy_sha256, sizeof(h.policy_sha256), "%s", sha ? sha : SHA_NEW);
 	if (sign_envelope_make(k, &h, *doc, strlen(*doc), &env, &err) < 0)
 		fail_msg("sign: %s", err.msg);
@@ -353,10 +360,98 @@ static void test_admit(void **state)
 	assert_int_equal(why, SIGN_REJ_MALFORMED);
 	free(v);
 	free(doc);
+	/* a header whose rollout the document does not name (review G3) */
+	signed_rollout = "r2";
+	v = signed_desired(&k1, "h1", 9, NULL, &doc);
+	signed_rollout = "r1";
+	assert_int_equal(admit(kr1, false, v, 0, &why, &e), -EPERM);
+	assert_int_equal(why, SIGN_REJ_MALFORMED);
+	free(v);
+	free(doc);
 	sign_key_wipe(&k1);
 	sign_key_wipe(&k2);
 	sign_keyring_free(kr1);
 	sign_keyring_free(kr2);
+	test_rmrf(tdir);
+}
+
+/* A policy document signed by k for sha_signed (kind policy, host "*"). */
+static char *signed_policy(const struct sign_key *k, const char *sha_signed, const char *doc)
+{
+	struct sign_header h = { .kind = SIGN_KIND_POLICY, .seq = 0, .expires = 0 };
+	struct nt_err err = { 0 };
+	char *env = NULL;
+
+	snprintf(h.fleet, sizeof(h.fleet), "%s", SIGN_FLEET_DEFAULT);
+	snprintf(h.host, sizeof(h.host), "*");
+	snprintf(h.rollout, sizeof(h.rollout), "r1");
+	snprintf(h.policy_sha256, sizeof(h.policy_sha256), "%s", sha_signed);
+	if (sign_envelope_make(k, &h, doc, strlen(doc), &env, &err) < 0)
+		fail_msg("sign: %s", err.msg);
+	return env;
+}
+
+/* Admit env as the policy document of sha: 0, or the error, its message in msg. */
+static int policy_admit(const struct sign_keyring *kr, const char *sha, const char *env, char *msg, size_t msgsz,
+			struct fleet_policy_doc *doc, char key_id[SIGN_ID_LEN + 1])
+{
+	struct sign_expect want = { SIGN_KIND_POLICY, "h1", 0, NULL, NOW, NULL };
+	struct nt_err err = { 0 };
+	enum sign_reject why = SIGN_REJ__COUNT;
+	int r = fleet_host_policy_admit(kr, false, &want, "/nodetune/policies/x", sha, env, strlen(env), doc, key_id,
+					&why, &err);
+
+	snprintf(msg, msgsz, "%s", err.msg);
+	return r;
+}
+
+/* The three checks of a store's policy document beyond its signature
+ * (review G3): signed for another sha256, naming another sha256, content
+ * not of the sha256 it names; each refused with its words, the consistent
+ * one admitted with its signer. */
+static void test_policy_admit(void **state)
+{
+	const char conf[] = "[thp]\nenabled = never\n", other[] = "[thp]\nenabled = madvise\n";
+	char sha[FLEET_SHA_LEN + 1], sha_o[FLEET_SHA_LEN + 1], msg[sizeof(((struct nt_err *)0)->msg)], key_id[SIGN_ID_LEN + 1] = "";
+	char *doc = fleet_policy_doc_json("thp.conf", conf, strlen(conf), sha);
+	char *doc_o = fleet_policy_doc_json("thp.conf", other, strlen(other), sha_o);
+	char *b64 = base64_encode_alloc(other, strlen(other)), forged[512], *env;
+	struct fleet_policy_doc p = { 0 };
+	struct sign_keyring *kr;
+	struct sign_key k;
+
+	(void)state;
+	assert_non_null(test_tmpdir(tdir, sizeof(tdir)));
+	kr = key_in("k1", &k);
+	/* consistent: admitted, its content and signer */
+	env = signed_policy(&k, sha, doc);
+	assert_int_equal(policy_admit(kr, sha, env, msg, sizeof(msg), &p, key_id), 0);
+	assert_memory_equal(p.content, conf, strlen(conf));
+	assert_string_equal(key_id, k.id);
+	fleet_policy_doc_release(&p);
+	free(env);
+	/* signed for another sha256 than the one asked for */
+	env = signed_policy(&k, sha_o, doc);
+	assert_int_equal(policy_admit(kr, sha, env, msg, sizeof(msg), &p, key_id), -EINVAL);
+	assert_non_null(strstr(msg, "signed for sha256"));
+	free(env);
+	/* signed for the sha256 asked for, the document (consistent in itself) names another */
+	env = signed_policy(&k, sha, doc_o);
+	assert_int_equal(policy_admit(kr, sha, env, msg, sizeof(msg), &p, key_id), -EINVAL);
+	assert_non_null(strstr(msg, "the document names sha256"));
+	free(env);
+	/* names the sha256 asked for, its content another's */
+	snprintf(forged, sizeof(forged), "{\"name\":\"thp.conf\",\"sha256\":\"%s\",\"content\":\"%s\"}", sha, b64);
+	env = signed_policy(&k, sha, forged);
+	assert_int_equal(policy_admit(kr, sha, env, msg, sizeof(msg), &p, key_id), -EINVAL);
+	assert_non_null(strstr(msg, "its sha256 is not the one the document names"));
+	free(env);
+	assert_null(p.content);
+	free(doc);
+	free(doc_o);
+	free(b64);
+	sign_key_wipe(&k);
+	sign_keyring_free(kr);
 	test_rmrf(tdir);
 }
 
@@ -448,6 +543,7 @@ int main(void)
 		cmocka_unit_test(test_status_refresh),
 		cmocka_unit_test(test_status_due),
 		cmocka_unit_test(test_admit),
+		cmocka_unit_test(test_policy_admit),
 		cmocka_unit_test(test_policy_check),
 		cmocka_unit_test(test_cached_policy),
 	};
