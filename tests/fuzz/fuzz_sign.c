@@ -15,7 +15,10 @@
  * check and the documents' parsers.  Each input is verified as a desired
  * and a shadow for h1 (last seq 3), a policy and a rollout; one that verifies must be
  * signed by that key, of the kind and host asked, not older than the last
- * seq, and its document is parsed as the host or controller would. */
+ * seq, the very bytes the key signed (signed again, the same signature),
+ * and its document is parsed as the host or controller would.
+ * tests/unit/fleet/test_sign.c (test_fuzz_seeds) checks that every signed
+ * seed verifies, so the fuzzer starts past the signature check. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -94,6 +97,25 @@ static void parse_doc(const struct sign_envelope *e)
 	}
 }
 
+/* What was accepted is what the key signed: Ed25519 is deterministic, so
+ * signing the verified header and document again gives the very signature
+ * the envelope carried, and only for those bytes (review B23). */
+static void same_as_signed(const struct sign_envelope *e)
+{
+	struct sign_envelope again = { 0 };
+	enum sign_reject why;
+	char *json = NULL;
+
+	if (sign_envelope_make(&key, &e->h, e->doc, e->doc_len, &json, NULL) < 0)
+		__builtin_trap();
+	if (sign_envelope_parse(json, strlen(json), &again, &why, NULL) < 0 ||
+	    memcmp(again.sig, e->sig, SIGN_SIG_BYTES) || again.doc_len != e->doc_len ||
+	    memcmp(again.doc, e->doc, e->doc_len))
+		__builtin_trap();
+	sign_envelope_release(&again);
+	free(json);
+}
+
 /* Verify buf as what want asks, with the test key. */
 static void verify_as(const struct sign_keyring *kr, const char *buf, size_t size, const struct sign_expect *want)
 {
@@ -109,6 +131,7 @@ static void verify_as(const struct sign_keyring *kr, const char *buf, size_t siz
 	if (e.h.kind != want->kind || strcmp(e.key_id, key.id) || e.h.seq < want->last_seq ||
 	    (strcmp(e.h.host, want->host) && strcmp(e.h.host, "*")) || e.doc[e.doc_len] != '\0')
 		__builtin_trap();
+	same_as_signed(&e);
 	parse_doc(&e);
 	sign_envelope_release(&e);
 }
