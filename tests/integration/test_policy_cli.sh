@@ -63,6 +63,14 @@ expect_fail 2 "huge.conf:2: \[hugetlb\] pages reserve 307200 MiB on NUMA node 0,
 	"$NODETUNE" apply --policy "$T_TMP/huge.conf" --limits "$T_TMP/limits.conf" --topology $HGX --sysroot "$T" --state-dir "$ST"
 expect_fail 2 "heavy.conf:4: \[cgroup\] cpu_weight = 5000 is above the site limit 2000" "run is refused before it starts anything" -- \
 	"$NODETUNE" run -n 1 --policy "$T_TMP/heavy.conf" --limits "$T_TMP/limits.conf" --state-dir "$ST" -- true
+# the value beyond the limit in an included base file (review G4): the
+# error names the base file and its line, not the top file that includes it
+printf '[main]\ninclude = %s\n[cgroup]\ncpu_weight = 5000\n' "$(pwd)/$GT" >"$T_TMP/limbase.conf"
+printf '[main]\nsummary = top within them\ninclude = %s\n[thp]\nenabled = never\n' "$T_TMP/limbase.conf" >"$T_TMP/limtop.conf"
+chmod 644 "$T_TMP/limbase.conf" "$T_TMP/limtop.conf"
+expect_fail 2 "limbase.conf:4: \[cgroup\] cpu_weight = 5000 is above the site limit 2000 \(.*limits.conf:3\)$" \
+	"apply of a policy whose included base file is beyond --limits names base.conf:LINE" -- \
+	"$NODETUNE" apply --policy "$T_TMP/limtop.conf" --limits "$T_TMP/limits.conf" --topology $HGX --sysroot "$T" --state-dir "$ST"
 printf '[cgroup]\ncpu_weight = lots\n' >"$T_TMP/badlimits.conf"
 expect_fail 2 "badlimits.conf:2: \[cgroup\] cpu_weight 'lots': expected a whole number from 1 to 10000" "a bad limits file" -- \
 	"$NODETUNE" apply --policy $GT --limits "$T_TMP/badlimits.conf" --topology $HGX --sysroot "$T" --state-dir "$ST"
