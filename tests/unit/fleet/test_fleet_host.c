@@ -17,7 +17,9 @@
  * naming another, or of content not the one it names; a store's
  * policy checked before its plan (fleet_host_policy_check): an include =
  * refused in the fleet's words (never "a buffer"), a value beyond the site
- * limits refused with the key and the limit, one within them admitted. */
+ * limits refused with the key and the limit, one within them admitted; a
+ * derived policy beyond them in its base file, flattened as a rollout
+ * stores it, refused under the rollout's name. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -33,6 +35,7 @@
 #include "test_util.h"
 
 #include "base/base64.h"
+#include "fleet/fleet_ctl.h"
 #include "fleet/fleet_doc.h"
 #include "fleet/fleet_host_test.h"
 #include "tune/limits.h"
@@ -486,6 +489,53 @@ static void test_policy_check(void **state)
 	limits_free(l);
 }
 
+/* A derived policy beyond the limits in its included base file (review
+ * G4): the controller flattens it (fleet_ctl_policy_text, what a rollout
+ * stores), and a host refuses the flattened text under the name the
+ * rollout gives it, at the line of the flattened text that carries the
+ * base's value (the comment above it names base.conf:LINE, the origin). */
+static void test_derived_beyond_limits(void **state)
+{
+	const char lim[] = "[sysctl]\nvm.min_free_kbytes = 1048576\n";
+	char base[128], top[128], *text = NULL;
+	struct nt_err err = { 0 };
+	struct limits *l = limits_parse_buffer(lim, sizeof(lim) - 1, "limits.conf", &err);
+	struct policy *p = NULL;
+	size_t len = 0, line = 1;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(l);
+	assert_non_null(test_tmpdir(tdir, sizeof(tdir)));
+	snprintf(base, sizeof(base), "%s/base.conf", tdir);
+	snprintf(top, sizeof(top), "%s/top.conf", tdir);
+	assert_non_null(f = fopen(base, "w"));
+	fputs("[main]\nsummary = base\n[sysctl]\nvm.min_free_kbytes = 2097152\n", f);
+	fclose(f);
+	assert_non_null(f = fopen(top, "w"));
+	fprintf(f, "[main]\nsummary = top\ninclude = %s\n[thp]\nenabled = never\n", base);
+	fclose(f);
+	if (fleet_ctl_policy_text(top, 0, &text, &len, &err) < 0)
+		fail_msg("flatten: %s", err.msg);
+	assert_null(strstr(text, "\ninclude"));
+	for (const char *c = text; c < strstr(text, "vm.min_free_kbytes"); c++)
+		line += *c == '\n';
+	assert_int_equal(fleet_host_policy_check(text, len, "top.conf", l, NULL, &p, &err), -EPERM);
+	assert_null(p);
+	print_message("host: %s\n", err.msg);
+	{
+		char want[256];
+
+		snprintf(want, sizeof(want), "refused by the site limits: top.conf:%zu: [sysctl] vm.min_free_kbytes = "
+			 "2097152 is above the site limit 1048576 (limits.conf:2)", line);
+		assert_string_equal(err.msg, want);
+	}
+	assert_non_null(strstr(text, "/base.conf:4\nvm.min_free_kbytes = 2097152\n"));   /* its origin, a comment */
+	free(text);
+	limits_free(l);
+	test_rmrf(tdir);
+}
+
 /* A cached store policy is started with only while its signer, recorded
  * beside it, is trusted (security.md L11: a revoked key's policy does not
  * outlive the revocation across a restart); unsigned only when unsigned
@@ -545,6 +595,7 @@ int main(void)
 		cmocka_unit_test(test_admit),
 		cmocka_unit_test(test_policy_admit),
 		cmocka_unit_test(test_policy_check),
+		cmocka_unit_test(test_derived_beyond_limits),
 		cmocka_unit_test(test_cached_policy),
 	};
 
