@@ -564,6 +564,17 @@ static void name_figure(const struct ab_config *cfg, const struct ab_trial *w, s
 	}
 }
 
+/* The trial runner and the clock of ab_run: the real ones, or a test's
+ * (ab_test_inject). */
+static ab_trial_fn trial_fn = abrun_trial;
+static double (*now_fn)(void) = abrun_now_s;
+
+void ab_test_inject(ab_trial_fn trial, double (*now)(void))
+{
+	trial_fn = trial ? trial : abrun_trial;
+	now_fn = now ? now : abrun_now_s;
+}
+
 /* ---- the schedule ------------------------------------------------------ */
 
 /* The warm-up: one trial of each arm, discarded.  The first runs of an
@@ -579,7 +590,7 @@ static int warm_up(const struct ab_config *cfg, const regex_t *re, const struct 
 
 	memset(w, 0, sizeof(w));
 	for (int a = 0; a < 2 && !r; a++)
-		r = abrun_trial(cfg, re, cfg->metric ? ABFIG_METRIC : ABFIG_WALL, tlb, a, -1 - a, &w[a], res, err);
+		r = trial_fn(cfg, re, cfg->metric ? ABFIG_METRIC : ABFIG_WALL, tlb, a, -1 - a, &w[a], res, err);
 	if (!r) {
 		res->source = cfg->metric ? ABFIG_METRIC : w[0].st.n && w[1].st.n ? ABFIG_STEPS : ABFIG_WALL;
 		name_figure(cfg, &w[0], res);
@@ -603,7 +614,7 @@ static void needed_budget(const struct ab_config *cfg, double start, double tria
 	double pair_s = res->blocks ? trials_s / res->blocks : 0;
 
 	/* the warm-up and the looks' own time, then the pairs (-1: never) */
-	res->needed_s = need == INT_MAX ? -1 : (abrun_now_s() - start - trials_s) + need * pair_s;
+	res->needed_s = need == INT_MAX ? -1 : (now_fn() - start - trials_s) + need * pair_s;
 }
 
 /* Refuse when the budget cannot resolve the threshold at all: when, at the
@@ -655,7 +666,7 @@ static bool refuse(const struct ab_config *cfg, double start, double trials_s, d
 	res->refused = false;
 	if (res->verdict != VERDICT_INCONCLUSIVE || res->blocks < AB_REFUSE_PAIRS)
 		return false;
-	res->refused = ab_futile(cfg, res->blocks, trials_s / res->blocks, cfg->budget_s - (abrun_now_s() - start),
+	res->refused = ab_futile(cfg, res->blocks, trials_s / res->blocks, cfg->budget_s - (now_fn() - start),
 				 fmin(res->noise, res->noise_typical), level, res->ratio);
 	return res->refused;
 }
@@ -679,7 +690,7 @@ static int run_block(const struct ab_config *cfg, const regex_t *re, const struc
 			*tr = tmp;
 			*cap = c;
 		}
-		r = abrun_trial(cfg, re, res->source, tlb, order[k] ^ first, *n, &(*tr)[*n], res, err);
+		r = trial_fn(cfg, re, res->source, tlb, order[k] ^ first, *n, &(*tr)[*n], res, err);
 		if (r == 0)
 			(*n)++;
 		else
@@ -736,7 +747,10 @@ static int run_block(const struct ab_config *cfg, const regex_t *re, const struc
  *
  * tests/unit/ab/test_ab.c runs thousands of simulated A/A and A/B
  * experiments through ab_look_blocks, ab_look_fraction, ab_seq_level and
- * ab_decide and checks the false-alarm rate against its binomial bound. */
+ * ab_decide, and thousands of A/A ones through ab_run itself (a simulated
+ * trial and clock, ab_test_inject: the blocks, the pairing and the
+ * refusal as they are), and checks the false-alarm rate against its
+ * binomial bound. */
 
 int ab_look_blocks(const struct ab_config *cfg, int n)
 {
@@ -780,7 +794,7 @@ static bool look(const struct ab_config *cfg, struct ab_seq *seq, const struct a
 		 double trials_s, struct ab_result *res)
 {
 	bool final;
-	double t = ab_look_fraction(cfg, n, abrun_now_s() - start, trials_s, &final);
+	double t = ab_look_fraction(cfg, n, now_fn() - start, trials_s, &final);
 
 	analyse(cfg, tr, n, ab_seq_level(cfg, seq, t, final), res);
 	res->looks = seq->looks;
@@ -798,7 +812,7 @@ int ab_run(const struct ab_config *cfg, struct ab_result *res, struct nt_err *er
 	struct ab_trial *tr = NULL;
 	int n = 0, cap = 0, r = 0;
 	uint64_t rng = cfg->seed * 0x9e3779b97f4a7c15ull + 1;
-	double start = abrun_now_s(), trials_s = 0;
+	double start = now_fn(), trials_s = 0;
 	struct ab_seq seq = { 0 };
 	struct fsroot *host = fsroot_open("/");
 	struct tlb_counter tlb = { .source = TLB_SRC_NONE, .why = "/ cannot be opened" };
@@ -822,15 +836,15 @@ int ab_run(const struct ab_config *cfg, struct ab_result *res, struct nt_err *er
 		if (r)
 			break;
 		for (int b = 0; b < blocks && !r; b++) {
-			double t0 = abrun_now_s();
+			double t0 = now_fn();
 
-			if (n > 0 && b > 0 && abrun_now_s() - start > cfg->budget_s)
+			if (n > 0 && b > 0 && now_fn() - start > cfg->budget_s)
 				break;      /* out of time: look at the whole blocks run */
 			rng ^= rng << 13;
 			rng ^= rng >> 7;
 			rng ^= rng << 17;
 			r = run_block(cfg, cfg->metric ? &re : NULL, &tlb, (int)(rng & 1), &tr, &n, &cap, res, err);
-			trials_s += abrun_now_s() - t0;
+			trials_s += now_fn() - t0;
 		}
 		if (r || look(cfg, &seq, tr, n, start, trials_s, res))
 			break;
@@ -838,7 +852,7 @@ int ab_run(const struct ab_config *cfg, struct ab_result *res, struct nt_err *er
 	if (!r && res->verdict == VERDICT_INCONCLUSIVE && !res->refused)
 		needed_budget(cfg, start, trials_s, seq.spent < cfg->alpha ? cfg->alpha - seq.spent : res->alpha_used,
 			      res);
-	res->elapsed_s = abrun_now_s() - start;
+	res->elapsed_s = now_fn() - start;
 	for (int i = 0; i < n; i++)
 		abrun_trial_free(&tr[i]);
 	free(tr);

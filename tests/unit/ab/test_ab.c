@@ -332,6 +332,110 @@ static void test_sequential_simulated(void **state)
 	assert_int_equal(t.verdicts[VERDICT_IMPROVEMENT], 0);
 }
 
+/* ---- A/A through ab_run itself (review G7, B20) --------------------------
+ *
+ * The simulation above runs a copy of ab_run's loop.  Here ab_run runs,
+ * whole: its warm-up, its schedule on its clock, the ABBA/BAAB blocks of
+ * run_block, analyse's pairing, each look's level and verdict, and the
+ * refusal, with only the trial and the clock injected (ab_test_inject): a
+ * simulated job whose trial takes aa_block_s / 4 seconds of a simulated
+ * clock, times exp(noise) and a drift of the machine.  The noise of
+ * a trial is N(0, sd / sqrt 2) in log, so a pair's log B/A has sd sd.  The
+ * drift is a sine of amplitude aa_drift (log) and period 240 s: locally
+ * linear over a block, so ABBA cancels it.  At amplitude 1 the machine's
+ * speed moves by up to 4.6% from one trial to the next (1.75 s apart), more
+ * than the threshold: a pairing that took each pair's difference in run
+ * order rather than B less A reads that slope as an effect of B.  Deterministic: a fixed seed for the noise and the
+ * blocks' order. */
+static double aa_clock, aa_sd, aa_drift, aa_block_s;
+
+static double aa_now(void)
+{
+	return aa_clock;
+}
+
+static int aa_trial(const struct ab_config *cfg, const regex_t *re, enum abfig_source want,
+		    const struct tlb_counter *tlb, int a, int index, struct ab_trial *t, struct ab_result *res,
+		    struct nt_err *err)
+{
+	double logw = aa_sd / sqrt(2) * sim_normal() + aa_drift * sin(2 * M_PI * aa_clock / 240);
+
+	(void)cfg, (void)re, (void)want, (void)tlb, (void)index, (void)res, (void)err;
+	memset(t, 0, sizeof(*t));
+	t->arm = a;
+	t->wall = aa_block_s / 4 * exp(logw);
+	t->metric = 1 / t->wall;        /* the figure of a wall-time trial: higher is better */
+	aa_clock += t->wall;
+	return 0;
+}
+
+/* The most false alarms of n A/A experiments at level alpha a correct
+ * design shows: each experiment is an independent Bernoulli trial whose
+ * chance of a false alarm is at most alpha (the union bound over its
+ * looks, the design comment in ab.c), so their count is Binomial(n, p <=
+ * alpha), stochastically at most Binomial(n, alpha): mean n alpha, sd
+ * sqrt(n alpha (1 - alpha)).  At n 1000 and alpha 0.05 that is 50 +- 6.9;
+ * mean + 3.1 sd = 71.4 -> 72 is exceeded with probability about 0.001
+ * (the normal tail; the binomial's is within a factor of two of it here).
+ * The test is deterministic (a fixed seed), so the bound is what makes its
+ * outcome an honest one: a correct ab_run would pass with any seed but
+ * one in a thousand. */
+static void test_aa_through_ab_run(void **state)
+{
+	static const struct {
+		const char *what;
+		double sd, drift, threshold, budget, block_s;
+	} aa[] = {
+		{ "A/A via ab_run, noise 3.6%, 120 s, thr 2%", 0.036, 0, 0.02, 120, 7 },
+		{ "A/A via ab_run, noise 3.6%, drift e^+-1, 120 s", 0.036, 1.0, 0.02, 120, 7 },
+		{ "A/A via ab_run, noise 8%, drift 30%, 300 s, thr 1%", 0.08, 0.3, 0.01, 300, 4 },
+	};
+	const int n = 1000;
+	struct ab_config cfg;
+	char *old_tlb;
+
+	(void)state;
+	ab_test_inject(aa_trial, aa_now);
+	/* no TLB source: ab_run's probe (a storm of shootdowns on the live
+	 * host) once per experiment would cost minutes, and counts nothing
+	 * of a simulated job */
+	old_tlb = getenv("NODETUNE_TLB_SOURCES") ? strdup(getenv("NODETUNE_TLB_SOURCES")) : NULL;
+	setenv("NODETUNE_TLB_SOURCES", "none", 1);
+	sim_rng = 0x9e3779b97f4a7c15ull;
+	for (size_t i = 0; i < sizeof(aa) / sizeof(aa[0]); i++) {
+		int verdicts[4] = { 0 };
+
+		ab_config_defaults(&cfg);
+		cfg.threshold = aa[i].threshold;
+		cfg.budget_s = aa[i].budget;
+		aa_sd = aa[i].sd;
+		aa_drift = aa[i].drift;
+		aa_block_s = aa[i].block_s;
+		for (int e = 0; e < n; e++) {
+			struct ab_result res;
+			struct nt_err err = { 0 };
+
+			cfg.seed = (unsigned long long)e + 1;       /* the blocks' order */
+			aa_clock = 1000 * sim_uniform();       /* each starts at its own phase of the drift */
+			if (ab_run(&cfg, &res, &err) < 0)
+				fail_msg("ab_run: %s", err.msg);
+			assert_true(res.trials[0] == res.trials[1] && res.blocks > 0);
+			verdicts[res.verdict]++;
+			ab_result_release(&res);
+		}
+		print_message("  %-52s %5d: regression %4d, improvement %4d, no-difference %4d, inconclusive %4d\n",
+			      aa[i].what, n, verdicts[VERDICT_REGRESSION], verdicts[VERDICT_IMPROVEMENT],
+			      verdicts[VERDICT_NO_DIFFERENCE], verdicts[VERDICT_INCONCLUSIVE]);
+		assert_in_range(verdicts[VERDICT_REGRESSION] + verdicts[VERDICT_IMPROVEMENT], 0, sim_bound(n, cfg.alpha));
+	}
+	ab_test_inject(NULL, NULL);
+	if (old_tlb)
+		setenv("NODETUNE_TLB_SOURCES", old_tlb, 1);
+	else
+		unsetenv("NODETUNE_TLB_SOURCES");
+	free(old_tlb);
+}
+
 /* The trimmed mean against the plain one, when some trials run at half
  * speed all through (3% of them: about one pair in 17 off by log 2, as the
  * torch example's A/As on this machine, RESULTS §12): the A/A decides
@@ -496,6 +600,7 @@ int main(void)
 		cmocka_unit_test(test_claim_needs_a_change),
 		cmocka_unit_test(test_sequential_simulated),
 		cmocka_unit_test(test_trimmed_simulated),
+		cmocka_unit_test(test_aa_through_ab_run),
 		cmocka_unit_test(test_refusal_simulated),
 	};
 
