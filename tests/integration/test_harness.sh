@@ -59,6 +59,36 @@ if /usr/bin/python3 -c 'import torch.distributed.launcher.api' 2>/dev/null; then
 else
 	t_not_ok "torchrun: python3-torch is not importable by /usr/bin/python3 (scripts/install-deps.sh installs it)"
 fi
+# ---- 3 ranks, several buckets (review G6) ---------------------------------
+# A world of 3: each bucket's floats and the TCP chunks split unevenly among
+# 3, a per-rank batch of 171 (odd; a global batch of 513), 0.05 MB buckets
+# (the run's JSON says how many), with and without --accum; over MPI and
+# over TCP (the torchrun launch).  Each equals 1 rank x batch 513.
+B3="--bucket-mb 0.05 --first-bucket-mb 0.01"
+"$H" $Q --steps 20 --batch 513 --dump-weights "$T_TMP/w513" || t_not_ok "single-process reference run, batch 513"
+for mode in "--batch 171" "--accum 3 --batch 57"; do
+	rm -f "$T_TMP/w3" "$T_TMP/w3.json"
+	timeout 180 mpirun -np 3 "$H" $Q --steps 20 $mode $B3 --dump-weights "$T_TMP/w3" --json "$T_TMP/w3.json" >"$T_TMP/o" 2>&1
+	mrc=$?
+	nb=$(jq -r '.summary.buckets' "$T_TMP/w3.json" 2>/dev/null)
+	run "$WDIFF" "$T_TMP/w513" "$T_TMP/w3" 1e-5
+	check "MPI: 3 ranks ($mode, $nb buckets) = 1 rank x batch 513 after 20 steps (mpirun exit $mrc): $(cat "$OUT")" -- \
+		sh -c '[ "$1/$2" = 0/0 ] && [ "$3" -gt 1 ] 2>/dev/null' - "$mrc" "$RC" "$nb"
+	[ "$mrc" -eq 0 ] || sed 's/^/#   /' "$T_TMP/o" | tail -5
+done
+if /usr/bin/python3 -c 'import torch.distributed.launcher.api' 2>/dev/null; then
+	for mode in "--batch 171" "--accum 3 --batch 57"; do
+		rm -f "$T_TMP/wt3" "$T_TMP/wt3.json"
+		run timeout 180 $TORCHRUN 3 "$H" $Q --steps 20 $mode $B3 --dump-weights "$T_TMP/wt3" --json "$T_TMP/wt3.json"
+		trc=$RC
+		nb=$(jq -r 'select(.summary.world_size == 3) | .summary.buckets' "$T_TMP/wt3.json" 2>/dev/null)
+		run "$WDIFF" "$T_TMP/w513" "$T_TMP/wt3" 1e-5
+		check "torchrun (TCP): 3 ranks ($mode, ${nb:-?} buckets) = 1 rank x batch 513 (exit $trc): $(cat "$OUT")" -- \
+			sh -c '[ "$1/$2" = 0/0 ] && [ "$3" -gt 1 ] 2>/dev/null' - "$trc" "$RC" "$nb"
+	done
+else
+	t_not_ok "torchrun, 3 ranks: python3-torch is not importable by /usr/bin/python3"
+fi
 # A peer's death is the harness's own detection: under torchrun the agent
 # stops the other workers itself (SIGTERM, within its monitor interval), which
 # would hide whether rank 0 notices.  So here the two ranks are started
