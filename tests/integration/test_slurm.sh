@@ -199,6 +199,23 @@ for v in /etc/shadow "$POL/secret.conf"; do
 		"! grep -q -e SECRET-BYTES -e '^root:' '$OUT' '$ERR' '$SL/slurmd.log'"
 done
 
+# ---- review G5: a group-writable policy; a job that shares the node with
+# the user's other jobs (--exclusive=user) or with any (--oversubscribe):
+# refused the node, told why with the job's own OverSubscribe word, the
+# job's view of vm.swappiness unchanged ---------------------------------------
+cp "$POL/job.conf" "$POL/gw.conf"; chmod 664 "$POL/gw.conf"
+bad_step "a file writable by its group" "nodetune: --nodetune=gw: $POL/gw.conf: writable by group or others \(uid 0, mode 0664\)" gw
+for how in "--exclusive=user:USER" "--oversubscribe:YES"; do
+	flag=${how%:*} word=${how#*:}
+	jid=$(sbatch --parsable "$flag" -n 1 -o "$T_TMP/ov.out" --nodetune=job --wrap "cat $SWAP") ||
+		t_not_ok "sbatch $flag: exit $?"
+	wait_jobs "$jid"
+	check "sbatch $flag --nodetune=job: one line says the node is shared (OverSubscribe=$word), the job saw vm.swappiness $s0: $(tr '\n' ' ' <"$T_TMP/ov.out")" -- sh -c \
+		"[ \$(grep -c '^nodetune: slurm: ' '$T_TMP/ov.out') -eq 1 ] &&
+		 grep -q '^nodetune: slurm: host-wide settings of $POL/job.conf not applied, only the tasks bound: job $jid shares the node with other jobs (OverSubscribe=$word; submit with --exclusive)' '$T_TMP/ov.out' &&
+		 [ \"\$(tail -n 1 '$T_TMP/ov.out')\" = '$s0' ]"
+done
+
 # ---- a prolog that cannot apply fails the job's tasks with the reason on
 # the job's stderr; the node is not drained and the next job runs.  The
 # spank prolog reads plugstack.conf anew for each job ------------------------
@@ -267,6 +284,22 @@ check "with GPUs 0-4 held by another job, the step gets GPU 5 and is planned nex
 	grep -q 'task 0 of 1: GPU 5 (0000:ae:00.0) from SLURM_STEP_GPUS, CPUs unchanged (planned 25-47,73-95)' "$SL/slurmd.log"
 check "none of those CPUs is on this host: the task keeps Slurm's binding ($(tr '\n' ' ' <"$OUT"))" -- sh -c \
 	"[ $RC -eq 0 ] && [ \"\$(sed -n 1p '$OUT')\" = 5 ] && grep -q 'Cpus_allowed_list:[[:space:]]*[0-9]*\$' '$OUT'"
+slurm_stop
+
+# ---- review G5: without gres.conf (Slurm then leaves the job's environment
+# alone) a step takes its GPUs from CUDA_VISIBLE_DEVICES, else
+# GPU_DEVICE_ORDINAL, as the plugin's log says (the plan against the HGX
+# fixture, plugstack topology=) ------------------------------------------------
+if slurm_start "$PLUG topology=$HGX"; then
+	for v in CUDA_VISIBLE_DEVICES=3 GPU_DEVICE_ORDINAL=6; do
+		l0=$(wc -l <"$SL/slurmd.log")
+		run env "$v" srun -n 1 --nodetune=policies/gpu-train.conf true
+		check "a step with $v: exit $RC, planned next to GPU ${v#*=} from ${v%=*}: $(tail -n +$((l0 + 1)) "$SL/slurmd.log" | grep -o 'task 0 of 1: GPU [^,]*' | head -1)" -- sh -c \
+			"[ $RC -eq 0 ] && tail -n +$((l0 + 1)) '$SL/slurmd.log' | grep -q 'task 0 of 1: GPU ${v#*=} ([0-9a-f:.]*) from ${v%=*}, '"
+	done
+else
+	t_not_ok "Slurm without gres.conf, the plan against the HGX fixture, starts"
+fi
 slurm_stop
 
 t_done
