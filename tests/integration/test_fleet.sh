@@ -417,14 +417,18 @@ check "the canary's log (${canary:-none named}) says why, in one line: $(cat "$T
 # until the test lets it go.
 printf '[main]\nsummary = test hold\n[thp]\ndefrag = defer\n[sched]\nnuma_balancing = 0\n' >"$T_TMP/hold.conf"
 chmod 644 "$T_TMP/hold.conf"
-printf '%s\n' '#!/bin/sh' \
-	'h=$(basename "$(dirname "$NODETUNE_SYSROOT")")' \
-	'if [ "$(cat "$NODETUNE_SYSROOT/sys/kernel/mm/transparent_hugepage/defrag")" = defer ]; then' \
-	"	: >'$T_TMP/gateout/'\$h.held" \
-	"	i=0; while [ ! -e '$T_TMP/gateout/release' ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i + 1)); done" \
-	'fi' \
-	"exec '$T_TMP/gatebin/nodetune-harness' --rows 1000 --steps 30 --warmup 3 --batch 256 --quiet" >"$T_TMP/gatebin/holdjob.sh"
-chmod 755 "$T_TMP/gatebin/holdjob.sh"
+hold_job() { # FILE [THEN]: the holding job; THEN (a line) runs once released
+	printf '%s\n' '#!/bin/sh' \
+		'h=$(basename "$(dirname "$NODETUNE_SYSROOT")")' \
+		'if [ "$(cat "$NODETUNE_SYSROOT/sys/kernel/mm/transparent_hugepage/defrag")" = defer ]; then' \
+		"	: >'$T_TMP/gateout/'\$h.held" \
+		"	i=0; while [ ! -e '$T_TMP/gateout/release' ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i + 1)); done" \
+		"	${2:-:}" \
+		'fi' \
+		"exec '$T_TMP/gatebin/nodetune-harness' --rows 1000 --steps 30 --warmup 3 --batch 256 --quiet" >"$1"
+	chmod 755 "$1"
+}
+hold_job "$T_TMP/gatebin/holdjob.sh"
 gate_file hold "$T_TMP/gatebin/holdjob.sh"
 fleet_snap >"$T_TMP/kill.before" || t_not_ok "a snapshot of the hosts (kill.before)"
 h1_before=$(tree_hash "$T_TMP/h1/root")
@@ -528,6 +532,85 @@ krc=$?
 fleet_snap >"$T_TMP/abkill.after" || t_not_ok "a snapshot of the hosts (abkill.after)"
 check "the rollout whose canary's ab was killed: rolled back (exit $krc), every tree and desired key as before" -- \
 	sh -c "[ $krc -eq 1 ] && cmp '$T_TMP/abkill.before' '$T_TMP/abkill.after'"
+
+# ---- SIGHUP and SIGTERM while a gate holds the host (review G1) -----------------------
+
+# The gate "hup" holds the host as "hold" does, then its job fails (exit 1)
+# once released: a failed gate, its arm reverted, the rollout rolled back
+# (so that no host here is left with the hold policy).
+hold_job "$T_TMP/gatebin/hupjob.sh" 'exit 1'
+gate_file hup "$T_TMP/gatebin/hupjob.sh"
+# a rollout an earlier section's controller left unfinished (its leader
+# lease lost on a loaded machine: exit 3) is resumed to its end first, since
+# the store takes one rollout at a time
+for r in $("$NODETUNE" fleet status --endpoints "$EP" --json 2>/dev/null |
+	jq -r '.rollouts[] | select(.state == "running" or .state == "rolling-back") | .name'); do
+	timeout 180 "$NODETUNE" fleet resume --endpoints "$EP" $SIGN --name "$r" >/dev/null 2>&1
+done
+# held_rollout TAG: a rollout of hold.conf gated by "hup" (rpid), the hosts
+# before it in TAG.before (h1's tree in h1_before), until h1's gate holds it
+held_rollout() {
+	rm -f "$T_TMP/gateout/"*.held "$T_TMP/gateout/release"
+	fleet_snap >"$T_TMP/$1.before" || t_not_ok "a snapshot of the hosts ($1.before)"
+	h1_before=$(tree_hash "$T_TMP/h1/root") ready0=$(grep -c "ready: " "$T_TMP/h1/log")
+	"$NODETUNE" fleet rollout --endpoints "$EP" $SIGN --policy "$T_TMP/hold.conf" --name "r-gate-$1" \
+		--waves 1/class,100% --gate hup --gate-budget 60 --wave-timeout 120 --json >"$T_TMP/$1.out" 2>"$T_TMP/$1.err" &
+	rpid=$!
+	wait_until 60 test -e "$T_TMP/gateout/h1.held"
+}
+# SIGHUP mid-gate: the reload waits for the gate's end (the arm stays), then
+# runs once the gate's arm is reverted
+held_rollout hup
+check "mid-gate: h1's gate holds the host with arm B (THP defrag defer) ($(head -c 200 "$T_TMP/hup.err"))" -- \
+	test "$(cat "$T_TMP/h1/root/$THP/defrag")" = defer
+l0=$(wc -l <"$T_TMP/h1/log")
+kill -HUP "$(cat "$T_TMP/h1/pid")"
+check "SIGHUP mid-gate: the daemon says the reload waits for the gate's end" -- \
+	wait_until 10 sh -c "tail -n +$((l0 + 1)) '$T_TMP/h1/log' | grep -q 'SIGHUP: a fleet gate holds the host; the reload waits for its end'"
+check "SIGHUP mid-gate: no reload yet, the daemon alive, arm B as it was (THP defrag defer, numa_balancing 0)" -- \
+	sh -c "! tail -n +$((l0 + 1)) '$T_TMP/h1/log' | grep -q 'reloaded ' &&
+		kill -0 \$(cat '$T_TMP/h1/pid') && [ \"\$(cat '$T_TMP/h1/root/$THP/defrag')\" = defer ] &&
+		[ \"\$(cat '$T_TMP/h1/root/proc/sys/kernel/numa_balancing')\" = 0 ]"
+: >"$T_TMP/gateout/release"
+wait $rpid
+krc=$?
+# the log after the SIGHUP: the gate's end (its arm reverted), then the
+# reload (at the daemon's next cycle: 10 s allowed, --interval 1)
+wait_until 10 sh -c "tail -n +$((l0 + 1)) '$T_TMP/h1/log' | grep -q 'reloaded '"
+tail -n +$((l0 + 1)) "$T_TMP/h1/log" >"$T_TMP/hup.log"
+gend=$(grep -n 'fleet: gate failed' "$T_TMP/hup.log" | head -1 | cut -d: -f1)
+rl=$(grep -n 'reloaded ' "$T_TMP/hup.log" | head -1 | cut -d: -f1)
+check "the held-back reload ran after the gate's end (gate failed at log line ${gend:-none}, reloaded at ${rl:-none}), once" -- \
+	sh -c '[ -n "$1" ] && [ -n "$2" ] && [ "$2" -gt "$1" ] && [ "$(grep -c "reloaded " "$3")" = 1 ]' - "$gend" "$rl" "$T_TMP/hup.log"
+rolled_back_h1() { [ "$krc" -eq 1 ] && same_tree 1 "$h1_before"; }
+check "that rollout rolled back (exit $krc), h1 byte-identical to before the gate" -- wait_until 20 rolled_back_h1
+
+# SIGTERM mid-gate (systemctl stop during a gate): the gate's trial is
+# reverted, no journal left, the daemon gone within its unit's
+# TimeoutStopSec (30 s, deploy/systemd/nodetune.service.in)
+held_rollout term
+check "mid-gate before SIGTERM: arm B applied on h1 (THP defrag defer)" -- \
+	test "$(cat "$T_TMP/h1/root/$THP/defrag")" = defer
+rm -f "$GATES/hup.conf"     # started again, the daemon refuses the gate: the rollout rolls back
+lT=$(wc -l <"$T_TMP/h1/log")
+t0=$(date +%s.%N)
+host_kill 1 TERM
+t1=$(date +%s.%N)
+check "SIGTERM mid-gate: the daemon exits within 30 s ($(echo "$t1 - $t0" | bc) s)" -- \
+	sh -c '[ "$(echo "$2 - $1 < 30" | bc)" = 1 ]' - "$t0" "$t1"
+check "SIGTERM mid-gate: the gate's trial reverted, h1 byte-identical to before the gate" -- \
+	test "$(tree_hash "$T_TMP/h1/root")" = "$h1_before"
+check "SIGTERM mid-gate: no gate journal left in h1's state dir" -- test ! -e "$T_TMP/h1/state/gate"
+check "SIGTERM mid-gate: the daemon stopped the gate: $(tail -n +$((lT + 1)) "$T_TMP/h1/log" | grep -h 'stopping the gate')" -- \
+	sh -c "tail -n +$((lT + 1)) '$T_TMP/h1/log' | grep -q 'fleet: stopping the gate (ab reverts its arm)'"
+host_start 1
+check "the daemon started again" -- wait_until 30 sh -c "[ \$(grep -c 'ready: ' '$T_TMP/h1/log') -gt $ready0 ]"
+: >"$T_TMP/gateout/release"
+wait $rpid
+krc=$?
+fleet_snap >"$T_TMP/term.after" || t_not_ok "a snapshot of the hosts (term.after)"
+check "the rollout whose canary was stopped mid-gate: rolled back (exit $krc), every tree and desired key as before" -- \
+	sh -c "[ $krc -eq 1 ] && cmp '$T_TMP/term.before' '$T_TMP/term.after'"
 
 # ---- signatures: refused, the host byte-identical ----------------------------------------
 
