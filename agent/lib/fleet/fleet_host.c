@@ -35,10 +35,12 @@
  * (re-armed every WATCH_S, or after an event); it puts its status only
  * when it changes, or every STATUS_EVERY_S, and reads its keys, its
  * class's record and the timestamp when the watch says so, or every
- * POLL_EVERY_S (at most a quarter of --fleet-max-age): a record put for a
- * class, or a timestamp, is not watched. */
+ * POLL_EVERY_S (a quarter of --fleet-max-age when that is shorter, not
+ * under POLL_MIN_S): a record put for a class, or a timestamp, is not
+ * watched. */
 #define STATUS_EVERY_S 600.0
 #define POLL_EVERY_S 600.0
+#define POLL_MIN_S 30.0
 #define WATCH_S 300.0
 
 struct fleet_host {
@@ -1248,7 +1250,7 @@ int fleet_host_tick(struct fleet_host *fh, struct fleet_host_view *v)
 		fh->poll_after_gate |= woke;
 		gate_watch(fh);
 	} else if (woke || fleet_now_mono() >= fh->next_poll) {
-		fh->next_poll = fleet_now_mono() + fmin(POLL_EVERY_S, fh->cfg.max_age_s / 4);
+		fh->next_poll = fleet_now_mono() + fmax(POLL_MIN_S, fmin(POLL_EVERY_S, fh->cfg.max_age_s / 4));
 		changed = poll_store(fh, v);
 	}
 	frozen_say(fh, v);
