@@ -178,26 +178,45 @@ run "$NODETUNE" fleet status --endpoints "$EP" --name r-thp
 grep -q "rollout r-thp: done" "$OUT" && grep -Eq "^0 +1/class +passed" "$OUT" && t_ok "fleet status: a table" ||
 	{ t_not_ok "fleet status table"; head -5 "$OUT" | sed 's/^/#   /'; }
 
-# ---- the controller killed after each step, then resumed -------------------------
+# ---- the controller killed after each step, and inside steps, then resumed ----------
 
-# each pass kills the controller during the pause after a step; resume goes on
-# (margin: the kill comes 0.3 s after the step's line is seen, polled every
+# Pages of one host (NODETUNE_FLEET_TXN_HOSTS=1: a step that sends a wave of
+# two is two transactions, the first a page and its host's desired key, the
+# second the next and the rollout's head), and a pause said after each
+# transaction (NODETUNE_FLEET_PAUSE): each controller is killed -9 in its
+# first pause, whichever it is, and the next resumes; so every step and
+# every transaction inside one is followed by a kill.  What each kill
+# followed is kept (kill.log) and every kind is required: a wave sent,
+# inside a step, a wave passed, done.  Each host's desired key is put
+# exactly once in the rollout (its etcd version moves by one) and each
+# host applied the policy once.
+# (margin: the kill comes 0.3 s after the pause's line is seen, polled every
 # 20 ms as timing_margins.sh kill_offset_s does; the 1.5 s pause is 4.7x the
 # p99 of that offset there, 0.317 s.  A resume waits for the dead leader's lease up to
 # FLEET_LEADER_WAIT_S, 16 s: 3.2x the p99 of its life, 4.95 s, leader_lease_s)
-export NODETUNE_FLEET_PAUSE=1.5
+desired_versions() { for n in 1 2 3 4 5 6 7 8; do
+	env ETCDCTL_API=3 etcdctl --endpoints "$EP" get -w json /nodetune/hosts/h$n/desired | python3 -c '
+import json, sys; kvs = json.load(sys.stdin).get("kvs", []); print(kvs[0]["version"] if kvs else 0)'
+done | tr '\n' ' '; }
+v0=$(desired_versions)
+export NODETUNE_FLEET_PAUSE=1.5 NODETUNE_FLEET_TXN_HOSTS=1
 "$NODETUNE" fleet rollout --endpoints "$EP" $SIGN --policy "$T_TMP/defrag.conf" --name r-kill --waves 1/class,50%,100% \
 	--wave-timeout 30 >"$T_TMP/kill.0" 2>&1 &
 pid=$!
-kills=0 final=""
-for pass in 1 2 3 4 5 6 7 8 9 10 11 12; do
-	# wait for this controller's first step (its line), then kill it in the pause after
+kills=0 final="" : >"$T_TMP/kill.log"
+for pass in $(seq 1 40); do
+	# wait for this controller's first pause, then kill it there
 	i=0
-	while ! grep -q "r-kill: " "$T_TMP/kill.$((pass - 1))" && [ $i -lt 750 ] && kill -0 $pid 2>/dev/null; do
+	while ! grep -q "(NODETUNE_FLEET_PAUSE)" "$T_TMP/kill.$((pass - 1))" && [ $i -lt 750 ] && kill -0 $pid 2>/dev/null; do
 		sleep 0.02; i=$((i + 1))
 	done
 	sleep 0.3
-	kill -9 $pid 2>/dev/null && kills=$((kills + 1))
+	# a controller that has ended is a zombie until waited for: not a kill
+	st=$(sed 's/.*) //' /proc/$pid/stat 2>/dev/null | cut -d' ' -f1)
+	if [ -n "$st" ] && [ "$st" != Z ] && kill -9 $pid 2>/dev/null; then
+		kills=$((kills + 1))
+		grep "(NODETUNE_FLEET_PAUSE)" "$T_TMP/kill.$((pass - 1))" | head -n 1 >>"$T_TMP/kill.log"
+	fi
 	wait $pid 2>/dev/null
 	final=$("$NODETUNE" fleet status --endpoints "$EP" --name r-kill --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["rollouts"][0]["state"])')
 	[ "$final" = running ] || break
@@ -205,17 +224,22 @@ for pass in 1 2 3 4 5 6 7 8 9 10 11 12; do
 	pid=$!
 done
 wait $pid 2>/dev/null
-unset NODETUNE_FLEET_PAUSE
+unset NODETUNE_FLEET_PAUSE NODETUNE_FLEET_TXN_HOSTS
+v1=$(desired_versions)
 bad=""
 for n in 1 2 3 4 5 6 7 8; do
 	[ "$(applied $n defrag)" = 1 ] && [ "$(cat "$T_TMP/h$n/root/$THP/defrag")" = madvise ] || bad="$bad h$n:$(applied $n defrag)"
 done
-if [ "$final" = done ] && [ "$kills" -ge 3 ] && [ -z "$bad" ]; then
-	t_ok "controller killed -9 $kills times between steps, resumed each time: done, each host applied once"
+puts=$(python3 -c 'import sys; a, b = sys.argv[1].split(), sys.argv[2].split(); print(" ".join(str(int(y) - int(x)) for x, y in zip(a, b)))' "$v0" "$v1")
+missing=""
+for kind in "sent to" "inside a step" "passed" "done: every wave passed"; do grep -q "$kind" "$T_TMP/kill.log" || missing="$missing '$kind'"; done
+if [ "$final" = done ] && [ -z "$bad" ] && [ -z "$missing" ] && [ "$puts" = "1 1 1 1 1 1 1 1" ]; then
+	t_ok "controller killed -9 $kills times, after every step and inside steps, resumed each time: done, each host's desired put once and applied once"
 else
-	t_not_ok "kill/resume: final '$final' after $kills kills; hosts with applies != 1:$bad"
-	tail -3 "$T_TMP"/kill.* | sed 's/^/#   /'
+	t_not_ok "kill/resume: final '$final' after $kills kills; applies != 1:$bad; kinds never killed after:$missing; desired puts per host: $puts"
+	tail -n 3 "$T_TMP"/kill.* | sed 's/^/#   /'
 fi
+sed 's/^/#   killed after: /' "$T_TMP/kill.log"
 
 # ---- one etcd member stopped mid-rollout ------------------------------------------
 
@@ -302,7 +326,7 @@ wait $pb; rb=$?
 bad=""
 for n in 1 2 3 4 5 6 7 8; do [ "$(applied $n two)" = 1 ] || bad="$bad h$n"; done
 # the second said it waits for the leader, and took no step (a step is said as "HH:MM:SS r-two: ...")
-if [ $ra -eq 0 ] && [ -z "$bad" ] && grep -q "led by another controller" "$T_TMP/two.b" &&
+if [ $ra -eq 0 ] && [ $rb -eq 0 ] && [ -z "$bad" ] && grep -q "led by another controller" "$T_TMP/two.b" &&
 	! grep -Eq '^[0-9:]{8} r-two: ' "$T_TMP/two.b"; then
 	t_ok "two controllers: one leads, the other waits and takes no step (exit $rb); each host applied once"
 else
@@ -638,7 +662,7 @@ if [ "$RC" -ne 0 ] && [ "$before" = "$(all_trees)" ] && case $e in "invalid refu
 	[ "$(grep -c 'refused (unknown_key)' "$T_TMP/h1/log")" -ge 1 ]; then
 	t_ok "a rollout signed by an unknown key: refused by every host, every tree byte-identical ($e)"
 else
-	t_not_ok "unknown key: exit $RC, h1 '$e'"; grep -a 'refused' "$T_TMP/h1/log" | tail -3 | sed 's/^/#   /'
+	t_not_ok "unknown key: exit $RC ($(head -c 300 "$ERR")), h1 '$e'"; grep -a 'refused' "$T_TMP/h1/log" | tail -3 | sed 's/^/#   /'
 fi
 # the metrics file is rewritten at each of the host's intervals
 wait_until 20 grep -Eq '^nodetune_fleet_rejected_total\{reason="unknown_key"\} [1-9]' "$T_TMP/h1/nodetune.prom" ||
@@ -838,6 +862,34 @@ check "h9's log says it followed its class's policy of record" -- \
 	grep -q "fleet: following class [0-9a-f]*'s policy of record, conv.conf of rollout r-conv (this host has no desired)" \
 	"$T_TMP/h9/log"
 host_kill 9
+
+# ---- fleet abort, end to end: the leader rolls back what it changed -----------------------
+
+# once the second wave is sent (the controller pauses 2 s after each step),
+# `fleet abort` asks; the leading controller rolls the hosts it changed
+# back, both exit 1 with the rollout aborted, every tree is as before, and
+# the last wave's hosts were never sent the policy
+policy abrt thp defrag defer
+before=$(all_trees)
+NODETUNE_FLEET_PAUSE=2 "$NODETUNE" fleet rollout --endpoints "$EP" $SIGN --policy "$T_TMP/abrt.conf" --name r-abort \
+	--waves 1/class,50%,100% --wave-timeout 30 >"$T_TMP/abort.a" 2>&1 &
+pa=$!
+wait_until 60 grep -q 'r-abort: wave 1 (50%) sent to' "$T_TMP/abort.a" || t_not_ok "r-abort: the second wave was never sent"
+run timeout 120 "$NODETUNE" fleet abort --endpoints "$EP" $SIGN --name r-abort --json
+wait $pa; ra=$?
+state=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["state"])' "$OUT" 2>/dev/null)
+last=$("$NODETUNE" fleet status --endpoints "$EP" --name r-abort --json | python3 -c '
+import json, sys; print(" ".join(h["host"] for h in json.load(sys.stdin)["rollouts"][0]["waves"][-1]["hosts"]))')
+untouched=""
+for h in $last; do [ "$(applied "${h#h}" abrt)" = 0 ] || untouched="$untouched $h"; done
+sent=0; for n in 1 2 3 4 5 6 7 8; do sent=$((sent + $(applied $n abrt))); done
+if [ "$RC" -eq 1 ] && [ "$ra" -eq 1 ] && [ "$state" = aborted ] && [ "$(all_trees)" = "$before" ] && [ -n "$last" ] &&
+	[ -z "$untouched" ] && [ "$sent" -ge 2 ]; then
+	t_ok "fleet abort mid-rollout: the leader rolled back the $sent host(s) it had sent, both exit 1, aborted, every tree as before, the last wave ($last) never sent"
+else
+	t_not_ok "fleet abort: exits $RC/$ra, state '$state', trees $([ "$(all_trees)" = "$before" ] && echo same || echo CHANGED), last wave '$last' applied it:$untouched, applied $sent"
+	tail -n 3 "$T_TMP/abort.a" "$ERR" | sed 's/^/#   /'
+fi
 
 # ---- bad input --------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@
  * inside a stream.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -746,6 +747,7 @@ struct etcd {
 	char *token;                    /* the last token; NULL: log in first */
 	bool in_login;
 	bool plaintext_ok;              /* a login may go to an http:// endpoint */
+	const atomic_bool *cancel;      /* etcd_set_cancel's; NULL: none */
 };
 
 /* A response body, bounded. */
@@ -940,6 +942,21 @@ void etcd_set_timeout(struct etcd *e, long timeout_ms)
 
 /* One POST of body to endpoint idx + path, the answer to write(ctx).
  * Returns libcurl's code and sets *ret_status to the HTTP status. */
+/* libcurl's progress callback (about once a second, and as bytes move):
+ * non-zero stops the transfer once etcd_set_cancel's flag is set. */
+static int cancel_check(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+	const struct etcd *e = ctx;
+
+	(void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+	return e->cancel && atomic_load(e->cancel);
+}
+
+void etcd_set_cancel(struct etcd *e, const atomic_bool *flag)
+{
+	e->cancel = flag;
+}
+
 static CURLcode http_post(struct etcd *e, size_t idx, const char *path, const char *body,
 			  long timeout_ms, curl_write_callback write, void *ctx, long *ret_status)
 {
@@ -959,6 +976,11 @@ static CURLcode http_post(struct etcd *e, size_t idx, const char *path, const ch
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, ctx);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, e->errbuf);
+	if (e->cancel) {
+		curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, cancel_check);
+		curl_easy_setopt(c, CURLOPT_XFERINFODATA, e);
+		curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+	}
 	e->errbuf[0] = '\0';
 	*ret_status = 0;
 	rc = curl_easy_perform(c);
@@ -1563,6 +1585,8 @@ static int watch_once(struct etcd *e, size_t idx, const char *body, long timeout
 
 	if (rc == 1)
 		*ret = w.events;
+	else if (rc == 0 && cc == CURLE_ABORTED_BY_CALLBACK)
+		rc = err_set(err, -ECANCELED, "etcd %s: watch: stopped (etcd_set_cancel)", e->endpoints[idx]);
 	else if (rc == 0 && status != 200 && status != 0)
 		rc = etcd_parse_error(w.buf.data ? w.buf.data : "", w.buf.len, err);
 	else if (rc == 0 && cc == CURLE_OPERATION_TIMEDOUT && w.created)

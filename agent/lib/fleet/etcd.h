@@ -35,6 +35,7 @@
 #ifndef NODETUNE_ETCD_H
 #define NODETUNE_ETCD_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -231,6 +232,12 @@ int etcd_lease_keepalive(struct etcd *e, int64_t id, int64_t *ret_ttl, struct nt
 int etcd_lease_revoke(struct etcd *e, int64_t id, struct nt_err *err);
 
 /* ---- watch --------------------------------------------------------------- */
+
+/* From now on, every request of e stops within about a second once *flag
+ * is true (a watch then returns -ECANCELED): a thread that watches for
+ * minutes is stopped by another setting flag.  NULL: never.  flag must
+ * outlive e. */
+void etcd_set_cancel(struct etcd *e, const atomic_bool *flag);
 
 /* Wait up to timeout_ms for changes of key (with prefix: of every key that
  * starts with key) at or after start_revision (0: from now on).  Returns 0

@@ -5,6 +5,7 @@
  * leader; committing a step; the run loop; abort, get, list.
  */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -33,6 +34,17 @@ struct fleet_ctl {
 					 * fleet_ctl_set_trust's); built at first use; owned */
 	char fleet[SIGN_NAME_MAX];      /* the fleet id signed into every document */
 	uint64_t seq_last;              /* the last seq this controller took */
+	unsigned page_hosts;            /* hosts per page of a rollout it creates (NODETUNE_FLEET_TXN_HOSTS) */
+	unsigned txns;                  /* transactions committed (said with NODETUNE_FLEET_PAUSE) */
+	/* what the leader keeps between passes (fleet_ctl_run): the hosts' rows,
+	 * followed by a watch, and the rollout as it committed it */
+	struct fleet_host_row *rows;
+	unsigned n_rows, cap_rows;
+	int64_t hosts_rev;              /* the rows are the hosts' keys at this revision; 0: not read */
+	int64_t hosts_need;             /* its own last writes to the hosts' keys: the rows must reach it */
+	struct fleet_rollout cache;
+	struct fleet_layout cache_l;
+	int64_t cache_rev;              /* the head's mod_revision it committed; 0: none */
 };
 
 /* One line for the caller's note callback (none: nothing). */
@@ -46,6 +58,20 @@ static double pause_from_env(void)
 	double v;
 
 	return s && nt_duration_parse(s, 0, 10, &v) == 0 ? v : 0;
+}
+
+/* NODETUNE_FLEET_TXN_HOSTS, 1 to FLEET_PAGE_HOSTS: hosts per page of a
+ * rollout this controller creates, and so the desired keys of one
+ * transaction (tests: a small value makes a step take several); else
+ * FLEET_PAGE_HOSTS.  Only the controller's own layout moves: a page holds
+ * fewer hosts, a step takes more transactions, each still compared. */
+static unsigned page_hosts_from_env(void)
+{
+	const char *s = getenv("NODETUNE_FLEET_TXN_HOSTS");
+	char *end;
+	unsigned long v = s ? strtoul(s, &end, 10) : 0;
+
+	return s && *s && !*end && v >= 1 && v <= FLEET_PAGE_HOSTS ? (unsigned)v : FLEET_PAGE_HOSTS;
 }
 
 struct fleet_ctl *fleet_ctl_open(const char *endpoints, const struct fleet_creds *creds, note_fn note,
@@ -65,6 +91,7 @@ struct fleet_ctl *fleet_ctl_open(const char *endpoints, const struct fleet_creds
 	}
 	etcd_set_timeout(c->e, 2000);
 	c->pause_s = pause_from_env();
+	c->page_hosts = page_hosts_from_env();
 	snprintf(c->fleet, sizeof(c->fleet), "%s", SIGN_FLEET_DEFAULT);
 	c->note = note;
 	c->arg = arg;
@@ -294,6 +321,9 @@ void fleet_ctl_close(struct fleet_ctl *c)
 		etcd_lease_revoke(c->e, c->lease, NULL);
 	etcd_close(c->e);
 	sign_keyring_free(c->trust);
+	free(c->rows);
+	fleet_rollout_release(&c->cache);
+	fleet_layout_release(&c->cache_l);
 	free(c);
 }
 
@@ -381,7 +411,7 @@ static void row_take(struct fleet_host_row *row, enum fleet_key_kind kind, const
 
 /* Read every host's keys: rows sorted by name, and the store's revision. */
 static int read_hosts(struct fleet_ctl *c, struct fleet_host_row **ret, unsigned *ret_n, int64_t *ret_revision,
-		      struct nt_err *err)
+		      int64_t *ret_newest, struct nt_err *err)
 {
 	struct etcd_range rg = { 0 };
 	struct fleet_host_row *rows;
@@ -396,6 +426,9 @@ static int read_hosts(struct fleet_ctl *c, struct fleet_host_row **ret, unsigned
 		*ret = rows;
 		*ret_n = n;
 	}
+	for (size_t i = 0; r == 0 && ret_newest && i < rg.n_kvs; i++)
+		if (rg.kvs[i].mod_revision > *ret_newest)
+			*ret_newest = rg.kvs[i].mod_revision;
 	etcd_range_free(&rg);
 	return r < 0 ? err_set(err, r, "out of memory") : 0;
 }
@@ -417,6 +450,73 @@ int fleet_ctl_rows(const struct etcd_kv *kvs, size_t n_kvs, struct fleet_host_ro
 	qsort(rows, n, sizeof(*rows), row_cmp);
 	*ret = rows;
 	*ret_n = n;
+	return 0;
+}
+
+/* The row of host in the sorted rows, inserted (zeroed, named) when absent;
+ * NULL out of memory. */
+static struct fleet_host_row *row_find(struct fleet_host_row **rows, unsigned *n, unsigned *cap, const char *host)
+{
+	unsigned lo = 0, hi = *n;
+	struct fleet_host_row *grown;
+
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+		int d = strcmp((*rows)[mid].host, host);
+
+		if (d == 0)
+			return &(*rows)[mid];
+		if (d < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (*n >= *cap) {
+		if (!(grown = realloc(*rows, (*cap * 2 + 16) * sizeof(**rows))))
+			return NULL;
+		*rows = grown;
+		*cap = *cap * 2 + 16;
+	}
+	memmove(&(*rows)[lo + 1], &(*rows)[lo], (*n - lo) * sizeof(**rows));
+	(*n)++;
+	memset(&(*rows)[lo], 0, sizeof(**rows));
+	snprintf((*rows)[lo].host, sizeof((*rows)[lo].host), "%s", host);
+	return &(*rows)[lo];
+}
+
+int fleet_ctl_rows_apply(struct fleet_host_row **rows, unsigned *n, unsigned *cap, const struct etcd_event *ev,
+			 size_t n_ev)
+{
+	for (size_t i = 0; i < n_ev; i++) {
+		char host[FLEET_NAME_MAX];
+		enum fleet_key_kind kind = fleet_key_parse(ev[i].kv.key, host);
+		struct fleet_host_row *row;
+
+		if (kind == FLEET_KEY_OTHER)
+			continue;
+		if (!(row = row_find(rows, n, cap, host)))
+			return -ENOMEM;
+		row->bad[0] = '\0';
+		if (ev[i].type == ETCD_EVENT_PUT) {
+			row_take(row, kind, &ev[i].kv);
+			continue;
+		}
+		switch (kind) {
+		case FLEET_KEY_HOST:
+			row->alive = false;
+			break;
+		case FLEET_KEY_DESIRED:
+			row->has_desired = false;
+			row->desired_rev = 0;
+			break;
+		case FLEET_KEY_SHADOW:
+			row->shadow_rev = 0;
+			break;
+		default:
+			row->has_status = false;
+			break;
+		}
+	}
 	return 0;
 }
 
@@ -443,7 +543,7 @@ int fleet_ctl_hosts(struct fleet_ctl *c, struct fleet_host_row **ret, unsigned *
 {
 	struct etcd_range rg = { 0 };
 	int64_t rev;
-	int r = read_hosts(c, ret, ret_n, &rev, err);
+	int r = read_hosts(c, ret, ret_n, &rev, NULL, err);
 
 	if (r == 0 && (r = etcd_get(c->e, FLEET_ROOT "classes/", true, &rg, err)) < 0)
 		free(*ret);
@@ -537,7 +637,7 @@ static int members_now(struct fleet_ctl *c, struct fleet_host_row **ret_rows, st
 	struct fleet_member *m;
 	unsigned n, k = 0;
 	int64_t rev;
-	int r = read_hosts(c, &rows, &n, &rev, err);
+	int r = read_hosts(c, &rows, &n, &rev, NULL, err);
 
 	if (r < 0)
 		return r;
@@ -617,9 +717,16 @@ static int prev_desired(struct fleet_ctl *c, struct fleet_rollout *r, struct nt_
 int fleet_ctl_rollout_value(const struct fleet_ctl *c, const struct fleet_rollout *r, uint64_t seq, char **ret,
 			    struct nt_err *err)
 {
-	char *doc = fleet_rollout_json(r);
+	struct fleet_layout l;
+	char *doc = NULL;
 	int rc;
 
+	if (fleet_layout_init(&l, r, c->page_hosts) == 0) {
+		for (unsigned g = 0; g < l.n_pages; g++)
+			l.seq[g] = seq;
+		doc = fleet_rollout_head_json(r, &l);
+	}
+	fleet_layout_release(&l);
 	if (!doc)
 		return err_set(err, -ENOMEM, "out of memory");
 	if ((rc = seal(c, SIGN_KIND_ROLLOUT, "*", r->name, r->sha256, seq, &doc, err)) < 0) {
@@ -646,6 +753,44 @@ static void rollout_init(struct fleet_rollout *r, const struct fleet_rollout_opt
 	r->created = r->updated = fleet_now_wall();
 }
 
+static int commit(struct fleet_ctl *c, const struct fleet_rollout *r, const struct fleet_layout *lr,
+		  struct fleet_rollout *next, int64_t rollout_rev, struct fleet_write *w, unsigned n_w, int64_t *ret_rev,
+		  struct fleet_layout *ret_l, struct nt_err *err);
+
+/* The layout of r's pages with the revisions of the pages a creation
+ * killed before its head left (a rollout has no head before its last
+ * transaction): those are written over, each compared at its revision. */
+static int pages_left(struct fleet_ctl *c, const struct fleet_rollout *r, struct fleet_layout *l, struct nt_err *err)
+{
+	struct etcd_range rg = { 0 };
+	char prefix[160];
+	int rc;
+
+	if (fleet_layout_init(l, r, c->page_hosts) < 0)
+		return err_set(err, -ENOMEM, "out of memory");
+	if ((rc = etcd_get(c->e, fleet_rollout_key(prefix, sizeof(prefix), r->name, false), false, &rg, err)) < 0)
+		return rc;
+	rc = rg.n_kvs ? -ECANCELED : 0;          /* it has a head: it exists */
+	etcd_range_free(&rg);
+	if (rc < 0)
+		return rc;
+	snprintf(prefix, sizeof(prefix), FLEET_ROOT "rollouts/%s/pages/", r->name);
+	if ((rc = etcd_get(c->e, prefix, true, &rg, err)) < 0)
+		return rc;
+	for (unsigned g = 0; g < l->n_pages; g++) {
+		unsigned w = 0, p = 0;
+		char key[160];
+
+		fleet_page_locate(r, l, g, &w, &p);
+		fleet_page_key(key, sizeof(key), r->name, w, p);
+		for (size_t i = 0; i < rg.n_kvs; i++)
+			if (!strcmp(rg.kvs[i].key, key))
+				l->rev[g] = rg.kvs[i].mod_revision;
+	}
+	etcd_range_free(&rg);
+	return 0;
+}
+
 /* Plan and write the rollout (create-only). */
 static int create_doc(struct fleet_ctl *c, struct fleet_rollout *r, const struct fleet_rollout_opts *o,
 		      struct nt_err *err)
@@ -654,11 +799,9 @@ static int create_doc(struct fleet_ctl *c, struct fleet_rollout *r, const struct
 	unsigned n_spec = 1, n_m = 0;
 	struct fleet_host_row *rows = NULL;
 	struct fleet_member *m = NULL;
-	char key[128], *doc;
-	uint64_t seq = 0;
+	struct fleet_layout left = { 0 };
 	int rc;
 
-	fleet_rollout_key(key, sizeof(key), r->name, false);
 	if (!o->shadow && (rc = fleet_waves_parse(o->waves, spec, &n_spec, err)) < 0)
 		return rc;
 	if ((rc = members_now(c, &rows, &m, &n_m, err)) < 0)
@@ -668,16 +811,13 @@ static int create_doc(struct fleet_ctl *c, struct fleet_rollout *r, const struct
 	free(rows);
 	if (rc == 0 && !o->shadow)
 		rc = prev_desired(c, r, err);
-	if (rc == 0 && c->signer)
-		rc = seq_next(c, &seq, err);
 	if (rc < 0)
 		return rc;
 	fleet_event(r, r->created, "created: %s (sha256 %.12s) over %u host(s) in %u wave(s)%s", r->policy, r->sha256,
 		    n_m, r->n_waves, o->shadow ? ", shadow" : "");
-	if ((rc = fleet_ctl_rollout_value(c, r, seq, &doc, err)) < 0)
-		return rc;
-	rc = etcd_cas(c->e, key, 0, doc, strlen(doc), 0, NULL, err);
-	free(doc);
+	if ((rc = pages_left(c, r, &left, err)) == 0)
+		rc = commit(c, NULL, &left, r, 0, NULL, 0, NULL, NULL, err);
+	fleet_layout_release(&left);
 	if (rc == -ECANCELED)
 		return err_set(err, -EEXIST, "rollout %s exists already (fleet status --name %s; fleet resume to go on)",
 			       r->name, r->name);
@@ -880,21 +1020,19 @@ int fleet_ctl_keep_unverified(struct fleet_ctl *c, struct fleet_rollout *next, s
 	return 0;
 }
 
-/* One transaction: the compares of a step and ops[0..n). */
-static int txn(struct fleet_ctl *c, const char *rkey, int64_t rollout_rev, const struct etcd_op *ops, unsigned n,
-	       int64_t *ret_rev, struct nt_err *err)
+/* One transaction of a step: the leader's compare, cmp[0..n_cmp) (the
+ * page and head keys it puts, each at the mod_revision read) and
+ * ops[0..n).  *ret_rev: the store's revision after it. */
+static int txn(struct fleet_ctl *c, const char *rkey, struct etcd_compare *cmp, unsigned n_cmp,
+	       const struct etcd_op *ops, unsigned n, int64_t *ret_rev, struct nt_err *err)
 {
 	char lkey[160];
-	struct etcd_compare cmp[2] = {
-		{ .target = ETCD_CMP_MOD, .key = rkey, .number = rollout_rev },
-		{ .target = ETCD_CMP_CREATE, .key = lkey, .number = 0 },
-	};
 	struct etcd_txn_result res = { 0 };
 	int r;
 
 	snprintf(lkey, sizeof(lkey), "%s/leader", rkey);
-	cmp[1].number = c->leader_rev;
-	r = etcd_txn(c->e, cmp, 2, ops, n, NULL, 0, &res, err);
+	cmp[n_cmp++] = (struct etcd_compare){ .target = ETCD_CMP_CREATE, .key = lkey, .number = c->leader_rev };
+	r = etcd_txn(c->e, cmp, n_cmp, ops, n, NULL, 0, &res, err);
 	if (r < 0)
 		return r;
 	if (!res.succeeded)
@@ -902,6 +1040,7 @@ static int txn(struct fleet_ctl *c, const char *rkey, int64_t rollout_rev, const
 	else if (ret_rev)
 		*ret_rev = res.revision;
 	etcd_txn_result_free(&res);
+	c->txns += r == 0;
 	return r;
 }
 
@@ -965,37 +1104,211 @@ void fleet_ctl_records_free(struct fleet_record *rec, unsigned n)
 	free(rec);
 }
 
-/* The ops of the step's last transaction: ops[0..*n) and the records
- * after them. */
-static void records_ops(struct etcd_op *ops, unsigned *n, const struct fleet_record *rec, unsigned n_rec)
+/* A step's transactions being built: ops and compares, flushed as one
+ * transaction when the next page's group would not fit (FLEET_TXN_OPS
+ * ops, FLEET_TXN_BYTES bytes). */
+#define FLEET_TXN_OPS 128            /* etcd's default --max-txn-ops */
+#define FLEET_TXN_BYTES (1u << 20)   /* under etcd's default --max-request-bytes, 1.5 MiB */
+struct batch {
+	struct fleet_ctl *c;
+	const char *rkey;
+	struct etcd_op ops[FLEET_TXN_OPS];
+	struct etcd_compare cmp[FLEET_TXN_OPS];
+	unsigned n_ops, n_cmp, max_ops;
+	size_t bytes;
+	unsigned pages[FLEET_TXN_OPS];   /* the pages it puts: their revision after it goes to l */
+	unsigned n_pages;
+	bool hosts;                      /* it puts hosts' keys: c->hosts_need after it */
+	bool pause;                      /* NODETUNE_FLEET_PAUSE applies (a step, not a creation) */
+	struct fleet_layout *l;
+};
+
+/* One transaction of what the batch holds (the compares it has); after
+ * it, its pages' revisions and hosts_need. */
+static int batch_txn(struct batch *b, int64_t *ret_rev, struct nt_err *err)
 {
-	for (unsigned i = 0; i < n_rec; i++)
-		ops[(*n)++] = (struct etcd_op){ ETCD_OP_PUT, rec[i].key, rec[i].val, strlen(rec[i].val), 0, false };
+	int64_t rev = 0;
+	int r = txn(b->c, b->rkey, b->cmp, b->n_cmp, b->ops, b->n_ops, &rev, err);
+
+	for (unsigned i = 0; r == 0 && i < b->n_pages; i++)
+		b->l->rev[b->pages[i]] = rev;
+	if (r == 0 && b->hosts)
+		b->c->hosts_need = rev;
+	if (r == 0 && ret_rev)
+		*ret_rev = rev;
+	b->n_ops = b->n_cmp = b->n_pages = 0;
+	b->bytes = 0;
+	b->hosts = false;
+	return r;
 }
 
-/* Commit next (the step from the rollout at rollout_rev) with its writes:
- * chunks of FLEET_TXN_HOSTS desired keys first, the rest with the rollout
- * itself and, when it ends done, its classes' records (fleet_ctl_records).
- * *ret_rev: the rollout's new mod_revision. */
-static int commit(struct fleet_ctl *c, struct fleet_rollout *next, int64_t rollout_rev, struct fleet_write *w,
-		  unsigned n_w, int64_t *ret_rev, struct nt_err *err)
+/* Commit the batch so far, when it holds anything: a transaction that
+ * compares its pages (not the head); said and paused after with
+ * NODETUNE_FLEET_PAUSE (a test kills the controller there). */
+static int batch_flush(struct batch *b, struct nt_err *err)
 {
-	char **vals = calloc(n_w + 1, sizeof(char *)), (*keys)[128] = calloc(n_w + 1, sizeof(*keys)), rkey[128];
-	struct fleet_record *rec = NULL;
-	unsigned done = 0, n_rec = 0;
-	struct etcd_op *ops = NULL;
-	uint64_t seq = 0;
+	int r;
+
+	if (!b->n_ops)
+		return 0;
+	r = batch_txn(b, NULL, err);
+	if (r == 0 && b->pause && b->c->pause_s > 0) {
+		say(b->c, LOG_NOTICE, "%s: paused inside a step, after this controller's transaction %u "
+		    "(NODETUNE_FLEET_PAUSE)",
+		    b->rkey + strlen(FLEET_ROOT "rollouts/"), b->c->txns);
+		usleep((useconds_t)(b->c->pause_s * 1e6));
+	}
+	return r;
+}
+
+/* Make room for n ops of len bytes, flushing what the batch holds when
+ * they would not fit. */
+static int batch_room(struct batch *b, unsigned n, size_t len, struct nt_err *err)
+{
+	if (b->n_ops + n <= b->max_ops && b->bytes + len <= FLEET_TXN_BYTES)
+		return 0;
+	return batch_flush(b, err);
+}
+
+static void batch_put(struct batch *b, const char *key, const char *val)
+{
+	b->ops[b->n_ops++] = (struct etcd_op){ ETCD_OP_PUT, key, val, strlen(val), 0, false };
+	b->bytes += strlen(key) + strlen(val);
+}
+
+/* What a step writes: the pages that changed (signed, page_vals[g]), the
+ * hosts' keys (keys[i], vals[i] of write i, in page order: order[]), the
+ * head and the classes' records. */
+struct step_out {
+	struct fleet_layout l;          /* the layout after the step: seqs of the pages written */
+	char **page_vals;               /* [l.n_pages]: NULL when page g did not change */
+	char (*page_keys)[160];
+	unsigned *page_of;              /* [n_w] */
+	unsigned *order;                /* [n_w]: the writes sorted by page */
+	char *head;
+};
+
+static void step_out_free(struct step_out *o, unsigned n_pages)
+{
+	for (unsigned g = 0; o->page_vals && g < n_pages; g++)
+		free(o->page_vals[g]);
+	free(o->page_vals);
+	free(o->page_keys);
+	free(o->page_of);
+	free(o->order);
+	free(o->head);
+	fleet_layout_release(&o->l);
+}
+
+/* Page g of next (signed with seq) when it differs from r's (or r is
+ * NULL, or the page is absent). */
+static int page_value(struct fleet_ctl *c, const struct fleet_rollout *r, const struct fleet_layout *lr,
+		      const struct fleet_rollout *next, struct step_out *o, unsigned g, uint64_t seq, struct nt_err *err)
+{
+	char *now = fleet_page_json(next, &o->l, g), *was = r ? fleet_page_json(r, lr, g) : NULL, host[32];
+	unsigned w = 0, p = 0;
+	int rc = 0;
+
+	if (!now || (r && !was)) {
+		rc = err_set(err, -ENOMEM, "out of memory");
+	} else if (!r || !lr->rev[g] || strcmp(now, was)) {
+		fleet_page_locate(next, &o->l, g, &w, &p);
+		snprintf(host, sizeof(host), "w%u.p%u", w, p);
+		fleet_page_key(o->page_keys[g], sizeof(o->page_keys[g]), next->name, w, p);
+		if ((rc = seal(c, SIGN_KIND_ROLLOUT, host, next->name, next->sha256, seq, &now, err)) == 0) {
+			o->page_vals[g] = now;
+			o->l.seq[g] = seq;
+			now = NULL;
+		}
+	}
+	free(now);
+	free(was);
+	return rc;
+}
+
+/* The pages, the writes' order by page and the head of the step to next. */
+static int step_prepare(struct fleet_ctl *c, const struct fleet_rollout *r, const struct fleet_layout *lr,
+			const struct fleet_rollout *next, const struct fleet_write *w, unsigned n_w, uint64_t seq,
+			struct step_out *o, struct nt_err *err)
+{
+	unsigned *start;
+	int rc;
+
+	if (fleet_layout_init(&o->l, next, lr ? lr->page_hosts : c->page_hosts) < 0)
+		return err_set(err, -ENOMEM, "out of memory");
+	for (unsigned g = 0; lr && g < o->l.n_pages && g < lr->n_pages; g++) {
+		o->l.seq[g] = lr->seq[g];
+		o->l.rev[g] = lr->rev[g];
+	}
+	o->page_vals = calloc(o->l.n_pages + 1, sizeof(*o->page_vals));
+	o->page_keys = calloc(o->l.n_pages + 1, sizeof(*o->page_keys));
+	o->page_of = calloc(n_w + 1, sizeof(*o->page_of));
+	o->order = calloc(n_w + 1, sizeof(*o->order));
+	start = calloc(o->l.n_pages + 2, sizeof(*start));
+	rc = o->page_vals && o->page_keys && o->page_of && o->order && start ? 0 : err_set(err, -ENOMEM, "out of memory");
+	for (unsigned g = 0; rc == 0 && g < o->l.n_pages; g++)
+		rc = page_value(c, r, lr, next, o, g, seq, err);
+	/* a counting sort of the writes by page */
+	for (unsigned i = 0; rc == 0 && i < n_w; i++)
+		start[(o->page_of[i] = fleet_page_of(next, &o->l, w[i].wave, w[i].index)) + 1]++;
+	for (unsigned g = 0; rc == 0 && g < o->l.n_pages; g++)
+		start[g + 1] += start[g];
+	for (unsigned i = 0; rc == 0 && i < n_w; i++)
+		o->order[start[o->page_of[i]]++] = i;
+	free(start);
+	if (rc == 0 && !(o->head = fleet_rollout_head_json(next, &o->l)))
+		rc = err_set(err, -ENOMEM, "out of memory");
+	if (rc == 0)
+		rc = seal(c, SIGN_KIND_ROLLOUT, "*", next->name, next->sha256, seq, &o->head, err);
+	return rc;
+}
+
+/* Put the step's pages with their hosts' keys in as few transactions as
+ * fit, each page compared at the revision read, then the head (compared,
+ * create-only when rollout_rev is 0) with the records and what is left. */
+static int step_put(struct batch *b, struct step_out *o, char (*keys)[128], char **vals, unsigned n_w,
+		    const struct fleet_record *rec, unsigned n_rec, int64_t rollout_rev, int64_t *ret_rev,
+		    struct nt_err *err)
+{
+	unsigned k = 0;
+	int rc = 0;
+
+	for (unsigned g = 0; rc == 0 && g < o->l.n_pages; g++) {
+		unsigned n = o->page_vals[g] ? 1 : 0, k0 = k;
+		size_t len = o->page_vals[g] ? strlen(o->page_vals[g]) : 0;
+
+		for (; k < n_w && o->page_of[o->order[k]] == g; k++, n++)
+			len += strlen(vals[o->order[k]]);
+		if (!n || (rc = batch_room(b, n, len, err)) < 0)
+			continue;
+		if (o->page_vals[g]) {
+			b->cmp[b->n_cmp++] = (struct etcd_compare){ .target = ETCD_CMP_MOD, .key = o->page_keys[g],
+								    .number = o->l.rev[g] };
+			b->pages[b->n_pages++] = g;
+			batch_put(b, o->page_keys[g], o->page_vals[g]);
+		}
+		b->hosts |= k > k0;
+		for (unsigned i = k0; i < k; i++)
+			batch_put(b, keys[o->order[i]], vals[o->order[i]]);
+	}
+	b->max_ops = FLEET_TXN_OPS - 2;         /* the compares: the pages', the head's and the leader's */
+	if (rc == 0)
+		rc = batch_room(b, 1 + n_rec, strlen(o->head), err);
+	if (rc < 0)
+		return rc;
+	b->cmp[b->n_cmp++] = (struct etcd_compare){ .target = ETCD_CMP_MOD, .key = b->rkey, .number = rollout_rev };
+	batch_put(b, b->rkey, o->head);
+	for (unsigned i = 0; i < n_rec; i++)
+		batch_put(b, rec[i].key, rec[i].val);
+	return batch_txn(b, ret_rev, err);
+}
+
+/* The value of each write, signed with seq: keys[i], vals[i]. */
+static int writes_values(struct fleet_ctl *c, struct fleet_rollout *next, struct fleet_write *w, unsigned n_w,
+			 uint64_t seq, char (*keys)[128], char **vals, struct nt_err *err)
+{
 	int r = 0;
 
-	fleet_rollout_key(rkey, sizeof(rkey), next->name, false);
-	if (c->signer)
-		r = seq_next(c, &seq, err);
-	if (r == 0)
-		r = fleet_ctl_records(c, next, seq, &rec, &n_rec, err);
-	if (r == 0 && (!(ops = calloc(FLEET_TXN_HOSTS + 1 + n_rec, sizeof(*ops))) || !vals || !keys))
-		r = err_set(err, -ENOMEM, "out of memory");
-	if (r == 0 && c->signer)
-		r = fleet_ctl_keep_unverified(c, next, w, &n_w, err);
 	for (unsigned i = 0; r == 0 && i < n_w; i++) {
 		struct fleet_rhost *h = &next->waves[w[i].wave].hosts[w[i].index];
 
@@ -1005,37 +1318,67 @@ static int commit(struct fleet_ctl *c, struct fleet_rollout *next, int64_t rollo
 		else if (c->signer)
 			r = fleet_ctl_sign_write(c, &w[i], h, seq, keys[i], &vals[i], err);
 	}
-	while (r == 0) {
-		unsigned n = 0;
-		bool last = n_w - done <= FLEET_TXN_HOSTS;
+	return r;
+}
 
-		for (; done < n_w && n < FLEET_TXN_HOSTS; done++, n++)
-			ops[n] = (struct etcd_op){ ETCD_OP_PUT, keys[done], vals[done], strlen(vals[done]), 0, false };
-		if (last) {
-			if ((r = fleet_ctl_rollout_value(c, next, seq, &vals[n_w], err)) < 0)
-				break;
-			ops[n++] = (struct etcd_op){ ETCD_OP_PUT, rkey, vals[n_w], strlen(vals[n_w]), 0, false };
-			records_ops(ops, &n, rec, n_rec);
-		}
-		r = txn(c, rkey, rollout_rev, ops, n, last ? ret_rev : NULL, err);
-		if (last)
-			break;
+/* Commit next, the step from r (laid out as lr; NULL both: next is
+ * created) at rollout_rev, with its writes: the pages that changed, each
+ * with its hosts' keys, in transactions that compare each page at the
+ * revision read, then the head with the classes' records when it ends
+ * done (fleet_ctl_records).  A controller killed between two of them left
+ * pages ahead of the head: the step is taken again from what the hosts
+ * show (pass() sends no host what it has already).  *ret_rev: the head's
+ * new mod_revision. */
+static int commit(struct fleet_ctl *c, const struct fleet_rollout *r, const struct fleet_layout *lr,
+		  struct fleet_rollout *next, int64_t rollout_rev, struct fleet_write *w, unsigned n_w, int64_t *ret_rev,
+		  struct fleet_layout *ret_l, struct nt_err *err)
+{
+	char **vals = calloc(n_w + 1, sizeof(char *)), (*keys)[128] = calloc(n_w + 1, sizeof(*keys)), rkey[128];
+	struct batch *b = calloc(1, sizeof(*b));
+	struct step_out o = { 0 };
+	struct fleet_record *rec = NULL;
+	unsigned n_rec = 0, np;
+	uint64_t seq = 0;
+	int rc = vals && keys && b ? 0 : err_set(err, -ENOMEM, "out of memory");
+
+	fleet_rollout_key(rkey, sizeof(rkey), next->name, false);
+	if (rc == 0 && c->signer)
+		rc = seq_next(c, &seq, err);
+	if (rc == 0)
+		rc = fleet_ctl_records(c, next, seq, &rec, &n_rec, err);
+	if (rc == 0 && n_rec + 1 > FLEET_TXN_OPS - 2)
+		rc = err_set(err, -E2BIG, "%s: %u classes' records do not fit one transaction", rkey, n_rec);
+	if (rc == 0 && c->signer)
+		rc = fleet_ctl_keep_unverified(c, next, w, &n_w, err);
+	if (rc == 0)
+		rc = writes_values(c, next, w, n_w, seq, keys, vals, err);
+	if (rc == 0)
+		rc = step_prepare(c, r, lr, next, w, n_w, seq, &o, err);
+	if (rc == 0) {
+		*b = (struct batch){ .c = c, .rkey = rkey, .max_ops = o.l.page_hosts + 1, .l = &o.l, .pause = r != NULL };
+		rc = step_put(b, &o, keys, vals, n_w, rec, n_rec, rollout_rev, ret_rev, err);
 	}
-	for (unsigned i = 0; vals && i <= n_w; i++)
+	np = o.l.n_pages;
+	if (rc == 0 && ret_l) {
+		*ret_l = o.l;                      /* moved */
+		memset(&o.l, 0, sizeof(o.l));
+	}
+	for (unsigned i = 0; vals && i < n_w; i++)
 		free(vals[i]);
+	step_out_free(&o, np);
 	free(vals);
 	free(keys);
-	free(ops);
+	free(b);
 	fleet_ctl_records_free(rec, n_rec);
-	return r;
+	return rc;
 }
 
 /* ---- the run loop ------------------------------------------------------ */
 
-/* The rollout document as the controller reads it: verified with check
- * (a refusal stops the controller, which writes nothing). */
-int fleet_ctl_rollout_parse(struct fleet_ctl *c, const char *name, bool check, const struct etcd_kv *kv,
-			    struct fleet_rollout *ret, struct nt_err *err)
+/* The head as the controller reads it: verified with check (a refusal
+ * stops the controller, which writes nothing); *l its layout. */
+static int head_parse(struct fleet_ctl *c, const char *name, bool check, const struct etcd_kv *kv,
+		      struct fleet_rollout *ret, struct fleet_layout *l, struct nt_err *err)
 {
 	struct sign_envelope e = { 0 };
 	struct nt_err why = { 0 };
@@ -1052,41 +1395,153 @@ int fleet_ctl_rollout_parse(struct fleet_ctl *c, const char *name, bool check, c
 	} else {
 		doc = e.doc;
 		len = e.doc_len;
-		if (strcmp(e.h.rollout, name))
-			r = err_set(err, -EPERM, "%s: signed for rollout %s: nothing written", kv->key, e.h.rollout);
+		if (strcmp(e.h.rollout, name) || strcmp(e.h.host, "*"))
+			r = err_set(err, -EPERM, "%s: signed for rollout %s (%s): nothing written", kv->key, e.h.rollout,
+				    e.h.host);
 	}
 	if (r == 0)
-		r = fleet_parse_rollout(kv->key, doc, len, ret, err);
+		r = fleet_parse_rollout_head(kv->key, doc, len, ret, l, err);
 	if (r == 0 && check && (strcmp(ret->name, name) || strcmp(ret->sha256, e.h.policy_sha256))) {
 		r = err_set(err, -EPERM, "%s: names rollout %s, sha256 %.12s, but was signed for %s, sha256 %.12s: nothing "
 				    "written", kv->key, ret->name, ret->sha256, name, e.h.policy_sha256);
 		fleet_rollout_release(ret);
+		fleet_layout_release(l);
 	}
 	sign_envelope_release(&e);
 	return r;
 }
 
-/* The rollout, its mod_revision, and whether an abort was asked for; with
- * a signer, verified (fleet_ctl_rollout_parse). */
-static int read_rollout(struct fleet_ctl *c, const char *name, struct fleet_rollout *ret, int64_t *ret_rev,
-			bool *ret_abort, struct nt_err *err)
+int fleet_ctl_rollout_parse(struct fleet_ctl *c, const char *name, bool check, const struct etcd_kv *kv,
+			    struct fleet_rollout *ret, struct nt_err *err)
 {
-	struct etcd_range rg = { 0 };
+	struct fleet_layout l;
+	int r = head_parse(c, name, check, kv, ret, &l, err);
+
+	if (r == 0)
+		fleet_layout_release(&l);
+	return r;
+}
+
+/* Page g of r from kv: verified with check (signed by a trusted key as
+ * kind rollout for host "wW.pP" of r, with r's sha256, at a seq no older
+ * than the one r's head names: an older page put back is a replay). */
+static int page_take(struct fleet_ctl *c, bool check, const struct etcd_kv *kv, struct fleet_rollout *r,
+		     struct fleet_layout *l, unsigned g, struct nt_err *err)
+{
+	struct sign_envelope e = { 0 };
+	struct nt_err why = { 0 };
+	enum sign_reject reason;
+	const char *doc = NULL;
+	unsigned w = 0, p = 0;
+	char host[32];
+	size_t len = 0;
+	int rc = 0;
+
+	fleet_page_locate(r, l, g, &w, &p);
+	snprintf(host, sizeof(host), "w%u.p%u", w, p);
+	if (!check)
+		unwrap(kv, &e, &doc, &len);
+	else if ((rc = verify(c, SIGN_KIND_ROLLOUT, host, kv->value, kv->value_len, &e, &reason, &why)) < 0)
+		rc = err_set(err, rc, "%s: %s: this controller acts only on a rollout page it can verify; nothing written",
+			     kv->key, why.msg);
+	else if (strcmp(e.h.host, host) || strcmp(e.h.rollout, r->name) || strcmp(e.h.policy_sha256, r->sha256))
+		rc = err_set(err, -EPERM, "%s: signed for %s of rollout %s, sha256 %.12s: nothing written", kv->key,
+			     e.h.host, e.h.rollout, e.h.policy_sha256);
+	else if (e.h.seq < l->seq[g])
+		rc = err_set(err, -EPERM, "%s: signed with seq %llu, older than the %llu its rollout document names (a "
+				     "replay): nothing written", kv->key, (unsigned long long)e.h.seq,
+			     (unsigned long long)l->seq[g]);
+	if (rc == 0 && check) {
+		doc = e.doc;
+		len = e.doc_len;
+	}
+	if (rc == 0)
+		rc = fleet_parse_page(kv->key, doc, len, r, l, g, err);
+	l->rev[g] = kv->mod_revision;
+	sign_envelope_release(&e);
+	return rc;
+}
+
+static int kv_cmp(const void *key, const void *kv)
+{
+	return strcmp(key, ((const struct etcd_kv *)kv)->key);
+}
+
+/* The pages of wave only (UINT_MAX: every page) of r from rg (etcd's
+ * keys are sorted); a page missing stops the controller (-EPERM). */
+static int pages_take(struct fleet_ctl *c, bool check, const struct etcd_range *rg, struct fleet_rollout *r,
+		      struct fleet_layout *l, unsigned wave, struct nt_err *err)
+{
+	int rc = 0;
+
+	for (unsigned g = 0; rc == 0 && g < l->n_pages; g++) {
+		unsigned w = 0, p = 0;
+		char key[160];
+		const struct etcd_kv *kv;
+
+		fleet_page_locate(r, l, g, &w, &p);
+		if (wave != UINT_MAX && w != wave)
+			continue;
+		kv = bsearch(fleet_page_key(key, sizeof(key), r->name, w, p), rg->kvs, rg->n_kvs, sizeof(*rg->kvs), kv_cmp);
+		rc = kv ? page_take(c, check, kv, r, l, g, err)
+			: err_set(err, -EPERM, "%s: missing (its rollout document names %u page(s)): nothing written", key,
+				  l->n_pages);
+	}
+	return rc;
+}
+
+/* The pages of r wave by wave (one range answer each: under the client's
+ * ETCD_RESPONSE_MAX up to about 60,000 hosts in one wave). */
+static int pages_read(struct fleet_ctl *c, bool check, struct fleet_rollout *r, struct fleet_layout *l,
+		      struct nt_err *err)
+{
+	int rc = 0;
+
+	for (unsigned w = 0; rc == 0 && w < r->n_waves; w++) {
+		struct etcd_range rg = { 0 };
+		char prefix[160];
+
+		snprintf(prefix, sizeof(prefix), FLEET_ROOT "rollouts/%s/pages/%u.", r->name, w);
+		if ((rc = etcd_get(c->e, prefix, true, &rg, err)) == 0)
+			rc = pages_take(c, check, &rg, r, l, w, err);
+		etcd_range_free(&rg);
+	}
+	return rc;
+}
+
+/* The rollout (its head and pages), the head's mod_revision and the
+ * pages', and whether an abort was asked for; with a signer, verified. */
+static int read_rollout(struct fleet_ctl *c, const char *name, struct fleet_rollout *ret, int64_t *ret_rev,
+			struct fleet_layout *ret_l, bool *ret_abort, struct nt_err *err)
+{
+	struct fleet_layout l = { 0 };
+	struct etcd_range rg = { 0 }, ra = { 0 };
 	char key[128], akey[160];
-	int r = etcd_get(c->e, fleet_rollout_key(key, sizeof(key), name, false), true, &rg, err);
+	int r = etcd_get(c->e, fleet_rollout_key(key, sizeof(key), name, false), false, &rg, err);
 
 	snprintf(akey, sizeof(akey), "%s/abort", key);
-	if (r < 0)
+	if (r == 0 && ret_abort)
+		r = etcd_get(c->e, akey, false, &ra, err);
+	if (r < 0) {
+		etcd_range_free(&rg);
 		return r;
-	r = err_set(err, -ENOENT, "no rollout named %s (fleet status lists them)", name);
-	for (size_t i = 0; i < rg.n_kvs; i++) {
-		if (!strcmp(rg.kvs[i].key, key)) {
-			r = fleet_ctl_rollout_parse(c, name, c->signer != NULL, &rg.kvs[i], ret, err);
-			*ret_rev = rg.kvs[i].mod_revision;
-		} else if (ret_abort && !strcmp(rg.kvs[i].key, akey))
+	}
+	if (!rg.n_kvs)
+		r = err_set(err, -ENOENT, "no rollout named %s (fleet status lists them)", name);
+	else if ((r = head_parse(c, name, c->signer != NULL, &rg.kvs[0], ret, &l, err)) == 0 &&
+		 (r = pages_read(c, c->signer != NULL, ret, &l, err)) < 0)
+		fleet_rollout_release(ret);
+	if (r == 0) {
+		*ret_rev = rg.kvs[0].mod_revision;
+		if (ret_abort && ra.n_kvs)
 			*ret_abort = true;
 	}
+	if (r == 0 && ret_l)
+		*ret_l = l;
+	else
+		fleet_layout_release(&l);
 	etcd_range_free(&rg);
+	etcd_range_free(&ra);
 	return r;
 }
 
@@ -1150,52 +1605,223 @@ static void say_events(const struct fleet_ctl *c, const struct fleet_rollout *r,
 		say(c, LOG_NOTICE, "%s: %s", next->name, next->events[i].what);
 }
 
-/* One pass: read, step, commit.  1 when the rollout is final (*ret_final),
- * 0 to go on, or an error. */
+/* ---- the leader's view: the hosts followed by a watch, its own rollout -- */
+
+/* Read every host's keys into c->rows, to be followed from the newest
+ * key's mod_revision (the answer's own revision, when header, or when
+ * there is no key): a store that lies about its revision (its header)
+ * cannot make the watch start past every change.  A read is after the
+ * controller's own writes: hosts_need is met. */
+static int rows_read(struct fleet_ctl *c, bool header, struct nt_err *err)
+{
+	struct fleet_host_row *rows = NULL;
+	unsigned n = 0;
+	int64_t rev = 0, newest = 0;
+	int r = read_hosts(c, &rows, &n, &rev, &newest, err);
+
+	if (r < 0)
+		return r;
+	free(c->rows);
+	c->rows = rows;
+	c->n_rows = c->cap_rows = n;
+	c->hosts_rev = header || !newest ? rev : newest;
+	c->hosts_need = 0;
+	return 0;
+}
+
+/* Wait up to ms for the hosts' keys to change after c->hosts_rev, and
+ * apply what changed to c->rows.  A compacted revision: read again. */
+static int rows_follow(struct fleet_ctl *c, long ms, struct nt_err *err)
+{
+	struct etcd_events ev = { 0 };
+	int r = etcd_watch(c->e, FLEET_ROOT "hosts/", true, c->hosts_rev + 1, ms, &ev, err);
+
+	if (r == -ESTALE)
+		return rows_read(c, true, err);
+	if (r < 0)
+		return r;
+	r = fleet_ctl_rows_apply(&c->rows, &c->n_rows, &c->cap_rows, ev.events, ev.n_events);
+	for (size_t i = 0; i < ev.n_events; i++)
+		if (ev.events[i].kv.mod_revision > c->hosts_rev)
+			c->hosts_rev = ev.events[i].kv.mod_revision;
+	etcd_events_free(&ev);
+	return r < 0 ? err_set(err, r, "out of memory") : 0;
+}
+
+/* The rows, up to date with this controller's own last writes: read once,
+ * then followed (a watch from where they are, until they reach
+ * hosts_need; 2 s at most, then read again). */
+static int rows_sync(struct fleet_ctl *c, struct nt_err *err)
+{
+	double until = fleet_now_mono() + 2;
+	int r = 0;
+
+	if (!c->hosts_rev)
+		return rows_read(c, false, err);
+	while (r == 0 && c->hosts_rev < c->hosts_need && fleet_now_mono() < until)
+		r = rows_follow(c, 500, err);
+	return r == 0 && c->hosts_rev < c->hosts_need ? rows_read(c, false, err) : r;
+}
+
+/* NODETUNE_FLEET_PAUSE: say the step just committed (what a test kills
+ * the controller after: its new events, or the hosts' states only), then
+ * pause. */
+static void pause_after(struct fleet_ctl *c, const struct fleet_rollout *r, const struct fleet_rollout *next,
+			unsigned n_w)
+{
+	char what[1024] = "host states only";
+	size_t len = 0;
+
+	for (unsigned i = fleet_ctl_new_events(r, next); i < next->n_events && len < sizeof(what) - 1; i++)
+		len += (size_t)snprintf(what + len, sizeof(what) - len, "%s%s", len ? "; " : "", next->events[i].what);
+	say(c, LOG_NOTICE, "%s: paused after a step (%u write(s); this controller's transaction %u): %s "
+	    "(NODETUNE_FLEET_PAUSE)", next->name, n_w, c->txns, what);
+	usleep((useconds_t)(c->pause_s * 1e6));
+}
+
+unsigned fleet_ctl_unsent(const struct fleet_rollout *r, struct fleet_observed *const *obs, struct fleet_write *w,
+			  unsigned n_w)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < n_w; i++) {
+		const struct fleet_observed *o = &obs[w[i].wave][w[i].index];
+		bool has = w[i].kind == FLEET_W_PUT_DESIRED && o->has_desired && o->desired.mode == w[i].mode &&
+			   !strcmp(o->desired.rollout, r->name) && !strcmp(o->desired.sha256, r->sha256) &&
+			   !strcmp(o->desired.gate, w[i].mode == FLEET_MODE_GATE ? r->gate : "");
+
+		if (!has)
+			w[k++] = w[i];
+	}
+	return k;
+}
+
+/* A copy of the rollout this leader committed last, when the head is
+ * still at the revision it committed (the pages are compared when they
+ * are written again): 1 with *ret, *ret_l; 0 when it is not. */
+static int cache_take(struct fleet_ctl *c, int64_t head_rev, struct fleet_rollout *ret, struct fleet_layout *ret_l,
+		      struct nt_err *err)
+{
+	if (!c->cache_rev || head_rev != c->cache_rev)
+		return 0;
+	if (fleet_rollout_copy(&c->cache, ret) < 0 || fleet_layout_init(ret_l, ret, c->cache_l.page_hosts) < 0) {
+		fleet_rollout_release(ret);
+		return err_set(err, -ENOMEM, "out of memory");
+	}
+	memcpy(ret_l->seq, c->cache_l.seq, c->cache_l.n_pages * sizeof(*ret_l->seq));
+	memcpy(ret_l->rev, c->cache_l.rev, c->cache_l.n_pages * sizeof(*ret_l->rev));
+	return 1;
+}
+
+/* The rollout for a pass: the head's revision and the abort key (two
+ * small reads), the rollout itself from the cache when the head is the
+ * one this leader committed, else read whole (read_rollout). */
+static int read_current(struct fleet_ctl *c, const char *name, struct fleet_rollout *ret, int64_t *ret_rev,
+			struct fleet_layout *ret_l, bool *ret_abort, struct nt_err *err)
+{
+	struct etcd_range rg = { 0 };
+	char key[128], akey[160];
+	int64_t head_rev = 0;
+	int r;
+
+	if (!c->cache_rev)
+		return read_rollout(c, name, ret, ret_rev, ret_l, ret_abort, err);
+	fleet_rollout_key(key, sizeof(key), name, false);
+	snprintf(akey, sizeof(akey), "%s/abort", key);
+	if ((r = etcd_get(c->e, akey, false, &rg, err)) < 0)
+		return r;
+	*ret_abort |= rg.n_kvs > 0;
+	etcd_range_free(&rg);
+	if ((r = etcd_get(c->e, key, false, &rg, err)) < 0)
+		return r;
+	head_rev = rg.n_kvs ? rg.kvs[0].mod_revision : 0;
+	etcd_range_free(&rg);
+	if ((r = cache_take(c, head_rev, ret, ret_l, err)) != 0) {
+		*ret_rev = head_rev;
+		return r < 0 ? r : 0;
+	}
+	return read_rollout(c, name, ret, ret_rev, ret_l, ret_abort, err);
+}
+
+/* After a commit: keep next (moved) and its layout as the cache at
+ * head_rev; rc < 0: forget it (the next pass reads the rollout whole). */
+static void cache_keep(struct fleet_ctl *c, int rc, struct fleet_rollout *next, struct fleet_layout *l, int64_t head_rev)
+{
+	fleet_rollout_release(&c->cache);
+	fleet_layout_release(&c->cache_l);
+	c->cache_rev = 0;
+	if (rc < 0)
+		return;
+	c->cache = *next;
+	c->cache_l = *l;
+	c->cache_rev = head_rev;
+	memset(next, 0, sizeof(*next));
+	memset(l, 0, sizeof(*l));
+}
+
+/* Commit the step to next (its writes w[0..n_w) less those the hosts
+ * have: fleet_ctl_unsent), say it, keep it.  0, 1 when next is final, or
+ * an error (-ECANCELED: re-read, 0). */
+static int pass_commit(struct fleet_ctl *c, const struct fleet_rollout *r, const struct fleet_layout *l,
+		       struct fleet_observed **obs, int64_t rev, struct fleet_rollout *next, struct fleet_write *w,
+		       unsigned n_w, enum fleet_state *ret_final, struct nt_err *err)
+{
+	struct fleet_layout nl = { 0 };
+	int64_t new_rev = 0;
+	int rc;
+
+	n_w = fleet_ctl_unsent(r, obs, w, n_w);
+	rc = commit(c, r, l, next, rev, w, n_w, &new_rev, &nl, err);
+	if (rc == 0)
+		say_events(c, r, next);
+	if (rc == 0 && c->pause_s > 0)
+		pause_after(c, r, next, n_w);
+	if (rc == 0 && fleet_state_final(next->state)) {
+		*ret_final = next->state;
+		rc = 1;
+	}
+	cache_keep(c, rc, next, &nl, new_rev);
+	fleet_layout_release(&nl);
+	return rc == -ECANCELED ? 0 : rc;
+}
+
+/* One pass: read (the hosts followed, the rollout cached), step, commit.
+ * 1 when the rollout is final (*ret_final), 0 to go on, or an error. */
 static int pass(struct fleet_ctl *c, const char *name, bool *abort, enum fleet_state *ret_final, struct nt_err *err)
 {
 	struct fleet_rollout r = { 0 }, next = { 0 };
-	struct fleet_host_row *rows = NULL;
 	struct fleet_observed **obs = NULL;
 	struct fleet_write *w = NULL;
-	unsigned n_rows = 0, n_w = 0;
-	int64_t rev = 0, hrev = 0, new_rev;
-	int rc = read_rollout(c, name, &r, &rev, abort, err);
+	struct fleet_layout l = { 0 };
+	unsigned n_w = 0;
+	int64_t rev = 0;
+	int rc = read_current(c, name, &r, &rev, &l, abort, err);
 
 	if (rc == 0 && fleet_state_final(r.state)) {
 		*ret_final = r.state;
 		fleet_rollout_release(&r);
+		fleet_layout_release(&l);
 		return 1;
 	}
 	if (rc == 0)
-		rc = read_hosts(c, &rows, &n_rows, &hrev, err);
-	if (rc == 0 && !(obs = fleet_ctl_observe(&r, rows, n_rows)))
+		rc = rows_sync(c, err);
+	if (rc == 0 && !(obs = fleet_ctl_observe(&r, c->rows, c->n_rows)))
 		rc = err_set(err, -ENOMEM, "out of memory");
 	if (rc == 0)
 		rc = fleet_step(&r, obs, fleet_now_wall(), *abort, &next, &w, &n_w);
 	if (rc == 1) {
-		rc = commit(c, &next, rev, w, n_w, &new_rev, err);
-		if (rc == 0)
-			say_events(c, &r, &next);
-		if (rc == 0 && c->pause_s > 0)
-			usleep((useconds_t)(c->pause_s * 1e6));
-		if (rc == 0 && fleet_state_final(next.state)) {
-			*ret_final = next.state;
-			rc = 1;
-		}
-		rc = rc == -ECANCELED ? 0 : rc;
+		rc = pass_commit(c, &r, &l, obs, rev, &next, w, n_w, ret_final, err);
 		fleet_rollout_release(&next);
 		free(w);
 	} else if (rc == 0) {
-		struct etcd_events ev = { 0 };
-
 		/* nothing to do yet: wait for a host to change (or a second) */
-		if (etcd_watch(c->e, FLEET_ROOT "hosts/", true, hrev + 1, 1000, &ev, NULL) == 0)
-			etcd_events_free(&ev);
+		rc = rows_follow(c, 1000, err);
 	}
+	if (rc < 0)
+		cache_keep(c, rc, NULL, NULL, 0);
 	fleet_ctl_observe_free(obs, r.n_waves);
-	free(rows);
 	fleet_rollout_release(&r);
+	fleet_layout_release(&l);
 	return rc;
 }
 
@@ -1243,7 +1869,7 @@ static int policy_check(struct fleet_ctl *c, const struct fleet_rollout *r, stru
 static int read_checked(struct fleet_ctl *c, const char *name, struct fleet_rollout *ret, struct nt_err *err)
 {
 	int64_t rev;
-	int rc = read_rollout(c, name, ret, &rev, NULL, err);
+	int rc = read_rollout(c, name, ret, &rev, NULL, NULL, err);
 
 	if (rc == 0 && (rc = policy_check(c, ret, err)) < 0)
 		fleet_rollout_release(ret);
@@ -1334,7 +1960,7 @@ int fleet_ctl_converge(struct fleet_ctl *c, const struct fleet_rollout *r, doubl
 		unsigned n = 0;
 		int64_t hrev = 0;
 
-		if ((rc = read_hosts(c, &rows, &n, &hrev, err)) < 0)
+		if ((rc = read_hosts(c, &rows, &n, &hrev, NULL, err)) < 0)
 			break;
 		*ret_behind = fleet_ctl_behind(r, rows, n, buf, size, &skipped);
 		free(rows);
@@ -1365,7 +1991,7 @@ int fleet_ctl_abort(struct fleet_ctl *c, const char *name, enum fleet_state *ret
 		if (rc != -EBUSY)
 			return rc;
 		/* a leader runs: it sees the abort; follow it until it ends */
-		if ((rc = read_rollout(c, name, &r, &rev, NULL, err)) < 0)
+		if ((rc = read_rollout(c, name, &r, &rev, NULL, NULL, err)) < 0)
 			return rc;
 		if (fleet_state_final(r.state)) {
 			*ret_final = r.state;
@@ -1381,7 +2007,7 @@ int fleet_ctl_get(struct fleet_ctl *c, const char *name, struct fleet_rollout *r
 {
 	int64_t rev;
 
-	return read_rollout(c, name, ret, &rev, NULL, err);
+	return read_rollout(c, name, ret, &rev, NULL, NULL, err);
 }
 
 int fleet_ctl_list(struct fleet_ctl *c, struct fleet_rollout **ret, unsigned *ret_n, struct nt_err *err)
@@ -1399,9 +2025,15 @@ int fleet_ctl_list(struct fleet_ctl *c, struct fleet_rollout **ret, unsigned *re
 	for (size_t i = 0; r == 0 && i < rg.n_kvs; i++) {
 		const char *rest = rg.kvs[i].key + strlen(FLEET_ROOT "rollouts/");
 
+		struct fleet_layout l;
+
 		if (strchr(rest, '/'))
 			continue;
-		r = fleet_ctl_rollout_parse(c, rest, false, &rg.kvs[i], &all[n], err);
+		if ((r = head_parse(c, rest, false, &rg.kvs[i], &all[n], &l, err)) == 0) {
+			if ((r = pages_take(c, false, &rg, &all[n], &l, UINT_MAX, err)) < 0)
+				fleet_rollout_release(&all[n]);
+			fleet_layout_release(&l);
+		}
 		n += r == 0;
 	}
 	etcd_range_free(&rg);

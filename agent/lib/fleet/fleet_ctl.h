@@ -3,17 +3,28 @@
  * fleet_step (fleet.h) over etcd, abort it, read it back.
  *
  * Promises:
- *  - every step is one etcd transaction (or, for a wave over
- *    FLEET_TXN_HOSTS hosts, the desired keys in chunks and then the step)
- *    that compares the rollout's mod_revision and the leader key's
- *    create_revision: a controller killed anywhere is resumed by
- *    fleet_ctl_run and never takes a step twice; a re-sent chunk writes the
- *    same desired values again, which a host does not apply twice;
+ *  - a rollout is a small head and pages of hosts (fleet_doc.h); a step
+ *    puts the pages it changed, each with its hosts' desired keys, in
+ *    transactions of at most 128 ops and 1 MiB that compare each page's
+ *    mod_revision and the leader key's create_revision, then the head
+ *    (compared too): a controller killed anywhere, between two steps or
+ *    between two transactions of one, is resumed by fleet_ctl_run, which
+ *    takes the step again from what the hosts show and sends no host the
+ *    desired it has (fleet_ctl_unsent): each host's desired key is put
+ *    once per step;
+ *  - the leader reads the rollout and the hosts once, then keeps the
+ *    rollout it committed (read again only when the head is not the one
+ *    it wrote) and follows the hosts' keys with a watch;
  *  - one controller at a time: fleet_ctl_run first creates the leader key
  *    under its own lease (kept alive while it runs); a second gets -EBUSY,
  *    or waits for the lease of a dead one to expire (wait_leader);
  *  - for tests, NODETUNE_FLEET_PAUSE=SECONDS (at most 10) pauses after each
- *    committed step, so that a test can kill the controller between any two;
+ *    committed step and each transaction inside one, saying which, so that
+ *    a test can kill the controller at any of them; NODETUNE_FLEET_TXN_HOSTS
+ *    (1 to FLEET_PAGE_HOSTS) sets the hosts of a page of a rollout it
+ *    creates, so that a small fleet's steps take several transactions.
+ *    Both act only on the process whose environment sets them (the
+ *    operator's own controller): a pause, or a layout of smaller pages;
  *  - a store that fails in the middle is retried (every endpoint, then
  *    again after a pause) while the leader lease lives; a lost lease stops
  *    the run (-ENOLCK): nothing more is written.
@@ -26,7 +37,6 @@
 #include "fleet/fleet.h"
 #include "tune/policy.h"
 
-#define FLEET_TXN_HOSTS 100   /* desired keys in one transaction (etcd: --max-txn-ops 128) */
 #define FLEET_DOC_TTL_S (7 * 86400)      /* a signed desired or shadow expires after a week */
 #define FLEET_TIMESTAMP_TTL_S 86400      /* a signed timestamp, after a day */
 

@@ -19,6 +19,15 @@
  * -ENOMEM. */
 int fleet_ctl_rows(const struct etcd_kv *kvs, size_t n_kvs, struct fleet_host_row **ret, unsigned *ret_n);
 
+/* Apply watch events ev[0..n_ev) of the hosts' keys to *rows (sorted by
+ * name, *n of them, room for *cap; grown as hosts appear): a put as
+ * fleet_ctl_rows takes it, a delete of the liveness key makes the host
+ * not alive, of its desired, shadow or status forgets that key.  Keys that
+ * are not a host's are skipped.  0 or -ENOMEM. */
+struct etcd_event;
+int fleet_ctl_rows_apply(struct fleet_host_row **rows, unsigned *n, unsigned *cap, const struct etcd_event *ev,
+			 size_t n_ev);
+
 /* What fleet_step observes of each host of r (obs[w][i] for
  * r->waves[w].hosts[i]) from the rows (sorted by name); a host without a
  * row is observed as nothing (not alive, no keys).  NULL on out of memory;
@@ -39,8 +48,9 @@ char *fleet_ctl_write_value(const struct fleet_rollout *r, const struct fleet_wr
  * for sha?  (No: a signing controller stores it again, key rotation.) */
 bool fleet_ctl_policy_ours(struct fleet_ctl *c, const struct etcd_kv *kv, const char *sha);
 
-/* The rollout document's store value: r as JSON, with a signer sealed
- * (kind rollout, host "*", r's sha256) with seq.  0 with *ret (free it),
+/* The rollout document's store value (its head, fleet_rollout_head_json,
+ * every page at seq): with a signer sealed (kind rollout, host "*", r's
+ * sha256) with seq.  0 with *ret (free it),
  * -EINVAL or -ENOMEM with err. */
 int fleet_ctl_rollout_value(const struct fleet_ctl *c, const struct fleet_rollout *r, uint64_t seq, char **ret,
 			    struct nt_err *err);
@@ -71,6 +81,13 @@ int fleet_ctl_keep_unverified(struct fleet_ctl *c, struct fleet_rollout *next, s
  * 0, -EPERM, -EINVAL (not a desired document), -ENOMEM, with err. */
 int fleet_ctl_sign_write(struct fleet_ctl *c, const struct fleet_write *w, struct fleet_rhost *h, uint64_t seq,
 			 const char *key, char **val, struct nt_err *err);
+
+/* Drop from w[0..n_w) the desired writes a host has already (its
+ * observed desired names r, that mode, r's sha256 and gate): a step taken
+ * again after a controller died between its transactions sends no host
+ * the same desired twice.  Returns how many are left (their order kept). */
+unsigned fleet_ctl_unsent(const struct fleet_rollout *r, struct fleet_observed *const *obs, struct fleet_write *w,
+			  unsigned n_w);
 
 /* The index of next's first event that r had not (those after r's last
  * event; all of them when r had none or its last one was dropped). */

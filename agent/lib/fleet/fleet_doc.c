@@ -846,23 +846,48 @@ static json_t *rhost_json(const struct fleet_rhost *h)
 	return o;
 }
 
-static json_t *waves_json(const struct fleet_rollout *r)
+/* The hosts of wave w in each state, {"pending":N,...} (states with none left out). */
+static json_t *counts_json(const struct fleet_wave *w)
+{
+	unsigned n[FLEET_R__COUNT] = { 0 };
+	json_t *o = json_object();
+
+	for (unsigned i = 0; i < w->n; i++)
+		n[w->hosts[i].state]++;
+	for (int s = 0; o && s < FLEET_R__COUNT; s++)
+		if (n[s])
+			json_object_set_new(o, fleet_rstate_names[s], json_integer(n[s]));
+	return o;
+}
+
+/* The waves: each with its hosts (l NULL), or (the head) with their count,
+ * how many are in each state and the seq of each of its pages. */
+static json_t *waves_json(const struct fleet_rollout *r, const struct fleet_layout *l)
 {
 	json_t *a = json_array();
+	unsigned g = 0;
 
 	for (unsigned w = 0; a && w < r->n_waves; w++) {
+		json_t *o = json_pack("{s:i, s:s, s:s, s:f}", "index", (int)w, "spec", r->waves[w].spec, "state",
+				      fleet_wstate_names[r->waves[w].state], "started", r->waves[w].started);
 		json_t *hosts = json_array();
 
-		for (unsigned i = 0; hosts && i < r->waves[w].n; i++)
+		for (unsigned i = 0; !l && hosts && i < r->waves[w].n; i++)
 			json_array_append_new(hosts, rhost_json(&r->waves[w].hosts[i]));
-		json_array_append_new(a, json_pack("{s:i, s:s, s:s, s:f, s:o}", "index", (int)w, "spec",
-						   r->waves[w].spec, "state", fleet_wstate_names[r->waves[w].state],
-						   "started", r->waves[w].started, "hosts", hosts));
+		for (unsigned p = 0; l && hosts && p < fleet_wave_pages(&r->waves[w], l->page_hosts); p++, g++)
+			json_array_append_new(hosts, json_integer((json_int_t)l->seq[g]));
+		if (o && l) {
+			json_object_set_new(o, "n", json_integer(r->waves[w].n));
+			json_object_set_new(o, "counts", counts_json(&r->waves[w]));
+		}
+		if (o)
+			json_object_set_new(o, l ? "pages" : "hosts", hosts);
+		json_array_append_new(a, o);
 	}
 	return a;
 }
 
-char *fleet_rollout_json(const struct fleet_rollout *r)
+static char *rollout_json(const struct fleet_rollout *r, const struct fleet_layout *l)
 {
 	json_t *ev = json_array(), *o;
 	char *s;
@@ -874,14 +899,26 @@ char *fleet_rollout_json(const struct fleet_rollout *r)
 		      fleet_state_names[r->state], "waves_spec", r->waves_spec, "gate", r->gate,
 		      "gate_budget", r->gate_budget, "wave_timeout", r->wave_timeout, "shadow", r->shadow,
 		      "allow_inconclusive", r->allow_inconclusive, "goal", fleet_state_names[r->goal], "wave",
-		      (int)r->wave, "waves", waves_json(r), "events", ev, "created", r->created, "updated",
+		      (int)r->wave, "waves", waves_json(r, l), "events", ev, "created", r->created, "updated",
 		      r->updated, "phase_started", r->phase_started);
 	if (!o)
 		return NULL;
 	json_object_set_new(o, "reason", r->reason ? json_string(r->reason) : json_null());
+	if (l)
+		json_object_set_new(o, "page_hosts", json_integer(l->page_hosts));
 	s = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return s;
+}
+
+char *fleet_rollout_json(const struct fleet_rollout *r)
+{
+	return rollout_json(r, NULL);
+}
+
+char *fleet_rollout_head_json(const struct fleet_rollout *r, const struct fleet_layout *l)
+{
+	return rollout_json(r, l);
 }
 
 /* An optional string member, copied (NULL when absent or null). */
@@ -947,7 +984,43 @@ static void parse_rhost(struct reader *rd, json_t *o, struct fleet_rhost *h)
 		rd->r = hr.r;
 }
 
-static void parse_waves(struct reader *rd, struct fleet_rollout *r)
+/* A head's wave: its "n" hosts (zeroed: its pages fill them) and its
+ * pages' seqs, appended to l. */
+static void parse_wave_pages(struct reader *rd, struct reader *wr, struct fleet_wave *wave, struct fleet_layout *l)
+{
+	json_t *pages = json_object_get(wr->o, "pages");
+	unsigned n = (unsigned)get_int(wr, "n", 1, FLEET_HOSTS_MAX), np = fleet_wave_pages(&(struct fleet_wave){ .n = n },
+											l->page_hosts);
+	uint64_t *seq;
+
+	if ((rd->r = wr->r))
+		return;
+	if (!json_is_array(pages) || json_array_size(pages) != np) {
+		bad(rd, "waves", "a wave's pages are not an array of one seq per page");
+		return;
+	}
+	wave->hosts = calloc(n + 1, sizeof(*wave->hosts));
+	seq = realloc(l->seq, (l->n_pages + np + 1) * sizeof(*seq));
+	if (seq)
+		l->seq = seq;
+	if (!wave->hosts || !seq) {
+		rd->r = err_set(rd->err, -ENOMEM, "out of memory");
+		return;
+	}
+	wave->n = n;
+	for (unsigned p = 0; p < np; p++) {
+		json_t *v = json_array_get(pages, p);
+
+		if (!json_is_integer(v) || json_integer_value(v) < 0) {
+			bad(rd, "waves", "a page's seq is not a whole number");
+			return;
+		}
+		l->seq[l->n_pages++] = (uint64_t)json_integer_value(v);
+	}
+}
+
+/* The waves: with their hosts (l NULL), or a head's (fleet_parse_rollout_head). */
+static void parse_waves(struct reader *rd, struct fleet_rollout *r, struct fleet_layout *l)
 {
 	json_t *a = json_object_get(rd->o, "waves");
 	size_t w;
@@ -968,8 +1041,8 @@ static void parse_waves(struct reader *rd, struct fleet_rollout *r)
 		struct fleet_wave *wave = &r->waves[r->n_waves++];
 		int st;
 
-		if (!json_is_object(wo) || !json_is_array(hosts) || json_array_size(hosts) > FLEET_HOSTS_MAX) {
-			bad(rd, "waves", "a wave is not an object with a hosts array");
+		if (!json_is_object(wo) || (!l && (!json_is_array(hosts) || json_array_size(hosts) > FLEET_HOSTS_MAX))) {
+			bad(rd, "waves", l ? "a wave is not an object" : "a wave is not an object with a hosts array");
 			return;
 		}
 		st = get_enum(&wr, "state", fleet_wstate_names, FLEET_W__COUNT, true);
@@ -978,6 +1051,12 @@ static void parse_waves(struct reader *rd, struct fleet_rollout *r)
 		wave->started = get_num(&wr, "started", 0, 1e12);
 		if ((rd->r = wr.r))
 			return;
+		if (l) {
+			parse_wave_pages(rd, &wr, wave, l);
+			if (rd->r)
+				return;
+			continue;
+		}
 		wave->hosts = calloc(json_array_size(hosts) + 1, sizeof(*wave->hosts));
 		if (!wave->hosts) {
 			rd->r = err_set(rd->err, -ENOMEM, "out of memory");
@@ -1022,8 +1101,8 @@ static void parse_events(struct reader *rd, struct fleet_rollout *r)
 	}
 }
 
-int fleet_parse_rollout(const char *key, const char *buf, size_t len, struct fleet_rollout *ret,
-			struct nt_err *err)
+static int parse_rollout(const char *key, const char *buf, size_t len, struct fleet_rollout *ret,
+			 struct fleet_layout *l, struct nt_err *err)
 {
 	struct fleet_rollout r = { 0 };
 	struct reader rd;
@@ -1051,8 +1130,12 @@ int fleet_parse_rollout(const char *key, const char *buf, size_t len, struct fle
 	r.updated = get_num(&rd, "updated", 0, 1e12);
 	r.phase_started = get_num(&rd, "phase_started", 0, 1e12);
 	r.reason = get_text(&rd, "reason");
+	if (l)
+		l->page_hosts = (unsigned)get_int(&rd, "page_hosts", 1, FLEET_PAGE_HOSTS_MAX);
+	if (!rd.r && l && !l->page_hosts)
+		bad(&rd, "page_hosts", "missing");
 	if (!rd.r)
-		parse_waves(&rd, &r);
+		parse_waves(&rd, &r, l);
 	if (!rd.r)
 		parse_events(&rd, &r);
 	if (!rd.r && r.wave > r.n_waves)
@@ -1064,4 +1147,140 @@ int fleet_parse_rollout(const char *key, const char *buf, size_t len, struct fle
 	}
 	*ret = r;
 	return 0;
+}
+
+int fleet_parse_rollout(const char *key, const char *buf, size_t len, struct fleet_rollout *ret,
+			struct nt_err *err)
+{
+	return parse_rollout(key, buf, len, ret, NULL, err);
+}
+
+/* ---- the rollout in the store: a head and its pages --------------------- */
+
+unsigned fleet_wave_pages(const struct fleet_wave *w, unsigned page_hosts)
+{
+	return page_hosts ? (w->n + page_hosts - 1) / page_hosts : 0;
+}
+
+int fleet_layout_init(struct fleet_layout *l, const struct fleet_rollout *r, unsigned page_hosts)
+{
+	unsigned n = 0;
+
+	for (unsigned w = 0; w < r->n_waves; w++)
+		n += fleet_wave_pages(&r->waves[w], page_hosts);
+	*l = (struct fleet_layout){ .page_hosts = page_hosts, .n_pages = n };
+	l->seq = calloc(n + 1, sizeof(*l->seq));
+	l->rev = calloc(n + 1, sizeof(*l->rev));
+	if (!l->seq || !l->rev) {
+		fleet_layout_release(l);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void fleet_layout_release(struct fleet_layout *l)
+{
+	free(l->seq);
+	free(l->rev);
+	memset(l, 0, sizeof(*l));
+}
+
+bool fleet_page_locate(const struct fleet_rollout *r, const struct fleet_layout *l, unsigned g, unsigned *ret_wave,
+		       unsigned *ret_page)
+{
+	for (unsigned w = 0; w < r->n_waves; w++) {
+		unsigned np = fleet_wave_pages(&r->waves[w], l->page_hosts);
+
+		if (g < np) {
+			*ret_wave = w;
+			*ret_page = g;
+			return true;
+		}
+		g -= np;
+	}
+	return false;
+}
+
+unsigned fleet_page_of(const struct fleet_rollout *r, const struct fleet_layout *l, unsigned wave, unsigned index)
+{
+	unsigned g = 0;
+
+	for (unsigned w = 0; w < wave && w < r->n_waves; w++)
+		g += fleet_wave_pages(&r->waves[w], l->page_hosts);
+	return g + index / l->page_hosts;
+}
+
+char *fleet_page_key(char *buf, size_t size, const char *name, unsigned wave, unsigned page)
+{
+	snprintf(buf, size, FLEET_ROOT "rollouts/%s/pages/%u.%u", name, wave, page);
+	return buf;
+}
+
+char *fleet_page_json(const struct fleet_rollout *r, const struct fleet_layout *l, unsigned g)
+{
+	unsigned w, p;
+	json_t *hosts = json_array(), *o;
+	char *s;
+
+	if (!fleet_page_locate(r, l, g, &w, &p)) {
+		json_decref(hosts);
+		return NULL;
+	}
+	for (unsigned i = p * l->page_hosts; hosts && i < r->waves[w].n && i < (p + 1) * l->page_hosts; i++)
+		json_array_append_new(hosts, rhost_json(&r->waves[w].hosts[i]));
+	o = json_pack("{s:s, s:i, s:i, s:o}", "rollout", r->name, "wave", (int)w, "page", (int)p, "hosts", hosts);
+	s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	return s;
+}
+
+int fleet_parse_rollout_head(const char *key, const char *buf, size_t len, struct fleet_rollout *ret,
+			     struct fleet_layout *l, struct nt_err *err)
+{
+	struct fleet_layout tmp = { 0 };
+	int rc = parse_rollout(key, buf, len, ret, &tmp, err);
+
+	if (rc == 0 && !(tmp.rev = calloc(tmp.n_pages + 1, sizeof(*tmp.rev)))) {
+		fleet_rollout_release(ret);
+		rc = err_set(err, -ENOMEM, "out of memory");
+	}
+	if (rc < 0) {
+		fleet_layout_release(&tmp);
+		return rc;
+	}
+	*l = tmp;
+	return 0;
+}
+
+int fleet_parse_page(const char *key, const char *buf, size_t len, struct fleet_rollout *r,
+		     const struct fleet_layout *l, unsigned g, struct nt_err *err)
+{
+	struct reader rd;
+	char name[FLEET_NAME_MAX] = "";
+	unsigned w = 0, p = 0, first, n;
+	json_t *hosts;
+
+	if (!fleet_page_locate(r, l, g, &w, &p))
+		return err_set(err, -EINVAL, "%s: no such page in rollout %s", key, r->name);
+	first = p * l->page_hosts;
+	n = r->waves[w].n - first < l->page_hosts ? r->waves[w].n - first : l->page_hosts;
+	if (reader_open(&rd, key, buf, len, err) < 0)
+		return -EINVAL;
+	get_name(&rd, "rollout", name, true);
+	if (!rd.r && (strcmp(name, r->name) || get_int(&rd, "wave", 0, FLEET_WAVES_MAX) != w ||
+		      get_int(&rd, "page", 0, FLEET_HOSTS_MAX) != p))
+		bad(&rd, "page", "not this rollout's page at this key");
+	hosts = json_object_get(rd.o, "hosts");
+	if (!rd.r && (!json_is_array(hosts) || json_array_size(hosts) != n))
+		bad(&rd, "hosts", "not an array of the page's hosts");
+	for (unsigned i = 0; !rd.r && i < n; i++) {
+		struct fleet_rhost h = { 0 };
+
+		parse_rhost(&rd, json_array_get(hosts, i), &h);
+		free(r->waves[w].hosts[first + i].prev_desired);
+		free(r->waves[w].hosts[first + i].note);
+		r->waves[w].hosts[first + i] = h;
+	}
+	json_decref(rd.o);
+	return rd.r;
 }

@@ -41,14 +41,24 @@
  *   /nodetune/policies/SHA256       a policy's bytes {"name","sha256","content"
  *                                   (base64)}; immutable, written create-only;
  *                                   a host checks the sha256 of the bytes.
- *   /nodetune/rollouts/NAME         the rollout: fleet_rollout as JSON (state,
- *                                   options, waves and their hosts, timeline);
- *                                   a signing controller stores it in a signed
- *                                   envelope (kind rollout, sign.h) and acts only
- *                                   on one it verifies.
- *                                   Every change is a transaction that compares
- *                                   its mod_revision and the leader key's
- *                                   create_revision.
+ *   /nodetune/rollouts/NAME         the rollout's head: fleet_rollout as JSON
+ *                                   without its hosts (state, options, timeline;
+ *                                   per wave its state, host count, hosts per
+ *                                   state and its pages' seqs: fleet_rollout_
+ *                                   head_json); a signing controller stores it
+ *                                   in a signed envelope (kind rollout, host
+ *                                   "*", sign.h) and acts only on one it
+ *                                   verifies.  A step's last transaction puts
+ *                                   it, comparing its mod_revision and the
+ *                                   leader key's create_revision.
+ *   /nodetune/rollouts/NAME/pages/W.P  hosts P*page_hosts.. of wave W (the
+ *                                   head says page_hosts, FLEET_PAGE_HOSTS):
+ *                                   {"rollout","wave","page","hosts":[...]},
+ *                                   signed as kind rollout for host "wW.pP",
+ *                                   at a seq no older than the head names for
+ *                                   it; put with its hosts' desired keys in
+ *                                   one transaction comparing its
+ *                                   mod_revision and the leader's.
  *   /nodetune/rollouts/NAME/leader  the controller that may advance it, under
  *                                   its lease (FLEET_LEADER_TTL_S), created
  *                                   only when absent.
@@ -103,7 +113,7 @@
 #define FLEET_SHA_LEN (SHA256_DIGEST_STRING_LENGTH - 1)
 #define FLEET_SHA_NONE "0000000000000000000000000000000000000000000000000000000000000000" /* signed for a desired naming no policy */
 #define FLEET_WAVES_MAX 16
-#define FLEET_HOSTS_MAX 20000
+#define FLEET_HOSTS_MAX 100000
 #define FLEET_EVENTS_MAX 256         /* timeline entries kept in a rollout */
 #define FLEET_LEADER_TTL_S 5
 /* How long `fleet resume` waits for a dead controller's leader lease: 3x
@@ -375,5 +385,57 @@ void fleet_event(struct fleet_rollout *r, double t, const char *fmt, ...) __attr
 
 /* Deep copy; 0 or -ENOMEM. */
 int fleet_rollout_copy(const struct fleet_rollout *r, struct fleet_rollout *ret);
+
+/* ---- the rollout in the store: a head and its pages ---------------------- */
+
+/* A rollout is stored as a small head (/nodetune/rollouts/NAME: the
+ * rollout without its hosts; per wave its host count, how many are in each
+ * state and the seq of each of its pages) and pages
+ * (/nodetune/rollouts/NAME/pages/W.P: hosts P*page_hosts.. of wave W), each
+ * its own document, changed with a compare-and-swap of its own.  Pages are
+ * numbered g = 0.. over every wave in order. */
+#define FLEET_PAGE_HOSTS 100         /* hosts per page: a page and its hosts' desired keys fit one etcd txn
+				      * (--max-txn-ops 128) */
+#define FLEET_PAGE_HOSTS_MAX 120
+
+struct fleet_layout {
+	unsigned page_hosts;
+	unsigned n_pages;
+	uint64_t *seq;            /* [n_pages]: the seq page g was last written with (the head's record) */
+	int64_t *rev;             /* [n_pages]: its key's mod_revision as read (0: absent) */
+};
+
+/* The pages of wave w (ceil(n / page_hosts)). */
+unsigned fleet_wave_pages(const struct fleet_wave *w, unsigned page_hosts);
+
+/* l for r's waves with page_hosts each: every seq and rev 0.  0 or -ENOMEM
+ * (l zeroed).  Release with fleet_layout_release. */
+int fleet_layout_init(struct fleet_layout *l, const struct fleet_rollout *r, unsigned page_hosts);
+void fleet_layout_release(struct fleet_layout *l);
+
+/* Page g's wave and page number within it: true, or false past the last. */
+bool fleet_page_locate(const struct fleet_rollout *r, const struct fleet_layout *l, unsigned g, unsigned *ret_wave,
+		       unsigned *ret_page);
+/* The page that holds r->waves[wave].hosts[index]. */
+unsigned fleet_page_of(const struct fleet_rollout *r, const struct fleet_layout *l, unsigned wave, unsigned index);
+/* FLEET_ROOT "rollouts/NAME/pages/W.P" into buf; returns buf. */
+char *fleet_page_key(char *buf, size_t size, const char *name, unsigned wave, unsigned page);
+
+/* The head of r (fleet_rollout_json's members, each wave's hosts replaced
+ * by "n", "counts" and "pages": l->seq; "page_hosts"), and page g of r:
+ * {"rollout","wave","page","hosts":[...]}.  NULL out of memory (or g past
+ * the last page). */
+char *fleet_rollout_head_json(const struct fleet_rollout *r, const struct fleet_layout *l);
+char *fleet_page_json(const struct fleet_rollout *r, const struct fleet_layout *l, unsigned g);
+
+/* Parse a head: *ret with each wave's hosts zeroed (its pages fill them),
+ * *l with the pages' seqs (and revs 0).  0 or -EINVAL/-ENOMEM with err,
+ * both untouched on error. */
+int fleet_parse_rollout_head(const char *key, const char *buf, size_t len, struct fleet_rollout *ret,
+			     struct fleet_layout *l, struct nt_err *err);
+/* Parse page g of r (its rollout, wave, page and host count checked) into
+ * r's hosts.  0 or -EINVAL/-ENOMEM with err. */
+int fleet_parse_page(const char *key, const char *buf, size_t len, struct fleet_rollout *r,
+		     const struct fleet_layout *l, unsigned g, struct nt_err *err);
 
 #endif

@@ -6,6 +6,7 @@
  * start and stop.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
@@ -30,8 +31,17 @@
 #include "tune/limits.h"
 #include "tune/verify.h"
 
-#define STATUS_EVERY_S 30.0
-#define POLL_EVERY_S 30.0      /* read the keys even without a watch event */
+/* Idle, a host makes a lease keepalive every ttl/3 and holds one watch
+ * (re-armed every WATCH_S, or after an event); it puts its status only
+ * when it changes, or every STATUS_EVERY_S, and reads its keys, its
+ * class's record and the timestamp when the watch says so, or every
+ * POLL_EVERY_S (a quarter of --fleet-max-age when that is shorter, not
+ * under POLL_MIN_S): a record put for a class, or a timestamp, is not
+ * watched. */
+#define STATUS_EVERY_S 600.0
+#define POLL_EVERY_S 600.0
+#define POLL_MIN_S 30.0
+#define WATCH_S 300.0
 
 struct fleet_host {
 	struct fleet_host_config cfg;
@@ -39,10 +49,12 @@ struct fleet_host {
 	struct fleet_class cls;
 	double ttl_s;
 	int efd;
-	pthread_t thread;
-	bool thread_up;
+	pthread_t thread, watcher;
+	bool thread_up, watcher_up;
 	pthread_mutex_t lock;
+	pthread_cond_t cond;       /* signalled on stop */
 	bool stop;                 /* under lock */
+	atomic_bool cancel;        /* stop: the watcher's long watch ends (etcd_set_cancel) */
 	int64_t lease;             /* under lock: the thread's */
 	/* the daemon thread's */
 	struct etcd *e;
@@ -81,16 +93,6 @@ static void wake(struct fleet_host *fh)
 
 	if (write(fh->efd, &one, sizeof(one)) < 0)
 		return;   /* the counter is full: it is readable anyway */
-}
-
-static bool stopping(struct fleet_host *fh)
-{
-	bool s;
-
-	pthread_mutex_lock(&fh->lock);
-	s = fh->stop;
-	pthread_mutex_unlock(&fh->lock);
-	return s;
 }
 
 /* ---- the lease thread -------------------------------------------------- */
@@ -165,49 +167,93 @@ static int watch_once(struct fleet_host *fh, struct etcd *e, int64_t *rev, long 
 	return 0;
 }
 
-/* Keep the lease (registering when there is none) and watch, until stop. */
+/* Sleep s seconds, or until stop.  Returns whether to stop. */
+static bool nap(struct fleet_host *fh, double s)
+{
+	struct timespec ts;
+	bool stop;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += (time_t)s;
+	ts.tv_nsec += (long)((s - floor(s)) * 1e9);
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&fh->lock);
+	while (!fh->stop && pthread_cond_timedwait(&fh->cond, &fh->lock, &ts) == 0)
+		;
+	stop = fh->stop;
+	pthread_mutex_unlock(&fh->lock);
+	return stop;
+}
+
+/* A client of its own for a thread (credentials checked in fleet_host_start). */
+static struct etcd *thread_client(struct fleet_host *fh)
+{
+	struct etcd *e = etcd_open(fh->cfg.endpoints, NULL);
+
+	if (e && fleet_creds_apply(e, fh->cfg.creds, NULL) < 0) {
+		etcd_close(e);
+		return NULL;
+	}
+	if (e)
+		etcd_set_timeout(e, 1000);
+	return e;
+}
+
+/* Keep the lease (registering when there is none: the tick then reads the
+ * keys again, which a host cut off may have missed), until stop. */
 static void *lease_thread(void *arg)
 {
 	struct fleet_host *fh = arg;
-	struct etcd *e = etcd_open(fh->cfg.endpoints, NULL);
-	int64_t lease = 0, rev = 0;
-	double next_keepalive = 0;
+	struct etcd *e = thread_client(fh);
+	int64_t lease = 0;
 
-	if (e && fleet_creds_apply(e, fh->cfg.creds, NULL) < 0) {     /* checked in fleet_host_start */
-		etcd_close(e);
-		e = NULL;
-	}
 	if (!e)
 		return NULL;
-	etcd_set_timeout(e, 1000);
-	while (!stopping(fh)) {
+	for (double pause = 0; !nap(fh, pause);) {
 		struct nt_err err = { 0 };
-		double now = fleet_now_mono();
 		int r = 0;
 
 		if (!lease && (r = host_register(fh, e, &lease, &err)) == 0) {
-			next_keepalive = now + fh->ttl_s / 3;
 			pthread_mutex_lock(&fh->lock);
 			fh->lease = lease;
 			pthread_mutex_unlock(&fh->lock);
-		} else if (lease && now >= next_keepalive) {
-			r = etcd_lease_keepalive(e, lease, NULL, &err);
-			if (r == -ENOENT)
-				lease = 0;       /* expired (a long cut): register again */
-			else if (r == 0)
-				next_keepalive = now + fh->ttl_s / 3;
-		}
-		if (r == 0 && lease && rev == 0 && watch_start(fh, e, &rev, &err) == 0)
 			wake(fh);
-		if (r == 0 && lease && rev)
-			r = watch_once(fh, e, &rev, (long)fmax(100, (next_keepalive - fleet_now_mono()) * 1000), &err);
-		if (r < 0) {
-			rev = 0;
-			usleep(500000);
+		} else if (lease && (r = etcd_lease_keepalive(e, lease, NULL, &err)) == -ENOENT) {
+			lease = 0;       /* expired (a long cut): register again */
 		}
+		pause = r == 0 ? fh->ttl_s / 3 : 0.5;
 	}
 	if (lease)
 		etcd_lease_revoke(e, lease, NULL);   /* gone at once, not after the TTL */
+	etcd_close(e);
+	return NULL;
+}
+
+/* Watch this host's keys (one watch, re-armed every WATCH_S or after an
+ * event; a failure retried from the same revision, nothing missed; a
+ * compacted one re-read), until stop. */
+static void *watch_thread(void *arg)
+{
+	struct fleet_host *fh = arg;
+	struct etcd *e = thread_client(fh);
+	int64_t rev = 0;
+
+	if (!e)
+		return NULL;
+	etcd_set_cancel(e, &fh->cancel);
+	for (double pause = 0; !nap(fh, pause);) {
+		struct nt_err err = { 0 };
+		int r = 0;
+
+		if (rev == 0 && (r = watch_start(fh, e, &rev, &err)) == 0)
+			wake(fh);
+		if (r == 0 && rev)
+			r = watch_once(fh, e, &rev, (long)(WATCH_S * 1000), &err);
+		pause = r < 0 ? 0.5 : 0;
+	}
 	etcd_close(e);
 	return NULL;
 }
@@ -1218,7 +1264,7 @@ int fleet_host_tick(struct fleet_host *fh, struct fleet_host_view *v)
 		fh->poll_after_gate |= woke;
 		gate_watch(fh);
 	} else if (woke || fleet_now_mono() >= fh->next_poll) {
-		fh->next_poll = fleet_now_mono() + POLL_EVERY_S;
+		fh->next_poll = fleet_now_mono() + fmax(POLL_MIN_S, fmin(POLL_EVERY_S, fh->cfg.max_age_s / 4));
 		changed = poll_store(fh, v);
 	}
 	frozen_say(fh, v);
@@ -1303,6 +1349,17 @@ int fleet_host_reload_keys(struct fleet_host *fh, struct nt_err *err)
 	return 0;
 }
 
+/* A condition variable timed on the monotonic clock (nap). */
+static void cond_init(pthread_cond_t *c)
+{
+	pthread_condattr_t a;
+
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(c, &a);
+	pthread_condattr_destroy(&a);
+}
+
 struct fleet_host *fleet_host_start(const struct fleet_host_config *cfg, const struct topo *t, struct nt_err *err)
 {
 	struct fleet_host *fh;
@@ -1329,6 +1386,8 @@ struct fleet_host *fleet_host_start(const struct fleet_host_config *cfg, const s
 	snprintf(fh->host, sizeof(fh->host), "%s", cfg->host);
 	fh->ttl_s = fmin(60, fmax(3, ceil(5 * cfg->interval_s)));
 	pthread_mutex_init(&fh->lock, NULL);
+	cond_init(&fh->cond);
+	atomic_init(&fh->cancel, false);
 	if (fleet_class_of(t, &fh->cls) < 0) {
 		err_set(err, -EINVAL, "the topology has no NUMA node: no hardware class");
 		goto out_free;
@@ -1349,6 +1408,11 @@ struct fleet_host *fleet_host_start(const struct fleet_host_config *cfg, const s
 		goto out_free;
 	}
 	fh->thread_up = true;
+	if (pthread_create(&fh->watcher, NULL, watch_thread, fh) != 0) {
+		err_set(err, -EAGAIN, "cannot start the fleet's watch thread");
+		goto out_free;
+	}
+	fh->watcher_up = true;
 	fh->st.state = FLEET_H_VERIFIED;
 	running_init(fh);
 	say(fh, LOG_NOTICE, "fleet: host %s, class %s (%s), lease %gs, store %s", fh->host, fh->cls.id, fh->cls.label,
@@ -1363,17 +1427,21 @@ void fleet_host_stop(struct fleet_host *fh)
 {
 	if (!fh)
 		return;
-	if (fh->thread_up) {
-		pthread_mutex_lock(&fh->lock);
-		fh->stop = true;
-		pthread_mutex_unlock(&fh->lock);
+	pthread_mutex_lock(&fh->lock);
+	fh->stop = true;
+	pthread_cond_broadcast(&fh->cond);
+	pthread_mutex_unlock(&fh->lock);
+	atomic_store(&fh->cancel, true);
+	if (fh->thread_up)
 		pthread_join(fh->thread, NULL);
-	}
+	if (fh->watcher_up)
+		pthread_join(fh->watcher, NULL);
 	fleet_gate_free(fh->gate);
 	if (fh->efd >= 0)
 		close(fh->efd);
 	etcd_close(fh->e);
 	pthread_mutex_destroy(&fh->lock);
+	pthread_cond_destroy(&fh->cond);
 	free(fh->published);
 	free(fh->running);
 	sign_keyring_free(fh->keys);

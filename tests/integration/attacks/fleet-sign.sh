@@ -226,33 +226,44 @@ print("#   h1 desired now:", e.get("key_id", "unsigned"), base64.b64decode(e["do
 	fi
 }
 
-# rewrite rollout NAME's document as the controller's etcd user; how:
-# "resend" (its sha256 that of the policy the hosts never ran, the wave
-# pending again; the signed envelope kept, its document replaced) or
-# "restore" (h1's prev_desired the bare document; the document alone)
+# rewrite rollout NAME's documents as the controller's etcd user; how:
+# "resend" (the head: its sha256 that of the policy the hosts never ran,
+# the waves pending again; the signed envelope kept, its document
+# replaced) or "restore" (the page that holds h1: its prev_desired the
+# bare document; the page's document alone, unsigned)
 fleet_sign_rewrite() { # NAME HOW
-	fleet_sign_get "/nodetune/rollouts/$1" | python3 -c '
+	etcd_as "$FLEET_SIGN_D/etcd" root get --prefix "/nodetune/rollouts/$1" -w json | python3 -c '
 import base64, json, sys
-how, bad, bare = sys.argv[1:4]
-v = json.load(sys.stdin)
-r = json.loads(base64.b64decode(v["doc"])) if "nodetune_signed" in v else v
-for w in r["waves"]:
-    for h in w["hosts"]:
-        if how == "resend":
-            h["state"] = "pending"
-        elif h["host"] == "h1":
+name, how, bad, bare = sys.argv[1:5]
+b64 = lambda s: base64.b64decode(s).decode()
+kvs = {b64(kv["key"]): b64(kv["value"]) for kv in json.load(sys.stdin).get("kvs", [])}
+def doc_of(v):
+    v = json.loads(v)
+    return v, (json.loads(base64.b64decode(v["doc"])) if "nodetune_signed" in v else v)
+if how == "resend":
+    key = "/nodetune/rollouts/" + name
+    v, r = doc_of(kvs[key])
+    for w in r["waves"]:
+        w["state"] = "pending"
+    r["sha256"], r["policy"], r["wave"] = bad, "defrag.conf", 0
+    doc = json.dumps(r, separators=(",", ":"))
+    if "nodetune_signed" in v:
+        v["doc"] = base64.b64encode(doc.encode()).decode()
+        doc = json.dumps(v, separators=(",", ":"))
+else:
+    for key in sorted(k for k in kvs if "/pages/" in k):
+        v, p = doc_of(kvs[key])
+        if any(h["host"] == "h1" for h in p["hosts"]):
+            break
+    for h in p["hosts"]:
+        if h["host"] == "h1":
             h["prev_desired"] = bare
             h.pop("prev_refused", None)
-    if how == "resend":
-        w["state"] = "pending"
-if how == "resend":
-    r["sha256"], r["policy"], r["wave"] = bad, "defrag.conf", 0
-doc = json.dumps(r, separators=(",", ":"))
-if how == "resend" and "nodetune_signed" in v:
-    v["doc"] = base64.b64encode(doc.encode()).decode()
-    doc = json.dumps(v, separators=(",", ":"))
-print(doc)' "$2" "$FLEET_SIGN_BAD" "$FLEET_SIGN_BARE" >"$FLEET_SIGN_D/rewritten" &&
-		etcd_as "$FLEET_SIGN_D/etcd" nodetune-controller put "/nodetune/rollouts/$1" <"$FLEET_SIGN_D/rewritten" >/dev/null
+    doc = json.dumps(p, separators=(",", ":"))
+print(key)
+print(doc)' "$1" "$2" "$FLEET_SIGN_BAD" "$FLEET_SIGN_BARE" >"$FLEET_SIGN_D/rewritten" &&
+		etcd_as "$FLEET_SIGN_D/etcd" nodetune-controller put "$(head -n 1 "$FLEET_SIGN_D/rewritten")" \
+			"$(tail -n +2 "$FLEET_SIGN_D/rewritten")" >/dev/null
 }
 
 # VERB (resume, abort) of rollout NAME, rewritten: refused, exit 3, one
@@ -262,7 +273,7 @@ fleet_sign_refused() { # VERB NAME REASON WHAT
 	fleet_sign_before=$(fleet_sign_state)
 	run timeout 120 "$FLEET_SIGN_CTL" "$1" --signing-key "$K2" --name "$2"
 	fleet_sign_after=$(fleet_sign_state)
-	if [ "$RC" -eq 3 ] && [ "$(wc -l <"$ERR")" -eq 1 ] && grep -q "rollouts/$2: $3" "$ERR" &&
+	if [ "$RC" -eq 3 ] && [ "$(wc -l <"$ERR")" -eq 1 ] && grep -Eq "rollouts/$2(/pages/[0-9]+\.[0-9]+)?: $3" "$ERR" &&
 		[ "$fleet_sign_after" = "$fleet_sign_before" ]; then
 		t_ok "H1: $4: $1 refuses, nothing written, both hosts byte-identical ($(cat "$ERR"))"
 	else
@@ -278,7 +289,7 @@ fleet_sign_rewritten() {
 		{ t_not_ok "H1: rollout rw-1 reached both hosts ($(fleet_sign_running))"; return 1; }
 	fleet_sign_get /nodetune/rollouts/rw-1 >"$FLEET_SIGN_D/rw-1.saved"
 	fleet_sign_rewrite rw-1 resend || { t_not_ok "H1: rewrote rollouts/rw-1"; return 1; }
-	fleet_sign_refused resume rw-1 'refused (bad_signature): the signature does not verify with key [0-9a-f]*' \
+	fleet_sign_refused resume rw-1 'refused \(bad_signature\): the signature does not verify with key [0-9a-f]*' \
 		"a rollout document rewritten inside its envelope"
 	# the operator puts the document back from its backup and aborts rw-1
 	etcd_as "$FLEET_SIGN_D/etcd" root put /nodetune/rollouts/rw-1 <"$FLEET_SIGN_D/rw-1.saved" >/dev/null
@@ -286,7 +297,7 @@ fleet_sign_rewritten() {
 	fleet_sign_rollout_killed rw-2 "$FLEET_SIGN_D/thp.conf" "$K2" ||
 		{ t_not_ok "H1: rollout rw-2 reached both hosts ($(fleet_sign_running))"; return 1; }
 	fleet_sign_rewrite rw-2 restore || { t_not_ok "H1: rewrote rollouts/rw-2 bare"; return 1; }
-	fleet_sign_refused abort rw-2 'refused (unsigned)' "a bare rollout document written with the controller's password"
+	fleet_sign_refused abort rw-2 'refused \(unsigned\)' "a bare rollout page written with the controller's password"
 }
 
 fleet_sign_main() {

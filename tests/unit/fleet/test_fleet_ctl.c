@@ -47,6 +47,7 @@ static struct etcd_kv kv(const char *key, const char *value, int64_t mod)
 	return (struct etcd_kv){ (char *)key, (char *)value, strlen(value), mod, mod, 1, 0 };
 }
 
+#define SHA_B "b3e1903f8febb83c3233ce6f6d03cac9247ee198c691be41fc76d00a64f0f0b1"
 #define HOSTINFO(h) "{\"host\":\"" h "\",\"class\":\"0123456789ab\",\"label\":\"l\",\"pid\":1,\"started\":1}"
 #define DESIRED "{\"rollout\":\"r\",\"mode\":\"apply\",\"policy\":\"p\",\"sha256\":\"" SHA_A "\"}"
 #define STATUS(h) "{\"host\":\"" h "\",\"class\":\"0123456789ab\",\"label\":\"l\",\"policy\":\"p\",\"sha256\":\"" SHA_A \
@@ -89,6 +90,41 @@ static void test_rows(void **state)
 	free(rows);
 }
 
+/* The leader follows the hosts by watch events: a put as a read takes it
+ * (a new host inserted in name order), a delete of the liveness key makes
+ * the host not alive, of its desired forgets it; another key skipped. */
+static void test_rows_apply(void **state)
+{
+	struct etcd_event ev[] = {
+		{ ETCD_EVENT_PUT, kv("/nodetune/hosts/h002", HOSTINFO("h002"), 3) },
+		{ ETCD_EVENT_PUT, kv("/nodetune/hosts/h000", HOSTINFO("h000"), 4) },
+		{ ETCD_EVENT_PUT, kv("/nodetune/hosts/h000/desired", DESIRED, 5) },
+		{ ETCD_EVENT_PUT, kv("/nodetune/policies/x", "{}", 6) },
+		{ ETCD_EVENT_PUT, kv("/nodetune/hosts/h001/status", STATUS("h001"), 7) },
+		{ ETCD_EVENT_DELETE, kv("/nodetune/hosts/h002", "", 8) },
+		{ ETCD_EVENT_DELETE, kv("/nodetune/hosts/h000/desired", "", 9) },
+	};
+	struct fleet_host_row *rows = NULL;
+	unsigned n = 0, cap = 0;
+
+	(void)state;
+	assert_int_equal(fleet_ctl_rows_apply(&rows, &n, &cap, ev, 5), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(rows[0].host, "h000");
+	assert_string_equal(rows[1].host, "h001");
+	assert_string_equal(rows[2].host, "h002");
+	assert_true(rows[0].alive && rows[0].has_desired && rows[2].alive && rows[1].has_status);
+	assert_int_equal(rows[0].desired_rev, 5);
+	assert_false(rows[1].alive);
+	assert_int_equal(fleet_ctl_rows_apply(&rows, &n, &cap, ev + 5, 2), 0);
+	assert_int_equal(n, 3);
+	assert_false(rows[2].alive);
+	assert_false(rows[0].has_desired);
+	assert_int_equal(rows[0].desired_rev, 0);
+	assert_true(rows[0].alive);
+	free(rows);
+}
+
 static void test_observe(void **state)
 {
 	struct etcd_kv kvs[] = {
@@ -124,6 +160,38 @@ static void test_observe(void **state)
 	}
 	fleet_ctl_observe_free(obs, r.n_waves);
 	free(rows);
+	fleet_rollout_release(&r);
+}
+
+/* A step taken again (its controller died between its transactions)
+ * sends no host the desired it has already: same rollout, mode, sha256
+ * and gate; another mode, a restore or a shadow still goes. */
+static void test_unsent(void **state)
+{
+	struct fleet_rollout r;
+	struct fleet_observed o[4] = { { 0 } }, *obs[1] = { o };
+	struct fleet_write w[5] = {
+		{ FLEET_W_PUT_DESIRED, FLEET_MODE_APPLY, 0, 0 },  /* has it: dropped */
+		{ FLEET_W_PUT_DESIRED, FLEET_MODE_APPLY, 0, 1 },  /* has the gate mode: sent */
+		{ FLEET_W_PUT_DESIRED, FLEET_MODE_APPLY, 0, 2 },  /* has another sha256: sent */
+		{ FLEET_W_RESTORE_DESIRED, FLEET_MODE_LOCAL, 0, 0 },
+		{ FLEET_W_PUT_DESIRED, FLEET_MODE_APPLY, 0, 3 },  /* has none: sent */
+	};
+
+	(void)state;
+	plan(&r, 4, 1, "100%");
+	snprintf(r.sha256, sizeof(r.sha256), "%s", SHA_A);
+	for (unsigned i = 0; i < 3; i++) {
+		o[i].has_desired = true;
+		snprintf(o[i].desired.rollout, sizeof(o[i].desired.rollout), "%s", r.name);
+		snprintf(o[i].desired.sha256, sizeof(o[i].desired.sha256), "%s", i == 2 ? SHA_B : SHA_A);
+		o[i].desired.mode = i == 1 ? FLEET_MODE_GATE : FLEET_MODE_APPLY;
+	}
+	assert_int_equal(fleet_ctl_unsent(&r, obs, w, 5), 4);
+	assert_int_equal(w[0].index, 1);
+	assert_int_equal(w[1].index, 2);
+	assert_int_equal(w[2].kind, FLEET_W_RESTORE_DESIRED);
+	assert_int_equal(w[3].index, 3);
 	fleet_rollout_release(&r);
 }
 
@@ -172,7 +240,6 @@ static void test_write_value(void **state)
 
 /* ---- what a signing controller verifies ------------------------------------ */
 
-#define SHA_B "b3e1903f8febb83c3233ce6f6d03cac9247ee198c691be41fc76d00a64f0f0b1"
 
 /* The fixed key pair of seed byte b (K: 1, another operator's: 2, a stranger's: 3). */
 static struct sign_key key_of(unsigned char b)
@@ -252,6 +319,19 @@ static void parse_is(struct fleet_ctl *c, const char *name, bool check, const ch
 	fleet_rollout_release(&got);
 }
 
+/* r's head as the store holds it unsigned (every page at seq 0). */
+static char *head_of(const struct fleet_rollout *r)
+{
+	struct fleet_layout l;
+	char *s;
+
+	assert_int_equal(fleet_layout_init(&l, r, FLEET_PAGE_HOSTS), 0);
+	s = fleet_rollout_head_json(r, &l);
+	fleet_layout_release(&l);
+	assert_non_null(s);
+	return s;
+}
+
 static void test_rollout_doc_verified(void **state)
 {
 	struct sign_key k = key_of(1), op = key_of(2), stranger = key_of(3);
@@ -265,7 +345,8 @@ static void test_rollout_doc_verified(void **state)
 	assert_int_equal(fleet_ctl_rollout_value(c, &r, 5, &env, &err), 0);
 	assert_non_null(strstr(env, "\"kind\":\"rollout\""));
 	assert_non_null(strstr(env, "\"host\":\"*\""));
-	bare = fleet_rollout_json(&r);
+	bare = head_of(&r);
+	assert_null(strstr(bare, "\"hosts\""));                  /* the head holds no host: its pages do */
 	parse_is(c, "r", true, env, 0, NULL);
 	parse_is(other, "r", true, env, 0, NULL);                /* another operator trusting K resumes it */
 	parse_is(c, "r", false, env, 0, NULL);                   /* shown: unwrapped */
@@ -275,7 +356,7 @@ static void test_rollout_doc_verified(void **state)
 	assert_non_null(strstr(env, k.id));
 	/* rewritten inside its envelope: another sha256, the signature kept */
 	snprintf(r.sha256, sizeof(r.sha256), "%s", SHA_B);
-	doc = fleet_rollout_json(&r);
+	doc = head_of(&r);
 	x = rewrapped(env, doc);
 	parse_is(c, "r", true, x, -EPERM, "refused (bad_signature)");
 	free(x);
@@ -753,6 +834,8 @@ int main(void)
 		cmocka_unit_test(test_rows),
 		cmocka_unit_test(test_observe),
 		cmocka_unit_test(test_write_value),
+		cmocka_unit_test(test_unsent),
+		cmocka_unit_test(test_rows_apply),
 		cmocka_unit_test(test_new_events),
 		cmocka_unit_test(test_after),
 		cmocka_unit_test(test_seq_after),

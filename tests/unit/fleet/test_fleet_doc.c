@@ -234,6 +234,66 @@ static void test_documents(void **state)
 	assert_non_null(strstr(err.msg, "not valid base64"));
 }
 
+/* The store layout of a rollout: a head without hosts and pages of
+ * page_hosts hosts each, which give back the whole rollout; a page at
+ * another key, of another rollout or short of a host is refused. */
+static void test_pages(void **state)
+{
+	struct fleet_rollout r, back = { 0 };
+	struct fleet_layout l, lb = { 0 };
+	struct nt_err err = { 0 };
+	unsigned w, p;
+	char *head, *page, *full, *again, key[160];
+
+	(void)state;
+	plan(&r, 7, 1, "50%,100%");                          /* waves of 4 and 3 hosts */
+	assert_int_equal(r.n_waves, 2);
+	r.waves[1].hosts[2].state = FLEET_R_VERIFIED;
+	r.waves[1].hosts[2].note = strdup("a note");
+	assert_int_equal(fleet_layout_init(&l, &r, 3), 0);
+	assert_int_equal(l.n_pages, 3);                      /* 3+1, 3 */
+	assert_int_equal(fleet_page_of(&r, &l, 1, 2), 2);
+	assert_int_equal(fleet_page_of(&r, &l, 0, 3), 1);
+	assert_true(fleet_page_locate(&r, &l, 2, &w, &p));
+	assert_true(w == 1 && p == 0);
+	assert_true(fleet_page_locate(&r, &l, 1, &w, &p));
+	assert_true(w == 0 && p == 1);
+	assert_false(fleet_page_locate(&r, &l, 3, &w, &p));
+	assert_string_equal(fleet_page_key(key, sizeof(key), "r", 1, 0), "/nodetune/rollouts/r/pages/1.0");
+	for (unsigned g = 0; g < l.n_pages; g++)
+		l.seq[g] = 10 + g;
+	head = fleet_rollout_head_json(&r, &l);
+	assert_null(strstr(head, "\"host\""));
+	assert_non_null(strstr(head, "\"pages\":[12]"));
+	assert_non_null(strstr(head, "\"counts\":{\"pending\":2,\"verified\":1}"));
+	assert_int_equal(fleet_parse_rollout_head("k", head, strlen(head), &back, &lb, &err), 0);
+	assert_int_equal(lb.page_hosts, 3);
+	assert_int_equal(lb.n_pages, 3);
+	assert_true(lb.seq[1] == 11 && lb.seq[2] == 12);
+	for (unsigned g = 0; g < l.n_pages; g++) {
+		page = fleet_page_json(&r, &l, g);
+		assert_int_equal(fleet_parse_page("k", page, strlen(page), &back, &lb, g, &err), 0);
+		if (g < 2)      /* another page's key */
+			assert_int_equal(fleet_parse_page("k", page, strlen(page), &back, &lb, g + 1, &err), -EINVAL);
+		free(page);
+	}
+	full = fleet_rollout_json(&r);
+	again = fleet_rollout_json(&back);
+	assert_string_equal(full, again);                    /* head + pages = the rollout */
+	page = fleet_page_json(&r, &l, 2);
+	snprintf(back.name, sizeof(back.name), "other");
+	assert_int_equal(fleet_parse_page("k", page, strlen(page), &back, &lb, 2, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "not this rollout's page"));
+	free(page);
+	free(full);
+	free(again);
+	free(head);
+	fleet_layout_release(&l);
+	fleet_layout_release(&lb);
+	fleet_rollout_release(&back);
+	fleet_rollout_release(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -242,6 +302,7 @@ int main(void)
 		cmocka_unit_test(test_waves_parse),
 		cmocka_unit_test(test_plan_waves),
 		cmocka_unit_test(test_documents),
+		cmocka_unit_test(test_pages),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
