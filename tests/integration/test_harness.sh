@@ -229,12 +229,16 @@ if "$H" --device cuda $Q --steps 1 --batch 64 2>"$T_TMP/gpuprobe"; then
 		[ "$RC" -eq 0 ] || t_not_ok "GPU, torchrun: 2 workers, exit $RC: $(tail -1 "$ERR")"
 		run "$WDIFF" "$T_TMP/wg" "$T_TMP/wg4" 1e-5
 		check "GPU, torchrun: the NCCL id over the TCP rendezvous, same weights: $(cat "$OUT")" -- [ "$RC" -eq 0 ]
+		# rank 1 must die in a training step, after NCCL's init: each rank
+		# writes a step report (NODETUNE_STEP_FILE) after its first measured
+		# step, and the kill waits for both ranks' (the 120 s deadline is
+		# NCCL's init, seconds on the H100 hosts we ran, not a window)
+		: >"$T_TMP/nccl.steps"
+		export NODETUNE_STEP_FILE="$T_TMP/nccl.steps"
 		torchrun_env "$(free_port)" --device cuda --rows 1000 --steps 1000000 --batch 64 --timeout 10 --quiet
-		# window: NCCL's init on a GPU (seconds; nothing shows its end under
-		# --quiet) must be over, so that rank 1 dies in a training step; 8 s
-		# is several times the init on the H100 hosts we ran, and the check
-		# below does not depend on when in training the kill lands
-		sleep 8
+		unset NODETUNE_STEP_FILE
+		wait_until 120 sh -c "grep -q '\"rank\": 0,' '$T_TMP/nccl.steps' && grep -q '\"rank\": 1,' '$T_TMP/nccl.steps'" ||
+			t_not_ok "GPU, torchrun: no step report of both ranks within 120 s: $(tail -c 300 "$T_TMP/t0.err")"
 		start=$(date +%s)
 		kill -9 "$TPID1"
 		wait "$TPID0"; rc=$?
