@@ -62,6 +62,8 @@
 #                      margin is the smallest of the runs / 40
 #   slow_ratio         test_inject.sh slow:100: step p50 slowed / clean (a
 #                      lower bound: x1.4, x1.25 under SANITIZED)
+#   slow_med_ratio     the same, as the test now compares: the median p50 of
+#                      5 slowed runs / that of 5 clean ones, interleaved
 #   noisy_ratio        test_inject.sh noisy-neighbor: the noisy run's
 #                      run-queue wait / (3 x the bound run's + 20) (a lower
 #                      bound: 1)
@@ -237,6 +239,11 @@ EOF
 	rec sync_gap_ms "$r" "$(awk -v a="$(sj sync step_ms_p99)" -v b="$(sj sync step_ms_p50)" 'BEGIN { printf "%.2f", a - b }')"
 	hj base3; hj slow --inject slow:100
 	rec slow_ratio "$r" "$(awk -v a="$(sj slow step_ms_p50)" -v b="$(sj base3 step_ms_p50)" 'BEGIN { printf "%.3f", a / b }')"
+	# as test_inject.sh has it now: medians of 5 clean and 5 slowed, interleaved
+	for k in 1 2 3 4 5; do
+		hj base3; sj base3 step_ms_p50; hj slow --inject slow:100; sj slow step_ms_p50 >&3
+	done >"$TMP/p50.base" 3>"$TMP/p50.slow"
+	rec slow_med_ratio "$r" "$(awk -v a="$(sort -g "$TMP/p50.slow" | sed -n 3p)" -v b="$(sort -g "$TMP/p50.base" | sed -n 3p)" 'BEGIN { printf "%.3f", a / b }')"
 	taskset -c 0 "$HARNESS" $IA --json "$TMP/bound.json" 2>/dev/null
 	taskset -c 0 "$HARNESS" $IA --inject noisy-neighbor --json "$TMP/noisy.json" 2>/dev/null
 	rec noisy_ratio "$r" "$(awk -v n="$(sj noisy counters.runqueue_wait_ms)" -v b="$(sj bound counters.runqueue_wait_ms)" 'BEGIN { printf "%.3f", n / (3 * b + 20) }')"
@@ -425,7 +432,7 @@ fi
 printf '%-20s %6s %9s %9s %9s %10s %9s\n' probe runs median p99 max threshold margin
 awk -F '\t' -v WAVE_TIMEOUT="$WAVE_TIMEOUT" -v LEADER_WAIT="$LEADER_WAIT" -v TS="$TSLOW" -v SLOWMIN="$SLOWMIN" 'NR > 1 { v[$1] = v[$1] " " $3 }
 END {
-	split("culprit_dev_pp:5:x culprit_fifo_short:50:x observe_step_ms:40:x ab_warmup_s:" 30 * TS ":x ab_sigint_s:10:x peer_connect_s:" 30 * TS ":x peer_death_s:10:x drift_s:" 20 * TS ":x drift_verifies:3:- host_lease_s:" WAVE_TIMEOUT ":x host_register_s:" 20 * TS ":x host_converge_s:" 10 * TS ":x kill_offset_s:1.5:x leader_lease_s:" LEADER_WAIT ":x two_refused_s:2:x sync_clean_ms:40:x sync_gap_ms:40:lo slow_ratio:" SLOWMIN ":lo noisy_ratio:1:lo ab_refuse_s:50:x window_apply_s:0.2:x window_ready_s:0.5:x hostile_verify3_s:" 9 * TS ":x hostile_verifies:3:-", P, " ")
+	split("culprit_dev_pp:5:x culprit_fifo_short:50:x observe_step_ms:40:x ab_warmup_s:" 30 * TS ":x ab_sigint_s:10:x peer_connect_s:" 30 * TS ":x peer_death_s:10:x drift_s:" 20 * TS ":x drift_verifies:3:- host_lease_s:" WAVE_TIMEOUT ":x host_register_s:" 20 * TS ":x host_converge_s:" 10 * TS ":x kill_offset_s:1.5:x leader_lease_s:" LEADER_WAIT ":x two_refused_s:2:x sync_clean_ms:40:x sync_gap_ms:40:lo slow_ratio:" SLOWMIN ":lo slow_med_ratio:" SLOWMIN ":lo noisy_ratio:1:lo ab_refuse_s:50:x window_apply_s:0.2:x window_ready_s:0.5:x hostile_verify3_s:" 9 * TS ":x hostile_verifies:3:-", P, " ")
 	for (i = 1; i in P; i++) {
 		split(P[i], q, ":"); name = q[1]; th = q[2]
 		n = split(v[name], a, " "); if (n == 0) continue

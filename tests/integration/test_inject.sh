@@ -134,12 +134,21 @@ check "host-sync: step p99 $(s sync step_ms_p99) ms against its own p50 of $(s s
 	awk "BEGIN { exit !($(s sync step_ms_p99) > $(s sync step_ms_p50) + 40) }"
 
 # slow:100 doubles compute (forward + backward); the step has more than
-# compute, more so under the sanitizers (make asan)
+# compute, more so under the sanitizers (make asan).  Five clean runs and
+# five slowed, interleaved, compared by their medians: one run is a
+# fraction of a second, and a burst of other load during a clean one made
+# its p50 the larger (one pair: 5 of 20 under x1.4 at load 11, the smallest
+# x0.61; medians of 5 pairs: bench/RESULTS.md §14, slow_med_ratio)
 MIN=1.4
 [ -z "${SANITIZED:-}" ] || MIN=1.25
-h base3; h slow --inject slow:100
-check "slow:100: step p50 $(s base3 step_ms_p50) -> $(s slow step_ms_p50) ms (x$MIN or more)" -- \
-	awk "BEGIN { exit !($(s slow step_ms_p50) > $MIN * $(s base3 step_ms_p50)) }"
+rm -f "$T_TMP/p50.base" "$T_TMP/p50.slow"
+for i in 1 2 3 4 5; do
+	h base3 && s base3 step_ms_p50 >>"$T_TMP/p50.base"
+	h slow --inject slow:100 && s slow step_ms_p50 >>"$T_TMP/p50.slow"
+done
+med5() { sort -g "$1" 2>/dev/null | awk '{ v[NR] = $1 } END { print NR == 5 ? v[3] : "none" }'; }
+check "slow:100: step p50, median of 5 runs each, $(med5 "$T_TMP/p50.base") -> $(med5 "$T_TMP/p50.slow") ms (x$MIN or more)" -- \
+	awk "BEGIN { exit !($(med5 "$T_TMP/p50.slow") > $MIN * $(med5 "$T_TMP/p50.base")) }"
 
 h remote --inject remote-numa
 nodes=$(ls -d /sys/devices/system/node/node[0-9]* | wc -l)
