@@ -279,10 +279,14 @@ start d3 --policy "$POLICY" --topology $HGX --sysroot "$R3" --state-dir "$T_TMP/
 D3=$DPID
 wait_until 30 sh -c "[ \"\$(cat '$R3/$DEFRAG')\" = defer+madvise ] && grep -q '^file.proc/sys/kernel/numa_balancing.1' '$T_TMP/st3/journal'" ||
 	t_not_ok "the daemon did not reach numa_balancing within 30 s"
-# window: 0.5 s in which a daemon that were not held would finish the apply
-# and log ready (milliseconds after the THP writes): the check below is
-# that it did neither
-sleep 0.5
+# then until a thread of the daemon sleeps in the kernel opening the FIFO
+# (no reader: the feeder is a writer too), where it can do nothing more:
+# the check below holds by construction, with no window to outlast the
+# rest of the apply and the ready (a daemon's start to ready took up to
+# 0.14 s plain and 1.14 s under ASan at load 12-15, bench/RESULTS.md §14,
+# window_ready_s: a 0.5 s window was 3.6x and 0.4x)
+wait_until 10 sh -c "grep -qxE 'wait_for_partner|fifo_open|pipe_write' /proc/$D3/task/*/wchan" ||
+	t_not_ok "the daemon is not asleep on the FIFO within 10 s: $(cat /proc/$D3/task/*/wchan 2>/dev/null)"
 check "the daemon is held mid-apply: THP written, numa_balancing not, journal has the originals, not ready" -- sh -c \
 	"[ \"\$(cat '$R3/$ENABLED')\" = madvise ] && [ \$(grep -c '^file' '$T_TMP/st3/journal') -eq 4 ] && ! grep -q ready: '$T_TMP/d3.log'"
 kill -9 $D3
