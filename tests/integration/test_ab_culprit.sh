@@ -217,8 +217,9 @@ if [ "${workloads#*torch}" != "$workloads" ]; then
 fi
 # Ctrl-C (SIGINT to nodetune alone, as a terminal's would be: the job runs in
 # a process group of its own) stops the job, reverts, exits 3 and leaves no
-# process, trial cgroup or work directory behind; within 10 s, 90x the p99
-# of 0.11 s in 20 runs (bench/timing_margins.sh, ab_sigint_s)
+# process, trial cgroup or work directory behind; within 10 s: 90x the p99
+# of 0.11 s in 20 runs plain, 8.7x the 1.15 s under ASan at load 25-39 (an
+# upper bound; bench/timing_margins.sh ab_sigint_s, RESULTS.md §14)
 "$NODETUNE" ab --a "cmd=sleep 300" --b "cmd=sleep 300" --trials 2 >"$T_TMP/int.out" 2>"$T_TMP/int.err" &
 abpid=$!
 # the signal lands while the warm-up trial's job runs, whenever that starts

@@ -28,6 +28,10 @@ check "no injection: the counters are numbers, and low: minor faults $(s base co
 # the process's involuntary switches are shown but not required to rise:
 # bound and clean, the loader's threads already preempt it about 180 times,
 # and with the neighbour the count came out 145 to 237 (2 of 5 runs lower).
+# Not load-proof: 20 pairs at load 7-12 failed the 3 x bound + 20 in 12
+# (plain) and at load 12-16 in 12 (ASan), a busy host's other tasks making
+# the bound run wait as long (bench/RESULTS.md §14.2, noisy_ratio); no
+# threshold separates the two there.
 taskset -c 0 "$HARNESS" $A --json "$T_TMP/bound.json" 2>/dev/null || t_not_ok "the bound run: exit $?"
 taskset -c 0 "$HARNESS" $A --inject noisy-neighbor --json "$T_TMP/noisy.json" 2>/dev/null || t_not_ok "the noisy-neighbor run: exit $?"
 check "noisy-neighbor on a rank bound to one CPU: training thread's run-queue wait $(s bound counters.runqueue_wait_ms) -> $(s noisy counters.runqueue_wait_ms) ms (involuntary switches $(s bound counters.involuntary_switches) -> $(s noisy counters.involuntary_switches))" -- \
@@ -127,8 +131,11 @@ fi
 # (timing: a stalled step sleeps 50 ms on top of its work, so p99 - p50 of
 # the same run is at least 50 ms minus the median step, whatever the load:
 # a working injection fails the 40 ms only when the median step takes over
-# 10 ms (3.5 ms in one run here); a clean run's p99 - p50, the other side,
-# must stay below 40 (2.8 ms in that run; not yet measured over 20 runs))
+# 10 ms (3.5 ms in one run here; in 20 runs the smallest p99 - p50 was
+# 49.75 ms plain and 50.07 under ASan, at load 7-16).  A clean run's
+# p99 - p50, the other side, is not checked, and rose above 40 ms in 4 of
+# 20 runs plain and 15 of 20 under ASan at that load (bench/RESULTS.md
+# §14.2, sync_clean_ms): on a busy host this check tells little)
 h sync --inject host-sync
 check "host-sync: step p99 $(s sync step_ms_p99) ms against its own p50 of $(s sync step_ms_p50) ms (a 50 ms stall every 10 steps; clean run: p99 $(s base step_ms_p99), p50 $(s base step_ms_p50))" -- \
 	awk "BEGIN { exit !($(s sync step_ms_p99) > $(s sync step_ms_p50) + 40) }"
