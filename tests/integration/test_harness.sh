@@ -77,7 +77,9 @@ torchrun_env() { # torchrun_env PORT ARGS...: 2 ranks in the background, pids in
 # main thread's collectives).  Rank 0 must exit 3 (never a crash: a
 # SIGSEGV when the failing thread freed what the other still used, 3 in 40
 # runs before the fix), naming rank 1, at once (threshold 10 s; measured
-# p99 0.04 s, bench/timing_margins.sh).
+# p99 0.05 s plain, 0.20 s under ASan at load 33-34: 200x and 50x;
+# bench/timing_margins.sh peer_death_s, RESULTS.md §14).  The connection's
+# deadline, 30 s x T_SLOW: p99 0.16 s plain, 0.95 s ASan (peer_connect_s).
 deaths="" worst=0
 for i in $(seq 0 19); do
 	port=$(free_port)
