@@ -53,7 +53,7 @@
 #                      for a dead leader (FLEET_LEADER_WAIT_S)
 #   two_refused_s      test_fleet.sh "two controllers": from the first's step
 #                      line to the second's "led by another controller";
-#                      threshold the first's pause after that step (2 s),
+#                      threshold the first's pause after that step (2.5 s),
 #                      the least time it still leads
 #   sync_clean_ms      test_inject.sh host-sync: a clean run's step p99 - p50
 #                      (ms), the side the test's 40 ms must stay above
@@ -77,7 +77,7 @@
 #                      after THP and the ready the window is for)
 #   hostile_verify3_s  test_daemon.sh's hostile clients: a drift, until
 #                      nodetune_verify_total is 3 more, with the test's
-#                      hostile.py at the socket; threshold 9 x T_SLOW (the
+#                      hostile.py at the socket; threshold 33 x T_SLOW (the
 #                      test waits that after the correction: this counts
 #                      from the drift, so it is the stricter figure)
 #   hostile_verifies   the same drifts: verifies until the correction
@@ -419,9 +419,11 @@ if want fleet; then
 		rec leader_lease_s "$r" "$(since "$t0")"
 		NODETUNE_FLEET_PAUSE=0 timeout 120 "$NODETUNE" fleet resume --endpoints "$EP" $SIGN --name "k$r" >"$TMP/k2.out" 2>&1 ||
 			{ echo "timing_margins: resume of k$r failed: $(tail -2 "$TMP/k2.out")" >&2; exit 3; }
-		# two controllers: the second's refusal, while the first pauses 2 s
+		# two controllers: the second's refusal, while the first pauses 2.5 s
+		# (test_fleet's hand loops for registration and convergence are not
+		# scaled by T_SLOW: their 20 s and 10 s hold in both builds)
 		printf '[main]\nsummary = timing\n[thp]\nenabled = %s\n' "$v" >"$TMP/t$r.conf"; chmod 644 "$TMP/t$r.conf"
-		NODETUNE_FLEET_PAUSE=2 "$NODETUNE" fleet rollout --endpoints "$EP" $SIGN --policy "$TMP/t$r.conf" --name "t$r" \
+		NODETUNE_FLEET_PAUSE=2.5 "$NODETUNE" fleet rollout --endpoints "$EP" $SIGN --policy "$TMP/t$r.conf" --name "t$r" \
 			--waves 1/class,100% --wave-timeout 30 >"$TMP/two.a" 2>&1 &
 		pa=$!
 		until_true 30 grep -Eq "^[0-9:]{8} t$r: " "$TMP/two.a" || { echo "timing_margins: no step of t$r" >&2; exit 3; }
@@ -440,7 +442,7 @@ fi
 printf '%-20s %6s %9s %9s %9s %10s %9s\n' probe runs median p99 max threshold margin
 awk -F '\t' -v WAVE_TIMEOUT="$WAVE_TIMEOUT" -v LEADER_WAIT="$LEADER_WAIT" -v TS="$TSLOW" -v SLOWMIN="$SLOWMIN" 'NR > 1 { v[$1] = v[$1] " " $3 }
 END {
-	split("culprit_dev_pp:5:x culprit_fifo_short:50:x observe_step_ms:40:x ab_warmup_s:" 30 * TS ":x ab_sigint_s:10:x peer_connect_s:" 30 * TS ":x peer_death_s:10:x drift_s:" 20 * TS ":x drift_verifies:3:- host_lease_s:" WAVE_TIMEOUT ":x host_register_s:" 20 * TS ":x host_converge_s:" 10 * TS ":x kill_offset_s:1.5:x leader_lease_s:" LEADER_WAIT ":x two_refused_s:2:x sync_clean_ms:40:x sync_gap_ms:40:lo slow_ratio:" SLOWMIN ":lo slow_med_ratio:" SLOWMIN ":lo noisy_ratio:1:lo ab_refuse_s:50:x window_apply_s:0.2:x window_ready_s:0.5:x hostile_verify3_s:" 9 * TS ":x hostile_verifies:3:-", P, " ")
+	split("culprit_dev_pp:5:x culprit_fifo_short:50:x observe_step_ms:40:x ab_warmup_s:" 30 * TS ":x ab_sigint_s:10:x peer_connect_s:" 30 * TS ":x peer_death_s:10:x drift_s:" 20 * TS ":x drift_verifies:3:- host_lease_s:" WAVE_TIMEOUT ":x host_register_s:20:x host_converge_s:10:x kill_offset_s:1.5:x leader_lease_s:" LEADER_WAIT ":x two_refused_s:2.5:x sync_clean_ms:40:x sync_gap_ms:40:lo slow_ratio:" SLOWMIN ":lo slow_med_ratio:" SLOWMIN ":lo noisy_ratio:1:lo ab_refuse_s:50:x window_apply_s:0.2:x window_ready_s:0.5:x hostile_verify3_s:" 33 * TS ":x hostile_verifies:3:-", P, " ")
 	for (i = 1; i in P; i++) {
 		split(P[i], q, ":"); name = q[1]; th = q[2]
 		n = split(v[name], a, " "); if (n == 0) continue
