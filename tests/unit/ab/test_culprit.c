@@ -674,7 +674,10 @@ static void live(bool fifo)
 	/* SCHED_FIFO 10 runs ahead of every SCHED_OTHER task on its CPU, so
 	 * it has all of it but the RT throttle's 5% (sched_rt_runtime_us):
 	 * measured shortfall p99 0.010 in 20 runs (culprit_fifo_short), so 0.5
-	 * is 50x that */
+	 * is 50x that; at load 44-47 on 2026-11-28, 0.217 plain and 0.276
+	 * under ASan (other sessions' real-time tasks on CPU 1): 2.3x and 1.8x,
+	 * left as it is, since a lower bound would no longer tell FIFO from a
+	 * SCHED_OTHER hog (RESULTS.md §14.2) */
 	if (fifo)
 		assert_true(t->top_share > 0.5);
 	assert_string_equal(culprit_policy_name(t->policy), fifo ? "SCHED_FIFO" : "SCHED_OTHER");
