@@ -91,7 +91,12 @@ check "a host that cannot count TLB shootdowns: not_countable says why, the expl
 # An A/A far noisier than the threshold asked for: the job's runs take 50
 # and 200 ms in turn, so every pair's B/A is 4 or 1/4, as many of each
 # (an ABBA or BAAB block's two pairs cancel), an estimate near 1 at a
-# pair noise beyond 100%.  After the pairs a refusal waits for, ab refuses
+# pair noise beyond 100%.  (Timing: not load-proof.  At load 58-88, eight
+# sessions on 2 vCPUs, 14 plain runs took 19.5 to 46.7 s in 12, 50.4 s in
+# one, and in one the budget ran out before the pairs a refusal waits for
+# (64 s, no refusal); under ASan the one run made 16 pairs in 64 s
+# (bench/RESULTS.md §14.2, ab_refuse_s).  The wall clock of a 60 s budget
+# cannot get a 3x margin; a bound in pairs would not move with the load.)  After the pairs a refusal waits for, ab refuses
 # to judge, says so and the budget an A/A would need, well before its own
 # budget ends.  (Its runs alternate rather than draw at random: an A/A
 # whose random estimate looks like an effect the budget could still call

@@ -107,7 +107,9 @@ torchrun_env() { # torchrun_env PORT ARGS...: 2 ranks in the background, pids in
 # main thread's collectives).  Rank 0 must exit 3 (never a crash: a
 # SIGSEGV when the failing thread freed what the other still used, 3 in 40
 # runs before the fix), naming rank 1, at once (threshold 10 s; measured
-# p99 0.04 s, bench/timing_margins.sh).
+# p99 0.05 s plain, 0.20 s under ASan at load 33-34: 200x and 50x;
+# bench/timing_margins.sh peer_death_s, RESULTS.md §14).  The connection's
+# deadline, 30 s x T_SLOW: p99 0.16 s plain, 0.95 s ASan (peer_connect_s).
 deaths="" worst=0
 for i in $(seq 0 19); do
 	port=$(free_port)
@@ -259,12 +261,16 @@ if "$H" --device cuda $Q --steps 1 --batch 64 2>"$T_TMP/gpuprobe"; then
 		[ "$RC" -eq 0 ] || t_not_ok "GPU, torchrun: 2 workers, exit $RC: $(tail -1 "$ERR")"
 		run "$WDIFF" "$T_TMP/wg" "$T_TMP/wg4" 1e-5
 		check "GPU, torchrun: the NCCL id over the TCP rendezvous, same weights: $(cat "$OUT")" -- [ "$RC" -eq 0 ]
+		# rank 1 must die in a training step, after NCCL's init: each rank
+		# writes a step report (NODETUNE_STEP_FILE) after its first measured
+		# step, and the kill waits for both ranks' (the 120 s deadline is
+		# NCCL's init, seconds on the H100 hosts we ran, not a window)
+		: >"$T_TMP/nccl.steps"
+		export NODETUNE_STEP_FILE="$T_TMP/nccl.steps"
 		torchrun_env "$(free_port)" --device cuda --rows 1000 --steps 1000000 --batch 64 --timeout 10 --quiet
-		# window: NCCL's init on a GPU (seconds; nothing shows its end under
-		# --quiet) must be over, so that rank 1 dies in a training step; 8 s
-		# is several times the init on the H100 hosts we ran, and the check
-		# below does not depend on when in training the kill lands
-		sleep 8
+		unset NODETUNE_STEP_FILE
+		wait_until 120 sh -c "grep -q '\"rank\": 0,' '$T_TMP/nccl.steps' && grep -q '\"rank\": 1,' '$T_TMP/nccl.steps'" ||
+			t_not_ok "GPU, torchrun: no step report of both ranks within 120 s: $(tail -c 300 "$T_TMP/t0.err")"
 		start=$(date +%s)
 		kill -9 "$TPID1"
 		wait "$TPID0"; rc=$?

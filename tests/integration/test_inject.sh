@@ -28,6 +28,10 @@ check "no injection: the counters are numbers, and low: minor faults $(s base co
 # the process's involuntary switches are shown but not required to rise:
 # bound and clean, the loader's threads already preempt it about 180 times,
 # and with the neighbour the count came out 145 to 237 (2 of 5 runs lower).
+# Not load-proof: 20 pairs at load 7-12 failed the 3 x bound + 20 in 12
+# (plain) and at load 12-16 in 12 (ASan), a busy host's other tasks making
+# the bound run wait as long (bench/RESULTS.md §14.2, noisy_ratio); no
+# threshold separates the two there.
 taskset -c 0 "$HARNESS" $A --json "$T_TMP/bound.json" 2>/dev/null || t_not_ok "the bound run: exit $?"
 taskset -c 0 "$HARNESS" $A --inject noisy-neighbor --json "$T_TMP/noisy.json" 2>/dev/null || t_not_ok "the noisy-neighbor run: exit $?"
 check "noisy-neighbor on a rank bound to one CPU: training thread's run-queue wait $(s bound counters.runqueue_wait_ms) -> $(s noisy counters.runqueue_wait_ms) ms (involuntary switches $(s bound counters.involuntary_switches) -> $(s noisy counters.involuntary_switches))" -- \
@@ -127,19 +131,31 @@ fi
 # (timing: a stalled step sleeps 50 ms on top of its work, so p99 - p50 of
 # the same run is at least 50 ms minus the median step, whatever the load:
 # a working injection fails the 40 ms only when the median step takes over
-# 10 ms (3.5 ms in one run here); a clean run's p99 - p50, the other side,
-# must stay below 40 (2.8 ms in that run; not yet measured over 20 runs))
+# 10 ms (3.5 ms in one run here; in 20 runs the smallest p99 - p50 was
+# 49.75 ms plain and 50.07 under ASan, at load 7-16).  A clean run's
+# p99 - p50, the other side, is not checked, and rose above 40 ms in 4 of
+# 20 runs plain and 15 of 20 under ASan at that load (bench/RESULTS.md
+# §14.2, sync_clean_ms): on a busy host this check tells little)
 h sync --inject host-sync
 check "host-sync: step p99 $(s sync step_ms_p99) ms against its own p50 of $(s sync step_ms_p50) ms (a 50 ms stall every 10 steps; clean run: p99 $(s base step_ms_p99), p50 $(s base step_ms_p50))" -- \
 	awk "BEGIN { exit !($(s sync step_ms_p99) > $(s sync step_ms_p50) + 40) }"
 
 # slow:100 doubles compute (forward + backward); the step has more than
-# compute, more so under the sanitizers (make asan)
+# compute, more so under the sanitizers (make asan).  Five clean runs and
+# five slowed, interleaved, compared by their medians: one run is a
+# fraction of a second, and a burst of other load during a clean one made
+# its p50 the larger (one pair: 5 of 20 under x1.4 at load 11, the smallest
+# x0.61; medians of 5 pairs: bench/RESULTS.md §14, slow_med_ratio)
 MIN=1.4
 [ -z "${SANITIZED:-}" ] || MIN=1.25
-h base3; h slow --inject slow:100
-check "slow:100: step p50 $(s base3 step_ms_p50) -> $(s slow step_ms_p50) ms (x$MIN or more)" -- \
-	awk "BEGIN { exit !($(s slow step_ms_p50) > $MIN * $(s base3 step_ms_p50)) }"
+rm -f "$T_TMP/p50.base" "$T_TMP/p50.slow"
+for i in 1 2 3 4 5; do
+	h base3 && s base3 step_ms_p50 >>"$T_TMP/p50.base"
+	h slow --inject slow:100 && s slow step_ms_p50 >>"$T_TMP/p50.slow"
+done
+med5() { sort -g "$1" 2>/dev/null | awk '{ v[NR] = $1 } END { print NR == 5 ? v[3] : "none" }'; }
+check "slow:100: step p50, median of 5 runs each, $(med5 "$T_TMP/p50.base") -> $(med5 "$T_TMP/p50.slow") ms (x$MIN or more)" -- \
+	awk "BEGIN { exit !($(med5 "$T_TMP/p50.slow") > $MIN * $(med5 "$T_TMP/p50.base")) }"
 
 h remote --inject remote-numa
 nodes=$(ls -d /sys/devices/system/node/node[0-9]* | wc -l)

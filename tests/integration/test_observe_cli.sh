@@ -76,7 +76,8 @@ EOF
 # (timing: a step cannot be shorter than its sleep, so max >= 140 for a 150
 # ms sleep has no timing risk; the p50 < 60 ms for 20 ms steps leaves 40 ms
 # of scheduling delay per step, 200x the p99 of 0.2 ms measured in 20 runs
-# by bench/timing_margins.sh, observe_step_ms)
+# plain, 55x the 0.73 ms under ASan at load 25-34 (bench/timing_margins.sh,
+# observe_step_ms; RESULTS.md §14))
 run "$NODETUNE" observe --json --interval 100ms -- python3 "$T_TMP/steps.py"
 check "a job's step reports in the records: $(jq -sc '[.[-1].steps.total, ([.[].steps.max_ms] | max), ([.[].steps.n] | add)]' "$OUT" 2>/dev/null) (total, longest ms, lines)" -- \
 	jq -se '.[-1].steps.total == 20 and ([.[].steps.n] | add) == 20 and ([.[].steps.max_ms] | max) >= 140 and
