@@ -183,6 +183,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 UNIT_LIBS  = $(shell pkg-config --libs cmocka 2>/dev/null) $(LIBS)
 
 .PHONY: all man deb deps deps-check deps-fuzz check lint unit integration asan fuzz fuzz-smoke fuzz-build fuzz-bins \
+	unit-bins integration-bins asan-unit asan-integration \
 	docs-discover docs-ab demo demo-fleet install clean mutation
 .DEFAULT_GOAL := all
 
@@ -260,13 +261,21 @@ lint: $(NODETUNE) $(MAN_PAGES) $(COMPLETION)
 	@fail=0; for t in tests/lint/test_*.sh; do \
 		BUILD=$(abspath $(BUILD)) NODETUNE=$(abspath $(NODETUNE)) $$t || fail=1; done; exit $$fail
 
-unit: $(UNIT_BINS) $(NODETUNE) $(HARNESS)
+# what the unit and the integration tests run (make -jN unit-bins builds
+# them in parallel; the tests themselves then run without make's -j)
+unit-bins: $(UNIT_BINS) $(NODETUNE) $(HARNESS)
+integration-bins: $(NODETUNE) $(HARNESS) $(PLUGIN) $(BUILD)/tests/wdiff $(BUILD)/tests/tlbstorm
+
+unit: unit-bins
 	@tests/run-unit.sh $(UNIT_BINS)
 
-# make integration TESTS=tests/integration/test_slurm.sh runs those files only
-integration: $(NODETUNE) $(HARNESS) $(PLUGIN) $(BUILD)/tests/wdiff $(BUILD)/tests/tlbstorm
+# make integration TESTS=tests/integration/test_slurm.sh runs those files only.
+# INTEGRATION_JOBS scripts at a time, each under the locks its "# host:"
+# line names (tests/run-integration.sh); started longest first by the last
+# run's times, kept in $(BUILD)/integration-times.txt.
+integration: integration-bins
 	@NODETUNE=$(abspath $(NODETUNE)) HARNESS=$(abspath $(HARNESS)) WDIFF=$(abspath $(BUILD)/tests/wdiff) \
-		TLBSTORM=$(abspath $(BUILD)/tests/tlbstorm) \
+		TLBSTORM=$(abspath $(BUILD)/tests/tlbstorm) INTEGRATION_TIMES=$(abspath $(BUILD))/integration-times.txt \
 		tests/run-integration.sh $(or $(TESTS),$(wildcard tests/integration/test_*.sh))
 
 # The unit tests run with LeakSanitizer (they cover all of our library
@@ -276,18 +285,37 @@ integration: $(NODETUNE) $(HARNESS) $(PLUGIN) $(BUILD)/tests/wdiff $(BUILD)/test
 # for them (AddressSanitizer and UBSan still stop on any memory error).
 # SANITIZED=1 tells the statistical end-to-end tests that everything runs
 # several times slower and noisier, so they inject a larger effect.
+# The ASan pass runs every integration script but those that
+# tests/integration/asan-out.txt names, each with what covers its code under
+# ASan already or why ASan finds nothing there; make check's last line names
+# them.  Its binaries are built with make's -j$(BUILD_JOBS), its tests run
+# as the plain pass runs them.
 #
 # Each step of `check` and `asan` runs even when an earlier one failed (a
 # red integration step must not hide what the ASan pass would find); the
 # target fails at the end, naming the steps that failed.  The clang build of
 # the fuzz targets comes first: clang warns where gcc does not (a positional
 # initializer inside a designated one), and that must not wait 30 minutes.
+BUILD_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+ASAN_MAKE   = $(MAKE) --no-print-directory BUILD=$(BUILD)/asan SAN=1
+ASAN_OUT   := $(shell sed -n 's|^\(test_[^ ]*\.sh\) .*|tests/integration/\1|p' tests/integration/asan-out.txt)
+ASAN_TESTS := $(filter-out $(ASAN_OUT),$(wildcard tests/integration/test_*.sh))
+
 asan:
-	@fail=""; NODETUNE_SKIP_TAG=asan-; export NODETUNE_SKIP_TAG; \
-	$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SAN=1 unit || fail="$$fail asan-unit"; \
-	ASAN_OPTIONS=detect_leaks=0 SANITIZED=1 $(MAKE) --no-print-directory BUILD=$(BUILD)/asan SAN=1 integration \
-		|| fail="$$fail asan-integration"; \
+	@fail=""; \
+	$(MAKE) --no-print-directory asan-unit || fail="$$fail asan-unit"; \
+	$(MAKE) --no-print-directory asan-integration || fail="$$fail asan-integration"; \
 	if [ -n "$$fail" ]; then echo "make asan: failed:$$fail" >&2; exit 1; fi
+
+asan-unit:
+	@$(ASAN_MAKE) -j$(BUILD_JOBS) unit-bins && NODETUNE_SKIP_TAG=asan- $(ASAN_MAKE) unit
+
+asan-integration:
+	@[ -z "$${NODETUNE_SKIP_LOG:-}" ] || \
+		echo "asan-integration: not in the ASan pass (tests/integration/asan-out.txt says why): $(notdir $(ASAN_OUT))" \
+		>>"$$NODETUNE_SKIP_LOG"
+	@$(ASAN_MAKE) -j$(BUILD_JOBS) integration-bins && NODETUNE_SKIP_TAG=asan- ASAN_OPTIONS=detect_leaks=0 SANITIZED=1 \
+		$(ASAN_MAKE) integration TESTS="$(or $(TESTS),$(ASAN_TESTS))"
 
 # make mutation: the mutation score of the modules where a wrong answer is a
 # hole (tests/mutation/modules.conf; scripts/mutate.py says how mutants are
@@ -300,18 +328,27 @@ mutation: all $(UNIT_BINS)
 
 # The last line names every skip (each suite's runner appends its skips,
 # "SUITE FILE.TEST: KIND: REASON", to $(BUILD)/skips.txt), so a green check
-# never hides one.
+# never hides one.  Before it: the time of each suite and the ten slowest
+# integration scripts of both passes (the runner appends "SUITE FILE
+# SECONDS" to $(BUILD)/times.txt).  The builds run with make's
+# -j$(BUILD_JOBS); the tests as their runners run them.
 check: deps-check
-	@$(MAKE) --no-print-directory all
-	@start=$$(date +%s); fail=""; \
-	NODETUNE_SKIP_LOG=$(abspath $(BUILD))/skips.txt; export NODETUNE_SKIP_LOG; : >"$$NODETUNE_SKIP_LOG"; \
-	$(MAKE) --no-print-directory fuzz-build || fail="$$fail fuzz-build"; \
-	$(MAKE) --no-print-directory lint || fail="$$fail lint"; \
-	$(MAKE) --no-print-directory unit || fail="$$fail unit"; \
-	$(MAKE) --no-print-directory integration || fail="$$fail integration"; \
-	$(MAKE) --no-print-directory asan || fail="$$fail asan"; \
-	$(MAKE) --no-print-directory fuzz-smoke || fail="$$fail fuzz-smoke"; \
+	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) all unit-bins integration-bins
+	@start=$$(date +%s); fail=""; b=$(abspath $(BUILD)); suites=""; \
+	NODETUNE_SKIP_LOG=$$b/skips.txt NODETUNE_TIME_LOG=$$b/times.txt; export NODETUNE_SKIP_LOG NODETUNE_TIME_LOG; \
+	: >"$$NODETUNE_SKIP_LOG"; : >"$$NODETUNE_TIME_LOG"; \
+	suite() { s=$$(date +%s); n=$$1; shift; "$$@" || fail="$$fail $$n"; suites="$$suites$${suites:+, }$$n $$(( $$(date +%s) - s )) s"; }; \
+	suite fuzz-build $(MAKE) --no-print-directory -j$(BUILD_JOBS) fuzz-build; \
+	suite lint $(MAKE) --no-print-directory lint; \
+	suite unit $(MAKE) --no-print-directory unit; \
+	suite integration $(MAKE) --no-print-directory integration; \
+	suite asan-unit $(MAKE) --no-print-directory asan-unit; \
+	suite asan-integration $(MAKE) --no-print-directory asan-integration; \
+	suite fuzz-smoke $(MAKE) --no-print-directory fuzz-smoke; \
 	took=$$(( $$(date +%s) - start )); \
+	echo "make check: time per suite: $$suites"; \
+	echo "make check: the ten slowest scripts: $$(sort -k3,3nr "$$NODETUNE_TIME_LOG" | head -n 10 | \
+		awk '{ printf "%s%s %s (%s s)", (NR > 1 ? ", " : ""), $$1, $$2, $$3 }')"; \
 	if [ -n "$$fail" ]; then echo "make check: failed:$$fail (after $$took s)" >&2; exit 1; fi; \
 	skipped=$$(awk 'BEGIN { ORS = "" } { print (NR > 1 ? "; " : "") $$0 }' "$$NODETUNE_SKIP_LOG"); \
 	echo "make check: all test suites passed in $$took s; skipped: $${skipped:-none}"
@@ -332,8 +369,12 @@ fuzz-build: deps-fuzz
 fuzz: fuzz-build
 	@tests/fuzz/run-fuzz.sh $(FUZZ_TIME) $(FUZZ_BINS)
 
+# the smoke run: FUZZ_JOBS runners at once (each target on a CPU of its
+# own for FUZZ_SMOKE_TIME, as when they ran one after the other)
+FUZZ_JOBS ?= $(BUILD_JOBS)
 fuzz-smoke: fuzz-build
-	@tests/fuzz/run-fuzz.sh $(FUZZ_SMOKE_TIME) $(FUZZ_BINS)
+	@printf '%s\n' $(FUZZ_BINS) | xargs -P $(FUZZ_JOBS) -n $$(( ($(words $(FUZZ_BINS)) + $(FUZZ_JOBS) - 1) / $(FUZZ_JOBS) )) \
+		tests/fuzz/run-fuzz.sh $(FUZZ_SMOKE_TIME) || { echo "fuzz-smoke: a target failed (above)" >&2; exit 1; }
 
 # (inside the SAN=fuzz make that fuzz-build starts, where $(BUILD) is
 # the outer $(BUILD)/fuzz)

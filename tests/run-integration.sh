@@ -15,13 +15,174 @@
 # Every failed check is said again just before the closing line, with the
 # first diagnostic lines under it (each cut to 400 characters): a CI log
 # that keeps only its end still names what failed.
+#
+# Scripts run INTEGRATION_JOBS at a time (default 2: on 2 vCPUs a third
+# one only waits for a CPU; bench/RESULTS.md, "make check's time").  Each
+# script names the host state it touches on a line of its header,
+#   # host: NAME...        or  # host: none
+# and holds an exclusive flock(1) on $NODETUNE_LOCK_DIR/NAME.lock for each
+# NAME while it runs, so two scripts naming one never overlap, in this run
+# or in another run on the host.  The names:
+#   cpu       it measures time, throughput or CPU shares (an A/B verdict,
+#             a culprit, an injected cause): it runs with nothing beside it
+#   build     it rebuilds in $BUILD (make install with another PREFIX): it
+#             runs with nothing beside it
+#   thp       the live /sys/kernel/mm/transparent_hugepage, written, or
+#             read and compared with what nodetune says
+#   sysctl    the live /proc/sys, written or read and compared
+#   knobs     the other live knobs a policy writes: cpufreq governors,
+#             IRQ affinity
+#   cgroup    makes nodetune* cgroups (a policy's job cgroup, ab's trial
+#             groups), memory cgroups, or changes the root's controllers
+#   state     nodetune's host paths: /run/nodetune, /var/lib/nodetune,
+#             /etc/nodetune, the installed policies
+#   slurm     a Slurm of its own (slurmd's fixed cgroup paths)
+#   dpkg      installs packages on this host
+#   ca        the system's CA store (update-ca-certificates)
+#   port9477  the daemon's default /metrics port
+# Every script holds cpu and build shared unless it names them, so a script
+# naming either runs alone; a script with no "# host:" line runs alone too,
+# and one naming an unknown NAME fails unrun.  The locks are taken in one
+# order (sorted), so two runs cannot deadlock; a script's time is counted
+# from when it holds them.  The runner starts a script only when no script
+# it runs holds one of its names, so a free slot takes the next script that
+# can run rather than wait.  Scripts start longest first, by the times of
+# the previous run ($BUILD/integration-times.txt when INTEGRATION_TIMES
+# names it), else in the order given.
+#
+# Each script's output is kept until it ends and printed whole, under
+# "== FILE (S s; host: NAMES)".  The ten slowest scripts close the run;
+# with NODETUNE_TIME_LOG set, "SUITE FILE SECONDS" is appended there per
+# script (make check prints the ten slowest of both passes).
+#
+# lib.sh's t_done fails a script that leaves nodetune* cgroups when it held
+# "cgroup" (NODETUNE_TEST_EXCLUSIVE: the names it holds alone, "all" when it
+# ran alone): no other script made any beside it.  For the other scripts,
+# the runner compares the cgroups at the start and at the end of the run.
 set -u
+jobs=${INTEGRATION_JOBS:-2}
+locks=${NODETUNE_LOCK_DIR:-/tmp/nodetune-test-locks}
+known="cpu build thp sysctl knobs cgroup state slurm dpkg ca port9477"
 pass=0 fail=0 skip=0 failed="" skips=""
-log=$(mktemp) rcf=$(mktemp) notok=$(mktemp)
-trap 'rm -f "$log" "$rcf" "$notok"' EXIT INT TERM
+work=$(mktemp -d)
+notok=$work/notok
+: >"$notok"
+trap 'rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM
+mkdir -p "$locks" || exit 1
+cgroups() { find /sys/fs/cgroup -maxdepth 3 -type d -name 'nodetune*' 2>/dev/null | sort; }
+cg0=$(cgroups)
+
+# the last run's time of script $1 (0: none)
+last_time() {
+	[ -r "${INTEGRATION_TIMES:-}" ] || { echo 0; return; }
+	awk -v f="$(basename "$1")" '$1 == f { t = $2 } END { print t + 0 }' "$INTEGRATION_TIMES"
+}
+
+# the scripts, numbered in the order they start: H_i its names, A_i 1 when
+# it runs alone, B_i its bad names
+n=0
 for t in "$@"; do
-	echo "== $t"
-	{ sh "$t" 2>&1; echo $? >"$rcf"; } | tee "$log"
+	n=$((n + 1))
+	echo "$(last_time "$t") $n $t"
+done | sort -k1,1nr -k2,2n >"$work/order"
+n=0 queue=""
+while read -r _ _ t; do
+	n=$((n + 1))
+	h=$(sed -n 's/^# host:[[:space:]]*//p' "$t" | head -n 1)
+	a=0 bad=""
+	[ -n "$h" ] || a=1
+	[ "$h" != none ] || h=""
+	for w in $h; do
+		case " $known " in *" $w "*) ;; *) bad="$bad $w" ;; esac
+		[ "$w" != cpu ] && [ "$w" != build ] || a=1
+	done
+	eval "T_$n=\$t H_$n=\$h A_$n=\$a B_$n=\$bad"
+	queue="$queue $n "
+done <"$work/order"
+
+running=0 alone=0 busy=" "
+# pick: the first script of the queue that can start now
+pick() {
+	for i in $queue; do
+		eval "h=\$H_$i a=\$A_$i"
+		[ "$alone" -eq 0 ] || return 1
+		if [ "$a" -eq 1 ]; then
+			[ "$running" -eq 0 ] && { echo "$i"; return 0; }
+			continue
+		fi
+		free=1
+		for w in $h; do
+			case $busy in *" $w "*) free=0 ;; esac
+		done
+		[ "$free" -eq 0 ] || { echo "$i"; return 0; }
+	done
+	return 1
+}
+
+# start I: the script under its locks, in the background; its output to
+# $work/I.out, its exit status to I.rc, its start and end times to I.time;
+# then its number to the fifo
+start() {
+	i=$1
+	eval "t=\$T_$i h=\$H_$i a=\$A_$i bad=\$B_$i"
+	queue=$(printf '%s' "$queue" | sed "s/ $i / /")
+	running=$((running + 1))
+	if [ "$a" -eq 1 ]; then
+		alone=1 x=all
+	else
+		busy="$busy$h " x=$h
+	fi
+	if [ -n "$bad" ]; then
+		echo "# host: unknown name(s):$bad (known: $known); not run" >"$work/$i.out"
+		echo 1 >"$work/$i.rc"
+		echo "0 0" >"$work/$i.time"
+		echo "$i" >&3
+		return
+	fi
+	# its names alone, cpu and build shared (alone: those too), in order
+	cmd=""
+	for w in $(echo "$known" | tr ' ' '\n' | sort); do
+		case " $h " in
+		*" $w "*) m=-x ;;
+		*) case $w in cpu | build) m=-s ;; *) continue ;; esac
+			[ "$a" -eq 0 ] || m=-x ;;
+		esac
+		cmd="$cmd flock -o $m $locks/$w.lock"
+	done
+	(
+		NODETUNE_TEST_EXCLUSIVE=$x
+		export NODETUNE_TEST_EXCLUSIVE
+		# shellcheck disable=SC2086,SC2016 # the lock commands are words; $1, $2 are sh -c's
+		$cmd sh -c 'date +%s.%N >"$1"; exec sh "$2"' - "$work/$i.start" "$t" >"$work/$i.out" 2>&1 3>&-
+		echo $? >"$work/$i.rc"
+		echo "$(cat "$work/$i.start" 2>/dev/null || date +%s.%N) $(date +%s.%N)" >"$work/$i.time"
+		echo "$i" >&3
+	) &
+}
+
+# finish I: free its names, print its output whole, count its tally
+finish() {
+	i=$1
+	eval "t=\$T_$i h=\$H_$i a=\$A_$i"
+	running=$((running - 1))
+	if [ "$a" -eq 1 ]; then
+		alone=0
+	else
+		for w in $h; do busy=$(printf '%s' "$busy" | sed "s/ $w / /"); done
+	fi
+	took=$(awk '{ printf "%.1f", $2 - $1 }' "$work/$i.time")
+	echo "$took $(basename "$t")" >>"$work/times"
+	[ -z "${NODETUNE_TIME_LOG:-}" ] ||
+		echo "${NODETUNE_SKIP_TAG:-}integration $(basename "$t") $took" >>"$NODETUNE_TIME_LOG"
+	echo "== $t ($took s; host: $(if [ "$a" -eq 1 ] && [ -z "$h" ]; then echo "none declared: alone"; else echo "${h:-none}"; fi))"
+	cat "$work/$i.out"
+	log=$work/$i.out rcf=$work/$i.rc
+	tally_one
+}
+
+# the tally of script $t: its output $log, its exit status in $rcf
+tally_one() {
 	rc=$(cat "$rcf")
 	tally=$(sed -n 's/^# \([0-9]*\) checks, \([0-9]*\) failed, \([0-9]*\) skipped$/\1 \2 \3/p' "$log" | tail -n 1)
 	read -r tn tf ts <<EOF
@@ -41,7 +202,35 @@ EOF
 		skips="$skips${skips:+; }$(basename "$t"): $why"
 		[ -z "${NODETUNE_SKIP_LOG:-}" ] || echo "${NODETUNE_SKIP_TAG:-}integration $(basename "$t"): $why" >>"$NODETUNE_SKIP_LOG"
 	done <"$rcf"
+}
+
+mkfifo "$work/done" && exec 3<>"$work/done" || exit 1
+t0=$(date +%s)
+while [ -n "$(printf '%s' "$queue" | tr -d ' ')" ] || [ "$running" -gt 0 ]; do
+	while [ "$running" -lt "$jobs" ] && i=$(pick); do
+		start "$i"
+	done
+	[ "$running" -gt 0 ] || { echo "integration: nothing can start (a bug of the runner)" >&2; exit 1; }
+	read -r i <&3
+	finish "$i"
 done
+wall=$(( $(date +%s) - t0 ))
+
+# nodetune* cgroups left by a script that did not hold "cgroup"
+left=$(cgroups | grep -vxF "$cg0" | sort -r)
+if [ -n "$left" ]; then
+	echo "integration: cgroups left by a script without 'cgroup' on its host line (now removed): $(echo "$left" | tr '\n' ' ')" >>"$notok"
+	for d in $left; do rmdir "$d" 2>/dev/null; done
+	fail=$((fail + 1)) failed="$failed (cgroups)"
+fi
+[ ! -s "$work/times" ] ||
+	echo "integration: $n scripts in $wall s, $jobs at a time; the ten slowest: $(sort -k1,1nr "$work/times" | head -n 10 |
+		awk '{ printf "%s%s %s s", (NR > 1 ? ", " : ""), $2, $1 }')"
+# this run's times, and the last ones of the scripts it did not run
+if [ -n "${INTEGRATION_TIMES:-}" ] && [ -s "$work/times" ]; then
+	{ awk '{ print $2, $1 }' "$work/times"; [ ! -r "$INTEGRATION_TIMES" ] || cat "$INTEGRATION_TIMES"; } |
+		awk '!seen[$1]++' >"$work/times.new" && cp "$work/times.new" "$INTEGRATION_TIMES"
+fi
 [ ! -s "$notok" ] || { echo "integration: the failed checks:"; cat "$notok"; }
 echo "integration: $pass passed, $fail failed, $skip skipped${skips:+: $skips}"
 [ -z "$failed" ] || { echo "integration: failing:$failed" >&2; exit 1; }

@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
+# host: none
 # shellcheck disable=SC2034 # BASE, A, GT...: used by the rows, which are eval'd
 # Bad input, every verb: a missing, empty, unreadable file, a directory or a
 # FIFO where a file belongs, a file where a directory belongs, numbers out of

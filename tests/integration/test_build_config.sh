@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
+# host: none
 # The build records what it found (issue 41, item 3).  make writes
 # $(BUILD)/config.mk (MPI, CUDA and nvcc, the Slurm plugin, CC, the flags,
 # SAN), rewritten only when it changes, and says in one line what it found;

@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
+# host: none
 # The command line as a user meets it: `nodetune help [VERB]` and `VERB
 # --help` for every verb and two-word sub-verb, with one layout (usage, a
 # paragraph, the option list from the verb's table), at most 40 lines of at

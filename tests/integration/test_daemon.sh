@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
+# host: thp sysctl
 # The daemon (DESIGN.md "Daemon"): real daemons on copied sysroot trees and,
 # as root, on this host.  Drift corrected within two intervals, counted
 # (status, metrics, log) and its other writer named (a sysctl.d file, a

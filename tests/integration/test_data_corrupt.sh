@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
+# host: none
 # nodetune-harness on corrupt data: a shard whose index, header or manifest
 # lies is refused with exit 2 and one line naming the file, the chunk and
 # the offset, before the lie sizes a read or an allocation.

@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
+# host: thp sysctl knobs cgroup state dpkg port9477
 # The Debian packages, end to end on this machine's root: `make deb` builds
 # nodetune and nodetune-slurm (lintian: no tag at all, --pedantic -I), apt
 # installs them (man -w nodetune, the bash completion completing a shipped

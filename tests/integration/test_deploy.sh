@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
+# host: build
 # deploy/: the systemd unit as `make install` writes it (systemd-analyze
 # verify and security), the reasons for the protections it leaves off, the
 # Kubernetes manifests (schema and the fields that matter), and what

@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
+# host: none
 # nodetune discover from the command line: bad input gives one clear line
 # and exit 2 (nothing else printed), runtime failures exit 3.
 . "$(dirname "$0")/lib.sh"

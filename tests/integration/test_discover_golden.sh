@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
+# host: none
 # discover --json against the expected output kept beside each fixture, and
 # each expected file's facts against a derivation that does not use nodetune.
 #

@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
+# host: thp sysctl
 # discover on this live host agrees with what the kernel says in /sys and
 # /proc, read here independently of nodetune.
 . "$(dirname "$0")/lib.sh"

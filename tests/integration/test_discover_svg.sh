@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
+# host: none
 # discover --svg on the real-machine topologies (../shared/topologies) and
 # the project's fixtures: the picture holds what the topology holds, and a
 # real browser (headless Chromium, no network) loads and draws it.

@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
+# host: thp sysctl knobs cgroup state
 # Every command docs/*.md shows runs here, as test_readme.sh does for the
 # README: each fenced block is found (tests/tools/doc_blocks.py) and is
 # either run or listed below with the reason it is not (a synopsis, a

@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
+# host: thp sysctl cgroup
 # nodetune doctor from the command line: exit 1 with every hazard on a tree
 # that has them, 0 on a tuned one, 2 on garbage; the live host runs.
 . "$(dirname "$0")/lib.sh"

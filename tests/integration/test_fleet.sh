@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
+# host: cpu cgroup
 # test_fleet.sh — `nodetune fleet` against a real 3-member etcd
 # (tests/tools/etcd-cluster.sh) and real daemons on simulated hosts: each
 # host is `nodetune daemon --fleet --host hN` on its own copy of the

@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
+# host: none
 # test_fleet_auth.sh — the fleet's credentials to etcd (issue 24, items 1
 # and 2) against a real 3-member etcd (tests/tools/etcd-cluster.sh) whose
 # client URLs are TLS with certificates made here by openssl, and with

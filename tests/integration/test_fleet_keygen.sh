@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
+# host: none
 # fleet keygen: the controller's Ed25519 key pair, its files' modes, and
 # each bad input as one line and exit 2 with nothing written.
 . "$(dirname "$0")/lib.sh"

@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
+# host: none
 # nodetune-harness end to end: flags, DDP equivalence under mpirun, the
 # loader's data paths, shard corruption, and peers that die or hang.
 . "$(dirname "$0")/lib.sh"

@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
+# host: cpu thp
 # nodetune-harness --inject: each cause moves the counters it claims to,
 # against a run without it (one process, small batches, this host).
 . "$(dirname "$0")/lib.sh"

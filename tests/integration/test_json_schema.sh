@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
+# host: none
 # test_json_schema.sh — every --json document nodetune prints against its
 # JSON Schema, docs/schema/NAME.schema.json (draft 2020-12), validated by
 # Debian's python3-jsonschema (tests/tools/json_schema_check.py).  NAME is

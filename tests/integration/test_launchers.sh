@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
+# host: thp sysctl knobs cgroup state
 # `nodetune exec` under real launchers: mpirun (Open MPI) and torchrun (the
 # torch elastic agent; tests/tools/torchrun.py says why not Debian's
 # torchrun script).  srun is tested in test_slurm.sh, on a real Slurm.

@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
+# host: none
 # What Prometheus and Grafana are given (deploy/prometheus, deploy/grafana):
 # `promtool check rules` on the alert rules; `promtool test rules` on their
 # tests, where every alert fires on a faulty host and stays silent on a

@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
+# host: none
 # nodetune observe on this host: host records at the interval, a command's
 # process tree with its threads (mpirun's ranks included), the command's exit
 # status, and bad input (exit 2).

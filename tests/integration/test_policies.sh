@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
+# host: thp sysctl knobs cgroup state
 # The shipped policies against doctor on this host (F9 of the first-hour
 # review): a policy-fixable hazard planted live (THP defrag = always), named
 # by doctor; `nodetune apply --policy gpu-train` (the checkout's policies,

@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
+# host: thp sysctl knobs cgroup state
 # plan, apply, verify, revert, exec and run from the command line: on copied
 # sysroot trees (compared by hash) and on this live host (restored after).
 . "$(dirname "$0")/lib.sh"

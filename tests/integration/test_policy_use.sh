@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
+# host: none
 # nodetune policy recommend and policy use (F11 of the first-hour review).
 # recommend: on captured trees (the HGX topology and the untuned GPU host's
 # /sys and /proc), with a Slurm or kubelet file added to a copy.  use: a

@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
+# host: state
 # Every nodetune command README.md shows runs, as shown, from a fresh clone
 # before `make install`: each `nodetune ...` line of a ```sh block (a `sudo`
 # dropped, `\` continuations joined, a trailing `# comment` dropped) and

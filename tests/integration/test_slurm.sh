@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
+# host: slurm thp sysctl knobs cgroup state
 # Slurm: `nodetune slurm gres` against real machines' topologies, then the
 # SPANK plugin and the prolog/epilog on a real one-node Slurm that this test
 # starts (tests/integration/slurm_lib.sh) and stops, whatever happens.

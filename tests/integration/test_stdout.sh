@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
+# host: thp sysctl knobs cgroup state
 # Standard output belongs to the job: under `nodetune run` and `nodetune exec`
 # a job's stdout is byte for byte what it is without nodetune, and nodetune's
 # own lines go to stderr (none with --quiet).  Where nodetune itself writes

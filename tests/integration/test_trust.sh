@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
+# host: none
 # Trust (DESIGN.md): nothing a non-root user can write steers a root write.
 # A forged journal entry, a state dir or journal not to be trusted: exit 2,
 # one stderr line naming the file (and the journal line), nothing restored
