@@ -245,6 +245,12 @@ $(BUILD)/tests/signbench: tests/tools/signbench.c $(LIB) | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB) $(LDSAN) $(LIBS)
 
+# N fleet hosts in one process running fleet_host's code, for
+# bench/fleet_scale.sh and its smoke run (issue 43)
+$(BUILD)/tests/fleetsim: tests/tools/fleetsim.c $(LIB) | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB) $(LDSAN) $(LIBS)
+
 # real remote TLB flushes on demand, made by the library's own probe
 # (tlb_probe_storm), for test_inject.sh
 $(BUILD)/tests/tlbstorm: tests/tools/tlbstorm.c $(LIB) | deps
@@ -264,9 +270,10 @@ unit: $(UNIT_BINS) $(NODETUNE) $(HARNESS)
 	@tests/run-unit.sh $(UNIT_BINS)
 
 # make integration TESTS=tests/integration/test_slurm.sh runs those files only
-integration: $(NODETUNE) $(HARNESS) $(PLUGIN) $(BUILD)/tests/wdiff $(BUILD)/tests/tlbstorm
+integration: $(NODETUNE) $(HARNESS) $(PLUGIN) $(BUILD)/tests/wdiff $(BUILD)/tests/tlbstorm \
+		$(BUILD)/tests/fleetsim
 	@NODETUNE=$(abspath $(NODETUNE)) HARNESS=$(abspath $(HARNESS)) WDIFF=$(abspath $(BUILD)/tests/wdiff) \
-		TLBSTORM=$(abspath $(BUILD)/tests/tlbstorm) \
+		TLBSTORM=$(abspath $(BUILD)/tests/tlbstorm) FLEETSIM=$(abspath $(BUILD)/tests/fleetsim) \
 		tests/run-integration.sh $(or $(TESTS),$(wildcard tests/integration/test_*.sh))
 
 # The unit tests run with LeakSanitizer (they cover all of our library
