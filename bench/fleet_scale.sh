@@ -35,7 +35,7 @@
 #    the wave sent to "rolling back" and from there to every host back.
 # AUTH=1 (the default): the members serve TLS (certificates made here by
 # openssl) with auth on, the users and roles of `nodetune fleet init-auth
-# --print` made over the v3 gateway (16 at once: 9 etcdctl runs per host
+# --print` made over the v3 gateway (32 at once: 9 etcdctl runs per host
 # would take an hour at 10,000), each host logging in as its own user
 # nodetune-host-hN.  etcd hashes passwords with bcrypt at --bcrypt-cost
 # ($BCRYPT_COST, 4 here, etcd's minimum; its default is 10): see
@@ -48,7 +48,7 @@ cd "$(dirname "$0")/.."
 : "${GATE_CMD=/bin/sleep 0.1}" "${GATE_BUDGET:=60}" "${AUTH:=1}" "${DAEMONS:=0}" "${ROLLBACK:=1}"
 : "${REFUSER:=h2}" "${BCRYPT_COST:=4}" "${OUT:=bench/results/fleet_scale.tsv}" "${WAVE_TIMEOUT:=600}"
 export ETCD
-TMP=$(mktemp -d /tmp/nodetune-bench-XXXXXX)
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/nodetune-bench-XXXXXX")
 topos=../shared/topologies
 [ -d "$topos" ] || topos=/work/shared/topologies
 cleanup() {
@@ -58,11 +58,11 @@ cleanup() {
 		[ -f "$p" ] && while kill -0 "$(cat "$p")" 2>/dev/null; do sleep 0.2; done
 	done
 	tests/tools/etcd-cluster.sh stop "$TMP/etcd" 2>/dev/null || true
-	[ "${KEEP:-0}" = 1 ] && echo "bench: kept $TMP" >&2 || rm -rf "$TMP"
+	if [ "${KEEP:-0}" = 1 ]; then echo "bench: kept $TMP" >&2; else rm -rf "$TMP"; fi
 }
 trap cleanup EXIT
 trap 'cleanup; exit 130' INT TERM
-[ -x "$NODETUNE" ] && [ -x "$FLEETSIM" ] || { echo "bench: $NODETUNE or $FLEETSIM not built (make)" >&2; exit 2; }
+{ [ -x "$NODETUNE" ] && [ -x "$FLEETSIM" ]; } || { echo "bench: $NODETUNE or $FLEETSIM not built (make)" >&2; exit 2; }
 [ -x "$ETCD" ] || { echo "bench: no etcd ($ETCD)" >&2; exit 2; }
 load() { cut -d' ' -f1-3 /proc/loadavg | tr ' ' /; }
 load0=$(load)
@@ -77,8 +77,8 @@ if [ "$AUTH" = 1 ]; then
 	printf 'subjectAltName = IP:127.0.0.1\n' >"$C/ext"
 	openssl x509 -req -in "$C/server.csr" -CA "$C/ca.pem" -CAkey "$C/ca-key.pem" -CAcreateserial -days 2 \
 		-extfile "$C/ext" -out "$C/server.pem" 2>/dev/null
-	export ETCD_TLS=$C
-	export ETCD_BCRYPT_COST=$BCRYPT_COST    # etcd reads ETCD_<FLAG> as --bcrypt-cost
+	export ETCD_TLS="$C"
+	export ETCD_BCRYPT_COST="$BCRYPT_COST"   # etcd reads ETCD_<FLAG> as --bcrypt-cost
 fi
 EP=$(tests/tools/etcd-cluster.sh start "$TMP/etcd")
 EP1=${EP%%,*}
@@ -117,12 +117,12 @@ if [ -n "$GATE_CMD" ]; then
 	chmod 644 "$TMP/gates.d/scale.conf"
 fi
 # each host's tree (a copy: apply writes into it) and state
-tar -C tests/fixtures/sysroot/gpu-host-untuned -cf "$TMP/root.tar" .
-i=0
-while [ $i -lt "$HOSTS" ]; do
-	i=$((i + 1))
-	mkdir -p "$TMP/h$i/root" && tar -C "$TMP/h$i/root" -xf "$TMP/root.tar"
-done
+# (copied in one process: a tar or cp per host is a fork per host)
+python3 -c '
+import shutil, sys
+for i in range(1, int(sys.argv[3]) + 1):
+    shutil.copytree(sys.argv[1], "%s/h%d/root" % (sys.argv[2], i), symlinks=True)
+' tests/fixtures/sysroot/gpu-host-untuned "$TMP" "$HOSTS"
 printf '# fleet_scale: this host refuses defrag = never\n[thp]\ndefrag = madvise\n' >"$TMP/$REFUSER/limits.conf"
 chmod 644 "$TMP/$REFUSER/limits.conf"
 xml() { case $(($1 % 3)) in 0) echo g4dnmetal.xml ;; 1) echo nvidiaDGX2.xml ;; *) echo 96em64t-4n4d3ca2co-pci.xml ;; esac; }
@@ -199,6 +199,7 @@ e1=$(metric process_cpu_seconds_total)
 load_roll=$(load)
 read -r rc wall cpu maxrss <"$TMP/ctl"
 etcd_rss=$(metric process_resident_memory_bytes)
+# shellcheck disable=SC2086
 db=$(curl -s $CURLCA "$EP1/metrics" | awk '/^etcd_mvcc_db_total_size_in_bytes / { printf "%.0f", $2 }')
 # shellcheck disable=SC2086
 env ETCDCTL_API=3 etcdctl --endpoints "$EP" $ETCDCTL_AUTH --command-timeout=30s get /nodetune/rollouts/scale \
