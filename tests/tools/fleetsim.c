@@ -338,6 +338,30 @@ static int exec_nodetune(char **argv)
 	return 3;
 }
 
+static void *host_free_thread(void *arg)
+{
+	host_free(arg);
+	return NULL;
+}
+
+/* Stop every host at once: fleet_host_stop waits for the host's lease
+ * thread to leave its watch (up to a keepalive interval, 20 s), so one
+ * after the other would take N times that. */
+static void hosts_free(struct sim *s)
+{
+	pthread_t *t = calloc((size_t)s->count, sizeof(*t));
+	bool *up = calloc((size_t)s->count, sizeof(*up));
+
+	for (long i = 0; i < s->count; i++)
+		if (!t || !up || !(up[i] = pthread_create(&t[i], NULL, host_free_thread, &s->h[i]) == 0))
+			host_free(&s->h[i]);
+	for (long i = 0; t && up && i < s->count; i++)
+		if (up[i])
+			pthread_join(t[i], NULL);
+	free(t);
+	free(up);
+}
+
 int main(int argc, char **argv)
 {
 	struct sim s = { 0 };
@@ -368,8 +392,7 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		run(&s);
 	}
-	for (long i = 0; i < s.count; i++)
-		host_free(&s.h[i]);
+	hosts_free(&s);
 	for (unsigned i = 0; i < s.n_topos; i++)
 		topo_free(s.topos[i]);
 	free(s.h);
