@@ -12,13 +12,16 @@
 # the refused second rollout rolled its wave back (a wave, its hosts and
 # two times); the TSV row it appended is whole (25 fields, the hosts, a
 # rollout document under etcd's request limit, idle requests per host per
-# minute between 1 and 60); nothing of the run is left (its temp dir, its
+# minute between 1 and 60: the 10 s idle window is shorter than the
+# hosts' 20 and 30 s periods, so it reads low, about 4); nothing of the run is left (its temp dir, its
 # fleetsim processes: lib.sh's t_done fails on any process left).
 . "$(dirname "$0")/lib.sh"
 
 ETCD=${ETCD:-/usr/bin/etcd}
-[ -x "$ETCD" ] && command -v etcdctl >/dev/null ||
-	{ t_need etcd "etcd or etcdctl not installed (apt-get install etcd-server etcd-client)"; t_done; }
+if [ ! -x "$ETCD" ] || ! command -v etcdctl >/dev/null; then
+	t_need etcd "etcd or etcdctl not installed (apt-get install etcd-server etcd-client)"
+	t_done
+fi
 [ -d "$SHARED" ] || { t_need ../shared "no $SHARED topologies"; t_done; }
 : "${FLEETSIM:=$SRCDIR/build/tests/fleetsim}"
 [ -x "$FLEETSIM" ] || { t_not_ok "$FLEETSIM is built (make build/tests/fleetsim)"; t_done; }
@@ -55,5 +58,5 @@ else
 	t_not_ok "the TSV row is whole and sane: $row"
 fi
 left=$(find "$T_TMP/bench" -mindepth 1 -maxdepth 1 | head -3)
-[ -z "$left" ] && t_ok "the run's temp dir is gone" || t_not_ok "the run left $left"
+if [ -z "$left" ]; then t_ok "the run's temp dir is gone"; else t_not_ok "the run left $left"; fi
 t_done
