@@ -246,6 +246,12 @@ $(BUILD)/tests/signbench: tests/tools/signbench.c $(LIB) | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB) $(LDSAN) $(LIBS)
 
+# N fleet hosts in one process running fleet_host's code, for
+# bench/fleet_scale.sh and its smoke run (issue 43)
+$(BUILD)/tests/fleetsim: tests/tools/fleetsim.c $(LIB) | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB) $(LDSAN) $(LIBS)
+
 # real remote TLB flushes on demand, made by the library's own probe
 # (tlb_probe_storm), for test_inject.sh
 $(BUILD)/tests/tlbstorm: tests/tools/tlbstorm.c $(LIB) | deps
@@ -273,9 +279,10 @@ unit: unit-bins
 # INTEGRATION_JOBS scripts at a time, each under the locks its "# host:"
 # line names (tests/run-integration.sh); started longest first by the last
 # run's times, kept in $(BUILD)/integration-times.txt.
-integration: integration-bins
+integration: integration-bins $(BUILD)/tests/fleetsim
 	@NODETUNE=$(abspath $(NODETUNE)) HARNESS=$(abspath $(HARNESS)) WDIFF=$(abspath $(BUILD)/tests/wdiff) \
 		TLBSTORM=$(abspath $(BUILD)/tests/tlbstorm) INTEGRATION_TIMES=$(abspath $(BUILD))/integration-times.txt \
+		FLEETSIM=$(abspath $(BUILD)/tests/fleetsim) \
 		tests/run-integration.sh $(or $(TESTS),$(wildcard tests/integration/test_*.sh))
 
 # The unit tests run with LeakSanitizer (they cover all of our library

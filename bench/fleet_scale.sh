@@ -1,56 +1,73 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# fleet_scale.sh — `nodetune fleet` over $HOSTS simulated hosts (default 200):
-# a local 3-member etcd (tests/tools/etcd-cluster.sh) and one real
-# `nodetune daemon --fleet` per host, each on its own copy of the
-# gpu-host-untuned tree with a real topology (three hardware classes:
-# g4dnmetal, nvidiaDGX2, 96em64t-4n4d3ca2co-pci), at the daemon's default
-# --interval ($INTERVAL, 30 s: a lease of 60 s, a keepalive every 20 s).
-# A trivial gate on the first wave: each canary A/Bs the current policy
-# against the new one on the job of the gate "scale" that each host lists
-# (its gates.d: $GATE_CMD, /bin/sleep 0.1 by default: the same job either
-# way, so an A/A, run as nobody), --gate-allow-inconclusive; GATE_CMD= runs
-# no gate.
+# fleet_scale.sh — `nodetune fleet rollout` over $HOSTS simulated hosts
+# (issue 43): a local 3-member etcd (tests/tools/etcd-cluster.sh) and
+# build/tests/fleetsim processes ($PER_PROC hosts each, 1000 by default),
+# each host running fleet_host's own code (its lease thread, watch, tick,
+# apply and verify) on its own copy of the gpu-host-untuned tree, with a real
+# topology (three hardware classes: g4dnmetal, nvidiaDGX2,
+# 96em64t-4n4d3ca2co-pci), at the daemon's default --interval ($INTERVAL,
+# 30 s: a lease of 60 s, a keepalive every 20 s).  DAEMONS=1 starts one real
+# `nodetune daemon --fleet` per host instead (the runs of RESULTS.md §11).
 #
-# Reported:
-#  - the rollout's wall time through the waves $WAVES (5 waves), the gate's
-#    time (from the rollout's own timeline: the first wave sent to "every
-#    canary passed its gate"), the wall time minus the gate's, and the
-#    controller's CPU time (utime + stime of `nodetune fleet rollout`);
-#  - etcd requests per host per minute, idle ($IDLE_S seconds with every
-#    host registered and nothing rolling out) and during the rollout:
-#    grpc_server_handled_total summed over the 3 members' /metrics (the
-#    v3 JSON gateway's calls are gRPC calls inside etcd, so they count;
-#    the members' own raft traffic is not gRPC and does not), divided by
-#    the hosts and the minutes.  During the rollout it includes the
-#    controller's requests;
-#  - the rollout document's size (/nodetune/rollouts/NAME) against etcd's
-#    request limit.
-# AUTH=1: the members serve TLS (certificates made here by openssl) with
-# auth enabled by `nodetune fleet init-auth --print`; each host logs in as
-# its own user (nodetune-host-hN), the controller as nodetune-controller:
-# the cost of TLS and tokens, against the same run without.
+#   HOSTS=1000 bench/fleet_scale.sh      # one command per size: 1000, 5000, 10000
+#
+# The rollout (waves $WAVES) puts [thp] defrag = madvise on every host,
+# with a trivial gate on the first wave ($GATE_CMD, /bin/sleep 0.1, an A/A
+# run as nobody; GATE_CMD= runs none).  Then, unless ROLLBACK=0, a second
+# rollout (defrag = never) that one host ($REFUSER, h2 by default: the
+# canary of its class) refuses by its site limits (limits.conf: defrag =
+# madvise): the time from the refusal to the wave restored is measured.
+#
+# Reported (and appended as a row to $OUT, bench/results/fleet_scale.tsv):
+#  - wall time per wave and for the rollout, the gate's time aside (the
+#    rollout's own timeline: "wave N ... sent" to "wave N (...) passed");
+#  - the controller's CPU time and peak RSS (`nodetune fleet rollout`);
+#  - etcd's CPU seconds and RSS (summed over the 3 members, from their
+#    /metrics: process_cpu_seconds_total, process_resident_memory_bytes)
+#    and its database size (etcd_mvcc_db_total_size_in_bytes, member 1);
+#  - etcd requests per host per minute, idle ($IDLE_S s with every host
+#    registered, nothing rolling out) and during the rollout
+#    (grpc_server_handled_total summed over the members: the JSON
+#    gateway's calls are gRPC calls inside etcd; raft traffic is not);
+#  - the rollout document's size against etcd's request limit (1.5 MiB);
+#  - the rollback: the refusing host's wave, its size, the seconds from
+#    the wave sent to "rolling back" and from there to every host back.
+# AUTH=1 (the default): the members serve TLS (certificates made here by
+# openssl) with auth on, the users and roles of `nodetune fleet init-auth
+# --print` made over the v3 gateway (32 at once: 9 etcdctl runs per host
+# would take an hour at 10,000), each host logging in as its own user
+# nodetune-host-hN.  etcd hashes passwords with bcrypt at --bcrypt-cost
+# ($BCRYPT_COST, 4 here, etcd's minimum; its default is 10): see
+# RESULTS.md §20 for what cost 10 would add.  AUTH=0: plain http, no login.
+# The last line is the summary: "fleet_scale: HOSTS hosts: ...".
 set -eu
 cd "$(dirname "$0")/.."
-: "${NODETUNE:=build/nodetune}" "${HOSTS:=200}" "${INTERVAL:=30}" "${IDLE_S:=120}"
-: "${WAVES:=1/class,1%,10%,50%,100%}" "${ETCD:=/usr/bin/etcd}"
-: "${GATE_CMD=/bin/sleep 0.1}" "${GATE_BUDGET:=60}" "${AUTH:=0}"
+: "${NODETUNE:=build/nodetune}" "${FLEETSIM:=build/tests/fleetsim}" "${HOSTS:=1000}" "${PER_PROC:=1000}"
+: "${INTERVAL:=30}" "${IDLE_S:=60}" "${WAVES:=1/class,1%,10%,50%,100%}" "${ETCD:=/usr/bin/etcd}"
+: "${GATE_CMD=/bin/sleep 0.1}" "${GATE_BUDGET:=60}" "${AUTH:=1}" "${DAEMONS:=0}" "${ROLLBACK:=1}"
+: "${REFUSER:=h2}" "${BCRYPT_COST:=4}" "${OUT:=bench/results/fleet_scale.tsv}" "${WAVE_TIMEOUT:=600}"
 export ETCD
-TMP=$(mktemp -d /tmp/nodetune-bench-XXXXXX)
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/nodetune-bench-XXXXXX")
 topos=../shared/topologies
+[ -d "$topos" ] || topos=/work/shared/topologies
 cleanup() {
 	trap - EXIT INT TERM
-	for p in "$TMP"/h*/pid; do [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null; done
-	for p in "$TMP"/h*/pid; do [ -f "$p" ] && while kill -0 "$(cat "$p")" 2>/dev/null; do sleep 0.1; done; done
+	for p in "$TMP"/h*/pid "$TMP"/sim*.pid; do [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null; done
+	for p in "$TMP"/h*/pid "$TMP"/sim*.pid; do
+		[ -f "$p" ] && while kill -0 "$(cat "$p")" 2>/dev/null; do sleep 0.2; done
+	done
 	tests/tools/etcd-cluster.sh stop "$TMP/etcd" 2>/dev/null || true
-	rm -rf "$TMP"
+	if [ "${KEEP:-0}" = 1 ]; then echo "bench: kept $TMP" >&2; else rm -rf "$TMP"; fi
 }
 trap cleanup EXIT
 trap 'cleanup; exit 130' INT TERM
-[ -x "$NODETUNE" ] || { echo "bench: $NODETUNE not built (run make)" >&2; exit 2; }
+{ [ -x "$NODETUNE" ] && [ -x "$FLEETSIM" ]; } || { echo "bench: $NODETUNE or $FLEETSIM not built (make)" >&2; exit 2; }
 [ -x "$ETCD" ] || { echo "bench: no etcd ($ETCD)" >&2; exit 2; }
+load() { cut -d' ' -f1-3 /proc/loadavg | tr ' ' /; }
+load0=$(load)
 
-CTL="" HOSTCRED="" CURLCA="" ETCDCTL_AUTH=""
+CTL="" CURLCA="" ETCDCTL_AUTH="" SIMCRED=""
 if [ "$AUTH" = 1 ]; then
 	C=$TMP/certs
 	mkdir -p "$C"
@@ -60,23 +77,28 @@ if [ "$AUTH" = 1 ]; then
 	printf 'subjectAltName = IP:127.0.0.1\n' >"$C/ext"
 	openssl x509 -req -in "$C/server.csr" -CA "$C/ca.pem" -CAkey "$C/ca-key.pem" -CAcreateserial -days 2 \
 		-extfile "$C/ext" -out "$C/server.pem" 2>/dev/null
-	export ETCD_TLS=$C
+	export ETCD_TLS="$C"
+	export ETCD_BCRYPT_COST="$BCRYPT_COST"   # etcd reads ETCD_<FLAG> as --bcrypt-cost
 fi
 EP=$(tests/tools/etcd-cluster.sh start "$TMP/etcd")
+EP1=${EP%%,*}
 if [ "$AUTH" = 1 ]; then
 	mkdir -m 0700 "$TMP/pw"
 	"$NODETUNE" fleet init-auth --endpoints "$EP" --cacert "$C/ca.pem" --password-dir "$TMP/pw" --print \
-		--hosts "$(seq -s, -f 'h%.0f' 1 "$HOSTS")" | sh >/dev/null
+		--hosts "$(seq -s, -f 'h%.0f' 1 "$HOSTS")" >"$TMP/auth.sh"
+	python3 bench/fleet_auth_apply.py "$EP1" "$C/ca.pem" <"$TMP/auth.sh"
 	CTL="--cacert $C/ca.pem --user nodetune-controller --password-file $TMP/pw/nodetune-controller"
 	CURLCA="--cacert $C/ca.pem"
 	ETCDCTL_AUTH="--cacert $C/ca.pem --user root:$(cat "$TMP/pw/root")"
+	SIMCRED="--cacert $C/ca.pem --password-dir $TMP/pw"
 fi
-# requests handled so far by the whole cluster
-handled() {
+# the cluster's /metrics summed: VALUE of the samples named $1 (grep -E)
+metric() {
 	# shellcheck disable=SC2086
 	for u in $(echo "$EP" | tr , ' '); do curl -s $CURLCA "$u/metrics"; done |
-		awk '/^grpc_server_handled_total/ { s += $NF } END { printf "%d\n", s }'
+		awk -v re="^($1)[ {]" '$0 ~ re { s += $NF } END { printf "%.0f\n", s }'
 }
+handled() { metric grpc_server_handled_total; }
 # shellcheck disable=SC2086
 alive() { "$NODETUNE" fleet hosts --endpoints "$EP" $CTL --json | python3 -c '
 import json, sys; print(sum(1 for h in json.load(sys.stdin)["hosts"] if h["alive"]))'; }
@@ -84,7 +106,6 @@ import json, sys; print(sum(1 for h in json.load(sys.stdin)["hosts"] if h["alive
 # the controller's signing key, which every host trusts (fleet keygen)
 mkdir -m 700 "$TMP/sk" && mkdir -m 755 "$TMP/keys.d"
 "$NODETUNE" fleet keygen --out "$TMP/sk" --name ctl >/dev/null && cp "$TMP/sk/ctl.pub" "$TMP/keys.d/"
-i=0
 # the gate the rollout names: a command and its arguments, no shell
 mkdir -p "$TMP/gates.d" && chmod 755 "$TMP/gates.d"
 if [ -n "$GATE_CMD" ]; then
@@ -95,82 +116,107 @@ if [ -n "$GATE_CMD" ]; then
 	{ echo "command = $1"; shift; for a in "$@"; do echo "arg = $a"; done; echo "user = nobody"; } >"$TMP/gates.d/scale.conf"
 	chmod 644 "$TMP/gates.d/scale.conf"
 fi
-while [ $i -lt "$HOSTS" ]; do
-	i=$((i + 1)); d=$TMP/h$i
-	case $((i % 3)) in 0) x=g4dnmetal.xml ;; 1) x=nvidiaDGX2.xml ;; *) x=96em64t-4n4d3ca2co-pci.xml ;; esac
-	mkdir -p "$d" && cp -a tests/fixtures/sysroot/gpu-host-untuned "$d/root"
-	[ "$AUTH" = 1 ] && HOSTCRED="--cacert $C/ca.pem --user nodetune-host-h$i --password-file $TMP/pw/nodetune-host-h$i"
-	# shellcheck disable=SC2086
-	"$NODETUNE" daemon --sysroot "$d/root" --topology "$topos/$x" --policy policies/baseline.conf \
-		--fleet "$EP" --host "h$i" $HOSTCRED --fleet-keys "$TMP/keys.d" --gates-dir "$TMP/gates.d" --no-metrics --socket "$d/sock" --state-dir "$d/state" \
-		--interval "$INTERVAL" >"$d/log" 2>&1 &
-	echo $! >"$d/pid"
-done
+# each host's tree (a copy: apply writes into it) and state
+# (copied in one process: a tar or cp per host is a fork per host)
+python3 -c '
+import shutil, sys
+for i in range(1, int(sys.argv[3]) + 1):
+    shutil.copytree(sys.argv[1], "%s/h%d/root" % (sys.argv[2], i), symlinks=True)
+' tests/fixtures/sysroot/gpu-host-untuned "$TMP" "$HOSTS"
+printf '# fleet_scale: this host refuses defrag = never\n[thp]\ndefrag = madvise\n' >"$TMP/$REFUSER/limits.conf"
+chmod 644 "$TMP/$REFUSER/limits.conf"
+xml() { case $(($1 % 3)) in 0) echo g4dnmetal.xml ;; 1) echo nvidiaDGX2.xml ;; *) echo 96em64t-4n4d3ca2co-pci.xml ;; esac; }
+echo "bench: $(date +%T) hosts start" >&2
+t_start=$(date +%s.%N)
+if [ "$DAEMONS" = 1 ]; then
+	i=0
+	while [ $i -lt "$HOSTS" ]; do
+		i=$((i + 1)); d=$TMP/h$i
+		# shellcheck disable=SC2086
+		"$NODETUNE" daemon --sysroot "$d/root" --topology "$topos/$(xml $i)" --policy policies/baseline.conf \
+			--fleet "$EP" --host "h$i" ${C:+--cacert $C/ca.pem --user nodetune-host-h$i --password-file $TMP/pw/nodetune-host-h$i} \
+			--limits "$d/limits.conf" --fleet-keys "$TMP/keys.d" --gates-dir "$TMP/gates.d" --no-metrics \
+			--socket "$d/sock" --state-dir "$d/state" --interval "$INTERVAL" >"$d/log" 2>&1 &
+		echo $! >"$d/pid"
+	done
+else
+	first=1 k=0
+	while [ $first -le "$HOSTS" ]; do
+		n=$((HOSTS - first + 1)); [ $n -gt "$PER_PROC" ] && n=$PER_PROC
+		k=$((k + 1))
+		# shellcheck disable=SC2086
+		"$FLEETSIM" --endpoints "$EP" --dir "$TMP" --first $first --count $n --policy policies/baseline.conf \
+			--topologies "$topos/nvidiaDGX2.xml,$topos/96em64t-4n4d3ca2co-pci.xml,$topos/g4dnmetal.xml" \
+			--keys-dir "$TMP/keys.d" --gates-dir "$TMP/gates.d" --interval "$INTERVAL" $SIMCRED \
+			>"$TMP/sim$k.out" 2>"$TMP/sim$k.log" &
+		echo $! >"$TMP/sim$k.pid"
+		first=$((first + n))
+	done
+fi
 n=0
-while [ "$(alive 2>/dev/null || echo 0)" != "$HOSTS" ] && [ $n -lt 240 ]; do sleep 0.5; n=$((n + 1)); done
-[ "$(alive)" = "$HOSTS" ] || { echo "bench: only $(alive) of $HOSTS hosts registered" >&2; exit 3; }
-rss=$(for p in "$TMP"/h*/pid; do awk '/VmRSS/ { print $2 }' "/proc/$(cat "$p")/status"; done |
-	awk '{ s += $1 } END { printf "%.0f", s / NR }')
+while [ "$(alive 2>/dev/null || echo 0)" != "$HOSTS" ] && [ $n -lt 1200 ]; do sleep 1; n=$((n + 1)); done
+[ "$(alive)" = "$HOSTS" ] || { echo "bench: only $(alive) of $HOSTS hosts registered" >&2; tail -3 "$TMP"/sim*.log >&2; exit 3; }
+reg_s=$(python3 -c "import time; print('%.0f' % (time.time() - $t_start))")
+if [ "$DAEMONS" = 1 ]; then
+	rss=$(for p in "$TMP"/h*/pid; do awk '/VmRSS/ { print $2 }' "/proc/$(cat "$p")/status"; done | awk '{ s += $1 } END { print s }')
+else
+	rss=$(for p in "$TMP"/sim*.pid; do awk '/VmRSS/ { print $2 }' "/proc/$(cat "$p")/status"; done | awk '{ s += $1 } END { print s }')
+fi
 
+echo "bench: $(date +%T) registered in ${reg_s} s" >&2
 # idle: every host registered, its first status written; nothing rolls out
 sleep 5
 h0=$(handled); t0=$(date +%s.%N)
 sleep "$IDLE_S"
 h1=$(handled); t1=$(date +%s.%N)
+load_idle=$(load)
 
-printf '[main]\nsummary = fleet_scale\n[thp]\ndefrag = madvise\n' >"$TMP/p.conf"
-chmod 644 "$TMP/p.conf"
-h2=$(handled)
-python3 - "$NODETUNE" "$EP" "$TMP/p.conf" "$WAVES" "$GATE_CMD" "$GATE_BUDGET" "$CTL" "$TMP/sk/ctl.key" >"$TMP/ctl" <<'EOF'
+# the controller: its wall, CPU and peak RSS (python's children's rusage)
+rollout() {
+	python3 - "$NODETUNE" "$EP" "$1" "$WAVES" "$GATE_CMD" "$GATE_BUDGET" "$CTL" "$TMP/sk/ctl.key" "$2" "$WAVE_TIMEOUT" <<'EOF'
 import resource, subprocess, sys, time
-nt, ep, pol, waves, gate, budget, ctl, key = sys.argv[1:]
-cmd = [nt, "fleet", "rollout", "--endpoints", ep, "--policy", pol, "--name", "scale", "--waves", waves,
-       "--wave-timeout", "120", "--signing-key", key] + ctl.split()
+nt, ep, pol, waves, gate, budget, ctl, key, name, wt = sys.argv[1:]
+cmd = [nt, "fleet", "rollout", "--endpoints", ep, "--policy", pol, "--name", name, "--waves", waves,
+       "--wave-timeout", wt, "--signing-key", key] + ctl.split()
 if gate:
     cmd += ["--gate", "scale", "--gate-budget", budget, "--gate-allow-inconclusive"]
 t = time.monotonic()
-p = subprocess.run(cmd, stdout=subprocess.DEVNULL)
+p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=open(sys.argv[3] + ".err", "w"))
 wall = time.monotonic() - t
 ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(p.returncode, "%.2f" % wall, "%.2f" % (ru.ru_utime + ru.ru_stime))
+print(p.returncode, "%.2f" % wall, "%.2f" % (ru.ru_utime + ru.ru_stime), ru.ru_maxrss)
 EOF
+}
+printf '[main]\nsummary = fleet_scale\n[thp]\ndefrag = madvise\n' >"$TMP/p.conf"
+printf '[main]\nsummary = fleet_scale, refused by one host\n[thp]\ndefrag = never\n' >"$TMP/q.conf"
+chmod 644 "$TMP/p.conf" "$TMP/q.conf"
+echo "bench: $(date +%T) rollout" >&2
+e0=$(metric process_cpu_seconds_total)
+h2=$(handled)
+rollout "$TMP/p.conf" scale >"$TMP/ctl"
 h3=$(handled)
-read -r rc wall cpu <"$TMP/ctl"
+e1=$(metric process_cpu_seconds_total)
+load_roll=$(load)
+read -r rc wall cpu maxrss <"$TMP/ctl"
+etcd_rss=$(metric process_resident_memory_bytes)
 # shellcheck disable=SC2086
-"$NODETUNE" fleet status --endpoints "$EP" $CTL --name scale --json >"$TMP/r.json"
+db=$(curl -s $CURLCA "$EP1/metrics" | awk '/^etcd_mvcc_db_total_size_in_bytes / { printf "%.0f", $2 }')
 # shellcheck disable=SC2086
-env ETCDCTL_API=3 etcdctl --endpoints "$EP" $ETCDCTL_AUTH get /nodetune/rollouts/scale --print-value-only >"$TMP/doc.json"
+env ETCDCTL_API=3 etcdctl --endpoints "$EP" $ETCDCTL_AUTH --command-timeout=30s get /nodetune/rollouts/scale \
+	--print-value-only >"$TMP/doc.json" || true
 docsz=$(wc -c <"$TMP/doc.json")
-waves=$(python3 -c '
-import json, sys
-r = json.load(open(sys.argv[1]))["rollouts"][0]
-print(r["state"], "/".join(str(len(w["hosts"])) for w in r["waves"]),
-      sum(1 for w in r["waves"] for h in w["hosts"] if h["state"] == "verified"))' "$TMP/r.json")
-# the gate's time from the rollout's timeline; its verdicts from the canaries
-gate=$(python3 -c '
-import json, sys
-r = json.load(open(sys.argv[1]))
-ev = r["events"]
-sent = [e["t"] for e in ev if e["what"].startswith("wave 0 ")]
-passed = [e["t"] for e in ev if e["what"].startswith("wave 0: every canary passed")]
-verdicts = ",".join(h.get("verdict") or "-" for h in r["waves"][0]["hosts"])
-print("%.2f %s" % (passed[0] - sent[0], verdicts) if sent and passed else "0 none")' "$TMP/doc.json")
-read -r gate_s verdicts <<EOF2
-$gate
-EOF2
 bad=0
-for d in "$TMP"/h*; do [ "$(cat "$d/root/sys/kernel/mm/transparent_hugepage/defrag")" = madvise ] || bad=$((bad + 1)); done
+for d in "$TMP"/h*/root; do [ "$(cat "$d/sys/kernel/mm/transparent_hugepage/defrag")" = madvise ] || bad=$((bad + 1)); done
 
-echo "# fleet_scale: $HOSTS daemons (--interval $INTERVAL), 3-member etcd on loopback$([ "$AUTH" = 1 ] && echo ", TLS + auth (a user per host)"), waves $WAVES, gate: ${GATE_CMD:-none}"
-echo "# host: $(nproc) CPUs, $(uname -r); $("$ETCD" --version | head -1)"
-echo "daemon RSS (mean): ${rss} kB"
-python3 -c '
-import sys
-h0, h1, t0, t1, h2, h3, hosts, wall = map(float, sys.argv[1:9])
-print("idle: %d requests in %.0f s = %.2f requests/host/min" % (h1 - h0, t1 - t0, (h1 - h0) / hosts / ((t1 - t0) / 60)))
-print("rollout: %d requests in %.1f s = %.2f requests/host/min (controller included)" % (h3 - h2, wall, (h3 - h2) / hosts / (wall / 60)))
-' "$h0" "$h1" "$t0" "$t1" "$h2" "$h3" "$HOSTS" "$wall"
-echo "rollout: exit $rc, $waves (state, hosts per wave, verified); wall ${wall} s; controller CPU ${cpu} s"
-echo "gate: ${gate_s} s (canary verdicts: $verdicts); rollout wall minus gate: $(python3 -c "print('%.2f' % ($wall - $gate_s))") s"
-echo "rollout document: $docsz bytes (etcd's default request limit: 1572864)"
-echo "hosts whose tree does not have the policy: $bad"
+rb="-"
+if [ "$ROLLBACK" = 1 ] && [ "$rc" = 0 ]; then
+	GATE_CMD="" rollout "$TMP/q.conf" refused >"$TMP/ctl2" || true
+	# shellcheck disable=SC2086
+	env ETCDCTL_API=3 etcdctl --endpoints "$EP" $ETCDCTL_AUTH --command-timeout=30s get /nodetune/rollouts/refused \
+		--print-value-only >"$TMP/doc2.json" || true
+	rb=$(python3 bench/fleet_scale_report.py rollback "$TMP/doc2.json" "$REFUSER")
+fi
+
+python3 bench/fleet_scale_report.py summary "$TMP/doc.json" "$HOSTS" "$rc" "$wall" "$cpu" "$maxrss" \
+	"$h0" "$h1" "$t0" "$t1" "$h2" "$h3" "$e0" "$e1" "$etcd_rss" "$db" "$docsz" "$bad" "$rss" "$reg_s" \
+	"$AUTH" "$DAEMONS" "$load0" "$load_idle" "$load_roll" "$rb" "$OUT"
