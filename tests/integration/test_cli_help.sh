@@ -9,6 +9,7 @@
 # options before or after the verb; the old option names as aliases; one
 # version for both binaries.  Changes nothing on the host.
 . "$(dirname "$0")/lib.sh"
+t_plan 54
 
 GT=policies/gpu-train.conf
 SYN="pack:1 core:2 pu:1"

@@ -5,6 +5,7 @@
 # Kubernetes manifests (schema and the fields that matter), and what
 # `make install` puts in a DESTDIR.  Files only: no daemon is started.
 . "$(dirname "$0")/lib.sh"
+t_plan 22
 
 BUILD=$(cd "$(dirname "$NODETUNE")" && pwd)
 MAKE_ARGS="BUILD=$BUILD${SANITIZED:+ SAN=1}"
@@ -61,9 +62,9 @@ if [ -e "$BUILD/nodetune_spank.so" ]; then
 else
 	# under the sanitizers no plugin is built, by design (Makefile: PLUGIN)
 	if [ -n "${SANITIZED:-}" ]; then
-		t_skip_host "install: no SPANK plugin in a sanitized build (SAN=1 builds none)"
+		t_skips 2 t_skip_host plain "install: no SPANK plugin in a sanitized build (SAN=1 builds none)"
 	else
-		t_need slurm-dev "install: no SPANK plugin in this build (no <slurm/spank.h>: scripts/install-deps.sh slurm)"
+		t_skips 2 t_need slurm-dev "install: no SPANK plugin in this build (no <slurm/spank.h>: scripts/install-deps.sh slurm)"
 	fi
 fi
 

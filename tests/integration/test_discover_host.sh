@@ -3,6 +3,7 @@
 # discover on this live host agrees with what the kernel says in /sys and
 # /proc, read here independently of nodetune.
 . "$(dirname "$0")/lib.sh"
+t_plan 27
 
 run "$NODETUNE" discover --json
 check "discover --json on this host exits 0 and is JSON" -- sh -c "[ $RC -eq 0 ] && jq -e . '$OUT' >/dev/null"

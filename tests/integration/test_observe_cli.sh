@@ -4,6 +4,7 @@
 # process tree with its threads (mpirun's ranks included), the command's exit
 # status, and bad input (exit 2).
 . "$(dirname "$0")/lib.sh"
+t_plan 14
 : "${HARNESS:=$SRCDIR/build/nodetune-harness}" "${TLBSTORM:=$SRCDIR/build/tests/tlbstorm}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 ncpu=$(grep -c '^cpu[0-9]' /proc/stat)
@@ -41,7 +42,7 @@ if [ -n "$tlb0" ] && "$TLBSTORM" 4096 >/dev/null 2>&1 &&
 	check "TLB shootdowns counted (this host's TLB line moves): a number in every record" -- \
 		jq -se 'all(.[]; .tlb_shootdowns | type == "number")' "$OUT"
 else
-	t_skip_host "TLB shootdowns counted: the TLB line of /proc/interrupts does not move on this host"
+	t_skip_host tlb "TLB shootdowns counted: the TLB line of /proc/interrupts does not move on this host"
 	check "TLB shootdowns where the TLB line does not move: numbers in every record (the tracepoint), or null in every record and said once why" -- sh -c \
 		"jq -se 'all(.[]; .tlb_shootdowns | type == \"number\")' '$OUT' ||
 		 { jq -se 'all(.[]; .tlb_shootdowns == null)' '$OUT' && [ \$(grep -c 'TLB shootdowns: not countable on this host' '$ERR') -eq 1 ]; }"

@@ -3,6 +3,7 @@
 # plan, apply, verify, revert, exec and run from the command line: on copied
 # sysroot trees (compared by hash) and on this live host (restored after).
 . "$(dirname "$0")/lib.sh"
+t_plan 69
 
 HGX=tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml
 UNTUNED=tests/fixtures/sysroot/gpu-host-untuned
@@ -218,8 +219,8 @@ check "revert after SIGKILL restores the tree byte for byte, says the apply did 
 
 # ---- the live host -----------------------------------------------------
 if [ "$(id -u)" -ne 0 ]; then
-	t_skip_host "live apply/exec/run: not root"
-	t_done
+	t_skip_host root "live apply/exec/run: not root"
+	t_rest
 fi
 CG=nodetune-it-$$
 printf '[main]\ninclude = %s/%s\n[cgroup]\nname = %s\n' "$SRCDIR" $GT $CG >"$T_TMP/live.conf"
@@ -238,7 +239,7 @@ if [ -e /sys/fs/cgroup/cpuset/cgroup.procs ] || grep -qw cpuset /sys/fs/cgroup/c
 	cg_host=1
 	check "live apply on a host with a cpuset controller: the job cgroup $CG created" -- grep -q "cgroup:$CG: - -> created" "$ERR"
 else
-	t_skip_host "job cgroup: no cpuset controller on this host (/sys/fs/cgroup)"
+	t_skip_host cgroup-cpuset "job cgroup: no cpuset controller on this host (/sys/fs/cgroup)"
 fi
 run "$NODETUNE" verify --policy "$T_TMP/live.conf" --json
 check "live verify: no drift" -- sh -c "[ $RC -eq 0 ] && jq -e '.drift == []' '$OUT' >/dev/null"
@@ -305,7 +306,7 @@ expect_fail 2 "no local rank" "exec outside a launcher without --local-rank" -- 
 # nodetune apply's is /run/nodetune, the daemon's /var/lib/nodetune: a plain
 # `nodetune revert` (what the daemon's log says to run) looks in both
 if [ -e /run/nodetune/journal ] || [ -e /var/lib/nodetune/journal ]; then
-	t_skip_host "revert's lookup: this host already has a journal in /run/nodetune or /var/lib/nodetune"
+	t_skip_host clean "revert's lookup: this host already has a journal in /run/nodetune or /var/lib/nodetune"
 else
 	made_run=1 made_var=1
 	[ -d /run/nodetune ] && made_run=0
