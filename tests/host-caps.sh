@@ -20,6 +20,7 @@
 #               (/sys/class/net/*/device, /sys/bus/pci/devices/*/msi_irqs)
 #   memcg-fresh fewer than 1000 dying memory cgroups (/proc/cgroups against
 #               the directories of /sys/fs/cgroup/memory)
+#   numa-sysfs  /sys/devices/system/node/node0/cpulist
 #   cpufreq     /sys/devices/system/cpu/cpu0/cpufreq
 #   governor    cpufreq offering a governor other than performance
 #   tlb         a TLB shootdown line in /proc/interrupts, counted on 2 CPUs
@@ -43,7 +44,7 @@
 #   container   podman can make a Debian 12 image and run a systemd in it
 #               (podman's own answer, recorded by the test before it asks)
 
-HOST_CAPS="root cpus2 gpu gpus2 irq msi-irq memcg-fresh cpufreq governor tlb perf taskstats taskstats-pidns cgroup-cpu cgroup-cpuset memcg-v1 psi thp devfull plain clean port9477 container"
+HOST_CAPS="root cpus2 gpu gpus2 numa-sysfs irq msi-irq memcg-fresh cpufreq governor tlb perf taskstats taskstats-pidns cgroup-cpu cgroup-cpuset memcg-v1 psi thp devfull plain clean port9477 container"
 
 host_cap_known() {
 	case " $HOST_CAPS " in
@@ -164,6 +165,7 @@ host_cap() {
 	msi-irq) hc_msi_irq ;;
 	memcg-fresh) [ $(($(awk '$1 == "memory" { print $3 }' /proc/cgroups) -
 		$(find /sys/fs/cgroup/memory -type d 2>/dev/null | wc -l))) -lt 1000 ] ;;
+	numa-sysfs) [ -r /sys/devices/system/node/node0/cpulist ] ;;
 	cpufreq) [ -d /sys/devices/system/cpu/cpu0/cpufreq ] ;;
 	governor) tr ' ' '\n' 2>/dev/null </sys/devices/system/cpu/cpu0/cpufreq/scaling_available_governors |
 		grep -qv '^performance$\|^$' ;;
