@@ -36,6 +36,9 @@
 #   psi         /proc/pressure/cpu readable
 #   thp         transparent hugepages not [never]
 #   devfull     /dev/full a writable character device
+#   user-nobody a user nobody (getent passwd)
+#   outside-service  this process is not in a systemd service's cgroup (a
+#               unit test run from one may reach the service's bus)
 #   plain       not the sanitized pass (SANITIZED unset): the packages and
 #               the attacks run on the plain build
 #   clean       no nodetune installed on this host (dpkg, /usr/bin/nodetune,
@@ -44,7 +47,7 @@
 #   container   podman can make a Debian 12 image and run a systemd in it
 #               (podman's own answer, recorded by the test before it asks)
 
-HOST_CAPS="root cpus2 gpu gpus2 numa-sysfs irq msi-irq memcg-fresh cpufreq governor tlb perf taskstats taskstats-pidns cgroup-cpu cgroup-cpuset memcg-v1 psi thp devfull plain clean port9477 container"
+HOST_CAPS="root cpus2 gpu gpus2 numa-sysfs irq msi-irq memcg-fresh cpufreq governor tlb perf taskstats taskstats-pidns cgroup-cpu cgroup-cpuset memcg-v1 psi thp devfull user-nobody outside-service plain clean port9477 container"
 
 host_cap_known() {
 	case " $HOST_CAPS " in
@@ -180,6 +183,8 @@ host_cap() {
 	thp) [ -r /sys/kernel/mm/transparent_hugepage/enabled ] &&
 		! grep -q '\[never\]' /sys/kernel/mm/transparent_hugepage/enabled ;;
 	devfull) [ -c /dev/full ] && [ -w /dev/full ] ;;
+	user-nobody) getent passwd nobody >/dev/null ;;
+	outside-service) ! { [ -e /run/systemd/system ] && grep -Eq '^(0::|[0-9]+:name=systemd:).*\.service$' /proc/self/cgroup; } ;;
 	plain) [ -z "${SANITIZED:-}" ] ;;
 	clean) hc_clean ;;
 	port9477) ! ss -Hltn 'sport = :9477' 2>/dev/null | grep -q . ;;
