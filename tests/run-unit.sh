@@ -35,6 +35,7 @@ for bin in "$@"; do
 		said=$(printf '%s\n' "$out" | awk -v b="$(basename "$bin")" '
 			/^\[ RUN      \] / { t = $4; msg = "" }
 			/^\[  ERROR   \] |^\[   LINE   \] / { msg = msg " " substr($0, 14) }
+			/^ERROR: / { msg = msg " " substr($0, 8) }
 			/^\[  FAILED  \] / && $4 == t { print b "." t ":" msg; t = "" }' | cut -c1-400)
 		[ -n "$said" ] || said="$(basename "$bin"): exit $rc; its last line: $(printf '%s\n' "$out" | tail -n 1 | cut -c1-300)"
 		notok="$notok$said

@@ -11,6 +11,8 @@
 #     `$( )`, `( )`), where lib.sh's counter cannot see it, a "not ok"
 #     among them;
 #   - no plan, no tally.
+# The clean-up's checks (t_done's: processes or cgroups left), after its
+# "# clean-up" line, count in the tally but not against the plan.
 # Prints "N F S RC" (checks, failed, skipped, the status to judge the script
 # by) for the runner; on a mismatch F and N count one failed check more, RC
 # is 1, and the reason, one line, goes to stderr and is appended to LOG as a
@@ -19,25 +21,28 @@ set -u
 log=$1 rc=$2
 awk -v rc="$rc" '
 /^1\.\.[0-9]+/ && plan == "" { plan = substr($1, 4) + 0; next }
+/^# clean-up$/ && cleanup == "" { cleanup = n; next }
 /^(not )?ok [0-9]+( |$)/ {
 	n++
 	if ($1 == "not") { f++; num = $3 } else num = $2
 	if (index($0, " # SKIP ")) s++
 	if (seen[num]++) dup = dup (dup == "" ? "" : ",") num
-	last = $0
+	if (cleanup == "") lastp = $0
 	next
 }
 /^# [0-9]+ checks, [0-9]+ failed, [0-9]+ skipped$/ { tn = $2; tf = $4; ts = $6; tally = 1 }
 END {
 	why = ""
+	# the checks of the plan: those before the clean-up line
+	np = cleanup == "" ? n : cleanup
 	if (plan == "")
 		why = "no plan line (t_plan N at its top)"
-	else if (n < plan)
+	else if (np < plan)
 		why = sprintf("planned %d, ran %d: check%s %d%s never ran; the last one that ran: %s",
-			plan, n, plan - n > 1 ? "s" : "", n + 1, plan - n > 1 ? ".." plan : "",
-			last == "" ? "none" : substr(last, 1, 200))
-	else if (n > plan)
-		why = sprintf("planned %d, ran %d: %d more than its plan (a check counted twice, or a new check without its plan)", plan, n, n - plan)
+			plan, np, plan - np > 1 ? "s" : "", np + 1, plan - np > 1 ? ".." plan : "",
+			lastp == "" ? "none" : substr(lastp, 1, 200))
+	else if (np > plan)
+		why = sprintf("planned %d, ran %d: %d more than its plan (a check counted twice, or a new check without its plan)", plan, np, np - plan)
 	if (!tally)
 		why = why (why == "" ? "" : "; ") sprintf("no tally line: it exited %d before t_done", rc)
 	else if (tn != n || tf != f || ts != s)

@@ -263,7 +263,10 @@ tree_hash() {
 t_done() {
 	# what the test registered to undo is undone first; a test that
 	# leaves a process running beyond that fails: the next one would
-	# run beside it (a stopped rank, a spinning neighbour)
+	# run beside it (a stopped rank, a spinning neighbour).  These checks
+	# are the clean-up's, beyond the plan (tests/tap-check.sh compares
+	# the plan with the checks before this line)
+	echo "# clean-up"
 	t_undo
 	t_reap
 	if [ -s "$T_TMP/.reaped" ]; then
