@@ -9,7 +9,8 @@
 #     script died; the ones that never ran are named;
 #   - more lines than the tally: a check ran in a subshell (a pipe, `&`,
 #     `$( )`, `( )`), where lib.sh's counter cannot see it, a "not ok"
-#     among them;
+#     among them; fewer: a check's line was redirected away (`check ...
+#     >/dev/null`) or captured;
 #   - no plan, no tally.
 # The clean-up's checks (t_done's: processes or cgroups left), after its
 # "# clean-up" line, count in the tally but not against the plan.
@@ -45,9 +46,16 @@ END {
 		why = sprintf("planned %d, ran %d: %d more than its plan (a check counted twice, or a new check without its plan)", plan, np, np - plan)
 	if (!tally)
 		why = why (why == "" ? "" : "; ") sprintf("no tally line: it exited %d before t_done", rc)
-	else if (tn != n || tf != f || ts != s)
-		why = why (why == "" ? "" : "; ") sprintf("its tally says %d checks, %d failed, %d skipped, its output has %d, %d, %d: a check ran in a subshell (a pipe, &, $( )), where lib.sh cannot count it%s",
-			tn, tf, ts, n, f, s, dup == "" ? "" : " (numbers seen twice: " dup ")")
+	else if (tn != n || tf != f || ts != s) {
+		if (n > tn || f > tf || s > ts)
+			how = "a check ran in a subshell (a pipe, &, ( ), $( )), where lib.sh cannot count it"
+		else
+			how = "the line of a check never reached the runner (redirected, or captured by $( ))"
+		if (dup != "")
+			how = how " (numbers seen twice: " dup ")"
+		why = why (why == "" ? "" : "; ") sprintf("its tally says %d checks, %d failed, %d skipped, its output has %d, %d, %d: %s",
+			tn, tf, ts, n, f, s, how)
+	}
 	if (why != "") {
 		print "not ok - tap-check: " why > "/dev/stderr"
 		print "not ok - tap-check: " why >> FILENAME

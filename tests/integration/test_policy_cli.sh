@@ -22,11 +22,11 @@ else
 fi
 check "plan JSON has ranks[].{local_rank,gpu,cpus,mems,nic}, host[], cgroup, irqs[]" -- \
 	jq -e '(.ranks[0] | has("local_rank") and has("gpu") and has("cpus") and has("mems") and has("nic"))
-	       and (.host | type == "array") and (.cgroup.name == "nodetune-job") and (.irqs | type == "array")' "$T_TMP/plan.json" >/dev/null
+	       and (.host | type == "array") and (.cgroup.name == "nodetune-job") and (.irqs | type == "array")' "$T_TMP/plan.json"
 run "$NODETUNE" plan --policy $GT --topology ../shared/topologies/g4dnmetal.xml --json
 if [ -f ../shared/topologies/g4dnmetal.xml ]; then
 	check "plan of gpu-train on g4dn.metal: 8 ranks on their T4's socket" -- \
-		jq -e '[.ranks[] | .mems] == ["0","0","0","0","1","1","1","1"]' "$OUT" >/dev/null
+		jq -e '[.ranks[] | .mems] == ["0","0","0","0","1","1","1","1"]' "$OUT"
 else
 	t_need ../shared "plan of gpu-train on g4dn.metal: no ../shared/topologies/g4dnmetal.xml"
 fi
