@@ -125,8 +125,13 @@ t_plan() {
 t_ok() { T_N=$((T_N + 1)); T_LAST=""; echo "ok $T_N - $*"; }
 t_not_ok() { T_N=$((T_N + 1)); T_FAIL=$((T_FAIL + 1)); T_LAST=""; echo "not ok $T_N - $*"; }
 T_SKIPPED=""
-t_skip_() { T_N=$((T_N + 1)); T_SKIP=$((T_SKIP + 1)); T_LAST=$*; echo "ok $T_N - # SKIP $*"; T_SKIPPED="$T_SKIPPED$*
-"; }
+T_SKIP_QUIET=""
+t_skip_() {
+	T_N=$((T_N + 1)) T_SKIP=$((T_SKIP + 1)) T_LAST=$*
+	echo "ok $T_N - # SKIP $*"
+	[ -n "$T_SKIP_QUIET" ] || T_SKIPPED="$T_SKIPPED$*
+"
+}
 # t_skip_host CAP REASON: a skip only when tests/host-caps.sh's probe finds
 # no CAP on this host; when it finds one, whatever said CAP is missing (the
 # code under test, most often) is wrong: a failure
@@ -152,14 +157,21 @@ t_need() {
 	fi
 }
 # t_skips N SKIP ARGS...: N checks skipped alike (the N checks of a block
-# that cannot run here), each by SKIP (t_skip_host or t_need) with ARGS
+# that cannot run here), each by SKIP (t_skip_host or t_need) with ARGS,
+# named once ("... (N checks)"); a skip refused fails N times
 t_skips() {
-	k=$1
+	ks=$1
 	shift
-	while [ "$k" -gt 0 ]; do
+	"$@"
+	T_SKIP_QUIET=1
+	i_=1
+	while [ "$i_" -lt "$ks" ]; do
 		"$@"
-		k=$((k - 1))
+		i_=$((i_ + 1))
 	done
+	T_SKIP_QUIET=""
+	[ "$ks" -le 1 ] || [ -z "$T_LAST" ] || T_SKIPPED=$(printf '%s' "$T_SKIPPED" | sed '$s/$/ ('"$ks"' checks)/')"
+"
 }
 # t_rest: the checks of the plan not run yet are skipped, for the reason of
 # the skip just made (one "# skipped:" line names them all), and the
