@@ -157,8 +157,10 @@ hc_clean() {
 	return 0
 }
 
-# host_cap CAP: status 0 when this host has CAP
-host_cap() {
+# host_cap CAP: status 0 when this host has CAP (in a subshell: the
+# probes' variables never reach the sourcing test's)
+host_cap() { (host_cap_ "$@"); }
+host_cap_() {
 	case $1 in
 	root) [ "$(id -u)" -eq 0 ] ;;
 	cpus2) [ "$(getconf _NPROCESSORS_ONLN)" -ge 2 ] ;;
@@ -196,7 +198,8 @@ host_cap() {
 }
 
 # host_cap_why CAP: what the probe saw, for a failure's message
-host_cap_why() {
+host_cap_why() { (host_cap_why_ "$@"); }
+host_cap_why_() {
 	case $1 in
 	gpu | gpus2) echo "$(hc_gpus) GPU(s): $(nvidia-smi -L 2>/dev/null | head -n 2 | tr '\n' ' ')" ;;
 	perf) echo "perf_event_paranoid $(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null), a raw perf_event_open(cpu-clock, cpu 0) succeeded" ;;

@@ -136,14 +136,14 @@ t_skip_() {
 # no CAP on this host; when it finds one, whatever said CAP is missing (the
 # code under test, most often) is wrong: a failure
 t_skip_host() {
-	cap=$1
+	T_CAP=$1
 	shift
-	if ! host_cap_known "$cap"; then
-		t_not_ok "$* -- t_skip_host: '$cap' is not a capability tests/host-caps.sh probes"
-	elif host_cap "$cap"; then
-		t_not_ok "$* -- but this host has $cap ($(host_cap_why "$cap")): not a host skip, a failure"
+	if ! host_cap_known "$T_CAP"; then
+		t_not_ok "$* -- t_skip_host: '$T_CAP' is not a capability tests/host-caps.sh probes"
+	elif host_cap "$T_CAP"; then
+		t_not_ok "$* -- but this host has $T_CAP ($(host_cap_why "$T_CAP")): not a host skip, a failure"
 	else
-		t_skip_ "host: no $cap: $*"
+		t_skip_ "host: no $T_CAP: $*"
 	fi
 }
 t_gap() { t_skip_ "gap: $*"; }
@@ -160,17 +160,17 @@ t_need() {
 # that cannot run here), each by SKIP (t_skip_host or t_need) with ARGS,
 # named once ("... (N checks)"); a skip refused fails N times
 t_skips() {
-	ks=$1
+	T_KS=$1
 	shift
 	"$@"
 	T_SKIP_QUIET=1
-	i_=1
-	while [ "$i_" -lt "$ks" ]; do
+	T_KI=1
+	while [ "$T_KI" -lt "$T_KS" ]; do
 		"$@"
-		i_=$((i_ + 1))
+		T_KI=$((T_KI + 1))
 	done
 	T_SKIP_QUIET=""
-	[ "$ks" -le 1 ] || [ -z "$T_LAST" ] || T_SKIPPED=$(printf '%s' "$T_SKIPPED" | sed '$s/$/ ('"$ks"' checks)/')"
+	[ "$T_KS" -le 1 ] || [ -z "$T_LAST" ] || T_SKIPPED=$(printf '%s' "$T_SKIPPED" | sed '$s/$/ ('"$T_KS"' checks)/')"
 "
 }
 # t_rest: the checks of the plan not run yet are skipped, for the reason of
