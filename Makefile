@@ -233,9 +233,17 @@ $(LIB): $(LIB_OBJS)
 $(NODETUNE): $(CLI_OBJS) $(LIB)
 	$(CC) $(LDFLAGS) $(LDSAN) -o $@ $^ $(LIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c $(LIB) $(HLIB) | deps
+# each unit test counts its assertions (tests/unit/assert_count.c): one
+# that returns having made none fails
+UNIT_WRAP = $(patsubst %,-Wl$(comma)--wrap=%,_cmocka_run_group_tests _assert_true _assert_return_code \
+	_assert_int_equal _assert_int_not_equal _assert_float_equal _assert_float_not_equal _assert_string_equal \
+	_assert_string_not_equal _assert_memory_equal _assert_memory_not_equal _assert_in_range _assert_not_in_range \
+	_assert_in_set _assert_not_in_set)
+comma := ,
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/assert_count.c $(LIB) $(HLIB) | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(H_CFLAGS) -Iharness -Itests/unit -o $@ $< $(LIB) $(HLIB) $(LDSAN) $(UNIT_LIBS) $(H_LIBS)
+	$(CC) $(H_CFLAGS) -Iharness -Itests/unit -o $@ $< tests/unit/assert_count.c $(LIB) $(HLIB) $(LDSAN) $(UNIT_LIBS) \
+		$(H_LIBS) $(UNIT_WRAP)
 
 $(BUILD)/tests/wdiff: tests/tools/wdiff.c
 	@mkdir -p $(dir $@)

@@ -4,12 +4,15 @@
 # fail (issue 23), found in the integration tests (default:
 # tests/integration/test_*.sh, attacks/*.sh and lib.sh).
 #
-#   outside   `check DESC -- CMD && MORE` (or `|| MORE`): the condition after
-#             the operator falls outside the check; put it inside, as
-#             `check DESC -- sh -c "A && B"`.
-#   ge0       `-ge 0` or `>= 0`: true of every count.  A range with an upper
-#             bound on the same line (`>= 0 and ... <= 1`) is not flagged.
-#   true      `|| true` (or `|| :`) as the command right before a check.
+#   outside   `check DESC -- CMD && MORE` (or `|| MORE`, or expect_fail's):
+#             the condition after the operator falls outside the check; put
+#             it inside, as `check DESC -- sh -c "A && B"`.
+#   ge0       `-ge 0`, `-gt -1` (either quoted) or `>= 0` (`>= 0.0`): true of
+#             every count.  Not flagged when the same operand has an upper
+#             bound on the line (`.x >= 0 and .x <= 1`).
+#   true      `|| true` (or `|| :`) as the command right before a check, a
+#             t_ok, a run or an expect_fail; and a check of `true` or `:`
+#             (`check DESC -- true`), which cannot fail.
 #   status    a command whose status is ignored, writing a file that a later
 #             check (or a `run` feeding one) of the same script reads.  A heuristic: the command
 #             writes `>"$T_TMP/NAME"` (stdout) or takes `--json`, `--out`,
@@ -23,7 +26,7 @@
 #             redirection (`done >FILE`) are not flagged.  The path is
 #             matched literally: one built from a variable ("$T_TMP/$out")
 #             is not followed.
-#   sleep     a fixed `sleep N` as a command of its own, outside a loop's
+#   sleep     a fixed `sleep N` (or `sleep $VAR`) as a command of its own, outside a loop's
 #             body and not in the background: a check that waits a fixed
 #             time instead of for its event (wait_until, a loop with a
 #             deadline).  A sleep that is a window on purpose (evidence
@@ -117,6 +120,21 @@ function bare(t) {
 	}
 	return t
 }
+# ge0(x): x compares an operand with `-ge 0`, `-gt -1` or `>= 0` (quoted,
+# 0.0) and has no upper bound for that same operand (OP -le, -lt, <=, <)
+function ge0(x,   rest, m, op, k, b, j) {
+	rest = x
+	while (match(rest, /[^ \t\[(]+[ \t]+(-ge[ \t]+["\x27]?0(\.0*)?["\x27]?|-gt[ \t]+["\x27]?-1["\x27]?|>=[ \t]*0(\.0*)?)([^.0-9]|$)/)) {
+		m = substr(rest, RSTART, RLENGTH); rest = substr(rest, RSTART + RLENGTH)
+		op = m; sub(/[ \t].*/, "", op); sub(/^["\x27(]+/, "", op)
+		b = 0
+		split("-le -lt <= <", k, " ")
+		for (j = 1; j <= 4; j++)
+			if (index(x, op " " k[j] " ") || index(x, op " " k[j] "\"") || index(x, op " " k[j] "\x27")) b = 1
+		if (!b) return 1
+	}
+	return 0
+}
 function firstword(t) { split(bare(t), w, /[ \t\n]+/); return w[1] }
 function report(line, kind, msg) { printf "%s:%d: %s: %s\n", file, line, kind, msg; found = 1 }
 
@@ -124,10 +142,12 @@ function report(line, kind, msg) { printf "%s:%d: %s: %s\n", file, line, kind, m
 function findings(   win, i, j, t, fw, p, m, path, used, nxt, lnk, x, a) {
 	for (i = 1; i <= nc; i++) {
 		t = C[i]; fw = firstword(t)
-		if (fw == "check" && t ~ /[ \t\n]--([ \t\n]|$)/ && (CA[i] == "&&" || CA[i] == "||"))
-			report(CL[i], "outside", "a condition after `check ... --` joined by " CA[i] ", outside the check")
-		if (fw == "true" || fw == ":") if (CB[i] == "||" && i < nc && firstword(C[i + 1]) == "check")
-			report(CL[i], "true", "`|| " fw "` right before a check")
+		if ((fw == "check" || fw == "expect_fail") && t ~ /[ \t\n]--([ \t\n]|$)/ && (CA[i] == "&&" || CA[i] == "||"))
+			report(CL[i], "outside", "a condition after `" fw " ... --` joined by " CA[i] ", outside the check")
+		if (fw == "true" || fw == ":") if (CB[i] == "||" && i < nc && firstword(C[i + 1]) ~ /^(check|t_ok|run|expect_fail)$/)
+			report(CL[i], "true", "`|| " fw "` right before a " firstword(C[i + 1]))
+		if (fw == "check" && t ~ /[ \t\n]--[ \t\n]+(true|:)[ \t\n]*$/)
+			report(CL[i], "true", "a check of `" (t ~ /:[ \t\n]*$/ ? ":" : "true") "`: it cannot fail (a heading is an echo \"# ...\")")
 	}
 	depth = 0
 	for (i = 1; i <= nc; i++) {
@@ -136,14 +156,14 @@ function findings(   win, i, j, t, fw, p, m, path, used, nxt, lnk, x, a) {
 		fw = firstword(t)
 		win = 0
 		for (j = CL[i] - 1; j > 0 && lines[j] ~ /^[ \t]*#/; j--) if (lines[j] ~ /^[ \t]*# window:/) win = 1
-		if (fw == "sleep" && bare(t) ~ /^sleep[ \t]+[0-9.]+[ \t]*$/ && depth == 0 && CA[i] != "&" && !win)
+		if (fw == "sleep" && bare(t) ~ /^sleep[ \t]+([0-9.]+|"?\$\{?[A-Za-z_][A-Za-z_0-9]*\}?"?)[ \t]*$/ && depth == 0 && CA[i] != "&" && !win)
 			report(CL[i], "sleep", "a fixed `" bare(t) "` outside a wait loop: wait for the event (wait_until), or give the window and its margin in a `# window:` comment right above")
 		if (t ~ /^done([ \t\n);|&]|$)/ && depth > 0) depth--
 	}
 	for (ln = 1; ln <= n; ln++) {
 		x = lines[ln]; if (x ~ /^[ \t]*#/) continue
-		if (x ~ /(-ge[ \t]+0|>=[ \t]*0)([^.0-9]|$)/ && x !~ /(<=|-le[ \t])/)
-			report(ln, "ge0", "`-ge 0` / `>= 0`: true of every count")
+		if (ge0(x))
+			report(ln, "ge0", "`-ge 0` / `-gt -1` / `>= 0`: true of every count")
 	}
 	for (i = 1; i <= nc; i++) {
 		t = bare(C[i]); fw = firstword(t)
@@ -156,7 +176,7 @@ function findings(   win, i, j, t, fw, p, m, path, used, nxt, lnk, x, a) {
 		if (j > i + 1) continue
 		# each file it writes: the first a later check or run reads is reported
 		rest = t
-		while (match(rest, /((^|[ \t])>>?|--json|--out|--dump-weights|-o)[ \t]*"?\$T_TMP\/[A-Za-z0-9_.\/-]+/)) {
+		while (match(rest, /((^|[ \t])>>?|--json|--out|--dump-weights|-o)[ \t=]*"?\$T_TMP\/[A-Za-z0-9_.\/-]+/)) {
 			path = substr(rest, RSTART, RLENGTH); rest = substr(rest, RSTART + RLENGTH)
 			sub(/^.*\$T_TMP\//, "$T_TMP/", path)
 			for (j = i + 1; j <= nc; j++)

@@ -5,6 +5,9 @@
 # "# skipped: KIND: REASON" line per skip (lib.sh's t_done), and exits
 # non-zero when a check failed, 77 when every check skipped.
 #
+# The tally is the runner's own: tests/tap-check.sh counts each script's
+# "ok"/"not ok"/SKIP lines and fails a script whose count differs from its
+# plan ("1..N", lib.sh's t_plan) or its own tally, naming what never ran.
 # The tally counts checks, not files: a file with one skipped check among
 # forty passed ones shows that skip.  A file that exits non-zero without a
 # failed check in its tally (it died before t_done) counts as one failure.
@@ -184,8 +187,8 @@ finish() {
 # the tally of script $t: its output $log, its exit status in $rcf
 tally_one() {
 	rc=$(cat "$rcf")
-	tally=$(sed -n 's/^# \([0-9]*\) checks, \([0-9]*\) failed, \([0-9]*\) skipped$/\1 \2 \3/p' "$log" | tail -n 1)
-	read -r tn tf ts <<EOF
+	tally=$("$(dirname "$0")/tap-check.sh" "$log" "$rc")
+	read -r tn tf ts rc <<EOF
 $tally
 EOF
 	tn=${tn:-0} tf=${tf:-0} ts=${ts:-0}

@@ -5,7 +5,9 @@
 #
 # A skipped test says why on a "SKIP host: ..." or "SKIP need DEP: ..."
 # line (tests/unit/test_util.h's test_skip_host and test_need) before
-# cmocka's "[  SKIPPED ] name"; the closing line is
+# cmocka's "[  SKIPPED ] name": a skip without one is a failure.  A test
+# that returned having made no assertion fails in the binary itself
+# (tests/unit/assert_count.c).  The closing line is
 # "unit: N passed, N failed, N skipped", followed, when something skipped,
 # by ": BINARY.TEST: KIND: REASON; ..." naming every skip.  With
 # NODETUNE_SKIP_LOG set, each skip is appended there too, one a line.
@@ -20,8 +22,9 @@ skipped() {
 for bin in "$@"; do
 	out=$("$bin" 2>&1); rc=$?
 	printf '%s\n' "$out"
-	p=$(printf '%s\n' "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' | tail -n 1)
-	s=$(printf '%s\n' "$out" | sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' | tail -n 1)
+	# the sums over every group of the binary (test_etcd.c has two)
+	p=$(printf '%s\n' "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' | awk '{ n += $1 } END { print n + 0 }')
+	s=$(printf '%s\n' "$out" | sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' | awk '{ n += $1 } END { print n + 0 }')
 	pass=$((pass + ${p:-0})); skip=$((skip + ${s:-0}))
 	if [ "$rc" -ne 0 ]; then
 		fail=$((fail + (rc < 128 ? rc : 1))); failed="$failed $(basename "$bin")"
@@ -32,6 +35,7 @@ for bin in "$@"; do
 		said=$(printf '%s\n' "$out" | awk -v b="$(basename "$bin")" '
 			/^\[ RUN      \] / { t = $4; msg = "" }
 			/^\[  ERROR   \] |^\[   LINE   \] / { msg = msg " " substr($0, 14) }
+			/^ERROR: / { msg = msg " " substr($0, 8) }
 			/^\[  FAILED  \] / && $4 == t { print b "." t ":" msg; t = "" }' | cut -c1-400)
 		[ -n "$said" ] || said="$(basename "$bin"): exit $rc; its last line: $(printf '%s\n' "$out" | tail -n 1 | cut -c1-300)"
 		notok="$notok$said
@@ -40,6 +44,16 @@ for bin in "$@"; do
 	why=$(printf '%s\n' "$out" | skipped)
 	while IFS= read -r w; do
 		[ -n "$w" ] || continue
+		# a skip must say why (test_skip_host, test_need): a bare
+		# cmocka skip() is a failure, not a skip
+		case $w in
+		*": no reason given")
+			fail=$((fail + 1)) skip=$((skip - 1))
+			case " $failed " in *" $(basename "$bin") "*) ;; *) failed="$failed $(basename "$bin")" ;; esac
+			notok="$notok$(basename "$bin").${w%%: *}: skipped without a reason (test_skip_host CAP or test_need DEP)
+"
+			continue ;;
+		esac
 		skips="$skips${skips:+; }$(basename "$bin").$w"
 		[ -z "${NODETUNE_SKIP_LOG:-}" ] || echo "${NODETUNE_SKIP_TAG:-}unit $(basename "$bin").$w" >>"$NODETUNE_SKIP_LOG"
 	done <<EOF

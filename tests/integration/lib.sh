@@ -5,18 +5,30 @@
 #   SRCDIR     the repository root; tests run from there
 #   SHARED     ../shared/topologies when it exists
 #
-# Each check prints "ok N - what" or "not ok N - what" plus the evidence;
-# t_done prints "# N checks, F failed, S skipped", each skip's reason on a
-# "# skipped: ..." line, and exits 1 when a check failed, 77 when
-# everything was skipped.
+# A script declares at its top the checks it will run, `t_plan N`, which
+# prints TAP's plan line "1..N".  Each check prints "ok N - what" or
+# "not ok N - what" plus the evidence; t_done prints "# N checks, F failed,
+# S skipped", each skip's reason on a "# skipped: ..." line, and exits 1
+# when a check failed (or none ran), 77 when everything was skipped.  The
+# runner does not trust that tally: tests/tap-check.sh counts the lines
+# itself and fails a script whose count differs from its plan or its
+# tally (a check in a branch not taken, a check in a pipe or `&`).
 #
-# A skip says which kind it is:
-#   t_skip_host WHAT: REASON   this host lacks a capability (no GPU, no
-#                               steerable IRQ, not root): a skip anywhere
+# A check that does not run says so, by name, with the kind of skip:
+#   t_skip_host CAP REASON     this host lacks the capability CAP, one of
+#                               tests/host-caps.sh's list (gpu, irq, root,
+#                               cpufreq ...).  That list's probe, not the
+#                               code under test, decides: when the probe
+#                               finds CAP here, the skip is a failure.
 #   t_need DEP WHAT            DEP, which scripts/install-deps.sh provides
 #                               (etcd, slurm, promtool, chromium, torch,
 #                               mpirun, ../shared ...), is missing: a skip,
 #                               but under CI=true a failure
+#   t_gap WHAT                 a check the suite cannot make on any host
+#                               yet (a known gap, named on every run)
+#   t_rest                     after one of those: every check left in the
+#                               plan is skipped for the same reason, and
+#                               the script ends (t_done)
 
 set -u
 SRCDIR=$(cd "$(dirname "$0")/../.." && pwd)
@@ -32,7 +44,8 @@ done
 cd "$SRCDIR" || exit 1
 : "${NODETUNE:=$SRCDIR/build/nodetune}"
 SHARED=../shared/topologies
-T_N=0 T_FAIL=0 T_SKIP=0
+T_N=0 T_FAIL=0 T_SKIP=0 T_PLAN="" T_LAST=""
+. "$SRCDIR/tests/host-caps.sh"
 T_TMP=$(mktemp -d /tmp/nodetune-it-XXXXXX)
 trap 't_cleanup' EXIT
 
@@ -99,12 +112,41 @@ t_cleanup() {
 	rm -rf "$T_TMP"
 }
 
-t_ok() { T_N=$((T_N + 1)); echo "ok $T_N - $*"; }
-t_not_ok() { T_N=$((T_N + 1)); T_FAIL=$((T_FAIL + 1)); echo "not ok $T_N - $*"; }
+# t_plan N: the number of checks this script runs, whatever the host
+# (a check that cannot run here is skipped by name, and counts)
+t_plan() {
+	case $1 in
+	'' | *[!0-9]*) echo "not ok - t_plan: '$1' is not a count"; exit 1 ;;
+	esac
+	T_PLAN=$1
+	echo "1..$1"
+}
+
+t_ok() { T_N=$((T_N + 1)); T_LAST=""; echo "ok $T_N - $*"; }
+t_not_ok() { T_N=$((T_N + 1)); T_FAIL=$((T_FAIL + 1)); T_LAST=""; echo "not ok $T_N - $*"; }
 T_SKIPPED=""
-t_skip_() { T_N=$((T_N + 1)); T_SKIP=$((T_SKIP + 1)); echo "ok $T_N - # SKIP $*"; T_SKIPPED="$T_SKIPPED$*
-"; }
-t_skip_host() { t_skip_ "host: $*"; }
+T_SKIP_QUIET=""
+t_skip_() {
+	T_N=$((T_N + 1)) T_SKIP=$((T_SKIP + 1)) T_LAST=$*
+	echo "ok $T_N - # SKIP $*"
+	[ -n "$T_SKIP_QUIET" ] || T_SKIPPED="$T_SKIPPED$*
+"
+}
+# t_skip_host CAP REASON: a skip only when tests/host-caps.sh's probe finds
+# no CAP on this host; when it finds one, whatever said CAP is missing (the
+# code under test, most often) is wrong: a failure
+t_skip_host() {
+	T_CAP=$1
+	shift
+	if ! host_cap_known "$T_CAP"; then
+		t_not_ok "$* -- t_skip_host: '$T_CAP' is not a capability tests/host-caps.sh probes"
+	elif host_cap "$T_CAP"; then
+		t_not_ok "$* -- but this host has $T_CAP ($(host_cap_why "$T_CAP")): not a host skip, a failure"
+	else
+		t_skip_ "host: no $T_CAP: $*"
+	fi
+}
+t_gap() { t_skip_ "gap: $*"; }
 t_need() {
 	dep=$1
 	shift
@@ -113,6 +155,44 @@ t_need() {
 	else
 		t_skip_ "need $dep: $*"
 	fi
+}
+# t_skips N SKIP ARGS...: N checks skipped alike (the N checks of a block
+# that cannot run here), each by SKIP (t_skip_host or t_need) with ARGS,
+# named once ("... (N checks)"); a skip refused fails N times
+t_skips() {
+	T_KS=$1
+	shift
+	"$@"
+	T_SKIP_QUIET=1
+	T_KI=1
+	while [ "$T_KI" -lt "$T_KS" ]; do
+		"$@"
+		T_KI=$((T_KI + 1))
+	done
+	T_SKIP_QUIET=""
+	[ "$T_KS" -le 1 ] || [ -z "$T_LAST" ] || T_SKIPPED=$(printf '%s' "$T_SKIPPED" | sed '$s/$/ ('"$T_KS"' checks)/')"
+"
+}
+# t_rest: the checks of the plan not run yet are skipped, for the reason of
+# the skip just made (one "# skipped:" line names them all), and the
+# script ends.  After a failure (t_need under CI=true, or a skip refused)
+# it only ends: the runner names the checks that never ran.
+t_rest() {
+	k=$((${T_PLAN:-0} - T_N))
+	if [ -n "$T_LAST" ] && [ "$k" -gt 0 ]; then
+		i=0
+		while [ "$i" -lt "$k" ]; do
+			i=$((i + 1))
+			echo "ok $((T_N + i)) - # SKIP $T_LAST (as check $T_N)"
+		done
+		T_SKIPPED=$(printf '%s' "$T_SKIPPED" | sed '$d')"
+$T_LAST (and the $k checks after it)
+"
+		T_SKIPPED=${T_SKIPPED#
+}
+		T_N=$((T_N + k)) T_SKIP=$((T_SKIP + k))
+	fi
+	t_done
 }
 
 # wait_until SECONDS CMD...: poll CMD every 0.1 s until it succeeds, for up
@@ -195,7 +275,10 @@ tree_hash() {
 t_done() {
 	# what the test registered to undo is undone first; a test that
 	# leaves a process running beyond that fails: the next one would
-	# run beside it (a stopped rank, a spinning neighbour)
+	# run beside it (a stopped rank, a spinning neighbour).  These checks
+	# are the clean-up's, beyond the plan (tests/tap-check.sh compares
+	# the plan with the checks before this line)
+	echo "# clean-up"
 	t_undo
 	t_reap
 	if [ -s "$T_TMP/.reaped" ]; then
@@ -213,6 +296,8 @@ t_done() {
 		t_not_ok "the test left cgroups (now removed): $(echo $cg_left)"
 		for d in $cg_left; do rmdir "$d" 2>/dev/null; done
 	fi
+	# a script with no check at all has shown nothing
+	[ "$T_N" -gt 0 ] || t_not_ok "no check ran: the script ended before its first check"
 	echo "# $T_N checks, $T_FAIL failed, $T_SKIP skipped"
 	printf '%s' "$T_SKIPPED" | sed 's/^/# skipped: /'
 	[ "$T_FAIL" -eq 0 ] || exit 1

@@ -10,14 +10,18 @@
 # have its culprit named in the evidence.  A runs on CPU 1, B on CPU 0,
 # where the trouble is.
 . "$(dirname "$0")/lib.sh"
+t_plan 22
 : "${HARNESS:=$SRCDIR/build/nodetune-harness}"
 C="$HARNESS --comm none --rows 1000 --batch 512 --steps 15 --warmup 2 --blas-threads 1 --quiet"
 PY=/usr/bin/python3
 TORCH="$PY $SRCDIR/contrib/examples/ddp_train.py --steps 30 --batch 128 --width 256 --log-every 5"
 
-if [ "$(id -u)" -ne 0 ] || [ "$(nproc)" -lt 2 ]; then
-	t_skip_host "culprit scenarios: need root (cgroups, SCHED_FIFO) and 2 CPUs"
-	t_done
+if [ "$(id -u)" -ne 0 ]; then
+	t_skip_host root "culprit scenarios: need root (cgroups, SCHED_FIFO)"
+	t_rest
+elif [ "$(nproc)" -lt 2 ]; then
+	t_skip_host cpus2 "culprit scenarios: need 2 CPUs (a rank's and a neighbour's)"
+	t_rest
 fi
 
 # on0/on1 CMD...: the job pinned to CPU 0 or 1; quota0 CMD...: on CPU 0
@@ -69,14 +73,17 @@ judged() {
 		  ([.evidence[] | select(test($e))] | length >= 1)' "$T_TMP/$1.json"
 }
 
-# the workloads: the harness through a wrapper, and PyTorch when installed
-workloads="harness"
-if $PY -c 'import torch' 2>/dev/null; then
-	workloads="harness torch"
-else
-	t_need torch "the PyTorch job: python3-torch is not installed (scripts/install-deps.sh torch)"
-fi
+# the workloads: the harness through a wrapper, and PyTorch; each scenario
+# runs both, the PyTorch one skipped by name where python3-torch is missing
+workloads="harness torch"
+torch=""
+$PY -c 'import torch' 2>/dev/null && torch=yes
 cmd_of() { if [ "$1" = torch ]; then echo "$TORCH"; else echo "$C"; fi; }
+# no_torch W WHAT: W is torch and there is none (skipped, named)
+no_torch() {
+	[ "$1" = torch ] && [ -z "$torch" ] || return 1
+	t_need torch "$2 with the PyTorch job: python3-torch is not installed (scripts/install-deps.sh torch)"
+}
 
 # neighbour NAME EVIDENCE CMD...: CMD (which binds itself to CPU 0)
 # running beside the A/B of every workload, each judged contention with an
@@ -87,6 +94,7 @@ neighbour() {
 	"$@" &
 	np=$!
 	for w in $workloads; do
+		no_torch $w "$nb" && continue
 		ab_pair "$nb-$w" $(cmd_of $w)
 		judged "$nb-$w" "contention" "$(printf '%s\n' "$ev" | sed "s/@PID/$np/")"
 	done
@@ -114,7 +122,7 @@ why=""
 $PY "$SRCDIR/tests/tools/capture-taskstats.py" "$T_TMP/taskstats" 0 >/dev/null 2>"$T_TMP/taskstats.err" ||
 	why="taskstats: $(tail -n 1 "$T_TMP/taskstats.err")"
 if [ -n "$why" ]; then
-	t_skip_host "short-lived processes: no exit records on this host: $why"
+	t_skips 2 t_skip_host taskstats "short-lived processes: no exit records on this host: $why"
 else
 	neighbour shortlived '^[0-9]+ short-lived processes \(awk, SCHED_OTHER 0\) started by pid @PID \(sh\)' \
 		taskset -c 0 sh -c "while :; do $SPIN; done"
@@ -122,6 +130,7 @@ fi
 
 # 3. a CPU quota on the job
 for w in $workloads; do
+	no_torch $w quota && continue
 	BWRAP=quota0 ab_pair "quota-$w" $(cmd_of $w)
 	judged "quota-$w" "quota" "throttled in [0-9]+ of [0-9]+ periods"
 done
@@ -135,6 +144,7 @@ inside() {
 		>"$T_TMP/$1-0"
 	chmod +x "$T_TMP/$1-0"
 	for w in $workloads; do
+		no_torch $w "$1" && continue
 		BWRAP=$1-0 ab_pair "$1-$w" $(cmd_of $w)
 		judged "$1-$w" "contention" "$2"
 	done
@@ -153,8 +163,12 @@ inside helper "^B's command runs pid [0-9]+ \\(sh, SCHED_OTHER 0\\) that took [0
 # (awk after awk on the rank CPU, each gone before a sample sees it): the
 # job's own tree names them by their exit records, and the loop that
 # started them
-[ -n "$why" ] || inside shorthelper "^B's command starts short-lived processes \\(awk, SCHED_OTHER 0; [0-9]+ in its trials, started by pid [0-9]+ \\(sh\\)\\)" \
-	"while :; do $SPIN; done"
+if [ -n "$why" ]; then
+	t_skips 2 t_skip_host taskstats "a helper of short-lived processes: no exit records on this host: $why"
+else
+	inside shorthelper "^B's command starts short-lived processes \\(awk, SCHED_OTHER 0; [0-9]+ in its trials, started by pid [0-9]+ \\(sh\\)\\)" \
+		"while :; do $SPIN; done"
+fi
 
 # 6. B's command moves its own job: a launcher that starts it on CPU 1,
 # as A's does, and moves every thread of it to CPU 0 once the job has
@@ -191,11 +205,13 @@ check "B's command moves its job after its first step report + CULPRIT_SETTLE_S:
 # interrupts can be steered to one CPU and driven from here cannot make one
 # that is not also a task's CPU time (ping -f's softirqs run in its own
 # context on loopback): not made here
-t_skip_host "IRQ/softirq load on a rank CPU: no steerable interrupt source on this host (loopback softirqs run in the sender's context)"
+t_gap "IRQ/softirq load on a rank CPU: no steerable interrupt source on this host (loopback softirqs run in the sender's context)"
 
 # The PyTorch job's own step reports: stalls (a 100 ms pause every 10 steps
 # in B) counted per step, phases named by the job, and --metric on its log
-if [ "${workloads#*torch}" != "$workloads" ]; then
+if [ -z "$torch" ]; then
+	t_skips 5 t_need torch "the PyTorch job's step reports, --metric and --slow: python3-torch is not installed (scripts/install-deps.sh torch)"
+else
 	run "$NODETUNE" ab --a "cmd=$TORCH" --b "cmd=$TORCH --pause-every 10" --trials 4 --budget 60 --json
 	check "PyTorch job: per-step stalls counted from its step reports ($(jq -c '{stalls: .stalls, source: .metric.source}' "$OUT" 2>/dev/null))" -- \
 		jq -e '.metric.source == "step reports" and .metric.name == "samples/s over the reported steps" and

@@ -15,6 +15,7 @@
 # is the first claimed cause.  Both arms run on CPU 0.  The
 # cgroup is removed at the end, however the test ends.
 . "$(dirname "$0")/lib.sh"
+t_plan 10
 : "${HARNESS:=$SRCDIR/build/nodetune-harness}"
 C="$HARNESS --comm none --rows 1000 --batch 512 --steps 15 --warmup 2 --blas-threads 1 --quiet"
 PY=/usr/bin/python3
@@ -22,8 +23,8 @@ TORCH="$PY $SRCDIR/contrib/examples/ddp_train.py --steps 30 --batch 128 --width 
 Q=30000          # 30% of a CPU every 100 ms: the job, which wants all of one, runs ~3x slower
 
 if [ "$(id -u)" -ne 0 ]; then
-	t_skip_host "a job in a cgroup of its own making: needs root (cgroups)"
-	t_done
+	t_skip_host root "a job in a cgroup of its own making: needs root (cgroups)"
+	t_rest
 fi
 
 # where the wrapper's cgroup goes: cgroup2 with cpu, else v1 cpu
@@ -34,8 +35,8 @@ if [ -n "$m2" ] && grep -qw cpu "$m2/cgroup.subtree_control" 2>/dev/null; then
 elif [ -n "$m1" ]; then
 	kind=v1 CG=$m1/ntjobcg-$$ QUOTA="cfs_quota_us $Q period 100000"
 else
-	t_skip_host "a job in a cgroup of its own making: no cpu controller (cgroup2 root without cpu, no v1 cpu hierarchy)"
-	t_done
+	t_skip_host cgroup-cpu "a job in a cgroup of its own making: no cpu controller (cgroup2 root without cpu, no v1 cpu hierarchy)"
+	t_rest
 fi
 # the cgroup goes, however the test ends: what is in it killed first
 cg_remove() {

@@ -22,6 +22,7 @@
 # The unit's gate (L3) is tested under a real systemd: test_systemd.sh.
 # A part that needs a component that is missing says so with t_need.
 . "$(dirname "$0")/lib.sh"
+t_plan 66
 
 # The ASan pass: the attacks run against the plain build in the first
 # pass; the parsers they reach (the signed envelope, the fleet documents,
@@ -29,8 +30,8 @@
 # them twice (a TLS etcd per part, a real Slurm) would cost CI minutes it
 # does not have to spare.
 if [ -n "${SANITIZED:-}" ]; then
-	t_skip_host "the ASan pass: the attacks run against the plain build in the first pass (their parsers are fuzzed and unit-tested under ASan)"
-	t_done
+	t_skip_host plain "the ASan pass: the attacks run against the plain build in the first pass (their parsers are fuzzed and unit-tested under ASan)"
+	t_rest
 fi
 
 for part in "$SRCDIR"/tests/integration/attacks/*.sh; do

@@ -10,6 +10,7 @@
 # and change nothing: the verbs that write run against a copy of a captured
 # tree, hashed after every row.
 . "$(dirname "$0")/lib.sh"
+t_plan 159
 
 HGX=tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml
 GT=policies/gpu-train.conf

@@ -6,6 +6,7 @@
 # are set together (THP defrag=never and vm.stat_interval=2), bisect names
 # exactly those two; the host is as it was after.  Bad input exits 2.
 . "$(dirname "$0")/lib.sh"
+t_plan 14
 W="tests/integration/slow-when.sh /sys/kernel/mm/transparent_hugepage/defrag \[never\] /proc/sys/vm/stat_interval ^2$"
 
 printf '[main]\nsummary = good\n' >"$T_TMP/good.conf"
@@ -38,7 +39,7 @@ awk -v r=$r -v s=$$ 'BEGIN { srand(s); for (i = 0; i < 5; i++) printf "rate: %.2
 EOF
 chmod +x "$T_TMP/rate.sh"
 if [ "$(id -u)" -ne 0 ]; then
-	t_skip_host "bisect with ab's options on a tree: needs root (each trial's cgroup)"
+	t_skips 4 t_skip_host root "bisect with ab's options on a tree: needs root (each trial's cgroup)"
 else
 	run "$NODETUNE" bisect --good "$T_TMP/good.conf" --bad "$T_TMP/badtree.conf" --sysroot "$T_TMP/tree" \
 		--topology $HGX --trials 4 --budget 10 --metric 'rate: ([0-9.]+)' --trial-dir "$T_TMP/trials" --json -- \
@@ -55,8 +56,8 @@ else
 fi
 
 if [ "$(id -u)" -ne 0 ] || [ ! -w /sys/kernel/mm/transparent_hugepage/defrag ] || [ ! -w /proc/sys/vm/stat_interval ]; then
-	t_skip_host "bisect on this host: needs root and writable THP and vm sysctls"
-	t_done
+	t_skip_host root "bisect on this host: needs root and writable THP and vm sysctls"
+	t_rest
 fi
 before=$(cat /sys/kernel/mm/transparent_hugepage/enabled /sys/kernel/mm/transparent_hugepage/defrag \
 	/proc/sys/vm/swappiness /proc/sys/vm/stat_interval | tr '\n' ' ')

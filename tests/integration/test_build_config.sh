@@ -11,6 +11,7 @@
 # without CUDA (NVCC=), in a BUILD of the test's own; in the ASan pass with
 # SAN=1, as that pass builds.
 . "$(dirname "$0")/lib.sh"
+t_plan 7
 
 SAN_ARG=${SANITIZED:+SAN=1}
 NO_CUDA="NVCC= given"
@@ -20,7 +21,7 @@ unset MAKEFLAGS MAKELEVEL MFLAGS
 PC=$(command -v pkg-config)
 if [ -z "$PC" ] || ! pkg-config --exists ompi-c; then
 	t_need libopenmpi-dev "a harness built with MPI hidden, then with it visible"
-	t_done
+	t_rest
 fi
 B=$T_TMP/b
 H=$B/nodetune-harness

@@ -16,6 +16,7 @@
 # Every wait polls for its condition (a 2-vCPU host shared with other work,
 # slower still under ASan), and every port is chosen at run time.
 . "$(dirname "$0")/lib.sh"
+t_plan 63
 
 HGX=tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml
 UNTUNED=tests/fixtures/sysroot/gpu-host-untuned
@@ -524,7 +525,7 @@ check "SIGTERM after all that: exit 0" -- [ "$DRC" -eq 0 ]
 # ---- live on this host (root): applied, a drift corrected, SIGTERM, revert --
 LSW=/proc/sys/vm/swappiness LDF=/sys/kernel/mm/transparent_hugepage/defrag
 if [ "$(id -u)" -ne 0 ] || [ ! -w $LSW ] || [ ! -w $LDF ]; then
-	t_skip_host "live daemon: needs root and writable vm.swappiness and THP defrag"
+	t_skips 4 t_skip_host root "live daemon: needs root and writable vm.swappiness and THP defrag"
 else
 	sw0=$(cat $LSW) df0=$(sed 's/.*\[\(.*\)\].*/\1/' $LDF)
 	# put them back whatever happens (the revert below is what is tested)

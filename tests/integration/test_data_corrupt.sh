@@ -5,6 +5,7 @@
 # lies is refused with exit 2 and one line naming the file, the chunk and
 # the offset, before the lie sizes a read or an allocation.
 . "$(dirname "$0")/lib.sh"
+t_plan 7
 : "${HARNESS:=$SRCDIR/build/nodetune-harness}"
 H=$HARNESS
 Q="--rows 1000 --warmup 0 --quiet --steps 2 --batch 256"

@@ -24,22 +24,23 @@
 # in the ASan pass (the packages are built without sanitizers: the first
 # pass covers them).
 . "$(dirname "$0")/lib.sh"
+t_plan 42
 
 if [ -n "${SANITIZED:-}" ]; then
-	t_skip_host "the ASan pass: the packages are built without sanitizers (the first pass tests them)"; t_done
+	t_skip_host plain "the ASan pass: the packages are built without sanitizers (the first pass tests them)"; t_rest
 fi
 if [ "$(id -u)" -ne 0 ]; then
-	t_skip_host "not root: installing packages needs root"; t_done
+	t_skip_host root "not root: installing packages needs root"; t_rest
 fi
 for tool in dpkg-buildpackage dh lintian dch apt-get; do
-	command -v $tool >/dev/null || { t_need "$tool" "$tool is not installed (scripts/install-deps.sh pkg)"; t_done; }
+	command -v $tool >/dev/null || { t_need "$tool" "$tool is not installed (scripts/install-deps.sh pkg)"; t_rest; }
 done
 if dpkg-query -W -f='${db:Status-Abbrev}' nodetune nodetune-slurm 2>/dev/null | grep -q '^.[iUFWht]'; then
-	t_skip_host "nodetune is installed on this host already ($(dpkg-query -W nodetune nodetune-slurm 2>/dev/null | tr '\n' ' ')): not touching it"
-	t_done
+	t_skip_host clean "nodetune is installed on this host already ($(dpkg-query -W nodetune nodetune-slurm 2>/dev/null | tr '\n' ' ')): not touching it"
+	t_rest
 fi
 for p in /usr/bin/nodetune /etc/nodetune /var/lib/nodetune /usr/share/nodetune; do
-	[ -e "$p" ] && { t_skip_host "$p exists (nodetune installed from elsewhere): not touching it"; t_done; }
+	[ -e "$p" ] && { t_skip_host clean "$p exists (nodetune installed from elsewhere): not touching it"; t_rest; }
 done
 
 # the packages are purged, however the test ends, and then what the test
@@ -82,7 +83,7 @@ fi
 # this sandbox is; chroot isolation runs the RUN steps anywhere.  The base
 # image: lib.sh's podman_base_image.
 image_test() {
-	base=$(podman_base_image) || { t_skip_host "$base"; return; }
+	base=$(podman_base_image) || { HOST_CAP_CONTAINER="no: $base"; t_skips 4 t_skip_host container "$base"; return; }
 	img=localhost/nodetune-test:$V1
 	t_defer "podman rmi -f $img >/dev/null 2>&1"
 	run podman build --isolation chroot --build-arg BASE="$base" -f deploy/k8s/Containerfile -t "$img" "$D1"
@@ -219,7 +220,7 @@ daemon_test() {
 	cond=$(unit_key ConditionPathExists)
 	check "the unit's ConditionPathExists=$cond holds after the install" -- test -e "$cond"
 	if port_busy 9477; then
-		t_skip_host "127.0.0.1:9477 (the daemon's default /metrics) is taken on this host: $(ss -Hltnp 'sport = :9477' | head -1)"
+		t_skips 9 t_skip_host port9477 "127.0.0.1:9477 (the daemon's default /metrics) is taken on this host: $(ss -Hltnp 'sport = :9477' | head -1)"
 		return
 	fi
 	host_knobs >"$T_TMP/knobs.before" || t_not_ok "the knobs could not be read before the daemon"

@@ -6,6 +6,7 @@
 # Kubernetes manifests (schema and the fields that matter), and what
 # `make install` puts in a DESTDIR.  Files only: no daemon is started.
 . "$(dirname "$0")/lib.sh"
+t_plan 22
 
 BUILD=$(cd "$(dirname "$NODETUNE")" && pwd)
 MAKE_ARGS="BUILD=$BUILD${SANITIZED:+ SAN=1}"
@@ -35,6 +36,8 @@ check "install: the man pages in PREFIX/share/man, the bash completion in PREFIX
 	 grep -q '^complete -F _nodetune nodetune' '$D/usr/local/share/bash-completion/completions/nodetune'"
 if [ "$(id -u)" -eq 0 ]; then
 	check "install as root: the policy is root-owned" -- [ "$(stat -c %U:%G "$POL")" = root:root ]
+else
+	t_skip_host root "install as root: not root"
 fi
 echo "# edited by the admin" >>"$POL"
 cp "$POL" "$T_TMP/edited.conf"
@@ -62,9 +65,9 @@ if [ -e "$BUILD/nodetune_spank.so" ]; then
 else
 	# under the sanitizers no plugin is built, by design (Makefile: PLUGIN)
 	if [ -n "${SANITIZED:-}" ]; then
-		t_skip_host "install: no SPANK plugin in a sanitized build (SAN=1 builds none)"
+		t_skips 2 t_skip_host plain "install: no SPANK plugin in a sanitized build (SAN=1 builds none)"
 	else
-		t_need slurm-dev "install: no SPANK plugin in this build (no <slurm/spank.h>: scripts/install-deps.sh slurm)"
+		t_skips 2 t_need slurm-dev "install: no SPANK plugin in this build (no <slurm/spank.h>: scripts/install-deps.sh slurm)"
 	fi
 fi
 

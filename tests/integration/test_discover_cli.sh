@@ -4,6 +4,7 @@
 # nodetune discover from the command line: bad input gives one clear line
 # and exit 2 (nothing else printed), runtime failures exit 3.
 . "$(dirname "$0")/lib.sh"
+t_plan 34
 
 HGX=tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml
 TUNED=tests/fixtures/sysroot/gpu-host-tuned
@@ -89,7 +90,7 @@ if [ -w /dev/full ]; then
 	check "stdout to /dev/full: exit 3 and says so" -- sh -c \
 		"[ $RC -eq 3 ] && grep -q 'writing standard output failed' '$T_TMP/err'"
 else
-	t_skip_host "/dev/full not writable"
+	t_skip_host devfull "/dev/full not writable"
 fi
 
 t_done

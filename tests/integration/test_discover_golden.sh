@@ -17,6 +17,7 @@
 # UPDATE_GOLDEN=1 rewrites the expected files (review the diff!): those
 # checks then report a skip, never a pass; the facts are still checked.
 . "$(dirname "$0")/lib.sh"
+t_plan 27
 
 # the fields hwloc_facts.py derives, from a discover --json document
 FACTS='{packages, cores, pus, numa_nodes,
@@ -31,7 +32,7 @@ golden() { # golden EXPECTED -- ARGS...
 	run "$NODETUNE" discover --json "$@"
 	if [ "${UPDATE_GOLDEN:-0}" = 1 ]; then
 		if [ "$RC" -eq 0 ] && cp "$OUT" "$exp"; then
-			t_skip_host "UPDATE_GOLDEN=1: rewrote $exp from discover $* (not a check: review the diff)"
+			t_skip_ "update: UPDATE_GOLDEN=1: rewrote $exp from discover $* (not a check: review the diff)"
 		else
 			t_not_ok "UPDATE_GOLDEN=1: discover $* exit $RC, $exp not rewritten"
 		fi

@@ -4,6 +4,7 @@
 # discover on this live host agrees with what the kernel says in /sys and
 # /proc, read here independently of nodetune.
 . "$(dirname "$0")/lib.sh"
+t_plan 27
 
 run "$NODETUNE" discover --json
 check "discover --json on this host exits 0 and is JSON" -- sh -c "[ $RC -eq 0 ] && jq -e . '$OUT' >/dev/null"
@@ -17,9 +18,15 @@ nodes=$(ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l)
 check "numa_nodes = $nodes node dirs in sysfs" -- [ "$(jq '.numa_nodes | length' "$J")" = "$nodes" ]
 if [ -r /sys/devices/system/node/node0/cpulist ]; then
 	check "node 0 cpus = sysfs node0/cpulist" -- [ "$(jq -r '.numa_nodes[0].cpus' "$J")" = "$(cat /sys/devices/system/node/node0/cpulist)" ]
+else
+	t_skip_host numa-sysfs "node 0 cpus: no /sys/devices/system/node/node0/cpulist"
 fi
 thp=$(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)
-[ -n "$thp" ] && check "thp_enabled = $thp" -- [ "$(jq -r .kernel.thp_enabled "$J")" = "$thp" ]
+if [ -n "$thp" ]; then
+	check "thp_enabled = $thp" -- [ "$(jq -r .kernel.thp_enabled "$J")" = "$thp" ]
+else
+	t_skip_host thp "thp_enabled: no /sys/kernel/mm/transparent_hugepage/enabled"
+fi
 nb=$(cat /proc/sys/kernel/numa_balancing 2>/dev/null || echo null)
 check "numa_balancing = $nb" -- [ "$(jq -r .kernel.numa_balancing "$J")" = "$nb" ]
 swap=$(awk '/^SwapTotal:/ {print $2 * 1024}' /proc/meminfo)

@@ -12,6 +12,7 @@
 # (one rank per GPU, whose NIC is the GPU's nearest) the pairings drawn are
 # those GPU-NIC pairs.
 . "$(dirname "$0")/lib.sh"
+t_plan 22
 
 HGX=tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml
 

@@ -4,6 +4,7 @@
 # nodetune doctor from the command line: exit 1 with every hazard on a tree
 # that has them, 0 on a tuned one, 2 on garbage; the live host runs.
 . "$(dirname "$0")/lib.sh"
+t_plan 18
 
 HGX=tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml
 HAZ=tests/fixtures/sysroot/gpu-host-hazards
@@ -77,9 +78,9 @@ memcg_kernel() { awk '$1 == "memory" { print $3 }' /proc/cgroups; }
 memcg_live() { find /sys/fs/cgroup/memory -type d 2>/dev/null | wc -l; }
 MYMEMCG=$(awk -F: '$2 == "memory" { print $3 }' /proc/$$/cgroup)
 if [ "$(id -u)" -ne 0 ]; then
-	t_skip_host "zombie-memcg live: needs root to make memory cgroups"
+	t_skips 4 t_skip_host root "zombie-memcg live: needs root to make memory cgroups"
 elif [ ! -f /sys/fs/cgroup/memory/memory.stat ] || [ -z "$MYMEMCG" ]; then
-	t_skip_host "zombie-memcg live: this host has no cgroup v1 memory hierarchy to make dying groups in"
+	t_skips 4 t_skip_host memcg-v1 "zombie-memcg live: this host has no cgroup v1 memory hierarchy to make dying groups in"
 else
 	ZT=$T_TMP/zombies
 	mkdir "$ZT" && mount -t tmpfs -o size=32m nodetune-zombies "$ZT"
@@ -89,7 +90,7 @@ else
 	if [ $((k0 - l0)) -lt 1000 ]; then
 		check "zombie-memcg: not named before ($k0 memory cgroups, $l0 live)" -- sh -c "! jq -e '[.hazards[].code] | index(\"zombie-memcg\")' '$OUT'"
 	else
-		t_skip_host "zombie-memcg: this host already has $((k0 - l0)) dying memory cgroups, so no clean 'before'"
+		t_skip_host memcg-fresh "zombie-memcg: this host already has $((k0 - l0)) dying memory cgroups, so no clean 'before'"
 	fi
 	run python3 tests/tools/memcg_zombies.py "/sys/fs/cgroup/memory$MYMEMCG" "$ZT" 1500
 	k1=$(memcg_kernel) l1=$(memcg_live)
@@ -121,9 +122,9 @@ devs=$(for n in /sys/class/net/*; do
 	done)
 irqs=$(for d in $devs; do ls "$d/msi_irqs" 2>/dev/null; done | sort -n)
 if [ "$(id -u)" -ne 0 ]; then
-	t_skip_host "irq-on-rank-cpus live: needs root to move IRQs"
+	t_skips 2 t_skip_host root "irq-on-rank-cpus live: needs root to move IRQs"
 elif [ "$(getconf _NPROCESSORS_ONLN)" -lt 2 ] || [ -z "$irqs" ]; then
-	t_skip_host "irq-on-rank-cpus live: this host has no NIC or GPU with MSI IRQs, or one CPU"
+	t_skips 2 t_skip_host msi-irq "irq-on-rank-cpus live: this host has no NIC or GPU with MSI IRQs, or one CPU"
 else
 	moved=""
 	for i in $irqs; do
@@ -134,7 +135,7 @@ else
 	done
 	set -- $moved
 	if [ $# -eq 0 ]; then
-		t_skip_host "irq-on-rank-cpus live: this host refuses to move any device IRQ (no steerable IRQ)"
+		t_skips 2 t_skip_host irq "irq-on-rank-cpus live: this host refuses to move any device IRQ (no steerable IRQ)"
 	else
 		run "$NODETUNE" doctor --window 1 --json --policy "$HK"
 		check "irq-on-rank-cpus: not named with the IRQs$moved on CPU 0 and the ranks on CPU 1" -- sh -c \
@@ -148,9 +149,9 @@ fi
 
 # governor: a governor other than performance, set on every CPU, restored
 if [ ! -d /sys/devices/system/cpu/cpu0/cpufreq ]; then
-	t_skip_host "governor live: this host has no cpufreq (/sys/devices/system/cpu/cpu0/cpufreq absent)"
+	t_skip_host cpufreq "governor live: this host has no cpufreq (/sys/devices/system/cpu/cpu0/cpufreq absent)"
 elif [ "$(id -u)" -ne 0 ]; then
-	t_skip_host "governor live: needs root to set the governor"
+	t_skip_host root "governor live: needs root to set the governor"
 else
 	avail=$(cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_available_governors 2>/dev/null)
 	gov=""
@@ -158,7 +159,7 @@ else
 		case " $avail " in *" $g "*) gov=$g; break ;; esac
 	done
 	if [ -z "$gov" ]; then
-		t_skip_host "governor live: cpufreq offers only '$avail' here, nothing but performance to set"
+		t_skip_host governor "governor live: cpufreq offers only '$avail' here, nothing but performance to set"
 	else
 		for f in /sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor; do
 			t_defer "echo $(cat "$f") >$f"

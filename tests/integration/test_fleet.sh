@@ -35,17 +35,18 @@
 # follow their class's policy of record; the rollout exits 4 while a host
 # skipped is down or behind, and `fleet hosts` marks it).
 . "$(dirname "$0")/lib.sh"
+t_plan 76
 
 ETCD=${ETCD:-/usr/bin/etcd}
 if [ ! -x "$ETCD" ]; then
 	t_need etcd "etcd not installed ($ETCD): apt-get install etcd-server"
-	t_done
+	t_rest
 fi
 TOPO_A=$SHARED/g4dnmetal.xml
 TOPO_B=$SHARED/nvidiaDGX2.xml
 if [ ! -f "$TOPO_A" ] || [ ! -f "$TOPO_B" ]; then
 	t_need ../shared "no $SHARED topologies"
-	t_done
+	t_rest
 fi
 CL=$T_TMP/etcd
 EP=$(tests/tools/etcd-cluster.sh start "$CL") || { t_not_ok "the etcd cluster started"; t_done; }

@@ -21,12 +21,13 @@
 # them, or with a certificate of another CA, one line naming the endpoint,
 # exit 3, the daemon's tree byte-identical.
 . "$(dirname "$0")/lib.sh"
+t_plan 35
 . "$(dirname "$0")/etcd_lib.sh"
 
 ETCD=${ETCD:-/usr/bin/etcd}
-etcd_have || t_done
+etcd_have || t_rest
 TOPO=$SHARED/g4dnmetal.xml
-[ -f "$TOPO" ] || { t_need ../shared "no $SHARED topologies"; t_done; }
+[ -f "$TOPO" ] || { t_need ../shared "no $SHARED topologies"; t_rest; }
 
 # ---- certificates: a CA, the members' certificate for 127.0.0.1, another CA
 

@@ -4,6 +4,7 @@
 # fleet keygen: the controller's Ed25519 key pair, its files' modes, and
 # each bad input as one line and exit 2 with nothing written.
 . "$(dirname "$0")/lib.sh"
+t_plan 9
 
 K=$T_TMP/keys
 mkdir -m 700 "$K"

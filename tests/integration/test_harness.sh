@@ -4,6 +4,7 @@
 # nodetune-harness end to end: flags, DDP equivalence under mpirun, the
 # loader's data paths, shard corruption, and peers that die or hang.
 . "$(dirname "$0")/lib.sh"
+t_plan 43
 : "${HARNESS:=$SRCDIR/build/nodetune-harness}" "${WDIFF:=$SRCDIR/build/tests/wdiff}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 H=$HARNESS
@@ -280,9 +281,11 @@ if "$H" --device cuda $Q --steps 1 --batch 64 2>"$T_TMP/gpuprobe"; then
 			"[ $rc -eq 3 ] && [ $elapsed -lt 30 ] && grep -q 'peer rank 1' '$T_TMP/t0.err'"
 		kill -9 "$TPID0" 2>/dev/null
 	else
-		t_skip_host "GPU multi-rank checks: one GPU here (NCCL needs one per rank)"
+		t_skips 5 t_skip_host gpus2 "GPU multi-rank checks: one GPU here (NCCL needs one per rank)"
 	fi
 else
-	t_skip_host "the CUDA training checks: $(head -c 200 "$T_TMP/gpuprobe")"
+	# the harness's own probe said no; tests/host-caps.sh's (nvidia-smi
+	# -L, /dev/nvidia0) decides whether that is a skip or a failure
+	t_skips 13 t_skip_host gpu "the CUDA training checks: $(head -c 200 "$T_TMP/gpuprobe")"
 fi
 t_done

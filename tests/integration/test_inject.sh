@@ -4,6 +4,7 @@
 # nodetune-harness --inject: each cause moves the counters it claims to,
 # against a run without it (one process, small batches, this host).
 . "$(dirname "$0")/lib.sh"
+t_plan 13
 : "${HARNESS:=$SRCDIR/build/nodetune-harness}"
 A="--comm none --rows 1000 --batch 256 --steps 30 --warmup 2 --blas-threads 1 --quiet"
 
@@ -80,34 +81,36 @@ storm_obs() { # storm_obs OUT N: tlbstorm N under nodetune observe, its shootdow
 	echo $? >"$T_TMP/$out.rc"
 	tlb_sum "$out"
 }
-# storm_check LABEL SOURCES: the check, with NODETUNE_TLB_SOURCES=SOURCES
-# (empty: every source)
+# storm_check LABEL SOURCES CAP: the check, with NODETUNE_TLB_SOURCES=SOURCES
+# (empty: every source); a skip only where tests/host-caps.sh finds no CAP
+# (tlb: the TLB line of /proc/interrupts; perf: system-wide perf events, the
+# tracepoint's way)
 storm_check() {
-	label=$1 srcs=$2
+	label=$1 srcs=$2 cap=$3
 	sb=$(storm_obs storm0 0) st=$(storm_obs storm $N)
 	rc0=$(cat "$T_TMP/storm0.rc") rc=$(cat "$T_TMP/storm.rc") min=$((N / 2))
 	said=$(sed -n 's/^tlbstorm: //p' "$T_TMP/storm.err")
 	detail=$(NODETUNE_TLB_SOURCES=$srcs "$NODETUNE" doctor --json | jq -r .counters.tlb_shootdowns.detail)
 	if [ "$rc" -eq 77 ]; then
-		t_skip_host "$label: $said"
+		t_skip_host "$cap" "$label: $said"
 	elif [ "$rc0" -ne 0 ] || [ "$rc" -ne 0 ]; then
 		t_not_ok "$label: nodetune observe -- tlbstorm exited $rc0 (0 flushes) and $rc ($N flushes)"
 		cat "$T_TMP/storm0.err" "$T_TMP/storm.err" | sed 's/^/#   /'
 	elif [ "$sb" = '"n/c"' ] || [ "$st" = '"n/c"' ]; then
-		t_skip_host "$label: TLB shootdowns not countable on this host: $detail"
+		t_skip_host "$cap" "$label: TLB shootdowns not countable on this host: $detail"
 	else
 		check "$label, $(echo "$detail" | sed 's/ (.*//'): $said; counted $st against $sb in a clean run (want +$min or more)" -- \
 			[ "$st" -ge $((sb + min)) ]
 	fi
 }
-storm_check "TLB shootdowns, every source allowed" ""
+storm_check "TLB shootdowns, every source allowed" "" tlb
 tb=$(tlb_obs base2) tt=$(tlb_obs tlb --inject tlb-shootdown)
 echo "# informational, not checked: the harness's --inject tlb-shootdown: TLB shootdowns $tb in a clean run -> $tt"
 # the fallback source alone (what a host without TLB IPIs may still have)
 if [ "$(id -u)" -eq 0 ]; then
-	storm_check "TLB shootdowns, NODETUNE_TLB_SOURCES=tracepoint" tracepoint
+	storm_check "TLB shootdowns, NODETUNE_TLB_SOURCES=tracepoint" tracepoint perf
 else
-	t_skip_host "TLB shootdowns by the tracepoint alone: system-wide perf events need root"
+	t_skip_host root "TLB shootdowns by the tracepoint alone: system-wide perf events need root"
 fi
 # the same, on a host that cannot count them: null, not 0, and the reason
 tn=$(NODETUNE_TLB_SOURCES=none tlb_obs tlbnc --inject tlb-shootdown)
@@ -126,7 +129,7 @@ if [ "$(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/kernel/mm/transparent_hugepage/enabl
 	check "thp-compaction (exit $trc): thp_fault_alloc +$((a1 - a0)), compact_stall +$((c1 - c0)), compact_migrate_scanned +$((m1 - m0)), against +$((v1 - v0)) in a clean run" -- \
 		sh -c "[ $trc -eq 0 ] && [ $((a1 - a0 + c1 - c0 + m1 - m0)) -gt $((v1 - v0 + 100)) ]"
 else
-	t_skip_host "thp-compaction: THP disabled on this host"
+	t_skip_host thp "thp-compaction: THP disabled on this host"
 fi
 
 # (timing: a stalled step sleeps 50 ms on top of its work, so p99 - p50 of

@@ -19,11 +19,12 @@
 # without a schema, or a schema no test feeds, fails.  The checker itself
 # refuses a planted wrong type.
 . "$(dirname "$0")/lib.sh"
+t_plan 50
 
 PY=/usr/bin/python3
 if ! $PY -c 'import jsonschema' 2>/dev/null; then
 	t_need python3-jsonschema "Debian's python3-jsonschema validates the documents (scripts/install-deps.sh core)"
-	t_done
+	t_rest
 fi
 SD=docs/schema
 CHK="$PY tests/tools/json_schema_check.py"
@@ -150,7 +151,7 @@ valid bisect "0|1" "bisect of two bindings over true" -- \
 daemon_up() { "$NODETUNE" status --socket "$T_TMP/h1/sock" >/dev/null 2>&1; }
 fleet_json() {
 	if [ ! -x "${ETCD:-/usr/bin/etcd}" ]; then
-		t_need etcd "etcd not installed: the fleet's documents are not run"
+		t_skips 11 t_need etcd "etcd not installed: the fleet's documents are not run"
 		return 1
 	fi
 	CL=$T_TMP/etcd
@@ -194,7 +195,7 @@ fleet_json() {
 	check "the daemon h1 stopped on SIGTERM (exit $d_rc)" -- [ "$d_rc" -eq 0 ]
 }
 if [ "$(id -u)" -ne 0 ]; then
-	t_skip_host "not root: the daemon (status, the fleet's host) is not started"
+	t_skips 11 t_skip_host root "not root: the daemon (status, the fleet's host) is not started"
 	for n in fleet.rollout fleet.resume fleet.abort fleet.status fleet.hosts; do echo "$n" >>"$T_TMP/skipped"; done
 elif ! fleet_json; then
 	for n in fleet.rollout fleet.resume fleet.abort fleet.status fleet.hosts; do echo "$n" >>"$T_TMP/skipped"; done

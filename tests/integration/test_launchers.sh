@@ -9,6 +9,7 @@
 # gpu-local falls back to cores: one CPU per rank).  A rank of `exec` or
 # `run` holds the fds its launcher passed and none that nodetune opened.
 . "$(dirname "$0")/lib.sh"
+t_plan 5
 
 GT=policies/gpu-train.conf
 # prints "RANK-VARIABLE=N CPUS"
@@ -55,7 +56,7 @@ bare=$(ls /proc/self/fd 7</dev/null | sort -n | tr '\n' ' ')
 ex=$(LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 "$NODETUNE" exec -q --policy "$T_TMP/fds.conf" -- ls /proc/self/fd 7</dev/null | sort -n | tr '\n' ' ')
 check "exec: the rank holds the launcher's fds (7) and nothing nodetune opened: '$ex', bare '$bare'" -- test "$ex" = "$bare"
 if [ "$(id -u)" -ne 0 ]; then
-	t_skip_host "run's fds: not root (run applies to this host)"
+	t_skip_host root "run's fds: not root (run applies to this host)"
 else
 	t_defer '"$NODETUNE" revert --state-dir "$T_TMP/fds-state" >/dev/null 2>&1'
 	rn=$("$NODETUNE" run -n 1 -q --policy "$T_TMP/fds.conf" --state-dir "$T_TMP/fds-state" -- ls /proc/self/fd 7</dev/null |

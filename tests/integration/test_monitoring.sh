@@ -13,6 +13,7 @@
 # from one on this host with the baseline policy (which changes nothing), for
 # the observer's counters, which a sysroot tree does not have.
 . "$(dirname "$0")/lib.sh"
+t_plan 7
 
 RULES=deploy/prometheus/nodetune-rules.yml
 RTEST=deploy/prometheus/nodetune-rules.test.yml
@@ -22,7 +23,7 @@ PY=/usr/bin/python3
 
 if ! "$PY" -c 'import yaml' 2>/dev/null; then
 	t_need python3-yaml "python3-yaml is not installed (scripts/install-deps.sh deploy): the rules cannot be read"
-	t_done
+	t_rest
 fi
 
 if ! command -v promtool >/dev/null; then
@@ -123,7 +124,7 @@ fi
 # the observer's counters: a daemon on this host, with the baseline policy
 OBS='^nodetune_(vmstat_|tlb_|pressure_|device_interrupts|memory_cgroups)'
 if [ "$(id -u)" -ne 0 ]; then
-	t_skip_host "not root: the observer's counters (vmstat, TLB, PSI) are not checked"
+	t_skips 2 t_skip_host root "not root: the observer's counters (vmstat, TLB, PSI) are not checked"
 	grep -E "$OBS" "$T_TMP/used" >>"$T_TMP/exempt"
 else
 	start host --policy policies/baseline.conf
@@ -133,12 +134,16 @@ else
 		t_not_ok "the host's daemon: no vmstat counters within 20 s: $(tail -n 1 "$T_TMP/host.log")"
 	fi
 	if ! grep -q '^nodetune_tlb_shootdowns_total ' "$T_TMP/host.prom" 2>/dev/null; then
-		t_skip_host "this host cannot count TLB shootdowns (tlb.h): nodetune_tlb_shootdowns_total not checked"
+		t_skip_host tlb "this host cannot count TLB shootdowns (tlb.h): nodetune_tlb_shootdowns_total not checked"
 		echo "nodetune_tlb_shootdowns_total -" >>"$T_TMP/exempt"
+	else
+		t_ok "the host's daemon exports nodetune_tlb_shootdowns_total"
 	fi
 	if ! grep -q '^nodetune_pressure_' "$T_TMP/host.prom" 2>/dev/null; then
-		t_skip_host "no PSI on this host: nodetune_pressure_stalled_seconds_total not checked"
+		t_skip_host psi "no PSI on this host: nodetune_pressure_stalled_seconds_total not checked"
 		echo "nodetune_pressure_stalled_seconds_total -" >>"$T_TMP/exempt"
+	else
+		t_ok "the host's daemon exports nodetune_pressure_*"
 	fi
 fi
 

@@ -9,6 +9,7 @@
 # revert` puts every live knob the policy names back, byte for byte.
 # Knobs this host lacks (no cpufreq) are skipped by doctor with a reason.
 . "$(dirname "$0")/lib.sh"
+t_plan 9
 
 NODETUNE_POLICY_PATH=$SRCDIR/policies
 export NODETUNE_POLICY_PATH
@@ -35,8 +36,8 @@ check "plan --policy gpu-shared on the HGX: 8 ranks bound next to their GPU, mem
 	 .host == [] and .irqs == [] and .cgroup == null' '$OUT' >/dev/null"
 
 if [ "$(id -u)" -ne 0 ]; then
-	t_skip_host "gpu-train against doctor live: needs root to apply a policy"
-	t_done
+	t_skip_host root "gpu-train against doctor live: needs root to apply a policy"
+	t_rest
 fi
 DEFRAG=/sys/kernel/mm/transparent_hugepage/defrag
 if [ -w $DEFRAG ]; then

@@ -4,6 +4,7 @@
 # plan, apply, verify, revert, exec and run from the command line: on copied
 # sysroot trees (compared by hash) and on this live host (restored after).
 . "$(dirname "$0")/lib.sh"
+t_plan 69
 
 HGX=tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml
 UNTUNED=tests/fixtures/sysroot/gpu-host-untuned
@@ -17,14 +18,18 @@ cp "$OUT" "$T_TMP/plan.json"
 c0=$(jq -r '.ranks[0].cpus' "$T_TMP/plan.json") c1=$(jq -r '.ranks[1].cpus' "$T_TMP/plan.json")
 if [ "$(getconf _NPROCESSORS_ONLN)" -eq 2 ]; then
 	check "2-CPU host: rank 0 on CPU 0, rank 1 on CPU 1 (got $c0, $c1)" -- [ "$c0,$c1" = 0,1 ]
+else
+	check "rank 0 and rank 1 on CPUs of their own (got $c0, $c1)" -- sh -c "[ -n '$c0' ] && [ -n '$c1' ] && [ '$c0' != '$c1' ] && [ '$c0' != null ]"
 fi
 check "plan JSON has ranks[].{local_rank,gpu,cpus,mems,nic}, host[], cgroup, irqs[]" -- \
 	jq -e '(.ranks[0] | has("local_rank") and has("gpu") and has("cpus") and has("mems") and has("nic"))
-	       and (.host | type == "array") and (.cgroup.name == "nodetune-job") and (.irqs | type == "array")' "$T_TMP/plan.json" >/dev/null
+	       and (.host | type == "array") and (.cgroup.name == "nodetune-job") and (.irqs | type == "array")' "$T_TMP/plan.json"
 run "$NODETUNE" plan --policy $GT --topology ../shared/topologies/g4dnmetal.xml --json
 if [ -f ../shared/topologies/g4dnmetal.xml ]; then
 	check "plan of gpu-train on g4dn.metal: 8 ranks on their T4's socket" -- \
-		jq -e '[.ranks[] | .mems] == ["0","0","0","0","1","1","1","1"]' "$OUT" >/dev/null
+		jq -e '[.ranks[] | .mems] == ["0","0","0","0","1","1","1","1"]' "$OUT"
+else
+	t_need ../shared "plan of gpu-train on g4dn.metal: no ../shared/topologies/g4dnmetal.xml"
 fi
 expect_fail 2 "3 ranks but only 2 CPUs" "more ranks than CPUs" -- "$NODETUNE" plan --policy $GT --synthetic "pack:1 core:2 pu:1" --ranks 3
 expect_fail 2 "^nodetune: plan: --policy FILE\|NAME is required" "plan without --policy" -- "$NODETUNE" plan
@@ -49,6 +54,8 @@ if [ "$(id -u)" -eq 0 ]; then
 	cp $GT "$T_TMP/open.conf" && chmod 666 "$T_TMP/open.conf"
 	expect_fail 2 "open.conf: refusing a policy writable by group or others" "root refuses a world-writable policy" -- \
 		"$NODETUNE" apply --policy "$T_TMP/open.conf" --topology $HGX --sysroot "$T" --state-dir "$ST"
+else
+	t_skip_host root "a permission check that applies only to root: not root"
 fi
 # ---- site limits (issue 24 item 5): refused before anything changes ------
 printf '[main]\ninclude = %s\n[cgroup]\ncpu_weight = 5000\n' "$(pwd)/$GT" >"$T_TMP/heavy.conf"
@@ -81,6 +88,8 @@ if [ "$(id -u)" -eq 0 ]; then
 	chmod 666 "$T_TMP/limits.conf"
 	expect_fail 2 "limits.conf: refusing site limits writable by group or others" "root refuses world-writable limits" -- \
 		"$NODETUNE" apply --dry-run --policy $GT --limits "$T_TMP/limits.conf" --topology $HGX --sysroot "$T" --state-dir "$ST"
+else
+	t_skip_host root "a permission check that applies only to root: not root"
 fi
 check "none of those changed the tree or left a journal" -- sh -c "[ '$h0' = '$(tree_hash "$T")' ] && [ ! -e '$ST/journal' ]"
 
@@ -136,6 +145,8 @@ if [ "$(id -u)" -eq 0 ]; then
 		"$NODETUNE" plan --policy site --topology $HGX
 	expect_fail 2 "refusing the directory $PP/share" "policy list refuses it too" -- "$NODETUNE" policy list
 	chmod 755 "$PP/share"
+else
+	t_skips 2 t_skip_host root "the permission checks that apply only to root: not root"
 fi
 NODETUNE_POLICY_PATH=relative/dir expect_fail 2 "'relative/dir' is not an absolute directory" "a relative directory on NODETUNE_POLICY_PATH" -- \
 	"$NODETUNE" plan --policy gpu-train --topology $HGX
@@ -230,8 +241,8 @@ check "revert after SIGKILL restores the tree byte for byte, says the apply did 
 
 # ---- the live host -----------------------------------------------------
 if [ "$(id -u)" -ne 0 ]; then
-	t_skip_host "live apply/exec/run: not root"
-	t_done
+	t_skip_host root "live apply/exec/run: not root"
+	t_rest
 fi
 CG=nodetune-it-$$
 printf '[main]\ninclude = %s/%s\n[cgroup]\nname = %s\n' "$SRCDIR" $GT $CG >"$T_TMP/live.conf"
@@ -250,7 +261,7 @@ if [ -e /sys/fs/cgroup/cpuset/cgroup.procs ] || grep -qw cpuset /sys/fs/cgroup/c
 	cg_host=1
 	check "live apply on a host with a cpuset controller: the job cgroup $CG created" -- grep -q "cgroup:$CG: - -> created" "$ERR"
 else
-	t_skip_host "job cgroup: no cpuset controller on this host (/sys/fs/cgroup)"
+	t_skip_host cgroup-cpuset "job cgroup: no cpuset controller on this host (/sys/fs/cgroup)"
 fi
 run "$NODETUNE" verify --policy "$T_TMP/live.conf" --json
 check "live verify: no drift" -- sh -c "[ $RC -eq 0 ] && jq -e '.drift == []' '$OUT' >/dev/null"
@@ -270,6 +281,8 @@ for r in 0 1; do
 		[ "$erc/$got_c/$got_m" = "0/$want_c/$want_m" ]
 	if [ $cg_host = 1 ]; then # cgroup v1 ("N:cpuset:/CG") or v2 ("0::/CG")
 		check "exec rank $r runs in the job cgroup $CG" -- grep -Eq "^[0-9]+:(cpuset|):/$CG\$" "$T_TMP/st$r"
+	else
+		t_skip_host cgroup-cpuset "exec rank $r in the job cgroup: no cpuset controller"
 	fi
 done
 if command -v mpirun >/dev/null; then
@@ -279,6 +292,8 @@ if command -v mpirun >/dev/null; then
 	mrc=$?
 	check "under mpirun -np 2, each rank binds itself from OMPI_COMM_WORLD_LOCAL_RANK (exit $mrc)" -- sh -c \
 		"[ $mrc -eq 0 ] && [ \"\$(sort '$T_TMP/mpi' | tr '\n' ' ')\" = '0 $(jq -r '.ranks[0].cpus' "$T_TMP/live-plan.json") 1 $(jq -r '.ranks[1].cpus' "$T_TMP/live-plan.json") ' ]"
+else
+	t_need mpirun "exec under mpirun -np 2: mpirun is not installed"
 fi
 run "$NODETUNE" revert --state-dir "$LST"
 check "live revert: THP defrag and numa_balancing as before, job cgroup gone" -- sh -c \
@@ -308,6 +323,8 @@ if [ $cg_host = 1 ]; then
 	check "revert after it: exit $RC, THP defrag as before, and $cgdir is still there" -- sh -c \
 		"[ $RC -eq 0 ] && [ \"\$(cat /sys/kernel/mm/transparent_hugepage/defrag)\" = '$thp0' ] && [ -d '$cgdir' ]"
 	rmdir "$cgdir"
+else
+	t_skips 2 t_skip_host cgroup-cpuset "a cgroup of the job's name made by another: no cpuset controller"
 fi
 expect_fail 2 "no-such-command: command not found" "run of a command that does not exist changes nothing" -- \
 	"$NODETUNE" run -n 2 --policy "$T_TMP/live.conf" --state-dir "$LST" -- no-such-command
@@ -317,7 +334,7 @@ expect_fail 2 "no local rank" "exec outside a launcher without --local-rank" -- 
 # nodetune apply's is /run/nodetune, the daemon's /var/lib/nodetune: a plain
 # `nodetune revert` (what the daemon's log says to run) looks in both
 if [ -e /run/nodetune/journal ] || [ -e /var/lib/nodetune/journal ]; then
-	t_skip_host "revert's lookup: this host already has a journal in /run/nodetune or /var/lib/nodetune"
+	t_skips 3 t_skip_host clean "revert's lookup: this host already has a journal in /run/nodetune or /var/lib/nodetune"
 else
 	made_run=1 made_var=1
 	[ -d /run/nodetune ] && made_run=0

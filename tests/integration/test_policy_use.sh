@@ -8,6 +8,7 @@
 # use NAME --sysroot DIR` checks NAME, writes the file, and the daemon's
 # status names the new policy after the reload; a bad NAME writes nothing.
 . "$(dirname "$0")/lib.sh"
+t_plan 17
 
 HGX=tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml
 UNTUNED=tests/fixtures/sysroot/gpu-host-untuned
@@ -36,8 +37,8 @@ check "recommend on this host: exit 0, a policy, three facts, a reason ($(head -
 
 # ---- use -------------------------------------------------------------------
 if [ "$(id -u)" -ne 0 ]; then
-	t_skip_host "policy use: needs root (the daemon's policy file and socket are root's)"
-	t_done
+	t_skip_host root "policy use: needs root (the daemon's policy file and socket are root's)"
+	t_rest
 fi
 PP=$T_TMP/pp R=$T_TMP/root S=$T_TMP/d.sock
 mkdir -m 755 "$PP" && cp policies/*.conf "$PP/" && chmod 644 "$PP"/*.conf

@@ -19,6 +19,7 @@
 # look in one; the README stays the front door (at most 250 lines), and no
 # user-facing text cites ../shared.
 . "$(dirname "$0")/lib.sh"
+t_plan 57
 
 HGX=tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml
 TREE=$T_TMP/tree
@@ -47,7 +48,7 @@ check "a binary outside a checkout looks in no checkout's policies/ ($(jq -r .pa
 	"[ $RC -eq 0 ] && jq -e --arg s '$SRCDIR/' --arg t '$T_TMP/' '.path | startswith(\"/etc/nodetune/policies:\") and (contains(\$s) or contains(\$t) | not)' '$OUT' >/dev/null"
 INSTALLED=$(jq -r '[.policies[].file] | join(" ")' "$OUT")
 if [ -n "$INSTALLED" ]; then
-	t_skip_host "policies installed on this host ($INSTALLED) come before the clone's: the README's commands run with NODETUNE_POLICY_PATH=the clone's policies/"
+	t_skip_host clean "policies installed on this host ($INSTALLED) come before the clone's: the README's commands run with NODETUNE_POLICY_PATH=the clone's policies/"
 	NODETUNE_POLICY_PATH=$CLONE/policies
 	export NODETUNE_POLICY_PATH
 else
@@ -177,7 +178,7 @@ if [ "$(id -u)" -eq 0 ]; then
 		nodetune plan --policy gpu-train
 	chmod g-w policies
 else
-	t_skip_host "the trust rule of a root process: not root"
+	t_skip_host root "the trust rule of a root process: not root"
 fi
 cd "$SRCDIR" || exit 1
 

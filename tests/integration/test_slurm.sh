@@ -5,6 +5,7 @@
 # SPANK plugin and the prolog/epilog on a real one-node Slurm that this test
 # starts (tests/integration/slurm_lib.sh) and stops, whatever happens.
 . "$(dirname "$0")/lib.sh"
+t_plan 53
 
 # ---- nodetune slurm gres: the expected lines were derived by hwloc's own
 # tools (tests/fixtures/gres/gen.sh), not by nodetune ---------------------
@@ -43,13 +44,16 @@ HGX=$SRCDIR/tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml
 DEFRAG=/sys/kernel/mm/transparent_hugepage/defrag
 SWAP=/proc/sys/vm/swappiness
 
-if ! slurm_have; then
-	t_need slurm "Slurm: needs root and slurmctld, slurmd, munged, srun (scripts/install-deps.sh slurm)"
-	t_done
+if [ "$(id -u)" -ne 0 ]; then
+	t_skip_host root "Slurm: slurmd and the SPANK plugin run as root"
+	t_rest
+elif ! slurm_have; then
+	t_need slurm "Slurm: slurmctld, slurmd, munged, srun (scripts/install-deps.sh slurm)"
+	t_rest
 fi
 if [ ! -r "$PLUGIN" ]; then
 	t_need libslurm-dev "Slurm: no plugin built ($PLUGIN: needs /usr/include/slurm/spank.h)"
-	t_done
+	t_rest
 fi
 # The site's policy directory (policy_dirs=, root's), beside the source
 # tree's policies/.  nobody, the unprivileged user of the leak tests,

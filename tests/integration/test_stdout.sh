@@ -6,6 +6,7 @@
 # own lines go to stderr (none with --quiet).  Where nodetune itself writes
 # stdout, a failed write is an error: exit 3 and a line saying so.
 . "$(dirname "$0")/lib.sh"
+t_plan 29
 
 HGX=tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml
 UNTUNED=tests/fixtures/sysroot/gpu-host-untuned
@@ -54,7 +55,7 @@ check "exec -q under a launcher's rank, into a pipe: same stdout, nothing on std
 
 # ---- run (root only: it applies to this host and reverts) ----------------
 if [ "$(id -u)" -ne 0 ]; then
-	t_skip_host "run: not root (run applies to this host)"
+	t_skips 8 t_skip_host root "run: not root (run applies to this host)"
 else
 	t_defer '"$NODETUNE" revert --state-dir "$ST" >/dev/null 2>&1'
 	run "$NODETUNE" run -n 1 --policy "$T_TMP/p.conf" --state-dir "$ST" -- sh -c "$JOB" job
@@ -65,6 +66,8 @@ else
 	if [ -n "$d0" ]; then
 		check "run: the change and its restore on stderr ($DEFRAG: $d0 -> $d1 -> $d0)" -- sh -c \
 			"grep -qx 'nodetune: run: $DEFRAG: $d0 -> $d1' '$ERR' && grep -qx 'nodetune: run: $DEFRAG: $d1 -> $d0' '$ERR'"
+	else
+		t_skip_host thp "run: the change and its restore on stderr: no THP defrag on this host"
 	fi
 	check "run: stderr holds only nodetune: run: lines" -- only_nodetune_lines "$ERR" run
 	"$NODETUNE" run -n 1 --policy "$T_TMP/p.conf" --state-dir "$ST" -- sh -c "$JOB" job 2>"$T_TMP/e" | cat >"$T_TMP/o"
@@ -123,6 +126,6 @@ if [ -w /dev/full ]; then
 		"[ $RC -eq 3 ] && grep -q 'writing standard output failed.*rolling back' '$T_TMP/e' &&
 		 grep -q 'everything changed was rolled back' '$T_TMP/e' && [ '$h0' = '$(tree_hash "$T")' ] && [ ! -e '$T_TMP/fst/journal' ]"
 else
-	t_skip_host "/dev/full not writable"
+	t_skips 12 t_skip_host devfull "/dev/full not writable"
 fi
 t_done

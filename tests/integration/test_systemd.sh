@@ -22,14 +22,15 @@
 # built without sanitizers), when not root, and where this kernel or
 # sandbox cannot boot such a container (the reason systemd or podman gave).
 . "$(dirname "$0")/lib.sh"
+t_plan 31
 . "$(dirname "$0")/etcd_lib.sh"
 
 if [ -n "${SANITIZED:-}" ]; then
-	t_skip_host "the ASan pass: the packages are built without sanitizers (the first pass tests them)"; t_done
+	t_skip_host plain "the ASan pass: the packages are built without sanitizers (the first pass tests them)"; t_rest
 fi
-[ "$(id -u)" -eq 0 ] || { t_skip_host "not root: a privileged container needs root"; t_done; }
+[ "$(id -u)" -eq 0 ] || { t_skip_host root "not root: a privileged container needs root"; t_rest; }
 for tool in podman runc dpkg-buildpackage; do
-	command -v $tool >/dev/null || { t_need "$tool" "$tool is not installed (scripts/install-deps.sh pkg)"; t_done; }
+	command -v $tool >/dev/null || { t_need "$tool" "$tool is not installed (scripts/install-deps.sh pkg)"; t_rest; }
 done
 
 # podman on this machine kind (../shared/SYSTEMD.md): its default ulimits
@@ -66,7 +67,7 @@ run make --no-print-directory -s deb BUILD="$T_TMP/b" INSTALL_DEPS=true
 DEB=$(ls "$T_TMP"/b/deb/nodetune_*.deb 2>/dev/null | head -n 1)
 [ "$RC" -eq 0 ] && [ -f "$DEB" ] || { t_not_ok "make deb: exit $RC"; tail -8 "$ERR" | sed 's/^/#   /'; t_done; }
 mkdir "$T_TMP/ctx" && cp "$DEB" "$T_TMP/ctx/"
-base=$(podman_base_image) || { t_skip_host "$base"; t_done; }
+base=$(podman_base_image) || { HOST_CAP_CONTAINER="no: $base"; t_skip_host container "$base"; t_rest; }
 t_defer "podman rmi -f $IMG >/dev/null 2>&1"
 run podman build --isolation chroot --build-arg BASE="$base" -f tests/tools/systemd.Containerfile -t "$IMG" "$T_TMP/ctx"
 [ "$RC" -eq 0 ] || { t_not_ok "podman build -f tests/tools/systemd.Containerfile: exit $RC"; tail -8 "$OUT" "$ERR" | sed 's/^/#   /'; t_done; }
@@ -87,13 +88,15 @@ t_defer sd_groups_clean
 t_defer "podman rm -f -t 5 $NAME >/dev/null 2>&1"
 run podman --runtime runc run -d --privileged --network host --cgroupns private --name "$NAME" --systemd=always "$IMG" /sbin/init
 if [ "$RC" -ne 0 ]; then
-	t_skip_host "this kernel or sandbox cannot run a systemd container: $(tail -n 1 "$ERR")"
-	t_done
+	HOST_CAP_CONTAINER="no: podman run of systemd failed"
+	t_skip_host container "this kernel or sandbox cannot run a systemd container: $(tail -n 1 "$ERR")"
+	t_rest
 fi
 booted() { case $(ct systemctl is-system-running 2>/dev/null) in running | degraded) return 0 ;; esac; return 1; }
 if ! wait_until 60 booted; then
-	t_skip_host "systemd did not boot in a container here: $(ct systemctl is-system-running 2>&1 | tail -n 1); $(podman logs "$NAME" 2>&1 | tail -n 1)"
-	t_done
+	HOST_CAP_CONTAINER="no: systemd did not boot"
+	t_skip_host container "systemd did not boot in a container here: $(ct systemctl is-system-running 2>&1 | tail -n 1); $(podman logs "$NAME" 2>&1 | tail -n 1)"
+	t_rest
 fi
 # before the container goes: the daemon stopped and the host reverted
 # (the job cgroup it made lives in this machine's cgroup tree)
@@ -239,7 +242,7 @@ print("counted" if all(x["counted"] and x["records"] > 0 for x in e) else "not: 
 		case $exits in
 		"not: taskstats: listening on CPU "*": invalid argument")
 			t_ok "... ab opened its netlink sockets in the gate's unit, which the daemon's forbids ($exits)"
-			t_skip_host "exit records counted under the unit: the container's systemd has a PID namespace of its own, where the kernel refuses taskstats listeners (ab said: ${exits#not: })" ;;
+			t_skip_host taskstats-pidns "exit records counted under the unit: the container's systemd has a PID namespace of its own, where the kernel refuses taskstats listeners (ab said: ${exits#not: })" ;;
 		*)
 			t_not_ok "... ab opened its netlink sockets in the gate's unit, which the daemon's forbids: $(echo "$exits" | tail -n 1 | cut -c1-200)" ;;
 		esac

@@ -7,6 +7,7 @@
 # or written: the sysroot tree byte-identical (tree_hash), the decoy file
 # beside it untouched, the state dir as it was.
 . "$(dirname "$0")/lib.sh"
+t_plan 37
 
 HGX=tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml
 UNTUNED=tests/fixtures/sysroot/gpu-host-untuned
@@ -106,7 +107,7 @@ if [ "$(id -u)" -eq 0 ]; then
 		"$NODETUNE" revert --sysroot "$T" --state-dir "$ST"
 	chown 0:0 "$ST"
 else
-	t_skip_host "journal and state dir owned by another user: not root"
+	t_skips 4 t_skip_host root "journal and state dir owned by another user: not root"
 fi
 
 # apply into a state dir not to be trusted writes nothing at all: no change

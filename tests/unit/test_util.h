@@ -11,7 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+/* one check made that no cmocka assertion shows (a test that fails only
+ * through fail_msg): tests/unit/assert_count.c counts it */
+void test_checked(void);
 
 /* Repository root: tests run from it (make), or NODETUNE_SRCDIR says where. */
 static inline const char *test_srcdir(void)
@@ -107,8 +112,13 @@ static inline size_t test_cgroup_leftovers(const char *parent)
 
 /* ---- skips, each of one kind (tests/run-unit.sh lists them by reason) ----
  * cmocka's skip() says nothing; these say why, on a line run-unit.sh reads:
- *   test_skip_host(fmt, ...)  this host lacks a capability (no GPU, not
- *                             root, one CPU, no cgroup controller): a skip
+ *   test_skip_host(cap, fmt, ...)  this host lacks the capability cap, one
+ *                             of tests/host-caps.sh's list ("root", "gpu",
+ *                             "perf", "cgroup-cpu" ...): a skip only where
+ *                             that script's probe (tools that are not
+ *                             nodetune) finds no cap; where it finds one,
+ *                             whatever said it is missing (most often the
+ *                             code under test) is wrong: a failure
  *   test_need(dep, fmt, ...)  dep, which scripts/install-deps.sh provides
  *                             (etcd, promtool, ../shared ...), is missing:
  *                             a skip, but a failure under CI=true
@@ -120,8 +130,31 @@ static inline bool test_ci(void)
 	return ci && strcmp(ci, "true") == 0;
 }
 
-#define test_skip_host(...) do { \
-		print_message("SKIP host: " __VA_ARGS__); \
+/* tests/host-caps.sh's answer for cap: 1 the host has it, 0 it has not,
+ * -1 no such capability (or the script could not run) */
+static inline int test_host_cap(const char *cap)
+{
+	char cmd[4400];
+	int r;
+
+	snprintf(cmd, sizeof(cmd), "sh '%s/tests/host-caps.sh' '%s' >/dev/null 2>&1", test_srcdir(), cap);
+	r = system(cmd);
+	if (r == -1 || !WIFEXITED(r))
+		return -1;
+	return WEXITSTATUS(r) == 0 ? 1 : WEXITSTATUS(r) == 1 ? 0 : -1;
+}
+
+#define test_skip_host(cap, ...) do { \
+		int has_ = test_host_cap(cap); \
+		if (has_ != 0) { \
+			print_message(__VA_ARGS__); \
+			print_message("\n"); \
+			if (has_ > 0) \
+				fail_msg("a skip for want of %s, but tests/host-caps.sh finds it on this host: a failure", (cap)); \
+			fail_msg("a skip for want of %s: not a capability tests/host-caps.sh probes", (cap)); \
+		} \
+		print_message("SKIP host: no %s: ", (cap)); \
+		print_message(__VA_ARGS__); \
 		print_message("\n"); \
 		skip(); \
 	} while (0)
@@ -180,6 +213,7 @@ static inline size_t test_heap_in_use(void)
 		if (test_heap_in_use() > h0_ + (size_t)(N) * 8)                                        \
 			fail_msg("a leak: the heap grew by %zu bytes over %d runs of %s",              \
 				 test_heap_in_use() - h0_, (N), #STMT);                                 \
+		test_checked();                                                                        \
 	} while (0)
 
 #endif

@@ -234,7 +234,7 @@ static void run_trial(struct live *t, const struct job_spec *js)
 		r = set_quota(t->root, abwatch_cgroup(t->w), js);
 		if (r < 0) {
 			close(go[1]);
-			test_skip_host("no writable CPU quota on the trial cgroup (%s): %s",
+			test_skip_host("cgroup-cpu", "no writable CPU quota on the trial cgroup (%s): %s",
 				       trialcg_paths(abwatch_cgroup(t->w)), strerror(-r));
 		}
 	}
@@ -265,7 +265,7 @@ static void live_begin(struct live *t, const char *label, bool need_cgroup)
 	struct nt_err err = { 0 };
 
 	if (geteuid() != 0)
-		test_skip_host("not root: creating cgroups needs root");
+		test_skip_host("root", "not root: creating cgroups needs root");
 	t->w = abwatch_begin(t->root, label, &err);
 	assert_non_null(t->w);
 	/* whether the host can make one is read from /sys/fs/cgroup, not
@@ -281,7 +281,7 @@ static void live_begin(struct live *t, const char *label, bool need_cgroup)
 		abwatch_trial_release(&nc);
 		if (can)
 			fail_msg("the host has a cpu controller, but the watch made no trial cgroup: %s", why);
-		test_skip_host("no cpu cgroup controller on this host (/sys/fs/cgroup): %s", why);
+		test_skip_host("cgroup-cpu", "no cpu cgroup controller on this host (/sys/fs/cgroup): %s", why);
 	}
 }
 

@@ -625,7 +625,7 @@ static void live(bool fifo)
 
 	if (sched_getaffinity(0, sizeof(mine), &mine) < 0 || !CPU_ISSET(0, &mine) || !CPU_ISSET(1, &mine)) {
 		fsroot_free(root);
-		test_skip_host("CPUs 0 and 1 are needed (a second CPU is missing)");
+		test_skip_host("cpus2", "CPUs 0 and 1 are needed (a second CPU is missing)");
 	}
 	CPU_ZERO(&zero);
 	CPU_SET(0, &zero);
@@ -637,7 +637,7 @@ static void live(bool fifo)
 		reap(job);
 		sched_setaffinity(0, sizeof(mine), &mine);
 		fsroot_free(root);
-		test_skip_host("SCHED_FIFO refused (%s): not root, or no CAP_SYS_NICE", strerror(errno));
+		test_skip_host("root", "SCHED_FIFO refused (%s): not root, or no CAP_SYS_NICE", strerror(errno));
 	}
 	/* the hog is stopped at the culprit's first sample and at its last
 	 * (culprit_stop's), and the kernel's count read there: both figures

@@ -65,12 +65,12 @@ static struct trialcg *live_group(struct live *t, int i, const char *name)
 	struct nt_err err = { 0 };
 
 	if (geteuid() != 0)
-		test_skip_host("not root: creating cgroups needs root");
+		test_skip_host("root", "not root: creating cgroups needs root");
 	t->cg[i] = trialcg_create(t->root, name, &err);
 	/* whether the host can is read from /sys/fs/cgroup, not from the
 	 * code under test: where it can, -ENOTSUP is a failure */
 	if (!t->cg[i] && err.code == -ENOTSUP && !test_host_has_controller("cpu"))
-		test_skip_host("no cpu cgroup controller on this host (/sys/fs/cgroup): %s", err.msg);
+		test_skip_host("cgroup-cpu", "no cpu cgroup controller on this host (/sys/fs/cgroup): %s", err.msg);
 	if (!t->cg[i])
 		fail_msg("trialcg_create: %s", err.msg);
 	return t->cg[i];
@@ -299,7 +299,7 @@ static void test_perf_counts_the_cgroup_only(void **state)
 	int r = trialcg_perf_open(cg, &p, &err);
 
 	if (r == -EACCES || r == -ENOTSUP || r == -ENOSYS)
-		test_skip_host("perf events on the trial cgroup: %s", err.msg);
+		test_skip_host("perf", "perf events on the trial cgroup: %s", err.msg);
 	if (r < 0)
 		fail_msg("%s", err.msg);
 	assert_int_equal(trialcg_perf_read(&p, v0, &err), 0);

@@ -94,7 +94,7 @@ static void test_enter_leave(void **state)
 	pthread_t th;
 
 	if (geteuid() != 0) {
-		test_skip_host("not root: taking another user's identity needs root");
+		test_skip_host("root", "not root: taking another user's identity needs root");
 	}
 	assert_int_equal(asuser_lookup(NOBODY, NOBODY, &u), 0);
 	assert_int_equal(u.uid, NOBODY);

@@ -345,7 +345,7 @@ static void test_peer_credentials(void **state)
 
 	(void)state;
 	if (geteuid() != 0) {
-		test_skip_host("not root: cannot query as another uid");
+		test_skip_host("root", "not root: cannot query as another uid");
 	}
 	sock_path(dir, sizeof(dir), path, sizeof(path));
 	assert_int_equal(chmod(dir, 0711), 0);

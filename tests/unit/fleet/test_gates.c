@@ -135,7 +135,7 @@ static void test_lookup(void **state)
 	chmod(dir, 0755);
 	put("steps.conf", "command = /bin/true\narg = 1\n", 0644);
 	if (!getpwnam(GATE_DEFAULT_USER))
-		test_skip_host("no user %s on this host", GATE_DEFAULT_USER);
+		test_skip_host("user-nobody", "no user %s on this host", GATE_DEFAULT_USER);
 	assert_int_equal(gates_lookup(dir, "steps", GATES_TRUSTED_ONLY * (geteuid() == 0), &g, &err), 0);
 	assert_string_equal(g.name, "steps");
 	assert_int_equal(g.uid, getpwnam(GATE_DEFAULT_USER)->pw_uid);

@@ -755,7 +755,7 @@ static void test_keyring_errors(void **state)
 	assert_non_null(strstr(err.msg, "writable by group or others"));
 	chmod(trusted, 0755);
 	if (geteuid() != 0) {
-		test_skip_host("not root: chown to another owner needs root");
+		test_skip_host("root", "not root: chown to another owner needs root");
 	}
 	assert_int_equal(test_write(trusted, "x.pub", "nodetune-ed25519-pub AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"),
 			 0);

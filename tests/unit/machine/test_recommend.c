@@ -39,6 +39,7 @@ static void test_decide_table(void **state)
 
 		if (strcmp(got, rows[i].want) || !why || !strstr(why, rows[i].why))
 			fail_msg("row %zu: got %s (%s), want %s (%s)", i, got, why ? why : "(null)", rows[i].want, rows[i].why);
+		test_checked();
 	}
 }
 

@@ -252,7 +252,7 @@ static void test_perf_child(void **state)
 	assert_int_equal(status, 0);
 	if (!p.ok) {
 		assert_true(p.why[0] != '\0');
-		test_skip_host("perf events refused here, the fallback taken: %s", p.why);
+		test_skip_host("perf", "perf events refused here, the fallback taken: %s", p.why);
 	}
 	assert_int_equal(obs_perf_read(&p, c), 0);
 	/* inherited: the shell's children (head, cat, sleep) are counted */

@@ -257,12 +257,12 @@ static void test_live(void **state)
 
 	(void)state;
 	if (geteuid() != 0)
-		test_skip_host("the taskstats listener needs root (CAP_NET_ADMIN)");
+		test_skip_host("root", "the taskstats listener needs root (CAP_NET_ADMIN)");
 	if (access("/proc/self/task", F_OK) != 0)
-		test_skip_host("no /proc");
+		test_skip_host("taskstats", "no /proc");
 	t = taskexit_open(&err);
 	if (!t && (err.code == -ENOENT || err.code == -EPERM))
-		test_skip_host("%s", err.msg);
+		test_skip_host("taskstats", "%s", err.msg);
 	assert_non_null(t);
 	assert_int_equal(sched_getaffinity(0, sizeof(set), &set), 0);
 	for (cpu = CPU_SETSIZE - 1; cpu > 0 && !CPU_ISSET(cpu, &set); cpu--)

@@ -19,7 +19,7 @@
 #include "observe/tlb_test.h"
 
 /* a host capability this host lacks (test_util.h: the reason is listed) */
-#define skip_msg(msg) test_skip_host("%s", (msg))
+#define skip_msg(cap, msg) test_skip_host((cap), "%s", (msg))
 
 static int cpus_allowed(void)
 {
@@ -47,7 +47,7 @@ static void check_source(unsigned allow, enum tlb_source want)
 		snprintf(msg, sizeof(msg), "%s not countable here: %s", tlb_source_name(want), c.why);
 		tlb_counter_close(&c);
 		fsroot_free(root);
-		skip_msg(msg);
+		skip_msg(want == TLB_SRC_INTERRUPTS ? "tlb" : "perf", msg);
 	}
 	assert_int_equal(c.source, want);
 	/* as the probe: a burst on a busy host may be missed (lazy TLB), so
@@ -67,7 +67,7 @@ static void check_source(unsigned allow, enum tlb_source want)
 static void skip_unless_probe(void)
 {
 	if (cpus_allowed() < 2)
-		skip_msg("the probe needs two CPUs");
+		skip_msg("cpus2", "the probe needs two CPUs");
 }
 
 static void test_interrupts_live(void **state)
@@ -82,7 +82,7 @@ static void test_tracepoint_live(void **state)
 	(void)state;
 	skip_unless_probe();
 	if (geteuid() != 0)
-		skip_msg("system-wide tracepoint events need root");
+		skip_msg("root", "system-wide tracepoint events need root");
 	check_source(TLB_ALLOW(TLB_SRC_TRACEPOINT), TLB_SRC_TRACEPOINT);
 }
 

@@ -646,7 +646,7 @@ static void test_cgroup_existing_never_removed(void **state)
 
 	snprintf(name, sizeof(name), "nodetune-unit-apply-%d", (int)getpid());
 	if (!(pl = live_cgroup_plan(fx, name, &host))) {
-		test_skip_host("job cgroups need root and a cpuset hierarchy");
+		test_skip_host("cgroup-cpuset", "job cgroups need root and a cpuset hierarchy");
 	}
 	if (jobcg_create(name, "0", "0", 0, id, &err) < 0)
 		fail_msg("%s", err.msg);
@@ -710,7 +710,7 @@ static void test_cgroup_remade_never_removed(void **state)
 
 	snprintf(name, sizeof(name), "nodetune-unit-remade-%d", (int)getpid());
 	if (!(pl = live_cgroup_plan(fx, name, &host)))
-		test_skip_host("job cgroups need root and a cpuset hierarchy");
+		test_skip_host("cgroup-cpuset", "job cgroups need root and a cpuset hierarchy");
 	snprintf(dir, sizeof(dir), "/sys/fs/cgroup/cpuset/%s", name);
 	assert_int_equal(apply_plan(pl, host, fx->state, false, &rep, &err), 0);
 	apply_changes_release(&rep);

@@ -52,10 +52,10 @@ static void test_create_attach_delete(void **state)
 
 	(void)state;
 	if (geteuid() != 0)
-		test_skip_host("not root: creating cgroups needs root");
+		test_skip_host("root", "not root: creating cgroups needs root");
 	/* whether the host can is read from /sys/fs/cgroup, not asked of jobcg */
 	if (!test_host_has_controller("cpuset"))
-		test_skip_host("no cpuset controller on this host (/sys/fs/cgroup)");
+		test_skip_host("cgroup-cpuset", "no cpuset controller on this host (/sys/fs/cgroup)");
 	if (!jobcg_available(why, sizeof(why)))
 		fail_msg("the host has a cpuset controller, but jobcg_available says: %s", why);
 	hierarchy("cpuset", base, sizeof(base));
@@ -133,7 +133,7 @@ static void test_existing_directory_refused(void **state)
 
 	(void)state;
 	if (geteuid() != 0 || !test_host_has_controller("cpuset"))
-		test_skip_host("needs root and a cpuset controller");
+		test_skip_host("cgroup-cpuset", "needs root and a cpuset controller");
 	hierarchy("cpuset", cpuset, sizeof(cpuset));
 	hierarchy("cpu", cpu, sizeof(cpu));
 	snprintf(name, sizeof(name), "nodetune-unit-theirs-%d", (int)getpid());

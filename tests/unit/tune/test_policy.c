@@ -50,6 +50,7 @@ static void expect_error(const char *path, int code, const char *want)
 		fail_msg("%s loaded, expected '%s'", path, want);
 	if (err.code != code || !strstr(err.msg, want))
 		fail_msg("got %d '%s', expected %d '%s'", err.code, err.msg, code, want);
+	test_checked();
 }
 
 static void test_shipped_policies(void **state)
@@ -274,7 +275,7 @@ static void test_trusted_only(void **state)
 	assert_non_null(strstr(err.msg, "writable by group or others"));
 	chmod(path, 0644);
 	if (geteuid() != 0) {
-		test_skip_host("not root: chown to another owner needs root");
+		test_skip_host("root", "not root: chown to another owner needs root");
 	}
 	assert_int_equal(chown(path, 65534, 65534), 0);
 	assert_null(policy_load(path, POLICY_TRUSTED_ONLY, &err));
@@ -304,7 +305,7 @@ static void test_trust_flags(void **state)
 	(void)state;
 	if (geteuid() != 0) {
 		assert_int_equal(policy_trust_flags(), 0);
-		test_skip_host("not root: the root half of the trust rule needs root");
+		test_skip_host("root", "not root: the root half of the trust rule needs root");
 	}
 	assert_int_equal(policy_trust_flags(), POLICY_TRUSTED_ONLY);
 	pid = fork();
@@ -570,8 +571,7 @@ static void test_untrusted_directory(void **state)
 
 	(void)state;
 	if (geteuid() != 0) {
-		print_message("skip: the trust rule is checked against root's own directories\n");
-		skip();
+		test_skip_host("root", "the trust rule is checked against root's own directories");
 	}
 	snprintf(search, sizeof(search), "%s:%s", mkdir_in("t1"), open_dir = mkdir_in("t2"));
 	put("t1/x.conf", "[main]\nsummary = x\n");

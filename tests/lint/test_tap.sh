@@ -1,0 +1,220 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# The runner's own count (tests/tap-check.sh, tests/run-unit.sh with
+# tests/unit/assert_count.c) and the host-capability rule, shown on planted
+# faults, and the review's 23 lint probes (tests.md, section D) run as tiny
+# integration scripts through the real runner:
+#   - caught by the runner, whatever their shape: a failing check in a pipe,
+#     in `&`, in `( )` or in `$( )`, a check in a branch not taken (`&&`,
+#     `if` without else), a skip decided by nodetune where the host has the
+#     capability, a unit test that returns before its assertions;
+#   - caught by the lint (scripts/lint-tests.sh), being checks that cannot
+#     fail or statuses lost, which no count can see: `-- true`, the ge0
+#     variants, `--json=PATH`, `sleep $D`, `|| true` before t_ok/run/
+#     expect_fail, `expect_fail ... && more`;
+#   - caught by neither: listed, each with why (not a failure of this test).
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top" || exit 1
+: "${NODETUNE:=$top/build/nodetune}"
+export NODETUNE
+mkdir -p "$top/build"
+# two levels below the repository root, as lib.sh wants its script
+pd=$(mktemp -d "$top/build/tap-probes-XXXXXX")
+trap 'rm -rf "$pd"' EXIT INT TERM
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok: $1"; }
+nok() { fail=$((fail + 1)); echo "FAIL: $1"; }
+
+# probe NAME LINES...: $pd/test_NAME.sh, a plan of 2: one plain check, then
+# the lines
+probe() {
+	n=$1
+	shift
+	{
+		echo '. "$SRCDIR_/tests/integration/lib.sh"'
+		echo 't_plan 2'
+		echo 'check "a plain check" -- test 1 = 1'
+		printf '%s\n' "$@"
+		echo 't_done'
+	} >"$pd/test_$n.sh"
+}
+# runner NAME WANT: the runner fails the probe, its output matching WANT
+runner() {
+	out=$(SRCDIR_=$top SANITIZED= sh tests/run-integration.sh "$pd/test_$1.sh" 2>&1) && {
+		nok "$1: the runner passed it: $(printf '%s\n' "$out" | tail -n 3)"
+		return
+	}
+	if printf '%s\n' "$out" | grep -Eq -- "$2"; then
+		ok "$1: the runner fails it: $(printf '%s\n' "$out" | grep -E -- "$2" | head -n 1 | cut -c1-300)"
+	else
+		nok "$1: failed without naming it: $(printf '%s\n' "$out" | tail -n 4)"
+	fi
+}
+# linted NAME WANT: scripts/lint-tests.sh flags the probe with WANT
+linted() {
+	if out=$(sh scripts/lint-tests.sh "$pd/test_$1.sh" 2>&1); then
+		nok "$1: the lint passed it"
+	elif printf '%s\n' "$out" | grep -q -- "$2"; then
+		ok "$1: the lint flags it: $(printf '%s\n' "$out" | grep -- "$2" | head -n 1 | sed "s|$pd/||")"
+	else
+		nok "$1: the lint failed without naming $2: $out"
+	fi
+}
+
+# ---- the runner: a count that differs from the plan or the tally ----------
+probe control 'check "a second check" -- test 2 = 2'
+out=$(SRCDIR_=$top sh tests/run-integration.sh "$pd/test_control.sh" 2>&1) &&
+	ok "control: a script that runs its plan passes ($(printf '%s\n' "$out" | tail -n 1))" ||
+	nok "control: $(printf '%s\n' "$out" | tail -n 3)"
+probe v01 'check "in a pipe" -- false | tee /dev/null'
+runner v01 'tap-check: .*a check ran in a subshell'
+probe v14 'check "in the background" -- false &' 'wait'
+runner v14 'tap-check: .*a check ran in a subshell'
+probe v15 '( check "in a subshell" -- false )'
+runner v15 'tap-check: .*a check ran in a subshell'
+probe v23 'x=$(check "in a command substitution" -- false)'
+runner v23 'tap-check: planned 2, ran 1: check 2 never ran'
+probe v02 '[ -n "" ] && check "behind &&" -- test 1 = 1'
+runner v02 'tap-check: planned 2, ran 1: check 2 never ran; the last one that ran: ok 1 - a plain check'
+probe v22 'if false; then' '	check "in a branch not taken" -- test 1 = 1' 'fi'
+runner v22 'tap-check: planned 2, ran 1: check 2 never ran'
+probe death 'exit 3'
+runner death 'tap-check: planned 2, ran 1: check 2 never ran.*no tally line: it exited 3 before t_done'
+probe noplan 'check "x" -- test 1 = 1'
+sed -i '/^t_plan 2$/d' "$pd/test_noplan.sh"
+runner noplan 'tap-check: no plan line'
+# a skip named, in the branch not taken: counted, and the runner passes it
+probe skipped 'if false; then' '	check "in a branch not taken" -- test 1 = 1' 'else' \
+	'	t_need nothing "the branch not taken, skipped by name"' 'fi'
+out=$(SRCDIR_=$top CI= sh tests/run-integration.sh "$pd/test_skipped.sh" 2>&1) &&
+	ok "the same branch with its named skip: passes, the skip named ($(printf '%s\n' "$out" | tail -n 1))" ||
+	nok "the named skip: $(printf '%s\n' "$out" | tail -n 3)"
+
+# ---- a skip decided by nodetune: the host's probe decides -----------------
+# nodetune observe told to count TLB shootdowns from no source says "not
+# countable"; a test that believed it would skip.  tests/host-caps.sh reads
+# the TLB line of /proc/interrupts: where it moves, the skip is a failure.
+probe nodetune_says \
+	'run env NODETUNE_TLB_SOURCES=none "$NODETUNE" observe --json --duration 0.3' \
+	'if jq -se "all(.[]; .tlb_shootdowns == null)" "$OUT" >/dev/null; then' \
+	'	t_skip_host tlb "TLB shootdowns: nodetune says not countable on this host"' \
+	'else' \
+	'	check "TLB shootdowns counted" -- test 1 = 1' \
+	'fi'
+if sh tests/host-caps.sh tlb; then
+	runner nodetune_says 'not ok 2 - TLB shootdowns: nodetune says not countable on this host -- but this host has tlb'
+else
+	out=$(SRCDIR_=$top sh tests/run-integration.sh "$pd/test_nodetune_says.sh" 2>&1) &&
+		ok "nodetune_says: this host has no moving TLB line: a skip, named" || nok "nodetune_says: $out"
+fi
+probe plain_says 't_skip_host plain "the packages: says the test, on the plain build"'
+runner plain_says 'not ok 2 - the packages: says the test, on the plain build -- but this host has plain'
+probe unknown_cap 't_skip_host warp-drive "no warp drive"'
+runner unknown_cap "not ok 2 - no warp drive -- t_skip_host: 'warp-drive' is not a capability"
+
+# ---- the unit tests: an early return, a bare skip -------------------------
+wraps=$(sed -n '/^UNIT_WRAP = /,/)$/p' Makefile | tr -d '\\\n' | sed 's/.*--wrap=%,//; s/)[ \t]*$//')
+cat >"$pd/early.c" <<'EOF'
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include "test_util.h"
+
+static int host_has_it(void) { return 1; }
+
+static void test_returns_early(void **state)
+{
+	(void)state;
+	if (host_has_it())
+		return;         /* planted: a return before the assertions */
+	assert_int_equal(1 + 1, 2);
+}
+
+static void test_checks(void **state)
+{
+	(void)state;
+	assert_int_equal(1 + 1, 2);
+}
+
+static void test_bare_skip(void **state)
+{
+	(void)state;
+	skip();         /* planted: a skip that says nothing */
+}
+
+static void test_nodetune_says(void **state)
+{
+	(void)state;
+	test_skip_host("plain", "planted: the code under test says so");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_returns_early),
+		cmocka_unit_test(test_checks),
+		cmocka_unit_test(test_bare_skip),
+		cmocka_unit_test(test_nodetune_says),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
+EOF
+wl=""
+for w in $wraps; do wl="$wl -Wl,--wrap=$w"; done
+# shellcheck disable=SC2086
+if ! cc -std=c11 -D_GNU_SOURCE -Itests/unit -o "$pd/early" "$pd/early.c" tests/unit/assert_count.c -lcmocka $wl 2>"$pd/cc.err"; then
+	nok "the planted unit test does not build: $(head -n 3 "$pd/cc.err")"
+else
+	out=$(SANITIZED= NODETUNE_SRCDIR=$top sh tests/run-unit.sh "$pd/early" 2>&1) && nok "run-unit.sh passed the planted unit test: $out"
+	for want in 'early.test_returns_early:.*test_returns_early returned without a single assertion' \
+		'early.test_bare_skip: skipped without a reason' \
+		'early.test_nodetune_says:.*a skip for want of plain, but tests/host-caps.sh finds it on this host' \
+		'^unit: 1 passed, 3 failed, 0 skipped'; do
+		if printf '%s\n' "$out" | grep -Eq -- "$want"; then
+			ok "run-unit.sh: $(printf '%s\n' "$out" | grep -E -- "$want" | head -n 1 | cut -c1-300)"
+		else
+			nok "run-unit.sh does not say /$want/: $(printf '%s\n' "$out" | tail -n 6)"
+		fi
+	done
+fi
+
+# ---- the lint: checks that cannot fail, statuses lost ----------------------
+probe v03 'check "a heading" -- true'
+linted v03 'true: a check of `true`'
+probe v04 'check "a range" -- sh -c "[ $a -ge 0 ] && [ $b -le 5 ]"'
+linted v04 'ge0:'
+probe v05 'check "x" -- [ "$a" -gt -1 ]'
+linted v05 'ge0:'
+probe v18 'check "x" -- [ "$a" -ge "0" ]'
+linted v18 'ge0:'
+probe v19 "check \"x\" -- jq -e '.x >= 0.0' \"\$T_TMP/j\""
+linted v19 'ge0:'
+probe v06 '"$NODETUNE" plan --json="$T_TMP/x"' 'check "reads x" -- jq -e . "$T_TMP/x"'
+linted v06 'status: the status of `"$NODETUNE"` writing $T_TMP/x is ignored'
+probe v11 'D=2' 'sleep $D' 'check "after" -- test 1 = 1'
+linted v11 'sleep: a fixed `sleep $D`'
+probe v21 'grep -q x "$T_TMP/j" || true' 't_ok "after it"'
+linted v21 'true: `|| true` right before a t_ok'
+probe v20 'expect_fail 2 x "y" -- "$NODETUNE" nope && echo more'
+linted v20 'outside: a condition after `expect_fail ... --`'
+
+# ---- neither: what no count and no pattern sees (said, not failed) --------
+for why in \
+	"v07 2>\"\$T_TMP/e\" then a check reads e: stderr files are written beside most run's on purpose; the writer rule would flag them all" \
+	"v08 nodetune ... | tee \"\$T_TMP/p\": the producer's status in a pipe; test_stdout.sh keeps it in a file now (review B17)" \
+	"v09 a reader inside \$( ) rather than check/run: followed by no rule" \
+	"v10 echo \"# rc \$?\" counts as the status used: the lint cannot tell a log from a comparison" \
+	"v17 writers --report, --write-data, --screenshot=, --state-dir: not in the writer list" \
+	"v12 sleep 2 & then wait: a fixed sleep in the background" \
+	"v16 wait_until 3 false: a fixed sleep in disguise" \
+	"v13 || echo \"# ...\" right before a check: a failure turned into a comment"; do
+	echo "not caught: $why"
+done
+echo "lint tap: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
