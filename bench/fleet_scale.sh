@@ -30,7 +30,8 @@
 #    registered, nothing rolling out) and during the rollout
 #    (grpc_server_handled_total summed over the members: the JSON
 #    gateway's calls are gRPC calls inside etcd; raft traffic is not);
-#  - the rollout document's size against etcd's request limit (1.5 MiB);
+#  - the rollout's size in the store: its largest key (head or page: each
+#    is one put, against etcd's 1.5 MiB request limit) and all its keys;
 #  - the rollback: the refusing host's wave, its size, the seconds from
 #    the wave sent to "rolling back" and from there to every host back.
 # AUTH=1 (the default): the members serve TLS (certificates made here by
@@ -201,22 +202,32 @@ read -r rc wall cpu maxrss <"$TMP/ctl"
 etcd_rss=$(metric process_resident_memory_bytes)
 # shellcheck disable=SC2086
 db=$(curl -s $CURLCA "$EP1/metrics" | awk '/^etcd_mvcc_db_total_size_in_bytes / { printf "%.0f", $2 }')
+# the rollout whole (its head and pages, read back by the controller's own
+# code), and its size in the store: docsz the largest key (etcd's request
+# limit applies to each put), docall the head and every page
+rollout_json() {
+	# shellcheck disable=SC2086
+	"$NODETUNE" fleet status --endpoints "$EP" $CTL --name "$1" --json >"$2" 2>"$2.err" || true
+}
+rollout_json scale "$TMP/doc.json"
 # shellcheck disable=SC2086
-env ETCDCTL_API=3 etcdctl --endpoints "$EP" $ETCDCTL_AUTH --command-timeout=30s get /nodetune/rollouts/scale \
-	--print-value-only >"$TMP/doc.json" || true
-docsz=$(wc -c <"$TMP/doc.json")
+env ETCDCTL_API=3 etcdctl --endpoints "$EP" $ETCDCTL_AUTH --command-timeout=30s get --prefix /nodetune/rollouts/scale \
+	-w json >"$TMP/docs.json" || true
+sizes=$(python3 -c 'import base64, json, sys
+kvs = json.load(open(sys.argv[1])).get("kvs", [])
+n = [len(base64.b64decode(k["value"])) for k in kvs]
+print(max(n or [0]), sum(n))' "$TMP/docs.json")
+docsz=${sizes% *} docall=${sizes#* }
 bad=0
 for d in "$TMP"/h*/root; do [ "$(cat "$d/sys/kernel/mm/transparent_hugepage/defrag")" = madvise ] || bad=$((bad + 1)); done
 
 rb="-"
 if [ "$ROLLBACK" = 1 ] && [ "$rc" = 0 ]; then
 	GATE_CMD="" rollout "$TMP/q.conf" refused >"$TMP/ctl2" || true
-	# shellcheck disable=SC2086
-	env ETCDCTL_API=3 etcdctl --endpoints "$EP" $ETCDCTL_AUTH --command-timeout=30s get /nodetune/rollouts/refused \
-		--print-value-only >"$TMP/doc2.json" || true
+	rollout_json refused "$TMP/doc2.json"
 	rb=$(python3 bench/fleet_scale_report.py rollback "$TMP/doc2.json" "$REFUSER")
 fi
 
 python3 bench/fleet_scale_report.py summary "$TMP/doc.json" "$HOSTS" "$rc" "$wall" "$cpu" "$maxrss" \
 	"$h0" "$h1" "$t0" "$t1" "$h2" "$h3" "$e0" "$e1" "$etcd_rss" "$db" "$docsz" "$bad" "$rss" "$reg_s" \
-	"$AUTH" "$DAEMONS" "$load0" "$load_idle" "$load_roll" "$rb" "$OUT"
+	"$AUTH" "$DAEMONS" "$load0" "$load_idle" "$load_roll" "$rb" "$docall" "$OUT"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 # fleet_scale_report.py — the figures of bench/fleet_scale.sh from its raw
-# measurements and the rollout documents it read back (issue 43).
+# measurements and the rollout it read back (issue 43).
 #   rollback DOC REFUSER   one field: WAVE/HOSTS/DETECT_S/RESTORE_S ("-": none)
 #   summary DOC HOSTS ...  the report, a TSV row appended to OUT, and the
 #                          last line "fleet_scale: ..."
@@ -12,12 +12,16 @@ import sys
 
 
 def load(path):
-    """The rollout inside the signed envelope etcd holds (None: none)."""
+    """The rollout `nodetune fleet status --name N --json` printed (its
+    head and pages read back whole), or one signed envelope from an older
+    layout (None: none)."""
     try:
         with open(path) as f:
             env = json.load(f)
+        if "rollouts" in env:
+            return env["rollouts"][0]
         return json.loads(base64.b64decode(env["doc"])) if "doc" in env else env
-    except (OSError, ValueError, KeyError):
+    except (OSError, ValueError, KeyError, IndexError):
         return None
 
 
@@ -60,7 +64,7 @@ def rollback(doc_path, refuser):
 
 def summary(a):
     (doc_path, hosts, rc, wall, cpu, maxrss, h0, h1, t0, t1, h2, h3, e0, e1, etcd_rss, db, docsz, bad, rss,
-     reg_s, auth, daemons, load0, load_idle, load_roll, rb, out) = a
+     reg_s, auth, daemons, load0, load_idle, load_roll, rb, docall, out) = a
     hosts, wall, cpu = int(hosts), float(wall), float(cpu)
     doc = load(doc_path)
     idle = (float(h1) - float(h0)) / hosts / ((float(t1) - float(t0)) / 60)
@@ -83,18 +87,19 @@ def summary(a):
     print("controller: CPU %.2f s, peak RSS %d MiB" % (cpu, int(maxrss) // 1024))
     print("etcd: CPU %.1f s during the rollout (3 members), RSS %d MiB (3 members), db %.1f MiB" %
           (etcd_cpu, int(etcd_rss) // 2**20, int(db or 0) / 2**20))
-    print("rollout document: %s bytes (etcd's request limit: 1572864)" % docsz)
+    print("rollout in the store: %s bytes in all, its largest key %s bytes (etcd's request limit: 1572864)" %
+          (docall, docsz))
     print("rollback (wave/its hosts/sent to rolling back s/rolling back to restored s): %s" % rb)
     row = [hosts, kind, auth, rc, state, verified, bad, "%.2f" % wall, "%.2f" % gate, "%.2f" % (wall - gate), wv,
            "%.2f" % cpu, maxrss, "%.1f" % etcd_cpu, etcd_rss, db or 0, docsz, "%.2f" % idle, "%.2f" % during,
-           rb, reg_s, rss, load0, load_idle, load_roll]
+           rb, reg_s, rss, load0, load_idle, load_roll, docall]
     new = not os.path.exists(out)
     os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
     with open(out, "a") as f:
         if new:
             f.write("hosts\tkind\tauth\trc\tstate\tverified\tunchanged\twall_s\tgate_s\twall_minus_gate_s\twaves_s\t"
                     "ctl_cpu_s\tctl_maxrss_kb\tetcd_cpu_s\tetcd_rss_b\tetcd_db_b\tdoc_b\tidle_rphm\trollout_rphm\t"
-                    "rollback\tregister_s\thosts_rss_kb\tload_start\tload_idle\tload_rollout\n")
+                    "rollback\tregister_s\thosts_rss_kb\tload_start\tload_idle\tload_rollout\tdoc_all_b\n")
         f.write("\t".join(str(x) for x in row) + "\n")
     print("fleet_scale: %d hosts: %s, %d verified, wall minus gate %.2f s, idle %.2f req/host/min, "
           "etcd db %.1f MiB, rollback %s" % (hosts, state, verified, wall - gate, idle, int(db or 0) / 2**20, rb))

@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
+# host: cpu
 # test_fleet_scale.sh — the 1,000-host smoke run of bench/fleet_scale.sh
 # (issue 43): the same script the scale bench is, at HOSTS=1000
 # ($FLEET_SMOKE_HOSTS) in fleetsim processes running fleet_host's code,
@@ -10,21 +11,22 @@
 # Checks: the script exits 0 with its summary line last; the rollout is
 # done with every host verified and every host's tree holding the policy;
 # the refused second rollout rolled its wave back (a wave, its hosts and
-# two times); the TSV row it appended is whole (25 fields, the hosts, a
-# rollout document under etcd's request limit, idle requests per host per
+# two times); the TSV row it appended is whole (26 fields, the hosts, the
+# rollout's largest key under etcd's request limit, idle requests per host per
 # minute between 1 and 60: the 10 s idle window is shorter than the
 # hosts' 20 and 30 s periods, so it reads low, about 4); nothing of the run is left (its temp dir, its
 # fleetsim processes: lib.sh's t_done fails on any process left).
 . "$(dirname "$0")/lib.sh"
+t_plan 5
 
 ETCD=${ETCD:-/usr/bin/etcd}
 if [ ! -x "$ETCD" ] || ! command -v etcdctl >/dev/null; then
 	t_need etcd "etcd or etcdctl not installed (apt-get install etcd-server etcd-client)"
-	t_done
+	t_rest
 fi
-[ -d "$SHARED" ] || { t_need ../shared "no $SHARED topologies"; t_done; }
+[ -d "$SHARED" ] || { t_need ../shared "no $SHARED topologies"; t_rest; }
 : "${FLEETSIM:=$SRCDIR/build/tests/fleetsim}"
-[ -x "$FLEETSIM" ] || { t_not_ok "$FLEETSIM is built (make build/tests/fleetsim)"; t_done; }
+[ -x "$FLEETSIM" ] || { t_not_ok "$FLEETSIM is built (make build/tests/fleetsim)"; t_rest; }
 N=${FLEET_SMOKE_HOSTS:-1000}
 TSV=$T_TMP/scale.tsv
 mkdir "$T_TMP/bench"
@@ -51,7 +53,7 @@ else
 	t_not_ok "the refused rollout rolled its wave back: ${last##*rollback }"
 fi
 row=$(tail -n 1 "$TSV" 2>/dev/null)
-if echo "$row" | awk -F'\t' -v n="$N" 'NF == 25 && $1 == n && $2 == "fleetsim" && $17 > 0 && $17 < 1572864 &&
+if echo "$row" | awk -F'\t' -v n="$N" 'NF == 26 && $1 == n && $2 == "fleetsim" && $17 > 0 && $17 < 1572864 &&
 	$18 >= 1 && $18 <= 60 { ok = 1 } END { exit !ok }'; then
 	t_ok "the TSV row is whole and sane: $(echo "$row" | cut -f1,2,5,8,17,18 | tr '\t' ' ')"
 else
