@@ -80,8 +80,10 @@ metric_is() { [ "$(metric "$1" "$2")" = "$3" ]; }
 # 10x the read).  Measured: 1 verify in each of 20 drifts, at most 1.0 s
 # plain; at most 2 verifies and 1.21 s under ASan at load 25-30
 # (bench/timing_margins.sh, drift_verifies and drift_s; RESULTS.md §14),
-# so the bound of 3 is 2 and 1 verifies above the p99s.  The deadline
-# (20 s, x SLOW: 66x the ASan p99) only bounds a daemon that never corrects.
+# so the bound of 2 (the "two intervals" every description says) is 1
+# verify above the plain p99; under the sanitizers (SANITIZED: T_SLOW 4)
+# it is 3, one above the ASan p99.  The deadline (20 s, x SLOW: 66x the
+# ASan p99) only bounds a daemon that never corrects.
 drift() {
 	v0=$(metric "$1" nodetune_verify_total) t0=$(now)
 	echo "$3" >"$2"
@@ -93,7 +95,9 @@ drift() {
 }
 # corrected FILE WANT: FILE holds WANT again, the daemon within two verifies
 # of the drift (drift, just before)
-corrected() { is "$1" "$2" && [ "$NV" -le 3 ]; }
+NV_MAX=2
+[ "$T_SLOW" -eq 1 ] || NV_MAX=3
+corrected() { is "$1" "$2" && [ "$NV" -le "$NV_MAX" ]; }
 # status_json SOCK: nodetune status --json into $T_TMP/status.json
 status_json() { "$NODETUNE" status --socket "$1" --json >"$T_TMP/status.json" 2>"$T_TMP/status.err"; }
 # status_is SOCK JQ: status answers and the jq expression holds
@@ -253,7 +257,7 @@ v0=$(metric "$P2" nodetune_verify_total)
 wait_until 20 sh -c "[ \$(curl -sf http://127.0.0.1:$P2/metrics | awk '\$1 == \"nodetune_verify_total\" { print \$2 }') -ge $((v0 + 3)) ]"
 v1=$(metric "$P2" nodetune_verify_total)
 check "then left alone: said once, no correction in 3 more verifies ($v0 -> $v1), the value stays the writer's (33)" -- sh -c \
-	"[ '${v1:-0}' -ge $((v0 + 3)) ] && [ \$(grep -c 'is contested' '$T_TMP/d2.log') -eq 1 ] && [ \$(grep -c 'corrected: /proc/sys/vm/swappiness' '$T_TMP/d2.log') -eq $n0 ] &&
+	"[ -n '$v0' ] && [ '${v1:-0}' -ge $((v0 + 3)) ] && [ \$(grep -c 'is contested' '$T_TMP/d2.log') -eq 1 ] && [ \$(grep -c 'corrected: /proc/sys/vm/swappiness' '$T_TMP/d2.log') -eq $n0 ] &&
 	 [ \"\$(cat '$R2/$SW')\" = 33 ] && [ \$(grep -c 'drift: /proc/sys/vm/swappiness' '$T_TMP/d2.log') -eq 3 ]"
 check "contested is exported: nodetune_knob_contested 1, status .contested" -- sh -c \
 	"curl -sf http://127.0.0.1:$P2/metrics | grep -qx 'nodetune_knob_contested{path=\"/proc/sys/vm/swappiness\"} 1' &&
@@ -507,7 +511,8 @@ check "with garbage, a 1 MB line and clients that never read on the socket, a dr
 # SLOW, longer than the wait)
 wait_until 33 sh -c "[ \$(curl -sf http://127.0.0.1:$P7/metrics | awk '\$1 == \"nodetune_verify_total\" { print \$2 }') -ge $((v0 + 3)) ]"
 v1=$(metric "$P7" nodetune_verify_total)
-check "verifies keep coming on time (nodetune_verify_total $v0 -> $v1 in $(since "$t0") s)" -- [ "$v1" -ge $((v0 + 3)) ]
+check "verifies keep coming on time (nodetune_verify_total $v0 -> $v1 in $(since "$t0") s)" -- sh -c \
+	"[ -n '$v0' ] && [ '${v1:-0}' -ge $((v0 + 3)) ]"
 # the socket's thread answers: the status, or (its 16 client slots held by
 # the hostile clients, each for up to its 2 s deadline) its "busy" line; a
 # stalled thread would answer neither
@@ -543,7 +548,7 @@ else
 		"grep -q 'ready: 2 settings' '$T_TMP/live.log' && [ \"\$(cat $LSW)\" = $sw1 ] && grep -qF '[$df1]' $LDF"
 	drift "$PL" $LSW $sw0 $sw1
 	check "live: a hand drift (swappiness back to $sw0) is corrected within two intervals ($NV verifies, $EL s), logged" -- sh -c \
-		"[ \"\$(cat $LSW)\" = $sw1 ] && [ $NV -le 3 ] && grep -q 'drift: /proc/sys/vm/swappiness: want $sw1, found $sw0' '$T_TMP/live.log'"
+		"[ \"\$(cat $LSW)\" = $sw1 ] && [ $NV -le $NV_MAX ] && grep -q 'drift: /proc/sys/vm/swappiness: want $sw1, found $sw0' '$T_TMP/live.log'"
 	stop_daemon $DL
 	check "live: SIGTERM, exit 0, the values still applied" -- sh -c \
 		"[ $DRC -eq 0 ] && [ \"\$(cat $LSW)\" = $sw1 ] && grep -qF '[$df1]' $LDF"

@@ -196,16 +196,26 @@ check "nodetune-slurm depends on the Slurm its plugin was built for" -- sh -c \
 UNIT=/lib/systemd/system/nodetune.service
 # unit_key KEY: the value of KEY= in the installed unit (the last one)
 unit_key() { sed -n "s/^$1=//p" "$UNIT" | tail -n 1; }
-# host_knobs: every kernel setting a policy may write, the nodetune cgroups
+# host_knobs: every kernel setting a policy may write, the nodetune cgroups.
+# Fails when a file that is there cannot be read, or when fewer than the
+# five files every Linux host here has (THP enabled and defrag, swappiness,
+# overcommit_memory, default_smp_affinity) were read: a comparison of two
+# snapshots is then of nothing
 host_knobs() {
+	hk_n=0
 	for f in /sys/kernel/mm/transparent_hugepage/enabled /sys/kernel/mm/transparent_hugepage/defrag \
 		/sys/kernel/mm/transparent_hugepage/khugepaged/defrag /proc/sys/kernel/numa_balancing \
 		/proc/sys/kernel/sched_autogroup_enabled /proc/sys/vm/* /proc/irq/default_smp_affinity \
 		/proc/irq/*/smp_affinity_list /sys/devices/system/node/node*/hugepages/hugepages-*/nr_hugepages \
 		/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor; do
 		case $f in */drop_caches | */compact_memory | */stat_refresh) continue ;; esac
-		[ -f "$f" ] && v=$(cat "$f" 2>/dev/null) && printf '%s: %s\n' "$f" "$v"
+		[ -f "$f" ] || continue
+		v=$(cat "$f") || return 1
+		printf '%s: %s\n' "$f" "$v"
+		case $f in */transparent_hugepage/enabled | */transparent_hugepage/defrag | */vm/swappiness | \
+			*/vm/overcommit_memory | */default_smp_affinity) hk_n=$((hk_n + 1)) ;; esac
 	done
+	[ "$hk_n" -eq 5 ] || return 1
 	find /sys/fs/cgroup -maxdepth 3 -type d -name 'nodetune*' | sort
 }
 # port_busy PORT: something listens on 127.0.0.1:PORT

@@ -7,13 +7,17 @@
 # The expected files are nodetune's own output, so matching them only shows
 # that nothing changed.  What makes them right: tests/tools/hwloc_facts.py
 # derives the facts (packages, cores, PUs, NUMA nodes, their memory and
-# distances, the GPUs and NICs with their NUMA locality, each GPU's nearest
-# NIC and the PCIe path to it, and from a sysroot the kernel state and each
-# node's free memory)
+# distances, the GPUs (and their names) and NICs with their NUMA locality,
+# each GPU's nearest NIC and the PCIe path to it, and from a sysroot the
+# kernel state, nohz_full and the cgroup mode among it, and each node's free
+# memory)
 # from the hwloc XML with Python's xml module and from the tree's files, and
 # they must equal the same fields of the expected file.  A tree without an
 # XML is exported by hwloc's lstopo-no-graphics (HWLOC_FSROOT), a synthetic
 # topology by lstopo-no-graphics -i.
+# What stays a freshness check only (compared with nodetune's own earlier
+# output, nothing derived): .source (the arguments echoed), .schema, and
+# .warnings and .unknown (nodetune's own sentences).
 # UPDATE_GOLDEN=1 rewrites the expected files (review the diff!): those
 # checks then report a skip, never a pass; the facts are still checked.
 . "$(dirname "$0")/lib.sh"
@@ -21,10 +25,10 @@ t_plan 27
 
 # the fields hwloc_facts.py derives, from a discover --json document
 FACTS='{packages, cores, pus, numa_nodes,
-	gpus: [.gpus[] | {index, pci_bus_id, vendor, numa_node, cpus, nearest_nic, nic_link}],
+	gpus: [.gpus[] | {index, pci_bus_id, vendor, name, numa_node, cpus, nearest_nic, nic_link}],
 	nics: ([.nics[] | {name, pci_bus_id, numa_node, cpus, rdma_device}] | sort_by(.pci_bus_id))}
 	+ (if .kernel then {kernel: (.kernel | {thp_enabled, thp_defrag, numa_balancing, governor, isolated_cpus,
-	   swap_total_bytes, hugepages: (.hugepages | sort_by(.node, .size_kb)), cgroup_version})} else {} end)'
+	   swap_total_bytes, hugepages: (.hugepages | sort_by(.node, .size_kb)), cgroup_version, cgroup_mode, nohz_full})} else {} end)'
 
 golden() { # golden EXPECTED -- ARGS...
 	exp=$1

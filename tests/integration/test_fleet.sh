@@ -368,16 +368,26 @@ gate_file harness "$T_TMP/gatebin/gatejob.sh"
 policy slow sched numa_balancing 0
 policy neutral thp defrag madvise
 # host N's desired document (inside its signed envelope: a restore signs it again with a new seq)
-desired_of() { $ETCDCTL get "/nodetune/hosts/h$1/desired" --print-value-only | python3 -c '
+# (fails when etcdctl fails or the key is empty: nothing read is not "as before")
+desired_of() {
+	dv=$($ETCDCTL get "/nodetune/hosts/h$1/desired" --print-value-only) && [ -n "$dv" ] || return 1
+	printf '%s\n' "$dv" | python3 -c '
 import base64, json, sys
 v = sys.stdin.read()
 try: print(base64.b64decode(json.loads(v)["doc"]).decode())
-except Exception: print(v)' | sha256sum; }
-fleet_snap() { for n in 1 2 3 4 5 6 7 8; do echo "h$n $(tree_hash "$T_TMP/h$n/root") $(desired_of $n)"; done; }
-fleet_snap >"$T_TMP/gate.before"
+except Exception: print(v)' | sha256sum
+}
+# every host's tree and desired key, 8 lines; fails when one cannot be read
+fleet_snap() {
+	for n in 1 2 3 4 5 6 7 8; do
+		[ -d "$T_TMP/h$n/root" ] && ds=$(desired_of $n) || return 1
+		echo "h$n $(tree_hash "$T_TMP/h$n/root") $ds"
+	done
+}
+fleet_snap >"$T_TMP/gate.before" || t_not_ok "a snapshot of the hosts (gate.before)"
 run "$NODETUNE" fleet rollout --endpoints "$EP" $SIGN --policy "$T_TMP/slow.conf" --name r-gate-slow --waves 1/class,100% \
 	--gate harness --gate-budget 60 --wave-timeout 120 --json
-fleet_snap >"$T_TMP/gate.after"
+fleet_snap >"$T_TMP/gate.after" || t_not_ok "a snapshot of the hosts (gate.after)"
 gs=$(python3 -c '
 import json, sys
 r = json.load(open(sys.argv[1]))

@@ -60,9 +60,12 @@ run env NODETUNE_TLB_SOURCES=none "$NODETUNE" observe --duration 0.3
 check "... and 'tlb n/c' in the text lines" -- grep -q ' tlb n/c ' "$OUT"
 
 run "$NODETUNE" observe --json --interval 50ms -- mpirun -np 2 --oversubscribe "$HARNESS" --steps 30 --batch 512 --quiet
+# the ranks: the two processes other than the command (mpirun, the lowest
+# pid), each seen with the harness's threads (4 or more) and busy (a CPU
+# share between 20% and all of the host's CPUs)
 check "a command under mpirun: mpirun and both ranks sampled with their threads, exit 0" -- sh -c \
 	"[ $RC -eq 0 ] && jq -se '[.[].procs | length] | max >= 3' '$OUT' &&
-	 jq -se '[.[].procs[] | select(.threads >= 4 and .cpu_pct > 20)] | length > 0' '$OUT'"
+	 jq -se '([.[].procs[].pid] | min) as \$cmd | [.[].procs[] | select(.pid != \$cmd and .threads >= 4 and .cpu_pct > 20 and .cpu_pct <= $(nproc)00) | .pid] | unique | length == 2' '$OUT'"
 run "$NODETUNE" observe --interval 50ms -- sh -c 'sleep 0.2; exit 3'
 check "the command's exit status (3), text lines with the processes (sh and its sleep)" -- sh -c \
 	"[ $RC -eq 3 ] && grep -Eq 'procs [12]/[12]: [12] threads' '$OUT'"

@@ -85,8 +85,8 @@ cpus=$(awk '{ print $2 }' "$OUT" | sort | tr '\n' ' ')
 check "srun -n 2 --nodetune=policies/gpu-train.conf: exit 0, two distinct single CPUs ($cpus)" -- sh -c \
 	"[ $RC -eq 0 ] && [ \$(awk '{ print \$2 }' '$OUT' | sort -u | wc -l) -eq 2 ] && ! awk '{ print \$2 }' '$OUT' | grep -q '[-,]'"
 check "slurmd's log: each task's binding, by the plugin" -- sh -c \
-	"grep -q 'nodetune: task 0 of 2: GPU none, CPUs [0-9]* (planned' '$SL/slurmd.log' &&
-	 grep -q 'nodetune: task 1 of 2: GPU none, CPUs [0-9]* (planned' '$SL/slurmd.log'"
+	"grep -q 'nodetune: task 0 of 2: GPU none, CPUs [0-9][0-9,-]* (planned' '$SL/slurmd.log' &&
+	 grep -q 'nodetune: task 1 of 2: GPU none, CPUs [0-9][0-9,-]* (planned' '$SL/slurmd.log'"
 
 # srun as a launcher of `nodetune exec` (no plugin option): the local rank
 # from SLURM_LOCALID, the count from SLURM_NTASKS_PER_NODE/SLURM_TASKS_PER_NODE
@@ -99,8 +99,11 @@ check "srun -n 2 nodetune exec: local ranks 0 and 1 from SLURM_LOCALID, each on 
 # planned on every CPU (NUMA node 0), where Slurm would give it its one
 run srun -n 1 --nodetune=policies/gpu-train.conf grep Cpus_allowed_list /proc/self/status
 plan1=$("$NODETUNE" plan --policy policies/gpu-train.conf --ranks 1 --json | jq -r '.ranks[0].cpus')
-check "srun -n 1: the task's CPUs are the plan's ($plan1), not task/affinity's one CPU: $(cat "$OUT")" -- sh -c \
-	"[ $RC -eq 0 ] && grep -q \"Cpus_allowed_list:[[:space:]]*$plan1\$\" '$OUT'"
+# NUMA node 0's CPUs, read from the kernel, not from the planner, and more
+# than one (a range or a list), which task/affinity's one CPU is not
+all=$(cat /sys/devices/system/node/node0/cpulist)
+check "srun -n 1: the task's CPUs are the plan's ($plan1), node 0's $all, not task/affinity's one CPU: $(cat "$OUT")" -- sh -c \
+	"[ $RC -eq 0 ] && [ '$plan1' = '$all' ] && echo '$all' | grep -q '[-,]' && grep -q \"Cpus_allowed_list:[[:space:]]*$all\$\" '$OUT'"
 
 # ---- sbatch --exclusive: the node's settings during the job are the
 # policy's, from the checked copy in the job's state dir, with the job's own
@@ -114,7 +117,12 @@ printf '[main]\nsummary = test_slurm\n[thp]\ndefrag = %s\n[sysctl]\nvm.swappines
 	"$d1" "$s1" >"$POL/job.conf"
 chmod 644 "$POL/job.conf"
 # the knobs job.conf touches, and its job cgroups
-snapshot() { cat $DEFRAG $SWAP; find /sys/fs/cgroup -maxdepth 2 -name 'nt-slurm*' | sort; }
+# (fails when a knob cannot be read: two lines, or nothing, are compared)
+snapshot() {
+	cat $DEFRAG $SWAP >"$T_TMP/snap.knobs" && [ "$(wc -l <"$T_TMP/snap.knobs")" -eq 2 ] || return 1
+	cat "$T_TMP/snap.knobs"
+	find /sys/fs/cgroup -maxdepth 2 -name 'nt-slurm*' | sort
+}
 snapshot >"$T_TMP/node.before" || t_not_ok "the knobs job.conf touches could not be read before the jobs"
 # wait_jobs JOBID...: until none is listed and their state dirs are gone (20 s at most)
 wait_jobs() {
@@ -143,15 +151,25 @@ check "slurmd's log: the prolog's changes and the epilog's revert" -- sh -c \
 
 # ---- two jobs sharing the node: only their tasks are bound, each is told
 # why once, and the node is byte-identical during and after both -----------
-j1=$(sbatch --parsable -n 1 -o "$T_TMP/s1.out" --nodetune=job --wrap "sleep 1; cat $SWAP")
-j2=$(sbatch --parsable -n 1 -o "$T_TMP/s2.out" --nodetune=job --wrap "sleep 1; cat $SWAP")
+# each job prints its CPUs and THP defrag as it runs; slurmd's log gets the
+# plugin's line for each job's task (job.conf has no [affinity]: the CPUs
+# stay the ones Slurm gave, "unchanged", and the job must be on them)
+l0=$(wc -l <"$SL/slurmd.log")
+j1=$(sbatch --parsable -n 1 -o "$T_TMP/s1.out" --nodetune=job --wrap "sleep 1; sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status; sed 's/.*\[\(.*\)\].*/\1/' $DEFRAG; cat $SWAP")
+j2=$(sbatch --parsable -n 1 -o "$T_TMP/s2.out" --nodetune=job --wrap "sleep 1; sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status; sed 's/.*\[\(.*\)\].*/\1/' $DEFRAG; cat $SWAP")
 wait_jobs "$j1" "$j2"
+tail -n +$((l0 + 1)) "$SL/slurmd.log" >"$T_TMP/shared.log"
 snapshot >"$T_TMP/node.after2" || t_not_ok "the knobs job.conf touches could not be read (node.after2)"
 for j in 1 2; do
 	check "shared job $j: one line says why the node was not tuned, and the job saw vm.swappiness $s0: $(tr '\n' ' ' <"$T_TMP/s$j.out")" -- sh -c \
 		"[ \$(grep -c '^nodetune: slurm: ' '$T_TMP/s$j.out') -eq 1 ] &&
 		 grep -q '^nodetune: slurm: host-wide settings of $POL/job.conf not applied, only the tasks bound: job [0-9]* shares the node with other jobs (OverSubscribe=OK; submit with --exclusive)' '$T_TMP/s$j.out' &&
 		 [ \"\$(tail -n 1 '$T_TMP/s$j.out')\" = '$s0' ]"
+	c=$(tail -n 3 "$T_TMP/s$j.out" | sed -n 1p) d=$(tail -n 2 "$T_TMP/s$j.out" | sed -n 1p)
+	eval "jj=\$j$j"
+	check "shared job $j: the plugin saw its task (slurmd's log: $(grep -o "\[$jj\.batch\] nodetune: task 0 of 1: [^,]*, CPUs [^,]*" "$T_TMP/shared.log")), the job on Slurm's CPUs '$c', THP defrag during the job '$d' ($d0 before)" -- \
+		sh -c "grep -q '\[$jj\.batch\] nodetune: task 0 of 1: GPU none, CPUs unchanged (planned none), mems unchanged, policy $POL/job.conf\$' '$T_TMP/shared.log' &&
+		 echo '$c' | grep -Eqx '[0-9][0-9,-]*' && [ '$d' = '$d0' ]"
 done
 check "after both shared jobs: the node byte-identical to before" -- cmp -s "$T_TMP/node.before" "$T_TMP/node.after2"
 

@@ -49,9 +49,10 @@ check "exec: nodetune's line (the missing job cgroup) on stderr: $(head -1 "$ERR
 check "exec: stderr holds only nodetune: exec: lines" -- only_nodetune_lines "$ERR" exec
 run "$NODETUNE" exec --quiet --policy "$T_TMP/p.conf" --local-rank 0 -- sh -c "$JOB" job
 check "exec --quiet: same stdout, nothing on stderr" -- sh -c "[ $RC -eq 0 ] && cmp -s '$T_TMP/bare.out' '$OUT' && [ ! -s '$ERR' ]"
-OMPI_COMM_WORLD_LOCAL_RANK=0 "$NODETUNE" exec -q --policy "$T_TMP/p.conf" -- sh -c "$JOB" job 2>"$T_TMP/e" | cat >"$T_TMP/o"
-check "exec -q under a launcher's rank, into a pipe: same stdout, nothing on stderr" -- sh -c \
-	"cmp -s '$T_TMP/bare.out' '$T_TMP/o' && [ ! -s '$T_TMP/e' ]"
+# (exec's own status kept beside the pipe: the pipeline's is cat's)
+{ OMPI_COMM_WORLD_LOCAL_RANK=0 "$NODETUNE" exec -q --policy "$T_TMP/p.conf" -- sh -c "$JOB" job 2>"$T_TMP/e"; echo $? >"$T_TMP/rc"; } | cat >"$T_TMP/o"
+check "exec -q under a launcher's rank, into a pipe: exit $(cat "$T_TMP/rc"), same stdout, nothing on stderr" -- sh -c \
+	"[ \"\$(cat '$T_TMP/rc')\" = 0 ] && cmp -s '$T_TMP/bare.out' '$T_TMP/o' && [ ! -s '$T_TMP/e' ]"
 
 # ---- run (root only: it applies to this host and reverts) ----------------
 if [ "$(id -u)" -ne 0 ]; then
@@ -70,8 +71,9 @@ else
 		t_skip_host thp "run: the change and its restore on stderr: no THP defrag on this host"
 	fi
 	check "run: stderr holds only nodetune: run: lines" -- only_nodetune_lines "$ERR" run
-	"$NODETUNE" run -n 1 --policy "$T_TMP/p.conf" --state-dir "$ST" -- sh -c "$JOB" job 2>"$T_TMP/e" | cat >"$T_TMP/o"
-	check "run into a pipe (nodetune run ... | cat): same stdout" -- cmp -s "$T_TMP/bare.out" "$T_TMP/o"
+	{ "$NODETUNE" run -n 1 --policy "$T_TMP/p.conf" --state-dir "$ST" -- sh -c "$JOB" job 2>"$T_TMP/e"; echo $? >"$T_TMP/rc"; } | cat >"$T_TMP/o"
+	check "run into a pipe (nodetune run ... | cat): exit $(cat "$T_TMP/rc"), same stdout" -- sh -c \
+		"[ \"\$(cat '$T_TMP/rc')\" = 0 ] && cmp -s '$T_TMP/bare.out' '$T_TMP/o'"
 	run "$NODETUNE" run -n 1 --quiet --policy "$T_TMP/p.conf" --state-dir "$ST" -- sh -c "$JOB" job
 	check "run --quiet: same stdout, nothing on stderr" -- sh -c "[ $RC -eq 0 ] && cmp -s '$T_TMP/bare.out' '$OUT' && [ ! -s '$ERR' ]"
 	run "$NODETUNE" run -n 2 -q --policy "$T_TMP/p.conf" --state-dir "$ST" -- sh -c 'echo "rank $LOCAL_RANK"'

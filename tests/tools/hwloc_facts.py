@@ -11,7 +11,10 @@ From the hwloc XML export (Python's xml module, no hwloc):
                            (MemFree of SYSROOT's nodeN/meminfo, else null)
   gpus                     PCI functions of NVIDIA (10de) with a display class
                            (03xx) or AMD (1002) with class 0380, in PCI bus id
-                           order (index = place in that order); vendor; cpus and
+                           order (index = place in that order); vendor; name
+                           (the GPUModel info of its first CUDA, NVML or RSMI
+                           OS device, else the PCIDevice info, else
+                           [vendor:device]); cpus and
                            numa_node from the first ancestor that is not I/O
                            (bridge, PCI device): its cpuset, and its node when
                            its nodeset holds one (null when it spans several);
@@ -37,7 +40,12 @@ From SYSROOT, when given (plain file reads, in the kernel's formats):
                            node and size: nr and free; node null for the global
                            pools of a kernel without per-node ones),
                            cgroup_version (2 when only cgroup2 is mounted,
-                           else 1)
+                           else 1), cgroup_mode (unified: cgroup2 mounted
+                           on /sys/fs/cgroup; else with v1 hierarchies
+                           hybrid when a cgroup2 is mounted elsewhere, else
+                           legacy), nohz_full (the CPU list of
+                           sys/devices/system/cpu/nohz_full, "" for the
+                           kernel's "(null)", null when the file is absent)
 Prints one JSON object, keys sorted.  Exit 2 on a file it cannot read.
 """
 import glob
@@ -79,6 +87,28 @@ def walk(obj, parents, visit):
     visit(obj, parents)
     for child in obj.findall("object"):
         walk(child, parents + [obj], visit)
+
+
+COMPUTE_BACKENDS = ("CUDA", "NVML", "RSMI")
+
+
+def info(o, name):
+    for i in o.findall("info"):
+        if i.get("name") == name:
+            return i.get("value")
+    return None
+
+
+def gpu_name(o, ven, dev):
+    for c in o.findall("object"):
+        if c.get("type") != "OSDev":
+            continue
+        n = c.get("name") or ""
+        if c.get("subtype") in COMPUTE_BACKENDS or any(re.match(b.lower() + r"\d", n) for b in COMPUTE_BACKENDS):
+            model = info(c, "GPUModel")
+            if model:
+                return model
+    return info(o, "PCIDevice") or "[%s:%s]" % (ven, dev)
 
 
 def locality(parents):
@@ -146,11 +176,12 @@ def topology(path):
                          "memory_free_bytes": None})
         if t != "PCIDev":
             return
-        m = re.match(r"([0-9a-f]{4}) \[([0-9a-f]{4}):", o.get("pci_type", ""))
-        cls, ven = m.group(1), m.group(2)
+        m = re.match(r"([0-9a-f]{4}) \[([0-9a-f]{4}):([0-9a-f]{4})\]", o.get("pci_type", ""))
+        cls, ven, dev = m.group(1), m.group(2), m.group(3)
         cpus, node = locality(parents)
         if (ven == "10de" and cls.startswith("03")) or (ven == "1002" and cls == "0380"):
             gpus.append({"pci_bus_id": o.get("pci_busid"), "vendor": "nvidia" if ven == "10de" else "amd",
+                         "name": gpu_name(o, ven, dev),
                          "numa_node": node, "cpus": cpus, "_p": parents})
         osd = [(c.get("osdev_type"), c.get("name")) for c in o.findall("object") if c.get("type") == "OSDev"]
         net = [n for k, n in osd if k == "2"]
@@ -206,8 +237,26 @@ def kernel(root):
             pages.append({"node": None, "size_kb": size, "total": int(read(d, "nr_hugepages")),
                           "free": int(read(d, "free_hugepages"))})
     ks["hugepages"] = sorted(pages, key=lambda p: (p["node"] or 0, p["size_kb"]))
-    types = [line.split()[2] for line in read(root, "proc/mounts").splitlines() if len(line.split()) > 2]
+    mounts = [line.split()[1:3] for line in read(root, "proc/mounts").splitlines() if len(line.split()) > 2]
+    types = [t for _, t in mounts]
     ks["cgroup_version"] = 2 if "cgroup2" in types and "cgroup" not in types else 1
+    if ["/sys/fs/cgroup", "cgroup2"] in mounts:
+        ks["cgroup_mode"] = "unified"
+    elif "cgroup" in types:
+        ks["cgroup_mode"] = "hybrid" if "cgroup2" in types else "legacy"
+    else:
+        ks["cgroup_mode"] = None
+    nohz = os.path.join(root, "sys/devices/system/cpu/nohz_full")
+    if not os.path.exists(nohz):
+        ks["nohz_full"] = None
+    else:
+        text = read(root, "sys/devices/system/cpu/nohz_full").strip()
+        cpus = set()
+        for part in ("" if text == "(null)" else text).split(","):
+            if part:
+                a, _, b = part.partition("-")
+                cpus.update(range(int(a), int(b or a) + 1))
+        ks["nohz_full"] = cpulist(cpus)
     return ks
 
 

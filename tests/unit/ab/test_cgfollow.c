@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* test_cgfollow.c — following a job's processes into the cgroups they move
- * to, on captured trees: a pure cgroup2 host (cpu.max, memory.events) and a
- * hybrid one (v1 cpu: cfs_quota_us, throttled_time); descendants through
- * forks, a pid recycled by an unrelated process, a group and its ancestors
- * read at first sight and at the end. */
+ * to, on trees the test constructs (not captures: proc/PID/stat lines with
+ * only state, parent and start time filled, cpu.stat and memory.events
+ * typed in, in the kernel's formats): a pure cgroup2 host (cpu.max,
+ * memory.events) and a hybrid one (v1 cpu: cfs_quota_us, throttled_time);
+ * descendants through forks, a pid recycled by an unrelated process, a
+ * group and its ancestors read at first sight and at the end. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>

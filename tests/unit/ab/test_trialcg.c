@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* test_trialcg.c — trial cgroups on this live host (root only: skipped with
  * the reason elsewhere), checked through /proc and the cgroup file system;
- * and on captured trees: an unusable cgroupfs, a hybrid host's files read
- * and described.  Every group a test makes is removed in its teardown, also
+ * and on constructed trees (written by the test in the kernel's formats,
+ * not captured): an unusable cgroupfs, a hybrid host's files read and
+ * described.  Every group a test makes is removed in its teardown, also
  * when it fails. */
 #include <errno.h>
 #include <setjmp.h>
@@ -417,7 +418,7 @@ static void test_sweep_kills_what_a_dead_ab_left(void **state)
 	prctl(PR_SET_CHILD_SUBREAPER, 0);
 }
 
-/* ---- captured trees ------------------------------------------------------ */
+/* ---- constructed trees (typed in, not captured) --------------------------- */
 
 static struct fsroot *tree(char *dir, size_t size, const char *mounts)
 {
@@ -507,7 +508,7 @@ static const struct { const char *rel, *content; } hybrid[] = {
 						   "full avg10=0 avg60=0 avg300=0 total=0\n" },
 };
 
-static void test_read_pid_captured_hybrid(void **state)
+static void test_read_pid_constructed_hybrid(void **state)
 {
 	char dir[64], text[1024];
 	struct fsroot *root = tree(dir, sizeof(dir), NULL);
@@ -573,7 +574,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_read_pid_moved_elsewhere, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_sweep_kills_what_a_dead_ab_left, live_setup, live_teardown),
 		cmocka_unit_test(test_unusable_cgroupfs),
-		cmocka_unit_test(test_read_pid_captured_hybrid),
+		cmocka_unit_test(test_read_pid_constructed_hybrid),
 		cmocka_unit_test(test_describe_not_countable),
 	};
 

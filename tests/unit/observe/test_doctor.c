@@ -198,8 +198,10 @@ static void test_slurm_revert_pending(void **state)
 }
 
 /* The counters a host may not produce are reported as such, never as 0:
- * these captured trees have no TLB line and no proc/pressure; perf events
- * are the live host's and are not asked of a captured tree. */
+ * gpu-host-hazards (plant-hazards.sh's planted tree over the debian12
+ * capture: its hazard values are synthetic by design) has no TLB line and
+ * no proc/pressure; perf events are the live host's and are not asked of a
+ * sysroot.  debian12-kvm-2cpu is the real capture. */
 static void test_counters_not_countable(void **state)
 {
 	struct run x;
@@ -219,7 +221,7 @@ static void test_counters_not_countable(void **state)
 	json_decref(doc);
 	release(&x);
 	doctor_on(&x, "tests/fixtures/sysroot/debian12-kvm-2cpu", false);
-	assert_true(x.rep.counters[DC_TLB].countable);          /* the captured line, as captured */
+	assert_true(x.rep.counters[DC_TLB].countable);          /* debian12's captured line, as captured */
 	assert_true(x.rep.counters[DC_PSI].countable);
 	release(&x);
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* test_verify.c — drift between a plan and a captured tree: none after an
+/* test_verify.c — drift between a plan and a sysroot (gpu-host-untuned,
+ * planted by plant-hazards.sh over the debian12 capture): none after an
  * apply, one per setting changed behind its back, "(unreadable)" for a
  * file gone, and no job cgroup check below a tree that is not the host. */
 #include <errno.h>
@@ -82,7 +83,7 @@ static void test_untuned_tree_drifts(void **state)
 
 	assert_int_equal(verify_plan(fx->pl, fx->fs, &rep, &err), 0);
 	/* every setting of the plan is read back; the job cgroup is not
-	 * looked for below a captured tree */
+	 * looked for below a sysroot */
 	assert_int_equal(rep.checked, fx->pl->n_host + fx->pl->n_irqs);
 	assert_true(rep.n > 0);
 	for (unsigned i = 0; i < rep.n; i++) {
