@@ -138,11 +138,15 @@ def candidates(path, funcs):
         if re.fullmatch(r"(?:[A-Za-z_][\w.>-]*)\s*\(.*\);", s) and s.count("(") == s.count(")") \
            and not re.match(r"(return|if|while|for|switch|sizeof)\b", s):
             out.append((i, m.index(s[0]), lines[i].strip(), ";", "del"))
-        mt = re.search(r"\breturn\s+([^;]+);", m)
-        if mt:
-            e = mt.group(1).strip()
+        mt = re.search(r"\breturn\s", m)
+        semi = m.find(";", mt.end()) if mt else -1
+        if semi > 0 and lines[i][mt.end():semi].strip():
+            # the expression from the source line, up to the `;` the mask
+            # found (a `;` or an escaped quote in a string is not an end)
+            old = lines[i][mt.start():semi + 1]
+            e = old[len("return"):-1].strip()
             new = "1" if e in ("0", "false", "NULL") else "0"
-            out.append((i, mt.start(), f"return {lines[i][mt.start(1):mt.end(1)]};", f"return {new};", "ret"))
+            out.append((i, mt.start(), old, f"return {new};", "ret"))
     return out
 
 
