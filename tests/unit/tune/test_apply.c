@@ -362,7 +362,16 @@ static void test_restore_not_kept(void **state)
 			fail_msg("got '%s', want '%s'", err.msg, faults[i].why);
 		apply_changes_release(&rep);
 	}
-	assert_int_equal(apply_revert(fx->state, NULL, &rep, &err), 0);   /* the journal was kept */
+	assert_no_leak(20, {
+		fsroot_sys.write = write_fails;
+		r = apply_revert(fx->state, NULL, &rep, &err);
+		fsroot_sys.write = write;
+		apply_changes_release(&rep);
+	});
+	/* the journal was kept; a success leaves err as the caller passed it */
+	snprintf(err.msg, sizeof(err.msg), "untouched");
+	assert_int_equal(apply_revert(fx->state, NULL, &rep, &err), 0);
+	assert_string_equal(err.msg, "untouched");
 	assert_int_equal(rep.n, 1);
 	apply_changes_release(&rep);
 	back = slurp(path);
@@ -370,6 +379,7 @@ static void test_restore_not_kept(void **state)
 	free(back);
 	/* a file already holding its original bytes is not written, nor reported */
 	assert_int_equal(apply_plan(pl, fx->fs, fx->state, false, &rep, &err), 0);
+	assert_string_equal(err.msg, "untouched");
 	apply_changes_release(&rep);
 	test_write(fx->root, "sys/kernel/mm/transparent_hugepage/enabled", "[always] madvise never\n");
 	fsroot_sys.write = write_fails;
@@ -378,6 +388,9 @@ static void test_restore_not_kept(void **state)
 	assert_int_equal(r, 0);
 	assert_int_equal(rep.n, 0);
 	apply_changes_release(&rep);
+	/* a state dir that cannot be one: refused, nothing left allocated */
+	assert_no_leak(20, assert_int_equal(apply_plan(pl, fx->fs, "/proc/nodetune-cannot-be-here", false, &rep,
+							   &err), -ENOENT));
 	plan_free(pl);
 }
 
@@ -759,6 +772,14 @@ static void test_cgroup_existing_never_removed(void **state)
 	apply_changes_release(&rep);
 	assert_true(jobcg_exists(name));
 	assert_int_equal(apply_revert(fx->state, NULL, &rep, &err), 0);
+	{
+		char label[128];
+
+		snprintf(label, sizeof(label), "cgroup:%s", name);
+		assert_int_equal(rep.n, 1);   /* the removal reported */
+		assert_string_equal(rep.changes[0].path, label);
+		assert_string_equal(rep.changes[0].to, "removed");
+	}
 	apply_changes_release(&rep);
 	assert_false(jobcg_exists(name));
 
