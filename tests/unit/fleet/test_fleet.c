@@ -164,6 +164,7 @@ static void test_step_failure_rolls_back(void **state)
 	assert_int_equal(step(&r, &wd, 3, false), 1);
 	assert_int_equal(r.state, FLEET_ROLLED_BACK);
 	assert_non_null(strstr(r.reason, "invalid"));
+	assert_string_equal(r.events[r.n_events - 1].what, "rolled-back: every host touched runs its old policy again");
 	world_free(&wd, &r);
 	fleet_rollout_release(&r);
 }
@@ -423,6 +424,83 @@ static void test_step_edges(void **state)
 	assert_no_leak(20, gate_then_lost());
 }
 
+/* n hosts of one wave named name_len bytes each ("hNNN" then 'x's), but
+ * the last, one shorter */
+static void long_names(struct fleet_rollout *r, unsigned n, size_t name_len)
+{
+	plan(r, n, 1, "100%");
+	for (unsigned i = 0; i < n; i++) {
+		size_t len = i == n - 1 ? name_len - 1 : name_len;
+		char *h = r->waves[0].hosts[i].host;
+
+		memset(h + 4, 'x', len - 4);
+		h[len] = '\0';
+	}
+}
+
+/* The bounds of the lists of names in a wave's event (" ..." once past
+ * 432 bytes, not at 431) and in a done rollout's reason (no name added
+ * once at 432); a canary whose lease expired before the timeout is waited
+ * for; a rollback a host does not finish in time fails, saying so. */
+static void test_step_bounds(void **state)
+{
+	struct fleet_rollout r;
+	struct world wd;
+	const char *ev;
+
+	(void)state;
+	/* 8 names of 47 bytes and one of 46, each after a space: 431 bytes */
+	long_names(&r, 9, 47);
+	world_init(&wd, &r);
+	step(&r, &wd, 1, false);
+	ev = r.events[r.n_events - 1].what;
+	assert_non_null(strstr(ev, "sent to 9 host(s): h000"));
+	assert_string_equal(ev + strlen(ev) - 46, r.waves[0].hosts[8].host);   /* the last, no " ..." */
+	/* every one lost: the reason lists 48 + 8 x 48 = 432 bytes of them,
+	 * then no more */
+	world_free(&wd, &r);
+	fleet_rollout_release(&r);
+	long_names(&r, 10, 47);
+	r.waves[0].hosts[0].host[47] = 'x';
+	r.waves[0].hosts[0].host[48] = '\0';
+	world_init(&wd, &r);
+	step(&r, &wd, 1, false);
+	for (unsigned i = 0; i < 10; i++)
+		wd.obs[0][i].alive = false;
+	assert_int_equal(step(&r, &wd, 12, false), 1);
+	assert_int_equal(r.state, FLEET_DONE);
+	assert_non_null(strstr(r.reason, r.waves[0].hosts[8].host));
+	assert_null(strstr(r.reason, r.waves[0].hosts[9].host));
+	assert_string_equal(r.reason + strlen(r.reason) - 4, " ...");
+	world_free(&wd, &r);
+	fleet_rollout_release(&r);
+
+	/* a canary gone quiet (its lease expired) before the timeout: waited for */
+	plan(&r, 2, 1, "100%");
+	snprintf(r.gate, sizeof(r.gate), "job");
+	world_init(&wd, &r);
+	step(&r, &wd, 1, false);
+	wd.obs[0][1].alive = false;
+	assert_int_equal(step(&r, &wd, 2, false), 0);
+	assert_int_equal(r.waves[0].hosts[1].state, FLEET_R_SENT);
+	world_free(&wd, &r);
+	fleet_rollout_release(&r);
+
+	/* a rollback h001 (alive) does not finish within the timeout */
+	plan(&r, 2, 1, "100%");
+	world_init(&wd, &r);
+	step(&r, &wd, 1, false);
+	answer(&wd, 0, 0, FLEET_H_FAILED, NULL);
+	assert_int_equal(step(&r, &wd, 2, false), 1);
+	assert_int_equal(r.state, FLEET_ROLLING_BACK);
+	answer(&wd, 0, 0, FLEET_H_VERIFIED, NULL);
+	assert_int_equal(step(&r, &wd, 20, false), 1);
+	assert_int_equal(r.state, FLEET_FAILED);
+	assert_string_equal(r.events[r.n_events - 1].what, "failed: h001 did not go back to its old policy");
+	world_free(&wd, &r);
+	fleet_rollout_release(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -434,6 +512,7 @@ int main(void)
 		cmocka_unit_test(test_step_abort_and_shadow),
 		cmocka_unit_test(test_step_abort_keeps_a_host),
 		cmocka_unit_test(test_step_edges),
+		cmocka_unit_test(test_step_bounds),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
