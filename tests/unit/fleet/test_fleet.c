@@ -499,6 +499,17 @@ static void test_step_bounds(void **state)
 	assert_string_equal(r.events[r.n_events - 1].what, "failed: h001 did not go back to its old policy");
 	world_free(&wd, &r);
 	fleet_rollout_release(&r);
+
+	/* a shadow aborted: nothing to roll back, and said */
+	plan(&r, 2, 1, "100%");
+	r.shadow = true;
+	world_init(&wd, &r);
+	step(&r, &wd, 1, false);
+	assert_int_equal(step(&r, &wd, 2, true), 1);
+	assert_int_equal(r.state, FLEET_ABORTED);
+	assert_string_equal(r.events[r.n_events - 1].what, "aborted (shadow: nothing to roll back)");
+	world_free(&wd, &r);
+	fleet_rollout_release(&r);
 }
 
 int main(void)
