@@ -30,7 +30,11 @@ Output: a table per module (markdown), and each survivor's diff in
 OUT/MODULE.survivors.  Usage:
 
   mutate.py [--seed N] [--only MODULE[,MODULE]] [--no-integration]
-            [--jobs N] [--reuse BUILD] --build DIR --out DIR
+            [--max N] [--ids FILE] [--list] [--jobs N] [--reuse BUILD]
+            --build DIR --out DIR
+
+--ids runs only the chosen mutants a file names (a survivors file will
+do): a re-judging of the survivors after new checks.
 """
 import argparse, hashlib, os, random, re, shutil, subprocess, sys, time
 
@@ -219,6 +223,8 @@ def main():
     ap.add_argument("--integration-timeout", type=int, default=900)
     ap.add_argument("--max", type=int, default=0, help="at most N mutants a module (a smoke run)")
     ap.add_argument("--list", action="store_true", help="print the chosen mutants, run nothing")
+    ap.add_argument("--ids", help="a file naming mutant ids (lines `ID` or `# ID`, as a survivors file): "
+                    "run only those of the chosen")
     ap.add_argument("--reuse", help="a build directory of this tree to start from (copied)")
     ap.add_argument("--build", required=True)
     ap.add_argument("--out", required=True)
@@ -261,6 +267,9 @@ def main():
         want = min(mod["mutants"], args.max) if args.max else mod["mutants"]
         chosen = sorted(rnd.sample(cands, min(want, len(cands))),
                         key=lambda pc: (pc[0], pc[1][0], pc[1][1]))
+        if args.ids:
+            keep = {l.lstrip("#").strip() for l in open(args.ids)}
+            chosen = [pc for pc in chosen if mutant_id(*pc) in keep]
         tally = {"killed": 0, "timeout": 0, "survived": 0, "stillborn": 0, "equivalent": 0}
         surv = []
         t0 = time.time()
