@@ -36,7 +36,7 @@ OUT/MODULE.survivors.  Usage:
 --ids runs only the chosen mutants a file names (a survivors file will
 do): a re-judging of the survivors after new checks.
 """
-import argparse, hashlib, os, random, re, shutil, subprocess, sys, time
+import argparse, hashlib, os, random, re, shutil, signal, subprocess, sys, time
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 
@@ -171,11 +171,16 @@ def mutant_id(path, cand):
 
 
 def sh(cmd, cwd, timeout):
+    """cmd's status and output; on a timeout its whole process group is
+    killed (a mutant's test blocked on a lock outlived its shell)."""
+    p = subprocess.Popen(cmd, cwd=cwd, shell=True, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        p = subprocess.run(cmd, cwd=cwd, shell=True, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, timeout=timeout)
-        return p.returncode, p.stdout.decode(errors="replace")
+        out, _ = p.communicate(timeout=timeout)
+        return p.returncode, out.decode(errors="replace")
     except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
         return None, "timeout"
 
 
