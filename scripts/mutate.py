@@ -30,9 +30,13 @@ Output: a table per module (markdown), and each survivor's diff in
 OUT/MODULE.survivors.  Usage:
 
   mutate.py [--seed N] [--only MODULE[,MODULE]] [--no-integration]
-            [--jobs N] [--reuse BUILD] --build DIR --out DIR
+            [--max N] [--ids FILE] [--list] [--jobs N] [--reuse BUILD]
+            --build DIR --out DIR
+
+--ids runs only the chosen mutants a file names (a survivors file will
+do): a re-judging of the survivors after new checks.
 """
-import argparse, hashlib, os, random, re, shutil, subprocess, sys, time
+import argparse, hashlib, os, random, re, shutil, signal, subprocess, sys, time
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 
@@ -138,11 +142,15 @@ def candidates(path, funcs):
         if re.fullmatch(r"(?:[A-Za-z_][\w.>-]*)\s*\(.*\);", s) and s.count("(") == s.count(")") \
            and not re.match(r"(return|if|while|for|switch|sizeof)\b", s):
             out.append((i, m.index(s[0]), lines[i].strip(), ";", "del"))
-        mt = re.search(r"\breturn\s+([^;]+);", m)
-        if mt:
-            e = mt.group(1).strip()
+        mt = re.search(r"\breturn\s", m)
+        semi = m.find(";", mt.end()) if mt else -1
+        if semi > 0 and lines[i][mt.end():semi].strip():
+            # the expression from the source line, up to the `;` the mask
+            # found (a `;` or an escaped quote in a string is not an end)
+            old = lines[i][mt.start():semi + 1]
+            e = old[len("return"):-1].strip()
             new = "1" if e in ("0", "false", "NULL") else "0"
-            out.append((i, mt.start(), f"return {lines[i][mt.start(1):mt.end(1)]};", f"return {new};", "ret"))
+            out.append((i, mt.start(), old, f"return {new};", "ret"))
     return out
 
 
@@ -163,18 +171,25 @@ def mutant_id(path, cand):
 
 
 def sh(cmd, cwd, timeout):
+    """cmd's status and output; on a timeout its whole process group is
+    killed (a mutant's test blocked on a lock outlived its shell)."""
+    p = subprocess.Popen(cmd, cwd=cwd, shell=True, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        p = subprocess.run(cmd, cwd=cwd, shell=True, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, timeout=timeout)
-        return p.returncode, p.stdout.decode(errors="replace")
+        out, _ = p.communicate(timeout=timeout)
+        return p.returncode, out.decode(errors="replace")
     except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
         return None, "timeout"
 
 
 def judge(mod, work, build, args):
     """Build the mutant's binaries and run its tests: the verdict."""
     units = " ".join(f"{build}/tests/{u}" for u in mod["unit"])
-    rc, out = sh(f"make -s -j{args.jobs} INSTALL_DEPS=true BUILD={build} all {units}", work, 600)
+    # the integration scripts run the programs (all); the unit binaries alone need only themselves
+    rc, out = sh(f"make -s -j{args.jobs} INSTALL_DEPS=true BUILD={build} {'' if args.no_integration else 'all'} {units}",
+                 work, 600)
     if rc != 0:
         return "stillborn", out[-400:]
     for u in mod["unit"]:
@@ -213,6 +228,8 @@ def main():
     ap.add_argument("--integration-timeout", type=int, default=900)
     ap.add_argument("--max", type=int, default=0, help="at most N mutants a module (a smoke run)")
     ap.add_argument("--list", action="store_true", help="print the chosen mutants, run nothing")
+    ap.add_argument("--ids", help="a file naming mutant ids (lines `ID` or `# ID`, as a survivors file): "
+                    "run only those of the chosen")
     ap.add_argument("--reuse", help="a build directory of this tree to start from (copied)")
     ap.add_argument("--build", required=True)
     ap.add_argument("--out", required=True)
@@ -240,7 +257,9 @@ def main():
             shutil.copytree(args.reuse, build, symlinks=True,
                             ignore=shutil.ignore_patterns("mutation", "deb", "k8s-validate", "asan", "fuzz"))
             sh(f"find {build} -exec touch {{}} +", work, 600)
-        rc, out = sh(f"make -s -j{args.jobs} INSTALL_DEPS=true BUILD={build} all", work, 1800)
+        units = " ".join(f"{build}/tests/{u}" for m in mods for u in m["unit"])
+        rc, out = sh(f"make -s -j{args.jobs} INSTALL_DEPS=true BUILD={build} {'' if args.no_integration else 'all'} {units}",
+                     work, 1800)
         if rc != 0:
             sys.exit("mutate: the unmutated tree does not build:\n" + out[-2000:])
     rows = []
@@ -253,6 +272,9 @@ def main():
         want = min(mod["mutants"], args.max) if args.max else mod["mutants"]
         chosen = sorted(rnd.sample(cands, min(want, len(cands))),
                         key=lambda pc: (pc[0], pc[1][0], pc[1][1]))
+        if args.ids:
+            keep = {l.lstrip("#").strip() for l in open(args.ids)}
+            chosen = [pc for pc in chosen if mutant_id(*pc) in keep]
         tally = {"killed": 0, "timeout": 0, "survived": 0, "stillborn": 0, "equivalent": 0}
         surv = []
         t0 = time.time()

@@ -188,6 +188,10 @@ NOTALLOWED="not an allowed policy \(a NAME or a file you can read in $POL:$SRCDI
 bad_step "a name in no policy directory" "^srun: error: nodetune: --nodetune=nope: $NOTALLOWED\$" nope
 bad_step "a missing file" "^srun: error: nodetune: --nodetune=$POL/nope.conf: $NOTALLOWED\$" "$POL/nope.conf"
 bad_step "a file outside the policy directories" "^srun: error: nodetune: --nodetune=$SRCDIR/README.md: $NOTALLOWED\$" "$SRCDIR/README.md"
+# beside the policy directory, a name as long: its path has '/' where the
+# directory's name ends, but is not below it
+mkdir -m 755 "${POL%s}z" && cp "$POL/job.conf" "${POL%s}z/job.conf" && chmod 644 "${POL%s}z/job.conf"
+bad_step "a file in a directory beside the policy directory" "^srun: error: nodetune: --nodetune=${POL%s}z/job.conf: $NOTALLOWED\$" "${POL%s}z/job.conf"
 printf '[main]\nsummary = bad\n[thp]\ndefrag = sometimes\n' >"$POL/bad.conf"; chmod 644 "$POL/bad.conf"
 bad_step "a policy that fails validation" "nodetune: $POL/bad.conf:4: " bad
 cp "$POL/job.conf" "$POL/notroot.conf"; chown 65534 "$POL/notroot.conf"

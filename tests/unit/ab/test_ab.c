@@ -286,6 +286,33 @@ static void sim_print(const char *what, const struct sim_tally *t)
 		      t->verdicts[VERDICT_NO_DIFFERENCE], t->verdicts[VERDICT_INCONCLUSIVE], t->median_s);
 }
 
+/* The edges of the schedule and of the refusal, each at its bound: the
+ * looks' blocks at n = 16 (n / 8 = 2) and next to the cap (396: one block
+ * fits exactly); no refusal before AB_REFUSE_PAIRS, at a noise the budget
+ * resolves (an sd of 0.001, or 0 at a threshold of 0), or at a level of
+ * 1/2 or more (no TOST quantile there); a refusal at an sd not finite. */
+static void test_schedule_and_refusal_edges(void **state)
+{
+	struct ab_config cfg;
+
+	(void)state;
+	ab_config_defaults(&cfg);
+	assert_int_equal(ab_look_blocks(&cfg, 0), 4);
+	assert_int_equal(ab_look_blocks(&cfg, 8), 1);
+	assert_int_equal(ab_look_blocks(&cfg, 16), 2);
+	assert_int_equal(ab_look_blocks(&cfg, 17), 2);
+	assert_int_equal(ab_look_blocks(&cfg, 392), 2);
+	assert_int_equal(ab_look_blocks(&cfg, 396), 1);
+	assert_false(ab_futile(&cfg, AB_REFUSE_PAIRS - 1, 1, 1000, 1.0, 0.01, 1));
+	assert_true(ab_futile(&cfg, AB_REFUSE_PAIRS, 1, 1000, 1.0, 0.01, 1));
+	assert_true(ab_futile(&cfg, AB_REFUSE_PAIRS, 1, 1000, NAN, 0.01, 1));
+	assert_false(ab_futile(&cfg, AB_REFUSE_PAIRS, 1, 1000, 0.001, 0.01, 1));
+	assert_false(ab_futile(&cfg, AB_REFUSE_PAIRS, 1, 1000, 1.0, 0.5, 1));
+	assert_false(ab_futile(&cfg, AB_REFUSE_PAIRS, 1, 1000, 1.0, 0.6, 1));
+	cfg.threshold = 0;
+	assert_false(ab_futile(&cfg, AB_REFUSE_PAIRS, 1, 1000, 0, 0.01, 1));
+}
+
 /* A/A: every regression or improvement is a false alarm; the rate must stay
  * within alpha's binomial bound, on a quiet job and on one whose noise
  * far exceeds the threshold (where most looks see an effect of chance
@@ -598,6 +625,7 @@ int main(void)
 		cmocka_unit_test(test_rank_cause_before_symptom),
 		cmocka_unit_test(test_rank_claimed_by_relevance),
 		cmocka_unit_test(test_claim_needs_a_change),
+		cmocka_unit_test(test_schedule_and_refusal_edges),
 		cmocka_unit_test(test_sequential_simulated),
 		cmocka_unit_test(test_trimmed_simulated),
 		cmocka_unit_test(test_aa_through_ab_run),

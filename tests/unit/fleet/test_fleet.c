@@ -6,6 +6,7 @@
  * left a host as it was (kept: its desired from before did not verify),
  * said at the end and kept through the document. */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -14,11 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "fleet/fleet.h"
 #include "fleet_fixture.h"
+#include "test_util.h"
 
 
 /* What the store shows of every host: obs[w][i]. */
@@ -153,6 +156,7 @@ static void test_step_failure_rolls_back(void **state)
 	answer(&wd, 0, 1, FLEET_H_INVALID, NULL);
 	assert_int_equal(step(&r, &wd, 2, false), 1);
 	assert_int_equal(r.state, FLEET_ROLLING_BACK);
+	assert_int_equal(r.waves[0].state, FLEET_W_FAILED);                 /* the wave that failed */
 	assert_int_equal(r.waves[0].hosts[0].state, FLEET_R_RESTORING);
 	assert_int_equal(r.waves[1].hosts[0].state, FLEET_R_PENDING);      /* never touched */
 	assert_int_equal(wd.obs[0][0].desired.mode, FLEET_MODE_LOCAL);
@@ -160,6 +164,7 @@ static void test_step_failure_rolls_back(void **state)
 	assert_int_equal(step(&r, &wd, 3, false), 1);
 	assert_int_equal(r.state, FLEET_ROLLED_BACK);
 	assert_non_null(strstr(r.reason, "invalid"));
+	assert_string_equal(r.events[r.n_events - 1].what, "rolled-back: every host touched runs its old policy again");
 	world_free(&wd, &r);
 	fleet_rollout_release(&r);
 }
@@ -175,6 +180,7 @@ static void test_step_gate_regression(void **state)
 	world_init(&wd, &r);
 	step(&r, &wd, 1, false);
 	assert_int_equal(r.waves[0].state, FLEET_W_GATING);
+	assert_non_null(strstr(r.events[r.n_events - 1].what, "gating on 2 host(s)"));
 	assert_int_equal(wd.obs[0][0].desired.mode, FLEET_MODE_GATE);
 	answer(&wd, 0, 0, FLEET_H_GATED, "no-difference");
 	assert_int_equal(step(&r, &wd, 2, false), 1);                      /* one verdict in: recorded */
@@ -314,9 +320,11 @@ static void test_step_abort_and_shadow(void **state)
 	plan(&r, 4, 2, "1/class,100%");
 	world_init(&wd, &r);
 	step(&r, &wd, 1, false);
+	assert_non_null(strstr(r.events[r.n_events - 1].what, "wave 0 (1/class) sent to 2 host(s): h000 h001"));
 	step(&r, &wd, 2, true);
 	assert_int_equal(r.state, FLEET_ROLLING_BACK);
 	assert_int_equal(r.goal, FLEET_ABORTED);
+	assert_int_equal(r.waves[0].state, FLEET_W_APPLYING);               /* aborted, not failed */
 	answer_wave(&wd, &r, 0, FLEET_H_VERIFIED);
 	step(&r, &wd, 3, true);
 	assert_int_equal(r.state, FLEET_ABORTED);
@@ -342,6 +350,168 @@ static void test_step_abort_and_shadow(void **state)
 	fleet_rollout_release(&r);
 }
 
+/* A canary's regression rolls back; both canaries then lose their lease
+ * and time out: one host's note (its gate's explanation) is replaced. */
+static void gate_then_lost(void)
+{
+	struct fleet_rollout r;
+	struct world wd;
+
+	plan(&r, 2, 1, "100%");
+	snprintf(r.gate, sizeof(r.gate), "job");
+	world_init(&wd, &r);
+	step(&r, &wd, 1, false);
+	answer(&wd, 0, 0, FLEET_H_GATED, "regression");
+	assert_int_equal(step(&r, &wd, 2, false), 1);
+	assert_int_equal(r.state, FLEET_ROLLING_BACK);
+	assert_string_equal(r.waves[0].hosts[0].note, "thp_fault_alloc up");
+	wd.obs[0][0].alive = wd.obs[0][1].alive = false;
+	assert_int_equal(step(&r, &wd, 20, false), 1);
+	assert_int_equal(r.waves[0].hosts[0].state, FLEET_R_LOST);
+	assert_non_null(strstr(r.waves[0].hosts[0].note, "its lease expired"));
+	world_free(&wd, &r);
+	fleet_rollout_release(&r);
+}
+
+/* The edges: the clocks; a wave timeout of 1 s; a host lost at the
+ * timeout says so in its note; a shadow host alive but silent past the
+ * timeout is one without an answer; a note replaced leaks nothing. */
+static void test_step_edges(void **state)
+{
+	struct fleet_rollout r;
+	struct world wd;
+	double t0 = fleet_now_mono();
+
+	(void)state;
+	assert_true(t0 > 0 && fleet_now_mono() >= t0);
+	assert_true(fabs(fleet_now_wall() - (double)time(NULL)) < 5);
+
+	plan(&r, 2, 1, "100%");
+	r.wave_timeout = 1;
+	world_init(&wd, &r);
+	step(&r, &wd, 100, false);
+	answer(&wd, 0, 0, FLEET_H_VERIFIED, NULL);
+	wd.obs[0][1].alive = false;
+	assert_int_equal(step(&r, &wd, 100.5, false), 1);                   /* h000 verified, h001 waited for */
+	assert_int_equal(r.waves[0].hosts[1].state, FLEET_R_SENT);
+	assert_int_equal(step(&r, &wd, 101.5, false), 1);                   /* past 1 s: lost */
+	assert_int_equal(r.waves[0].hosts[1].state, FLEET_R_LOST);
+	assert_non_null(strstr(r.waves[0].hosts[1].note, "its lease expired"));
+	world_free(&wd, &r);
+	fleet_rollout_release(&r);
+
+	plan(&r, 2, 2, "100%");
+	r.shadow = true;
+	world_init(&wd, &r);
+	step(&r, &wd, 1, false);
+	wd.obs[0][0].has_status = true;
+	wd.obs[0][0].status.shadow_rev = wd.obs[0][0].shadow_rev;
+	snprintf(wd.obs[0][0].status.shadow_sha, sizeof(wd.obs[0][0].status.shadow_sha), SHA_A);
+	wd.obs[0][0].status.shadow_valid = true;
+	assert_int_equal(step(&r, &wd, 2, false), 1);
+	assert_int_equal(r.state, FLEET_RUNNING);                           /* h001, alive, not answered */
+	assert_int_equal(step(&r, &wd, 12, false), 1);
+	assert_int_equal(r.state, FLEET_DONE);
+	assert_int_equal(r.waves[0].hosts[1].state, FLEET_R_LOST);
+	assert_string_equal(r.reason, "shadow: 1 host(s) answered, 0 with an invalid plan, 1 without an answer");
+	assert_int_equal(r.waves[0].state, FLEET_W_FAILED);
+	world_free(&wd, &r);
+	fleet_rollout_release(&r);
+
+	/* the heap grows over the first rounds (tcache), then not at all */
+	for (int i = 0; i < 10; i++)
+		gate_then_lost();
+	assert_no_leak(20, gate_then_lost());
+}
+
+/* n hosts of one wave named name_len bytes each ("hNNN" then 'x's), but
+ * the last, one shorter */
+static void long_names(struct fleet_rollout *r, unsigned n, size_t name_len)
+{
+	plan(r, n, 1, "100%");
+	for (unsigned i = 0; i < n; i++) {
+		size_t len = i == n - 1 ? name_len - 1 : name_len;
+		char *h = r->waves[0].hosts[i].host;
+
+		memset(h + 4, 'x', len - 4);
+		h[len] = '\0';
+	}
+}
+
+/* The bounds of the lists of names in a wave's event (" ..." once past
+ * 432 bytes, not at 431) and in a done rollout's reason (no name added
+ * once at 432); a canary whose lease expired before the timeout is waited
+ * for; a rollback a host does not finish in time fails, saying so. */
+static void test_step_bounds(void **state)
+{
+	struct fleet_rollout r;
+	struct world wd;
+	const char *ev;
+
+	(void)state;
+	/* 8 names of 47 bytes and one of 46, each after a space: 431 bytes */
+	long_names(&r, 9, 47);
+	world_init(&wd, &r);
+	step(&r, &wd, 1, false);
+	ev = r.events[r.n_events - 1].what;
+	assert_non_null(strstr(ev, "sent to 9 host(s): h000"));
+	assert_string_equal(ev + strlen(ev) - 46, r.waves[0].hosts[8].host);   /* the last, no " ..." */
+	/* every one lost: the reason lists 48 + 8 x 48 = 432 bytes of them,
+	 * then no more */
+	world_free(&wd, &r);
+	fleet_rollout_release(&r);
+	long_names(&r, 10, 47);
+	r.waves[0].hosts[0].host[47] = 'x';
+	r.waves[0].hosts[0].host[48] = '\0';
+	world_init(&wd, &r);
+	step(&r, &wd, 1, false);
+	for (unsigned i = 0; i < 10; i++)
+		wd.obs[0][i].alive = false;
+	assert_int_equal(step(&r, &wd, 12, false), 1);
+	assert_int_equal(r.state, FLEET_DONE);
+	assert_non_null(strstr(r.reason, r.waves[0].hosts[8].host));
+	assert_null(strstr(r.reason, r.waves[0].hosts[9].host));
+	assert_string_equal(r.reason + strlen(r.reason) - 4, " ...");
+	world_free(&wd, &r);
+	fleet_rollout_release(&r);
+
+	/* a canary gone quiet (its lease expired) before the timeout: waited for */
+	plan(&r, 2, 1, "100%");
+	snprintf(r.gate, sizeof(r.gate), "job");
+	world_init(&wd, &r);
+	step(&r, &wd, 1, false);
+	wd.obs[0][1].alive = false;
+	assert_int_equal(step(&r, &wd, 2, false), 0);
+	assert_int_equal(r.waves[0].hosts[1].state, FLEET_R_SENT);
+	world_free(&wd, &r);
+	fleet_rollout_release(&r);
+
+	/* a rollback h001 (alive) does not finish within the timeout */
+	plan(&r, 2, 1, "100%");
+	world_init(&wd, &r);
+	step(&r, &wd, 1, false);
+	answer(&wd, 0, 0, FLEET_H_FAILED, NULL);
+	assert_int_equal(step(&r, &wd, 2, false), 1);
+	assert_int_equal(r.state, FLEET_ROLLING_BACK);
+	answer(&wd, 0, 0, FLEET_H_VERIFIED, NULL);
+	assert_int_equal(step(&r, &wd, 20, false), 1);
+	assert_int_equal(r.state, FLEET_FAILED);
+	assert_string_equal(r.events[r.n_events - 1].what, "failed: h001 did not go back to its old policy");
+	world_free(&wd, &r);
+	fleet_rollout_release(&r);
+
+	/* a shadow aborted: nothing to roll back, and said */
+	plan(&r, 2, 1, "100%");
+	r.shadow = true;
+	world_init(&wd, &r);
+	step(&r, &wd, 1, false);
+	assert_int_equal(step(&r, &wd, 2, true), 1);
+	assert_int_equal(r.state, FLEET_ABORTED);
+	assert_string_equal(r.events[r.n_events - 1].what, "aborted (shadow: nothing to roll back)");
+	world_free(&wd, &r);
+	fleet_rollout_release(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -352,6 +522,8 @@ int main(void)
 		cmocka_unit_test(test_step_lost_host_and_timeout),
 		cmocka_unit_test(test_step_abort_and_shadow),
 		cmocka_unit_test(test_step_abort_keeps_a_host),
+		cmocka_unit_test(test_step_edges),
+		cmocka_unit_test(test_step_bounds),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

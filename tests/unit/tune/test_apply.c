@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "base/log.h"
 #include "tune/apply.h"
 #include "tune/jobcg.h"
 #include "tune/journal.h"
@@ -316,6 +317,83 @@ static void put(const char *path, const char *a, const char *b)
 	fclose(f);
 }
 
+/* fsroot's write, failing (EIO) or dropping what it is given */
+static ssize_t write_fails(int fd, const void *buf, size_t count)
+{
+	(void)fd, (void)buf, (void)count;
+	errno = EIO;
+	return -1;
+}
+
+static ssize_t write_dropped(int fd, const void *buf, size_t count)
+{
+	(void)fd, (void)buf;
+	return (ssize_t)count;
+}
+
+/* A restore the file will not take, or will not keep, is a failure (the
+ * first the error, the second EIO), and the journal stays for a revert
+ * that can. */
+static void test_restore_not_kept(void **state)
+{
+	static const struct {
+		ssize_t (*write)(int fd, const void *buf, size_t count);
+		const char *why;
+	} faults[] = {
+		{ write_fails, "enabled: restoring failed: " },
+		{ write_dropped, "enabled: restored content does not read back" },
+	};
+	struct fx *fx = *state;
+	struct plan *pl = make_plan(fx, "[thp]\nenabled = never\n");
+	struct apply_changes rep = { 0 };
+	struct nt_err err = { 0 };
+	char path[256], *back;
+	int r;
+
+	snprintf(path, sizeof(path), "%s/sys/kernel/mm/transparent_hugepage/enabled", fx->root);
+	assert_int_equal(apply_plan(pl, fx->fs, fx->state, false, &rep, &err), 0);
+	apply_changes_release(&rep);
+	for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++) {
+		fsroot_sys.write = faults[i].write;
+		r = apply_revert(fx->state, NULL, &rep, &err);
+		fsroot_sys.write = write;
+		assert_int_equal(r, -EIO);
+		if (!strstr(err.msg, faults[i].why))
+			fail_msg("got '%s', want '%s'", err.msg, faults[i].why);
+		apply_changes_release(&rep);
+	}
+	assert_no_leak(20, {
+		fsroot_sys.write = write_fails;
+		r = apply_revert(fx->state, NULL, &rep, &err);
+		fsroot_sys.write = write;
+		apply_changes_release(&rep);
+	});
+	/* the journal was kept; a success leaves err as the caller passed it */
+	snprintf(err.msg, sizeof(err.msg), "untouched");
+	assert_int_equal(apply_revert(fx->state, NULL, &rep, &err), 0);
+	assert_string_equal(err.msg, "untouched");
+	assert_int_equal(rep.n, 1);
+	apply_changes_release(&rep);
+	back = slurp(path);
+	assert_string_equal(back, "[always] madvise never\n");
+	free(back);
+	/* a file already holding its original bytes is not written, nor reported */
+	assert_int_equal(apply_plan(pl, fx->fs, fx->state, false, &rep, &err), 0);
+	assert_string_equal(err.msg, "untouched");
+	apply_changes_release(&rep);
+	test_write(fx->root, "sys/kernel/mm/transparent_hugepage/enabled", "[always] madvise never\n");
+	fsroot_sys.write = write_fails;
+	r = apply_revert(fx->state, NULL, &rep, &err);
+	fsroot_sys.write = write;
+	assert_int_equal(r, 0);
+	assert_int_equal(rep.n, 0);
+	apply_changes_release(&rep);
+	/* a state dir that cannot be one: refused, nothing left allocated */
+	assert_no_leak(20, assert_int_equal(apply_plan(pl, fx->fs, "/proc/nodetune-cannot-be-here", false, &rep,
+							   &err), -ENOENT));
+	plan_free(pl);
+}
+
 static void test_forged_journal_restores_nothing(void **state)
 {
 	struct fx *fx = *state;
@@ -446,6 +524,25 @@ static void test_normalize(void **state)
 	assert_string_equal(out, "performance");
 	apply_normalize("", out, sizeof(out));
 	assert_string_equal(out, "");
+	apply_normalize("\t60 \t\n", out, sizeof(out));    /* blanks trimmed both ends */
+	assert_string_equal(out, "60");
+	apply_normalize("x\t\t\n", out, sizeof(out));
+	assert_string_equal(out, "x");
+}
+
+/* A report with every note slot used releases them all, and nothing past
+ * the last (what lies beside it, n_notes, is no pointer). */
+static void test_report_full_notes(void **state)
+{
+	struct apply_changes rep = { 0 };
+
+	(void)state;
+	for (unsigned i = 0; i < APPLY_MAX_NOTES + 2; i++)
+		log_note_add(rep.notes, &rep.n_notes, APPLY_MAX_NOTES, "note %u", i);
+	assert_int_equal(rep.n_notes, APPLY_MAX_NOTES);
+	apply_changes_release(&rep);
+	assert_int_equal(rep.n_notes, 0);
+	assert_null(rep.notes[0]);
 }
 
 /* ---- the daemon's apply_converge ---------------------------------------- */
@@ -550,6 +647,22 @@ static void test_converge_policy_change(void **state)
 		if (!strcmp(st.entries[i].a, "proc/sys/vm/swappiness"))
 			assert_string_equal(st.entries[i].b, "60");       /* the first original */
 	journal_state_release(&st);
+	/* back and forth: the entries dropped leave nothing allocated.  The
+	 * heap grows by some 5 KB over the first rounds and then not at all
+	 * (0 bytes over 20 rounds), so it is measured from round 10; a path of
+	 * each of the 5 entries dropped a round, leaked, is 240 bytes a round */
+	{
+		size_t h0 = 0;
+
+		for (int i = 0; i < 30; i++) {
+			if (i == 10)
+				h0 = test_heap_in_use();
+			assert_int_equal(converge(fx, a, NULL, NULL), 7);
+			assert_int_equal(converge(fx, b, NULL, NULL), 2 + 5);
+		}
+		print_message("  converge a then b, 20 rounds: the heap grew by %zu bytes\n", test_heap_in_use() - h0);
+		assert_in_range(test_heap_in_use() - h0, 0, 20 * 8);
+	}
 	fsroot_read(fx->fs, "sys/kernel/mm/transparent_hugepage/defrag", buf, sizeof(buf));
 	assert_string_equal(buf, "[always] defer defer+madvise madvise never");   /* a's only: restored */
 	assert_int_equal(apply_revert(fx->state, fx->root, &rep, &err), 0);
@@ -675,6 +788,14 @@ static void test_cgroup_existing_never_removed(void **state)
 	apply_changes_release(&rep);
 	assert_true(jobcg_exists(name));
 	assert_int_equal(apply_revert(fx->state, NULL, &rep, &err), 0);
+	{
+		char label[128];
+
+		snprintf(label, sizeof(label), "cgroup:%s", name);
+		assert_int_equal(rep.n, 1);   /* the removal reported */
+		assert_string_equal(rep.changes[0].path, label);
+		assert_string_equal(rep.changes[0].to, "removed");
+	}
 	apply_changes_release(&rep);
 	assert_false(jobcg_exists(name));
 
@@ -758,11 +879,13 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_normalize),
+		cmocka_unit_test(test_report_full_notes),
 		cmocka_unit_test(test_roundtrip_byte_identical),
 		cmocka_unit_test(test_dry_run_touches_nothing),
 		cmocka_unit_test(test_failure_rolls_back),
 		cmocka_unit_test(test_revert_after_crash),
 		cmocka_unit_test(test_revert_wrong_root),
+		cmocka_unit_test(test_restore_not_kept),
 		cmocka_unit_test(test_forged_journal_restores_nothing),
 		cmocka_unit_test(test_apply_symlink_out),
 		cmocka_unit_test(test_converge_drift_and_revert),

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "tune/jobstate.h"
 #include "tune/journal.h"
@@ -215,6 +216,64 @@ static void test_retry_failure_and_lock(void **state)
 	apply_changes_release(&rep);
 }
 
+/* The edges: two jobs whose text order is not their order (10, 9) come
+ * sorted; listing leaves nothing allocated; the lock is taken as fd 0 when
+ * stdin is closed; the marker is 0600; one pending job alone is retried,
+ * and a second retry takes the lock again. */
+static void test_edges(void **state)
+{
+	struct fx *fx = *state;
+	struct apply_changes rep = { 0 };
+	struct nt_err err = { 0 };
+	struct jobstate *js = NULL;
+	char dir[256], line[64], cmd[600], path[300];
+	struct stat sb;
+	int saved, fd;
+
+	test_write(fx->base, "10/journal", "");
+	test_write(fx->base, "9/journal", "");
+	assert_int_equal(jobstate_list(fx->fs, JOBSTATE_DIR, &js), 2);
+	assert_int_equal(js[0].job, 9);
+	assert_int_equal(js[1].job, 10);
+	free(js);
+	/* the heap grows over the first listings (1.6 KB over 20), then not
+	 * at all: measured after 10 */
+	for (int i = 0; i < 10; i++) {
+		assert_int_equal(jobstate_list(fx->fs, JOBSTATE_DIR, &js), 2);
+		free(js);
+	}
+	assert_no_leak(20, {
+		assert_int_equal(jobstate_list(fx->fs, JOBSTATE_DIR, &js), 2);
+		free(js);
+	});
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s/10' '%s/9'", fx->base, fx->base);
+	assert_int_equal(system(cmd), 0);
+
+	saved = dup(0);
+	assert_true(saved > 0);
+	close(0);
+	fd = jobstate_lock(fx->base, false);
+	assert_int_equal(dup2(saved, 0), 0);
+	close(saved);
+	assert_int_equal(fd, 0);   /* dup2 closed it: the lock is free again */
+
+	job_journal(fx, 3, fx->dir, "proc/sys/vm/max_map_count", "65530");
+	assert_int_equal(jobstate_mark_pending(job_dir(fx, 3, dir, sizeof(dir)), "the epilog: exit 3"), 0);
+	snprintf(path, sizeof(path), "%s/" JOBSTATE_PENDING, dir);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_mode & 07777, 0600);
+	assert_int_equal(jobstate_retry_pending(fx->fs, fx->dir, &rep, &err), 1);
+	apply_changes_release(&rep);
+	assert_false(exists_in(fx->base, "3"));
+	job_journal(fx, 4, fx->dir, "proc/sys/vm/max_map_count", "65529");
+	assert_int_equal(jobstate_mark_pending(job_dir(fx, 4, dir, sizeof(dir)), "the epilog: exit 3"), 0);
+	assert_int_equal(jobstate_retry_pending(fx->fs, fx->dir, &rep, &err), 1);
+	apply_changes_release(&rep);
+	assert_false(exists_in(fx->base, "4"));
+	assert_true(fsroot_read(fx->fs, "proc/sys/vm/max_map_count", line, sizeof(line)) > 0);
+	assert_string_equal(line, "65529");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -223,6 +282,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_mark_and_remove, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retry_pending, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retry_failure_and_lock, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_edges, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

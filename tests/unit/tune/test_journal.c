@@ -6,7 +6,9 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <cmocka.h>
 #include <stdbool.h>
 
@@ -51,6 +53,16 @@ static void test_escape_roundtrip(void **state)
 	assert_null(journal_unescape("%0"));
 	assert_null(journal_unescape("%zz"));
 	assert_null(journal_unescape("%00"));
+	/* the exact text: a space and printable bytes stay, 0x1f and 0x7f do not;
+	 * an escape whose low digit is 0 is a byte */
+	{
+		char *e = journal_escape(" a~\x1f\x7f"), *u = journal_unescape("%20%30%A0");
+
+		assert_string_equal(e, " a~%1F%7F");
+		assert_string_equal(u, " 0\xa0");
+		free(e);
+		free(u);
+	}
 }
 
 static void test_write_read(void **state)
@@ -229,6 +241,10 @@ static void test_parse_forged(void **state)
 		{ "nodetune-journal 1\troot\tr\tpolicy\tp\tpid\t1\n", 1, "root is not an absolute path" },
 		{ "nodetune-journal 1\troot\t/\tpolicy\tp\tpid\t-1\n", 1, "pid is not a process id" },
 		{ "nodetune-journal 1\troot\t/\tpolicy\tp\tpid\t12x\n", 1, "pid is not a process id" },
+		{ "nodetune-journal 1\troot\t/\tpolicy\tp\tpid\t2147483647\n", 1, "pid is not a process id" },
+		/* a long name is shown as its first 48 bytes and "..." */
+		{ HDR "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyzzzzzzzzzzzz\n", 2,
+		  "unknown entry 'yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy...'" },
 		{ "", 1, "an empty journal" },
 		{ "nodetune-journal 1\troot", 1, "a torn header" },
 	};
@@ -448,6 +464,93 @@ static void test_unwritable_state_dir(void **state)
 	assert_non_null(strstr(err.msg, "state directory /proc/nodetune-cannot-be-here"));
 }
 
+/* The failures of writing the journal are the caller's: a write cut short
+ * (the file-size limit), a journal.new that cannot be made; a stale
+ * journal.new (a process that died) is no failure, nor a rewrite done with
+ * stdin closed (its file gets fd 0).  The entry bound holds for a journal
+ * rewritten to it, and begin and read leave nothing allocated. */
+static void test_write_failures(void **state)
+{
+	char dir[64], path[128];
+	struct nt_err err = { 0 };
+	struct journal_state st, many = { 0 };
+	struct journal *j;
+	struct rlimit old, lim;
+	struct stat sb;
+	int saved;
+
+	(void)state;
+	assert_non_null(test_tmpdir(dir, sizeof(dir)));
+	j = journal_open(dir, &err);
+	assert_non_null(j);
+	assert_int_equal(journal_begin(j, "/", "p.conf", &err), 0);
+	snprintf(path, sizeof(path), "%s/journal", dir);
+	assert_int_equal(stat(path, &sb), 0);
+
+	/* a write cut short: 4 bytes fit, then EFBIG */
+	signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = (rlim_t)sb.st_size + 4;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	saved = journal_record(j, JE_FILE, "sys/a", "madvise", "always [madvise] never\n", &err);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	assert_int_equal(saved, -EFBIG);
+	assert_non_null(strstr(err.msg, "journal: write: "));
+
+	/* a journal.new that cannot be made: refused, the journal as it was */
+	snprintf(path, sizeof(path), "%s/journal.new", dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	st = (struct journal_state){ .root = (char *)"/", .policy = (char *)"p.conf" };
+	assert_int_equal(journal_rewrite(j, &st, &err), -EEXIST);
+	assert_non_null(strstr(err.msg, "journal.new: "));
+	assert_int_equal(rmdir(path), 0);
+	/* a stale one is replaced */
+	jwrite(dir, "journal.new", "left by a process that died\n");
+	assert_int_equal(journal_rewrite(j, &st, &err), 0);
+	assert_false(exists_in(dir, "journal.new"));
+	/* a rewrite cut short (the file-size limit): refused, no journal.new left */
+	signal(SIGXFSZ, SIG_IGN);
+	lim.rlim_cur = 4;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	saved = journal_rewrite(j, &st, &err);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	assert_int_equal(saved, -EFBIG);
+	assert_non_null(strstr(err.msg, "journal: rewriting failed: "));
+	assert_false(exists_in(dir, "journal.new"));
+	/* with stdin closed */
+	saved = dup(0);
+	assert_true(saved > 0);
+	close(0);
+	assert_int_equal(journal_rewrite(j, &st, &err), 0);
+	assert_int_equal(dup2(saved, 0), 0);
+	close(saved);
+
+	/* rewritten to JOURNAL_MAX_ENTRIES entries: no room for one more */
+	many.root = (char *)"/";
+	many.policy = (char *)"p.conf";
+	many.n = JOURNAL_MAX_ENTRIES;
+	many.entries = calloc(many.n, sizeof(*many.entries));
+	assert_non_null(many.entries);
+	for (unsigned i = 0; i < many.n; i++)
+		many.entries[i] = (struct journal_entry){ .kind = JE_CGROUP, .a = (char *)"job" };
+	assert_int_equal(journal_rewrite(j, &many, &err), 0);
+	free(many.entries);
+	assert_int_equal(journal_record(j, JE_CGROUP, "job", NULL, NULL, &err), -E2BIG);
+	assert_non_null(strstr(err.msg, "more than a journal holds"));
+
+	assert_int_equal(journal_rewrite(j, &st, &err), 0);
+	assert_no_leak(20, assert_int_equal(journal_begin(j, "/", "p.conf", &err), -EEXIST));
+	assert_no_leak(20, {
+		assert_int_equal(journal_read(j, &st, &err), 0);
+		journal_state_release(&st);
+	});
+	journal_close(j);
+	test_rmrf(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -461,6 +564,7 @@ int main(void)
 		cmocka_unit_test(test_parse_bounds),
 		cmocka_unit_test(test_read_giant_and_long),
 		cmocka_unit_test(test_state_dir_trust),
+		cmocka_unit_test(test_write_failures),
 	};
 
 	return cmocka_run_group_tests_name("journal", tests, NULL, NULL);
