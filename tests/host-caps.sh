@@ -21,6 +21,9 @@
 #   memcg-fresh fewer than 1000 dying memory cgroups (/proc/cgroups against
 #               the directories of /sys/fs/cgroup/memory)
 #   numa-sysfs  /sys/devices/system/node/node0/cpulist
+#   numa2       two NUMA nodes or more (/sys/devices/system/node/node*)
+#   core-file   kernel.core_pattern names a file (not a pipe to a handler, not an
+#               absolute path): a crashing process's core lands in its cwd
 #   cpufreq     /sys/devices/system/cpu/cpu0/cpufreq
 #   governor    cpufreq offering a governor other than performance
 #   tlb         a TLB shootdown line in /proc/interrupts, counted on 2 CPUs
@@ -47,7 +50,7 @@
 #   container   podman can make a Debian 12 image and run a systemd in it
 #               (podman's own answer, recorded by the test before it asks)
 
-HOST_CAPS="root cpus2 gpu gpus2 numa-sysfs irq msi-irq memcg-fresh cpufreq governor tlb perf taskstats taskstats-pidns cgroup-cpu cgroup-cpuset memcg-v1 psi thp devfull user-nobody outside-service plain clean port9477 container"
+HOST_CAPS="root cpus2 gpu gpus2 numa-sysfs numa2 core-file irq msi-irq memcg-fresh cpufreq governor tlb perf taskstats taskstats-pidns cgroup-cpu cgroup-cpuset memcg-v1 psi thp devfull user-nobody outside-service plain clean port9477 container"
 
 host_cap_known() {
 	case " $HOST_CAPS " in
@@ -171,6 +174,8 @@ host_cap_() {
 	memcg-fresh) [ $(($(awk '$1 == "memory" { print $3 }' /proc/cgroups) -
 		$(find /sys/fs/cgroup/memory -type d 2>/dev/null | wc -l))) -lt 1000 ] ;;
 	numa-sysfs) [ -r /sys/devices/system/node/node0/cpulist ] ;;
+	core-file) case $(cat /proc/sys/kernel/core_pattern 2>/dev/null) in '' | /* | '|'*) false ;; *) true ;; esac ;;
+	numa2) [ "$(ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l)" -ge 2 ] ;;
 	cpufreq) [ -d /sys/devices/system/cpu/cpu0/cpufreq ] ;;
 	governor) tr ' ' '\n' 2>/dev/null </sys/devices/system/cpu/cpu0/cpufreq/scaling_available_governors |
 		grep -qv '^performance$\|^$' ;;

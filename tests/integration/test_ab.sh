@@ -6,7 +6,7 @@
 # error (exit 3) with its stderr; bad specs exit 2; policies are applied and
 # reverted per trial, leaving the host as it was.
 . "$(dirname "$0")/lib.sh"
-t_plan 19
+t_plan 20
 : "${HARNESS:=$SRCDIR/build/nodetune-harness}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 C="$HARNESS --comm none --rows 1000 --batch 512 --steps 15 --warmup 2 --blas-threads 1 --quiet"
@@ -130,9 +130,9 @@ expect_fail 2 "arm A: no-such-command: command not found" "a command not found" 
 expect_fail 2 "--a SPEC and --b SPEC are required" "a missing arm" -- "$NODETUNE" ab --a "cmd=$C"
 
 if [ "$(id -u)" -ne 0 ]; then
-	t_skip_host root "policy arms: not root (they apply policies to this host)"
+	t_skips 2 t_skip_host root "policy arms: not root (they apply policies to this host)"
 elif ! command -v mpirun >/dev/null; then
-	t_need mpirun "policy arms: mpirun is not installed (scripts/install-deps.sh)"
+	t_skips 2 t_need mpirun "policy arms: mpirun is not installed (scripts/install-deps.sh)"
 else
 	thp0=$(cat /sys/kernel/mm/transparent_hugepage/defrag)
 	run "$NODETUNE" ab --a policy=policies/baseline.conf --b policy=policies/gpu-train.conf --trials 2 --steps 8 --budget 1 --json

@@ -4,7 +4,7 @@
 # nodetune-harness end to end: flags, DDP equivalence under mpirun, the
 # loader's data paths, shard corruption, and peers that die or hang.
 . "$(dirname "$0")/lib.sh"
-t_plan 43
+t_plan 47
 : "${HARNESS:=$SRCDIR/build/nodetune-harness}" "${WDIFF:=$SRCDIR/build/tests/wdiff}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 H=$HARNESS

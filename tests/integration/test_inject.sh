@@ -4,7 +4,7 @@
 # nodetune-harness --inject: each cause moves the counters it claims to,
 # against a run without it (one process, small batches, this host).
 . "$(dirname "$0")/lib.sh"
-t_plan 13
+t_plan 14
 : "${HARNESS:=$SRCDIR/build/nodetune-harness}"
 A="--comm none --rows 1000 --batch 256 --steps 30 --warmup 2 --blas-threads 1 --quiet"
 
@@ -182,10 +182,11 @@ if [ "$nodes" -lt 2 ]; then
 	h remote --inject remote-numa
 	check "remote-numa on a one-node host: skipped, with the reason" -- sh -c \
 		"grep -q 'remote-numa skipped: this host has 1 NUMA node' '$T_TMP/remote.err' && [ \"\$(jq -r .summary.inject_note '$T_TMP/remote.json')\" != '' ]"
-	t_skip_host "remote-numa's pages on another node (numastat other_node, pgmigrate_success): this host has one NUMA node"
+	t_skip_host numa2 "remote-numa's pages on another node (numastat other_node, pgmigrate_success): this host has one NUMA node"
 else
 	mrc=0
 	numa_moved remoteclean remote >"$T_TMP/moved" || mrc=1
+	check "remote-numa on a $nodes-node host: not skipped" -- sh -c "! grep -q 'remote-numa skipped' '$T_TMP/remote.err'"
 	check "remote-numa on a $nodes-node host: its pages placed on another node: $(cat "$T_TMP/moved")" -- [ "$mrc" -eq 0 ]
 fi
 if command -v mpirun >/dev/null; then

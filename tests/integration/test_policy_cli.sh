@@ -4,7 +4,7 @@
 # plan, apply, verify, revert, exec and run from the command line: on copied
 # sysroot trees (compared by hash) and on this live host (restored after).
 . "$(dirname "$0")/lib.sh"
-t_plan 69
+t_plan 70
 
 HGX=tests/fixtures/topologies/hgx-2s8g8n-synthetic.xml
 UNTUNED=tests/fixtures/sysroot/gpu-host-untuned

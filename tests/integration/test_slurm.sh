@@ -5,7 +5,7 @@
 # SPANK plugin and the prolog/epilog on a real one-node Slurm that this test
 # starts (tests/integration/slurm_lib.sh) and stops, whatever happens.
 . "$(dirname "$0")/lib.sh"
-t_plan 53
+t_plan 61
 
 # ---- nodetune slurm gres: the expected lines were derived by hwloc's own
 # tools (tests/fixtures/gres/gen.sh), not by nodetune ---------------------

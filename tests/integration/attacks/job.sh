@@ -19,7 +19,8 @@
 
 job_need() {
 	if [ "$(id -u)" -ne 0 ] || ! id nobody >/dev/null 2>&1; then
-		t_skip_host "job attacks: need root and a user nobody"
+		if [ "$(id -u)" -ne 0 ]; then job_cap=root; else job_cap=user-nobody; fi
+		t_skip_host "$job_cap" "job attacks: need root and a user nobody"
 		return 1
 	fi
 	if [ ! -f "$SHARED/g4dnmetal.xml" ]; then
@@ -120,7 +121,7 @@ job_h3() {
 job_gid0_user() {
 	JOB_G0=ntgid0$$
 	if ! useradd -r -M -N -g 0 -d /nonexistent -s /usr/sbin/nologin "$JOB_G0" 2>"$JOB_D/useradd.err"; then
-		t_skip_host "L10: useradd -g 0: $(head -n 1 "$JOB_D/useradd.err")"
+		t_not_ok "L10: useradd -g 0 (a user of group 0 for the attack): $(head -n 1 "$JOB_D/useradd.err")"
 		JOB_G0=""
 		return 1
 	fi

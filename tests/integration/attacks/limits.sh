@@ -77,7 +77,7 @@ limits_ab() {
 # ---- L1: bisect applies it on this host ---------------------------------
 limits_bisect() {
 	if [ ! -w /proc/sys/vm/swappiness ]; then
-		t_skip_host "L1 bisect: needs a writable vm.swappiness"
+		t_skip_host root "L1 bisect: needs a writable vm.swappiness"
 		return
 	fi
 	before=$(cat /proc/sys/vm/swappiness)
@@ -95,13 +95,13 @@ if [ "$LIMITS_SITE_OK" = yes ]; then
 	limits_ab
 	limits_bisect
 else
-	t_skip_host "L1 ab, bisect: needs root, unshare and overlayfs (a limits.conf at the default path of a private /etc)"
+	t_skip_host root "L1 ab, bisect: needs root, unshare and overlayfs (a limits.conf at the default path of a private /etc)"
 fi
 
 # ---- L1: a floor: [sched] nice = 0 against a policy of nice -5 ------------
 limits_nice() {
 	if [ "$(id -u)" -ne 0 ]; then
-		t_skip_host "L1 nice floor: needs root to start a rank at nice -5"
+		t_skip_host root "L1 nice floor: needs root to start a rank at nice -5"
 		return
 	fi
 	printf '[sched]\nnice = 0\n' >"$LIMITS_DIR/nice-limits.conf"
@@ -136,7 +136,7 @@ limits_cg_undo() {
 }
 limits_cgroup() {
 	if [ "$(id -u)" -ne 0 ] || [ ! -d /sys/fs/cgroup/cpuset ]; then
-		t_skip_host "L5: needs root and a v1 cpuset hierarchy (this host's layout)"
+		t_skip_host cgroup-cpuset "L5: needs root and a v1 cpuset hierarchy (this host's layout)"
 		return
 	fi
 	cg=nodetune-attack-$$

@@ -154,7 +154,7 @@ store_l7() {
 	# the kernel writes a core to the crashing process's cwd ("core" pattern here)
 	pattern=$(cat /proc/sys/kernel/core_pattern)
 	case $pattern in
-	/* | \|*) t_skip_host "L7: core_pattern is '$pattern', not a file in the cwd: the core cannot be looked at here"; return ;;
+	/* | \|*) t_skip_host core-file "L7: core_pattern is '$pattern', not a file in the cwd: the core cannot be looked at here"; return ;;
 	esac
 	(cd "$d/cwd" && ulimit -c unlimited && exec "$STORE_BIN" daemon --sysroot "$d/root" \
 		--topology "$STORE_TOPO" --policy "$STORE/thp.conf" --fleet "$EP" --host h1 --cacert "$ETCD_CA" \
