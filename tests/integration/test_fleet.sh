@@ -35,7 +35,7 @@
 # follow their class's policy of record; the rollout exits 4 while a host
 # skipped is down or behind, and `fleet hosts` marks it).
 . "$(dirname "$0")/lib.sh"
-t_plan 76
+t_plan 89
 
 ETCD=${ETCD:-/usr/bin/etcd}
 if [ ! -x "$ETCD" ]; then
