@@ -64,7 +64,7 @@ took=$(($(date +%s) - start))
 D1=$T_TMP/b1/deb
 if [ "$RC" -ne 0 ] || [ ! -f "$D1/nodetune_${V1}_$ARCH.deb" ] || [ ! -f "$D1/nodetune-slurm_${V1}_$ARCH.deb" ]; then
 	t_not_ok "make deb: exit $RC, no nodetune_${V1}_$ARCH.deb and nodetune-slurm_${V1}_$ARCH.deb"
-	tail -15 "$ERR" "$OUT" | sed 's/^/#   /'
+	tail -n 15 "$ERR" "$OUT" | sed 's/^/#   /'
 	t_done
 fi
 t_ok "make deb: nodetune_${V1}_$ARCH.deb ($(stat -c %s "$D1/nodetune_${V1}_$ARCH.deb") bytes), nodetune-slurm_${V1}_$ARCH.deb ($(stat -c %s "$D1/nodetune-slurm_${V1}_$ARCH.deb") bytes) in $took s"

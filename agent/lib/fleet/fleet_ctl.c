@@ -1743,13 +1743,19 @@ static int read_current(struct fleet_ctl *c, const char *name, struct fleet_roll
 	return read_rollout(c, name, ret, ret_rev, ret_l, ret_abort, err);
 }
 
-/* After a commit: keep next (moved) and its layout as the cache at
- * head_rev; rc < 0: forget it (the next pass reads the rollout whole). */
-static void cache_keep(struct fleet_ctl *c, int rc, struct fleet_rollout *next, struct fleet_layout *l, int64_t head_rev)
+/* Forget the cached rollout: the next pass reads it whole. */
+static void cache_forget(struct fleet_ctl *c)
 {
 	fleet_rollout_release(&c->cache);
 	fleet_layout_release(&c->cache_l);
 	c->cache_rev = 0;
+}
+
+/* After a commit: keep next (moved) and its layout as the cache at
+ * head_rev; rc < 0: forget it (the next pass reads the rollout whole). */
+static void cache_keep(struct fleet_ctl *c, int rc, struct fleet_rollout *next, struct fleet_layout *l, int64_t head_rev)
+{
+	cache_forget(c);
 	if (rc < 0)
 		return;
 	c->cache = *next;
@@ -1818,7 +1824,7 @@ static int pass(struct fleet_ctl *c, const char *name, bool *abort, enum fleet_s
 		rc = rows_follow(c, 1000, err);
 	}
 	if (rc < 0)
-		cache_keep(c, rc, NULL, NULL, 0);
+		cache_forget(c);
 	fleet_ctl_observe_free(obs, r.n_waves);
 	fleet_rollout_release(&r);
 	fleet_layout_release(&l);
