@@ -235,7 +235,11 @@ ff_frozen() {
 	# shellcheck disable=SC2046
 	ff_host h3 h3 "$EP" prod $(ff_hcreds h3) $([ "$FF_NEW" = 1 ] && echo --fleet-max-age 4)
 	check "(d) h3 verified the timestamp: not frozen" -- wait_until 20 ff_metric 0
+	# its first cycle done (the policy applied and checked), as in (c),
+	# before the tree is taken as it must stay
+	wait_until 10 grep -q "nodetune_knobs_checked" "$FF/h3/nodetune.prom"
 	before=$(tree_hash "$FF/h3/root")
+	rm -rf "$FF/h3/root.before" && cp -a "$FF/h3/root" "$FF/h3/root.before"
 	# the store goes on serving that timestamp, and nothing newer
 	if wait_until 20 ff_metric 1; then
 		run "$NODETUNE" status --socket "$FF/h3/sock"
@@ -244,6 +248,8 @@ ff_frozen() {
 			t_ok "(d) the withheld timestamp: h3 frozen (nodetune_fleet_frozen 1, '$(grep '^fleet:' "$OUT")', the log says it), its policy kept (tree byte-identical)"
 		else
 			t_not_ok "(d) frozen: status '$(grep '^fleet:' "$OUT")', log '$(grep -c 'fleet: frozen' "$FF/h3/log")', tree $([ "$(tree_hash "$FF/h3/root")" = "$before" ] && echo unchanged || echo changed)"
+			diff -r "$FF/h3/root.before" "$FF/h3/root" 2>&1 | head -n 6 | sed 's/^/#   /'
+			grep -v '^$' "$FF/h3/log" | tail -n 4 | sed 's/^/#   log: /'
 		fi
 	else
 		t_not_ok "(d) a store withholding the timestamp: h3 never said frozen (nodetune_fleet_frozen: '$(grep '^nodetune_fleet_frozen' "$FF/h3/nodetune.prom")')"
