@@ -235,9 +235,11 @@ ff_frozen() {
 	# shellcheck disable=SC2046
 	ff_host h3 h3 "$EP" prod $(ff_hcreds h3) $([ "$FF_NEW" = 1 ] && echo --fleet-max-age 4)
 	check "(d) h3 verified the timestamp: not frozen" -- wait_until 20 ff_metric 0
-	# its first cycle done (the policy applied and checked), as in (c),
-	# before the tree is taken as it must stay
+	# its start done before the tree is taken as it must stay: a host that
+	# joins follows its class's policy of record (here r-ff-honest's
+	# defrag.conf, applied, then "ready"), and only then may it freeze
 	wait_until 10 grep -q "nodetune_knobs_checked" "$FF/h3/nodetune.prom"
+	wait_until 10 grep -q "daemon: ready:" "$FF/h3/log"
 	before=$(tree_hash "$FF/h3/root")
 	rm -rf "$FF/h3/root.before" && cp -a "$FF/h3/root" "$FF/h3/root.before"
 	# the store goes on serving that timestamp, and nothing newer
