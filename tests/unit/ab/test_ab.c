@@ -293,7 +293,7 @@ static void sim_print(const char *what, const struct sim_tally *t)
  * 1/2 or more (no TOST quantile there); a refusal at an sd not finite. */
 static void test_schedule_and_refusal_edges(void **state)
 {
-	struct ab_config cfg;
+	struct ab_config cfg = { 0 };
 
 	(void)state;
 	ab_config_defaults(&cfg);
@@ -332,7 +332,7 @@ static void test_sequential_simulated(void **state)
 		{ "A/A, 3.6%, 3% half-speed trials, 180 s", 0.036, 0.03, 0, 0.02, 180, 10 },
 		{ "A/A, 8%, 10% half-speed trials, 180 s, thr 1%", 0.08, 0.10, 0, 0.01, 180, 10 },
 	};
-	struct ab_config cfg;
+	struct ab_config cfg = { 0 };
 	struct sim_tally t;
 	const int n = 4000;
 
@@ -418,7 +418,7 @@ static void test_aa_through_ab_run(void **state)
 		{ "A/A via ab_run, noise 8%, drift 30%, 300 s, thr 1%", 0.08, 0.3, 0.01, 300, 4 },
 	};
 	const int n = 1000;
-	struct ab_config cfg;
+	struct ab_config cfg = { 0 };
 	char *old_tlb;
 
 	(void)state;
@@ -473,7 +473,7 @@ static void test_aa_through_ab_run(void **state)
  * design's old statistic, under the same false-alarm bound. */
 static void test_trimmed_simulated(void **state)
 {
-	struct ab_config cfg;
+	struct ab_config cfg = { 0 };
 	struct sim_tally trimmed, plain;
 	const int n = 4000;
 
@@ -520,7 +520,7 @@ static void test_trimmed_simulated(void **state)
 static void test_refusal_simulated(void **state)
 {
 	static const double effects[] = { 0.6, 0.34 };
-	struct ab_config cfg;
+	struct ab_config cfg = { 0 };
 	struct sim_tally with, without;
 	const int n = 4000;
 

