@@ -41,10 +41,12 @@ static void world_init(struct world *wd, const struct fleet_rollout *r)
 	}
 }
 
-static void world_free(struct world *wd, const struct fleet_rollout *r)
+/* The end of a scene: the world's observations and the rollout freed. */
+static void scene_free(struct world *wd, struct fleet_rollout *r)
 {
 	for (unsigned w = 0; w < r->n_waves; w++)
 		free(wd->obs[w]);
+	fleet_rollout_release(r);
 }
 
 /* One step; the writes land in the world (a desired key gets a revision). */
@@ -139,8 +141,7 @@ static void test_step_happy_path(void **state)
 		fleet_rollout_release(&back);
 		free(s);
 	}
-	world_free(&wd, &r);
-	fleet_rollout_release(&r);
+	scene_free(&wd, &r);
 }
 
 static void test_step_failure_rolls_back(void **state)
@@ -165,8 +166,7 @@ static void test_step_failure_rolls_back(void **state)
 	assert_int_equal(r.state, FLEET_ROLLED_BACK);
 	assert_non_null(strstr(r.reason, "invalid"));
 	assert_string_equal(r.events[r.n_events - 1].what, "rolled-back: every host touched runs its old policy again");
-	world_free(&wd, &r);
-	fleet_rollout_release(&r);
+	scene_free(&wd, &r);
 }
 
 static void test_step_gate_regression(void **state)
@@ -195,8 +195,7 @@ static void test_step_gate_regression(void **state)
 	answer_wave(&wd, &r, 0, FLEET_H_VERIFIED);
 	step(&r, &wd, 4, false);
 	assert_int_equal(r.state, FLEET_ROLLED_BACK);
-	world_free(&wd, &r);
-	fleet_rollout_release(&r);
+	scene_free(&wd, &r);
 
 	/* every canary passes: the wave goes on for good, in apply mode */
 	plan(&r, 2, 2, "1/class,100%");
@@ -210,8 +209,7 @@ static void test_step_gate_regression(void **state)
 	step(&r, &wd, 2, false);
 	assert_int_equal(r.waves[0].state, FLEET_W_APPLYING);
 	assert_int_equal(wd.obs[0][0].desired.mode, FLEET_MODE_APPLY);
-	world_free(&wd, &r);
-	fleet_rollout_release(&r);
+	scene_free(&wd, &r);
 }
 
 /* A canary that refuses the gate (it lists no such name): the rollout
@@ -240,8 +238,7 @@ static void test_step_gate_refused(void **state)
 	assert_string_equal(back.gate, "nosuch");
 	fleet_rollout_release(&back);
 	free(s);
-	world_free(&wd, &r);
-	fleet_rollout_release(&r);
+	scene_free(&wd, &r);
 }
 
 static void test_step_lost_host_and_timeout(void **state)
@@ -265,8 +262,7 @@ static void test_step_lost_host_and_timeout(void **state)
 	/* done, the host skipped named (it converges through its class's record) */
 	assert_string_equal(r.reason, "done; skipped (lease expired): h001");
 	assert_non_null(strstr(r.events[r.n_events - 1].what, "skipped (lease expired): h001"));
-	world_free(&wd, &r);
-	fleet_rollout_release(&r);
+	scene_free(&wd, &r);
 
 	/* alive but never verified: the wave fails at the timeout */
 	plan(&r, 2, 1, "100%");
@@ -276,8 +272,7 @@ static void test_step_lost_host_and_timeout(void **state)
 	step(&r, &wd, 111, false);
 	assert_int_equal(r.state, FLEET_ROLLING_BACK);
 	assert_non_null(strstr(r.reason, "timed out"));
-	world_free(&wd, &r);
-	fleet_rollout_release(&r);
+	scene_free(&wd, &r);
 }
 
 static void test_step_abort_keeps_a_host(void **state)
@@ -307,8 +302,7 @@ static void test_step_abort_keeps_a_host(void **state)
 	step(&r, &wd, 3, true);
 	assert_int_equal(r.state, FLEET_ABORTED);
 	assert_non_null(strstr(r.events[r.n_events - 1].what, "but 1 left as it was"));
-	world_free(&wd, &r);
-	fleet_rollout_release(&r);
+	scene_free(&wd, &r);
 }
 
 static void test_step_abort_and_shadow(void **state)
@@ -328,8 +322,7 @@ static void test_step_abort_and_shadow(void **state)
 	answer_wave(&wd, &r, 0, FLEET_H_VERIFIED);
 	step(&r, &wd, 3, true);
 	assert_int_equal(r.state, FLEET_ABORTED);
-	world_free(&wd, &r);
-	fleet_rollout_release(&r);
+	scene_free(&wd, &r);
 
 	plan(&r, 2, 2, "100%");
 	r.shadow = true;
@@ -346,8 +339,7 @@ static void test_step_abort_and_shadow(void **state)
 	step(&r, &wd, 2, false);
 	assert_int_equal(r.state, FLEET_DONE);
 	assert_non_null(strstr(r.reason, "1 with an invalid plan"));
-	world_free(&wd, &r);
-	fleet_rollout_release(&r);
+	scene_free(&wd, &r);
 }
 
 /* A canary's regression rolls back; both canaries then lose their lease
@@ -369,8 +361,7 @@ static void gate_then_lost(void)
 	assert_int_equal(step(&r, &wd, 20, false), 1);
 	assert_int_equal(r.waves[0].hosts[0].state, FLEET_R_LOST);
 	assert_non_null(strstr(r.waves[0].hosts[0].note, "its lease expired"));
-	world_free(&wd, &r);
-	fleet_rollout_release(&r);
+	scene_free(&wd, &r);
 }
 
 /* The edges: the clocks; a wave timeout of 1 s; a host lost at the
@@ -397,8 +388,7 @@ static void test_step_edges(void **state)
 	assert_int_equal(step(&r, &wd, 101.5, false), 1);                   /* past 1 s: lost */
 	assert_int_equal(r.waves[0].hosts[1].state, FLEET_R_LOST);
 	assert_non_null(strstr(r.waves[0].hosts[1].note, "its lease expired"));
-	world_free(&wd, &r);
-	fleet_rollout_release(&r);
+	scene_free(&wd, &r);
 
 	plan(&r, 2, 2, "100%");
 	r.shadow = true;
@@ -415,8 +405,7 @@ static void test_step_edges(void **state)
 	assert_int_equal(r.waves[0].hosts[1].state, FLEET_R_LOST);
 	assert_string_equal(r.reason, "shadow: 1 host(s) answered, 0 with an invalid plan, 1 without an answer");
 	assert_int_equal(r.waves[0].state, FLEET_W_FAILED);
-	world_free(&wd, &r);
-	fleet_rollout_release(&r);
+	scene_free(&wd, &r);
 
 	/* the heap grows over the first rounds (tcache), then not at all */
 	for (int i = 0; i < 10; i++)
@@ -458,8 +447,7 @@ static void test_step_bounds(void **state)
 	assert_string_equal(ev + strlen(ev) - 46, r.waves[0].hosts[8].host);   /* the last, no " ..." */
 	/* every one lost: the reason lists 48 + 8 x 48 = 432 bytes of them,
 	 * then no more */
-	world_free(&wd, &r);
-	fleet_rollout_release(&r);
+	scene_free(&wd, &r);
 	long_names(&r, 10, 47);
 	r.waves[0].hosts[0].host[47] = 'x';
 	r.waves[0].hosts[0].host[48] = '\0';
@@ -472,8 +460,7 @@ static void test_step_bounds(void **state)
 	assert_non_null(strstr(r.reason, r.waves[0].hosts[8].host));
 	assert_null(strstr(r.reason, r.waves[0].hosts[9].host));
 	assert_string_equal(r.reason + strlen(r.reason) - 4, " ...");
-	world_free(&wd, &r);
-	fleet_rollout_release(&r);
+	scene_free(&wd, &r);
 
 	/* a canary gone quiet (its lease expired) before the timeout: waited for */
 	plan(&r, 2, 1, "100%");
@@ -483,8 +470,7 @@ static void test_step_bounds(void **state)
 	wd.obs[0][1].alive = false;
 	assert_int_equal(step(&r, &wd, 2, false), 0);
 	assert_int_equal(r.waves[0].hosts[1].state, FLEET_R_SENT);
-	world_free(&wd, &r);
-	fleet_rollout_release(&r);
+	scene_free(&wd, &r);
 
 	/* a rollback h001 (alive) does not finish within the timeout */
 	plan(&r, 2, 1, "100%");
@@ -497,8 +483,7 @@ static void test_step_bounds(void **state)
 	assert_int_equal(step(&r, &wd, 20, false), 1);
 	assert_int_equal(r.state, FLEET_FAILED);
 	assert_string_equal(r.events[r.n_events - 1].what, "failed: h001 did not go back to its old policy");
-	world_free(&wd, &r);
-	fleet_rollout_release(&r);
+	scene_free(&wd, &r);
 
 	/* a shadow aborted: nothing to roll back, and said */
 	plan(&r, 2, 1, "100%");
@@ -508,8 +493,7 @@ static void test_step_bounds(void **state)
 	assert_int_equal(step(&r, &wd, 2, true), 1);
 	assert_int_equal(r.state, FLEET_ABORTED);
 	assert_string_equal(r.events[r.n_events - 1].what, "aborted (shadow: nothing to roll back)");
-	world_free(&wd, &r);
-	fleet_rollout_release(&r);
+	scene_free(&wd, &r);
 }
 
 int main(void)
