@@ -940,6 +940,11 @@ void etcd_set_timeout(struct etcd *e, long timeout_ms)
 		e->timeout_ms = timeout_ms;
 }
 
+void etcd_spread(struct etcd *e, unsigned long seed)
+{
+	e->current = seed % e->n_endpoints;
+}
+
 /* One POST of body to endpoint idx + path, the answer to write(ctx).
  * Returns libcurl's code and sets *ret_status to the HTTP status. */
 /* libcurl's progress callback (about once a second, and as bytes move):

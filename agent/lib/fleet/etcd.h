@@ -178,6 +178,11 @@ int etcd_auth_enable(struct etcd *e, struct nt_err *err);
  * ETCD_TIMEOUT_MS).  Each endpoint tried gets the whole timeout. */
 void etcd_set_timeout(struct etcd *e, long timeout_ms);
 
+/* Start at endpoint seed mod their count instead of the first, so that many
+ * clients given the same list spread over the members (a host passes a
+ * hash of its name); failover then goes on from there as before. */
+void etcd_spread(struct etcd *e, unsigned long seed);
+
 /* ---- key-values ---------------------------------------------------------- */
 
 /* Read key, or with prefix every key that starts with key (an empty key

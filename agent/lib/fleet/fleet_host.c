@@ -42,6 +42,15 @@
 #define POLL_EVERY_S 600.0
 #define POLL_MIN_S 30.0
 #define WATCH_S 300.0
+/* After a failed request, a thread waits BACKOFF_MIN_S doubled for each
+ * failure in a row, up to its cap (the lease's: a sixth of its TTL, so two
+ * retries fit before it lapses; the watch's: BACKOFF_WATCH_S), each pause
+ * drawn between half and all of that: hosts cut off together (an etcd
+ * restart, a partition healed, a fleet started at once) come back spread
+ * out instead of in step, every half second, at a store that is already
+ * slow. */
+#define BACKOFF_MIN_S 0.5
+#define BACKOFF_WATCH_S 30.0
 
 struct fleet_host {
 	struct fleet_host_config cfg;
@@ -86,6 +95,29 @@ struct fleet_host {
 
 /* One line for the caller's note callback (none: nothing). */
 #define say(fh, level, ...) notef((fh)->cfg.note, (fh)->cfg.note_arg, (level), __VA_ARGS__)
+
+/* FNV-1a of a host's name: the member its clients start at (etcd_spread)
+ * and its backoff's seed. */
+static unsigned long name_hash(const char *s)
+{
+	unsigned long h = 2166136261UL;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619UL;
+	return h;
+}
+
+double fleet_host_backoff(unsigned fails, double cap, unsigned *seed)
+{
+	double full = BACKOFF_MIN_S;
+
+	if (fails == 0)
+		return 0;
+	for (unsigned i = 1; i < fails && full < cap; i++)
+		full *= 2;
+	full = fmin(full, fmax(cap, BACKOFF_MIN_S));
+	return full / 2 + full / 2 * ((double)rand_r(seed) / RAND_MAX);
+}
 
 static void wake(struct fleet_host *fh)
 {
@@ -197,8 +229,10 @@ static struct etcd *thread_client(struct fleet_host *fh)
 		etcd_close(e);
 		return NULL;
 	}
-	if (e)
+	if (e) {
 		etcd_set_timeout(e, 1000);
+		etcd_spread(e, name_hash(fh->host));
+	}
 	return e;
 }
 
@@ -209,6 +243,7 @@ static void *lease_thread(void *arg)
 	struct fleet_host *fh = arg;
 	struct etcd *e = thread_client(fh);
 	int64_t lease = 0;
+	unsigned fails = 0, seed = (unsigned)name_hash(fh->host);
 
 	if (!e)
 		return NULL;
@@ -224,7 +259,8 @@ static void *lease_thread(void *arg)
 		} else if (lease && (r = etcd_lease_keepalive(e, lease, NULL, &err)) == -ENOENT) {
 			lease = 0;       /* expired (a long cut): register again */
 		}
-		pause = r == 0 ? fh->ttl_s / 3 : 0.5;
+		fails = r == 0 ? 0 : fails + 1;
+		pause = r == 0 ? fh->ttl_s / 3 : fleet_host_backoff(fails, fh->ttl_s / 6, &seed);
 	}
 	if (lease)
 		etcd_lease_revoke(e, lease, NULL);   /* gone at once, not after the TTL */
@@ -240,6 +276,7 @@ static void *watch_thread(void *arg)
 	struct fleet_host *fh = arg;
 	struct etcd *e = thread_client(fh);
 	int64_t rev = 0;
+	unsigned fails = 0, seed = (unsigned)name_hash(fh->host) ^ 0x9e3779b9U;
 
 	if (!e)
 		return NULL;
@@ -252,7 +289,8 @@ static void *watch_thread(void *arg)
 			wake(fh);
 		if (r == 0 && rev)
 			r = watch_once(fh, e, &rev, (long)(WATCH_S * 1000), &err);
-		pause = r < 0 ? 0.5 : 0;
+		fails = r < 0 ? fails + 1 : 0;
+		pause = fleet_host_backoff(fails, BACKOFF_WATCH_S, &seed);
 	}
 	etcd_close(e);
 	return NULL;
@@ -1395,6 +1433,7 @@ struct fleet_host *fleet_host_start(const struct fleet_host_config *cfg, const s
 	if (!(fh->e = etcd_open(cfg->endpoints, err)) || fleet_creds_apply(fh->e, cfg->creds, err) < 0)
 		goto out_free;
 	etcd_set_timeout(fh->e, 1000);
+	etcd_spread(fh->e, name_hash(fh->host));
 	if (cfg->creds && fleet_creds_any(cfg->creds) && creds_probe(fh, err) < 0)
 		goto out_free;
 	if (keys_load(fh, err) < 0)

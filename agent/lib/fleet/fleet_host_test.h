@@ -41,6 +41,11 @@ enum fleet_host_step { FLEET_HOST_NOTHING, FLEET_HOST_GATE, FLEET_HOST_RUNS_IT, 
 enum fleet_host_step fleet_host_decide(const struct fleet_desired *d, int64_t rev, int64_t done_rev,
 				       int64_t failed_rev, const char *running_sha, bool answered);
 
+/* The pause after the fails-th failure in a row (0: none): 0.5 s doubled
+ * per failure after the first, at most cap (not under 0.5 s), then drawn
+ * between half and all of it from *seed (rand_r). */
+double fleet_host_backoff(unsigned fails, double cap, unsigned *seed);
+
 /* The line of FLEET_HOST_SEQ: "SEQ SHA256" (or "SEQ" alone, as written
  * before the hash was kept: *ret_sha ""), with an optional newline.  0, or
  * -EINVAL with the outputs untouched. */

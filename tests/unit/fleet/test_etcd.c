@@ -226,6 +226,30 @@ static void test_auth_errors(void **state)
 /* A login is refused while any endpoint is http:// (a mixed list too),
  * naming it, and e is unchanged; taken once plaintext is allowed, and on
  * https:// endpoints. */
+/* etcd_spread: a client starts at endpoint seed mod their count, then
+ * fails over as before.  Two closed ports: the error of the last one
+ * tried names the endpoint before the one it started at. */
+static void test_spread(void **state)
+{
+	static const char *list = "http://127.0.0.1:1,http://127.0.0.1:2,http://127.0.0.1:3";
+	struct nt_err err = { 0 };
+	struct etcd_range r = { 0 };
+	struct etcd *e;
+
+	(void)state;
+	for (unsigned long seed = 0; seed < 4; seed++) {
+		char want[64];
+
+		assert_non_null(e = etcd_open(list, &err));
+		etcd_set_timeout(e, 500);
+		etcd_spread(e, seed);
+		assert_true(etcd_get(e, "k", false, &r, &err) < 0);
+		snprintf(want, sizeof(want), "etcd http://127.0.0.1:%lu: ", (seed + 2) % 3 + 1);
+		assert_non_null(strstr(err.msg, want));
+		etcd_close(e);
+	}
+}
+
 static void test_plaintext_login(void **state)
 {
 	struct nt_err err = { 0 };
@@ -627,6 +651,7 @@ int main(void)
 		cmocka_unit_test(test_parse_refusals),
 		cmocka_unit_test(test_auth_errors),
 		cmocka_unit_test(test_plaintext_login),
+		cmocka_unit_test(test_spread),
 	};
 	const struct CMUnitTest live[] = {
 		cmocka_unit_test(test_live_put_get_prefix),

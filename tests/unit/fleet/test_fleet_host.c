@@ -21,6 +21,7 @@
  * derived policy beyond them in its base file, flattened as a rollout
  * stores it, refused under the rollout's name. */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -582,6 +583,45 @@ static void test_cached_policy(void **state)
 	test_rmrf(tdir);
 }
 
+/* The pause after failures in a row: none after a success, 0.5 s then
+ * doubling up to the cap, each drawn in [half, all]; seeds differ, so
+ * hosts cut off together come back apart. */
+static void test_backoff(void **state)
+{
+	unsigned seed = 1, other = 2;
+	double lo = 1e9, hi = 0, a, b;
+	int apart = 0;
+
+	(void)state;
+	assert_true(fleet_host_backoff(0, 10, &seed) == 0);
+	for (int i = 0; i < 200; i++) {
+		double p = fleet_host_backoff(1, 10, &seed);
+
+		lo = fmin(lo, p);
+		hi = fmax(hi, p);
+	}
+	assert_true(lo >= 0.25 && hi <= 0.5 && hi - lo > 0.1);
+	for (unsigned f = 2; f <= 6; f++) {
+		double full = fmin(0.5 * (double)(1u << (f - 1)), 10);
+
+		for (int i = 0; i < 50; i++) {
+			double p = fleet_host_backoff(f, 10, &seed);
+
+			assert_true(p >= full / 2 && p <= full);
+		}
+	}
+	for (int i = 0; i < 50; i++)
+		assert_true(fleet_host_backoff(40, 10, &seed) <= 10);
+	/* a cap under the floor: the floor */
+	assert_true(fleet_host_backoff(3, 0.1, &seed) <= 0.5);
+	for (int i = 0; i < 20; i++) {
+		a = fleet_host_backoff(5, 30, &seed);
+		b = fleet_host_backoff(5, 30, &other);
+		apart += fabs(a - b) > 0.01;
+	}
+	assert_true(apart > 15);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -597,6 +637,7 @@ int main(void)
 		cmocka_unit_test(test_policy_check),
 		cmocka_unit_test(test_derived_beyond_limits),
 		cmocka_unit_test(test_cached_policy),
+		cmocka_unit_test(test_backoff),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
