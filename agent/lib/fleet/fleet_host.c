@@ -64,7 +64,6 @@ struct fleet_host {
 	pthread_cond_t cond;       /* signalled on stop */
 	bool stop;                 /* under lock */
 	atomic_bool cancel;        /* stop: the watcher's long watch ends (etcd_set_cancel) */
-	int64_t lease;             /* under lock: the thread's */
 	/* the daemon thread's */
 	struct etcd *e;
 	double next_poll, next_status, store_warned;
@@ -129,27 +128,28 @@ static void wake(struct fleet_host *fh)
 
 /* ---- the lease thread -------------------------------------------------- */
 
-/* Grant a lease and put the liveness key under it.  0 or a store error. */
-static int host_register(struct fleet_host *fh, struct etcd *e, int64_t *ret_lease, struct nt_err *err)
+/* Grant a lease when *lease is 0, and put the liveness key under it.  0
+ * or a store error.  A lease granted whose put failed is kept in *lease
+ * for the next try: a grant per try leaves a lease per failure for etcd to
+ * expire, and a slow store fails many (5,000 hosts started at once granted
+ * 46,774 leases).  A put refused for the lease (-ENOENT: it lapsed
+ * meanwhile) clears it. */
+static int host_register(struct fleet_host *fh, struct etcd *e, int64_t *lease, struct nt_err *err)
 {
 	struct fleet_hostinfo hi = { .pid = (long)getpid(), .started = fleet_now_wall() };
 	char key[128], *val;
-	int64_t lease;
-	int r;
+	int r = 0;
 
 	snprintf(hi.host, sizeof(hi.host), "%s", fh->host);
 	snprintf(hi.class_id, sizeof(hi.class_id), "%s", fh->cls.id);
 	snprintf(hi.label, sizeof(hi.label), "%s", fh->cls.label);
 	if (!(val = fleet_hostinfo_json(&hi)))
 		return err_set(err, -ENOMEM, "out of memory");
-	r = etcd_lease_grant(e, (int64_t)fh->ttl_s, &lease, err);
-	if (r == 0) {
-		r = etcd_put(e, fleet_host_key(key, sizeof(key), fh->host, ""), val, strlen(val), lease, NULL, err);
-		if (r < 0)
-			etcd_lease_revoke(e, lease, NULL);
-		else
-			*ret_lease = lease;
-	}
+	if (!*lease)
+		r = etcd_lease_grant(e, (int64_t)fh->ttl_s, lease, err);
+	if (r == 0 && (r = etcd_put(e, fleet_host_key(key, sizeof(key), fh->host, ""), val, strlen(val), *lease,
+				    NULL, err)) == -ENOENT)
+		*lease = 0;
 	free(val);
 	return r;
 }
@@ -220,7 +220,9 @@ static bool nap(struct fleet_host *fh, double s)
 	return stop;
 }
 
-/* A client of its own for a thread (credentials checked in fleet_host_start). */
+/* A client of its own for a thread (credentials checked in fleet_host_start),
+ * with the default timeout (ETCD_TIMEOUT_MS): a thread blocks no daemon
+ * loop, and a request given up at a slow store was done for nothing. */
 static struct etcd *thread_client(struct fleet_host *fh)
 {
 	struct etcd *e = etcd_open(fh->cfg.endpoints, NULL);
@@ -229,10 +231,8 @@ static struct etcd *thread_client(struct fleet_host *fh)
 		etcd_close(e);
 		return NULL;
 	}
-	if (e) {
-		etcd_set_timeout(e, 1000);
+	if (e)
 		etcd_spread(e, name_hash(fh->host));
-	}
 	return e;
 }
 
@@ -243,6 +243,7 @@ static void *lease_thread(void *arg)
 	struct fleet_host *fh = arg;
 	struct etcd *e = thread_client(fh);
 	int64_t lease = 0;
+	bool registered = false;
 	unsigned fails = 0, seed = (unsigned)name_hash(fh->host);
 
 	if (!e)
@@ -251,13 +252,12 @@ static void *lease_thread(void *arg)
 		struct nt_err err = { 0 };
 		int r = 0;
 
-		if (!lease && (r = host_register(fh, e, &lease, &err)) == 0) {
-			pthread_mutex_lock(&fh->lock);
-			fh->lease = lease;
-			pthread_mutex_unlock(&fh->lock);
+		if (!registered && (r = host_register(fh, e, &lease, &err)) == 0) {
+			registered = true;
 			wake(fh);
-		} else if (lease && (r = etcd_lease_keepalive(e, lease, NULL, &err)) == -ENOENT) {
+		} else if (registered && (r = etcd_lease_keepalive(e, lease, NULL, &err)) == -ENOENT) {
 			lease = 0;       /* expired (a long cut): register again */
+			registered = false;
 		}
 		fails = r == 0 ? 0 : fails + 1;
 		pause = r == 0 ? fh->ttl_s / 3 : fleet_host_backoff(fails, fh->ttl_s / 6, &seed);
