@@ -176,8 +176,9 @@ else
 fi
 
 echo "bench: $(date +%T) registered in ${reg_s} s" >&2
-# idle: every host registered, its first status written; nothing rolls out
-sleep 5
+# idle: every host registered and past its first cycle (its first status
+# written: the cycles start spread over an interval), nothing rolling out
+sleep "${SETTLE_S:-$((INTERVAL + 5))}"
 h0=$(handled); t0=$(date +%s.%N)
 sleep "$IDLE_S"
 h1=$(handled); t1=$(date +%s.%N)

@@ -5,7 +5,7 @@
  *
  *   fleetsim --endpoints URLS --dir DIR --first I --count N --policy FILE
  *            --topologies XML[,XML...] --keys-dir D --gates-dir D
- *            [--interval S] [--cacert F --password-dir D]
+ *            [--interval S] [--loops K] [--cacert F --password-dir D]
  *
  * Host h<k> (k = I .. I+N-1) runs on DIR/h<k>/root (a tree the caller
  * copied: apply writes into it) with its state in DIR/h<k>/state, the
@@ -16,15 +16,18 @@
  * holds: its fsroot, journal, policy and plan, applied at the start; the
  * loop then does the daemon's cycle per host every interval (verify, then
  * fleet_host_tick) and ticks a host at once when its fleet_host_fd (or a
- * gate's fd) is readable.  Unlike N daemons: one process, one poll loop,
- * one thread per host (the lease thread) with a small stack; each host
- * still has its own two etcd clients (its connections, lease and watch),
- * as a daemon has.  A gate's `ab` (argv[1] "ab": fleet_gate.h runs
+ * gate's fd) is readable.  Unlike N daemons: one process, K poll loops
+ * (--loops, 8 by default: the hosts split into K slices, each ticked by
+ * its own thread, so that one host's apply or slow store request holds up
+ * N/K hosts, not N; a daemon holds up only itself), two threads per host
+ * (the lease and watch threads) with small stacks; each host still has its
+ * own etcd clients (its connections, lease and watch), as a daemon has.  A gate's `ab` (argv[1] "ab": fleet_gate.h runs
  * /proc/self/exe) becomes build/nodetune's.  Prints "fleetsim: N hosts up" on stdout when every
  * host started; SIGTERM or SIGINT stops them all (leases revoked).
  * Exit 2 on a bad argument, 3 when a host cannot start. */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sha2.h>
@@ -68,7 +71,7 @@ struct sim_host {
 
 struct sim {
 	const char *endpoints, *dir, *policy, *keys, *gates, *cacert, *pwdir;
-	long first, count;
+	long first, count, loops;
 	double interval;
 	struct topo *topos[TOPOS_MAX];
 	const char *topo_paths[TOPOS_MAX];
@@ -125,12 +128,13 @@ static int parse_args(struct sim *s, int argc, char **argv)
 		{ "endpoints", 1, 0, 'e' }, { "dir", 1, 0, 'd' }, { "first", 1, 0, 'f' }, { "count", 1, 0, 'n' },
 		{ "policy", 1, 0, 'p' }, { "topologies", 1, 0, 't' }, { "keys-dir", 1, 0, 'k' },
 		{ "gates-dir", 1, 0, 'g' }, { "interval", 1, 0, 'i' }, { "cacert", 1, 0, 'c' },
-		{ "password-dir", 1, 0, 'w' }, { 0, 0, 0, 0 }
+		{ "password-dir", 1, 0, 'w' }, { "loops", 1, 0, 'l' }, { 0, 0, 0, 0 }
 	};
 	char *topos = NULL;
 
 	s->first = 1;
 	s->interval = 30;
+	s->loops = 8;
 	for (int c; (c = getopt_long(argc, argv, "", lo, NULL)) != -1;) {
 		switch (c) {
 		case 'e': s->endpoints = optarg; break;
@@ -144,11 +148,14 @@ static int parse_args(struct sim *s, int argc, char **argv)
 		case 'i': s->interval = strtod(optarg, NULL); break;
 		case 'c': s->cacert = optarg; break;
 		case 'w': s->pwdir = optarg; break;
+		case 'l': s->loops = strtol(optarg, NULL, 10); break;
 		default: return 2;
 		}
 	}
-	if (!s->endpoints || !s->dir || !s->policy || !topos || s->count < 1 || s->first < 1 || s->interval <= 0)
-		return usage("--endpoints, --dir, --policy, --topologies and --count N (N >= 1) are needed");
+	if (!s->endpoints || !s->dir || !s->policy || !topos || s->count < 1 || s->first < 1 || s->interval <= 0 ||
+	    s->loops < 1 || s->loops > 256)
+		return usage("--endpoints, --dir, --policy, --topologies and --count N (N >= 1) are needed "
+			     "(--loops 1 to 256)");
 	return parse_topos(s, topos);
 }
 
@@ -255,15 +262,22 @@ static void host_free(struct sim_host *h)
 	fsroot_free(h->root);
 }
 
-/* Poll every host's fds; tick the readable ones.  Each host's cycle comes
+/* One poll loop's hosts: s->h[first .. first + count - 1]. */
+struct slice {
+	const struct sim *s;
+	long first, count;
+};
+
+/* Poll a slice's fds; tick the readable hosts.  Each host's cycle comes
  * an interval after its last one ended, as a daemon's does (the first ones
  * spread over an interval, as N daemons started apart are).  Returns the
  * seconds until the next cycle due. */
-static double cycles_due(struct sim *s)
+static double cycles_due(const struct slice *sl)
 {
+	const struct sim *s = sl->s;
 	double now = now_mono(), soonest = s->interval;
 
-	for (long i = 0; i < s->count; i++) {
+	for (long i = sl->first; i < sl->first + sl->count; i++) {
 		struct sim_host *h = &s->h[i];
 
 		if (h->next_cycle <= now) {
@@ -277,29 +291,68 @@ static double cycles_due(struct sim *s)
 	return soonest;
 }
 
-static void run(struct sim *s)
+static void *run_slice(void *arg)
 {
-	struct pollfd *pf = calloc((size_t)s->count * 2, sizeof(*pf));
-	double wait = 0, t0 = now_mono();
+	const struct slice *sl = arg;
+	struct sim_host *h = &sl->s->h[sl->first];
+	struct pollfd *pf = calloc((size_t)sl->count * 2, sizeof(*pf));
+	double wait = 0;
 
 	if (!pf)
-		return;
-	for (long i = 0; i < s->count; i++)
-		s->h[i].next_cycle = t0 + s->interval * (double)i / (double)s->count;
+		return NULL;
 	while (!stop_now) {
 		int n;
 
-		for (long i = 0; i < s->count; i++) {
-			pf[2 * i] = (struct pollfd){ .fd = fleet_host_fd(s->h[i].fh), .events = POLLIN };
-			pf[2 * i + 1] = (struct pollfd){ .fd = fleet_host_gate_fd(s->h[i].fh), .events = POLLIN };
+		for (long i = 0; i < sl->count; i++) {
+			pf[2 * i] = (struct pollfd){ .fd = fleet_host_fd(h[i].fh), .events = POLLIN };
+			pf[2 * i + 1] = (struct pollfd){ .fd = fleet_host_gate_fd(h[i].fh), .events = POLLIN };
 		}
-		n = poll(pf, (nfds_t)s->count * 2, wait > 0 ? (int)(wait * 1000) + 1 : 0);
-		for (long i = 0; n > 0 && i < s->count; i++)
+		/* at most a second: stop_now is seen by every loop, not only the signalled thread */
+		n = poll(pf, (nfds_t)sl->count * 2, wait > 0 ? (int)(fmin(wait, 1) * 1000) + 1 : 0);
+		for (long i = 0; n > 0 && i < sl->count; i++)
 			if ((pf[2 * i].revents | pf[2 * i + 1].revents) & (POLLIN | POLLHUP | POLLERR))
-				host_tick(&s->h[i]);
-		wait = cycles_due(s);
+				host_tick(&h[i]);
+		wait = cycles_due(sl);
 	}
 	free(pf);
+	return NULL;
+}
+
+/* The hosts in s->loops slices, each ticked by a thread of its own (a
+ * full-size stack: apply and verify run there); the main thread takes the
+ * first slice and waits for the others. */
+static void run(struct sim *s)
+{
+	long k = s->loops < s->count ? s->loops : s->count;
+	struct slice *sl = calloc((size_t)k, sizeof(*sl));
+	pthread_t *t = calloc((size_t)k, sizeof(*t));
+	bool *up = calloc((size_t)k, sizeof(*up));
+	double t0 = now_mono();
+	pthread_attr_t a;
+
+	if (!sl || !t || !up || pthread_attr_init(&a) != 0)
+		goto out;
+	pthread_attr_setstacksize(&a, 8 << 20);
+	for (long i = 0; i < s->count; i++)
+		s->h[i].next_cycle = t0 + s->interval * (double)i / (double)s->count;
+	for (long j = 0; j < k; j++) {
+		sl[j] = (struct slice){ s, s->count * j / k, s->count * (j + 1) / k - s->count * j / k };
+		if (j > 0)
+			up[j] = pthread_create(&t[j], &a, run_slice, &sl[j]) == 0;
+		if (j > 0 && !up[j]) {
+			fprintf(stderr, "fleetsim: cannot start loop %ld; stopping\n", j);
+			stop_now = 1;
+		}
+	}
+	pthread_attr_destroy(&a);
+	run_slice(&sl[0]);
+	for (long j = 1; j < k; j++)
+		if (up[j])
+			pthread_join(t[j], NULL);
+out:
+	free(sl);
+	free(t);
+	free(up);
 }
 
 /* Room for N hosts: descriptors up to the hard limit, small thread stacks

@@ -5,6 +5,7 @@
  * stopped; a gate a dead daemon left.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <ftw.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -143,7 +144,7 @@ struct fleet_gate {
 static int gate_start_unit(const struct fleet_gate_request *q, char **argv, const char *own, int wfd,
 			   struct fleet_gate *g, struct nt_err *err)
 {
-	static unsigned seq;
+	static atomic_uint seq;   /* the simulator ticks hosts from several threads */
 	char exe[4096];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	double budget = q->budget_s > 0 ? q->budget_s : 300;
@@ -158,7 +159,7 @@ static int gate_start_unit(const struct fleet_gate_request *q, char **argv, cons
 		return err_set(err, -errno, "/proc/self/exe: %s", nt_strerror(errno));
 	exe[n] = '\0';
 	argv[0] = exe;
-	snprintf(g->unit, sizeof(g->unit), "nodetune-gate-%d-%u.service", (int)getpid(), ++seq);
+	snprintf(g->unit, sizeof(g->unit), "nodetune-gate-%d-%u.service", (int)getpid(), atomic_fetch_add(&seq, 1) + 1);
 	return sdunit_start(&s, err);
 }
 
