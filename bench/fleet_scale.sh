@@ -50,6 +50,20 @@
 # tuning guide sets the heartbeat near the round trip, which here is the
 # scheduler's delay.  ETCD_HEARTBEAT_INTERVAL=100 ETCD_ELECTION_TIMEOUT=1000
 # gives etcd's defaults back.
+# FAULT=die|member|ctl (issue 43, item 4) injects one failure into the
+# rollout instead of measuring the rollback (ROLLBACK=0 then):
+#  - die: the last 1% of the hosts run in a fleetsim of their own, killed
+#    -9 when wave $FAULT_WAVE (3 by default) is sent (no lease revoked, as
+#    a host that loses power); the rollout must end done with those of
+#    them it had not reached skipped, and once that fleetsim is started
+#    again (same trees and state) every host must converge to the policy;
+#  - member: etcd member 1 is killed when wave $FAULT_WAVE is sent, and
+#    started again after the rollout; the rollout must end done;
+#  - ctl: the controller pauses after each transaction
+#    (NODETUNE_FLEET_PAUSE=1.5) and is killed -9 in its first pause, then
+#    `fleet resume`d, $KILLS times (8), the last resume left to finish; the
+#    rollout must end done, each host's desired key put exactly once.
+# Its figures go to one line, "fault: ...", and a row of $FAULT_OUT.
 # The last line is the summary: "fleet_scale: HOSTS hosts: ...".
 set -eu
 cd "$(dirname "$0")/.."
@@ -58,6 +72,9 @@ cd "$(dirname "$0")/.."
 : "${GATE_CMD=/bin/sleep 0.1}" "${GATE_BUDGET:=60}" "${AUTH:=1}" "${DAEMONS:=0}" "${ROLLBACK:=1}"
 : "${REFUSER:=h2}" "${BCRYPT_COST:=4}" "${OUT:=bench/results/fleet_scale.tsv}" "${WAVE_TIMEOUT:=600}"
 export ETCD
+: "${FAULT:=}" "${FAULT_WAVE:=3}" "${KILLS:=8}" "${FAULT_OUT:=bench/results/fleet_faults.tsv}"
+case $FAULT in '' | die | member | ctl) ;; *) echo "bench: FAULT=$FAULT: not die, member or ctl" >&2; exit 2 ;; esac
+[ -z "$FAULT" ] || ROLLBACK=0
 export ETCD_HEARTBEAT_INTERVAL="${ETCD_HEARTBEAT_INTERVAL:-500}" ETCD_ELECTION_TIMEOUT="${ETCD_ELECTION_TIMEOUT:-5000}"
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/nodetune-bench-XXXXXX")
 topos=../shared/topologies
@@ -151,18 +168,25 @@ if [ "$DAEMONS" = 1 ]; then
 		echo $! >"$d/pid"
 	done
 else
-	first=1 k=0
-	while [ $first -le "$HOSTS" ]; do
-		n=$((HOSTS - first + 1)); [ $n -gt "$PER_PROC" ] && n=$PER_PROC
-		k=$((k + 1))
+	# sim NAME FIRST COUNT: a fleetsim of hosts hFIRST.., its pid in TMP/NAME.pid
+	sim() {
 		# shellcheck disable=SC2086
-		"$FLEETSIM" --endpoints "$EP" --dir "$TMP" --first $first --count $n --policy policies/baseline.conf \
+		"$FLEETSIM" --endpoints "$EP" --dir "$TMP" --first "$2" --count "$3" --policy policies/baseline.conf \
 			--topologies "$topos/nvidiaDGX2.xml,$topos/96em64t-4n4d3ca2co-pci.xml,$topos/g4dnmetal.xml" \
 			--keys-dir "$TMP/keys.d" --gates-dir "$TMP/gates.d" --interval "$INTERVAL" $SIMCRED \
-			>"$TMP/sim$k.out" 2>"$TMP/sim$k.log" &
-		echo $! >"$TMP/sim$k.pid"
+			>"$TMP/$1.out" 2>>"$TMP/$1.log" &
+		echo $! >"$TMP/$1.pid"
+	}
+	die_n=0
+	[ "$FAULT" = die ] && die_n=$(((HOSTS + 99) / 100))
+	first=1 k=0
+	while [ $first -le $((HOSTS - die_n)) ]; do
+		n=$((HOSTS - die_n - first + 1)); [ $n -gt "$PER_PROC" ] && n=$PER_PROC
+		k=$((k + 1))
+		sim "sim$k" $first $n
 		first=$((first + n))
 	done
+	[ "$die_n" = 0 ] || sim simdie $first "$die_n"
 fi
 # every 5 s: each look reads every host's keys (about 2 kB a host)
 n=0
@@ -194,11 +218,75 @@ cmd = [nt, "fleet", "rollout", "--endpoints", ep, "--policy", pol, "--name", nam
 if gate:
     cmd += ["--gate", "scale", "--gate-budget", budget, "--gate-allow-inconclusive"]
 t = time.monotonic()
-p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=open(sys.argv[3] + ".err", "w"))
+p = subprocess.run(cmd, stdout=open(sys.argv[3] + ".out", "w"), stderr=open(sys.argv[3] + ".err", "w"))
 wall = time.monotonic() - t
 ru = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(p.returncode, "%.2f" % wall, "%.2f" % (ru.ru_utime + ru.ru_stime), ru.ru_maxrss)
 EOF
+}
+# the failure, in the background while the controller runs: when wave
+# FAULT_WAVE is sent (the controller's timeline, on its stdout), kill the dying hosts'
+# fleetsim or member 1; the time is kept in TMP/fault.t
+fault_at_wave() {
+	until grep -q "wave $FAULT_WAVE (.*) sent to" "$TMP/p.conf.out" 2>/dev/null; do
+		[ -f "$TMP/ctl" ] && [ -s "$TMP/ctl" ] && return 0
+		sleep 0.1
+	done
+	date +%s.%N >"$TMP/fault.t"
+	case $FAULT in
+	die) kill -9 "$(cat "$TMP/simdie.pid")" ;;
+	member) tests/tools/etcd-cluster.sh kill-member "$TMP/etcd" 1 ;;
+	esac
+}
+# FAULT=ctl: the controller killed -9 in its first pause, resumed, KILLS
+# times; prints what rollout() prints (its status, wall, CPU of all the
+# controllers, peak RSS) and keeps each kill's pause line in TMP/kills
+rollout_killed() {
+	t0=$(date +%s.%N) kills=0
+	: >"$TMP/kills"
+	export NODETUNE_FLEET_PAUSE=1.5
+	rollout "$1" "$2" >"$TMP/ctl.0" &
+	pid=$!
+	while [ $kills -lt "$KILLS" ]; do
+		# the controller's own process: rollout()'s python runs it
+		until grep -q "(NODETUNE_FLEET_PAUSE)" "$1.out" 2>/dev/null || ! kill -0 $pid 2>/dev/null; do sleep 0.02; done
+		kill -0 $pid 2>/dev/null || break
+		sleep 0.3
+		pkill -9 -f "fleet (rollout|resume) --endpoints $EP " || break
+		kills=$((kills + 1))
+		grep "(NODETUNE_FLEET_PAUSE)" "$1.out" | head -n 1 >>"$TMP/kills"
+		wait $pid
+		[ "$(rstate "$2")" = running ] || break
+		mv "$1.out" "$1.out.$kills"
+		[ $kills -lt "$KILLS" ] || unset NODETUNE_FLEET_PAUSE
+		resume "$1" "$2" >"$TMP/ctl.$kills" &
+		pid=$!
+	done
+	wait $pid
+	unset NODETUNE_FLEET_PAUSE
+	st=$(rstate "$2")
+	python3 -c 'import sys, time; print(sys.argv[1], "%.2f" % (time.time() - float(sys.argv[2])), "0", "0")' \
+		"$([ "$st" = done ] && echo 0 || echo 3)" "$t0"
+}
+resume() {
+	# shellcheck disable=SC2086
+	python3 -c 'import subprocess, sys; sys.exit(subprocess.run(sys.argv[2:], stdout=open(sys.argv[1] + ".out", "w"),
+stderr=open(sys.argv[1] + ".err", "w")).returncode)' "$1" "$NODETUNE" fleet resume --endpoints "$EP" --name "$2" \
+		--signing-key "$TMP/sk/ctl.key" $CTL
+}
+# shellcheck disable=SC2086
+rstate() { "$NODETUNE" fleet status --endpoints "$EP" $CTL --name "$1" --json | python3 -c '
+import json, sys; print(json.load(sys.stdin)["rollouts"][0]["state"])' 2>/dev/null; }
+# each host's desired key's version (etcd counts its puts), "HOST VERSION" lines
+desired_versions() {
+	# shellcheck disable=SC2086
+	env ETCDCTL_API=3 etcdctl --endpoints "$EP" $ETCDCTL_AUTH --command-timeout=60s get --prefix /nodetune/hosts/ \
+		--keys-only -w json | python3 -c '
+import base64, json, sys
+for kv in json.load(sys.stdin).get("kvs", []):
+    k = base64.b64decode(kv["key"]).decode()
+    if k.endswith("/desired"):
+        print(k.split("/")[3], kv["version"])' | sort
 }
 printf '[main]\nsummary = fleet_scale\n[thp]\ndefrag = madvise\n' >"$TMP/p.conf"
 printf '[main]\nsummary = fleet_scale, refused by one host\n[thp]\ndefrag = never\n' >"$TMP/q.conf"
@@ -206,7 +294,20 @@ chmod 644 "$TMP/p.conf" "$TMP/q.conf"
 echo "bench: $(date +%T) rollout" >&2
 e0=$(metric process_cpu_seconds_total)
 h2=$(handled)
-rollout "$TMP/p.conf" scale >"$TMP/ctl"
+case $FAULT in
+die | member)
+	fault_at_wave &
+	fpid=$!
+	rollout "$TMP/p.conf" scale >"$TMP/ctl"
+	wait $fpid
+	;;
+ctl)
+	desired_versions >"$TMP/v0"
+	rollout_killed "$TMP/p.conf" scale >"$TMP/ctl"
+	desired_versions >"$TMP/v1"
+	;;
+*) rollout "$TMP/p.conf" scale >"$TMP/ctl" ;;
+esac
 h3=$(handled)
 e1=$(metric process_cpu_seconds_total)
 load_roll=$(load)

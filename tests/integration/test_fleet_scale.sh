@@ -31,7 +31,7 @@ N=${FLEET_SMOKE_HOSTS:-1000}
 TSV=$T_TMP/scale.tsv
 mkdir "$T_TMP/bench"
 
-run env TMPDIR="$T_TMP/bench" HOSTS="$N" IDLE_S=10 AUTH=0 GATE_BUDGET=10 WAVE_TIMEOUT=120 OUT="$TSV" \
+run env TMPDIR="$T_TMP/bench" HOSTS="$N" IDLE_S=10 SETTLE_S=5 AUTH=0 GATE_BUDGET=10 WAVE_TIMEOUT=120 OUT="$TSV" \
 	NODETUNE="$NODETUNE" FLEETSIM="$FLEETSIM" ETCD="$ETCD" sh bench/fleet_scale.sh
 last=$(tail -n 1 "$OUT")
 if [ "$RC" -eq 0 ] && echo "$last" | grep -Eq "^fleet_scale: $N hosts: "; then
