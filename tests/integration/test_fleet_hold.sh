@@ -68,13 +68,21 @@ hold_job() { # FILE [THEN]: the holding job; THEN (a line) runs once released
 		"exec '$T_TMP/gatebin/nodetune-harness' --rows 1000 --steps 30 --warmup 3 --batch 256 --quiet" >"$1"
 	chmod 755 "$1"
 }
+# The holding gates' ab budget: 10 s, spent while the gate holds its
+# canary (ab's warm-up runs arm B there), so that once released ab ends
+# after one more block and a look, where a budget of 60 s went on with
+# trials for the rest of the minute: the rollback waits for the other
+# canary's gate to end (its restore is read then), and no check here
+# reads a verdict (each rollout below ends by a refusal, a kill or a
+# failed job).
+HOLD_BUDGET=10
 hold_job "$T_TMP/gatebin/holdjob.sh"
 gate_file hold "$T_TMP/gatebin/holdjob.sh"
 fleet_snap >"$T_TMP/kill.before" || t_not_ok "a snapshot of the hosts (kill.before)"
 h1_before=$(tree_hash "$T_TMP/h1/root")
 ready0=$(grep -c "ready: " "$T_TMP/h1/log")
 "$NODETUNE" fleet rollout --endpoints "$EP" $SIGN --policy "$T_TMP/hold.conf" --name r-gate-kill --waves 1/class,100% \
-	--gate hold --gate-budget 60 --wave-timeout 120 --json >"$T_TMP/kill.out" 2>"$T_TMP/kill.err" &
+	--gate hold --gate-budget $HOLD_BUDGET --wave-timeout 120 --json >"$T_TMP/kill.out" 2>"$T_TMP/kill.err" &
 rpid=$!
 wait_until 60 test -e "$T_TMP/gateout/h1.held"
 check "mid-gate: h1's gate holds the host with arm B applied (THP defrag defer, numa_balancing 0)" -- \
@@ -122,7 +130,7 @@ fleet_snap >"$T_TMP/both.before" || t_not_ok "a snapshot of the hosts (both.befo
 h1_before=$(tree_hash "$T_TMP/h1/root")
 ready0=$(grep -c "ready: " "$T_TMP/h1/log")
 "$NODETUNE" fleet rollout --endpoints "$EP" $SIGN --policy "$T_TMP/hold.conf" --name r-gate-both --waves 1/class,100% \
-	--gate hold --gate-budget 60 --wave-timeout 120 --json >"$T_TMP/both.out" 2>"$T_TMP/both.err" &
+	--gate hold --gate-budget $HOLD_BUDGET --wave-timeout 120 --json >"$T_TMP/both.out" 2>"$T_TMP/both.err" &
 rpid=$!
 wait_until 60 test -e "$T_TMP/gateout/h1.held"
 dpid=$(cat "$T_TMP/h1/pid")
@@ -155,7 +163,7 @@ gate_file hold "$T_TMP/gatebin/holdjob.sh"
 fleet_snap >"$T_TMP/abkill.before" || t_not_ok "a snapshot of the hosts (abkill.before)"
 h1_before=$(tree_hash "$T_TMP/h1/root")
 "$NODETUNE" fleet rollout --endpoints "$EP" $SIGN --policy "$T_TMP/hold.conf" --name r-gate-abkill --waves 1/class,100% \
-	--gate hold --gate-budget 60 --wave-timeout 120 --json >"$T_TMP/abkill.out" 2>"$T_TMP/abkill.err" &
+	--gate hold --gate-budget $HOLD_BUDGET --wave-timeout 120 --json >"$T_TMP/abkill.out" 2>"$T_TMP/abkill.err" &
 rpid=$!
 wait_until 60 test -e "$T_TMP/gateout/h1.held"
 abpid=$(ps -o pid= --ppid "$(cat "$T_TMP/h1/pid")" | tr -d ' ' | head -1)
@@ -194,7 +202,7 @@ held_rollout() {
 	fleet_snap >"$T_TMP/$1.before" || t_not_ok "a snapshot of the hosts ($1.before)"
 	h1_before=$(tree_hash "$T_TMP/h1/root") ready0=$(grep -c "ready: " "$T_TMP/h1/log")
 	"$NODETUNE" fleet rollout --endpoints "$EP" $SIGN --policy "$T_TMP/hold.conf" --name "r-gate-$1" \
-		--waves 1/class,100% --gate hup --gate-budget 60 --wave-timeout 120 --json >"$T_TMP/$1.out" 2>"$T_TMP/$1.err" &
+		--waves 1/class,100% --gate hup --gate-budget $HOLD_BUDGET --wave-timeout 120 --json >"$T_TMP/$1.out" 2>"$T_TMP/$1.err" &
 	rpid=$!
 	wait_until 60 test -e "$T_TMP/gateout/h1.held"
 }
