@@ -3,7 +3,7 @@
  * parsed strictly; an error verdict is -EIO; the report's schema is the one
  * abreport_json writes (the contract's two sides: abreport.h, fleet_gate.h).  A gate needs a job and a trial
  * dir; a trial dir a dead daemon left is removed (its journal reverted:
- * test_fleet.sh, on a live host). */
+ * test_fleet_hold.sh, on a live host). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
