@@ -3,8 +3,10 @@
  * (daemon_test.h): the metric table rendered from a constructed daemon
  * (every family, the observer's only when it sampled, promtool's verdict
  * where it is installed), an error in a row propagated and naming the
- * family; the loop's decision after each kind of wake-up; the next due
- * verify on time and after an overrun; the ring of recent drift events. */
+ * family; the loop's decision after each kind of wake-up (a SIGHUP
+ * under a fleet gate held back, reloaded at the first due cycle after
+ * it); the next due verify on time and after an overrun; the ring of
+ * recent drift events. */
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
