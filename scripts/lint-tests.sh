@@ -10,26 +10,37 @@
 #   ge0       `-ge 0`, `-gt -1` (either quoted) or `>= 0` (`>= 0.0`): true of
 #             every count.  Not flagged when the same operand has an upper
 #             bound on the line (`.x >= 0 and .x <= 1`).
-#   true      `|| true` (or `|| :`) as the command right before a check, a
-#             t_ok, a run or an expect_fail; and a check of `true` or `:`
+#   true      `|| true` (or `|| :`, or `|| echo "# ..."`: a failure made a
+#             comment) as the command right before a check, a t_ok, a run
+#             or an expect_fail; and a check of `true` or `:`
 #             (`check DESC -- true`), which cannot fail.
 #   status    a command whose status is ignored, writing a file that a later
-#             check (or a `run` feeding one) of the same script reads.  A heuristic: the command
-#             writes `>"$T_TMP/NAME"` (stdout) or takes `--json`, `--out`,
-#             `--dump-weights` or `-o` with "$T_TMP/NAME"; its status counts
-#             as used when it is followed by && or ||, is under if, while,
-#             until or !, runs in the background (& -- its status is wait's),
-#             or the next command reads $? (or is `wait PID` followed by one
-#             that reads $?: a function that starts jobs in the background).  Text tools (echo, printf, cat,
-#             sed, awk, grep, jq, sort, head, tail, cut, tr, cp, mkdir, rm,
-#             python3 -c writing a fixture) and a loop's or a group's
-#             redirection (`done >FILE`) are not flagged.  The path is
-#             matched literally: one built from a variable ("$T_TMP/$out")
-#             is not followed.
+#             check (or a `run` feeding one, or a `V=$(...)` whose V a later
+#             check or run names) of the same script reads.  A heuristic: the
+#             command writes `>"$T_TMP/NAME"` (or `2>`, `>>`, `| tee`) or
+#             takes `--json`, `--out`, `--dump-weights`, `-o`, `--report`,
+#             `--write-data`, `--screenshot` or `--state-dir` (a directory:
+#             a path below it is read) with "$T_TMP/NAME", `=` too; its
+#             status counts as used when it is followed by && or ||, is
+#             under if, while, until or !, runs in the background (& -- its
+#             status is wait's), is the last of a group or a function (the
+#             status is theirs), or the next command reads $? other than in
+#             a comment (`echo "# rc $?"` is not a use), or is `wait PID`
+#             followed by one that reads $?.  A command feeding a pipe (|)
+#             that writes such a file: its status is lost (no pipefail).
+#             Text tools (echo, printf, cat, sed, awk, grep, jq, sort, head,
+#             tail, cut, tr, cp, mkdir, rm, `:`, python3 -c writing a
+#             fixture), t_defer's string, a function whose body starts a
+#             background job, and a loop's or a group's redirection
+#             (`done >FILE`) are not flagged.  The path is matched
+#             literally: one built from a variable ("$T_TMP/$out") is not
+#             followed.
 #   sleep     a fixed `sleep N` (or `sleep $VAR`) as a command of its own, outside a loop's
-#             body and not in the background: a check that waits a fixed
-#             time instead of for its event (wait_until, a loop with a
-#             deadline).  A sleep that is a window on purpose (evidence
+#             body and not in the background (or in the background with a
+#             `wait` right after it); and `wait_until N false` (or `! true`,
+#             `sh -c false`), which cannot end before its deadline: a check
+#             that waits a fixed time instead of for its event (wait_until,
+#             a loop with a deadline).  A sleep that is a window on purpose (evidence
 #             that nothing happens meanwhile, a point inside a pause) says
 #             so and gives its margin in the comment right above it, one of
 #             whose lines starts `# window:`.
@@ -139,7 +150,15 @@ function firstword(t) { split(bare(t), w, /[ \t\n]+/); return w[1] }
 function report(line, kind, msg) { printf "%s:%d: %s: %s\n", file, line, kind, msg; found = 1 }
 
 # ---- the four patterns ---------------------------------------------------
-function findings(   win, i, j, t, fw, p, m, path, used, nxt, lnk, x, a) {
+function findings(   win, i, j, t, fw, p, m, used, nxt, lnk, x, a, fn, l2) {
+	# the functions that start a job in the background (a command of their
+	# body ends in &): their own status says nothing
+	for (i = 1; i <= nc; i++) {
+		if (!match(C[i], /^[A-Za-z_][A-Za-z_0-9]*\(\)/)) continue
+		fn = substr(C[i], 1, RLENGTH - 2)
+		for (l2 = CL[i]; l2 <= n && lines[l2] !~ /^\}/ && !(l2 == CL[i] && lines[l2] ~ /\}[ \t]*$/); l2++) ;
+		for (j = i; j <= nc && CL[j] <= l2; j++) if (CA[j] == "&") bgfn[fn] = 1
+	}
 	for (i = 1; i <= nc; i++) {
 		t = C[i]; fw = firstword(t)
 		if ((fw == "check" || fw == "expect_fail") && t ~ /[ \t\n]--([ \t\n]|$)/ && (CA[i] == "&&" || CA[i] == "||"))
@@ -148,6 +167,10 @@ function findings(   win, i, j, t, fw, p, m, path, used, nxt, lnk, x, a) {
 			report(CL[i], "true", "`|| " fw "` right before a " firstword(C[i + 1]))
 		if (fw == "check" && t ~ /[ \t\n]--[ \t\n]+(true|:)[ \t\n]*$/)
 			report(CL[i], "true", "a check of `" (t ~ /:[ \t\n]*$/ ? ":" : "true") "`: it cannot fail (a heading is an echo \"# ...\")")
+		if (fw == "echo" && bare(t) ~ /^echo[ \t]+["\x27]#/ && CB[i] == "||" && i < nc && firstword(C[i + 1]) ~ /^(check|t_ok|run|expect_fail)$/)
+			report(CL[i], "true", "`|| echo \"# ...\"` right before a " firstword(C[i + 1]) ": a failure turned into a comment (t_not_ok it, or put it inside the check)")
+		if (fw == "wait_until" && bare(t) ~ /^wait_until[ \t]+[^ \t]+[ \t]+(false|!?[ \t]*(sh|bash)[ \t]+-c[ \t]+["\x27]?(false|exit 1)["\x27]?|![ \t]+(true|:))[ \t]*$/)
+			report(CL[i], "sleep", "`" bare(t) "` cannot end before its deadline: a fixed sleep")
 	}
 	depth = 0
 	for (i = 1; i <= nc; i++) {
@@ -156,8 +179,9 @@ function findings(   win, i, j, t, fw, p, m, path, used, nxt, lnk, x, a) {
 		fw = firstword(t)
 		win = 0
 		for (j = CL[i] - 1; j > 0 && lines[j] ~ /^[ \t]*#/; j--) if (lines[j] ~ /^[ \t]*# window:/) win = 1
-		if (fw == "sleep" && bare(t) ~ /^sleep[ \t]+([0-9.]+|"?\$\{?[A-Za-z_][A-Za-z_0-9]*\}?"?)[ \t]*$/ && depth == 0 && CA[i] != "&" && !win)
-			report(CL[i], "sleep", "a fixed `" bare(t) "` outside a wait loop: wait for the event (wait_until), or give the window and its margin in a `# window:` comment right above")
+		if (fw == "sleep" && bare(t) ~ /^sleep[ \t]+([0-9.]+|"?\$\{?[A-Za-z_][A-Za-z_0-9]*\}?"?)[ \t]*$/ && depth == 0 && !win &&
+		    (CA[i] != "&" || (i < nc && C[i + 1] ~ /^wait([ \t]+"?\$!"?)?$/)))
+			report(CL[i], "sleep", "a fixed `" bare(t) "`" (CA[i] == "&" ? " in the background, then waited for," : "") " outside a wait loop: wait for the event (wait_until), or give the window and its margin in a `# window:` comment right above")
 		if (t ~ /^done([ \t\n);|&]|$)/ && depth > 0) depth--
 	}
 	for (ln = 1; ln <= n; ln++) {
@@ -167,28 +191,72 @@ function findings(   win, i, j, t, fw, p, m, path, used, nxt, lnk, x, a) {
 	}
 	for (i = 1; i <= nc; i++) {
 		t = bare(C[i]); fw = firstword(t)
-		if (fw ~ /^(done|fi|esac|\}|\)|check|run|expect_fail|echo|printf|cat|sed|awk|grep|jq|sort|head|tail|cut|tr|cp|mkdir|rm|ln|chmod|touch|tee|python3|local|export|wait)$/) continue
+		if (fw ~ /^(done|fi|esac|\}|\)|check|run|expect_fail|echo|printf|cat|sed|awk|grep|jq|sort|head|tail|cut|tr|cp|mkdir|rm|ln|chmod|touch|tee|python3|local|export|wait|:|t_defer|t_undo)$/) continue
+		if (fw in bgfn) continue     # a function that starts a job in the background
+		if (i < nc && C[i + 1] ~ /^\}/) continue    # the last of a group or a function: its status is theirs
 		if (fw ~ /^[A-Za-z_][A-Za-z_0-9]*=/ && t !~ /[ \t]/) continue
-		if (C[i] ~ /^(if|while|until|!)[ \t]/ || CB[i] == "&&" || CA[i] == "&&" || CA[i] == "||" || CA[i] == "&" || CA[i] == "|") continue
-		if (i < nc && C[i + 1] ~ /\$\?/) continue
+		if (C[i] ~ /^(if|while|until|!)[ \t]/ || CB[i] == "&&" || CA[i] == "&&" || CA[i] == "||" || CA[i] == "&") continue
+		if (CA[i] == "|") { piped(i, fw); continue }
+		# $? read by the next command: used, unless only said (echo "# rc $?")
+		if (i < nc && C[i + 1] ~ /\$\?/ && bare(C[i + 1]) !~ /^(echo|printf)[ \t]+["\x27]?#[^>]*$/) continue
 		# a background job (a function that starts one): the waits after it
 		for (j = i + 1; j < nc && firstword(C[j]) == "wait" && C[j + 1] ~ /\$\?/; j += 2) ;
 		if (j > i + 1) continue
 		# each file it writes: the first a later check or run reads is reported
-		rest = t
-		while (match(rest, /((^|[ \t])>>?|--json|--out|--dump-weights|-o)[ \t=]*"?\$T_TMP\/[A-Za-z0-9_.\/-]+/)) {
-			path = substr(rest, RSTART, RLENGTH); rest = substr(rest, RSTART + RLENGTH)
-			sub(/^.*\$T_TMP\//, "$T_TMP/", path)
-			for (j = i + 1; j <= nc; j++)
-				if (firstword(C[j]) ~ /^(check|run)$/ && index(C[j], path) && !index(C[j], path "."))
-					break
-			if (j <= nc) {
-				report(CL[i], "status", "the status of `" fw "` writing " path " is ignored, and the " firstword(C[j]) " at line " CL[j] " reads it")
-				break
-			}
-		}
+		if ((j = reader(t, i)) > 0)
+			report(CL[i], "status", "the status of `" fw "` writing " path " is ignored, and the " rname(j) " at line " CL[j] " reads it")
 	}
 	exit found
+}
+# reader(t, i): the first later command (after i) that reads a file the
+# command text t writes (path set to it), or 0.  A writer: >, 2> (any
+# digit), >>, tee, or an option that names an output (--json, --out, -o,
+# --dump-weights, --report, --write-data, --screenshot, --state-dir: a
+# directory, read through a path below it), with "$T_TMP/NAME", its = form
+# too.  A reader: a check or a run naming the path, or an assignment from
+# $( ) that names it (v=$(jq .x "$T_TMP/p")).
+function reader(t, i,   rest, j) {
+	rest = t
+	while (match(rest, /((^|[ \t])[0-9]?>>?|(^|[ \t])tee([ \t]+-a)?|--json|--out|--dump-weights|-o|--report|--write-data|--screenshot|--state-dir)[ \t=]*"?\$T_TMP\/[A-Za-z0-9_.\/-]+/)) {
+		path = substr(rest, RSTART, RLENGTH); rest = substr(rest, RSTART + RLENGTH)
+		sub(/^.*\$T_TMP\//, "$T_TMP/", path)
+		for (j = i + 1; j <= nc; j++)
+			if (names(C[j], path) && (firstword(C[j]) ~ /^(check|run)$/ || checked_var(j)))
+				return j
+	}
+	return 0
+}
+# names(x, path): x names path itself or a path below it (not x.json, not xy)
+function names(x, path,   k, c) {
+	while ((k = index(x, path)) > 0) {
+		c = substr(x, k + length(path), 1)
+		if (c !~ /[A-Za-z0-9_.-]/) return 1
+		x = substr(x, k + 1)
+	}
+	return 0
+}
+# checked_var(j): command j assigns a variable from $( ) that a later check
+# or run names
+function checked_var(j,   v, k) {
+	if (!match(C[j], /^[A-Za-z_][A-Za-z_0-9]*=["]?\$\(/)) return 0
+	v = C[j]; sub(/=.*/, "", v)
+	for (k = j + 1; k <= nc && index(C[k], v "=") != 1; k++)    # until it is set again
+		if (firstword(C[k]) ~ /^(check|run|expect_fail)$/ && (C[k] ~ ("\\$" v "([^A-Za-z_0-9]|$)") || index(C[k], "${" v "}")))
+			return 1
+	return 0
+}
+function rname(j) { return firstword(C[j]) ~ /^(check|run)$/ ? firstword(C[j]) : "assignment" }
+# piped(i, fw): command i (fw, not a text tool) feeds a pipe; its status is
+# lost (sh has no pipefail), which matters when the pipe writes a file a
+# later check reads (nodetune ... | tee "$T_TMP/p", then a check of p)
+function piped(i, fw,   k, j) {
+	for (k = i + 1; k <= nc; k++) {
+		if ((j = reader(C[k], k)) > 0) {
+			report(CL[i], "status", "the status of `" fw "` is lost in a pipe writing " path ", and the " rname(j) " at line " CL[j] " reads it")
+			return
+		}
+		if (CA[k] != "|") return
+	}
 }' "$f" || bad=1
 done
 exit $bad

@@ -202,7 +202,8 @@ while IFS='	' read -r verb name value help; do
 	dur_option "$verb --$name" "$value" "$help" "$NODETUNE" $verb "--$name"
 done <"$T_TMP/dur-opts"
 if [ -x "$HARNESS" ]; then
-	"$HARNESS" --help | sed -nE 's/^  --([a-z-]+) ([A-Z/]*DURATION) +(.*)$/\1\t\2\t\3/p' >"$T_TMP/dur-h"
+	"$HARNESS" --help >"$T_TMP/h-help" || t_not_ok "nodetune-harness --help: exit $?"
+	sed -nE 's/^  --([a-z-]+) ([A-Z/]*DURATION) +(.*)$/\1\t\2\t\3/p' "$T_TMP/h-help" >"$T_TMP/dur-h"
 	while IFS='	' read -r name value help; do
 		dur_option "nodetune-harness --$name" "$value" "$help" "$HARNESS" "--$name"
 	done <"$T_TMP/dur-h"

@@ -160,13 +160,14 @@ run "$H" $Q --steps 2 --batch 256 --json -
 check "the CPU's default: 2 loader workers, said in the summary" -- \
 	jq -e '.summary.loader.frozen == false and .summary.loader.workers == 2' "$OUT"
 "$H" --rows 1000 --write-data "$T_TMP/data" --samples 20000 --compress zstd 2>/dev/null
+rw=$?
 "$H" $Q --steps 10 --batch 256 --data "$T_TMP/data" --dump-weights "$T_TMP/wd"
 rd=$?
 "$H" $Q --steps 10 --batch 256 --dump-weights "$T_TMP/ws" --compress zstd --no-pin --workers 3 --prefetch 2
 rs=$?
 run "$WDIFF" "$T_TMP/wd" "$T_TMP/ws" 1e-12
-check "training from shards on disk = from the generator, whatever the loader settings (exit $rd, $rs; $(cat "$OUT"))" -- \
-	[ "$rd/$rs/$RC" = 0/0/0 ]
+check "training from shards on disk = from the generator, whatever the loader settings (exit $rw, $rd, $rs; $(cat "$OUT"))" -- \
+	[ "$rw/$rd/$rs/$RC" = 0/0/0/0 ]
 printf 'XXXXXXXX' | dd of="$T_TMP/data/shard-00000.nts" bs=1 seek=100000 conv=notrunc 2>/dev/null
 run "$H" $Q --steps 10 --batch 256 --data "$T_TMP/data"
 check "a corrupt shard: non-zero exit, the message names the shard and the offset" -- sh -c \
@@ -243,10 +244,11 @@ if "$H" --device cuda $Q --steps 1 --batch 64 2>"$T_TMP/gpuprobe"; then
 		esac
 	done
 	"$H" --rows 1000 --write-data "$T_TMP/gdata" --samples 20000 2>/dev/null
+	rw=$?
 	printf 'XXXXXXXX' | dd of="$T_TMP/gdata/shard-00000.nts" bs=1 seek=100000 conv=notrunc 2>/dev/null
 	run "$H" --device cuda $Q --steps 10 --batch 256 --data "$T_TMP/gdata"
-	check "GPU, a corrupt shard: exit 2, the message names the shard and offset" -- sh -c \
-		"[ $RC -eq 2 ] && grep -q 'shard-00000.nts: offset [0-9]*' '$ERR'"
+	check "GPU, a corrupt shard: exit 2, the message names the shard and offset (--write-data exit $rw)" -- sh -c \
+		"[ $rw -eq 0 ] && [ $RC -eq 2 ] && grep -q 'shard-00000.nts: offset [0-9]*' '$ERR'"
 	run "$H" --device cuda --model mlp --mlp-depth 4 --mlp-width 256 $Q --steps 5 --batch 256 --json "$T_TMP/m.json"
 	check "GPU mlp: trains (finite loss)" -- sh -c "[ $RC -eq 0 ] && jq -e '.summary.final_loss | isnormal' '$T_TMP/m.json'"
 	if [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 2 ]; then

@@ -158,9 +158,10 @@ run "$NODETUNE" policy active --state-dir "$T_TMP/ast" --socket "$T_TMP/no.sock"
 check "policy active before any apply: nothing active, no daemon" -- sh -c \
 	"[ $RC -eq 0 ] && jq -e '.active == null and .daemon == null and .journals == []' '$OUT' >/dev/null"
 "$NODETUNE" apply --policy site --topology $HGX --sysroot "$AT" --state-dir "$T_TMP/ast" >/dev/null 2>&1
+arc=$?
 run "$NODETUNE" policy active --state-dir "$T_TMP/ast" --socket "$T_TMP/no.sock" --json
-check "policy active after apply --policy site: the journal's policy, applied, its originals counted" -- sh -c \
-	"[ $RC -eq 0 ] && jq -e '.active == \"site\" and .journals[0].committed and .journals[0].changes == 7' '$OUT' >/dev/null"
+check "policy active after apply --policy site (exit $arc): the journal's policy, applied, its originals counted" -- sh -c \
+	"[ $arc -eq 0 ] && [ $RC -eq 0 ] && jq -e '.active == \"site\" and .journals[0].committed and .journals[0].changes == 7' '$OUT' >/dev/null"
 run "$NODETUNE" policy list --state-dir "$T_TMP/ast" --socket "$T_TMP/no.sock"
 check "policy list marks the active one (what policy active says): site" -- sh -c \
 	"[ $RC -eq 0 ] && grep -qx '\* site  *$PP/etc/site.conf (active)' '$OUT' && [ \$(grep -c '^\*' '$OUT') -eq 1 ]"
@@ -171,8 +172,9 @@ run "$NODETUNE" policy active --state-dir "$T_TMP/ast" --socket "$T_TMP/no.sock"
 check "policy active (text): no daemon, the journal, the active policy" -- sh -c \
 	"grep -q '^daemon:  none answers on $T_TMP/no.sock' '$OUT' && grep -q '^journal: $T_TMP/ast: site, applied, 7 originals kept' '$OUT' && grep -qx 'active:  site' '$OUT'"
 "$NODETUNE" revert --sysroot "$AT" --state-dir "$T_TMP/ast" >/dev/null 2>&1
+rrc=$?
 run "$NODETUNE" policy active --state-dir "$T_TMP/ast" --socket "$T_TMP/no.sock" --json
-check "policy active after revert: nothing" -- jq -e '.active == null' "$OUT"
+check "policy active after revert (exit $rrc): nothing" -- sh -c "[ $rrc -eq 0 ] && jq -e '.active == null' '$OUT' >/dev/null"
 unset NODETUNE_POLICY_PATH
 
 # ---- apply --dry-run promises what apply does: no job cgroup on a sysroot --

@@ -10,8 +10,12 @@
 #     capability, a unit test that returns before its assertions;
 #   - caught by the lint (scripts/lint-tests.sh), being checks that cannot
 #     fail or statuses lost, which no count can see: `-- true`, the ge0
-#     variants, `--json=PATH`, `sleep $D`, `|| true` before t_ok/run/
-#     expect_fail, `expect_fail ... && more`;
+#     variants, `--json=PATH`, `2>PATH`, `| tee PATH`, a reader in `V=$( )`,
+#     `echo "# rc $?"` taken for a use, the --report/--write-data/
+#     --screenshot=/--state-dir writers, `sleep $D`, `sleep 2 &` + `wait`,
+#     `wait_until 3 false`, `|| true` before t_ok/run/expect_fail,
+#     `|| echo "# ..."` before a check, `expect_fail ... && more`; and a
+#     probe of the forms each rule leaves alone;
 #   - caught by neither: listed, each with why (not a failure of this test).
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -204,16 +208,46 @@ linted v21 'true: `|| true` right before a t_ok'
 probe v20 'expect_fail 2 x "y" -- "$NODETUNE" nope && echo more'
 linted v20 'outside: a condition after `expect_fail ... --`'
 
+probe v07 '"$NODETUNE" plan --nope 2>"$T_TMP/e"' 'check "reads e" -- grep -q usage "$T_TMP/e"'
+linted v07 'status: the status of `"$NODETUNE"` writing $T_TMP/e is ignored'
+probe v08 '"$NODETUNE" plan --topology x | tee "$T_TMP/p"' 'check "reads p" -- grep -q x "$T_TMP/p"'
+linted v08 'status: the status of `"$NODETUNE"` is lost in a pipe writing $T_TMP/p'
+probe v09 '"$NODETUNE" plan --json >"$T_TMP/p"' 'v=$(jq -r .x "$T_TMP/p")' 'check "v" -- [ "$v" = 1 ]'
+linted v09 'status: the status of `"$NODETUNE"` writing $T_TMP/p is ignored, and the assignment'
+probe v10 '"$NODETUNE" plan >"$T_TMP/x"' 'echo "# rc $?"' 'check "reads x" -- grep -q a "$T_TMP/x"'
+linted v10 'status: the status of `"$NODETUNE"` writing $T_TMP/x is ignored'
+probe v17a '"$NODETUNE" ab --report "$T_TMP/r.html"' 'check "r" -- grep -q html "$T_TMP/r.html"'
+linted v17a 'status: the status of `"$NODETUNE"` writing $T_TMP/r.html'
+probe v17b '"$HARNESS" --rows 10 --write-data "$T_TMP/d"' 'run "$HARNESS" --data "$T_TMP/d"'
+linted v17b 'status: the status of `"$HARNESS"` writing $T_TMP/d is ignored, and the run'
+probe v17c '"$NODETUNE" discover --screenshot="$T_TMP/s.png"' 'check "s" -- test -s "$T_TMP/s.png"'
+linted v17c 'status: the status of `"$NODETUNE"` writing $T_TMP/s.png'
+probe v17d '"$NODETUNE" apply --state-dir "$T_TMP/st"' 'check "j" -- test -s "$T_TMP/st/journal"'
+linted v17d 'status: the status of `"$NODETUNE"` writing $T_TMP/st is ignored'
+probe v12 'sleep 2 &' 'wait' 'check "after" -- test 1 = 1'
+linted v12 'sleep: a fixed `sleep 2` in the background, then waited for'
+probe v16 'wait_until 3 false' 'check "after" -- test 1 = 1'
+linted v16 'sleep: `wait_until 3 false` cannot end before its deadline'
+probe v13 'grep -q x "$T_TMP/j" || echo "# no x"' 'check "after" -- test 1 = 1'
+linted v13 'true: `|| echo "# ..."` right before a check'
+# and what each rule leaves alone: a status kept in a file or compared, a
+# stderr file beside a run, a job started in the background by a function,
+# a sleep in the background that nothing waits for
+probe ok1 '{ "$NODETUNE" plan 2>"$T_TMP/e"; echo $? >"$T_TMP/rc"; } | cat >"$T_TMP/o"' \
+	'check "rc" -- grep -qx 0 "$T_TMP/rc" "$T_TMP/e"' \
+	'"$NODETUNE" plan >"$T_TMP/x"' 'rc=$?' 'check "x" -- sh -c "[ $rc -eq 0 ] && test -s $T_TMP/x"' \
+	'bg() { "$NODETUNE" daemon --state-dir "$T_TMP/st2" & }' 'bg' 'check "j" -- test -s "$T_TMP/st2/journal"' \
+	'sleep 2 &' 'check "meanwhile" -- test 1 = 1'
+if out=$(sh scripts/lint-tests.sh "$pd/test_ok1.sh" 2>&1); then
+	ok "ok1: the lint leaves the statuses used, a background starter and a sleep not waited for alone"
+else
+	nok "ok1: the lint flags what is right: $out"
+fi
+
 # ---- neither: what no count and no pattern sees (said, not failed) --------
 for why in \
-	"v07 2>\"\$T_TMP/e\" then a check reads e: stderr files are written beside most run's on purpose; the writer rule would flag them all" \
-	"v08 nodetune ... | tee \"\$T_TMP/p\": the producer's status in a pipe; test_stdout.sh keeps it in a file now (review B17)" \
-	"v09 a reader inside \$( ) rather than check/run: followed by no rule" \
-	"v10 echo \"# rc \$?\" counts as the status used: the lint cannot tell a log from a comparison" \
-	"v17 writers --report, --write-data, --screenshot=, --state-dir: not in the writer list" \
-	"v12 sleep 2 & then wait: a fixed sleep in the background" \
-	"v16 wait_until 3 false: a fixed sleep in disguise" \
-	"v13 || echo \"# ...\" right before a check: a failure turned into a comment"; do
+	"a reader that is neither a check, a run nor a variable a later check names (x=\$(cat f) used only in an if): the lint follows no data further" \
+	"a sleep in the background waited for after other commands (sleep 2 & cmd; wait): only a wait right after it is read as one"; do
 	echo "not caught: $why"
 done
 echo "lint tap: $pass passed, $fail failed"

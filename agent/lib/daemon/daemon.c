@@ -883,16 +883,16 @@ static int wait_signal(int sfd, int xfd, int gfd, double until)
 	return 0;
 }
 
-enum daemon_action daemon_decide(int sig, double now, double next, bool watchdog)
+enum daemon_action daemon_decide(int sig, double now, double next, bool watchdog, bool gating, bool reload_pending)
 {
 	if (sig == SIGTERM || sig == SIGINT)
 		return DAEMON_STOP;
 	if (sig == -1)
 		return DAEMON_FLEET;
-	if (sig == SIGHUP)
-		return DAEMON_RELOAD;
+	if (sig == SIGHUP)     /* applying under a gate would fight its arm */
+		return gating ? DAEMON_RELOAD_LATER : DAEMON_RELOAD;
 	if (now >= next)
-		return DAEMON_CYCLE;
+		return reload_pending && !gating ? DAEMON_RELOAD_HELD : DAEMON_CYCLE;
 	return watchdog ? DAEMON_PING : DAEMON_WAIT;
 }
 
@@ -916,7 +916,8 @@ static int loop(struct daemon *d, int sfd)
 		int sig = wait_signal(sfd, fleet_host_fd(d->fleet), fleet_host_gate_fd(d->fleet),
 				      fmin(next, now_mono() + tick));
 
-		switch (daemon_decide(sig, now_mono(), next, d->watchdog_s > 0)) {
+		switch (daemon_decide(sig, now_mono(), next, d->watchdog_s > 0, fleet_host_gating(d->fleet),
+				      d->reload_pending)) {
 		case DAEMON_STOP: {
 			char undo[600] = " until the revert (--revert-on-exit)";
 
@@ -931,23 +932,21 @@ static int loop(struct daemon *d, int sfd)
 		case DAEMON_FLEET:
 			fleet_tick(d);          /* the store asked for something */
 			break;
+		case DAEMON_RELOAD_LATER:
+			say(d, LOG_NOTICE, "SIGHUP: a fleet gate holds the host; the reload waits for its end");
+			d->reload_pending = true;
+			break;
 		case DAEMON_RELOAD:
-			if (fleet_host_gating(d->fleet)) {
-				/* applying now would fight the gate's arm */
-				say(d, LOG_NOTICE, "SIGHUP: a fleet gate holds the host; the reload waits for its end");
-				d->reload_pending = true;
-				break;
-			}
 			reload(d);
 			next = now_mono() + d->cfg->interval_s;
 			break;
+		case DAEMON_RELOAD_HELD:
+			d->reload_pending = false;
+			reload(d);      /* the SIGHUP a gate held back; it cycles */
+			next = daemon_next_due(next, now_mono(), d->cfg->interval_s);
+			break;
 		case DAEMON_CYCLE:
-			if (d->reload_pending && !fleet_host_gating(d->fleet)) {
-				d->reload_pending = false;
-				reload(d);      /* the SIGHUP a gate held back; it cycles */
-			} else {
-				cycle(d);
-			}
+			cycle(d);
 			next = daemon_next_due(next, now_mono(), d->cfg->interval_s);
 			break;
 		case DAEMON_PING:

@@ -74,9 +74,16 @@ struct drift_event *daemon_recent_push(struct drift_event recent[DAEMON_RECENT_M
 /* What the loop does after a wait: sig is what the wait returned (a signal
  * number, -1 the fleet's fd readable, 0 the deadline), now the monotonic
  * time, next when the verify is due, watchdog whether systemd's watchdog
- * is on. */
-enum daemon_action { DAEMON_STOP, DAEMON_FLEET, DAEMON_RELOAD, DAEMON_CYCLE, DAEMON_PING, DAEMON_WAIT };
-enum daemon_action daemon_decide(int sig, double now, double next, bool watchdog);
+ * is on, gating whether a fleet gate holds the host, reload_pending
+ * whether a SIGHUP was held back for one.  A SIGHUP under a gate is
+ * RELOAD_LATER (held back: its reload would fight the gate's arm); the
+ * held reload runs as the first due cycle's work once no gate holds the
+ * host (RELOAD_HELD). */
+enum daemon_action {
+	DAEMON_STOP, DAEMON_FLEET, DAEMON_RELOAD, DAEMON_RELOAD_LATER, DAEMON_RELOAD_HELD, DAEMON_CYCLE,
+	DAEMON_PING, DAEMON_WAIT
+};
+enum daemon_action daemon_decide(int sig, double now, double next, bool watchdog, bool gating, bool reload_pending);
 
 /* When the verify after the one due at next is due, it having run at now:
  * next + interval, or now + interval when the cycle overran (no burst). */

@@ -3,8 +3,10 @@
  * (daemon_test.h): the metric table rendered from a constructed daemon
  * (every family, the observer's only when it sampled, promtool's verdict
  * where it is installed), an error in a row propagated and naming the
- * family; the loop's decision after each kind of wake-up; the next due
- * verify on time and after an overrun; the ring of recent drift events. */
+ * family; the loop's decision after each kind of wake-up (a SIGHUP
+ * under a fleet gate held back, reloaded at the first due cycle after
+ * it); the next due verify on time and after an overrun; the ring of
+ * recent drift events. */
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -189,15 +191,31 @@ static void test_metrics_error_propagates(void **state)
 static void test_decide(void **state)
 {
 	(void)state;
-	assert_int_equal(daemon_decide(SIGTERM, 5, 10, false), DAEMON_STOP);
-	assert_int_equal(daemon_decide(SIGINT, 50, 10, true), DAEMON_STOP);       /* even when a verify is due */
-	assert_int_equal(daemon_decide(-1, 50, 10, false), DAEMON_FLEET);         /* the store first */
-	assert_int_equal(daemon_decide(SIGHUP, 50, 10, false), DAEMON_RELOAD);
-	assert_int_equal(daemon_decide(0, 10, 10, false), DAEMON_CYCLE);          /* due exactly */
-	assert_int_equal(daemon_decide(0, 11, 10, true), DAEMON_CYCLE);
-	assert_int_equal(daemon_decide(0, 9.5, 10, true), DAEMON_PING);           /* woken early for the watchdog */
-	assert_int_equal(daemon_decide(0, 9.5, 10, false), DAEMON_WAIT);
-	assert_int_equal(daemon_decide(SIGUSR1, 9.5, 10, false), DAEMON_WAIT);    /* not one of ours */
+	assert_int_equal(daemon_decide(SIGTERM, 5, 10, false, false, false), DAEMON_STOP);
+	assert_int_equal(daemon_decide(SIGINT, 50, 10, true, false, false), DAEMON_STOP);   /* even when due */
+	assert_int_equal(daemon_decide(-1, 50, 10, false, false, false), DAEMON_FLEET);   /* the store first */
+	assert_int_equal(daemon_decide(SIGHUP, 50, 10, false, false, false), DAEMON_RELOAD);
+	assert_int_equal(daemon_decide(0, 10, 10, false, false, false), DAEMON_CYCLE);   /* due exactly */
+	assert_int_equal(daemon_decide(0, 11, 10, true, false, false), DAEMON_CYCLE);
+	assert_int_equal(daemon_decide(0, 9.5, 10, true, false, false), DAEMON_PING);   /* early: the watchdog */
+	assert_int_equal(daemon_decide(0, 9.5, 10, false, false, false), DAEMON_WAIT);
+	assert_int_equal(daemon_decide(SIGUSR1, 9.5, 10, false, false, false), DAEMON_WAIT);    /* not ours */
+}
+
+/* A SIGHUP while a fleet gate holds the host (review G1): held back, and
+ * reloaded at the first due cycle after the gate's end, not before. */
+static void test_decide_gate(void **state)
+{
+	(void)state;
+	assert_int_equal(daemon_decide(SIGHUP, 50, 10, false, true, false), DAEMON_RELOAD_LATER);
+	assert_int_equal(daemon_decide(SIGHUP, 50, 10, false, true, true), DAEMON_RELOAD_LATER);  /* a second one */
+	assert_int_equal(daemon_decide(0, 11, 10, false, true, true), DAEMON_CYCLE);    /* still gated: verify only */
+	assert_int_equal(daemon_decide(0, 9.5, 10, true, false, true), DAEMON_PING);    /* the gate ended, not due */
+	assert_int_equal(daemon_decide(0, 10, 10, false, false, true), DAEMON_RELOAD_HELD);   /* due, no gate */
+	assert_int_equal(daemon_decide(0, 11, 10, true, false, false), DAEMON_CYCLE);   /* none held: a verify */
+	assert_int_equal(daemon_decide(SIGHUP, 5, 10, false, false, true), DAEMON_RELOAD);      /* a new one, no gate */
+	assert_int_equal(daemon_decide(SIGTERM, 50, 10, false, true, true), DAEMON_STOP);      /* stop wins */
+	assert_int_equal(daemon_decide(-1, 50, 10, false, true, true), DAEMON_FLEET);          /* the gate's own end */
 }
 
 static void test_next_due(void **state)
@@ -231,6 +249,7 @@ int main(void)
 		cmocka_unit_test(test_metrics_observer_families),
 		cmocka_unit_test(test_metrics_error_propagates),
 		cmocka_unit_test(test_decide),
+		cmocka_unit_test(test_decide_gate),
 		cmocka_unit_test(test_next_due),
 		cmocka_unit_test(test_recent_ring),
 	};
