@@ -136,7 +136,8 @@ static void test_resolve_name(void **state)
 static void test_resolve_path(void **state)
 {
 	struct fx *fx = *state;
-	char real[PATH_MAX], want[PATH_MAX], v[512];
+	char real[PATH_MAX], want[PATH_MAX], v[512], here[PATH_MAX];
+	int r, r2, r3;
 
 	snprintf(want, sizeof(want), "%s/good.conf", fx->pol);
 	assert_int_equal(spank_check_resolve(fx->dirs, want, NULL, real), 0);
@@ -150,6 +151,16 @@ static void test_resolve_path(void **state)
 	assert_int_equal(spank_check_resolve(fx->dirs, "policies/good.conf", NULL, real), -ENOENT);
 	assert_int_equal(spank_check_resolve(fx->dirs, "policies/good.conf", "tmp", real), -ENOENT);
 	assert_int_equal(spank_check_resolve(fx->dirs, "./good.conf", "", real), -ENOENT);
+	/* ... even where the process's own directory would resolve it */
+	assert_non_null(getcwd(here, sizeof(here)));
+	assert_int_equal(chdir(fx->dir), 0);
+	r = spank_check_resolve(fx->dirs, "./good.conf", "policies", real);
+	r2 = spank_check_resolve(fx->dirs, "policies/good.conf", ".", real);
+	r3 = spank_check_resolve(fx->dirs, "./policies/good.conf", NULL, real);
+	assert_int_equal(chdir(here), 0);
+	assert_int_equal(r, -ENOENT);
+	assert_int_equal(r2, -ENOENT);
+	assert_int_equal(r3, -ENOENT);
 	/* an absolute value needs no cwd, not even a relative one */
 	assert_int_equal(spank_check_resolve(fx->dirs, want, "tmp", real), 0);
 	/* outside: beside, above, through a link, through .. */
