@@ -106,14 +106,24 @@ static void test_list(void **state)
 	/* a leading '/' (the plugin's state_dir=) is the same dir */
 	assert_int_equal(jobstate_list(fx->fs, "/" JOBSTATE_DIR, &js), 3);
 	free(js);
-	js = NULL;
+	/* an error leaves *ret untouched; none sets it NULL (jobstate.h),
+	 * whatever it held: a pointer that is not NULL before each call */
+	js = (struct jobstate *)dir;
 	assert_int_equal(jobstate_list(fx->fs, "run/none", &js), -ENOENT);
-	assert_null(js);
-	for (const char *const *n = (const char *const[]){ "7", "12", "31", "0", "012", "4294967296", "x7", NULL };
+	assert_ptr_equal(js, dir);
+	for (const char *const *n = (const char *const[]){ "7", "12", "31", "0", "012", "4294967296", NULL };
 	     *n; n++) {
 		snprintf(dir, sizeof(dir), "rm -rf '%s/%s'", fx->base, *n);
 		assert_int_equal(system(dir), 0);
 	}
+	/* entries, none a job */
+	js = (struct jobstate *)dir;
+	assert_int_equal(jobstate_list(fx->fs, JOBSTATE_DIR, &js), 0);
+	assert_null(js);
+	snprintf(dir, sizeof(dir), "rm -rf '%s/x7' '%s/" JOBSTATE_LOCK "'", fx->base, fx->base);
+	assert_int_equal(system(dir), 0);
+	/* no entry at all */
+	js = (struct jobstate *)dir;
 	assert_int_equal(jobstate_list(fx->fs, JOBSTATE_DIR, &js), 0);
 	assert_null(js);
 }
