@@ -148,6 +148,7 @@ static void test_mark_and_remove(void **state)
 {
 	struct fx *fx = *state;
 	char dir[256], line[128];
+	int saved, r;
 
 	job_dir(fx, 40, dir, sizeof(dir));
 	test_write(dir, JOBSTATE_POLICY, "[thp]\n");
@@ -156,6 +157,18 @@ static void test_mark_and_remove(void **state)
 	assert_int_equal(jobstate_mark_pending(dir, "the epilog: nodetune revert: timed out\nx"), 0);
 	assert_int_equal(fsroot_read(fx->fs, JOBSTATE_DIR "/40/" JOBSTATE_PENDING, line, sizeof(line)), 40);
 	assert_string_equal(line, "the epilog: nodetune revert: timed out?x");
+	/* with stdin closed the marker's fd is 0, and it is written */
+	saved = dup(STDIN_FILENO);
+	assert_true(saved > 0);
+	close(STDIN_FILENO);
+	r = jobstate_mark_pending(dir, "with stdin closed");
+	assert_int_equal(dup2(saved, STDIN_FILENO), STDIN_FILENO);
+	close(saved);
+	assert_int_equal(r, 0);
+	assert_int_equal(fsroot_read(fx->fs, JOBSTATE_DIR "/40/" JOBSTATE_PENDING, line, sizeof(line)), 17);
+	assert_string_equal(line, "with stdin closed");
+	/* no such job dir: open's errno */
+	assert_int_equal(jobstate_mark_pending("/tmp/nodetune-test-none/40", "x"), -ENOENT);
 	/* its journal: its job's settings may be on the node */
 	assert_int_equal(jobstate_remove(dir), -EBUSY);
 	assert_true(exists_in(dir, JOBSTATE_PENDING) && exists_in(dir, JOBSTATE_POLICY));
