@@ -448,6 +448,7 @@ static void test_gpus(void **state)
 	struct topo *t = topo_load_xml(test_path(path, sizeof(path), HGX), &err);
 	unsigned gpus[8], n_gpus;
 	const char *from;
+	size_t heap;
 
 	(void)state;
 	assert_non_null(t);
@@ -500,6 +501,14 @@ static void test_gpus(void **state)
 	assert_int_equal(gpus_of(t, (const char *const[]){ "SLURM_STEP_GPUS", "GPU-1a2b", NULL }, gpus, 8, &from,
 				 &err), -EINVAL);
 	assert_int_equal(gpus_of(t, (const char *const[]){ "SLURM_STEP_GPUS", " 1", NULL }, gpus, 8, &from, &err), 1);
+	/* nothing kept: gres_build's view freed on every return */
+	gpus_of(t, (const char *const[]){ "SLURM_STEP_GPUS", "1", NULL }, gpus, 8, &from, &err);
+	heap = test_heap_in_use();
+	for (int i = 0; i < 10; i++) {
+		gpus_of(t, (const char *const[]){ "SLURM_STEP_GPUS", "1,2", NULL }, gpus, 8, &from, &err);
+		gpus_of(t, (const char *const[]){ "SLURM_STEP_GPUS", "1,12", NULL }, gpus, 8, &from, &err);
+	}
+	assert_int_equal(test_heap_in_use(), heap);
 	/* a machine without GPUs: a variable set changes nothing */
 	n_gpus = t->n_gpus;
 	t->n_gpus = 0;
@@ -507,6 +516,35 @@ static void test_gpus(void **state)
 			 0);
 	assert_string_equal(from, "CUDA_VISIBLE_DEVICES");
 	t->n_gpus = n_gpus;
+	topo_free(t);
+}
+
+/* Device numbers of two digits: a DGX-2's 16 GPUs (../shared/topologies,
+ * hwloc's export of a real one) */
+static void test_gpus_dgx2(void **state)
+{
+	char path[4096];
+	struct nt_err err = { 0 };
+	struct topo *t;
+	unsigned gpus[16];
+	const char *from;
+
+	(void)state;
+	test_path(path, sizeof(path), "../shared/topologies/nvidiaDGX2.xml");
+	if (access(path, R_OK) < 0)
+		test_need("../shared", "%s: not here", path);
+	t = topo_load_xml(path, &err);
+	assert_non_null(t);
+	assert_int_equal(t->n_gpus, 16);
+	assert_int_equal(gpus_of(t, (const char *const[]){ "CUDA_VISIBLE_DEVICES", "10,15,9", NULL }, gpus, 16, &from,
+				 &err), 3);
+	assert_int_equal(gpus[0], 10);
+	assert_int_equal(gpus[1], 15);
+	assert_int_equal(gpus[2], 9);
+	assert_int_equal(gpus_of(t, (const char *const[]){ "SLURM_STEP_GPUS", "16", NULL }, gpus, 16, &from, &err),
+			 -EINVAL);
+	assert_int_equal(gpus_of(t, (const char *const[]){ "SLURM_STEP_GPUS", "a", NULL }, gpus, 16, &from, &err),
+			 -EINVAL);
 	topo_free(t);
 }
 
@@ -524,6 +562,7 @@ int main(void)
 		cmocka_unit_test(test_release),
 		cmocka_unit_test(test_owns_node),
 		cmocka_unit_test(test_gpus),
+		cmocka_unit_test(test_gpus_dgx2),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
