@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "tune/jobstate.h"
@@ -129,6 +130,56 @@ static void test_list(void **state)
 	assert_int_equal(jobstate_list(fx->fs, JOBSTATE_DIR, &js), 0);
 	assert_null(js);
 }
+
+#ifndef __SANITIZE_ADDRESS__
+/* VmData of this process, in bytes (/proc/self/status), or 0 */
+static unsigned long vm_data(void)
+{
+	char line[256];
+	unsigned long kb = 0;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmData: %lu kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb * 1024;
+}
+
+/* Out of memory for the list (8,000 entries: 2 MB of struct jobstate,
+ * past a data limit that the 8,000 names still fit under): -ENOMEM, not
+ * "no job", which would let the prolog tune a node another job tuned.
+ * Not under ASan, whose allocator aborts rather than fail. */
+static void test_list_enomem(void **state)
+{
+	struct fx *fx = *state;
+	struct jobstate *js = (struct jobstate *)fx;
+	struct rlimit old, low;
+	char path[256];
+	int r, fd;
+
+	for (int i = 1; i <= 8000; i++) {
+		snprintf(path, sizeof(path), "%s/%d", fx->base, i);
+		fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+		assert_true(fd >= 0);
+		close(fd);
+	}
+	assert_int_equal(getrlimit(RLIMIT_DATA, &old), 0);
+	low = old;
+	low.rlim_cur = vm_data() + (1u << 20);
+	assert_true(low.rlim_cur > (1u << 20));
+	assert_int_equal(setrlimit(RLIMIT_DATA, &low), 0);
+	r = jobstate_list(fx->fs, JOBSTATE_DIR, &js);
+	assert_int_equal(setrlimit(RLIMIT_DATA, &old), 0);
+	assert_int_equal(r, -ENOMEM);
+	assert_ptr_equal(js, fx);
+	/* the same with the limit back: all of them */
+	assert_int_equal(jobstate_list(fx->fs, JOBSTATE_DIR, &js), 8000);
+	assert_int_equal(js[7999].job, 8000);
+	free(js);
+}
+#endif
 
 static void test_lock(void **state)
 {
@@ -303,6 +354,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_list, setup, teardown),
+#ifndef __SANITIZE_ADDRESS__
+		cmocka_unit_test_setup_teardown(test_list_enomem, setup, teardown),
+#endif
 		cmocka_unit_test_setup_teardown(test_lock, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mark_and_remove, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retry_pending, setup, teardown),
