@@ -139,10 +139,13 @@ PLUGIN    := $(if $(SPANK_H),$(if $(SAN),,$(BUILD)/nodetune_spank.so))
 $(BUILD)/.prefix: FORCE
 	@mkdir -p $(BUILD); echo '$(PREFIX)' | cmp -s - $@ || echo '$(PREFIX)' >$@
 
-$(BUILD)/nodetune_spank.so: deploy/slurm/nodetune_spank.c $(LIB) $(BUILD)/.prefix $(CONFIG_MK) | deps
+# Its checks that need no Slurm (deploy/slurm/spank_check.c) are built into
+# it and into their unit test, tests/unit/slurm/test_spank_check.c.
+$(BUILD)/nodetune_spank.so: deploy/slurm/nodetune_spank.c deploy/slurm/spank_check.c $(LIB) $(BUILD)/.prefix \
+		$(CONFIG_MK) | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -DNODETUNE_BIN='"$(PREFIX)/bin/nodetune"' -shared -Wl,-Bsymbolic \
-		-Wl,--exclude-libs,ALL -o $@ $< $(LIB) $(LIBS)
+		-Wl,--exclude-libs,ALL -o $@ $(filter %.c,$^) $(LIB) $(LIBS)
 
 # ---- man pages and bash completion, from the option tables ---------------
 # man/*.[158] are mdoc(7), one source per page: the prose, the examples and
@@ -242,8 +245,12 @@ UNIT_WRAP = $(patsubst %,-Wl$(comma)--wrap=%,_cmocka_run_group_tests _assert_tru
 comma := ,
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/assert_count.c $(LIB) $(HLIB) | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(H_CFLAGS) -Iharness -Itests/unit -o $@ $< tests/unit/assert_count.c $(LIB) $(HLIB) $(LDSAN) $(UNIT_LIBS) \
-		$(H_LIBS) $(UNIT_WRAP)
+	$(CC) $(H_CFLAGS) -Iharness -Itests/unit -o $@ $< $(UNIT_EXTRA) tests/unit/assert_count.c $(LIB) $(HLIB) \
+		$(LDSAN) $(UNIT_LIBS) $(H_LIBS) $(UNIT_WRAP)
+
+# a unit test of code outside the library: its sources (UNIT_EXTRA)
+$(BUILD)/tests/slurm/test_spank_check: deploy/slurm/spank_check.c
+$(BUILD)/tests/slurm/test_spank_check: UNIT_EXTRA = -Ideploy/slurm deploy/slurm/spank_check.c
 
 $(BUILD)/tests/wdiff: tests/tools/wdiff.c
 	@mkdir -p $(dir $@)

@@ -8,6 +8,7 @@
  *   1. configuration (plugstack.conf arguments), the option, init: no
  *      policy_dirs= and the plugin refuses to start
  *   2. reading a policy as the job's user, from the policy directories
+ *      (the checks themselves, callable without Slurm: spank_check.h)
  *   3. running nodetune under a timeout; whether the job owns the node
  *      (slurmctld's word, through Slurm's API)
  *   4. the prolog's outcome, which the job's steps read
@@ -69,7 +70,14 @@
 #include "tune/plan.h"
 #include "tune/policy.h"
 
+#include "spank_check.h"
+
 SPANK_PLUGIN(nodetune, 1);
+
+/* spank_check.h mirrors Slurm's shared values without slurm.h */
+_Static_assert(SPANK_SHARED_NONE == JOB_SHARED_NONE && SPANK_SHARED_OK == JOB_SHARED_OK &&
+	       SPANK_SHARED_USER == JOB_SHARED_USER && SPANK_SHARED_MCS == JOB_SHARED_MCS &&
+	       SPANK_SHARED_UNSET == NO_VAL16, "spank_check.h's enum spank_shared differs from slurm.h");
 
 /* ---- 1. configuration, the option, init ----------------------------------- */
 
@@ -175,125 +183,12 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 
 /* ---- 2. reading a policy as the job's user -------------------------------- */
 
-/* value as shown in a message: the user's own text, printable, cut */
-static const char *shown(const char *value, char buf[96])
+/* Read --nodetune=value as user u from the policy directories
+ * (spank_check.h). */
+static struct policy *policy_for_user(const char *value, const char *cwd, const struct asuser *u,
+				      struct nt_err *err)
 {
-	size_t i = 0;
-
-	for (; value[i] && i < 95; i++)
-		buf[i] = value[i] >= 0x20 && value[i] < 0x7f ? value[i] : '?';
-	buf[i] = '\0';
-	return buf;
-}
-
-/* Is path (resolved) beneath one of the allow-listed directories? */
-static bool in_policy_dirs(const char *path)
-{
-	char dirs[PATH_MAX], real[PATH_MAX], *save = NULL;
-
-	snprintf(dirs, sizeof(dirs), "%s", cfg.policy_dirs);
-	for (char *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-		size_t n;
-
-		if (!realpath(d, real))
-			continue;
-		n = strlen(real);
-		if (!strncmp(path, real, n) && (path[n] == '/' || (n == 1 && real[0] == '/')))
-			return true;
-	}
-	return false;
-}
-
-/* The file value names, resolved with the thread's current identity: a
- * bare NAME is NAME or NAME.conf in the first policy directory that has
- * it; a path is taken relative to cwd.  0 with real (beneath policy_dirs),
- * or -errno: whatever the reason, the caller says the same line. */
-static int policy_resolve(const char *value, const char *cwd, char real[PATH_MAX])
-{
-	char dirs[PATH_MAX], path[PATH_MAX * 2], *save = NULL;
-
-	if (!strchr(value, '/')) {
-		static const char *const suffixes[] = { "", ".conf" };
-
-		snprintf(dirs, sizeof(dirs), "%s", cfg.policy_dirs);
-		for (char *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save))
-			for (int f = 0; f < 2; f++) {
-				snprintf(path, sizeof(path), "%s/%s%s", d, value, suffixes[f]);
-				if (realpath(path, real) && in_policy_dirs(real))
-					return 0;
-			}
-		return -ENOENT;
-	}
-	if (value[0] != '/' && (!cwd || cwd[0] != '/'))
-		return -ENOENT;
-	if (value[0] != '/')
-		snprintf(path, sizeof(path), "%s/%s", cwd, value);
-	else
-		snprintf(path, sizeof(path), "%s", value);
-	if (!realpath(path, real))
-		return -errno;
-	return in_policy_dirs(real) ? 0 : -EPERM;
-}
-
-/* The trust rule of root (policy.h's POLICY_TRUSTED_ONLY): the node applies
- * the file as root. */
-static int trusted_file(const struct stat *st, char *why, size_t size)
-{
-	if (st->st_uid == 0 && !(st->st_mode & 022))
-		return 0;
-	snprintf(why, size, "%s (uid %u, mode %04o): the node applies policies as root and takes only files "
-		 "owned by root and not writable by group or others",
-		 st->st_uid != 0 ? "not owned by root" : "writable by group or others", (unsigned)st->st_uid,
-		 (unsigned)(st->st_mode & 07777));
-	return -EKEYREJECTED;
-}
-
-/* Read --nodetune=value as user u (resolved, opened and read with u's
- * file-system identity; root's comes back before anything is parsed) and
- * parse it.  Returns the policy (p->path the resolved file) and, when
- * ret_buf is not NULL, its bytes (*ret_buf malloc'd, *ret_len); or NULL
- * with err one line.  A value that does not resolve, is outside
- * policy_dirs, or that u cannot open gets one and the same line. */
-static struct policy *policy_for_user(const char *value, const char *cwd, const struct asuser *u, char **ret_buf,
-				      size_t *ret_len, struct nt_err *err)
-{
-	char real[PATH_MAX], why[512] = "", sv[96], *buf = NULL, *inc;
-	struct asuser_saved saved;
-	struct policy *p;
-	size_t len = 0;
-	int r;
-
-	if ((r = asuser_enter(u, &saved)) < 0) {
-		err_set(err, r, "--nodetune=%s: cannot take uid %u's identity to read it: %s", shown(value, sv),
-			(unsigned)u->uid, strerror(-r));
-		return NULL;
-	}
-	r = policy_resolve(value, cwd, real);
-	if (r == 0)
-		r = userfile_read(real, POLICY_MAX_SIZE, "a policy file", trusted_file, &buf, &len, why, sizeof(why));
-	asuser_leave(&saved);
-	if (r == -EKEYREJECTED || r == -EFBIG) {
-		err_set(err, -EPERM, "--nodetune=%s: %s: %s", shown(value, sv), real, why);
-		return NULL;
-	}
-	if (r < 0) {
-		err_set(err, -EPERM, "--nodetune=%s: not an allowed policy (a NAME or a file you can read in %s)",
-			shown(value, sv), cfg.policy_dirs);
-		return NULL;
-	}
-	p = policy_parse_buffer(buf, len, real, err);
-	/* the node applies the checked bytes alone, with no directory to
-	 * resolve an include against: say so in the user's terms */
-	if (!p && (inc = strstr(err->msg, ": include in a policy given as a buffer")))
-		snprintf(inc, sizeof(err->msg) - (size_t)(inc - err->msg), ": include= is not taken in a --nodetune "
-			 "policy (the node applies this file alone); ask for a self-contained one");
-	if (p && ret_buf) {
-		*ret_buf = buf;
-		*ret_len = len;
-	} else {
-		free(buf);
-	}
-	return p;
+	return spank_check_policy(cfg.policy_dirs, value, cwd, u, NULL, NULL, err);
 }
 
 /* The value in effect: --nodetune, else the site default; NULL for none. */
@@ -443,41 +338,17 @@ static int run_nodetune(const char *const *args, char *last)
 	return r;
 }
 
-/* Slurm's name for a job's shared value (scontrol's OverSubscribe=) */
-static const char *shared_word(uint16_t shared)
-{
-	switch (shared) {
-	case JOB_SHARED_NONE: return "NO";
-	case JOB_SHARED_OK: return "YES";
-	case JOB_SHARED_USER: return "USER";
-	case JOB_SHARED_MCS: return "MCS";
-	default: return "OK";
-	}
-}
-
-/* Is the Slurm running this plugin the release it was built for?  The
- * layout of slurm_job_info_t (slurm.h) changes between releases: read
- * through another release's, the shared field is some other field's bytes.
- * true, or false with why. */
+/* Is the Slurm running this plugin the release it was built for?
+ * (spank_check_release).  true, or false with why. */
 static bool same_release(spank_t sp, char *why, size_t size)
 {
 	char *major = NULL, *minor = NULL;
-	uint64_t ma, mi;
-	char built[16];
 
-	snprintf(built, sizeof(built), "%d.%02d", SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER),
-		 SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER));
 	if (spank_get_item(sp, S_SLURM_VERSION_MAJOR, &major) != ESPANK_SUCCESS ||
-	    spank_get_item(sp, S_SLURM_VERSION_MINOR, &minor) != ESPANK_SUCCESS || !major || !minor) {
-		snprintf(why, size, "slurmd does not say its Slurm release (the plugin was built for %s)", built);
-		return false;
-	}
-	if (parse_u64(major, 255, &ma) == 0 && parse_u64(minor, 255, &mi) == 0 &&
-	    ma == SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER) && mi == SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER))
-		return true;
-	snprintf(why, size, "the plugin was built for Slurm %s, this node runs %.8s.%.8s: rebuild it against this "
-		 "Slurm's headers", built, major, minor);
-	return false;
+	    spank_get_item(sp, S_SLURM_VERSION_MINOR, &minor) != ESPANK_SUCCESS)
+		major = minor = NULL;
+	return spank_check_release(major, minor, SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER),
+				   SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER), why, size);
 }
 
 /* Does job own this node?  slurmctld's word through Slurm's API,
@@ -485,9 +356,8 @@ static bool same_release(spank_t sp, char *why, size_t size)
  * job's --exclusive (or its partition's OverSubscribe=EXCLUSIVE) and
  * nothing the user wrote as text (the job name, the comment: the old
  * parse of `scontrol show job -o` took a name 'x OverSubscribe=NO' for the
- * field).  Only JOB_SHARED_NONE owns the node: YES and OK share it with
- * other jobs, USER (--exclusive=user) with the user's other jobs, MCS with
- * its MCS label's.
+ * field).  The decision is spank_check_owns_node's: only JOB_SHARED_NONE
+ * owns the node.
  *
  * slurm_load_job is the one in the process that loaded the plugin
  * (slurmstepd's libslurmfull, which also gives slurm_error and spank_*:
@@ -505,24 +375,13 @@ static int job_owns_node(spank_t sp, uint32_t job, char *why, size_t size)
 
 	if (!same_release(sp, why, size))
 		return -EPROTO;
-	if (slurm_load_job(&msg, job, SHOW_ALL) != SLURM_SUCCESS || !msg) {
-		snprintf(why, size, "slurmctld could not be asked whether job %u owns the node (slurm_load_job: %s)",
-			 job, slurm_strerror(slurm_get_errno()));
-		return -EIO;
-	}
+	if (slurm_load_job(&msg, job, SHOW_ALL) != SLURM_SUCCESS || !msg)
+		return spank_check_owns_node(job, slurm_strerror(slurm_get_errno()), false, shared, why, size);
 	for (uint32_t i = 0; i < msg->record_count && !found; i++)
 		if ((found = msg->job_array[i].job_id == job))
 			shared = msg->job_array[i].shared;
 	slurm_free_job_info_msg(msg);
-	if (!found) {
-		snprintf(why, size, "slurmctld does not know job %u", job);
-		return -ENOENT;
-	}
-	if (shared == JOB_SHARED_NONE)
-		return 1;
-	snprintf(why, size, "job %u shares the node with other jobs (OverSubscribe=%s; submit with --exclusive)", job,
-		 shared_word(shared));
-	return 0;
+	return spank_check_owns_node(job, NULL, found, shared, why, size);
 }
 
 /* ---- 4. the prolog's outcome, read by the job's steps ---------------------- */
@@ -641,7 +500,7 @@ static int check_locally(const char *value)
 	if (!getcwd(cwd, sizeof(cwd)))
 		cwd[0] = '\0';
 	asuser_lookup(geteuid(), getegid(), &self);
-	if (!(p = policy_for_user(value, cwd, &self, NULL, NULL, &err))) {
+	if (!(p = policy_for_user(value, cwd, &self, &err))) {
 		slurm_error("nodetune: %s", err.msg);
 		return -1;
 	}
@@ -670,7 +529,7 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 	step_cwd(sp, cwd, sizeof(cwd));
 	if (step_user(sp, &u) < 0)
 		snprintf(step_error, sizeof(step_error), "no job user from slurmstepd");
-	else if (!(step_policy = policy_for_user(value, cwd, &u, NULL, NULL, &err)))
+	else if (!(step_policy = policy_for_user(value, cwd, &u, &err)))
 		snprintf(step_error, sizeof(step_error), "%s", err.msg);
 	if (spank_get_item(sp, S_JOB_ID, &job) == ESPANK_SUCCESS)
 		outcome_read(job, outcome, sizeof(outcome));
@@ -688,41 +547,10 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 	return 0;
 }
 
-/* The step's GPUs as indexes into t->gpus, from the task's environment:
- * SLURM_STEP_GPUS (Slurm's device numbers, gres.h), else
- * CUDA_VISIBLE_DEVICES, else GPU_DEVICE_ORDINAL.  Returns the count (0: all
- * of the machine's), or -EINVAL with err. */
-static int step_gpus(spank_t sp, const struct topo *t, unsigned *gpus, unsigned max, const char **ret_from,
-		     struct nt_err *err)
+/* spank_check_gpus's view of the task's environment */
+static int task_getenv(void *sp, const char *name, char *buf, size_t size)
 {
-	static const char *const vars[] = { "SLURM_STEP_GPUS", "CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL" };
-	char buf[1024], *save = NULL;
-	struct gres *g;
-	int n = 0;
-
-	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
-		if (spank_getenv(sp, vars[i], buf, sizeof(buf)) == ESPANK_SUCCESS && buf[0]) {
-			*ret_from = vars[i];
-			break;
-		}
-	if (!*ret_from || t->n_gpus == 0)
-		return 0;
-	if (!(g = gres_build(t, err)))
-		return err->code;
-	for (char *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
-		char *end;
-		long dev = strtol(w, &end, 10);
-		int gpu = *end || end == w || dev < 0 || dev > INT_MAX ? -1 : gres_gpu_by_dev_num(g, t, (int)dev);
-
-		if (gpu < 0) {
-			gres_free(g);
-			return err_set(err, -EINVAL, "%s=%s: '%s' is not a GPU of %s", *ret_from, buf, w, t->source);
-		}
-		if ((unsigned)n < max)
-			gpus[n++] = (unsigned)gpu;
-	}
-	gres_free(g);
-	return n;
+	return spank_getenv(sp, name, buf, (int)size) == ESPANK_SUCCESS ? 0 : -ENOENT;
 }
 
 /* topology=FILE (tests): the plan is for another machine; keep of each
@@ -803,7 +631,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 	}
 	if (step_note[0] && task == 0)
 		fprintf(stderr, "nodetune: slurm: %s\n", step_note);
-	n = step_gpus(sp, step_topo, gpus, PLAN_MAX_RANKS, &gpus_from, &err);
+	n = spank_check_gpus(step_topo, task_getenv, sp, gpus, PLAN_MAX_RANKS, &gpus_from, &err);
 	if (n < 0) {
 		slurm_error("nodetune: %s", err.msg);
 		return -1;
@@ -1085,7 +913,7 @@ static void prolog_job(spank_t sp, uint32_t job, const char *value)
 		slurm_error("nodetune: prolog: %s: %s (nothing applied)", dir, strerror(-r));
 		return;
 	}
-	if (!(p = policy_for_user(value, getenv("SLURM_JOB_WORK_DIR"), &u, NULL, NULL, &err))) {
+	if (!(p = policy_for_user(value, getenv("SLURM_JOB_WORK_DIR"), &u, &err))) {
 		outcome_write(dir, OUTCOME_FAILED "%s", err.msg);
 		return;
 	}

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "tune/jobstate.h"
@@ -106,17 +107,79 @@ static void test_list(void **state)
 	/* a leading '/' (the plugin's state_dir=) is the same dir */
 	assert_int_equal(jobstate_list(fx->fs, "/" JOBSTATE_DIR, &js), 3);
 	free(js);
-	js = NULL;
+	/* an error leaves *ret untouched; none sets it NULL (jobstate.h),
+	 * whatever it held: a pointer that is not NULL before each call */
+	js = (struct jobstate *)dir;
 	assert_int_equal(jobstate_list(fx->fs, "run/none", &js), -ENOENT);
-	assert_null(js);
-	for (const char *const *n = (const char *const[]){ "7", "12", "31", "0", "012", "4294967296", "x7", NULL };
+	assert_ptr_equal(js, dir);
+	for (const char *const *n = (const char *const[]){ "7", "12", "31", "0", "012", "4294967296", NULL };
 	     *n; n++) {
 		snprintf(dir, sizeof(dir), "rm -rf '%s/%s'", fx->base, *n);
 		assert_int_equal(system(dir), 0);
 	}
+	/* entries, none a job */
+	js = (struct jobstate *)dir;
+	assert_int_equal(jobstate_list(fx->fs, JOBSTATE_DIR, &js), 0);
+	assert_null(js);
+	snprintf(dir, sizeof(dir), "rm -rf '%s/x7'", fx->base);
+	assert_int_equal(system(dir), 0);
+	snprintf(dir, sizeof(dir), "rm -f '%s/" JOBSTATE_LOCK "'", fx->base);
+	assert_int_equal(system(dir), 0);
+	/* no entry at all */
+	js = (struct jobstate *)dir;
 	assert_int_equal(jobstate_list(fx->fs, JOBSTATE_DIR, &js), 0);
 	assert_null(js);
 }
+
+#ifndef __SANITIZE_ADDRESS__
+/* VmData of this process, in bytes (/proc/self/status), or 0 */
+static unsigned long vm_data(void)
+{
+	char line[256];
+	unsigned long kb = 0;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmData: %lu kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb * 1024;
+}
+
+/* Out of memory for the list (8,000 entries: 2 MB of struct jobstate,
+ * past a data limit that the 8,000 names still fit under): -ENOMEM, not
+ * "no job", which would let the prolog tune a node another job tuned.
+ * Not under ASan, whose allocator aborts rather than fail. */
+static void test_list_enomem(void **state)
+{
+	struct fx *fx = *state;
+	struct jobstate *js = (struct jobstate *)fx;
+	struct rlimit old, low;
+	char path[256];
+	int r, fd;
+
+	for (int i = 1; i <= 8000; i++) {
+		snprintf(path, sizeof(path), "%s/%d", fx->base, i);
+		fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+		assert_true(fd >= 0);
+		close(fd);
+	}
+	assert_int_equal(getrlimit(RLIMIT_DATA, &old), 0);
+	low = old;
+	low.rlim_cur = vm_data() + (1u << 20);
+	assert_true(low.rlim_cur > (1u << 20));
+	assert_int_equal(setrlimit(RLIMIT_DATA, &low), 0);
+	r = jobstate_list(fx->fs, JOBSTATE_DIR, &js);
+	assert_int_equal(setrlimit(RLIMIT_DATA, &old), 0);
+	assert_int_equal(r, -ENOMEM);
+	assert_ptr_equal(js, fx);
+	/* the same with the limit back: all of them */
+	assert_int_equal(jobstate_list(fx->fs, JOBSTATE_DIR, &js), 8000);
+	assert_int_equal(js[7999].job, 8000);
+	free(js);
+}
+#endif
 
 static void test_lock(void **state)
 {
@@ -136,6 +199,7 @@ static void test_mark_and_remove(void **state)
 {
 	struct fx *fx = *state;
 	char dir[256], line[128];
+	int saved, r;
 
 	job_dir(fx, 40, dir, sizeof(dir));
 	test_write(dir, JOBSTATE_POLICY, "[thp]\n");
@@ -144,6 +208,18 @@ static void test_mark_and_remove(void **state)
 	assert_int_equal(jobstate_mark_pending(dir, "the epilog: nodetune revert: timed out\nx"), 0);
 	assert_int_equal(fsroot_read(fx->fs, JOBSTATE_DIR "/40/" JOBSTATE_PENDING, line, sizeof(line)), 40);
 	assert_string_equal(line, "the epilog: nodetune revert: timed out?x");
+	/* with stdin closed the marker's fd is 0, and it is written */
+	saved = dup(STDIN_FILENO);
+	assert_true(saved > 0);
+	close(STDIN_FILENO);
+	r = jobstate_mark_pending(dir, "with stdin closed");
+	assert_int_equal(dup2(saved, STDIN_FILENO), STDIN_FILENO);
+	close(saved);
+	assert_int_equal(r, 0);
+	assert_int_equal(fsroot_read(fx->fs, JOBSTATE_DIR "/40/" JOBSTATE_PENDING, line, sizeof(line)), 17);
+	assert_string_equal(line, "with stdin closed");
+	/* no such job dir: open's errno */
+	assert_int_equal(jobstate_mark_pending("/tmp/nodetune-test-none/40", "x"), -ENOENT);
 	/* its journal: its job's settings may be on the node */
 	assert_int_equal(jobstate_remove(dir), -EBUSY);
 	assert_true(exists_in(dir, JOBSTATE_PENDING) && exists_in(dir, JOBSTATE_POLICY));
@@ -278,6 +354,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_list, setup, teardown),
+#ifndef __SANITIZE_ADDRESS__
+		cmocka_unit_test_setup_teardown(test_list_enomem, setup, teardown),
+#endif
 		cmocka_unit_test_setup_teardown(test_lock, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mark_and_remove, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retry_pending, setup, teardown),
