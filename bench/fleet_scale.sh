@@ -64,6 +64,10 @@
 #    `fleet resume`d, $KILLS times (8), the last resume left to finish; the
 #    rollout must end done, each host's desired key put exactly once.
 # Its figures go to one line, "fault: ...", and a row of $FAULT_OUT.
+# The hosts start evenly over $RAMP_S seconds (HOSTS/100: 100 hosts a
+# second; 0: all at once), as a fleet's daemons start over its hosts' boots:
+# 10,000 started at once on this VM drove the store into a retry storm
+# (RESULTS.md §20.2); "registered" counts from the first start.
 # The last line is the summary: "fleet_scale: HOSTS hosts: ...".
 set -eu
 cd "$(dirname "$0")/.."
@@ -72,7 +76,7 @@ cd "$(dirname "$0")/.."
 : "${GATE_CMD=/bin/sleep 0.1}" "${GATE_BUDGET:=60}" "${AUTH:=1}" "${DAEMONS:=0}" "${ROLLBACK:=1}"
 : "${REFUSER:=h2}" "${BCRYPT_COST:=4}" "${OUT:=bench/results/fleet_scale.tsv}" "${WAVE_TIMEOUT:=600}"
 export ETCD
-: "${FAULT:=}" "${FAULT_WAVE:=3}" "${KILLS:=8}" "${FAULT_OUT:=bench/results/fleet_faults.tsv}"
+: "${RAMP_S:=$((HOSTS / 100))}" "${FAULT:=}" "${FAULT_WAVE:=3}" "${KILLS:=8}" "${FAULT_OUT:=bench/results/fleet_faults.tsv}"
 case $FAULT in '' | die | member | ctl) ;; *) echo "bench: FAULT=$FAULT: not die, member or ctl" >&2; exit 2 ;; esac
 [ -z "$FAULT" ] || ROLLBACK=0
 export ETCD_HEARTBEAT_INTERVAL="${ETCD_HEARTBEAT_INTERVAL:-500}" ETCD_ELECTION_TIMEOUT="${ETCD_ELECTION_TIMEOUT:-5000}"
@@ -168,12 +172,13 @@ if [ "$DAEMONS" = 1 ]; then
 		echo $! >"$d/pid"
 	done
 else
-	# sim NAME FIRST COUNT: a fleetsim of hosts hFIRST.., its pid in TMP/NAME.pid
+	# sim NAME FIRST COUNT RAMP: a fleetsim of hosts hFIRST.., started over
+	# RAMP s, its pid in TMP/NAME.pid
 	sim() {
 		# shellcheck disable=SC2086
 		"$FLEETSIM" --endpoints "$EP" --dir "$TMP" --first "$2" --count "$3" --policy policies/baseline.conf \
 			--topologies "$topos/nvidiaDGX2.xml,$topos/96em64t-4n4d3ca2co-pci.xml,$topos/g4dnmetal.xml" \
-			--keys-dir "$TMP/keys.d" --gates-dir "$TMP/gates.d" --interval "$INTERVAL" $SIMCRED \
+			--keys-dir "$TMP/keys.d" --gates-dir "$TMP/gates.d" --interval "$INTERVAL" --ramp "$4" $SIMCRED \
 			>"$TMP/$1.out" 2>>"$TMP/$1.log" &
 		echo $! >"$TMP/$1.pid"
 	}
@@ -183,10 +188,10 @@ else
 	while [ $first -le $((HOSTS - die_n)) ]; do
 		n=$((HOSTS - die_n - first + 1)); [ $n -gt "$PER_PROC" ] && n=$PER_PROC
 		k=$((k + 1))
-		sim "sim$k" $first $n
+		sim "sim$k" $first $n "$RAMP_S"
 		first=$((first + n))
 	done
-	[ "$die_n" = 0 ] || sim simdie $first "$die_n"
+	[ "$die_n" = 0 ] || sim simdie $first "$die_n" "$RAMP_S"
 fi
 # every 5 s: each look reads every host's keys (about 2 kB a host)
 n=0
@@ -331,6 +336,50 @@ kvs = json.load(open(sys.argv[1])).get("kvs", [])
 n = [len(base64.b64decode(k["value"])) for k in kvs]
 print(max(n or [0]), sum(n))' "$TMP/docs.json")
 docsz=${sizes% *} docall=${sizes#* }
+# FAULT: what the failure did, and (die) the dead hosts back
+if [ -n "$FAULT" ]; then
+	fstate=$(rstate scale)
+	case $FAULT in
+	die)
+		# the dying hosts' states in the rollout as it ended, then their
+		# fleetsim started again: every host must converge to p.conf
+		dead=$(python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))["rollouts"][0]
+first, n = int(sys.argv[2]), int(sys.argv[3])
+st = {}
+for w in d["waves"]:
+    for h in w["hosts"]:
+        if first <= int(h["host"][1:]) < first + n:
+            st[h["state"]] = st.get(h["state"], 0) + 1
+print(",".join("%s:%d" % kv for kv in sorted(st.items())))' "$TMP/doc.json" $((HOSTS - die_n + 1)) "$die_n")
+		tb=$(date +%s.%N)
+		sim simdie $((HOSTS - die_n + 1)) "$die_n" 0
+		# shellcheck disable=SC2086
+		conv() { "$NODETUNE" fleet hosts --endpoints "$EP" $CTL --json | python3 -c '
+import json, sys
+print(sum(1 for h in json.load(sys.stdin)["hosts"] if h["alive"] and (h.get("status") or {}).get("policy") == "p.conf"
+          and (h.get("status") or {}).get("state") == "verified"))'; }
+		n=0
+		while [ "$(conv 2>/dev/null || echo 0)" != "$HOSTS" ] && [ $n -lt 120 ]; do sleep 5; n=$((n + 1)); done
+		back=$(conv)
+		back_s=$(python3 -c "import time; print('%.0f' % (time.time() - $tb))")
+		detail="$die_n hosts killed -9 when wave $FAULT_WAVE was sent; in the rollout they ended $dead; started again: $back of $HOSTS hosts run p.conf verified after $back_s s"
+		;;
+	member)
+		tests/tools/etcd-cluster.sh start-member "$TMP/etcd" 1 >/dev/null
+		detail="etcd member 1 killed when wave $FAULT_WAVE was sent (started again after the rollout)"
+		;;
+	ctl)
+		puts=$(join -a 2 -e 0 -o 1.2,2.2 "$TMP/v0" "$TMP/v1" | awk '{ d = $2 - $1; c[d]++ }
+			END { for (k in c) printf "%s%d host(s) put %d time(s)", (n++ ? ", " : ""), c[k], k }')
+		detail="controller killed -9 $(wc -l <"$TMP/kills") times, in its first pause each time, resumed; desired keys: $puts"
+		sed 's/^/# killed after: /' "$TMP/kills"
+		;;
+	esac
+	echo "fault: $FAULT: rollout $fstate (exit $rc) in $wall s; $detail"
+	[ -s "$FAULT_OUT" ] || printf 'hosts\tfault\trc\tstate\twall_s\tload\tdetail\n' >"$FAULT_OUT"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$HOSTS" "$FAULT" "$rc" "$fstate" "$wall" "$(load)" "$detail" >>"$FAULT_OUT"
+fi
 bad=0
 for d in "$TMP"/h*/root; do [ "$(cat "$d/sys/kernel/mm/transparent_hugepage/defrag")" = madvise ] || bad=$((bad + 1)); done
 

@@ -5,7 +5,7 @@
  *
  *   fleetsim --endpoints URLS --dir DIR --first I --count N --policy FILE
  *            --topologies XML[,XML...] --keys-dir D --gates-dir D
- *            [--interval S] [--loops K] [--cacert F --password-dir D]
+ *            [--interval S] [--loops K] [--ramp S] [--cacert F --password-dir D]
  *
  * Host h<k> (k = I .. I+N-1) runs on DIR/h<k>/root (a tree the caller
  * copied: apply writes into it) with its state in DIR/h<k>/state, the
@@ -21,7 +21,9 @@
  * its own thread, so that one host's apply or slow store request holds up
  * N/K hosts, not N; a daemon holds up only itself), two threads per host
  * (the lease and watch threads) with small stacks; each host still has its
- * own etcd clients (its connections, lease and watch), as a daemon has.  A gate's `ab` (argv[1] "ab": fleet_gate.h runs
+ * own etcd clients (its connections, lease and watch), as a daemon has.
+ * --ramp S starts the hosts evenly over S seconds (0, the default: as fast
+ * as they come up), as a fleet's daemons start over its hosts' boots.  A gate's `ab` (argv[1] "ab": fleet_gate.h runs
  * /proc/self/exe) becomes build/nodetune's.  Prints "fleetsim: N hosts up" on stdout when every
  * host started; SIGTERM or SIGINT stops them all (leases revoked).
  * Exit 2 on a bad argument, 3 when a host cannot start. */
@@ -72,7 +74,7 @@ struct sim_host {
 struct sim {
 	const char *endpoints, *dir, *policy, *keys, *gates, *cacert, *pwdir;
 	long first, count, loops;
-	double interval;
+	double interval, ramp;
 	struct topo *topos[TOPOS_MAX];
 	const char *topo_paths[TOPOS_MAX];
 	unsigned n_topos;
@@ -128,7 +130,8 @@ static int parse_args(struct sim *s, int argc, char **argv)
 		{ "endpoints", 1, 0, 'e' }, { "dir", 1, 0, 'd' }, { "first", 1, 0, 'f' }, { "count", 1, 0, 'n' },
 		{ "policy", 1, 0, 'p' }, { "topologies", 1, 0, 't' }, { "keys-dir", 1, 0, 'k' },
 		{ "gates-dir", 1, 0, 'g' }, { "interval", 1, 0, 'i' }, { "cacert", 1, 0, 'c' },
-		{ "password-dir", 1, 0, 'w' }, { "loops", 1, 0, 'l' }, { 0, 0, 0, 0 }
+		{ "password-dir", 1, 0, 'w' }, { "loops", 1, 0, 'l' }, { "ramp", 1, 0, 'r' },
+		{ 0, 0, 0, 0 }
 	};
 	char *topos = NULL;
 
@@ -149,13 +152,14 @@ static int parse_args(struct sim *s, int argc, char **argv)
 		case 'c': s->cacert = optarg; break;
 		case 'w': s->pwdir = optarg; break;
 		case 'l': s->loops = strtol(optarg, NULL, 10); break;
+		case 'r': s->ramp = strtod(optarg, NULL); break;
 		default: return 2;
 		}
 	}
 	if (!s->endpoints || !s->dir || !s->policy || !topos || s->count < 1 || s->first < 1 || s->interval <= 0 ||
-	    s->loops < 1 || s->loops > 256)
+	    s->loops < 1 || s->loops > 256 || s->ramp < 0 || s->ramp > 3600)
 		return usage("--endpoints, --dir, --policy, --topologies and --count N (N >= 1) are needed "
-			     "(--loops 1 to 256)");
+			     "(--loops 1 to 256, --ramp 0 to 3600 s)");
 	return parse_topos(s, topos);
 }
 
@@ -431,8 +435,12 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (!(s.h = calloc((size_t)s.count, sizeof(*s.h))))
 		return 3;
-	for (; up < s.count && !stop_now; up++) {
+	for (double t0 = now_mono(); up < s.count && !stop_now; up++) {
 		struct nt_err err = { 0 };
+		double due = t0 + s.ramp * (double)up / (double)s.count, now = now_mono();
+
+		if (due > now)
+			usleep((useconds_t)((due - now) * 1e6));
 
 		if (host_start(&s, &s.h[up], s.first + up, &err) < 0) {
 			fprintf(stderr, "fleetsim: h%ld: %s\n", s.first + up, err.msg);
