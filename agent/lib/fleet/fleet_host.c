@@ -567,8 +567,14 @@ int fleet_host_policy_admit(const struct sign_keyring *kr, bool insecure, const 
 }
 
 /* Fetch the policy sha from the store and check it. */
+/* The desired policy from the store, admitted and checked: 0, -errno with
+ * err, and *ret_unread set when the store did not answer (a timeout, a
+ * member going away; not a refused permission, which stays an error to
+ * report): nothing is wrong with the policy then, and it is not to be
+ * refused (at 10,000 hosts one canary's timed-out read, reported as an
+ * invalid policy, rolled a whole rollout back). */
 static int candidate_fetch(struct fleet_host *fh, const char *sha, const struct fleet_host_view *v,
-			   struct candidate *c, struct nt_err *err)
+			   struct candidate *c, bool *ret_unread, struct nt_err *err)
 {
 	struct fleet_policy_doc doc = { 0 };
 	struct etcd_range rg = { 0 };
@@ -577,6 +583,7 @@ static int candidate_fetch(struct fleet_host *fh, const char *sha, const struct 
 	char key[128];
 	int r = etcd_get(fh->e, fleet_policy_key(key, sizeof(key), sha), false, &rg, err);
 
+	*ret_unread = r < 0 && r != -EACCES;
 	if (r < 0)
 		return r;
 	if (rg.n_kvs == 0)
@@ -775,20 +782,27 @@ static int apply_candidate(struct fleet_host *fh, struct fleet_host_view *v, str
 }
 
 /* Shadow: plan and verify the policy here; report what would change. */
-static void do_shadow(struct fleet_host *fh, const struct fleet_host_view *v, const struct fleet_desired *d,
+/* Answer a shadow request.  Returns false when the store did not answer
+ * (nothing answered: the caller asks again). */
+static bool do_shadow(struct fleet_host *fh, const struct fleet_host_view *v, const struct fleet_desired *d,
 		      int64_t rev)
 {
 	struct candidate c = { 0 };
 	struct verify_result res = { 0 };
 	struct nt_err err = { 0 };
 	size_t len = 0;
+	bool unread = false;
+	int r = candidate_fetch(fh, d->sha256, v, &c, &unread, &err);
 
+	if (unread) {
+		say(fh, LOG_WARNING, "fleet: cannot read the shadow's policy (%s); asking again", err.msg);
+		return false;
+	}
 	fh->st.shadow_rev = rev;
 	snprintf(fh->st.shadow_sha, sizeof(fh->st.shadow_sha), "%s", d->sha256);
 	fh->st.shadow_changes = 0;
 	fh->st.shadow_text[0] = '\0';
-	fh->st.shadow_valid = candidate_fetch(fh, d->sha256, v, &c, &err) == 0 &&
-			      verify_plan(c.plan, v->root, &res, &err) == 0;
+	fh->st.shadow_valid = r == 0 && verify_plan(c.plan, v->root, &res, &err) == 0;
 	if (!fh->st.shadow_valid)
 		snprintf(fh->st.shadow_text, sizeof(fh->st.shadow_text), "invalid here: %s", err.msg);
 	for (unsigned i = 0; fh->st.shadow_valid && i < res.n && len < sizeof(fh->st.shadow_text) - 1; i++)
@@ -799,6 +813,7 @@ static void do_shadow(struct fleet_host *fh, const struct fleet_host_view *v, co
 	    fh->st.shadow_valid ? "" : fh->st.shadow_text, fh->st.shadow_valid ? "" : "; ", res.n);
 	verify_result_release(&res);
 	candidate_release(&c);
+	return true;
 }
 
 /* The gate could not start or gave no verdict: the host keeps its policy
@@ -819,8 +834,10 @@ static int gate_lookup(struct fleet_host *fh, const struct fleet_desired *d, str
 }
 
 /* The gate: A/B the running policy against d's on the job of the gate d
- * names, started here and watched by fleet_host_tick (gate_watch). */
-static void do_gate(struct fleet_host *fh, const struct fleet_host_view *v, const struct fleet_desired *d)
+ * names, started here and watched by fleet_host_tick (gate_watch).
+ * Returns false when the store did not answer for the policy (nothing
+ * started or refused: the caller asks again). */
+static bool do_gate(struct fleet_host *fh, const struct fleet_host_view *v, const struct fleet_desired *d)
 {
 	struct candidate c = { 0 };
 	struct gate g = { 0 };
@@ -828,11 +845,12 @@ static void do_gate(struct fleet_host *fh, const struct fleet_host_view *v, cons
 	char cur[4096], cand[4096], dir[4096], report[4096];
 	struct fleet_gate_request q = { cur, cand, NULL, NULL, 0, fh->cfg.sysroot, fh->cfg.topology, dir, report,
 					fh->cfg.limits_path };
+	bool unread = false;
 	int r;
 
 	if (gate_lookup(fh, d, &g, &err) < 0) {
 		gate_refused(fh, "refused", err.msg);
-		return;
+		return true;
 	}
 	q.argv = g.argv;
 	q.user = g.user;
@@ -842,7 +860,12 @@ static void do_gate(struct fleet_host *fh, const struct fleet_host_view *v, cons
 	snprintf(cand, sizeof(cand), "%s/gate-candidate.conf", fh->cfg.state_dir);
 	snprintf(dir, sizeof(dir), "%s/%s", fh->cfg.state_dir, FLEET_GATE_DIR);
 	snprintf(report, sizeof(report), "%s/%s", fh->cfg.state_dir, FLEET_GATE_REPORT);
-	r = candidate_fetch(fh, d->sha256, v, &c, &err);
+	r = candidate_fetch(fh, d->sha256, v, &c, &unread, &err);
+	if (unread) {
+		say(fh, LOG_WARNING, "fleet: cannot read the gate's policy (%s); asking again", err.msg);
+		gates_release(&g);
+		return false;
+	}
 	if (r == 0 && ((r = write_file(cur, fh->running ? fh->running : "", fh->running_len)) < 0 ||
 		       (r = write_file(cand, c.content, c.len)) < 0))
 		err_set(&err, r, "%s: %s", fh->cfg.state_dir, nt_strerror(-r));
@@ -857,6 +880,7 @@ static void do_gate(struct fleet_host *fh, const struct fleet_host_view *v, cons
 	gates_release(&g);
 	if (r < 0)
 		gate_refused(fh, "failed", err.msg);
+	return true;
 }
 
 /* A gate running: read what ab wrote; at its end, its verdict. */
@@ -1033,7 +1057,9 @@ static int follow(struct fleet_host *fh, struct fleet_host_view *v, const struct
 	struct candidate c = { 0 };
 	struct nt_err err = { 0 };
 	char why[160];
-	int changed = 0;
+	int changed = 0, r;
+	int64_t done_before = fh->done_desired_rev, shown_before = fh->st.desired_rev;
+	bool unread = false;
 
 	if (step == FLEET_HOST_NOTHING)
 		return 0;
@@ -1042,14 +1068,29 @@ static int follow(struct fleet_host *fh, struct fleet_host_view *v, const struct
 	fh->st.desired_rev = rev;
 	fh->done_desired_rev = rev;
 	if (step == FLEET_HOST_GATE) {
-		do_gate(fh, v, d);
+		if (!do_gate(fh, v, d)) {
+			fh->done_desired_rev = done_before;
+			fh->st.desired_rev = shown_before;
+			fh->next_poll = 0;
+		}
 		return 0;
 	}
 	if (step == FLEET_HOST_RUNS_IT) {
 		fh->st.state = FLEET_H_VERIFIED;      /* runs it already: the status refresh says how it verifies */
 		return 0;
 	}
-	if ((d->mode == FLEET_MODE_LOCAL ? candidate_local(fh, v, &c, &err) : candidate_fetch(fh, d->sha256, v, &c, &err)) < 0) {
+	if (d->mode == FLEET_MODE_LOCAL)
+		r = candidate_local(fh, v, &c, &err);
+	else
+		r = candidate_fetch(fh, d->sha256, v, &c, &unread, &err);
+	if (r < 0 && unread) {
+		/* the store did not answer: not the policy's fault (refusing it
+		 * would roll the whole rollout back); asked again at the next tick */
+		say(fh, LOG_WARNING, "fleet: cannot read the desired policy (%s); asking again", err.msg);
+		fh->done_desired_rev = done_before;
+		fh->st.desired_rev = shown_before;
+		fh->next_poll = 0;
+	} else if (r < 0) {
 		refuse(fh, rev, d->mode == FLEET_MODE_LOCAL ? "the local policy" : "the desired policy", err.msg);
 	} else if (!strcmp(c.sha, v->sha256)) {
 		fh->st.state = FLEET_H_VERIFIED;
@@ -1278,8 +1319,10 @@ static int poll_store(struct fleet_host *fh, struct fleet_host_view *v)
 			desired_rev = kv->mod_revision;
 			break;
 		case FLEET_HOST_SHADOW:
-			fh->done_shadow_rev = kv->mod_revision;
-			do_shadow(fh, v, &a.d, kv->mod_revision);
+			if (do_shadow(fh, v, &a.d, kv->mod_revision))
+				fh->done_shadow_rev = kv->mod_revision;
+			else
+				fh->next_poll = 0;
 			break;
 		case FLEET_HOST_IGNORE:
 			break;
