@@ -13,8 +13,16 @@
 # rollout ends done with every host verified, the controller never said
 # the lease expired, and its leader key is gone afterwards (revoked, not
 # left to expire).
+#
+# Then a store that does not answer for a while: a fourth host reaches the
+# store only through tests/tools/etcd-flaky-proxy.py, which answers its
+# first two reads of a policy (/nodetune/policies/...) with HTTP 503.  At
+# 10,000 hosts one canary's timed-out read was reported as an invalid
+# policy and rolled the whole rollout back; the host must ask again
+# instead.  Checks: the proxy did fail two reads and the host said it asks
+# again; the rollout ends done with the 4 hosts verified.
 . "$(dirname "$0")/lib.sh"
-t_plan 3
+t_plan 5
 
 ETCD=${ETCD:-/usr/bin/etcd}
 if [ ! -x "$ETCD" ] || ! command -v etcdctl >/dev/null; then
@@ -60,4 +68,39 @@ fi
 keys=$(env ETCDCTL_API=3 etcdctl --endpoints "$EP" get --prefix --keys-only /nodetune/rollouts/lead/leader | grep -c .)
 if [ -n "$state" ] && [ "$keys" = 0 ]; then t_ok "its leader key is gone after the rollout (the lease revoked)"
 else t_not_ok "the leader key is gone after a rollout (state '$state', $keys keys)"; fi
+
+# ---- a store that fails a host's policy reads twice ---------------------
+python3 tests/tools/etcd-flaky-proxy.py "$(echo "$EP" | cut -d, -f1 | sed 's/.*://')" /nodetune/policies/ 2 \
+	"$T_TMP/proxy.port" 2>"$T_TMP/proxy.log" &
+echo $! >"$T_TMP/proxy.pid"
+t_defer "kill \$(cat '$T_TMP/proxy.pid') 2>/dev/null"
+wait_until 10 test -s "$T_TMP/proxy.port" || { t_not_ok "the proxy is listening"; t_rest; }
+mkdir "$T_TMP/h4" && cp -a tests/fixtures/sysroot/gpu-host-untuned "$T_TMP/h4/root"
+"$FLEETSIM" --endpoints "http://127.0.0.1:$(cat "$T_TMP/proxy.port")" --dir "$T_TMP" --first 4 --count 1 \
+	--policy policies/baseline.conf --topologies "$SHARED/nvidiaDGX2.xml" --keys-dir "$T_TMP/keys.d" \
+	--gates-dir "$T_TMP/gates.d" --interval 2 >"$T_TMP/sim4.out" 2>"$T_TMP/sim4.log" &
+echo $! >"$T_TMP/sim4.pid"
+t_defer "kill \$(cat '$T_TMP/sim4.pid') 2>/dev/null; while kill -0 \$(cat '$T_TMP/sim4.pid') 2>/dev/null; do sleep 0.2; done"
+alive4() { [ "$("$NODETUNE" fleet hosts --endpoints "$EP" --json | jq '[.hosts[] | select(.alive)] | length')" = 4 ]; }
+wait_until 30 alive4 || { t_not_ok "4 hosts registered"; sed 's/^/#   /' "$T_TMP/sim4.log" | tail -5; t_rest; }
+printf '[main]\nsummary = lead test, again\n[thp]\ndefrag = never\n' >"$T_TMP/q.conf"
+chmod 644 "$T_TMP/q.conf"
+run "$NODETUNE" fleet rollout --endpoints "$EP" --policy "$T_TMP/q.conf" --name flaky --waves 1/class,100% \
+	--wave-timeout 60 --signing-key "$T_TMP/sk/ctl.key"
+failed=$(grep -c '^failed ' "$T_TMP/proxy.log")
+asked=$(grep -c 'cannot read the desired policy.*asking again' "$T_TMP/sim4.log")
+if [ "$failed" -eq 2 ] && [ "$asked" -ge 1 ]; then
+	t_ok "the proxy failed h4's policy read $failed times; h4 said it asks again ($asked)"
+else
+	t_not_ok "h4's policy reads failed twice and it asked again: $failed failed, $asked said"
+	sed 's/^/#   /' "$T_TMP/proxy.log" "$T_TMP/sim4.log" | tail -5
+fi
+state=$("$NODETUNE" fleet status --endpoints "$EP" --name flaky --json | jq -r '.rollouts[0].state')
+verified=$("$NODETUNE" fleet hosts --endpoints "$EP" --json | jq '[.hosts[] | select(.status.state == "verified")] | length')
+if [ "$RC" -eq 0 ] && [ "$state" = done ] && [ "$verified" = 4 ]; then
+	t_ok "the rollout through a store that failed a host's reads: done, 4 of 4 verified"
+else
+	t_not_ok "the rollout through the flaky reads: exit $RC, state '$state', $verified of 4 verified"
+	"$NODETUNE" fleet status --endpoints "$EP" --name flaky | grep -E 'invalid|rolling|rolled' | sed 's/^/#   /'
+fi
 t_done
