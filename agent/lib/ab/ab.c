@@ -25,6 +25,7 @@
 #include "ab/abwatch.h"
 #include "base/fsroot.h"
 #include "observe/tlb.h"
+#include "nt_clock.h"
 
 #define AB_CLAIM_SHARE 0.10        /* a cause accounts for at least this share of the change */
 
@@ -567,12 +568,12 @@ static void name_figure(const struct ab_config *cfg, const struct ab_trial *w, s
 /* The trial runner and the clock of ab_run: the real ones, or a test's
  * (ab_test_inject). */
 static ab_trial_fn trial_fn = abrun_trial;
-static double (*now_fn)(void) = abrun_now_s;
+static double (*now_fn)(void) = nt_mono_s;
 
 void ab_test_inject(ab_trial_fn trial, double (*now)(void))
 {
 	trial_fn = trial ? trial : abrun_trial;
-	now_fn = now ? now : abrun_now_s;
+	now_fn = now ? now : nt_mono_s;
 }
 
 /* ---- the schedule ------------------------------------------------------ */

@@ -15,7 +15,7 @@
 #define AB_REFUSE_PAIRS 24         /* before a refusal: the sd of 12 pairs is off by 20% (one sd) */
 
 /* The trial runner and the clock ab_run uses: abrun_trial and
- * abrun_now_s, or a test's (a simulated job on a simulated clock), so
+ * nt_mono_s, or a test's (a simulated job on a simulated clock), so
  * that thousands of A/A experiments run through ab_run itself, its
  * schedule, ABBA pairing, looks and refusal (review B20).  NULL puts the
  * real one back.  Not thread-safe; a test's only. */

@@ -30,6 +30,7 @@
 #include "tune/limits.h"
 #include "tune/plan.h"
 #include "tune/policy.h"
+#include "nt_clock.h"
 
 /* ---- the host's counters ----------------------------------------------- */
 
@@ -80,14 +81,6 @@ static void host_counters(const struct tlb_counter *tlb, double out[AB_COUNTERS]
 	else
 		not_countable(res, AB_C_CPU_PRESSURE_MS, "no /proc/pressure (a kernel without CONFIG_PSI, or psi=0)");
 	fsroot_free(root);
-}
-
-double abrun_now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 static char *fmt_int(int v)
@@ -434,8 +427,8 @@ static int wait_job(pid_t pid, struct abwatch *w)
 			return -1;
 		if (ab_stop && !stopped) {
 			kill(-pid, SIGTERM);
-			stopped = abrun_now_s();
-		} else if (stopped && abrun_now_s() - stopped > 3) {
+			stopped = nt_mono_s();
+		} else if (stopped && nt_mono_s() - stopped > 3) {
 			kill(-pid, SIGKILL);
 		}
 		abwatch_tick(w);
@@ -470,7 +463,7 @@ static int run_workload(const struct ab_config *cfg, const struct tlb_counter *t
 		goto out;
 	}
 	host_counters(tlb, c0, res);
-	t0 = abrun_now_s();
+	t0 = nt_mono_s();
 	pid = fork();
 	if (pid == 0)
 		exec_workload(cfg, argv, env, f, fd, go, w);
@@ -485,7 +478,7 @@ static int run_workload(const struct ab_config *cfg, const struct tlb_counter *t
 	close(go[1]);
 	if (pid > 0)
 		status = wait_job(pid, w);
-	t->wall = abrun_now_s() - t0;
+	t->wall = nt_mono_s() - t0;
 	host_counters(tlb, c1, res);
 	if (abwatch_end(w, &t->watch, &werr) < 0)
 		log_msg(LOG_DEBUG, "%s: watch: %s", f->label, werr.msg);

@@ -65,7 +65,4 @@ void abrun_trial_free(struct ab_trial *t);
  * or put the old ones back (restore true). */
 void abrun_stops_catch(struct sigaction old[3], bool restore);
 
-/* The monotonic clock, in seconds. */
-double abrun_now_s(void);
-
 #endif

@@ -24,6 +24,7 @@
 #include "observe/taskexit.h"
 #include "base/parse.h"
 #include "base/textbuf.h"
+#include "nt_clock.h"
 
 
 /* ---- reading proc ------------------------------------------------------- */
@@ -82,26 +83,15 @@ static void read_cgroup(const struct fsroot *root, int pid, char *out, size_t si
  * tree's proc/uptime elsewhere (tests move it); -1 unknown. */
 static double clock_s(const struct fsroot *root)
 {
-	struct timespec ts;
 	char buf[128], *end;
 	double v;
 
-	if (fsroot_is_host(root)) {
-		clock_gettime(CLOCK_BOOTTIME, &ts);
-		return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-	}
+	if (fsroot_is_host(root))
+		return nt_clock_s(CLOCK_BOOTTIME);
 	if (fsroot_read(root, "proc/uptime", buf, sizeof(buf)) < 0)
 		return -1;
 	v = strtod(buf, &end);
 	return end == buf ? -1 : v;
-}
-
-static double mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 /* ---- proc/interrupts and proc/softirqs ----------------------------------- */
@@ -711,7 +701,7 @@ static void swap_tasks(struct culprit *c)
 
 int culprit_sample(struct culprit *c)
 {
-	double t0 = mono_ms(), ms, now;
+	double t0 = nt_mono_ms(), ms, now;
 	char **names = NULL;
 	int n = fsroot_list(c->root, "proc", &names);
 
@@ -755,7 +745,7 @@ int culprit_sample(struct culprit *c)
 	}
 	fsroot_cache_sweep(c->root);
 	c->samples++;
-	ms = mono_ms() - t0;
+	ms = nt_mono_ms() - t0;
 	c->ms_sum += ms;
 	if (ms > c->ms_max)
 		c->ms_max = ms;

@@ -30,6 +30,7 @@
 #include "fleet/sign.h"
 #include "tune/limits.h"
 #include "tune/verify.h"
+#include "nt_clock.h"
 
 /* Idle, a host makes a lease keepalive every ttl/3 and holds one watch
  * (re-armed every WATCH_S, or after an event); it puts its status only
@@ -136,7 +137,7 @@ static void wake(struct fleet_host *fh)
  * meanwhile) clears it. */
 static int host_register(struct fleet_host *fh, struct etcd *e, int64_t *lease, struct nt_err *err)
 {
-	struct fleet_hostinfo hi = { .pid = (long)getpid(), .started = fleet_now_wall() };
+	struct fleet_hostinfo hi = { .pid = (long)getpid(), .started = nt_wall_s() };
 	char key[128], *val;
 	int r = 0;
 
@@ -202,16 +203,9 @@ static int watch_once(struct fleet_host *fh, struct etcd *e, int64_t *rev, long 
 /* Sleep s seconds, or until stop.  Returns whether to stop. */
 static bool nap(struct fleet_host *fh, double s)
 {
-	struct timespec ts;
+	struct timespec ts = nt_deadline(CLOCK_MONOTONIC, s);
 	bool stop;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += (time_t)s;
-	ts.tv_nsec += (long)((s - floor(s)) * 1e9);
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
 	pthread_mutex_lock(&fh->lock);
 	while (!fh->stop && pthread_cond_timedwait(&fh->cond, &fh->lock, &ts) == 0)
 		;
@@ -368,7 +362,7 @@ static void rejected(struct fleet_host *fh, enum sign_reject why, const char *wh
 		return;
 	fh->rejected[why]++;
 	fh->last_refusal.reason = why;
-	fh->last_refusal.wall = fleet_now_wall();
+	fh->last_refusal.wall = nt_wall_s();
 	snprintf(fh->last_refusal.what, sizeof(fh->last_refusal.what), "%.*s", (int)sizeof(fh->last_refusal.what) - 1, what);
 }
 
@@ -445,7 +439,7 @@ static struct sign_expect expect(const struct fleet_host *fh, enum sign_kind kin
 				 const char *last_sha)
 {
 	return (struct sign_expect){ .kind = kind, .host = fh->host, .last_seq = last_seq,
-				     .fleet = fh->cfg.fleet_id, .now = fleet_now_wall(), .last_sha = last_sha };
+				     .fleet = fh->cfg.fleet_id, .now = nt_wall_s(), .last_sha = last_sha };
 }
 
 /* ---- fetching and validating a policy ---------------------------------- */
@@ -724,7 +718,7 @@ static void verify_now(struct fleet_host *fh, const struct fleet_host_view *v)
 	fh->st.verify_ok = ok;
 	fh->st.checked = res.checked;
 	fh->st.drifted = res.n;
-	fh->st.verify_time = fleet_now_wall();
+	fh->st.verify_time = nt_wall_s();
 	verify_result_release(&res);
 }
 
@@ -947,7 +941,7 @@ static void status_publish(struct fleet_host *fh)
 	struct fleet_status s = fh->st;
 	struct nt_err err = { 0 };
 	char key[128], *cmp, *val;
-	double now = fleet_now_mono();
+	double now = nt_mono_s();
 
 	s.time = 0;
 	s.verify_time = 0;
@@ -957,7 +951,7 @@ static void status_publish(struct fleet_host *fh)
 		free(cmp);
 		return;
 	}
-	fh->st.time = fleet_now_wall();
+	fh->st.time = nt_wall_s();
 	if (!(val = fleet_status_json(&fh->st)) ||
 	    etcd_put(fh->e, fleet_host_key(key, sizeof(key), fh->host, "status"), val, strlen(val), 0, NULL, &err) < 0) {
 		free(cmp);
@@ -1221,7 +1215,7 @@ void fleet_host_freshness(const struct fleet_host *fh, struct fleet_host_fresh *
 	ret->have = fh->ts_time > 0;
 	ret->seq = fh->ts_seq;
 	ret->time = fh->ts_time;
-	ret->frozen = fleet_host_frozen(fleet_now_wall(), fh->ts_time, fh->start_wall, fh->cfg.max_age_s, &ret->age_s);
+	ret->frozen = fleet_host_frozen(nt_wall_s(), fh->ts_time, fh->start_wall, fh->cfg.max_age_s, &ret->age_s);
 }
 
 /* Say when the host becomes frozen, and when it is no longer. */
@@ -1255,9 +1249,9 @@ static int poll_store(struct fleet_host *fh, struct fleet_host_view *v)
 	fleet_host_key(prefix, sizeof(prefix), fh->host, "");
 	strcat(prefix, "/");
 	if (etcd_get(fh->e, prefix, true, &rg, &err) < 0) {
-		if (fleet_now_mono() >= fh->store_warned)
+		if (nt_mono_s() >= fh->store_warned)
 			say(fh, LOG_WARNING, "fleet: the store is out of reach (%s); keeping %s", err.msg, v->policy_name);
-		fh->store_warned = fleet_now_mono() + 60;
+		fh->store_warned = nt_mono_s() + 60;
 		return 0;
 	}
 	for (size_t i = 0; i < rg.n_kvs; i++) {
@@ -1301,8 +1295,8 @@ int fleet_host_tick(struct fleet_host *fh, struct fleet_host_view *v)
 		/* the gate holds the host: the store's next word waits for its end */
 		fh->poll_after_gate |= woke;
 		gate_watch(fh);
-	} else if (woke || fleet_now_mono() >= fh->next_poll) {
-		fh->next_poll = fleet_now_mono() + fmax(POLL_MIN_S, fmin(POLL_EVERY_S, fh->cfg.max_age_s / 4));
+	} else if (woke || nt_mono_s() >= fh->next_poll) {
+		fh->next_poll = nt_mono_s() + fmax(POLL_MIN_S, fmin(POLL_EVERY_S, fh->cfg.max_age_s / 4));
 		changed = poll_store(fh, v);
 	}
 	frozen_say(fh, v);
@@ -1418,7 +1412,7 @@ struct fleet_host *fleet_host_start(const struct fleet_host_config *cfg, const s
 	fh->cfg = *cfg;
 	fh->cfg.fleet_id = cfg->fleet_id ? cfg->fleet_id : SIGN_FLEET_DEFAULT;
 	fh->cfg.max_age_s = cfg->max_age_s > 0 ? cfg->max_age_s : FLEET_HOST_MAX_AGE_S;
-	fh->start_wall = fleet_now_wall();
+	fh->start_wall = nt_wall_s();
 	fh->efd = -1;
 	fh->last_refusal.reason = SIGN_REJ__COUNT;
 	snprintf(fh->host, sizeof(fh->host), "%s", cfg->host);
