@@ -8,7 +8,6 @@
 #include <stdatomic.h>
 #include <ftw.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -342,25 +341,6 @@ void fleet_gate_free(struct fleet_gate *g)
 	}
 	free(g->out);
 	free(g);
-}
-
-int fleet_gate_run(const struct fleet_gate_request *q, struct fleet_gate_result *ret, struct nt_err *err)
-{
-	struct fleet_gate *g;
-	int r = fleet_gate_start(q, &g, err);
-
-	if (r < 0)
-		return r;
-	do {
-		struct pollfd p = { g->fd, POLLIN, 0 };
-
-		if (poll(&p, 1, -1) < 0 && errno != EINTR)
-			r = err_set(err, -errno, "poll: %s", nt_strerror(errno));
-		else
-			r = fleet_gate_step(g, ret, err);
-	} while (r == 0);
-	fleet_gate_free(g);
-	return r < 0 ? r : 0;
 }
 
 /* ---- a gate a dead daemon left ------------------------------------------ */

@@ -71,10 +71,6 @@ int fleet_gate_step(struct fleet_gate *g, struct fleet_gate_result *ret, struct 
  * reap it or wait for its unit, free g.  NULL: no-op. */
 void fleet_gate_free(struct fleet_gate *g);
 
-/* Start and wait to the end (fleet_gate_start, fleet_gate_step).  0 with
- * *ret, or -errno with err. */
-int fleet_gate_run(const struct fleet_gate_request *q, struct fleet_gate_result *ret, struct nt_err *err);
-
 /* A gate that a dead daemon left in trial_dir: wait (up to wait_s) for an
  * ab still reverting it to let go of its journal's lock, revert what its
  * journal still holds, and remove trial_dir.  Returns the number of
