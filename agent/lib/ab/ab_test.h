@@ -19,7 +19,7 @@
  * that thousands of A/A experiments run through ab_run itself, its
  * schedule, ABBA pairing, looks and refusal (review B20).  NULL puts the
  * real one back.  Not thread-safe; a test's only. */
-typedef int (*ab_trial_fn)(const struct ab_config *cfg, const regex_t *re, enum abfig_source want,
+typedef int (*ab_trial_fn)(const struct ab_config *cfg, const regex_t *re, enum abfigure_source want,
 			   const struct tlb_counter *tlb, int a, int index, struct ab_trial *t, struct ab_result *res,
 			   struct nt_err *err);
 void ab_test_inject(ab_trial_fn trial, double (*now)(void));

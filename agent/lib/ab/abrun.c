@@ -527,7 +527,7 @@ static double metric_of_output(const regex_t *re, const struct trial_files *f, i
 
 		if (userfile_read(paths[i], AB_OUTPUT_MAX, "a trial's output", NULL, &buf, &len, why, sizeof(why)) < 0)
 			continue;
-		abfig_metric_scan(re, buf, len, &v[i], &n[i], NULL);
+		abfigure_metric_scan(re, buf, len, &v[i], &n[i], NULL);
 		free(buf);
 	}
 	*ret_n = n[0] + n[1];
@@ -536,27 +536,27 @@ static double metric_of_output(const regex_t *re, const struct trial_files *f, i
 }
 
 /* The trial's figure and steps.  0, or a reason it has none (said in res). */
-static int trial_figure(const struct ab_config *cfg, const regex_t *re, enum abfig_source want, const struct trial_files *f,
-			struct ab_trial *t, const char **why)
+static int trial_figure(const struct ab_config *cfg, const regex_t *re, enum abfigure_source want,
+			const struct trial_files *f, struct ab_trial *t, const char **why)
 {
 	struct steps s = { 0 };
 	struct nt_err err = { 0 };
 	int n;
 
 	if (steps_read(f->steps, AB_OUTPUT_MAX, &s, &err) == 0) {
-		abfig_steps_merge(&s, cfg->skip_steps, &t->st, &err);
+		abfigure_steps_merge(&s, cfg->skip_steps, &t->st, &err);
 		steps_release(&s);
 	}
 	switch (want) {
-	case ABFIG_METRIC:
-		t->metric = abfig_metric_figure(metric_of_output(re, f, &n), cfg->metric_kind);
+	case ABFIGURE_METRIC:
+		t->metric = abfigure_metric_figure(metric_of_output(re, f, &n), cfg->metric_kind);
 		if (!n) {
 			*why = "--metric matched no line of its output (stdout, then stderr)";
 			return -1;
 		}
 		return 0;
-	case ABFIG_STEPS:
-		t->metric = abfig_steps_figure(&t->st);
+	case ABFIGURE_STEPS:
+		t->metric = abfigure_steps_figure(&t->st);
 		if (!(t->metric > 0)) {
 			*why = "no step report this time (its warm-up trial wrote one to NODETUNE_STEP_FILE)";
 			return -1;
@@ -589,11 +589,12 @@ static void trial_counters(struct ab_trial *t, const double c0[AB_COUNTERS], con
 /* ---- one trial ---------------------------------------------------------- */
 
 /* Run one trial of arm a; want: the figure's source (the warm-up trials
- * find it: pass ABFIG_WALL and get it from *ret_source).  0; -errno with
+ * find it: pass ABFIGURE_WALL and get it from *ret_source).  0; -errno with
  * err (bad input, or stopped by a signal: -EINTR); 1 when the arm's command
  * failed (res->error filled). */
-int abrun_trial(const struct ab_config *cfg, const regex_t *re, enum abfig_source want, const struct tlb_counter *tlb,
-		int a, int index, struct ab_trial *t, struct ab_result *res, struct nt_err *err)
+int abrun_trial(const struct ab_config *cfg, const regex_t *re, enum abfigure_source want,
+		const struct tlb_counter *tlb, int a, int index, struct ab_trial *t, struct ab_result *res,
+		struct nt_err *err)
 {
 	const struct ab_arm *arm = &cfg->arm[a];
 	struct trial_files f;
@@ -636,7 +637,7 @@ out:
 }
 void abrun_trial_free(struct ab_trial *t)
 {
-	abfig_steps_release(&t->st);
+	abfigure_steps_release(&t->st);
 	abwatch_trial_release(&t->watch);
 }
 

@@ -269,8 +269,8 @@ static int proc_new(struct culprit *c, int pid)
 	snprintf(p->comm, sizeof(p->comm), "%s", st.comm);
 	read_cgroup(c->root, pid, p->cgroup, sizeof(p->cgroup));
 	/* any process names itself (prctl PR_SET_NAME), and its cgroups */
-	text_printable(p->comm);
-	text_printable(p->cgroup);
+	textbuf_printable(p->comm);
+	textbuf_printable(p->cgroup);
 	c->job_dirty = true;
 	return c->n_procs++;
 }
@@ -397,7 +397,7 @@ static void sample_task(struct culprit *c, int idx, int pid, int tid)
 		/* exec renamed it (the forked job is "nodetune" until it
 		 * execs the command): the name it runs under */
 		snprintf(p->comm, sizeof(p->comm), "%s", st.comm);
-		text_printable(p->comm);
+		textbuf_printable(p->comm);
 	}
 	if (!delta)
 		return;
@@ -538,7 +538,7 @@ int culprit_exit_record(struct culprit *c, const struct taskexit_rec *x)
 	*e = (struct cu_exit){ .pid = x->pid, .tgid = tgid, .ppid = x->ppid, .cpu = x->cpu, .policy = x->policy,
 			       .nice = x->nice, .ns = x->run_ns };
 	snprintf(e->comm, sizeof(e->comm), "%s", x->comm);
-	text_printable(e->comm);
+	textbuf_printable(e->comm);
 	return 0;
 }
 
@@ -739,7 +739,7 @@ int culprit_sample(struct culprit *c)
 			continue;
 		read_cgroup(c->root, p->pid, now_in, sizeof(now_in));
 		if (now_in[0]) {
-			text_printable(now_in);
+			textbuf_printable(now_in);
 			memcpy(p->cgroup, now_in, sizeof(now_in));
 		}
 	}
@@ -969,7 +969,7 @@ static int culprit_row(const struct culprit *c, const struct cu_proc *p, double 
 	for (int i = 0; p->job && !p->group && i < c->n_allowed; i++)
 		if (c->allowed[i].tid == p->pid) {
 			snprintf(t.allowed, sizeof(t.allowed), "%s", c->allowed[i].list);
-			text_printable(t.allowed);
+			textbuf_printable(t.allowed);
 			break;
 		}
 	*ret = t;

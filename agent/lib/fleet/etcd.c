@@ -133,7 +133,7 @@ static json_t *load_object(const char *buf, size_t len, const char *what, struct
 	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
 
 	if (!root) {
-		err_set(err, -EINVAL, "%s: bad JSON at %d:%d: %s", what, je.line, je.column, text_printable(je.text));
+		err_set(err, -EINVAL, "%s: bad JSON at %d:%d: %s", what, je.line, je.column, textbuf_printable(je.text));
 		return NULL;
 	}
 	if (!json_is_object(root)) {

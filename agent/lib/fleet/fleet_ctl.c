@@ -229,7 +229,7 @@ int fleet_ctl_counter_check(const struct sign_keyring *kr, const char *key_id, c
 	enum sign_reject reason;
 	int r = sign_verify(kr, buf, len, &want, &e, &reason, &why);
 
-	if (r == 0 && (r = fleet_parse_stamp(FLEET_SEQ_KEY, e.doc, e.doc_len, &st, &why)) == 0 && st.seq != e.h.seq)
+	if (r == 0 && (r = fleet_doc_parse_stamp(FLEET_SEQ_KEY, e.doc, e.doc_len, &st, &why)) == 0 && st.seq != e.h.seq)
 		r = err_set(&why, -EINVAL, "the document's seq is not the one signed");
 	sign_envelope_release(&e);
 	if (r == -ENOMEM)
@@ -388,7 +388,7 @@ static int parse_desired_value(const struct etcd_kv *kv, struct fleet_desired *d
 	int r;
 
 	unwrap(kv, &e, &doc, &len);
-	r = fleet_parse_desired(kv->key, doc, len, d, err);
+	r = fleet_doc_parse_desired(kv->key, doc, len, d, err);
 	sign_envelope_release(&e);
 	return r;
 }
@@ -403,7 +403,7 @@ static void row_take(struct fleet_host_row *row, enum fleet_key_kind kind, const
 
 	switch (kind) {
 	case FLEET_KEY_HOST:
-		r = fleet_parse_hostinfo(kv->key, kv->value, kv->value_len, &row->info, &err);
+		r = fleet_doc_parse_hostinfo(kv->key, kv->value, kv->value_len, &row->info, &err);
 		row->alive = true;
 		break;
 	case FLEET_KEY_DESIRED:
@@ -416,7 +416,7 @@ static void row_take(struct fleet_host_row *row, enum fleet_key_kind kind, const
 		row->shadow_rev = kv->mod_revision;
 		break;
 	case FLEET_KEY_STATUS:
-		r = fleet_parse_status(kv->key, kv->value, kv->value_len, &row->status, &err);
+		r = fleet_doc_parse_status(kv->key, kv->value, kv->value_len, &row->status, &err);
 		row->has_status = r == 0;
 		break;
 	case FLEET_KEY_OTHER:
@@ -617,7 +617,7 @@ static int store_policy(struct fleet_ctl *c, const struct fleet_rollout_opts *o,
 
 	if (!doc)
 		return err_set(err, -ENOMEM, "out of memory");
-	fleet_policy_key(key, sizeof(key), sha);
+	fleet_doc_policy_key(key, sizeof(key), sha);
 	r = c->signer ? seq_next(c, &seq, err) : 0;
 	if (r == 0)
 		r = seal(c, SIGN_KIND_POLICY, "*", o->name, sha, seq, &doc, err);
@@ -713,7 +713,7 @@ static int prev_desired(struct fleet_ctl *c, struct fleet_rollout *r, struct nt_
 			struct etcd_range rg = { 0 };
 			struct nt_err why = { 0 };
 			char key[128];
-			int rc = etcd_get(c->e, fleet_host_key(key, sizeof(key), h->host, "desired"), false, &rg, err);
+			int rc = etcd_get(c->e, fleet_doc_host_key(key, sizeof(key), h->host, "desired"), false, &rg, err);
 
 			if (rc < 0)
 				return rc;
@@ -1083,7 +1083,7 @@ int fleet_ctl_sign_write(struct fleet_ctl *c, const struct fleet_write *w, struc
 		e.doc = NULL;
 		sign_envelope_release(&e);
 	}
-	if ((rc = fleet_parse_desired(key, *val, strlen(*val), &d, err)) < 0)
+	if ((rc = fleet_doc_parse_desired(key, *val, strlen(*val), &d, err)) < 0)
 		return rc;
 	return seal(c, w->kind == FLEET_W_PUT_SHADOW ? SIGN_KIND_SHADOW : SIGN_KIND_DESIRED, h->host, d.rollout,
 		    d.sha256, seq, val, err);
@@ -1411,7 +1411,7 @@ static int writes_values(struct fleet_ctl *c, struct fleet_rollout *next, struct
 	for (unsigned i = 0; r == 0 && i < n_w; i++) {
 		struct fleet_rhost *h = &next->waves[w[i].wave].hosts[w[i].index];
 
-		fleet_host_key(keys[i], sizeof(keys[i]), h->host, w[i].kind == FLEET_W_PUT_SHADOW ? "shadow" : "desired");
+		fleet_doc_host_key(keys[i], sizeof(keys[i]), h->host, w[i].kind == FLEET_W_PUT_SHADOW ? "shadow" : "desired");
 		if (!(vals[i] = fleet_ctl_write_value(next, &w[i])))
 			r = err_set(err, -ENOMEM, "out of memory");
 		else if (c->signer)
@@ -1499,7 +1499,7 @@ static int head_parse(struct fleet_ctl *c, const char *name, bool check, const s
 				    e.h.host);
 	}
 	if (r == 0)
-		r = fleet_parse_rollout_head(kv->key, doc, len, ret, l, err);
+		r = fleet_doc_parse_rollout_head(kv->key, doc, len, ret, l, err);
 	if (r == 0 && check && (strcmp(ret->name, name) || strcmp(ret->sha256, e.h.policy_sha256))) {
 		r = err_set(err, -EPERM, "%s: names rollout %s, sha256 %.12s, but was signed for %s, sha256 %.12s: nothing "
 				    "written", kv->key, ret->name, ret->sha256, name, e.h.policy_sha256);
@@ -1555,7 +1555,7 @@ static int page_take(struct fleet_ctl *c, bool check, const struct etcd_kv *kv, 
 		len = e.doc_len;
 	}
 	if (rc == 0)
-		rc = fleet_parse_page(kv->key, doc, len, r, l, g, err);
+		rc = fleet_doc_parse_page(kv->key, doc, len, r, l, g, err);
 	l->rev[g] = kv->mod_revision;
 	sign_envelope_release(&e);
 	return rc;
@@ -1952,7 +1952,7 @@ static int policy_check(struct fleet_ctl *c, const struct fleet_rollout *r, stru
 	struct nt_err why = { 0 };
 	enum sign_reject reason;
 	char key[128];
-	int rc = c->signer ? etcd_get(c->e, fleet_policy_key(key, sizeof(key), r->sha256), false, &rg, err) : 0;
+	int rc = c->signer ? etcd_get(c->e, fleet_doc_policy_key(key, sizeof(key), r->sha256), false, &rg, err) : 0;
 
 	if (rc < 0 || !c->signer)
 		return rc;

@@ -64,8 +64,8 @@ int fleet_gate_parse(const char *buf, size_t len, struct fleet_gate_result *ret,
 				n += (size_t)snprintf(g.explanation + n, sizeof(g.explanation) - n, "%s%s (%s)",
 						      n ? "; " : "", c, m ? m : "");
 		}
-		text_printable(g.verdict);
-		text_printable(g.explanation);
+		textbuf_printable(g.verdict);
+		textbuf_printable(g.explanation);
 		*ret = g;
 	}
 	json_decref(o);

@@ -148,7 +148,7 @@ static int host_register(struct fleet_host *fh, struct etcd *e, int64_t *lease, 
 		return err_set(err, -ENOMEM, "out of memory");
 	if (!*lease)
 		r = etcd_lease_grant(e, (int64_t)fh->ttl_s, lease, err);
-	if (r == 0 && (r = etcd_put(e, fleet_host_key(key, sizeof(key), fh->host, ""), val, strlen(val), *lease,
+	if (r == 0 && (r = etcd_put(e, fleet_doc_host_key(key, sizeof(key), fh->host, ""), val, strlen(val), *lease,
 				    NULL, err)) == -ENOENT)
 		*lease = 0;
 	free(val);
@@ -160,7 +160,7 @@ static int watch_start(struct fleet_host *fh, struct etcd *e, int64_t *ret_rev, 
 {
 	struct etcd_range rg = { 0 };
 	char key[128];
-	int r = etcd_get(e, fleet_host_key(key, sizeof(key), fh->host, "desired"), false, &rg, err);
+	int r = etcd_get(e, fleet_doc_host_key(key, sizeof(key), fh->host, "desired"), false, &rg, err);
 
 	if (r == 0)
 		*ret_rev = rg.revision + 1;
@@ -176,7 +176,7 @@ static int watch_once(struct fleet_host *fh, struct etcd *e, int64_t *rev, long 
 	bool changed = false;
 	int r;
 
-	fleet_host_key(prefix, sizeof(prefix), fh->host, "");
+	fleet_doc_host_key(prefix, sizeof(prefix), fh->host, "");
 	strcat(prefix, "/");
 	r = etcd_watch(e, prefix, true, *rev, ms, &ev, err);
 	if (r == -ESTALE) {
@@ -311,8 +311,8 @@ static int admit_agrees(const struct sign_envelope *e, const char *host, enum si
 	struct fleet_desired d;
 	char key[128];
 
-	fleet_host_key(key, sizeof(key), host, e->h.kind == SIGN_KIND_SHADOW ? "shadow" : "desired");
-	if (fleet_parse_desired(key, e->doc, e->doc_len, &d, NULL) < 0)
+	fleet_doc_host_key(key, sizeof(key), host, e->h.kind == SIGN_KIND_SHADOW ? "shadow" : "desired");
+	if (fleet_doc_parse_desired(key, e->doc, e->doc_len, &d, NULL) < 0)
 		return 0;                /* the caller's parse says why */
 	if (strcmp(d.rollout, e->h.rollout) || strcmp(*d.sha256 ? d.sha256 : FLEET_SHA_NONE, e->h.policy_sha256)) {
 		*ret_reason = SIGN_REJ_MALFORMED;
@@ -546,7 +546,7 @@ int fleet_host_policy_admit(const struct sign_keyring *kr, bool insecure, const 
 	if (r == 0 && *env.h.policy_sha256 && strcmp(env.h.policy_sha256, sha))
 		r = err_set(err, -EINVAL, "%s: signed for sha256 %.12s", key, env.h.policy_sha256);
 	else if (r == 0)
-		r = fleet_parse_policy_doc(key, env.doc, env.doc_len, &doc, err);
+		r = fleet_doc_parse_policy_doc(key, env.doc, env.doc_len, &doc, err);
 	if (r == 0 && strcmp(doc.sha256, sha))
 		r = err_set(err, -EINVAL, "%s: the document names sha256 %.12s", key, doc.sha256);
 	if (r == 0)
@@ -569,7 +569,7 @@ static int candidate_fetch(struct fleet_host *fh, const char *sha, const struct 
 	struct sign_expect want = expect(fh, SIGN_KIND_POLICY, 0, NULL);
 	enum sign_reject why;
 	char key[128];
-	int r = etcd_get(fh->e, fleet_policy_key(key, sizeof(key), sha), false, &rg, err);
+	int r = etcd_get(fh->e, fleet_doc_policy_key(key, sizeof(key), sha), false, &rg, err);
 
 	if (r < 0)
 		return r;
@@ -953,7 +953,7 @@ static void status_publish(struct fleet_host *fh)
 	}
 	fh->st.time = nt_wall_s();
 	if (!(val = fleet_status_json(&fh->st)) ||
-	    etcd_put(fh->e, fleet_host_key(key, sizeof(key), fh->host, "status"), val, strlen(val), 0, NULL, &err) < 0) {
+	    etcd_put(fh->e, fleet_doc_host_key(key, sizeof(key), fh->host, "status"), val, strlen(val), 0, NULL, &err) < 0) {
 		free(cmp);
 		cmp = NULL;              /* try again next tick */
 		if (now >= fh->store_warned)
@@ -1083,7 +1083,7 @@ static int read_desired(struct fleet_host *fh, enum fleet_key_kind k, const stru
 		}
 	}
 	if (r == 0)
-		r = fleet_parse_desired(kv->key, e.doc, e.doc_len, &a->d, err);
+		r = fleet_doc_parse_desired(kv->key, e.doc, e.doc_len, &a->d, err);
 	a->seq = r == 0 ? e.h.seq : 0;
 	sign_value_sha(kv->value, kv->value_len, a->sha);
 	a->answered = a->seq && a->seq == fh->last_seq && !strcmp(a->sha, fh->last_sha);
@@ -1126,7 +1126,7 @@ static int read_record(struct fleet_host *fh, struct admitted *a, int64_t *ret_r
 			     &err);
 	if (r == -EPERM && *ret_rev != fh->record_refused_rev)
 		rejected(fh, why, err.msg);
-	if (r == 0 && (r = fleet_parse_desired(key, e.doc, e.doc_len, &a->d, &err)) == 0 && a->d.mode != FLEET_MODE_APPLY)
+	if (r == 0 && (r = fleet_doc_parse_desired(key, e.doc, e.doc_len, &a->d, &err)) == 0 && a->d.mode != FLEET_MODE_APPLY)
 		r = err_set(&err, -EINVAL, "%s: a policy of record of another mode than apply", key);
 	if (r < 0 && *ret_rev != fh->record_refused_rev)
 		say(fh, LOG_ERR, "fleet: %s refused, not followed: %s", key, err.msg);
@@ -1175,7 +1175,7 @@ static void timestamp_take(struct fleet_host *fh, const struct etcd_kv *kv)
 	int r = fleet_host_admit(fh->keys, false, &want, kv->value, kv->value_len, &e, &why, &err);
 	bool admitted = r == 0;
 
-	if (r == 0 && (r = fleet_parse_stamp(kv->key, e.doc, e.doc_len, &st, &err)) == 0 && st.seq != e.h.seq)
+	if (r == 0 && (r = fleet_doc_parse_stamp(kv->key, e.doc, e.doc_len, &st, &err)) == 0 && st.seq != e.h.seq)
 		r = err_set(&err, -EINVAL, "%s: the document's seq is not the one signed", kv->key);
 	if (r == 0) {
 		fh->ts_seq = e.h.seq;
@@ -1246,7 +1246,7 @@ static int poll_store(struct fleet_host *fh, struct fleet_host_view *v)
 	char prefix[128];
 	int changed;
 
-	fleet_host_key(prefix, sizeof(prefix), fh->host, "");
+	fleet_doc_host_key(prefix, sizeof(prefix), fh->host, "");
 	strcat(prefix, "/");
 	if (etcd_get(fh->e, prefix, true, &rg, &err) < 0) {
 		if (nt_mono_s() >= fh->store_warned)
@@ -1331,7 +1331,7 @@ static int creds_probe(struct fleet_host *fh, struct nt_err *err)
 	char key[FLEET_NAME_MAX + 32];
 	int rc;
 
-	fleet_host_key(key, sizeof(key), fh->host, "desired");
+	fleet_doc_host_key(key, sizeof(key), fh->host, "desired");
 	/* etcd refuses a missing or foreign client certificate after a TLS 1.3
 	 * handshake, with an alert; when it closes the connection while the
 	 * request is still being sent, libcurl sees only the cut (-ECONNRESET

@@ -752,7 +752,7 @@ static void flat_origin(struct flat *f, const struct policy_value *v)
 		f->failed = true;
 		return;
 	}
-	flat_add(f, "# from %.1024s:%d\n", text_unctrl(shown), v->line);
+	flat_add(f, "# from %.1024s:%d\n", textbuf_unctrl(shown), v->line);
 	free(shown);
 }
 
@@ -808,7 +808,7 @@ int policy_flatten(const char *path, unsigned flags, char **ret_text, size_t *re
 		policy_free(p);
 		return err_set(err, -ENOMEM, "out of memory");
 	}
-	text = to_text(p, text_unctrl(header), &len);
+	text = to_text(p, textbuf_unctrl(header), &len);
 	free(header);
 	policy_free(p);
 	if (!text)

@@ -133,7 +133,7 @@ static void test_step_happy_path(void **state)
 		struct nt_err err = { 0 };
 		char *s = fleet_rollout_json(&r);
 
-		assert_int_equal(fleet_parse_rollout("k", s, strlen(s), &back, &err), 0);
+		assert_int_equal(fleet_doc_parse_rollout("k", s, strlen(s), &back, &err), 0);
 		assert_int_equal(back.state, FLEET_DONE);
 		assert_string_equal(back.gate, "");
 		assert_int_equal(back.n_waves, 2);
@@ -235,7 +235,7 @@ static void test_step_gate_refused(void **state)
 	assert_int_equal(r.state, FLEET_ROLLING_BACK);
 	assert_non_null(strstr(r.reason, "gate refused: unknown gate 'nosuch'"));
 	s = fleet_rollout_json(&r);
-	assert_int_equal(fleet_parse_rollout("k", s, strlen(s), &back, &err), 0);
+	assert_int_equal(fleet_doc_parse_rollout("k", s, strlen(s), &back, &err), 0);
 	assert_string_equal(back.gate, "nosuch");
 	fleet_rollout_release(&back);
 	free(s);
@@ -293,7 +293,7 @@ static void test_step_abort_keeps_a_host(void **state)
 	r.waves[0].hosts[0].state = FLEET_R_KEPT;
 	snprintf(r.waves[0].hosts[0].prev_refused, sizeof(r.waves[0].hosts[0].prev_refused), "unsigned");
 	s = fleet_rollout_json(&r);
-	assert_int_equal(fleet_parse_rollout("k", s, strlen(s), &back, &err), 0);
+	assert_int_equal(fleet_doc_parse_rollout("k", s, strlen(s), &back, &err), 0);
 	assert_int_equal(back.waves[0].hosts[0].state, FLEET_R_KEPT);
 	assert_string_equal(back.waves[0].hosts[0].prev_refused, "unsigned");
 	assert_string_equal(back.waves[0].hosts[1].prev_refused, "");
