@@ -118,7 +118,8 @@ void ab_arm_release(struct ab_arm *arm);
  * host's (its share of them is the job's and everyone else's), then the
  * trial's own (abwatch.h's rows: its cgroup and the CPUs its ranks used),
  * in abwatch's order.  Adding a trial counter is adding a row to abwatch;
- * adding a host counter, a row here and in ab.c's host_rows. */
+ * adding a host counter, a row here, in ab.c's host_rows and in abrun.c's
+ * host_counters (and its vm_rows, for a /proc/vmstat counter). */
 enum ab_counter {
 	AB_C_TLB_SHOOTDOWNS,          /* host: tlb.h's source */
 	AB_C_COMPACT_STALL,           /* host: vmstat */

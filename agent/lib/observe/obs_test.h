@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* obs_test.h — what obs.c exports for its unit test only
  * (tests/unit/observe/test_obs.c): steps of the module that the test checks one
- * by one.  Nothing outside observe.c and its test includes this. */
+ * by one.  Nothing outside obs.c and its test includes this. */
 #ifndef NODETUNE_OBS_TEST_H
 #define NODETUNE_OBS_TEST_H
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* procfs.h — the one parser of each /proc file that more than one module
+/* procfs.h — the parser of each /proc file that more than one module
  * reads: the per-CPU tables of /proc/interrupts and /proc/softirqs, a
  * task's /proc/PID/stat (or /proc/PID/task/TID/stat) line, and the cgroups
- * of a process (/proc/PID/cgroup, v1 and v2 lines).
+ * of a process (/proc/PID/cgroup, v1 and v2 lines; ab/culprit.c's
+ * read_cgroup still parses that line a second time, its own way).
  *
  * Owns: the formats, strictly (each file's content is untrusted: a process
  * names itself, and a captured tree may be anything); the callers (observe,
