@@ -14,6 +14,7 @@
 
 #include "fleet/fleet_doc.h"
 #include "fleet/fleet_gate.h"
+#include "fleet/fleet_gate_test.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

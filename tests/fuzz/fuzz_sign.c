@@ -27,6 +27,7 @@
 
 #include "fleet/fleet_doc.h"
 #include "fleet/sign.h"
+#include "fleet/sign_test.h"
 
 #define FUZZ_SEED "nodetune fuzz_sign fixed seed!!!"   /* 32 bytes: the test key pair */
 

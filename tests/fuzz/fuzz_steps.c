@@ -12,6 +12,7 @@
 
 #include "ab/abfigure.h"
 #include "base/steps.h"
+#include "base/steps_test.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -10,6 +10,7 @@
  *   start, add, stop
  */
 #include "ab/cgfollow.h"
+#include "ab/cgfollow_test.h"
 
 #include <errno.h>
 #include <stdio.h>

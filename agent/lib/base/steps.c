@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "base/steps.h"
+#include "base/steps_test.h"
 #include "base/textbuf.h"
 
 static int bad(struct nt_err *err, const char *what)

@@ -30,6 +30,7 @@
 
 #include "nt_clock.h"
 #include "daemon/ctlsock.h"
+#include "daemon/ctlsock_test.h"
 #include "base/log.h"
 
 #define WORDS_MAX 4

@@ -21,6 +21,7 @@
 #include <jansson.h>
 
 #include "fleet/fleet_gate.h"
+#include "fleet/fleet_gate_test.h"
 #include "base/child.h"
 #include "base/textbuf.h"
 #include "tune/apply.h"

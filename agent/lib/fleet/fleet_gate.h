@@ -85,9 +85,4 @@ int fleet_gate_recover(const char *trial_dir, const char *sysroot, double wait_s
  * sides). */
 #define FLEET_GATE_AB_SCHEMA "nodetune.ab/1"
 
-/* ab's JSON report (untrusted text) into *ret: an object of schema
- * FLEET_GATE_AB_SCHEMA.  0; -EINVAL with err (not such a report, another
- * version); -EIO with err (ab's verdict "error"). */
-int fleet_gate_parse(const char *buf, size_t len, struct fleet_gate_result *ret, struct nt_err *err);
-
 #endif

@@ -10,4 +10,7 @@
 /* %sys of cpu between two samples (0..100; -1 when it did not run). */
 double obs_sys_percent(const struct obs_stat *a, const struct obs_stat *b, int cpu);
 
+/* The counts so far (children folded in as they exit); 0 or -errno. */
+int obs_perf_read(const struct obs_perf *p, uint64_t out[OBS_PERF_N]);
+
 #endif

@@ -7,6 +7,7 @@
  * a buffer go through the same parser (load_text); only files may include.
  */
 #include "tune/policy.h"
+#include "tune/policy_test.h"
 
 #include <assert.h>
 #include <dirent.h>

@@ -41,6 +41,7 @@
 #include "test_util.h"
 #include "fleet_fixture.h"
 #include "tune/policy.h"
+#include "tune/policy_test.h"
 
 static struct etcd_kv kv(const char *key, const char *value, int64_t mod)
 {
