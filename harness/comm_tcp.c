@@ -29,6 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "nt_clock.h"
+
 #define TCP_MAGIC 0x6e74746370763031ull   /* "nttcpv01" */
 #define TCP_CHUNK ((size_t)1 << 20)      /* bytes per exchange of an all-reduce */
 
@@ -223,14 +225,6 @@ static const struct comm_ops tcp_ops = {
 	"tcp", tcp_allreduce, tcp_allreduce_d, tcp_bcast, tcp_barrier, tcp_abort, tcp_fini,
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static void tune(int fd)
 {
 	int one = 1, big = 4 << 20;
@@ -244,7 +238,7 @@ static void tune(int fd)
 static int rendezvous_root(struct comm *c, struct tcp *t, const struct addrinfo *ai, double wait_s, struct nt_err *err)
 {
 	int one = 1, ls = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	double end = now_s() + wait_s;
+	double end = nt_mono_s() + wait_s;
 
 	if (ls < 0 || setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
 	    bind(ls, ai->ai_addr, ai->ai_addrlen) < 0 || listen(ls, c->world) < 0) {
@@ -261,7 +255,7 @@ static int rendezvous_root(struct comm *c, struct tcp *t, const struct addrinfo 
 		fd_set fds;
 		int fd;
 
-		if (now_s() > end) {
+		if (nt_mono_s() > end) {
 			err_set(err, -ETIMEDOUT, "tcp: rendezvous: %d of %d ranks came within %.0f s", got + 1, c->world,
 				 wait_s);
 			close(ls);
@@ -301,7 +295,7 @@ static int rendezvous_root(struct comm *c, struct tcp *t, const struct addrinfo 
 /* other ranks: connect to rank 0 (retrying while it starts), hello, wait */
 static int rendezvous_peer(struct comm *c, struct tcp *t, const struct addrinfo *ai, double wait_s, struct nt_err *err)
 {
-	double end = now_s() + wait_s;
+	double end = nt_mono_s() + wait_s;
 	struct hello h = { TCP_MAGIC, c->rank, c->world }, go;
 	int fd, r;
 
@@ -311,7 +305,7 @@ static int rendezvous_peer(struct comm *c, struct tcp *t, const struct addrinfo 
 			break;
 		if (fd >= 0)
 			close(fd);
-		if (now_s() > end) {
+		if (nt_mono_s() > end) {
 			return err_set(err, -ETIMEDOUT, "tcp: rank 0 at MASTER_ADDR:MASTER_PORT (%s:%s) did not answer within %.0f s",
 				 getenv("MASTER_ADDR"), getenv("MASTER_PORT"), wait_s);
 		}

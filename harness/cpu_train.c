@@ -8,6 +8,7 @@
 #include "../kernels/cpu/ops.h"
 #include "ddp.h"
 #include "trainer.h"
+#include "nt_clock.h"
 
 struct cpu_train {
 	const struct trainer_config *cfg;
@@ -95,9 +96,9 @@ static int cpu_step(struct trainer *tr, int s, struct inject *inj, struct step_r
 	if ((e = ddp_finish(t->dd, &r->comm_exposed, &r->comm, err)))
 		return e;
 	inject_step_end(inj, s);
-	t1 = trainer_now_ms();
+	t1 = nt_mono_ms();
 	cpu_sgd_scaled(t->w, t->g, t->n_w, (float)t->cfg->lr, ddp_scale(t->dd));
-	r->opt = trainer_now_ms() - t1;
+	r->opt = nt_mono_ms() - t1;
 	return 0;
 }
 

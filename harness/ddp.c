@@ -12,6 +12,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "nt_clock.h"
+
 struct bucket {
 	int *params;
 	int n_params;
@@ -57,14 +59,6 @@ struct ddp {
 	const char *current;       /* what the thread is doing, for timeouts */
 };
 
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 /* Sum the bucket over ranks, in place in the gradient buffer where it is one
  * contiguous range (gradient-as-bucket-view), else through a copy.  The
  * division by the world size is left to the optimizer (ddp_scale()), which
@@ -87,7 +81,7 @@ static void reduce_bucket(struct ddp *d, struct bucket *b)
 		}
 		data = b->buf;
 	}
-	t0 = now_ms();
+	t0 = nt_mono_ms();
 	if (d->comm->ops->allreduce_sum(d->comm, data, b->count, &e)) {
 		pthread_mutex_lock(&d->mu);
 		d->failed = true;
@@ -97,7 +91,7 @@ static void reduce_bucket(struct ddp *d, struct bucket *b)
 		return;
 	}
 	pthread_mutex_lock(&d->mu);
-	d->comm_ms += now_ms() - t0;
+	d->comm_ms += nt_mono_ms() - t0;
 	pthread_mutex_unlock(&d->mu);
 	if (b->view)
 		return;
@@ -343,12 +337,11 @@ void ddp_on_ready(void *ctx, int p)
 
 int ddp_finish(struct ddp *d, double *exposed_ms, double *comm_ms, struct nt_err *err)
 {
-	double t0 = now_ms();
+	double t0 = nt_mono_ms();
 	struct timespec deadline;
 	int r = 0;
 
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_sec += (time_t)d->cfg.timeout_s;
+	deadline = nt_deadline(CLOCK_REALTIME, d->cfg.timeout_s);
 	pthread_mutex_lock(&d->mu);
 	if (!d->cfg.overlap)
 		for (int i = 0; i < d->n_buckets; i++)
@@ -373,7 +366,7 @@ int ddp_finish(struct ddp *d, double *exposed_ms, double *comm_ms, struct nt_err
 	if (comm_ms)
 		*comm_ms = d->comm_ms;
 	pthread_mutex_unlock(&d->mu);
-	*exposed_ms = now_ms() - t0;
+	*exposed_ms = nt_mono_ms() - t0;
 	d->step++;
 	return r;
 }
@@ -392,8 +385,7 @@ int ddp_allreduce_double(struct ddp *d, double *x, size_t n, struct nt_err *err)
 		return 0;
 	struct timespec deadline;
 
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_sec += (time_t)d->cfg.timeout_s;
+	deadline = nt_deadline(CLOCK_REALTIME, d->cfg.timeout_s);
 	pthread_mutex_lock(&d->mu);
 	d->dbl = x;
 	d->n_dbl = n;

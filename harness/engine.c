@@ -40,6 +40,7 @@
 #include "model.h"
 #include "stepreport.h"
 #include "trainer.h"
+#include "nt_clock.h"
 
 #ifndef NODETUNE_VERSION
 #error "NODETUNE_VERSION comes from the file VERSION (Makefile)"
@@ -67,21 +68,13 @@ static void die_usage(const char *fmt, ...)
 	exit(EXIT_USAGE);
 }
 
-double trainer_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 void trainer_inject_compute(struct inject *inj, int s, double compute_ms, struct step_rec *r)
 {
 	/* an injected slowdown stretches compute: count it there */
-	double ti = trainer_now_ms();
+	double ti = nt_mono_ms();
 
 	inject_after_compute(inj, s, compute_ms);
-	r->bwd += trainer_now_ms() - ti;
+	r->bwd += nt_mono_ms() - ti;
 }
 
 /* ---- options ----------------------------------------------------------- */
@@ -546,14 +539,14 @@ static int train(struct run *r)
 
 	for (int s = 0; s < total; s++) {
 		struct step_rec *rec = &r->recs[s];
-		double t0 = trainer_now_ms();
+		double t0 = nt_mono_ms();
 		bool bad_data = false;
 
 		if (ops->step(r->tr, s, r->inj, rec, &bad_data, &err)) {
 			stepreport_close(report);
 			return rank_fail(r, bad_data ? EXIT_USAGE : EXIT_RUNTIME, true, err.msg);
 		}
-		rec->total = trainer_now_ms() - t0;
+		rec->total = nt_mono_ms() - t0;
 		if (ops->loss(r->tr, rec, &err)) {
 			stepreport_close(report);
 			return rank_fail(r, EXIT_RUNTIME, true, err.msg);

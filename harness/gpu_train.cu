@@ -45,6 +45,7 @@ extern "C" {
 #include <nccl.h>
 
 #include "../kernels/cuda/ops.h"
+#include "nt_clock.h"
 
 namespace {
 
@@ -74,14 +75,6 @@ struct gbucket {
 	cudaEvent_t ready, c0, c1;
 	bool launched;
 };
-
-double now_ms()
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 } // namespace
 
@@ -322,7 +315,7 @@ static void abort_nccl(gpu_train *t)
 // communicator rather than hang on a dead peer.
 static int wait_event(gpu_train *t, cudaEvent_t ev, const char *what, struct nt_err *err)
 {
-	double t0 = now_ms(), deadline = t0 + t->cfg.timeout_s * 1e3;
+	double t0 = nt_mono_ms(), deadline = t0 + t->cfg.timeout_s * 1e3;
 
 	for (;;) {
 		cudaError_t e = cudaEventQuery(ev);
@@ -349,7 +342,7 @@ static int wait_event(gpu_train *t, cudaEvent_t ev, const char *what, struct nt_
 				return err_code(err);
 			}
 		}
-		now = now_ms();
+		now = nt_mono_ms();
 		if (now > deadline) {
 			if (t->cm->world == 1)
 				err_set(err, -ETIMEDOUT, "%s (step %d) not done after %.0f s: the GPU stopped making progress",
@@ -474,7 +467,7 @@ static void *preload_main(void *arg)
 // The next device batch, in order; *wait_ms: how long the host waited.
 static dslot *take_batch(gpu_train *t, double *wait_ms, bool *bad_data, struct nt_err *err)
 {
-	double t0 = now_ms();
+	double t0 = nt_mono_ms();
 	struct timespec deadline;
 	dslot *s;
 
@@ -482,8 +475,7 @@ static dslot *take_batch(gpu_train *t, double *wait_ms, bool *bad_data, struct n
 		*wait_ms = 0;
 		return &t->slots[0];
 	}
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_sec += (time_t)t->cfg.timeout_s;
+	deadline = nt_deadline(CLOCK_REALTIME, t->cfg.timeout_s);
 	pthread_mutex_lock(&t->mu);
 	s = &t->slots[t->next_take % (unsigned long long)t->n_slots];
 	while (!s->ready && !t->failed)
@@ -500,7 +492,7 @@ static dslot *take_batch(gpu_train *t, double *wait_ms, bool *bad_data, struct n
 		return NULL;
 	}
 	pthread_mutex_unlock(&t->mu);
-	*wait_ms = now_ms() - t0;
+	*wait_ms = nt_mono_ms() - t0;
 	return s;
 }
 

@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "nt_clock.h"
+
 enum kind { K_THP, K_TLB, K_NOISY, K_REMOTE, K_CHURN, K_SYNC, K_SLOW };
 
 static const char *const kinds[] = {
@@ -27,20 +29,12 @@ struct inject {
 	volatile bool stop;
 };
 
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 static void spin_ms(double ms)
 {
-	double end = now_ms() + ms;
+	double end = nt_mono_ms() + ms;
 	volatile unsigned long x = 0;
 
-	while (now_ms() < end)
+	while (nt_mono_ms() < end)
 		x++;
 }
 

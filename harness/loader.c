@@ -10,6 +10,8 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "nt_clock.h"
+
 struct enc {                    /* an encoded batch waiting for the pin thread */
 	uint64_t id;
 	void *buf;
@@ -43,14 +45,6 @@ struct loader {
 	size_t payload;
 	bool locked;
 };
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static void fail(struct loader *l, int code, const char *msg)
 {
@@ -314,7 +308,7 @@ struct loader *loader_start(const struct loader_config *cfg, struct nt_err *err)
 
 int loader_next(struct loader *l, struct loader_batch **ret, double *wait_ms, struct nt_err *err)
 {
-	double t0 = now_ms();
+	double t0 = nt_mono_ms();
 	struct slot *s;
 
 	if (l->cfg.frozen) {
@@ -338,7 +332,7 @@ int loader_next(struct loader *l, struct loader_batch **ret, double *wait_ms, st
 	l->next_consume++;
 	pthread_mutex_unlock(&l->mu);
 	*ret = &s->b;
-	*wait_ms = now_ms() - t0;
+	*wait_ms = nt_mono_ms() - t0;
 	return 0;
 }
 

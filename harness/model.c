@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "../kernels/cpu/ops.h"
+#include "nt_clock.h"
 
 struct layer {
 	int in, out;
@@ -33,14 +34,6 @@ struct model {
 	float *z, *dz;             /* dlrm concatenation [max_batch][432] */
 	float *dlogit;
 };
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static uint64_t splitmix64(uint64_t *s)
 {
@@ -325,10 +318,10 @@ double model_step(struct model *m, const struct batch_view *b, double scale_n, b
 		  double *fwd_ms, double *bwd_ms)
 {
 	const int zw = DLRM_DIM * (DLRM_TABLES + 1), n = b->n;
-	double t0 = now_ms(), t1, loss;
+	double t0 = nt_mono_ms(), t1, loss;
 	const float *logit = forward(m, b);
 
-	t1 = now_ms();
+	t1 = nt_mono_ms();
 	loss = cpu_bce_logits(logit, b->label, m->top[m->n_top - 1].dy, n, scale_n);
 	if (m->cfg.kind == MODEL_MLP) {
 		mlp_bwd(m, m->top, m->n_top, b->dense, NULL, n, first, on_ready, ctx);
@@ -350,6 +343,6 @@ double model_step(struct model *m, const struct batch_view *b, double scale_n, b
 	if (fwd_ms)
 		*fwd_ms = t1 - t0;
 	if (bwd_ms)
-		*bwd_ms = now_ms() - t1;
+		*bwd_ms = nt_mono_ms() - t1;
 	return loss;
 }

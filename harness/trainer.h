@@ -119,9 +119,6 @@ extern const struct trainer_ops cuda_trainer;
  * compute_ms of step s, counting the time it takes in r->bwd. */
 void trainer_inject_compute(struct inject *inj, int s, double compute_ms, struct step_rec *r);
 
-/* CLOCK_MONOTONIC in ms. */
-double trainer_now_ms(void);
-
 #ifdef __cplusplus
 }
 #endif

@@ -187,7 +187,7 @@ void cli_ab_config(const struct opts *o, struct ab_config *cfg)
 	cfg->metric = o->metric;
 	cfg->limits = o->limits;
 	if (o->metric_kind && !strcmp(o->metric_kind, "time"))
-		cfg->metric_kind = ABFIG_TIME;
+		cfg->metric_kind = ABFIGURE_TIME;
 }
 
 int cli_ab_machine(const struct opts *o, struct ab_config *cfg)

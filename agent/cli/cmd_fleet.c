@@ -18,6 +18,7 @@
 #include "fleet/fleet_ctl.h"
 #include "fleet/sign.h"
 #include "base/log.h"
+#include "nt_clock.h"
 
 #define DEFAULT_WAVES "1/class,1%,10%,50%,100%"
 #define DEFAULT_WAVE_TIMEOUT_S 600.0
@@ -153,10 +154,8 @@ static void fleet_note(int level, const char *msg, void *arg)
 {
 	const struct opts *o = arg;
 	char when[16];
-	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	clock_of((double)ts.tv_sec, when, sizeof(when));
+	clock_of(nt_wall_s(), when, sizeof(when));
 	if (level <= LOG_WARNING || o->json)
 		log_msg(level, "%s", msg);
 	else if (level <= log_get_level()) {

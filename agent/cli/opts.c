@@ -294,7 +294,7 @@ static int check_metric(const struct opts *o)
 	regex_t re;
 
 	if (o->metric) {
-		if (abfig_metric_compile(o->metric, &re, &err) < 0) {
+		if (abfigure_metric_compile(o->metric, &re, &err) < 0) {
 			log_msg(LOG_ERR, "%s", err.msg);
 			return EXIT_USAGE;
 		}

@@ -31,13 +31,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!compiled) {
 		for (int i = 0; i < 4; i++)
-			if (abfig_metric_compile(regexes[i], &re[i], &err) < 0)
+			if (abfigure_metric_compile(regexes[i], &re[i], &err) < 0)
 				__builtin_trap();
 		compiled = 1;
 	}
 	if (!size)
 		return 0;
-	abfig_metric_scan(&re[data[0] % 4], (const char *)data + 1, size - 1, &v, &n, &bad);
+	abfigure_metric_scan(&re[data[0] % 4], (const char *)data + 1, size - 1, &v, &n, &bad);
 	for (size_t i = 1; i < size; i++)
 		lines += data[i] == '\n';
 	if (n < 0 || bad < 0 || (size_t)(n + bad) > lines || (n && (!isfinite(v) || !(v > 0))) || (!n && v != 0))

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "daemon/ctlsock.h"
+#include "daemon/ctlsock_test.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "fleet/etcd.h"
+#include "fleet/etcd_test.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -14,6 +14,7 @@
 
 #include "fleet/fleet_doc.h"
 #include "fleet/fleet_gate.h"
+#include "fleet/fleet_gate_test.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -50,7 +51,7 @@ static void check_rollout(const struct fleet_rollout *r)
 			if (has_ctrl(r->waves[w].hosts[i].note) || has_ctrl(r->waves[w].hosts[i].label))
 				__builtin_trap();
 	s = fleet_rollout_json(r);
-	if (s && fleet_parse_rollout("k", s, strlen(s), &back, &err) != 0)
+	if (s && fleet_doc_parse_rollout("k", s, strlen(s), &back, &err) != 0)
 		__builtin_trap();
 	fleet_rollout_release(&back);
 	free(s);
@@ -68,17 +69,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct fleet_gate_result g;
 	int rc;
 
-	rc = fleet_parse_desired("k", buf, size, &d, &err);
+	rc = fleet_doc_parse_desired("k", buf, size, &d, &err);
 	check_refusal(rc, &err);
 	if (rc == 0 && (!fleet_name_valid(d.rollout) || strlen(d.sha256) > FLEET_SHA_LEN))
 		__builtin_trap();
-	rc = fleet_parse_policy_doc("k", buf, size, &p, &err);
+	rc = fleet_doc_parse_policy_doc("k", buf, size, &p, &err);
 	check_refusal(rc, &err);
 	if (rc == 0 && p.content[p.content_len] != '\0')
 		__builtin_trap();
 	fleet_policy_doc_release(&p);
 	if (st) {
-		rc = fleet_parse_status("k", buf, size, st, &err);
+		rc = fleet_doc_parse_status("k", buf, size, st, &err);
 		check_refusal(rc, &err);
 		if (rc == 0 && (!fleet_name_valid(st->host) || st->state >= FLEET_H__COUNT))
 			__builtin_trap();
@@ -87,8 +88,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			__builtin_trap();
 		free(st);
 	}
-	check_refusal(fleet_parse_hostinfo("k", buf, size, &h, &err), &err);
-	rc = fleet_parse_rollout("k", buf, size, &r, &err);
+	check_refusal(fleet_doc_parse_hostinfo("k", buf, size, &h, &err), &err);
+	rc = fleet_doc_parse_rollout("k", buf, size, &r, &err);
 	check_refusal(rc, &err);
 	if (rc == 0)
 		check_rollout(&r);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "fleet/gates.h"
+#include "fleet/gates_test.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

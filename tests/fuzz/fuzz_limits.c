@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "tune/limits.h"
+#include "tune/limits_test.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "observe/procfs.h"
+#include "observe/procfs_test.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

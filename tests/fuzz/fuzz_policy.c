@@ -12,6 +12,7 @@
 
 #include "machine/knob.h"
 #include "tune/policy.h"
+#include "tune/policy_test.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

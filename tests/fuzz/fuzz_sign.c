@@ -27,6 +27,7 @@
 
 #include "fleet/fleet_doc.h"
 #include "fleet/sign.h"
+#include "fleet/sign_test.h"
 
 #define FUZZ_SEED "nodetune fuzz_sign fixed seed!!!"   /* 32 bytes: the test key pair */
 
@@ -76,20 +77,20 @@ static void parse_doc(const struct sign_envelope *e)
 	case SIGN_KIND_DESIRED:
 	case SIGN_KIND_SHADOW:
 	case SIGN_KIND_RECORD:
-		fleet_parse_desired("k", e->doc, e->doc_len, &d, &err);
+		fleet_doc_parse_desired("k", e->doc, e->doc_len, &d, &err);
 		break;
 	case SIGN_KIND_POLICY:
-		fleet_parse_policy_doc("k", e->doc, e->doc_len, &p, &err);
+		fleet_doc_parse_policy_doc("k", e->doc, e->doc_len, &p, &err);
 		fleet_policy_doc_release(&p);
 		break;
 	case SIGN_KIND_ROLLOUT:
-		if (fleet_parse_rollout("k", e->doc, e->doc_len, &r, &err) == 0)
+		if (fleet_doc_parse_rollout("k", e->doc, e->doc_len, &r, &err) == 0)
 			free(fleet_rollout_json(&r));
 		fleet_rollout_release(&r);
 		break;
 	case SIGN_KIND_COUNTER:
 	case SIGN_KIND_TIMESTAMP:
-		if (fleet_parse_stamp("k", e->doc, e->doc_len, &st, &err) == 0)
+		if (fleet_doc_parse_stamp("k", e->doc, e->doc_len, &st, &err) == 0)
 			free(fleet_stamp_json(&st));
 		break;
 	case SIGN_KIND__COUNT:

@@ -12,6 +12,7 @@
 
 #include "ab/abfigure.h"
 #include "base/steps.h"
+#include "base/steps_test.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -35,18 +36,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				__builtin_trap();
 	}
 	{
-		struct abfig_steps m;
+		struct abfigure_steps m;
 		double fig;
 
-		if (abfig_steps_merge(&s, (long long)(size % 3), &m, &err) == 0) {
-			fig = abfig_steps_figure(&m);
+		if (abfigure_steps_merge(&s, (long long)(size % 3), &m, &err) == 0) {
+			fig = abfigure_steps_figure(&m);
 			if (!isfinite(fig) || fig < 0 || m.n < 0 || (size_t)m.n > s.n || m.slowest < 0 ||
 			    (m.n && m.slowest > s.max_rank) || m.n_phases > STEPS_PHASES_MAX)
 				__builtin_trap();
 			for (int i = 0; i < m.n; i++)
 				if (!isfinite(m.ms[i]) || m.ms[i] < 0)
 					__builtin_trap();
-			abfig_steps_release(&m);
+			abfigure_steps_release(&m);
 		}
 	}
 	steps_release(&s);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "observe/taskexit.h"
+#include "observe/taskexit_test.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -25,6 +25,7 @@
 #include "ab/abwatch.h"
 #include "base/fsroot.h"
 #include "observe/tlb.h"
+#include "nt_clock.h"
 
 #define AB_CLAIM_SHARE 0.10        /* a cause accounts for at least this share of the change */
 
@@ -97,7 +98,7 @@ void ab_config_defaults(struct ab_config *cfg)
 	cfg->budget_s = 300;
 	cfg->seed = 1;
 	cfg->skip_steps = 1;
-	cfg->metric_kind = ABFIG_THROUGHPUT;
+	cfg->metric_kind = ABFIGURE_THROUGHPUT;
 }
 
 /* name next to the running program into buf, when it is there and
@@ -551,11 +552,11 @@ static void name_figure(const struct ab_config *cfg, const struct ab_trial *w, s
 {
 	res->per_step = w->st.n > 0;
 	switch (res->source) {
-	case ABFIG_METRIC:
+	case ABFIGURE_METRIC:
 		snprintf(res->figure, sizeof(res->figure), "--metric (%s)",
-			 cfg->metric_kind == ABFIG_TIME ? "a time: 1 / value" : "a throughput");
+			 cfg->metric_kind == ABFIGURE_TIME ? "a time: 1 / value" : "a throughput");
 		break;
-	case ABFIG_STEPS:
+	case ABFIGURE_STEPS:
 		snprintf(res->figure, sizeof(res->figure), "%s over the reported steps",
 			 w->st.samples > 0 ? "samples/s" : "steps/s");
 		break;
@@ -567,12 +568,12 @@ static void name_figure(const struct ab_config *cfg, const struct ab_trial *w, s
 /* The trial runner and the clock of ab_run: the real ones, or a test's
  * (ab_test_inject). */
 static ab_trial_fn trial_fn = abrun_trial;
-static double (*now_fn)(void) = abrun_now_s;
+static double (*now_fn)(void) = nt_mono_s;
 
 void ab_test_inject(ab_trial_fn trial, double (*now)(void))
 {
 	trial_fn = trial ? trial : abrun_trial;
-	now_fn = now ? now : abrun_now_s;
+	now_fn = now ? now : nt_mono_s;
 }
 
 /* ---- the schedule ------------------------------------------------------ */
@@ -590,9 +591,9 @@ static int warm_up(const struct ab_config *cfg, const regex_t *re, const struct 
 
 	memset(w, 0, sizeof(w));
 	for (int a = 0; a < 2 && !r; a++)
-		r = trial_fn(cfg, re, cfg->metric ? ABFIG_METRIC : ABFIG_WALL, tlb, a, -1 - a, &w[a], res, err);
+		r = trial_fn(cfg, re, cfg->metric ? ABFIGURE_METRIC : ABFIGURE_WALL, tlb, a, -1 - a, &w[a], res, err);
 	if (!r) {
-		res->source = cfg->metric ? ABFIG_METRIC : w[0].st.n && w[1].st.n ? ABFIG_STEPS : ABFIG_WALL;
+		res->source = cfg->metric ? ABFIGURE_METRIC : w[0].st.n && w[1].st.n ? ABFIGURE_STEPS : ABFIGURE_WALL;
 		name_figure(cfg, &w[0], res);
 		if (!w[0].st.n != !w[1].st.n)
 			log_msg(LOG_WARNING, "only arm %s wrote step reports in its warm-up: both are judged by %s",
@@ -820,7 +821,7 @@ int ab_run(const struct ab_config *cfg, struct ab_result *res, struct nt_err *er
 	regex_t re;
 
 	memset(res, 0, sizeof(*res));
-	if (cfg->metric && abfig_metric_compile(cfg->metric, &re, err) < 0) {
+	if (cfg->metric && abfigure_metric_compile(cfg->metric, &re, err) < 0) {
 		fsroot_free(host);
 		return err->code;
 	}

@@ -42,7 +42,7 @@ struct ab_config {
 	int steps, warmup;            /* of the harness */
 	int batch;
 	const char *metric;           /* --metric REGEX (NULL: step reports, else wall time) */
-	enum abfig_kind metric_kind;
+	enum abfigure_kind metric_kind;
 	long long skip_steps;         /* step reports: steps numbered below this are dropped */
 	double threshold;             /* practical difference, as a fraction (0.02) */
 	double alpha;
@@ -118,7 +118,8 @@ void ab_arm_release(struct ab_arm *arm);
  * host's (its share of them is the job's and everyone else's), then the
  * trial's own (abwatch.h's rows: its cgroup and the CPUs its ranks used),
  * in abwatch's order.  Adding a trial counter is adding a row to abwatch;
- * adding a host counter, a row here and in ab.c's host_rows. */
+ * adding a host counter, a row here, in ab.c's host_rows and in abrun.c's
+ * host_counters (and its vm_rows, for a /proc/vmstat counter). */
 enum ab_counter {
 	AB_C_TLB_SHOOTDOWNS,          /* host: tlb.h's source */
 	AB_C_COMPACT_STALL,           /* host: vmstat */
@@ -155,7 +156,7 @@ struct ab_result {
 	char error_msg[1024];         /* with the tail of its stderr */
 	int trials[2];
 	double *metric[2];            /* per trial: the figure (higher is better) */
-	enum abfig_source source;     /* where the figures came from (the weakest of the trials') */
+	enum abfigure_source source;     /* where the figures came from (the weakest of the trials') */
 	char figure[64];              /* what the figure is, in words */
 	bool per_step;                /* counters per step (else per second of trial) */
 	double ratio, ci_lo, ci_hi, p;

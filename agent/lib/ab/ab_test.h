@@ -15,11 +15,11 @@
 #define AB_REFUSE_PAIRS 24         /* before a refusal: the sd of 12 pairs is off by 20% (one sd) */
 
 /* The trial runner and the clock ab_run uses: abrun_trial and
- * abrun_now_s, or a test's (a simulated job on a simulated clock), so
+ * nt_mono_s, or a test's (a simulated job on a simulated clock), so
  * that thousands of A/A experiments run through ab_run itself, its
  * schedule, ABBA pairing, looks and refusal (review B20).  NULL puts the
  * real one back.  Not thread-safe; a test's only. */
-typedef int (*ab_trial_fn)(const struct ab_config *cfg, const regex_t *re, enum abfig_source want,
+typedef int (*ab_trial_fn)(const struct ab_config *cfg, const regex_t *re, enum abfigure_source want,
 			   const struct tlb_counter *tlb, int a, int index, struct ab_trial *t, struct ab_result *res,
 			   struct nt_err *err);
 void ab_test_inject(ab_trial_fn trial, double (*now)(void));

@@ -10,7 +10,7 @@
 
 #include "base/stats.h"
 
-const char *abfig_source_name(enum abfig_source s)
+const char *abfigure_source_name(enum abfigure_source s)
 {
 	static const char *const names[] = { "wall time", "step reports", "--metric" };
 
@@ -27,7 +27,7 @@ static int cmp_report(const void *x, const void *y)
 }
 
 /* The index of phase name in ret, added when new (-1: no room). */
-static int phase_index(struct abfig_steps *ret, const char *name)
+static int phase_index(struct abfigure_steps *ret, const char *name)
 {
 	for (int i = 0; i < ret->n_phases; i++)
 		if (!strcmp(ret->phase[i], name))
@@ -39,7 +39,7 @@ static int phase_index(struct abfig_steps *ret, const char *name)
 }
 
 /* One step's lines g[0..n) (one per rank, or more) into step k of ret. */
-static void merge_step(struct step_report *const *g, size_t n, int k, struct abfig_steps *ret, double *samples,
+static void merge_step(struct step_report *const *g, size_t n, int k, struct abfigure_steps *ret, double *samples,
 		       double *skew, int *n_skew, unsigned *votes)
 {
 	const struct step_report *slow = g[0];
@@ -67,9 +67,9 @@ static void merge_step(struct step_report *const *g, size_t n, int k, struct abf
 	}
 }
 
-int abfig_steps_merge(const struct steps *s, long long skip, struct abfig_steps *ret, struct nt_err *err)
+int abfigure_steps_merge(const struct steps *s, long long skip, struct abfigure_steps *ret, struct nt_err *err)
 {
-	struct abfig_steps m = { .bad_lines = s->bad_lines };
+	struct abfigure_steps m = { .bad_lines = s->bad_lines };
 	struct step_report **idx = calloc(s->n + 1, sizeof(*idx));
 	double *samples = calloc(s->n + 1, sizeof(double)), *skew = calloc(s->n + 1, sizeof(double));
 	unsigned *votes = calloc((size_t)(s->max_rank < 0 ? 0 : s->max_rank) + 1, sizeof(unsigned));
@@ -114,13 +114,13 @@ out:
 	free(votes);
 	free(seen);
 	if (r < 0)
-		abfig_steps_release(&m);
+		abfigure_steps_release(&m);
 	else
 		*ret = m;
 	return r;
 }
 
-void abfig_steps_release(struct abfig_steps *s)
+void abfigure_steps_release(struct abfigure_steps *s)
 {
 	free(s->ms);
 	s->ms = NULL;
@@ -131,7 +131,7 @@ void abfig_steps_release(struct abfig_steps *s)
 	s->n = 0;
 }
 
-double abfig_steps_figure(const struct abfig_steps *s)
+double abfigure_steps_figure(const struct abfigure_steps *s)
 {
 	double total = 0;
 
@@ -144,7 +144,7 @@ double abfig_steps_figure(const struct abfig_steps *s)
 	return (s->samples > 0 ? s->samples : 1) * s->n * 1000 / total;
 }
 
-int abfig_metric_compile(const char *regex, regex_t *ret, struct nt_err *err)
+int abfigure_metric_compile(const char *regex, regex_t *ret, struct nt_err *err)
 {
 	char why[256];
 	int rc = regcomp(ret, regex, REG_EXTENDED);
@@ -185,7 +185,7 @@ static double match_line(const regex_t *re, const char *line)
 	return *end || !isfinite(v) || !(v > 0) ? -2 : v;
 }
 
-void abfig_metric_scan(const regex_t *re, const char *buf, size_t len, double *ret_value, int *ret_n, int *ret_bad)
+void abfigure_metric_scan(const regex_t *re, const char *buf, size_t len, double *ret_value, int *ret_n, int *ret_bad)
 {
 	char *line = malloc(LINE_MAX_BYTES + 1);
 	double *vals = NULL;
@@ -228,7 +228,7 @@ void abfig_metric_scan(const regex_t *re, const char *buf, size_t len, double *r
 	free(line);
 }
 
-double abfig_metric_figure(double value, enum abfig_kind kind)
+double abfigure_metric_figure(double value, enum abfigure_kind kind)
 {
-	return kind == ABFIG_TIME ? 1.0 / value : value;
+	return kind == ABFIGURE_TIME ? 1.0 / value : value;
 }

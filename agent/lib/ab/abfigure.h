@@ -29,14 +29,14 @@
 #include "base/log.h"
 #include "base/steps.h"
 
-enum abfig_source { ABFIG_WALL, ABFIG_STEPS, ABFIG_METRIC };
-enum abfig_kind { ABFIG_THROUGHPUT, ABFIG_TIME };
+enum abfigure_source { ABFIGURE_WALL, ABFIGURE_STEPS, ABFIGURE_METRIC };
+enum abfigure_kind { ABFIGURE_THROUGHPUT, ABFIGURE_TIME };
 
 /* "wall time", "step reports", "--metric" */
-const char *abfig_source_name(enum abfig_source s);
+const char *abfigure_source_name(enum abfigure_source s);
 
 /* A trial's step report merged over ranks. */
-struct abfig_steps {
+struct abfigure_steps {
 	int n;                                   /* steps kept (0: none) */
 	double *ms;                              /* each step's time: its slowest rank's t, in ms */
 	double samples;                          /* a step's samples, over the ranks (median); 0: not said */
@@ -54,27 +54,27 @@ struct abfig_steps {
 /* Merge s (lines in any order, several ranks) into *ret, dropping the steps
  * numbered below skip (one-time costs of a job's first steps).  0, or
  * -ENOMEM with err; a report with no step left gives ret->n == 0. */
-int abfig_steps_merge(const struct steps *s, long long skip, struct abfig_steps *ret, struct nt_err *err);
-void abfig_steps_release(struct abfig_steps *s);
+int abfigure_steps_merge(const struct steps *s, long long skip, struct abfigure_steps *ret, struct nt_err *err);
+void abfigure_steps_release(struct abfigure_steps *s);
 
 /* The figure of merged steps: samples/s over them (a step's samples, as
  * the median step says them, times the steps, over their summed time), or
  * steps/s.  0 when there are no steps. */
-double abfig_steps_figure(const struct abfig_steps *s);
+double abfigure_steps_figure(const struct abfigure_steps *s);
 
 /* Compile --metric's REGEX (POSIX extended): it must have exactly one
  * capture group, the value.  0, or -EINVAL with err saying why. */
-int abfig_metric_compile(const char *regex, regex_t *ret, struct nt_err *err);
+int abfigure_metric_compile(const char *regex, regex_t *ret, struct nt_err *err);
 
 /* Scan a job's output buf[0..len) line by line (a line is at most 64 KiB:
  * longer ones are skipped; NUL bytes end a line's text) for re: the first
  * group of each matching line must be a finite number > 0 (a bad value is
  * counted in *ret_bad, not taken).  The median of the good values in
  * *ret_value and their count in *ret_n (0: none, *ret_value 0). */
-void abfig_metric_scan(const regex_t *re, const char *buf, size_t len, double *ret_value, int *ret_n,
+void abfigure_metric_scan(const regex_t *re, const char *buf, size_t len, double *ret_value, int *ret_n,
 		       int *ret_bad);
 
 /* The figure, higher is better, of a metric value of that kind. */
-double abfig_metric_figure(double value, enum abfig_kind kind);
+double abfigure_metric_figure(double value, enum abfigure_kind kind);
 
 #endif

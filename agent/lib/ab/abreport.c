@@ -67,7 +67,7 @@ json_t *abreport_json(const struct ab_config *cfg, const struct ab_result *res)
 					    "b", "count", res->stalls[1], "ms", res->stall_ms[1], "step_ms_p50", res->step_p50[1],
 					    "grown_phase", res->grown_phase, "grown_by_ms", res->grown_by_ms),
 			"explanations", explanations_json(res),
-			"metric", json_pack("{s:s, s:s, s:s, s:o, s:o}", "source", abfig_source_name(res->source),
+			"metric", json_pack("{s:s, s:s, s:s, s:o, s:o}", "source", abfigure_source_name(res->source),
 					    "name", res->figure, "counters", res->per_step ? "per step" : "per s", "a", ma,
 					    "b", mb));
 	if (!doc)

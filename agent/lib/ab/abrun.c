@@ -30,6 +30,7 @@
 #include "tune/limits.h"
 #include "tune/plan.h"
 #include "tune/policy.h"
+#include "nt_clock.h"
 
 /* ---- the host's counters ----------------------------------------------- */
 
@@ -80,14 +81,6 @@ static void host_counters(const struct tlb_counter *tlb, double out[AB_COUNTERS]
 	else
 		not_countable(res, AB_C_CPU_PRESSURE_MS, "no /proc/pressure (a kernel without CONFIG_PSI, or psi=0)");
 	fsroot_free(root);
-}
-
-double abrun_now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 static char *fmt_int(int v)
@@ -434,8 +427,8 @@ static int wait_job(pid_t pid, struct abwatch *w)
 			return -1;
 		if (ab_stop && !stopped) {
 			kill(-pid, SIGTERM);
-			stopped = abrun_now_s();
-		} else if (stopped && abrun_now_s() - stopped > 3) {
+			stopped = nt_mono_s();
+		} else if (stopped && nt_mono_s() - stopped > 3) {
 			kill(-pid, SIGKILL);
 		}
 		abwatch_tick(w);
@@ -470,7 +463,7 @@ static int run_workload(const struct ab_config *cfg, const struct tlb_counter *t
 		goto out;
 	}
 	host_counters(tlb, c0, res);
-	t0 = abrun_now_s();
+	t0 = nt_mono_s();
 	pid = fork();
 	if (pid == 0)
 		exec_workload(cfg, argv, env, f, fd, go, w);
@@ -485,7 +478,7 @@ static int run_workload(const struct ab_config *cfg, const struct tlb_counter *t
 	close(go[1]);
 	if (pid > 0)
 		status = wait_job(pid, w);
-	t->wall = abrun_now_s() - t0;
+	t->wall = nt_mono_s() - t0;
 	host_counters(tlb, c1, res);
 	if (abwatch_end(w, &t->watch, &werr) < 0)
 		log_msg(LOG_DEBUG, "%s: watch: %s", f->label, werr.msg);
@@ -534,7 +527,7 @@ static double metric_of_output(const regex_t *re, const struct trial_files *f, i
 
 		if (userfile_read(paths[i], AB_OUTPUT_MAX, "a trial's output", NULL, &buf, &len, why, sizeof(why)) < 0)
 			continue;
-		abfig_metric_scan(re, buf, len, &v[i], &n[i], NULL);
+		abfigure_metric_scan(re, buf, len, &v[i], &n[i], NULL);
 		free(buf);
 	}
 	*ret_n = n[0] + n[1];
@@ -543,27 +536,27 @@ static double metric_of_output(const regex_t *re, const struct trial_files *f, i
 }
 
 /* The trial's figure and steps.  0, or a reason it has none (said in res). */
-static int trial_figure(const struct ab_config *cfg, const regex_t *re, enum abfig_source want, const struct trial_files *f,
-			struct ab_trial *t, const char **why)
+static int trial_figure(const struct ab_config *cfg, const regex_t *re, enum abfigure_source want,
+			const struct trial_files *f, struct ab_trial *t, const char **why)
 {
 	struct steps s = { 0 };
 	struct nt_err err = { 0 };
 	int n;
 
 	if (steps_read(f->steps, AB_OUTPUT_MAX, &s, &err) == 0) {
-		abfig_steps_merge(&s, cfg->skip_steps, &t->st, &err);
+		abfigure_steps_merge(&s, cfg->skip_steps, &t->st, &err);
 		steps_release(&s);
 	}
 	switch (want) {
-	case ABFIG_METRIC:
-		t->metric = abfig_metric_figure(metric_of_output(re, f, &n), cfg->metric_kind);
+	case ABFIGURE_METRIC:
+		t->metric = abfigure_metric_figure(metric_of_output(re, f, &n), cfg->metric_kind);
 		if (!n) {
 			*why = "--metric matched no line of its output (stdout, then stderr)";
 			return -1;
 		}
 		return 0;
-	case ABFIG_STEPS:
-		t->metric = abfig_steps_figure(&t->st);
+	case ABFIGURE_STEPS:
+		t->metric = abfigure_steps_figure(&t->st);
 		if (!(t->metric > 0)) {
 			*why = "no step report this time (its warm-up trial wrote one to NODETUNE_STEP_FILE)";
 			return -1;
@@ -596,11 +589,12 @@ static void trial_counters(struct ab_trial *t, const double c0[AB_COUNTERS], con
 /* ---- one trial ---------------------------------------------------------- */
 
 /* Run one trial of arm a; want: the figure's source (the warm-up trials
- * find it: pass ABFIG_WALL and get it from *ret_source).  0; -errno with
+ * find it: pass ABFIGURE_WALL and get it from *ret_source).  0; -errno with
  * err (bad input, or stopped by a signal: -EINTR); 1 when the arm's command
  * failed (res->error filled). */
-int abrun_trial(const struct ab_config *cfg, const regex_t *re, enum abfig_source want, const struct tlb_counter *tlb,
-		int a, int index, struct ab_trial *t, struct ab_result *res, struct nt_err *err)
+int abrun_trial(const struct ab_config *cfg, const regex_t *re, enum abfigure_source want,
+		const struct tlb_counter *tlb, int a, int index, struct ab_trial *t, struct ab_result *res,
+		struct nt_err *err)
 {
 	const struct ab_arm *arm = &cfg->arm[a];
 	struct trial_files f;
@@ -643,7 +637,7 @@ out:
 }
 void abrun_trial_free(struct ab_trial *t)
 {
-	abfig_steps_release(&t->st);
+	abfigure_steps_release(&t->st);
 	abwatch_trial_release(&t->watch);
 }
 

@@ -30,7 +30,7 @@ struct ab_trial {
 	int arm;                      /* 0: A, 1: B */
 	double metric;                /* the figure, higher is better */
 	double wall;                  /* seconds */
-	struct abfig_steps st;        /* the step report merged over ranks (st.n 0: none) */
+	struct abfigure_steps st;        /* the step report merged over ranks (st.n 0: none) */
 	double counter[AB_COUNTERS];  /* rates per step (per s without steps); shares as they are */
 	struct abwatch_trial watch;       /* what the watch saw (owned) */
 };
@@ -45,7 +45,7 @@ int abrun_policy_check(const struct ab_config *cfg, const char *path, struct nt_
 
 /* Run one trial of arm a (cfg->arm[a]); index: its number in the
  * experiment (its files are trial-NNN-A...), or < 0 for the arm's warm-up;
- * want: the figure's source (the warm-up trials find it: pass ABFIG_WALL);
+ * want: the figure's source (the warm-up trials find it: pass ABFIGURE_WALL);
  * re: the compiled --metric (NULL without one); tlb: the host's TLB
  * shootdown source.  A counter this host cannot count is marked in
  * res->not_countable.  Returns 0 with *t filled (release with
@@ -54,8 +54,9 @@ int abrun_policy_check(const struct ab_config *cfg, const char *path, struct nt_
  * and its policy reverted); 1 when the arm's command failed (res->error
  * and res->error_msg filled, with the tail of its stderr).  *t must be
  * freed in every case. */
-int abrun_trial(const struct ab_config *cfg, const regex_t *re, enum abfig_source want, const struct tlb_counter *tlb,
-		int a, int index, struct ab_trial *t, struct ab_result *res, struct nt_err *err);
+int abrun_trial(const struct ab_config *cfg, const regex_t *re, enum abfigure_source want,
+		const struct tlb_counter *tlb, int a, int index, struct ab_trial *t, struct ab_result *res,
+		struct nt_err *err);
 
 /* Free what t holds (not t); a zeroed t is a no-op. */
 void abrun_trial_free(struct ab_trial *t);
@@ -64,8 +65,5 @@ void abrun_trial_free(struct ab_trial *t);
  * handlers into old (restore false; this also clears a stop seen before),
  * or put the old ones back (restore true). */
 void abrun_stops_catch(struct sigaction old[3], bool restore);
-
-/* The monotonic clock, in seconds. */
-double abrun_now_s(void);
 
 #endif

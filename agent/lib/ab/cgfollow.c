@@ -10,6 +10,7 @@
  *   start, add, stop
  */
 #include "ab/cgfollow.h"
+#include "ab/cgfollow_test.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -145,7 +146,7 @@ static int group_get(struct cgfollow *f, const struct trialcg_dirs *d, bool job)
 	cg->g.after = cg->g.before;
 	cg->g.job = job;
 	group_name(d, &cg->g.before, cg->g.name, sizeof(cg->g.name));
-	text_printable(cg->g.name);          /* a cgroup is named by whoever made it */
+	textbuf_printable(cg->g.name);          /* a cgroup is named by whoever made it */
 	return f->n_groups++;
 }
 

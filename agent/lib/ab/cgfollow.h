@@ -93,9 +93,6 @@ void cgfollow_result_free(struct cgfollow_result *r);
  * a no-op. */
 void cgfollow_free(struct cgfollow *f);
 
-/* Did group g throttle, or hit a memory limit, during the trial? */
-bool cgfollow_group_limited(const struct cgfollow_group *g);
-
 /* after - before of counter c of g (0 when either read lacks it). */
 uint64_t cgfollow_group_delta(const struct cgfollow_group *g, enum trialcg_counter c);
 

@@ -24,6 +24,7 @@
 #include "observe/taskexit.h"
 #include "base/parse.h"
 #include "base/textbuf.h"
+#include "nt_clock.h"
 
 
 /* ---- reading proc ------------------------------------------------------- */
@@ -82,26 +83,15 @@ static void read_cgroup(const struct fsroot *root, int pid, char *out, size_t si
  * tree's proc/uptime elsewhere (tests move it); -1 unknown. */
 static double clock_s(const struct fsroot *root)
 {
-	struct timespec ts;
 	char buf[128], *end;
 	double v;
 
-	if (fsroot_is_host(root)) {
-		clock_gettime(CLOCK_BOOTTIME, &ts);
-		return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-	}
+	if (fsroot_is_host(root))
+		return nt_clock_s(CLOCK_BOOTTIME);
 	if (fsroot_read(root, "proc/uptime", buf, sizeof(buf)) < 0)
 		return -1;
 	v = strtod(buf, &end);
 	return end == buf ? -1 : v;
-}
-
-static double mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 /* ---- proc/interrupts and proc/softirqs ----------------------------------- */
@@ -279,8 +269,8 @@ static int proc_new(struct culprit *c, int pid)
 	snprintf(p->comm, sizeof(p->comm), "%s", st.comm);
 	read_cgroup(c->root, pid, p->cgroup, sizeof(p->cgroup));
 	/* any process names itself (prctl PR_SET_NAME), and its cgroups */
-	text_printable(p->comm);
-	text_printable(p->cgroup);
+	textbuf_printable(p->comm);
+	textbuf_printable(p->cgroup);
 	c->job_dirty = true;
 	return c->n_procs++;
 }
@@ -407,7 +397,7 @@ static void sample_task(struct culprit *c, int idx, int pid, int tid)
 		/* exec renamed it (the forked job is "nodetune" until it
 		 * execs the command): the name it runs under */
 		snprintf(p->comm, sizeof(p->comm), "%s", st.comm);
-		text_printable(p->comm);
+		textbuf_printable(p->comm);
 	}
 	if (!delta)
 		return;
@@ -548,7 +538,7 @@ int culprit_exit_record(struct culprit *c, const struct taskexit_rec *x)
 	*e = (struct cu_exit){ .pid = x->pid, .tgid = tgid, .ppid = x->ppid, .cpu = x->cpu, .policy = x->policy,
 			       .nice = x->nice, .ns = x->run_ns };
 	snprintf(e->comm, sizeof(e->comm), "%s", x->comm);
-	text_printable(e->comm);
+	textbuf_printable(e->comm);
 	return 0;
 }
 
@@ -711,7 +701,7 @@ static void swap_tasks(struct culprit *c)
 
 int culprit_sample(struct culprit *c)
 {
-	double t0 = mono_ms(), ms, now;
+	double t0 = nt_mono_ms(), ms, now;
 	char **names = NULL;
 	int n = fsroot_list(c->root, "proc", &names);
 
@@ -749,13 +739,13 @@ int culprit_sample(struct culprit *c)
 			continue;
 		read_cgroup(c->root, p->pid, now_in, sizeof(now_in));
 		if (now_in[0]) {
-			text_printable(now_in);
+			textbuf_printable(now_in);
 			memcpy(p->cgroup, now_in, sizeof(now_in));
 		}
 	}
 	fsroot_cache_sweep(c->root);
 	c->samples++;
-	ms = mono_ms() - t0;
+	ms = nt_mono_ms() - t0;
 	c->ms_sum += ms;
 	if (ms > c->ms_max)
 		c->ms_max = ms;
@@ -979,7 +969,7 @@ static int culprit_row(const struct culprit *c, const struct cu_proc *p, double 
 	for (int i = 0; p->job && !p->group && i < c->n_allowed; i++)
 		if (c->allowed[i].tid == p->pid) {
 			snprintf(t.allowed, sizeof(t.allowed), "%s", c->allowed[i].list);
-			text_printable(t.allowed);
+			textbuf_printable(t.allowed);
 			break;
 		}
 	*ret = t;

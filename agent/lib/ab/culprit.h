@@ -38,7 +38,7 @@
  *
  * Threads: none.  The caller calls culprit_sample() every 50-100 ms from
  * its sampler loop, on the thread that calls the other functions (the
- * /proc/stat reader of observe.c shares one buffer per process: not from
+ * /proc/stat reader of obs.c shares one buffer per process: not from
  * two threads at once).  culprit_start() and culprit_stop() take a sample
  * themselves.  The process calling them (nodetune) is never a culprit.
  *

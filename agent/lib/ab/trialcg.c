@@ -331,7 +331,10 @@ const char *trialcg_paths(const struct trialcg *cg)
 	return cg->paths;
 }
 
-int trialcg_perf_fd(const struct trialcg *cg)
+/* A directory fd of the group in the hierarchy perf counts cgroups of (v1
+ * perf_event where it is mounted, else cgroup2), for PERF_FLAG_PID_CGROUP;
+ * -1 when there is none.  Owned by cg. */
+static int trialcg_perf_fd(const struct trialcg *cg)
 {
 	return cg->dirfd[H_PERF] >= 0 ? cg->dirfd[H_PERF] : cg->dirfd[H_V2];
 }

@@ -7,11 +7,6 @@
 
 #include "ab/trialcg.h"
 
-/* A directory fd of the group in the hierarchy perf counts cgroups of (v1
- * perf_event where it is mounted, else cgroup2), for PERF_FLAG_PID_CGROUP;
- * -1 when there is none.  Owned by cg. */
-int trialcg_perf_fd(const struct trialcg *cg);
-
 /* Read the cgroups pid is in right now (proc/PID/cgroup below root, mapped
  * to the mounts of proc/self/mounts): e.g. the group a wrapper in the job
  * moved itself into to apply a quota.  Returns 0, -ENOENT (no such pid, or

@@ -63,7 +63,7 @@ void log_msg_impl(int level, const char *fmt, ...)
 	/* One line, whatever the arguments held (a path, a store value, a
 	 * process's name): no one else's text starts a line of its own in the
 	 * journal or moves a terminal's cursor. */
-	text_unctrl(line);
+	textbuf_unctrl(line);
 	/* One write per message, so lines from several ranks do not interleave. */
 	if (log_syslog)
 		fprintf(stderr, "<%d>%s: %s%s\n", level & LOG_PRIMASK, log_prefix, tag, line);

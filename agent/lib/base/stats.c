@@ -279,13 +279,10 @@ int stats_block_ratio_trim(const double *d, size_t n, double alpha, double trim,
 	return 0;
 }
 
-int stats_blocks_needed(double sd, double alpha, double threshold, double trim)
-{
-	/* room: the interval's half width at most 2/3 of the threshold */
-	return stats_blocks_for_width(sd, alpha, log1p(threshold) * 2 / 3, trim);
-}
-
-int stats_blocks_for_width(double sd, double alpha, double w, double trim)
+/* Blocks needed for a (1 - alpha) interval of half width at most w (a
+ * log) at block noise sd, with the degrees of freedom of the trimmed t at
+ * trim.  At least 2; INT_MAX when sd is not finite or w not > 0. */
+static int stats_blocks_for_width(double sd, double alpha, double w, double trim)
 {
 	if (!isfinite(sd) || !(w > 0))
 		return INT_MAX;
@@ -293,6 +290,12 @@ int stats_blocks_for_width(double sd, double alpha, double w, double trim)
 		if (stats_t_quantile(alpha, n - 2 * stats_trim_g(n, trim) - 1) * sd / sqrt((double)n) <= w)
 			return n;
 	return INT_MAX;
+}
+
+int stats_blocks_needed(double sd, double alpha, double threshold, double trim)
+{
+	/* room: the interval's half width at most 2/3 of the threshold */
+	return stats_blocks_for_width(sd, alpha, log1p(threshold) * 2 / 3, trim);
 }
 
 enum stats_verdict stats_verdict(double p, double ratio, double lo, double hi, double alpha, double threshold)

@@ -57,17 +57,11 @@ struct stats_blocks {
 	double df;                    /* the t's degrees of freedom */
 	int trimmed;                  /* blocks left out at each end */
 };
-int stats_block_ratio(const double *d, size_t n, double alpha, struct stats_blocks *ret);
 int stats_block_ratio_trim(const double *d, size_t n, double alpha, double trim, struct stats_blocks *ret);
 
 /* The blocks cut from each end of n at trim: floor(trim n), at most what
  * leaves 2. */
 int stats_trim_g(int n, double trim);
-
-/* The standard normal's two-sided p-value of z, 2 (1 - Phi(|z|)), and its
- * inverse: z with that p-value (p2 in (0, 1); NAN otherwise). */
-double stats_norm_p2(double z);
-double stats_norm_quantile(double p2);
 
 /* The alpha a group-sequential design has spent by information fraction t
  * (Lan-DeMets, O'Brien-Fleming type, two-sided): 2 - 2 Phi(z_{1-alpha/2} /

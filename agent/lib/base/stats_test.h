@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* stats_test.h — what stats.c exports for its unit test only
- * (tests/unit/base/test_stats.c): the t distribution's p-value and a sample
- * size, checked one by one.  Nothing outside stats.c and its test includes
+ * (tests/unit/base/test_stats.c): the t and normal distributions' p-values
+ * and quantiles, and the untrimmed block ratio, checked one by one.  Nothing outside stats.c and its test includes
  * this. */
 #ifndef NODETUNE_STATS_TEST_H
 #define NODETUNE_STATS_TEST_H
@@ -13,9 +13,13 @@
  * (0, 1)). */
 double stats_t_p2(double t, double df);
 
-/* Blocks needed for a (1 - alpha) interval of half width at most w (a
- * log) at block noise sd, with the degrees of freedom of the trimmed t at
- * trim.  At least 2; INT_MAX when sd is not finite or w not > 0. */
-int stats_blocks_for_width(double sd, double alpha, double w, double trim);
+/* stats_block_ratio_trim at trim 0: the plain t on the blocks' log ratios
+ * (stats.h says what each field holds).  0, or what _trim returns. */
+int stats_block_ratio(const double *d, size_t n, double alpha, struct stats_blocks *ret);
+
+/* The standard normal's two-sided p-value of z, 2 (1 - Phi(|z|)), and its
+ * inverse: z with that p-value (p2 in (0, 1); NAN otherwise). */
+double stats_norm_p2(double z);
+double stats_norm_quantile(double p2);
 
 #endif

@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "base/steps.h"
+#include "base/steps_test.h"
 #include "base/textbuf.h"
 
 static int bad(struct nt_err *err, const char *what)
@@ -97,7 +98,7 @@ int steps_parse_line(const char *line, size_t len, struct step_report *ret, stru
 		return bad(err, "a NUL byte");
 	o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
 	if (!o)
-		return err_set(err, -EINVAL, "not JSON: %s", text_printable(je.text));
+		return err_set(err, -EINVAL, "not JSON: %s", textbuf_printable(je.text));
 	rc = json_is_object(o) ? parse_object(o, &r, err) : bad(err, "not a JSON object");
 	json_decref(o);
 	if (rc == 0)

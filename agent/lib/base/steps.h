@@ -47,11 +47,6 @@ struct step_report {
 	double phase_s[STEPS_PHASES_MAX];
 };
 
-/* Parse one line (no newline; len bytes, NUL bytes refused).  0 with *ret
- * filled, or -EINVAL with err saying why ("'t' must be a number of seconds
- * >= 0"); *ret untouched on error. */
-int steps_parse_line(const char *line, size_t len, struct step_report *ret, struct nt_err *err);
-
 /* A whole report, as read from a step file. */
 struct steps {
 	struct step_report *r;           /* in the order written */

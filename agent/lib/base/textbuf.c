@@ -25,7 +25,7 @@ bool textbuf_appendf(char *buf, size_t size, size_t *len, const char *fmt, ...)
 	return true;
 }
 
-char *text_printable(char *s)
+char *textbuf_printable(char *s)
 {
 	for (char *c = s; *c; c++)
 		if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
@@ -33,7 +33,7 @@ char *text_printable(char *s)
 	return s;
 }
 
-char *text_unctrl(char *s)
+char *textbuf_unctrl(char *s)
 {
 	return nt_unctrl(s);
 }

@@ -18,12 +18,12 @@ bool textbuf_appendf(char *buf, size_t size, size_t *len, const char *fmt, ...);
  * DEL, bytes >= 0x80) by '?': text someone else wrote (a process's name, a
  * cgroup, the input quoted by a JSON parser's error) that goes into one
  * line of a message, a JSON string or a page.  Returns s. */
-char *text_printable(char *s);
+char *textbuf_printable(char *s);
 
 /* Replace in s every control character (C0, DEL, C1 in UTF-8) and every
  * byte outside well-formed UTF-8 by '?', leaving other UTF-8 as it is:
  * text that must stay one line, a log line or a store value shown in a
  * table (nt_unctrl, which err_set applies to messages).  Returns s. */
-char *text_unctrl(char *s);
+char *textbuf_unctrl(char *s);
 
 #endif

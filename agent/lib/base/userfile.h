@@ -24,7 +24,9 @@ int userfile_read(const char *path, size_t max, const char *kind,
  * owned by root and not writable by group or others.  Returns 0, or -EPERM
  * with why: "refusing KIND not owned by root (uid U, mode M): ..." (kind
  * is "a policy", "a signing key", ...).  Policies, site limits, gates and
- * the fleet's trusted keys (files and their directories) all use it. */
+ * the fleet's trusted keys (files and their directories) all use it; the
+ * Slurm plugin, which links no libnodetune, keeps its own copy
+ * (deploy/slurm/spank_check.c, spank_check_trusted). */
 int userfile_check_root_owned(const struct stat *st, const char *kind, char *why, size_t why_size);
 
 #endif

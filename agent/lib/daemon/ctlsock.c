@@ -28,18 +28,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "nt_clock.h"
 #include "daemon/ctlsock.h"
+#include "daemon/ctlsock_test.h"
 #include "base/log.h"
 
 #define WORDS_MAX 4
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ==== requests =========================================================== */
 
@@ -307,7 +301,7 @@ static void accept_clients(struct ctlsock *s)
 			continue;
 		}
 		s->clients[k].fd = fd;
-		s->clients[k].deadline = now_ms() + s->deadline_ms;
+		s->clients[k].deadline = nt_mono_ns() / 1000000 + s->deadline_ms;
 	}
 }
 
@@ -395,7 +389,7 @@ static nfds_t pollset(struct ctlsock *s, struct pollfd *pfd, unsigned *map)
  * -1 when no client is connected. */
 static int deadlines(struct ctlsock *s)
 {
-	int64_t now = now_ms(), next = -1;
+	int64_t now = nt_mono_ns() / 1000000, next = -1;
 
 	for (unsigned k = 0; k < s->clients_max; k++) {
 		struct client *c = &s->clients[k];
@@ -575,7 +569,7 @@ static int wait_fd(int fd, short events, int64_t deadline)
 {
 	for (;;) {
 		struct pollfd p = { .fd = fd, .events = events };
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - nt_mono_ns() / 1000000;
 		int r;
 
 		if (left <= 0)
@@ -730,7 +724,7 @@ int ctlsock_peer(const char *path, pid_t *ret_pid, uid_t *ret_uid, struct nt_err
 int ctlsock_query(const char *path, const char *request, int timeout_ms,
 		  char **ret_reply, struct nt_err *err)
 {
-	int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	int64_t deadline = nt_mono_ns() / 1000000 + (timeout_ms > 0 ? timeout_ms : 0);
 	char *line = NULL, *reply = NULL;
 	size_t len;
 	int fd, r;

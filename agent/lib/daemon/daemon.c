@@ -22,6 +22,7 @@
 #include <sha2.h>
 #include <systemd/sd-daemon.h>
 
+#include "nt_clock.h"
 #include "ab/trialcg.h"
 #include "tune/apply.h"
 #include "daemon/ctlsock.h"
@@ -49,22 +50,6 @@
 
 /* One line for the caller's note callback (none: nothing). */
 #define say(d, level, ...) notef((d)->cfg->note, (d)->cfg->note_arg, (level), __VA_ARGS__)
-
-static double now_mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static double now_wall(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* ---- loading a policy -------------------------------------------------- */
 
@@ -160,7 +145,7 @@ static void doctor_maybe(struct daemon *d, double mono)
 		return;
 	}
 	kstate_release(&ks);
-	d->doctor_dur = now_mono() - mono;
+	d->doctor_dur = nt_mono_s() - mono;
 	for (unsigned i = 0; i < fresh.n; i++) {
 		bool known = false;
 
@@ -538,7 +523,7 @@ static void remember(struct daemon *d, const struct verify_drift *v, const char 
 {
 	struct drift_event *e = daemon_recent_push(d->recent, &d->n_recent);
 
-	e->wall = now_wall();
+	e->wall = nt_wall_s();
 	snprintf(e->path, sizeof(e->path), "%s", v->path);
 	snprintf(e->want, sizeof(e->want), "%s", v->expected);
 	snprintf(e->found, sizeof(e->found), "%s", v->actual);
@@ -619,7 +604,7 @@ static void cycle(struct daemon *d)
 {
 	struct verify_result res = { 0 };
 	struct nt_err err = { 0 };
-	double t0 = now_mono();
+	double t0 = nt_mono_s();
 	bool fix = false;
 
 	if (fleet_host_gating(d->fleet)) {
@@ -642,10 +627,10 @@ static void cycle(struct daemon *d)
 	verify_result_release(&res);
 	if (d->sampler_ok)
 		sampler_take(&d->sampler, &d->snap);
-	d->verify_dur = now_mono() - t0;
-	doctor_maybe(d, now_mono());
+	d->verify_dur = nt_mono_s() - t0;
+	doctor_maybe(d, nt_mono_s());
 	d->verifies++;
-	d->verify_wall = now_wall();
+	d->verify_wall = nt_wall_s();
 	publish(d);
 	fleet_tick(d);
 	if (d->watchdog_s > 0)
@@ -869,7 +854,7 @@ static void revert_all(struct daemon *d, const char *why)
  * (gfd) is readable (-1: none). */
 static int wait_signal(int sfd, int xfd, int gfd, double until)
 {
-	double left = until - now_mono();
+	double left = until - nt_mono_s();
 	struct pollfd pfd[3] = { { sfd, POLLIN, 0 }, { xfd, POLLIN, 0 }, { gfd, POLLIN, 0 } };
 	struct signalfd_siginfo si;
 
@@ -911,12 +896,12 @@ static int loop(struct daemon *d, int sfd)
 		d->watchdog_s = usec / 1e6;
 		tick = fmin(tick, d->watchdog_s / 2);    /* the verify still runs every interval */
 	}
-	next = now_mono() + d->cfg->interval_s;
+	next = nt_mono_s() + d->cfg->interval_s;
 	for (;;) {
 		int sig = wait_signal(sfd, fleet_host_fd(d->fleet), fleet_host_gate_fd(d->fleet),
-				      fmin(next, now_mono() + tick));
+				      fmin(next, nt_mono_s() + tick));
 
-		switch (daemon_decide(sig, now_mono(), next, d->watchdog_s > 0, fleet_host_gating(d->fleet),
+		switch (daemon_decide(sig, nt_mono_s(), next, d->watchdog_s > 0, fleet_host_gating(d->fleet),
 				      d->reload_pending)) {
 		case DAEMON_STOP: {
 			char undo[600] = " until the revert (--revert-on-exit)";
@@ -938,16 +923,16 @@ static int loop(struct daemon *d, int sfd)
 			break;
 		case DAEMON_RELOAD:
 			reload(d);
-			next = now_mono() + d->cfg->interval_s;
+			next = nt_mono_s() + d->cfg->interval_s;
 			break;
 		case DAEMON_RELOAD_HELD:
 			d->reload_pending = false;
 			reload(d);      /* the SIGHUP a gate held back; it cycles */
-			next = daemon_next_due(next, now_mono(), d->cfg->interval_s);
+			next = daemon_next_due(next, nt_mono_s(), d->cfg->interval_s);
 			break;
 		case DAEMON_CYCLE:
 			cycle(d);
-			next = daemon_next_due(next, now_mono(), d->cfg->interval_s);
+			next = daemon_next_due(next, nt_mono_s(), d->cfg->interval_s);
 			break;
 		case DAEMON_PING:
 			sd_notify(0, "WATCHDOG=1");     /* the loop is alive between cycles */

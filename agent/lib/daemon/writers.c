@@ -255,7 +255,7 @@ static void find_process(const struct fsroot *root, const char *path, struct fou
 		snprintf(rel, sizeof(rel), "proc/%d/comm", pid);
 		if (fsroot_read(root, rel, comm, sizeof(comm)) < 0)
 			snprintf(comm, sizeof(comm), "?");
-		text_printable(comm);   /* any process names itself (PR_SET_NAME) */
+		textbuf_printable(comm);   /* any process names itself (PR_SET_NAME) */
 		if ((w = found_add(f, "process", pid)))
 			snprintf(w->detail, sizeof(w->detail), "pid %d (%s) has /%s open for writing", pid, comm, path);
 	}

@@ -33,6 +33,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "nt_clock.h"
 #include "base/base64.h"
 #include "fleet/etcd.h"
 #include "fleet/etcd_test.h"
@@ -132,7 +133,7 @@ static json_t *load_object(const char *buf, size_t len, const char *what, struct
 	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
 
 	if (!root) {
-		err_set(err, -EINVAL, "%s: bad JSON at %d:%d: %s", what, je.line, je.column, text_printable(je.text));
+		err_set(err, -EINVAL, "%s: bad JSON at %d:%d: %s", what, je.line, je.column, textbuf_printable(je.text));
 		return NULL;
 	}
 	if (!json_is_object(root)) {
@@ -1570,14 +1571,6 @@ static char *build_watch(const char *key, bool prefix, int64_t start_revision)
 	return body;
 }
 
-static long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* One watch stream on endpoint idx for up to timeout_ms: 1 events, 0 none
  * before the timeout, -EAGAIN try the next endpoint, or a negative errno. */
 static int watch_once(struct etcd *e, size_t idx, const char *body, long timeout_ms,
@@ -1614,7 +1607,7 @@ static int watch_once(struct etcd *e, size_t idx, const char *body, long timeout
 int etcd_watch(struct etcd *e, const char *key, bool prefix, int64_t start_revision,
 	       long timeout_ms, struct etcd_events *ret, struct nt_err *err)
 {
-	long deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 1);
+	long deadline = (long)(nt_mono_ns() / 1000000) + (timeout_ms > 0 ? timeout_ms : 1);
 	char *body;
 	int rc = check_key(key, err);
 
@@ -1629,17 +1622,17 @@ int etcd_watch(struct etcd *e, const char *key, bool prefix, int64_t start_revis
 		return err_set(err, -ENOMEM, "out of memory");
 	rc = -EAGAIN;
 	for (size_t k = 0, first = e->current; rc == -EAGAIN && k < e->n_endpoints &&
-	     now_ms() < deadline; k++) {
+	     (long)(nt_mono_ns() / 1000000) < deadline; k++) {
 		size_t idx = (first + k) % e->n_endpoints;
 
-		rc = watch_once(e, idx, body, deadline - now_ms(), ret, err);
+		rc = watch_once(e, idx, body, deadline - (long)(nt_mono_ns() / 1000000), ret, err);
 		if (rc == -EKEYEXPIRED && e->user && login(e, err) == 0)
-			rc = watch_once(e, idx, body, deadline - now_ms(), ret, err);
+			rc = watch_once(e, idx, body, deadline - (long)(nt_mono_ns() / 1000000), ret, err);
 		if (rc >= 0)
 			e->current = idx;
 	}
 	free(body);
-	if (rc == -EAGAIN && now_ms() >= deadline)
+	if (rc == -EAGAIN && (long)(nt_mono_ns() / 1000000) >= deadline)
 		rc = 0;                 /* the time ran out while failing over */
 	if (rc == 0)
 		memset(ret, 0, sizeof(*ret));

@@ -18,8 +18,8 @@
  * Everything from the store is untrusted: base64 decodes strictly, JSON
  * fields must have their types (int64s as decimal strings or integers),
  * keys and values are bounded; a bad one is -EINVAL with a message naming
- * the key.  The pure parsers (etcd_parse_*) take a response body and touch
- * no network, for the tests and the fuzz target.
+ * the key.  The pure parsers (etcd_parse_*, etcd_test.h) take a response
+ * body and touch no network, for the tests and the fuzz target.
  *
  * Keys are NUL-free strings (a key with a NUL byte from the store is
  * refused); values are byte strings with a length (always NUL-terminated
@@ -256,49 +256,5 @@ int etcd_watch(struct etcd *e, const char *key, bool prefix, int64_t start_revis
 	       long timeout_ms, struct etcd_events *ret, struct nt_err *err);
 
 void etcd_events_free(struct etcd_events *ev);
-
-/* ---- pure parsers of response bodies (no network) ------------------------ */
-
-/* A /v3/kv/range body.  Returns 0 and fills *ret (etcd_range_free), or
- * -EINVAL / -ENOMEM; *ret untouched on error. */
-int etcd_parse_range_response(const char *buf, size_t len, struct etcd_range *ret,
-			      struct nt_err *err);
-
-/* A /v3/kv/put or /v3/kv/deleterange body: the header revision and the
- * "deleted" count (0 when absent).  Either output may be NULL. */
-int etcd_parse_write_response(const char *buf, size_t len, int64_t *ret_revision,
-			      int64_t *ret_deleted, struct nt_err *err);
-
-/* A /v3/kv/txn body.  Returns 0 and fills *ret (etcd_txn_result_free). */
-int etcd_parse_txn_response(const char *buf, size_t len, struct etcd_txn_result *ret,
-			    struct nt_err *err);
-
-/* A /v3/lease/grant, /v3/lease/keepalive ({"result": ...}) or
- * /v3/lease/revoke body: the lease ID and TTL (0 when absent: for a
- * keepalive, the lease is gone).  Either output may be NULL. */
-int etcd_parse_lease_response(const char *buf, size_t len, int64_t *ret_id, int64_t *ret_ttl,
-			      struct nt_err *err);
-
-/* One message of a /v3/watch stream ({"result": ...} or {"error": ...}).
- * Returns 0 and fills *ret (n_events 0 for a "created" or progress
- * message), -ESTALE for a watch canceled as compacted, -ECANCELED for one
- * canceled otherwise, -EINVAL for a bad message. */
-int etcd_parse_watch_message(const char *buf, size_t len, struct etcd_events *ret,
-			     struct nt_err *err);
-
-/* A whole /v3/watch stream: newline-delimited messages.  Fills *ret with
- * the events of the first message that has some (none when none has); the
- * first bad or canceled message ends it with its error. */
-int etcd_parse_watch_stream(const char *buf, size_t len, struct etcd_events *ret,
-			    struct nt_err *err);
-
-/* An error body ({"error": "...", "code": N}, N a gRPC status) as a
- * negative errno, with its message in err: PERMISSION_DENIED, "user name is
- * empty" and "authentication failed" -EACCES, UNAUTHENTICATED and "invalid
- * auth token" -EKEYEXPIRED (log in again), NOT_FOUND -ENOENT, OUT_OF_RANGE
- * (compacted) -ESTALE, INVALID_ARGUMENT -EINVAL, UNAVAILABLE -EAGAIN,
- * DEADLINE_EXCEEDED -ETIMEDOUT, FAILED_PRECONDITION -ECANCELED, others
- * -EPROTO (and -EPROTO when buf is not such a body). */
-int etcd_parse_error(const char *buf, size_t len, struct nt_err *err);
 
 #endif

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* fleet.c — see fleet.h.
  *
- * Divisions: the clocks; the state machine (one pure step of a rollout).
+ * Divisions: the state machine (one pure step of a rollout).
  */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -9,22 +9,6 @@
 #include <time.h>
 
 #include "fleet/fleet.h"
-
-double fleet_now_wall(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-double fleet_now_mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 bool fleet_state_final(enum fleet_state s)
 {

@@ -12,11 +12,6 @@
 
 #include "fleet/fleet_doc.h"
 
-/* The clocks the fleet's modules share: wall (stored times) and monotonic
- * (timeouts, cadences), in seconds. */
-double fleet_now_wall(void);
-double fleet_now_mono(void);
-
 /* ---- the state machine (pure) -------------------------------------------- */
 
 /* What the controller sees of one host of the rollout now. */

@@ -22,6 +22,7 @@
 #include "fleet/fleet_ctl_test.h"
 #include "fleet/sign.h"
 #include "base/parse.h"
+#include "nt_clock.h"
 
 struct fleet_ctl {
 	struct etcd *e;
@@ -191,7 +192,7 @@ static int64_t expiry_of(enum sign_kind kind, int64_t now)
 static int seal(const struct fleet_ctl *c, enum sign_kind kind, const char *host, const char *rollout,
 		const char *sha, uint64_t seq, char **val, struct nt_err *err)
 {
-	struct sign_header h = { .kind = kind, .seq = seq, .expires = expiry_of(kind, (int64_t)fleet_now_wall()) };
+	struct sign_header h = { .kind = kind, .seq = seq, .expires = expiry_of(kind, (int64_t)nt_wall_s()) };
 	char *env;
 	int r;
 
@@ -210,15 +211,6 @@ static int seal(const struct fleet_ctl *c, enum sign_kind kind, const char *host
 
 /* ---- the counter (the seq) ------------------------------------------------ */
 
-/* The wall clock in nanoseconds: the floor of every seq taken. */
-static uint64_t wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 uint64_t fleet_ctl_seq_after(uint64_t counter, uint64_t last, uint64_t now_ns)
 {
 	uint64_t next = counter + 1 > last + 1 ? counter + 1 : last + 1;
@@ -230,14 +222,14 @@ uint64_t fleet_ctl_seq_after(uint64_t counter, uint64_t last, uint64_t now_ns)
 int fleet_ctl_counter_check(const struct sign_keyring *kr, const char *key_id, const char *fleet, const char *buf,
 			    size_t len, uint64_t *ret_seq, struct nt_err *err)
 {
-	struct sign_expect want = { .kind = SIGN_KIND_COUNTER, .host = "*", .fleet = fleet, .now = fleet_now_wall() };
+	struct sign_expect want = { .kind = SIGN_KIND_COUNTER, .host = "*", .fleet = fleet, .now = nt_wall_s() };
 	struct sign_envelope e = { 0 };
 	struct fleet_stamp st = { 0 };
 	struct nt_err why = { 0 };
 	enum sign_reject reason;
 	int r = sign_verify(kr, buf, len, &want, &e, &reason, &why);
 
-	if (r == 0 && (r = fleet_parse_stamp(FLEET_SEQ_KEY, e.doc, e.doc_len, &st, &why)) == 0 && st.seq != e.h.seq)
+	if (r == 0 && (r = fleet_doc_parse_stamp(FLEET_SEQ_KEY, e.doc, e.doc_len, &st, &why)) == 0 && st.seq != e.h.seq)
 		r = err_set(&why, -EINVAL, "the document's seq is not the one signed");
 	sign_envelope_release(&e);
 	if (r == -ENOMEM)
@@ -253,7 +245,7 @@ int fleet_ctl_counter_check(const struct sign_keyring *kr, const char *key_id, c
 /* The signed counter document of seq, to put. */
 static int counter_value(const struct fleet_ctl *c, uint64_t seq, char **ret, struct nt_err *err)
 {
-	struct fleet_stamp st = { seq, (int64_t)fleet_now_wall() };
+	struct fleet_stamp st = { seq, (int64_t)nt_wall_s() };
 	char *doc = fleet_stamp_json(&st);
 	int r;
 
@@ -290,7 +282,7 @@ static int seq_try(struct fleet_ctl *c, uint64_t *ret, struct nt_err *err)
 	etcd_range_free(&rg);
 	if (r < 0)
 		return r;
-	next = fleet_ctl_seq_after(counter, c->seq_last, wall_ns());
+	next = fleet_ctl_seq_after(counter, c->seq_last, (uint64_t)nt_clock_ns(CLOCK_REALTIME));
 	if ((r = counter_value(c, next, &val, err)) == 0)
 		r = etcd_cas(c->e, FLEET_SEQ_KEY, mod, val, strlen(val), 0, NULL, err);
 	free(val);
@@ -322,7 +314,7 @@ int fleet_ctl_timestamp(struct fleet_ctl *c, struct fleet_stamp *ret, struct nt_
 		return err_set(err, -EINVAL, "a timestamp is signed: --signing-key is needed");
 	if ((r = seq_next(c, &st.seq, err)) < 0)
 		return r;
-	st.time = (int64_t)fleet_now_wall();
+	st.time = (int64_t)nt_wall_s();
 	if (!(doc = fleet_stamp_json(&st)))
 		return err_set(err, -ENOMEM, "out of memory");
 	r = seal(c, SIGN_KIND_TIMESTAMP, "*", SIGN_NO_ROLLOUT, FLEET_SHA_NONE, st.seq, &doc, err);
@@ -396,7 +388,7 @@ static int parse_desired_value(const struct etcd_kv *kv, struct fleet_desired *d
 	int r;
 
 	unwrap(kv, &e, &doc, &len);
-	r = fleet_parse_desired(kv->key, doc, len, d, err);
+	r = fleet_doc_parse_desired(kv->key, doc, len, d, err);
 	sign_envelope_release(&e);
 	return r;
 }
@@ -411,7 +403,7 @@ static void row_take(struct fleet_host_row *row, enum fleet_key_kind kind, const
 
 	switch (kind) {
 	case FLEET_KEY_HOST:
-		r = fleet_parse_hostinfo(kv->key, kv->value, kv->value_len, &row->info, &err);
+		r = fleet_doc_parse_hostinfo(kv->key, kv->value, kv->value_len, &row->info, &err);
 		row->alive = true;
 		break;
 	case FLEET_KEY_DESIRED:
@@ -424,7 +416,7 @@ static void row_take(struct fleet_host_row *row, enum fleet_key_kind kind, const
 		row->shadow_rev = kv->mod_revision;
 		break;
 	case FLEET_KEY_STATUS:
-		r = fleet_parse_status(kv->key, kv->value, kv->value_len, &row->status, &err);
+		r = fleet_doc_parse_status(kv->key, kv->value, kv->value_len, &row->status, &err);
 		row->has_status = r == 0;
 		break;
 	case FLEET_KEY_OTHER:
@@ -625,7 +617,7 @@ static int store_policy(struct fleet_ctl *c, const struct fleet_rollout_opts *o,
 
 	if (!doc)
 		return err_set(err, -ENOMEM, "out of memory");
-	fleet_policy_key(key, sizeof(key), sha);
+	fleet_doc_policy_key(key, sizeof(key), sha);
 	r = c->signer ? seq_next(c, &seq, err) : 0;
 	if (r == 0)
 		r = seal(c, SIGN_KIND_POLICY, "*", o->name, sha, seq, &doc, err);
@@ -721,7 +713,7 @@ static int prev_desired(struct fleet_ctl *c, struct fleet_rollout *r, struct nt_
 			struct etcd_range rg = { 0 };
 			struct nt_err why = { 0 };
 			char key[128];
-			int rc = etcd_get(c->e, fleet_host_key(key, sizeof(key), h->host, "desired"), false, &rg, err);
+			int rc = etcd_get(c->e, fleet_doc_host_key(key, sizeof(key), h->host, "desired"), false, &rg, err);
 
 			if (rc < 0)
 				return rc;
@@ -775,7 +767,7 @@ static void rollout_init(struct fleet_rollout *r, const struct fleet_rollout_opt
 	r->allow_inconclusive = o->allow_inconclusive;
 	r->state = FLEET_RUNNING;
 	r->goal = FLEET_ROLLED_BACK;
-	r->created = r->updated = fleet_now_wall();
+	r->created = r->updated = nt_wall_s();
 }
 
 static int commit(struct fleet_ctl *c, const struct fleet_rollout *r, const struct fleet_layout *lr,
@@ -918,16 +910,9 @@ static void *keeper_main(void *arg)
 	if (e)
 		etcd_set_timeout(e, 1000);
 	for (double pause = FLEET_LEADER_TTL_S / 3.0; e && !stop;) {
-		struct timespec ts;
+		struct timespec ts = nt_deadline(CLOCK_MONOTONIC, pause);
 		int r;
 
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += (time_t)pause;
-		ts.tv_nsec += (long)((pause - floor(pause)) * 1e9);
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
 		pthread_mutex_lock(&c->keeper_lock);
 		while (!c->keeper_stop && pthread_cond_timedwait(&c->keeper_cond, &c->keeper_lock, &ts) == 0)
 			;
@@ -991,7 +976,7 @@ static int leader_try(struct fleet_ctl *c, const char *name, struct nt_err *err)
 
 	gethostname(host, sizeof(host) - 1);
 	snprintf(val, sizeof(val), "{\"controller\":\"%s\",\"pid\":%ld,\"since\":%.3f}", host, (long)getpid(),
-		 fleet_now_wall());
+		 nt_wall_s());
 	if ((r = etcd_lease_grant(c->e, FLEET_LEADER_TTL_S, &lease, err)) < 0)
 		return r;
 	fleet_rollout_key(key, sizeof(key), name, true);
@@ -1001,7 +986,7 @@ static int leader_try(struct fleet_ctl *c, const char *name, struct nt_err *err)
 	if (r == 0 && rg.n_kvs == 1 && rg.kvs[0].lease == lease) {
 		c->lease = lease;
 		c->leader_rev = rg.kvs[0].create_revision;
-		c->next_keepalive = fleet_now_mono() + FLEET_LEADER_TTL_S / 3.0;
+		c->next_keepalive = nt_mono_s() + FLEET_LEADER_TTL_S / 3.0;
 		etcd_range_free(&rg);
 		keeper_start(c);
 		return 0;
@@ -1020,11 +1005,11 @@ static int leader_try(struct fleet_ctl *c, const char *name, struct nt_err *err)
  * once. */
 static int leader_acquire(struct fleet_ctl *c, const char *name, bool wait, struct nt_err *err)
 {
-	double until = fleet_now_mono() + FLEET_LEADER_WAIT_S;
+	double until = nt_mono_s() + FLEET_LEADER_WAIT_S;
 	bool said = false;
 	int r;
 
-	while ((r = leader_try(c, name, err)) == -EBUSY && wait && fleet_now_mono() < until) {
+	while ((r = leader_try(c, name, err)) == -EBUSY && wait && nt_mono_s() < until) {
 		if (!said)
 			say(c, LOG_NOTICE, "%s; waiting up to %ds for its lease to expire", err->msg, FLEET_LEADER_WAIT_S);
 		said = true;
@@ -1043,7 +1028,7 @@ static int leader_keepalive(struct fleet_ctl *c, struct nt_err *err)
 
 	if (c->keeper_up && atomic_load(&c->lost))
 		r = -ENOENT;
-	else if (c->keeper_up || fleet_now_mono() < c->next_keepalive)
+	else if (c->keeper_up || nt_mono_s() < c->next_keepalive)
 		return 0;
 	else
 		r = etcd_lease_keepalive(c->e, c->lease, &ttl, err);
@@ -1053,7 +1038,7 @@ static int leader_keepalive(struct fleet_ctl *c, struct nt_err *err)
 					     "fleet resume goes on");
 	}
 	if (r == 0)
-		c->next_keepalive = fleet_now_mono() + FLEET_LEADER_TTL_S / 3.0;
+		c->next_keepalive = nt_mono_s() + FLEET_LEADER_TTL_S / 3.0;
 	return r;
 }
 
@@ -1098,7 +1083,7 @@ int fleet_ctl_sign_write(struct fleet_ctl *c, const struct fleet_write *w, struc
 		e.doc = NULL;
 		sign_envelope_release(&e);
 	}
-	if ((rc = fleet_parse_desired(key, *val, strlen(*val), &d, err)) < 0)
+	if ((rc = fleet_doc_parse_desired(key, *val, strlen(*val), &d, err)) < 0)
 		return rc;
 	return seal(c, w->kind == FLEET_W_PUT_SHADOW ? SIGN_KIND_SHADOW : SIGN_KIND_DESIRED, h->host, d.rollout,
 		    d.sha256, seq, val, err);
@@ -1426,7 +1411,7 @@ static int writes_values(struct fleet_ctl *c, struct fleet_rollout *next, struct
 	for (unsigned i = 0; r == 0 && i < n_w; i++) {
 		struct fleet_rhost *h = &next->waves[w[i].wave].hosts[w[i].index];
 
-		fleet_host_key(keys[i], sizeof(keys[i]), h->host, w[i].kind == FLEET_W_PUT_SHADOW ? "shadow" : "desired");
+		fleet_doc_host_key(keys[i], sizeof(keys[i]), h->host, w[i].kind == FLEET_W_PUT_SHADOW ? "shadow" : "desired");
 		if (!(vals[i] = fleet_ctl_write_value(next, &w[i])))
 			r = err_set(err, -ENOMEM, "out of memory");
 		else if (c->signer)
@@ -1514,7 +1499,7 @@ static int head_parse(struct fleet_ctl *c, const char *name, bool check, const s
 				    e.h.host);
 	}
 	if (r == 0)
-		r = fleet_parse_rollout_head(kv->key, doc, len, ret, l, err);
+		r = fleet_doc_parse_rollout_head(kv->key, doc, len, ret, l, err);
 	if (r == 0 && check && (strcmp(ret->name, name) || strcmp(ret->sha256, e.h.policy_sha256))) {
 		r = err_set(err, -EPERM, "%s: names rollout %s, sha256 %.12s, but was signed for %s, sha256 %.12s: nothing "
 				    "written", kv->key, ret->name, ret->sha256, name, e.h.policy_sha256);
@@ -1570,7 +1555,7 @@ static int page_take(struct fleet_ctl *c, bool check, const struct etcd_kv *kv, 
 		len = e.doc_len;
 	}
 	if (rc == 0)
-		rc = fleet_parse_page(kv->key, doc, len, r, l, g, err);
+		rc = fleet_doc_parse_page(kv->key, doc, len, r, l, g, err);
 	l->rev[g] = kv->mod_revision;
 	sign_envelope_release(&e);
 	return rc;
@@ -1767,12 +1752,12 @@ static int rows_follow(struct fleet_ctl *c, long ms, struct nt_err *err)
  * hosts_need; 2 s at most, then read again). */
 static int rows_sync(struct fleet_ctl *c, struct nt_err *err)
 {
-	double until = fleet_now_mono() + 2;
+	double until = nt_mono_s() + 2;
 	int r = 0;
 
 	if (!c->hosts_rev)
 		return rows_read(c, false, err);
-	while (r == 0 && c->hosts_rev < c->hosts_need && fleet_now_mono() < until)
+	while (r == 0 && c->hosts_rev < c->hosts_need && nt_mono_s() < until)
 		r = rows_follow(c, 500, err);
 	return r == 0 && c->hosts_rev < c->hosts_need ? rows_read(c, false, err) : r;
 }
@@ -1928,7 +1913,7 @@ static int pass(struct fleet_ctl *c, const char *name, bool *abort, enum fleet_s
 	if (rc == 0 && !(obs = fleet_ctl_observe(&r, c->rows, c->n_rows)))
 		rc = err_set(err, -ENOMEM, "out of memory");
 	if (rc == 0)
-		rc = fleet_step(&r, obs, fleet_now_wall(), *abort, &next, &w, &n_w);
+		rc = fleet_step(&r, obs, nt_wall_s(), *abort, &next, &w, &n_w);
 	if (rc == 1) {
 		rc = pass_commit(c, &r, &l, obs, rev, &next, w, n_w, ret_final, err);
 		fleet_rollout_release(&next);
@@ -1967,7 +1952,7 @@ static int policy_check(struct fleet_ctl *c, const struct fleet_rollout *r, stru
 	struct nt_err why = { 0 };
 	enum sign_reject reason;
 	char key[128];
-	int rc = c->signer ? etcd_get(c->e, fleet_policy_key(key, sizeof(key), r->sha256), false, &rg, err) : 0;
+	int rc = c->signer ? etcd_get(c->e, fleet_doc_policy_key(key, sizeof(key), r->sha256), false, &rg, err) : 0;
 
 	if (rc < 0 || !c->signer)
 		return rc;
@@ -2070,7 +2055,7 @@ unsigned fleet_ctl_behind(const struct fleet_rollout *r, const struct fleet_host
 int fleet_ctl_converge(struct fleet_ctl *c, const struct fleet_rollout *r, double timeout_s, char *buf, size_t size,
 		       unsigned *ret_behind, struct nt_err *err)
 {
-	double until = fleet_now_mono() + timeout_s;
+	double until = nt_mono_s() + timeout_s;
 	unsigned skipped = 0;
 	int rc = 0;
 
@@ -2085,7 +2070,7 @@ int fleet_ctl_converge(struct fleet_ctl *c, const struct fleet_rollout *r, doubl
 			break;
 		*ret_behind = fleet_ctl_behind(r, rows, n, buf, size, &skipped);
 		free(rows);
-		go = *ret_behind && fleet_now_mono() < until;
+		go = *ret_behind && nt_mono_s() < until;
 		if (go && etcd_watch(c->e, FLEET_ROOT "hosts/", true, hrev + 1, 1000, &ev, NULL) == 0)
 			etcd_events_free(&ev);
 	}

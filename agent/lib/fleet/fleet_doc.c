@@ -39,7 +39,7 @@ bool fleet_name_valid(const char *s)
 	return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
 }
 
-char *fleet_host_key(char *buf, size_t size, const char *host, const char *what)
+char *fleet_doc_host_key(char *buf, size_t size, const char *host, const char *what)
 {
 	snprintf(buf, size, FLEET_ROOT "hosts/%s%s%s", host, *what ? "/" : "", what);
 	return buf;
@@ -57,7 +57,7 @@ char *fleet_record_key(char *buf, size_t size, const char *class_id)
 	return buf;
 }
 
-char *fleet_policy_key(char *buf, size_t size, const char *sha256)
+char *fleet_doc_policy_key(char *buf, size_t size, const char *sha256)
 {
 	snprintf(buf, size, FLEET_ROOT "policies/%s", sha256);
 	return buf;
@@ -187,7 +187,7 @@ static void get_str(struct reader *rd, const char *member, char *out, size_t siz
 	else
 		/* shown in `fleet status` tables and logged: one line (UTF-8
 		 * stays; jansson has checked it) */
-		text_unctrl(memcpy(out, json_string_value(v), json_string_length(v) + 1));
+		textbuf_unctrl(memcpy(out, json_string_value(v), json_string_length(v) + 1));
 }
 
 /* A name member (fleet_name_valid). */
@@ -271,7 +271,7 @@ static int reader_open(struct reader *rd, const char *key, const char *buf, size
 	*rd = (struct reader){ key, NULL, err, 0 };
 	rd->o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
 	if (!rd->o)
-		return err_set(err, -EINVAL, "%s: not valid JSON: %s (byte %d)", key, text_printable(je.text), je.position);
+		return err_set(err, -EINVAL, "%s: not valid JSON: %s (byte %d)", key, textbuf_printable(je.text), je.position);
 	if (!json_is_object(rd->o)) {
 		json_decref(rd->o);
 		rd->o = NULL;
@@ -295,7 +295,7 @@ static struct reader reader_sub(struct reader *rd, const char *member)
 
 /* ---- the host documents ------------------------------------------------ */
 
-int fleet_parse_desired(const char *key, const char *buf, size_t len, struct fleet_desired *ret,
+int fleet_doc_parse_desired(const char *key, const char *buf, size_t len, struct fleet_desired *ret,
 			struct nt_err *err)
 {
 	struct fleet_desired d = { 0 };
@@ -345,7 +345,7 @@ char *fleet_desired_json(const struct fleet_desired *d, bool shadow)
 	return s;
 }
 
-int fleet_parse_policy_doc(const char *key, const char *buf, size_t len, struct fleet_policy_doc *ret,
+int fleet_doc_parse_policy_doc(const char *key, const char *buf, size_t len, struct fleet_policy_doc *ret,
 			   struct nt_err *err)
 {
 	struct fleet_policy_doc p = { 0 };
@@ -402,7 +402,7 @@ char *fleet_policy_doc_json(const char *name, const char *content, size_t len, c
 	return s;
 }
 
-int fleet_parse_stamp(const char *key, const char *buf, size_t len, struct fleet_stamp *ret, struct nt_err *err)
+int fleet_doc_parse_stamp(const char *key, const char *buf, size_t len, struct fleet_stamp *ret, struct nt_err *err)
 {
 	struct fleet_stamp st = { 0 };
 	struct reader rd;
@@ -474,7 +474,7 @@ static void parse_status_parts(struct reader *rd, struct fleet_status *s)
 	}
 }
 
-int fleet_parse_status(const char *key, const char *buf, size_t len, struct fleet_status *ret,
+int fleet_doc_parse_status(const char *key, const char *buf, size_t len, struct fleet_status *ret,
 		       struct nt_err *err)
 {
 	struct fleet_status *s = calloc(1, sizeof(*s));
@@ -532,7 +532,7 @@ char *fleet_status_json(const struct fleet_status *s)
 	return out;
 }
 
-int fleet_parse_hostinfo(const char *key, const char *buf, size_t len, struct fleet_hostinfo *ret,
+int fleet_doc_parse_hostinfo(const char *key, const char *buf, size_t len, struct fleet_hostinfo *ret,
 			 struct nt_err *err)
 {
 	struct fleet_hostinfo h = { 0 };
@@ -945,7 +945,7 @@ static char *get_text(struct reader *rd, const char *member)
 {
 	char *s = get_dup(rd, member, FLEET_TEXT_MAX * 4);
 
-	return s ? text_unctrl(s) : NULL;
+	return s ? textbuf_unctrl(s) : NULL;
 }
 
 static void parse_rhost(struct reader *rd, json_t *o, struct fleet_rhost *h)
@@ -1019,7 +1019,7 @@ static void parse_wave_pages(struct reader *rd, struct reader *wr, struct fleet_
 	}
 }
 
-/* The waves: with their hosts (l NULL), or a head's (fleet_parse_rollout_head). */
+/* The waves: with their hosts (l NULL), or a head's (fleet_doc_parse_rollout_head). */
 static void parse_waves(struct reader *rd, struct fleet_rollout *r, struct fleet_layout *l)
 {
 	json_t *a = json_object_get(rd->o, "waves");
@@ -1149,7 +1149,7 @@ static int parse_rollout(const char *key, const char *buf, size_t len, struct fl
 	return 0;
 }
 
-int fleet_parse_rollout(const char *key, const char *buf, size_t len, struct fleet_rollout *ret,
+int fleet_doc_parse_rollout(const char *key, const char *buf, size_t len, struct fleet_rollout *ret,
 			struct nt_err *err)
 {
 	return parse_rollout(key, buf, len, ret, NULL, err);
@@ -1234,7 +1234,7 @@ char *fleet_page_json(const struct fleet_rollout *r, const struct fleet_layout *
 	return s;
 }
 
-int fleet_parse_rollout_head(const char *key, const char *buf, size_t len, struct fleet_rollout *ret,
+int fleet_doc_parse_rollout_head(const char *key, const char *buf, size_t len, struct fleet_rollout *ret,
 			     struct fleet_layout *l, struct nt_err *err)
 {
 	struct fleet_layout tmp = { 0 };
@@ -1252,7 +1252,7 @@ int fleet_parse_rollout_head(const char *key, const char *buf, size_t len, struc
 	return 0;
 }
 
-int fleet_parse_page(const char *key, const char *buf, size_t len, struct fleet_rollout *r,
+int fleet_doc_parse_page(const char *key, const char *buf, size_t len, struct fleet_rollout *r,
 		     const struct fleet_layout *l, unsigned g, struct nt_err *err)
 {
 	struct reader rd;

@@ -89,7 +89,7 @@
  * classes.  Every host is in exactly one wave.  Hosts that register after
  * the rollout started are not part of it.
  *
- * Everything read from the store is untrusted: the parsers (fleet_parse_*)
+ * Everything read from the store is untrusted: the parsers (fleet_doc_parse_*)
  * check types, bounds and names, and fail with -EINVAL and a message that
  * names the key.
  */
@@ -133,9 +133,9 @@ bool fleet_name_valid(const char *s);
 /* The key of what (one of "", "desired", "shadow", "status"; "" is the host's
  * liveness key) for host, or of rollout name / its leader, into buf.
  * Returns buf. */
-char *fleet_host_key(char *buf, size_t size, const char *host, const char *what);
+char *fleet_doc_host_key(char *buf, size_t size, const char *host, const char *what);
 char *fleet_rollout_key(char *buf, size_t size, const char *name, bool leader);
-char *fleet_policy_key(char *buf, size_t size, const char *sha256);
+char *fleet_doc_policy_key(char *buf, size_t size, const char *sha256);
 /* FLEET_ROOT "classes/CLASS_ID/record" into buf: a class's policy of record. */
 char *fleet_record_key(char *buf, size_t size, const char *class_id);
 
@@ -232,13 +232,13 @@ struct fleet_hostinfo {
 /* Parsers of store values: buf[0..len) from key (named in messages).
  * Return 0 and fill *ret, or -EINVAL (err says what and names the key),
  * -ENOMEM; *ret untouched on error. */
-int fleet_parse_desired(const char *key, const char *buf, size_t len, struct fleet_desired *ret,
+int fleet_doc_parse_desired(const char *key, const char *buf, size_t len, struct fleet_desired *ret,
 			struct nt_err *err);
-int fleet_parse_policy_doc(const char *key, const char *buf, size_t len, struct fleet_policy_doc *ret,
+int fleet_doc_parse_policy_doc(const char *key, const char *buf, size_t len, struct fleet_policy_doc *ret,
 			   struct nt_err *err);
-int fleet_parse_status(const char *key, const char *buf, size_t len, struct fleet_status *ret,
+int fleet_doc_parse_status(const char *key, const char *buf, size_t len, struct fleet_status *ret,
 		       struct nt_err *err);
-int fleet_parse_hostinfo(const char *key, const char *buf, size_t len, struct fleet_hostinfo *ret,
+int fleet_doc_parse_hostinfo(const char *key, const char *buf, size_t len, struct fleet_hostinfo *ret,
 			 struct nt_err *err);
 void fleet_policy_doc_release(struct fleet_policy_doc *p);
 
@@ -248,7 +248,7 @@ struct fleet_stamp {
 	uint64_t seq;                    /* <= INT64_MAX */
 	int64_t time;                    /* >= 0 */
 };
-int fleet_parse_stamp(const char *key, const char *buf, size_t len, struct fleet_stamp *ret, struct nt_err *err);
+int fleet_doc_parse_stamp(const char *key, const char *buf, size_t len, struct fleet_stamp *ret, struct nt_err *err);
 char *fleet_stamp_json(const struct fleet_stamp *s);
 
 /* The documents as compact JSON text (the caller frees); NULL on out of
@@ -373,10 +373,10 @@ int fleet_plan_waves(struct fleet_rollout *r, const struct fleet_member *m, unsi
 		     const struct fleet_wave_spec *spec, unsigned n_spec, struct nt_err *err);
 
 /* The rollout as JSON text (the caller frees; NULL out of memory), and
- * back.  fleet_parse_rollout: 0 or -EINVAL/-ENOMEM with err; *ret
+ * back.  fleet_doc_parse_rollout: 0 or -EINVAL/-ENOMEM with err; *ret
  * untouched on error; release with fleet_rollout_release. */
 char *fleet_rollout_json(const struct fleet_rollout *r);
-int fleet_parse_rollout(const char *key, const char *buf, size_t len, struct fleet_rollout *ret,
+int fleet_doc_parse_rollout(const char *key, const char *buf, size_t len, struct fleet_rollout *ret,
 			struct nt_err *err);
 void fleet_rollout_release(struct fleet_rollout *r);
 
@@ -432,11 +432,11 @@ char *fleet_page_json(const struct fleet_rollout *r, const struct fleet_layout *
 /* Parse a head: *ret with each wave's hosts zeroed (its pages fill them),
  * *l with the pages' seqs (and revs 0).  0 or -EINVAL/-ENOMEM with err,
  * both untouched on error. */
-int fleet_parse_rollout_head(const char *key, const char *buf, size_t len, struct fleet_rollout *ret,
+int fleet_doc_parse_rollout_head(const char *key, const char *buf, size_t len, struct fleet_rollout *ret,
 			     struct fleet_layout *l, struct nt_err *err);
 /* Parse page g of r (its rollout, wave, page and host count checked) into
  * r's hosts.  0 or -EINVAL/-ENOMEM with err. */
-int fleet_parse_page(const char *key, const char *buf, size_t len, struct fleet_rollout *r,
+int fleet_doc_parse_page(const char *key, const char *buf, size_t len, struct fleet_rollout *r,
 		     const struct fleet_layout *l, unsigned g, struct nt_err *err);
 
 #endif

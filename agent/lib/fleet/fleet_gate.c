@@ -8,7 +8,6 @@
 #include <stdatomic.h>
 #include <ftw.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +21,7 @@
 #include <jansson.h>
 
 #include "fleet/fleet_gate.h"
+#include "fleet/fleet_gate_test.h"
 #include "base/child.h"
 #include "base/textbuf.h"
 #include "tune/apply.h"
@@ -65,8 +65,8 @@ int fleet_gate_parse(const char *buf, size_t len, struct fleet_gate_result *ret,
 				n += (size_t)snprintf(g.explanation + n, sizeof(g.explanation) - n, "%s%s (%s)",
 						      n ? "; " : "", c, m ? m : "");
 		}
-		text_printable(g.verdict);
-		text_printable(g.explanation);
+		textbuf_printable(g.verdict);
+		textbuf_printable(g.explanation);
 		*ret = g;
 	}
 	json_decref(o);
@@ -342,25 +342,6 @@ void fleet_gate_free(struct fleet_gate *g)
 	}
 	free(g->out);
 	free(g);
-}
-
-int fleet_gate_run(const struct fleet_gate_request *q, struct fleet_gate_result *ret, struct nt_err *err)
-{
-	struct fleet_gate *g;
-	int r = fleet_gate_start(q, &g, err);
-
-	if (r < 0)
-		return r;
-	do {
-		struct pollfd p = { g->fd, POLLIN, 0 };
-
-		if (poll(&p, 1, -1) < 0 && errno != EINTR)
-			r = err_set(err, -errno, "poll: %s", nt_strerror(errno));
-		else
-			r = fleet_gate_step(g, ret, err);
-	} while (r == 0);
-	fleet_gate_free(g);
-	return r < 0 ? r : 0;
 }
 
 /* ---- a gate a dead daemon left ------------------------------------------ */

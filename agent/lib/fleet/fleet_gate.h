@@ -71,10 +71,6 @@ int fleet_gate_step(struct fleet_gate *g, struct fleet_gate_result *ret, struct 
  * reap it or wait for its unit, free g.  NULL: no-op. */
 void fleet_gate_free(struct fleet_gate *g);
 
-/* Start and wait to the end (fleet_gate_start, fleet_gate_step).  0 with
- * *ret, or -errno with err. */
-int fleet_gate_run(const struct fleet_gate_request *q, struct fleet_gate_result *ret, struct nt_err *err);
-
 /* A gate that a dead daemon left in trial_dir: wait (up to wait_s) for an
  * ab still reverting it to let go of its journal's lock, revert what its
  * journal still holds, and remove trial_dir.  Returns the number of
@@ -88,10 +84,5 @@ int fleet_gate_recover(const char *trial_dir, const char *sysroot, double wait_s
  * (docs/schema/ab.schema.json; tests/unit/fleet/test_fleet_gate.c pins both
  * sides). */
 #define FLEET_GATE_AB_SCHEMA "nodetune.ab/1"
-
-/* ab's JSON report (untrusted text) into *ret: an object of schema
- * FLEET_GATE_AB_SCHEMA.  0; -EINVAL with err (not such a report, another
- * version); -EIO with err (ab's verdict "error"). */
-int fleet_gate_parse(const char *buf, size_t len, struct fleet_gate_result *ret, struct nt_err *err);
 
 #endif

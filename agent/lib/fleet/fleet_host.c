@@ -30,6 +30,7 @@
 #include "fleet/sign.h"
 #include "tune/limits.h"
 #include "tune/verify.h"
+#include "nt_clock.h"
 
 /* Idle, a host makes a lease keepalive every ttl/3 and holds one watch
  * (re-armed every WATCH_S, or after an event); it puts its status only
@@ -136,7 +137,7 @@ static void wake(struct fleet_host *fh)
  * meanwhile) clears it. */
 static int host_register(struct fleet_host *fh, struct etcd *e, int64_t *lease, struct nt_err *err)
 {
-	struct fleet_hostinfo hi = { .pid = (long)getpid(), .started = fleet_now_wall() };
+	struct fleet_hostinfo hi = { .pid = (long)getpid(), .started = nt_wall_s() };
 	char key[128], *val;
 	int r = 0;
 
@@ -147,7 +148,7 @@ static int host_register(struct fleet_host *fh, struct etcd *e, int64_t *lease, 
 		return err_set(err, -ENOMEM, "out of memory");
 	if (!*lease)
 		r = etcd_lease_grant(e, (int64_t)fh->ttl_s, lease, err);
-	if (r == 0 && (r = etcd_put(e, fleet_host_key(key, sizeof(key), fh->host, ""), val, strlen(val), *lease,
+	if (r == 0 && (r = etcd_put(e, fleet_doc_host_key(key, sizeof(key), fh->host, ""), val, strlen(val), *lease,
 				    NULL, err)) == -ENOENT)
 		*lease = 0;
 	free(val);
@@ -159,7 +160,7 @@ static int watch_start(struct fleet_host *fh, struct etcd *e, int64_t *ret_rev, 
 {
 	struct etcd_range rg = { 0 };
 	char key[128];
-	int r = etcd_get(e, fleet_host_key(key, sizeof(key), fh->host, "desired"), false, &rg, err);
+	int r = etcd_get(e, fleet_doc_host_key(key, sizeof(key), fh->host, "desired"), false, &rg, err);
 
 	if (r == 0)
 		*ret_rev = rg.revision + 1;
@@ -175,7 +176,7 @@ static int watch_once(struct fleet_host *fh, struct etcd *e, int64_t *rev, long 
 	bool changed = false;
 	int r;
 
-	fleet_host_key(prefix, sizeof(prefix), fh->host, "");
+	fleet_doc_host_key(prefix, sizeof(prefix), fh->host, "");
 	strcat(prefix, "/");
 	r = etcd_watch(e, prefix, true, *rev, ms, &ev, err);
 	if (r == -ESTALE) {
@@ -202,16 +203,9 @@ static int watch_once(struct fleet_host *fh, struct etcd *e, int64_t *rev, long 
 /* Sleep s seconds, or until stop.  Returns whether to stop. */
 static bool nap(struct fleet_host *fh, double s)
 {
-	struct timespec ts;
+	struct timespec ts = nt_deadline(CLOCK_MONOTONIC, s);
 	bool stop;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += (time_t)s;
-	ts.tv_nsec += (long)((s - floor(s)) * 1e9);
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
 	pthread_mutex_lock(&fh->lock);
 	while (!fh->stop && pthread_cond_timedwait(&fh->cond, &fh->lock, &ts) == 0)
 		;
@@ -317,8 +311,8 @@ static int admit_agrees(const struct sign_envelope *e, const char *host, enum si
 	struct fleet_desired d;
 	char key[128];
 
-	fleet_host_key(key, sizeof(key), host, e->h.kind == SIGN_KIND_SHADOW ? "shadow" : "desired");
-	if (fleet_parse_desired(key, e->doc, e->doc_len, &d, NULL) < 0)
+	fleet_doc_host_key(key, sizeof(key), host, e->h.kind == SIGN_KIND_SHADOW ? "shadow" : "desired");
+	if (fleet_doc_parse_desired(key, e->doc, e->doc_len, &d, NULL) < 0)
 		return 0;                /* the caller's parse says why */
 	if (strcmp(d.rollout, e->h.rollout) || strcmp(*d.sha256 ? d.sha256 : FLEET_SHA_NONE, e->h.policy_sha256)) {
 		*ret_reason = SIGN_REJ_MALFORMED;
@@ -368,7 +362,7 @@ static void rejected(struct fleet_host *fh, enum sign_reject why, const char *wh
 		return;
 	fh->rejected[why]++;
 	fh->last_refusal.reason = why;
-	fh->last_refusal.wall = fleet_now_wall();
+	fh->last_refusal.wall = nt_wall_s();
 	snprintf(fh->last_refusal.what, sizeof(fh->last_refusal.what), "%.*s", (int)sizeof(fh->last_refusal.what) - 1, what);
 }
 
@@ -445,7 +439,7 @@ static struct sign_expect expect(const struct fleet_host *fh, enum sign_kind kin
 				 const char *last_sha)
 {
 	return (struct sign_expect){ .kind = kind, .host = fh->host, .last_seq = last_seq,
-				     .fleet = fh->cfg.fleet_id, .now = fleet_now_wall(), .last_sha = last_sha };
+				     .fleet = fh->cfg.fleet_id, .now = nt_wall_s(), .last_sha = last_sha };
 }
 
 /* ---- fetching and validating a policy ---------------------------------- */
@@ -552,7 +546,7 @@ int fleet_host_policy_admit(const struct sign_keyring *kr, bool insecure, const 
 	if (r == 0 && *env.h.policy_sha256 && strcmp(env.h.policy_sha256, sha))
 		r = err_set(err, -EINVAL, "%s: signed for sha256 %.12s", key, env.h.policy_sha256);
 	else if (r == 0)
-		r = fleet_parse_policy_doc(key, env.doc, env.doc_len, &doc, err);
+		r = fleet_doc_parse_policy_doc(key, env.doc, env.doc_len, &doc, err);
 	if (r == 0 && strcmp(doc.sha256, sha))
 		r = err_set(err, -EINVAL, "%s: the document names sha256 %.12s", key, doc.sha256);
 	if (r == 0)
@@ -581,7 +575,7 @@ static int candidate_fetch(struct fleet_host *fh, const char *sha, const struct 
 	struct sign_expect want = expect(fh, SIGN_KIND_POLICY, 0, NULL);
 	enum sign_reject why;
 	char key[128];
-	int r = etcd_get(fh->e, fleet_policy_key(key, sizeof(key), sha), false, &rg, err);
+	int r = etcd_get(fh->e, fleet_doc_policy_key(key, sizeof(key), sha), false, &rg, err);
 
 	*ret_unread = r < 0 && r != -EACCES;
 	if (r < 0)
@@ -731,7 +725,7 @@ static void verify_now(struct fleet_host *fh, const struct fleet_host_view *v)
 	fh->st.verify_ok = ok;
 	fh->st.checked = res.checked;
 	fh->st.drifted = res.n;
-	fh->st.verify_time = fleet_now_wall();
+	fh->st.verify_time = nt_wall_s();
 	verify_result_release(&res);
 }
 
@@ -971,7 +965,7 @@ static void status_publish(struct fleet_host *fh)
 	struct fleet_status s = fh->st;
 	struct nt_err err = { 0 };
 	char key[128], *cmp, *val;
-	double now = fleet_now_mono();
+	double now = nt_mono_s();
 
 	s.time = 0;
 	s.verify_time = 0;
@@ -981,9 +975,9 @@ static void status_publish(struct fleet_host *fh)
 		free(cmp);
 		return;
 	}
-	fh->st.time = fleet_now_wall();
+	fh->st.time = nt_wall_s();
 	if (!(val = fleet_status_json(&fh->st)) ||
-	    etcd_put(fh->e, fleet_host_key(key, sizeof(key), fh->host, "status"), val, strlen(val), 0, NULL, &err) < 0) {
+	    etcd_put(fh->e, fleet_doc_host_key(key, sizeof(key), fh->host, "status"), val, strlen(val), 0, NULL, &err) < 0) {
 		free(cmp);
 		cmp = NULL;              /* try again next tick */
 		if (now >= fh->store_warned)
@@ -1130,7 +1124,7 @@ static int read_desired(struct fleet_host *fh, enum fleet_key_kind k, const stru
 		}
 	}
 	if (r == 0)
-		r = fleet_parse_desired(kv->key, e.doc, e.doc_len, &a->d, err);
+		r = fleet_doc_parse_desired(kv->key, e.doc, e.doc_len, &a->d, err);
 	a->seq = r == 0 ? e.h.seq : 0;
 	sign_value_sha(kv->value, kv->value_len, a->sha);
 	a->answered = a->seq && a->seq == fh->last_seq && !strcmp(a->sha, fh->last_sha);
@@ -1173,7 +1167,7 @@ static int read_record(struct fleet_host *fh, struct admitted *a, int64_t *ret_r
 			     &err);
 	if (r == -EPERM && *ret_rev != fh->record_refused_rev)
 		rejected(fh, why, err.msg);
-	if (r == 0 && (r = fleet_parse_desired(key, e.doc, e.doc_len, &a->d, &err)) == 0 && a->d.mode != FLEET_MODE_APPLY)
+	if (r == 0 && (r = fleet_doc_parse_desired(key, e.doc, e.doc_len, &a->d, &err)) == 0 && a->d.mode != FLEET_MODE_APPLY)
 		r = err_set(&err, -EINVAL, "%s: a policy of record of another mode than apply", key);
 	if (r < 0 && *ret_rev != fh->record_refused_rev)
 		say(fh, LOG_ERR, "fleet: %s refused, not followed: %s", key, err.msg);
@@ -1222,7 +1216,7 @@ static void timestamp_take(struct fleet_host *fh, const struct etcd_kv *kv)
 	int r = fleet_host_admit(fh->keys, false, &want, kv->value, kv->value_len, &e, &why, &err);
 	bool admitted = r == 0;
 
-	if (r == 0 && (r = fleet_parse_stamp(kv->key, e.doc, e.doc_len, &st, &err)) == 0 && st.seq != e.h.seq)
+	if (r == 0 && (r = fleet_doc_parse_stamp(kv->key, e.doc, e.doc_len, &st, &err)) == 0 && st.seq != e.h.seq)
 		r = err_set(&err, -EINVAL, "%s: the document's seq is not the one signed", kv->key);
 	if (r == 0) {
 		fh->ts_seq = e.h.seq;
@@ -1262,7 +1256,7 @@ void fleet_host_freshness(const struct fleet_host *fh, struct fleet_host_fresh *
 	ret->have = fh->ts_time > 0;
 	ret->seq = fh->ts_seq;
 	ret->time = fh->ts_time;
-	ret->frozen = fleet_host_frozen(fleet_now_wall(), fh->ts_time, fh->start_wall, fh->cfg.max_age_s, &ret->age_s);
+	ret->frozen = fleet_host_frozen(nt_wall_s(), fh->ts_time, fh->start_wall, fh->cfg.max_age_s, &ret->age_s);
 }
 
 /* Say when the host becomes frozen, and when it is no longer. */
@@ -1293,12 +1287,12 @@ static int poll_store(struct fleet_host *fh, struct fleet_host_view *v)
 	char prefix[128];
 	int changed;
 
-	fleet_host_key(prefix, sizeof(prefix), fh->host, "");
+	fleet_doc_host_key(prefix, sizeof(prefix), fh->host, "");
 	strcat(prefix, "/");
 	if (etcd_get(fh->e, prefix, true, &rg, &err) < 0) {
-		if (fleet_now_mono() >= fh->store_warned)
+		if (nt_mono_s() >= fh->store_warned)
 			say(fh, LOG_WARNING, "fleet: the store is out of reach (%s); keeping %s", err.msg, v->policy_name);
-		fh->store_warned = fleet_now_mono() + 60;
+		fh->store_warned = nt_mono_s() + 60;
 		return 0;
 	}
 	for (size_t i = 0; i < rg.n_kvs; i++) {
@@ -1344,8 +1338,8 @@ int fleet_host_tick(struct fleet_host *fh, struct fleet_host_view *v)
 		/* the gate holds the host: the store's next word waits for its end */
 		fh->poll_after_gate |= woke;
 		gate_watch(fh);
-	} else if (woke || fleet_now_mono() >= fh->next_poll) {
-		fh->next_poll = fleet_now_mono() + fmax(POLL_MIN_S, fmin(POLL_EVERY_S, fh->cfg.max_age_s / 4));
+	} else if (woke || nt_mono_s() >= fh->next_poll) {
+		fh->next_poll = nt_mono_s() + fmax(POLL_MIN_S, fmin(POLL_EVERY_S, fh->cfg.max_age_s / 4));
 		changed = poll_store(fh, v);
 	}
 	frozen_say(fh, v);
@@ -1380,7 +1374,7 @@ static int creds_probe(struct fleet_host *fh, struct nt_err *err)
 	char key[FLEET_NAME_MAX + 32];
 	int rc;
 
-	fleet_host_key(key, sizeof(key), fh->host, "desired");
+	fleet_doc_host_key(key, sizeof(key), fh->host, "desired");
 	/* etcd refuses a missing or foreign client certificate after a TLS 1.3
 	 * handshake, with an alert; when it closes the connection while the
 	 * request is still being sent, libcurl sees only the cut (-ECONNRESET
@@ -1461,7 +1455,7 @@ struct fleet_host *fleet_host_start(const struct fleet_host_config *cfg, const s
 	fh->cfg = *cfg;
 	fh->cfg.fleet_id = cfg->fleet_id ? cfg->fleet_id : SIGN_FLEET_DEFAULT;
 	fh->cfg.max_age_s = cfg->max_age_s > 0 ? cfg->max_age_s : FLEET_HOST_MAX_AGE_S;
-	fh->start_wall = fleet_now_wall();
+	fh->start_wall = nt_wall_s();
 	fh->efd = -1;
 	fh->last_refusal.reason = SIGN_REJ__COUNT;
 	snprintf(fh->host, sizeof(fh->host), "%s", cfg->host);

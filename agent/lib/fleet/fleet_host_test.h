@@ -14,7 +14,7 @@
 #include "fleet/sign.h"
 
 /* What a key of this host's prefix asks, as read (kind: fleet_key_parse's;
- * parsed: fleet_parse_desired took its value): IGNORE (not a desired or
+ * parsed: fleet_doc_parse_desired took its value): IGNORE (not a desired or
  * shadow key; a bad shadow; a bad desired already refused at this
  * revision), REFUSE (a bad desired value, reported once), FOLLOW (a
  * desired value), SHADOW (a shadow request not yet answered). */
@@ -81,7 +81,7 @@ int fleet_host_admit(const struct sign_keyring *kr, bool insecure, const struct 
 /* A store's policy document buf[0..len), read at key for sha (the sha256
  * a desired names): admitted as fleet_host_admit says (kind policy), then
  * its header must be signed for sha, the document must name sha, and its
- * content must be of that sha256 (fleet_parse_policy_doc).  Returns 0 and
+ * content must be of that sha256 (fleet_doc_parse_policy_doc).  Returns 0 and
  * fills *ret (fleet_policy_doc_release) and key_id (the signer's; "":
  * unsigned); -EPERM with *ret_reason (refused: the caller counts it), or
  * -EINVAL ("KEY: signed for sha256 ...", "KEY: the document names sha256

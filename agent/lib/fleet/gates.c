@@ -5,6 +5,7 @@
  * directory, the file, the user).
  */
 #include "fleet/gates.h"
+#include "fleet/gates_test.h"
 
 #include <errno.h>
 #include <limits.h>

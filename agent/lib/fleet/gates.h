@@ -53,13 +53,6 @@ struct gate {
 /* Is s a valid gate name ([a-z0-9_-]{1,64})? */
 bool gates_name_valid(const char *s);
 
-/* Parse a gate file's content buf[0..len) (need not be NUL-terminated),
- * named shown in messages.  The user is checked for syntax, not resolved.
- * Returns 0 and fills *ret (release with gates_release); or -EINVAL
- * ("shown:line: what"), -EFBIG, -ENOMEM with err; *ret untouched on
- * error. */
-int gates_parse(const char *buf, size_t len, const char *shown, struct gate *ret, struct nt_err *err);
-
 /* The gate called name in dir (GATES_DIR in production): read
  * dir/name.conf, parse it, resolve its user.  Returns 0 and fills *ret;
  * or with err: -EINVAL (a malformed name, or content), -ENOENT (no such

@@ -7,6 +7,7 @@
  * crypto_hash_sha256); nothing here is hand-written crypto.
  */
 #include "fleet/sign.h"
+#include "fleet/sign_test.h"
 
 #include <dirent.h>
 #include <errno.h>

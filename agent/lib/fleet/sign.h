@@ -151,9 +151,6 @@ struct sign_expect {
 
 /* ---- keys ------------------------------------------------------------------ */
 
-/* Is s a valid key-pair name ([a-z0-9_-]{1,64})? */
-bool sign_key_name_valid(const char *s);
-
 /* Make a key pair and write DIR/NAME.key (mode 0600) and DIR/NAME.pub (mode
  * 0644), neither of which may exist (O_EXCL: nothing is overwritten).
  * ret_id (may be NULL) receives the key id.  Returns 0; -EINVAL (a bad
@@ -214,12 +211,6 @@ bool sign_fleet_valid(const char *s);
 void sign_value_sha(const char *buf, size_t len, char ret[SIGN_SHA_LEN + 1]);
 
 /* ---- signing ----------------------------------------------------------------- */
-
-/* The canonical bytes of h and doc[0..len) (the form above), malloc'd, in
- * *ret (NUL-terminated, not counted) and *ret_len.  Returns 0, -EINVAL (a
- * field out of its syntax, len > SIGN_DOC_MAX) or -ENOMEM; outputs
- * untouched on error. */
-int sign_canonical(const struct sign_header *h, const char *doc, size_t len, char **ret, size_t *ret_len);
 
 /* Sign doc[0..len) with h by k: the envelope's JSON text, malloc'd, in
  * *ret_json.  Returns 0, -EINVAL (a bad header field, too large, with

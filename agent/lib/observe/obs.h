@@ -115,8 +115,6 @@ struct obs_perf {
  * cleanly: where perf events are refused (perf_event_paranoid, seccomp, no
  * kernel support) p->ok is false and p->why says why. */
 void obs_perf_open(struct obs_perf *p, int pid);
-/* The counts so far (children folded in as they exit); 0 or -errno. */
-int obs_perf_read(const struct obs_perf *p, uint64_t out[OBS_PERF_N]);
 void obs_perf_close(struct obs_perf *p);
 
 #endif

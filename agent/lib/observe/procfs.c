@@ -5,6 +5,7 @@
  * a task's stat line; a process's cgroup lines.
  */
 #include "observe/procfs.h"
+#include "observe/procfs_test.h"
 
 #include <errno.h>
 #include <sched.h>

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* procfs.h — the one parser of each /proc file that more than one module
+/* procfs.h — the parser of each /proc file that more than one module
  * reads: the per-CPU tables of /proc/interrupts and /proc/softirqs, a
  * task's /proc/PID/stat (or /proc/PID/task/TID/stat) line, and the cgroups
- * of a process (/proc/PID/cgroup, v1 and v2 lines).
+ * of a process (/proc/PID/cgroup, v1 and v2 lines; ab/culprit.c's
+ * read_cgroup still parses that line a second time, its own way).
  *
  * Owns: the formats, strictly (each file's content is untrusted: a process
  * names itself, and a captured tree may be anything); the callers (observe,
@@ -42,13 +43,6 @@ struct procfs_irqtab {
 	struct procfs_irq_row *rows;
 	uint64_t *counts;            /* n_rows x n_cols; a missing count is 0 */
 };
-
-/* Parse buf[0..len) (not NUL-terminated) as proc/interrupts or
- * proc/softirqs: a header of "CPUn" columns, then "LABEL: count... [text]"
- * rows (blank lines skipped).  Returns 0 and fills *ret (freed with
- * procfs_irqtab_free), or -EINVAL with err naming the line ("line N:
- * expected ..."), -ENOMEM; *ret untouched on error. */
-int procfs_irqtab_parse(const char *buf, size_t len, struct procfs_irqtab *ret, struct nt_err *err);
 
 /* Read relpath below root (one read, at most PROCFS_IRQ_FILE_MAX bytes) and
  * parse it.  0, or -errno with err naming the file (and the line); the
@@ -118,16 +112,6 @@ struct procfs_cgroup {
 	int n;
 	struct procfs_cgroup_line line[PROCFS_CGROUP_MAX_LINES];
 };
-
-/* Parse buf[0..len) (not NUL-terminated; a final newline allowed) as
- * proc/PID/cgroup: lines "ID:CONTROLLERS:PATH", e.g. "0::/user.slice" (v2:
- * ID 0, no controllers, at most one such line) and "4:cpu,cpuacct:/x" (v1:
- * ID > 0, a comma list of controllers or "name=NAME", each of
- * [A-Za-z0-9_.=-]).  PATH is the rest of the line.  A path with ".." (a
- * cgroup outside the reader's cgroup namespace) is refused, like every
- * other malformed line.  Returns 0 and fills *ret; -EINVAL with err
- * ("line N: expected ..."); *ret untouched on error. */
-int procfs_cgroup_parse(const char *buf, size_t len, struct procfs_cgroup *ret, struct nt_err *err);
 
 /* Read proc/PID/cgroup below root and parse it.  0; -ENOENT when the
  * process is gone (ENOENT, ESRCH: no err); -errno or -EINVAL with err

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "nt_clock.h"
 #include "base/parse.h"
 #include "observe/procfs.h"
 
@@ -31,14 +32,6 @@ const struct sampler_counter sampler_vm_counters[SAMPLER_VM] = {
 	VM_ROW(SV_PGMAJFAULT, "pgmajfault", "faults"),
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 int sampler_init(struct sampler *s, const char *root, const int *pids, int n_pids, bool children)
 {
 	memset(s, 0, sizeof(*s));
@@ -52,7 +45,7 @@ int sampler_init(struct sampler *s, const char *root, const int *pids, int n_pid
 	else
 		s->n_pids = 0;
 	s->children = children;
-	s->t0 = now_s();
+	s->t0 = nt_mono_s();
 	s->ticks_per_s = sysconf(_SC_CLK_TCK);
 	tlb_counter_open(&s->tlb, s->root, tlb_sources_from_env());
 	return 0;
@@ -167,7 +160,7 @@ void sampler_take(struct sampler *s, struct sampler_snap *snap)
 	memset(snap, 0, sizeof(*snap));
 	snap->stat = keep ? keep : malloc(sizeof(*snap->stat));
 	snap->slow = s->n % SAMPLER_SLOW_EVERY == 0;
-	snap->t = now_s() - s->t0;
+	snap->t = nt_mono_s() - s->t0;
 	/* children: every sample in the first 2 s (a launcher starting its
 	 * ranks), then with the slow scans */
 	if (s->children && (snap->slow || snap->t < 2.0))

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* taskexit.c — exiting tasks' CPU time from taskstats (see taskexit.h). */
 #include "observe/taskexit.h"
+#include "observe/taskexit_test.h"
 
 #include <errno.h>
 #include <fcntl.h>

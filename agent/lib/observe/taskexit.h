@@ -12,9 +12,9 @@
  *
  * Owns: the sockets (one per online CPU, non-blocking, deregistered at
  * close) and the format of the kernel's messages, parsed strictly
- * (taskexit_parse is fuzzed: tests/fuzz/fuzz_taskexit.c).  The caller owns
- * what a record means (culprit.c puts a task no sample saw on the process
- * that started it).
+ * (taskexit_parse, in taskexit_test.h, is fuzzed:
+ * tests/fuzz/fuzz_taskexit.c).  The caller owns what a record means
+ * (culprit.c puts a task no sample saw on the process that started it).
  *
  * Needs CAP_NET_ADMIN (registering a cpumask) and a kernel with
  * CONFIG_TASKSTATS; elsewhere (a container without it, an old kernel)
@@ -53,17 +53,6 @@ struct taskexit_rec {
 	bool run_exact;
 	uint64_t utime_us, stime_us;
 };
-
-/* Parse one datagram of a taskstats socket, buf[0..len): each netlink
- * message in it, each per-task record (TASKSTATS_TYPE_AGGR_PID; the
- * per-process sums, AGGR_TGID, repeat its threads' and are skipped) given to
- * fn with cpu set to the argument.  fn returns 0 to go on, or a negative
- * number to stop (returned as is, err untouched).  A kernel error message (NLMSG_ERROR) is -EIO with err
- * naming its errno; a malformed message -EINVAL with err naming the offset.
- * Records before the malformed message were given.  Returns the records
- * given (>= 0), or the error. */
-int taskexit_parse(const void *buf, size_t len, int cpu, int (*fn)(const struct taskexit_rec *, void *), void *arg,
-		   struct nt_err *err);
 
 struct taskexit; /* a listener (opaque) */
 

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "nt_clock.h"
 #include "base/log.h"
 #include "observe/obs.h"
 
@@ -65,14 +66,6 @@ struct storm {
 	long long wait_until_ns;      /* the unmapper waits for it until then */
 	int err;
 };
-
-static long long mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static int pin_self(int cpu)
 {
@@ -117,9 +110,9 @@ static void *spinner(void *arg)
 static void await_spinner(struct storm *s)
 {
 	unsigned beat = atomic_load_explicit(&s->beat, memory_order_relaxed);
-	long long t0 = mono_ns();
+	long long t0 = nt_mono_ns();
 
-	for (long long now = t0; now < s->wait_until_ns; now = mono_ns()) {
+	for (long long now = t0; now < s->wait_until_ns; now = nt_mono_ns()) {
 		if (atomic_load_explicit(&s->beat, memory_order_relaxed) != beat)
 			return;
 		if (now - t0 > STORM_POLL_NS)   /* off its CPU: this one is free meanwhile */
@@ -136,7 +129,7 @@ static void *unmapper(void *arg)
 	raise_self();
 	while (!atomic_load(&s->spinning))
 		sched_yield();
-	s->wait_until_ns = mono_ns() + STORM_WAIT_NS;
+	s->wait_until_ns = nt_mono_ns() + STORM_WAIT_NS;
 	for (int i = 0; i < s->n; i++) {
 		volatile char *p = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 

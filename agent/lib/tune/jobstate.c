@@ -42,7 +42,7 @@ static void job_read(const struct fsroot *root, const char *dir, const char *nam
 	if (e->pending && fsroot_read(root, path, e->why, sizeof(e->why)) < 0)
 		snprintf(e->why, sizeof(e->why), "(unreadable)");
 	e->why[strcspn(e->why, "\n")] = '\0';
-	text_unctrl(e->why);
+	textbuf_unctrl(e->why);
 }
 
 int jobstate_list(const struct fsroot *root, const char *dir, struct jobstate **ret)
@@ -107,7 +107,7 @@ int jobstate_mark_pending(const char *jobdir, const char *why)
 
 	snprintf(path, sizeof(path), "%s/" JOBSTATE_PENDING, jobdir);
 	snprintf(line, sizeof(line) - 1, "%s", why);
-	text_unctrl(line);
+	textbuf_unctrl(line);
 	n = (int)strlen(line);
 	line[n++] = '\n';
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);

@@ -6,6 +6,7 @@
  * share of each node).
  */
 #include "tune/limits.h"
+#include "tune/limits_test.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -70,11 +70,6 @@ struct limits {
  * what"), -ENOMEM. */
 struct limits *limits_load(const char *path, unsigned flags, struct nt_err *err);
 
-/* Parse limits from buf[0..len) (untrusted, need not be NUL-terminated),
- * named name in messages.  Returns the limits or NULL with err: -EINVAL,
- * -EFBIG, -ENOMEM. */
-struct limits *limits_parse_buffer(const char *buf, size_t len, const char *name, struct nt_err *err);
-
 /* Free; NULL is a no-op. */
 void limits_free(struct limits *l);
 

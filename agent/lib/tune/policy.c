@@ -7,6 +7,7 @@
  * a buffer go through the same parser (load_text); only files may include.
  */
 #include "tune/policy.h"
+#include "tune/policy_test.h"
 
 #include <assert.h>
 #include <dirent.h>
@@ -752,7 +753,7 @@ static void flat_origin(struct flat *f, const struct policy_value *v)
 		f->failed = true;
 		return;
 	}
-	flat_add(f, "# from %.1024s:%d\n", text_unctrl(shown), v->line);
+	flat_add(f, "# from %.1024s:%d\n", textbuf_unctrl(shown), v->line);
 	free(shown);
 }
 
@@ -808,7 +809,7 @@ int policy_flatten(const char *path, unsigned flags, char **ret_text, size_t *re
 		policy_free(p);
 		return err_set(err, -ENOMEM, "out of memory");
 	}
-	text = to_text(p, text_unctrl(header), &len);
+	text = to_text(p, textbuf_unctrl(header), &len);
 	free(header);
 	policy_free(p);
 	if (!text)

@@ -137,15 +137,6 @@ struct policy *policy_load(const char *path, unsigned flags, struct nt_err *err)
  * (len > POLICY_MAX_SIZE) or -ENOMEM. */
 struct policy *policy_parse_buffer(const char *buf, size_t len, const char *name, struct nt_err *err);
 
-/* The policy p as one self-contained policy text: every key the chain of
- * files set, with its value, under its [section], in knob-table order, each
- * after a comment "# from FILE:LINE" (control characters in FILE shown as
- * '?'), and no include= line.  policy_parse_buffer of the text gives the
- * same value for every key as p.  Returns the text (malloc'd,
- * NUL-terminated; its length in *ret_len when ret_len is not NULL), or NULL
- * (out of memory). */
-char *policy_to_text(const struct policy *p, size_t *ret_len);
-
 /* Flatten a policy file with its includes (item 7 of issue 24: what a
  * controller stores, signs and hosts validate as a buffer):
  * policy_load(path, flags) then policy_to_text, with a header comment
@@ -162,16 +153,5 @@ const char *policy_value(const struct policy *p, enum knob_id k);
 
 /* Same, as an integer (the row validated it); def when unset. */
 long long policy_int(const struct policy *p, enum knob_id k, long long def);
-
-/* policy_value and policy_int for a key by name, for callers that hold a
- * name from outside the code (tests, fuzz targets, a user's input); the key
- * must be a row of knob_table (asserted).  Code that knows its knob uses the
- * enum. */
-const char *policy_get(const struct policy *p, const char *section, const char *key);
-long long policy_get_int(const struct policy *p, const char *section, const char *key,
-			 long long def);
-
-/* Does the policy equal "changes nothing and binds nothing"? */
-bool policy_is_empty(const struct policy *p);
 
 #endif

@@ -46,7 +46,7 @@ struct svg {
 
 /* s as XML character data: at most max bytes (cut where a UTF-8 character
  * starts, "..." after it), each control character and each byte outside
- * well-formed UTF-8 (a foreign XML file's) as '?' (text_unctrl), so the
+ * well-formed UTF-8 (a foreign XML file's) as '?' (textbuf_unctrl), so the
  * document stays well-formed. */
 static void xml_text(FILE *f, const char *s, size_t max)
 {
@@ -61,7 +61,7 @@ static void xml_text(FILE *f, const char *s, size_t max)
 	if (n)
 		memcpy(buf, s, n);
 	buf[n] = '\0';
-	text_unctrl(buf);
+	textbuf_unctrl(buf);
 	for (const char *p = buf; *p; p++) {
 		if (*p == '<')
 			fputs("&lt;", f);

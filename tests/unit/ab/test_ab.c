@@ -381,7 +381,7 @@ static double aa_now(void)
 	return aa_clock;
 }
 
-static int aa_trial(const struct ab_config *cfg, const regex_t *re, enum abfig_source want,
+static int aa_trial(const struct ab_config *cfg, const regex_t *re, enum abfigure_source want,
 		    const struct tlb_counter *tlb, int a, int index, struct ab_trial *t, struct ab_result *res,
 		    struct nt_err *err)
 {

@@ -16,13 +16,13 @@
 #include "ab/abfigure.h"
 #include "test_util.h"
 
-static void merge(const char *text, long long skip, struct abfig_steps *m)
+static void merge(const char *text, long long skip, struct abfigure_steps *m)
 {
 	struct nt_err err = { 0 };
 	struct steps s;
 
 	assert_int_equal(steps_parse(text, strlen(text), "t", &s, &err), 0);
-	assert_int_equal(abfig_steps_merge(&s, skip, m, &err), 0);
+	assert_int_equal(abfigure_steps_merge(&s, skip, m, &err), 0);
 	steps_release(&s);
 }
 
@@ -39,7 +39,7 @@ static void test_merge_ranks(void **state)
 		"{\"step\": 3, \"t\": 0.110, \"samples\": 64, \"rank\": 0}\n"
 		"{\"step\": 3, \"t\": 0.100, \"samples\": 64, \"rank\": 1}\n"
 		"not json\n";
-	struct abfig_steps m;
+	struct abfigure_steps m;
 
 	(void)state;
 	merge(text, 1, &m);
@@ -60,34 +60,34 @@ static void test_merge_ranks(void **state)
 	assert_true(fabs(m.slowest_share - 2.0 / 3) < 1e-9);
 	assert_int_equal(m.bad_lines, 1);
 	/* samples/s over the steps: 3 x 128 in 0.33 s */
-	assert_true(fabs(abfig_steps_figure(&m) - 3 * 128 / 0.330) < 1e-6);
-	abfig_steps_release(&m);
+	assert_true(fabs(abfigure_steps_figure(&m) - 3 * 128 / 0.330) < 1e-6);
+	abfigure_steps_release(&m);
 	/* nothing skipped: step 0's 9 s is a step too */
 	merge(text, 0, &m);
 	assert_int_equal(m.n, 4);
-	assert_true(fabs(abfig_steps_figure(&m) - 4 * 128 / 9.330) < 1e-6);
-	abfig_steps_release(&m);
+	assert_true(fabs(abfigure_steps_figure(&m) - 4 * 128 / 9.330) < 1e-6);
+	abfigure_steps_release(&m);
 }
 
 /* One rank, no samples: steps/s; no skew; an empty report: figure 0 */
 static void test_merge_plain(void **state)
 {
-	struct abfig_steps m;
+	struct abfigure_steps m;
 
 	(void)state;
 	merge("{\"step\":5,\"t\":0.5}\n{\"step\":6,\"t\":0.25}\n{\"step\":7,\"t\":1}", 0, &m);
 	assert_int_equal(m.n, 3);
 	assert_int_equal(m.ranks, 1);
 	assert_true(m.skew == 0 && m.slowest == 0 && m.samples == 0);
-	assert_true(fabs(abfig_steps_figure(&m) - 3 / 1.75) < 1e-9);
-	abfig_steps_release(&m);
+	assert_true(fabs(abfigure_steps_figure(&m) - 3 / 1.75) < 1e-9);
+	abfigure_steps_release(&m);
 	merge("", 0, &m);
 	assert_int_equal(m.n, 0);
-	assert_true(abfig_steps_figure(&m) == 0);
-	abfig_steps_release(&m);
+	assert_true(abfigure_steps_figure(&m) == 0);
+	abfigure_steps_release(&m);
 	merge("{\"step\":0,\"t\":0.5}\n", 1, &m);     /* all skipped */
 	assert_int_equal(m.n, 0);
-	abfig_steps_release(&m);
+	abfigure_steps_release(&m);
 }
 
 static void test_metric_compile(void **state)
@@ -96,13 +96,13 @@ static void test_metric_compile(void **state)
 	regex_t re;
 
 	(void)state;
-	assert_int_equal(abfig_metric_compile("it/s=([0-9.]+)", &re, &err), 0);
+	assert_int_equal(abfigure_metric_compile("it/s=([0-9.]+)", &re, &err), 0);
 	regfree(&re);
-	assert_int_equal(abfig_metric_compile("it/s=[0-9.]+", &re, &err), -EINVAL);
+	assert_int_equal(abfigure_metric_compile("it/s=[0-9.]+", &re, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "0 capture groups; exactly one"));
-	assert_int_equal(abfig_metric_compile("(a)(b)", &re, &err), -EINVAL);
+	assert_int_equal(abfigure_metric_compile("(a)(b)", &re, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "2 capture groups"));
-	assert_int_equal(abfig_metric_compile("(unclosed", &re, &err), -EINVAL);
+	assert_int_equal(abfigure_metric_compile("(unclosed", &re, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "--metric '(unclosed': "));
 }
 
@@ -121,24 +121,24 @@ static void test_metric_scan(void **state)
 	char *big;
 
 	(void)state;
-	assert_int_equal(abfig_metric_compile("throughput: ([^ ]+) samples/s", &re, &err), 0);
-	abfig_metric_scan(&re, out, strlen(out), &v, &n, &bad);
+	assert_int_equal(abfigure_metric_compile("throughput: ([^ ]+) samples/s", &re, &err), 0);
+	abfigure_metric_scan(&re, out, strlen(out), &v, &n, &bad);
 	assert_int_equal(n, 3);
 	assert_int_equal(bad, 2);
 	assert_true(fabs(v - 1100) < 1e-9);
-	abfig_metric_scan(&re, "nothing\n", 8, &v, &n, &bad);
+	abfigure_metric_scan(&re, "nothing\n", 8, &v, &n, &bad);
 	assert_true(n == 0 && v == 0 && bad == 0);
 	/* a line past 64 KiB is skipped, the next one taken */
 	big = malloc(70000 + 64);
 	memset(big, 'x', 70000);
 	strcpy(big + 70000, " throughput: 7 samples/s\nthroughput: 9 samples/s\n");
-	abfig_metric_scan(&re, big, strlen(big), &v, &n, &bad);
+	abfigure_metric_scan(&re, big, strlen(big), &v, &n, &bad);
 	assert_true(n == 1 && fabs(v - 9) < 1e-9);
 	free(big);
 	regfree(&re);
-	assert_true(fabs(abfig_metric_figure(4, ABFIG_TIME) - 0.25) < 1e-12);
-	assert_true(abfig_metric_figure(4, ABFIG_THROUGHPUT) == 4);
-	assert_string_equal(abfig_source_name(ABFIG_STEPS), "step reports");
+	assert_true(fabs(abfigure_metric_figure(4, ABFIGURE_TIME) - 0.25) < 1e-12);
+	assert_true(abfigure_metric_figure(4, ABFIGURE_THROUGHPUT) == 4);
+	assert_string_equal(abfigure_source_name(ABFIGURE_STEPS), "step reports");
 }
 
 int main(void)

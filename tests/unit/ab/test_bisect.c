@@ -13,6 +13,7 @@
 #include "ab/bisect_test.h"
 #include "machine/knob.h"
 #include "tune/policy.h"
+#include "tune/policy_test.h"
 #include "test_util.h"
 
 struct oracle {

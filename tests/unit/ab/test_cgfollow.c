@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "ab/cgfollow.h"
+#include "ab/cgfollow_test.h"
 #include "test_util.h"
 
 /* proc/PID/stat of a process: its state, parent and start time (field 22). */

@@ -65,7 +65,7 @@ static void fill(struct ab_config *cfg, struct ab_result *res)
 	res->expl[0] = (struct ab_explanation){ .counter = "tlb_shootdowns", .mechanism = "munmap/madvise churn",
 						.unit = "per step", .a = 0.1, .b = 9.5, .noise = 0.2, .p = 0.001,
 						.claimed = true };
-	res->source = ABFIG_STEPS;
+	res->source = ABFIGURE_STEPS;
 	snprintf(res->figure, sizeof(res->figure), "samples/s over the reported steps");
 	res->per_step = true;
 	res->blocks = 4;
@@ -183,7 +183,7 @@ static void test_foreign_and_error(void **state)
 	free(res.series[1]);
 	res.series[0] = res.series[1] = NULL;
 	res.n_series[0] = res.n_series[1] = 0;
-	res.source = ABFIG_WALL;
+	res.source = ABFIGURE_WALL;
 	snprintf(res.figure, sizeof(res.figure), "1 / wall time of a trial");
 	html = render(&cfg, &res);
 	assert_null(strstr(html, "<svg id=\"series\""));

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "base/steps.h"
+#include "base/steps_test.h"
 #include "test_util.h"
 
 static int line(const char *s, struct step_report *r, struct nt_err *err)

@@ -37,7 +37,7 @@ static void test_printable(void **state)
 	char s[] = "ok name\n\033[31m\t\x7f\xc3\xa9!";
 
 	(void)state;
-	assert_ptr_equal(text_printable(s), s);
+	assert_ptr_equal(textbuf_printable(s), s);
 	assert_string_equal(s, "ok name?" "?[31m?" "?" "?" "?!"); /* split: no trigraphs */
 }
 
@@ -46,7 +46,7 @@ static void test_unctrl(void **state)
 	char s[] = "a\nb\033[2J\t\x7f caf\xc3\xa9";
 
 	(void)state;
-	assert_ptr_equal(text_unctrl(s), s);
+	assert_ptr_equal(textbuf_unctrl(s), s);
 	assert_string_equal(s, "a?b?[2J?? caf\xc3\xa9");
 }
 
@@ -58,7 +58,7 @@ static void test_unctrl_c1(void **state)
 	char s[] = "x\xc2\x9b" "2J \x9b" "2J \xc0\xaf \xed\xa0\x80 \xc2\xa0\xe2\x82\xac\xf0\x9f\x98\x80 \xe2\x82";
 
 	(void)state;
-	text_unctrl(s);
+	textbuf_unctrl(s);
 	assert_string_equal(s, "x??2J ?2J ?? ??? \xc2\xa0\xe2\x82\xac\xf0\x9f\x98\x80 ??");
 }
 

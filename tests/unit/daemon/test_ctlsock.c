@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "daemon/ctlsock.h"
+#include "daemon/ctlsock_test.h"
 #include "test_util.h"
 
 static int64_t ms_now(void)

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "fleet/fleet.h"
+#include "nt_clock.h"
 #include "fleet_fixture.h"
 #include "test_util.h"
 
@@ -132,7 +133,7 @@ static void test_step_happy_path(void **state)
 		struct nt_err err = { 0 };
 		char *s = fleet_rollout_json(&r);
 
-		assert_int_equal(fleet_parse_rollout("k", s, strlen(s), &back, &err), 0);
+		assert_int_equal(fleet_doc_parse_rollout("k", s, strlen(s), &back, &err), 0);
 		assert_int_equal(back.state, FLEET_DONE);
 		assert_string_equal(back.gate, "");
 		assert_int_equal(back.n_waves, 2);
@@ -234,7 +235,7 @@ static void test_step_gate_refused(void **state)
 	assert_int_equal(r.state, FLEET_ROLLING_BACK);
 	assert_non_null(strstr(r.reason, "gate refused: unknown gate 'nosuch'"));
 	s = fleet_rollout_json(&r);
-	assert_int_equal(fleet_parse_rollout("k", s, strlen(s), &back, &err), 0);
+	assert_int_equal(fleet_doc_parse_rollout("k", s, strlen(s), &back, &err), 0);
 	assert_string_equal(back.gate, "nosuch");
 	fleet_rollout_release(&back);
 	free(s);
@@ -292,7 +293,7 @@ static void test_step_abort_keeps_a_host(void **state)
 	r.waves[0].hosts[0].state = FLEET_R_KEPT;
 	snprintf(r.waves[0].hosts[0].prev_refused, sizeof(r.waves[0].hosts[0].prev_refused), "unsigned");
 	s = fleet_rollout_json(&r);
-	assert_int_equal(fleet_parse_rollout("k", s, strlen(s), &back, &err), 0);
+	assert_int_equal(fleet_doc_parse_rollout("k", s, strlen(s), &back, &err), 0);
 	assert_int_equal(back.waves[0].hosts[0].state, FLEET_R_KEPT);
 	assert_string_equal(back.waves[0].hosts[0].prev_refused, "unsigned");
 	assert_string_equal(back.waves[0].hosts[1].prev_refused, "");
@@ -371,11 +372,11 @@ static void test_step_edges(void **state)
 {
 	struct fleet_rollout r;
 	struct world wd;
-	double t0 = fleet_now_mono();
+	double t0 = nt_mono_s();
 
 	(void)state;
-	assert_true(t0 > 0 && fleet_now_mono() >= t0);
-	assert_true(fabs(fleet_now_wall() - (double)time(NULL)) < 5);
+	assert_true(t0 > 0 && nt_mono_s() >= t0);
+	assert_true(fabs(nt_wall_s() - (double)time(NULL)) < 5);
 
 	plan(&r, 2, 1, "100%");
 	r.wave_timeout = 1;

@@ -41,6 +41,7 @@
 #include "test_util.h"
 #include "fleet_fixture.h"
 #include "tune/policy.h"
+#include "tune/policy_test.h"
 
 static struct etcd_kv kv(const char *key, const char *value, int64_t mod)
 {
@@ -209,7 +210,7 @@ static void test_write_value(void **state)
 	r.gate_budget = 60;
 	/* apply and gate: this rollout's desired document */
 	v = fleet_ctl_write_value(&r, &(struct fleet_write){ FLEET_W_PUT_DESIRED, FLEET_MODE_GATE, 0, 0 });
-	assert_int_equal(fleet_parse_desired("k", v, strlen(v), &d, &err), 0);
+	assert_int_equal(fleet_doc_parse_desired("k", v, strlen(v), &d, &err), 0);
 	assert_int_equal(d.mode, FLEET_MODE_GATE);
 	assert_string_equal(d.rollout, "r");
 	assert_string_equal(d.sha256, SHA_A);
@@ -217,7 +218,7 @@ static void test_write_value(void **state)
 	assert_true(d.gate_budget == 60);
 	free(v);
 	v = fleet_ctl_write_value(&r, &(struct fleet_write){ FLEET_W_PUT_DESIRED, FLEET_MODE_APPLY, 0, 1 });
-	assert_int_equal(fleet_parse_desired("k", v, strlen(v), &d, &err), 0);
+	assert_int_equal(fleet_doc_parse_desired("k", v, strlen(v), &d, &err), 0);
 	assert_int_equal(d.mode, FLEET_MODE_APPLY);
 	free(v);
 	/* shadow: no mode */
@@ -231,7 +232,7 @@ static void test_write_value(void **state)
 	assert_string_equal(v, "{\"rollout\":\"old\",\"mode\":\"local\"}");
 	free(v);
 	v = fleet_ctl_write_value(&r, &(struct fleet_write){ FLEET_W_RESTORE_DESIRED, FLEET_MODE_APPLY, 0, 1 });
-	assert_int_equal(fleet_parse_desired("k", v, strlen(v), &d, &err), 0);
+	assert_int_equal(fleet_doc_parse_desired("k", v, strlen(v), &d, &err), 0);
 	assert_int_equal(d.mode, FLEET_MODE_LOCAL);
 	assert_string_equal(d.sha256, "");
 	free(v);
@@ -670,7 +671,7 @@ static void test_records(void **state)
 		assert_int_equal(e.h.seq, 40);
 		assert_string_equal(e.h.policy_sha256, SHA_A);
 		assert_string_equal(e.h.host, "*");
-		assert_int_equal(fleet_parse_desired(key, e.doc, e.doc_len, &d, &err), 0);
+		assert_int_equal(fleet_doc_parse_desired(key, e.doc, e.doc_len, &d, &err), 0);
 		assert_int_equal(d.mode, FLEET_MODE_APPLY);
 		assert_string_equal(d.rollout, "r");
 		assert_string_equal(d.policy, "p.conf");

@@ -34,7 +34,7 @@ static void test_keys(void **state)
 	assert_int_equal(fleet_key_parse("/nodetune/hosts/h1/other", host), FLEET_KEY_OTHER);
 	assert_int_equal(fleet_key_parse("/nodetune/hosts/../x", host), FLEET_KEY_OTHER);
 	assert_int_equal(fleet_key_parse("/nodetune/rollouts/r", host), FLEET_KEY_OTHER);
-	assert_string_equal(fleet_host_key(buf, sizeof(buf), "h2", "shadow"), "/nodetune/hosts/h2/shadow");
+	assert_string_equal(fleet_doc_host_key(buf, sizeof(buf), "h2", "shadow"), "/nodetune/hosts/h2/shadow");
 	assert_string_equal(fleet_rollout_key(buf, sizeof(buf), "r", true), "/nodetune/rollouts/r/leader");
 	assert_false(fleet_name_valid(""));
 	assert_false(fleet_name_valid("a/b"));
@@ -172,16 +172,16 @@ static void test_documents(void **state)
 	/* the gate travels as its name and budget: no command */
 	assert_non_null(strstr(s, "\"gate\":{\"allow_inconclusive\":false,\"budget\":30.0,\"name\":\"steps20\"}"));
 	assert_null(strstr(s, "cmd"));
-	assert_int_equal(fleet_parse_desired("k", s, strlen(s), &back, &err), 0);
+	assert_int_equal(fleet_doc_parse_desired("k", s, strlen(s), &back, &err), 0);
 	assert_int_equal(back.mode, FLEET_MODE_GATE);
 	assert_string_equal(back.gate, "steps20");
 	assert_true(back.gate_budget == 30);
 	free(s);
-	assert_int_equal(fleet_parse_desired("k", "not json", 8, &back, &err), -EINVAL);
+	assert_int_equal(fleet_doc_parse_desired("k", "not json", 8, &back, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "k: not valid JSON"));
 	/* the parser quotes the input near its error: a raw newline or escape
 	 * there is shown as '?', the message stays one line (fuzz_fleet) */
-	assert_int_equal(fleet_parse_desired("k", "{\"a\\\n\033\":1}", 10, &back, &err), -EINVAL);
+	assert_int_equal(fleet_doc_parse_desired("k", "{\"a\\\n\033\":1}", 10, &back, &err), -EINVAL);
 	assert_null(strchr(err.msg, '\n'));
 	assert_null(strchr(err.msg, '\033'));
 	assert_non_null(strstr(err.msg, "invalid escape near '\"a\\?' (byte 5)"));
@@ -192,12 +192,12 @@ static void test_documents(void **state)
 					 "\"error\":\"a\\nb\\u001b[2J\\t\\u007f\"}";
 		struct fleet_status fs;
 
-		assert_int_equal(fleet_parse_status("k", st, sizeof(st) - 1, &fs, &err), 0);
+		assert_int_equal(fleet_doc_parse_status("k", st, sizeof(st) - 1, &fs, &err), 0);
 		assert_string_equal(fs.error, "a?b?[2J?" "?");
 		assert_string_equal(fs.label, "caf\xc3\xa9");
 	}
-	assert_int_equal(fleet_parse_desired("k", "{\"rollout\":\"a/b\",\"sha256\":\"x\"}", 31, &back, &err), -EINVAL);
-	assert_int_equal(fleet_parse_desired("k", "{\"rollout\":\"r\",\"mode\":\"gate\",\"sha256\":\"" SHA_A "\"}", 107,
+	assert_int_equal(fleet_doc_parse_desired("k", "{\"rollout\":\"a/b\",\"sha256\":\"x\"}", 31, &back, &err), -EINVAL);
+	assert_int_equal(fleet_doc_parse_desired("k", "{\"rollout\":\"r\",\"mode\":\"gate\",\"sha256\":\"" SHA_A "\"}", 107,
 					     &back, &err), -EINVAL);
 	/* a gate is a name the host maps: the old command string is no gate,
 	 * and a name is checked as the host's gates_lookup would */
@@ -215,22 +215,22 @@ static void test_documents(void **state)
 			int n = snprintf(doc, sizeof(doc), "{\"rollout\":\"r\",\"mode\":\"gate\",\"sha256\":\"" SHA_A
 					 "\",\"gate\":%s}", bad_gates[i]);
 
-			assert_int_equal(fleet_parse_desired("k", doc, (size_t)n, &back, &err), -EINVAL);
+			assert_int_equal(fleet_doc_parse_desired("k", doc, (size_t)n, &back, &err), -EINVAL);
 			assert_non_null(strstr(err.msg, "\"name\""));
 		}
 	}
 
 	s = fleet_policy_doc_json("thp.conf", "[thp]\nenabled = madvise\n", 24, sha);
-	assert_int_equal(fleet_parse_policy_doc("k", s, strlen(s), &p, &err), 0);
+	assert_int_equal(fleet_doc_parse_policy_doc("k", s, strlen(s), &p, &err), 0);
 	assert_int_equal(p.content_len, 24);
 	assert_string_equal(p.sha256, sha);
 	fleet_policy_doc_release(&p);
 	free(s);
 	s = "{\"name\":\"x\",\"sha256\":\"" SHA_A "\",\"content\":\"W3RocF0K\"}";    /* "[thp]\n": another sha */
-	assert_int_equal(fleet_parse_policy_doc("k", s, strlen(s), &p, &err), -EINVAL);
+	assert_int_equal(fleet_doc_parse_policy_doc("k", s, strlen(s), &p, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "its sha256 is not"));
 	s = "{\"name\":\"x\",\"sha256\":\"" SHA_A "\",\"content\":\"@@\"}";
-	assert_int_equal(fleet_parse_policy_doc("k", s, strlen(s), &p, &err), -EINVAL);
+	assert_int_equal(fleet_doc_parse_policy_doc("k", s, strlen(s), &p, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "not valid base64"));
 }
 
@@ -266,15 +266,15 @@ static void test_pages(void **state)
 	assert_null(strstr(head, "\"host\""));
 	assert_non_null(strstr(head, "\"pages\":[12]"));
 	assert_non_null(strstr(head, "\"counts\":{\"pending\":2,\"verified\":1}"));
-	assert_int_equal(fleet_parse_rollout_head("k", head, strlen(head), &back, &lb, &err), 0);
+	assert_int_equal(fleet_doc_parse_rollout_head("k", head, strlen(head), &back, &lb, &err), 0);
 	assert_int_equal(lb.page_hosts, 3);
 	assert_int_equal(lb.n_pages, 3);
 	assert_true(lb.seq[1] == 11 && lb.seq[2] == 12);
 	for (unsigned g = 0; g < l.n_pages; g++) {
 		page = fleet_page_json(&r, &l, g);
-		assert_int_equal(fleet_parse_page("k", page, strlen(page), &back, &lb, g, &err), 0);
+		assert_int_equal(fleet_doc_parse_page("k", page, strlen(page), &back, &lb, g, &err), 0);
 		if (g < 2)      /* another page's key */
-			assert_int_equal(fleet_parse_page("k", page, strlen(page), &back, &lb, g + 1, &err), -EINVAL);
+			assert_int_equal(fleet_doc_parse_page("k", page, strlen(page), &back, &lb, g + 1, &err), -EINVAL);
 		free(page);
 	}
 	full = fleet_rollout_json(&r);
@@ -282,7 +282,7 @@ static void test_pages(void **state)
 	assert_string_equal(full, again);                    /* head + pages = the rollout */
 	page = fleet_page_json(&r, &l, 2);
 	snprintf(back.name, sizeof(back.name), "other");
-	assert_int_equal(fleet_parse_page("k", page, strlen(page), &back, &lb, 2, &err), -EINVAL);
+	assert_int_equal(fleet_doc_parse_page("k", page, strlen(page), &back, &lb, 2, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "not this rollout's page"));
 	free(page);
 	free(full);

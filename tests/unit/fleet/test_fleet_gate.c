@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "fleet/fleet_gate.h"
+#include "fleet/fleet_gate_test.h"
 #include "ab/abreport.h"
 
 static void test_gate_parse(void **state)

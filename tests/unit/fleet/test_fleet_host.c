@@ -40,6 +40,8 @@
 #include "fleet/fleet_doc.h"
 #include "fleet/fleet_host_test.h"
 #include "tune/limits.h"
+#include "tune/limits_test.h"
+#include "tune/policy_test.h"
 
 #define SHA_RUN "1111111111111111111111111111111111111111111111111111111111111111"
 #define SHA_NEW "2222222222222222222222222222222222222222222222222222222222222222"

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fleet/gates.h"
+#include "fleet/gates_test.h"
 #include "test_util.h"
 
 static char dir[64];

@@ -20,6 +20,7 @@
 
 #include "base/base64.h"
 #include "fleet/sign.h"
+#include "fleet/sign_test.h"
 #include "test_util.h"
 
 #define SHA "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "observe/procfs.h"
+#include "observe/procfs_test.h"
 #include "test_util.h"
 
 static void test_irqtab_parse(void **state)

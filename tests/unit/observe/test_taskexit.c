@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "observe/taskexit.h"
+#include "observe/taskexit_test.h"
 #include "test_util.h"
 
 #define FIX "tests/fixtures/taskstats/exit-6.18"

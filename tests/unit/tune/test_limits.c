@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "tune/limits.h"
+#include "tune/limits_test.h"
 #include "test_util.h"
 
 #define GIB (1024ull * 1024 * 1024)

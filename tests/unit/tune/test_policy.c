@@ -12,6 +12,7 @@
 
 #include "base/userfile.h"
 #include "tune/policy.h"
+#include "tune/policy_test.h"
 #include "test_util.h"
 
 static char dir[64];
