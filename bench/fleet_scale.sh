@@ -360,7 +360,8 @@ import json, sys
 print(sum(1 for h in json.load(sys.stdin)["hosts"] if h["alive"] and (h.get("status") or {}).get("policy") == "p.conf"
           and (h.get("status") or {}).get("state") == "verified"))'; }
 		n=0
-		while [ "$(conv 2>/dev/null || echo 0)" != "$HOSTS" ] && [ $n -lt 120 ]; do sleep 5; n=$((n + 1)); done
+		[ "$fstate" = done ] || n=120   # nothing to converge to
+		while [ $n -lt 120 ] && [ "$(conv 2>/dev/null || echo 0)" != "$HOSTS" ]; do sleep 5; n=$((n + 1)); done
 		back=$(conv)
 		back_s=$(python3 -c "import time; print('%.0f' % (time.time() - $tb))")
 		detail="$die_n hosts killed -9 when wave $FAULT_WAVE was sent; in the rollout they ended $dead; started again: $back of $HOSTS hosts run p.conf verified after $back_s s"

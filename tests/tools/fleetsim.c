@@ -42,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "nt_clock.h"
 #include "base/fsroot.h"
 #include "fleet/fleet_creds.h"
 #include "fleet/fleet_host.h"
@@ -87,14 +88,6 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	stop_now = 1;
-}
-
-static double now_mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /* A host's notes: errors only, to stderr with its name (the log of N). */
@@ -243,14 +236,12 @@ static void host_cycle(struct sim_host *h)
 {
 	struct verify_result res = { 0 };
 	struct nt_err err = { 0 };
-	struct timespec ts;
 
 	if (!fleet_host_gating(h->fh)) {
 		h->verify_ok = verify_plan(h->plan, h->root, &res, &err) == 0;
 		h->checked = res.checked;
 		h->drifted = res.n;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		h->verify_wall = (double)ts.tv_sec + ts.tv_nsec / 1e9;
+		h->verify_wall = nt_wall_s();
 		verify_result_release(&res);
 	}
 	host_tick(h);
@@ -279,14 +270,14 @@ struct slice {
 static double cycles_due(const struct slice *sl)
 {
 	const struct sim *s = sl->s;
-	double now = now_mono(), soonest = s->interval;
+	double now = nt_mono_s(), soonest = s->interval;
 
 	for (long i = sl->first; i < sl->first + sl->count; i++) {
 		struct sim_host *h = &s->h[i];
 
 		if (h->next_cycle <= now) {
 			host_cycle(h);
-			now = now_mono();
+			now = nt_mono_s();
 			h->next_cycle = now + s->interval;
 		}
 		if (h->next_cycle - now < soonest)
@@ -331,7 +322,7 @@ static void run(struct sim *s)
 	struct slice *sl = calloc((size_t)k, sizeof(*sl));
 	pthread_t *t = calloc((size_t)k, sizeof(*t));
 	bool *up = calloc((size_t)k, sizeof(*up));
-	double t0 = now_mono();
+	double t0 = nt_mono_s();
 	pthread_attr_t a;
 
 	if (!sl || !t || !up || pthread_attr_init(&a) != 0)
@@ -435,9 +426,9 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (!(s.h = calloc((size_t)s.count, sizeof(*s.h))))
 		return 3;
-	for (double t0 = now_mono(); up < s.count && !stop_now; up++) {
+	for (double t0 = nt_mono_s(); up < s.count && !stop_now; up++) {
 		struct nt_err err = { 0 };
-		double due = t0 + s.ramp * (double)up / (double)s.count, now = now_mono();
+		double due = t0 + s.ramp * (double)up / (double)s.count, now = nt_mono_s();
 
 		if (due > now)
 			usleep((useconds_t)((due - now) * 1e6));
