@@ -1293,6 +1293,8 @@ static int poll_store(struct fleet_host *fh, struct fleet_host_view *v)
 		if (nt_mono_s() >= fh->store_warned)
 			say(fh, LOG_WARNING, "fleet: the store is out of reach (%s); keeping %s", err.msg, v->policy_name);
 		fh->store_warned = nt_mono_s() + 60;
+		fh->next_poll = 0;   /* read again at the next tick, not a poll period (10 min) later: a
+				      * watch's word that came while the store failed would wait that long */
 		return 0;
 	}
 	for (size_t i = 0; i < rg.n_kvs; i++) {
