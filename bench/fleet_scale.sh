@@ -257,7 +257,9 @@ rollout_killed() {
 		until grep -q "(NODETUNE_FLEET_PAUSE)" "$1.out" 2>/dev/null || ! kill -0 $pid 2>/dev/null; do sleep 0.02; done
 		kill -0 $pid 2>/dev/null || break
 		sleep 0.3
-		pkill -9 -f "fleet (rollout|resume) --endpoints $EP " || break
+		# the controller itself: its argv[0] is $NODETUNE (a bare -f pattern
+		# also took this script's own process once)
+		pkill -9 -f "^$NODETUNE fleet (rollout|resume) --endpoints $EP " || break
 		kills=$((kills + 1))
 		grep "(NODETUNE_FLEET_PAUSE)" "$1.out" | head -n 1 >>"$TMP/kills"
 		wait $pid
