@@ -350,15 +350,18 @@ mutation: all $(UNIT_BINS)
 
 # The last line names every skip (each suite's runner appends its skips,
 # "SUITE FILE.TEST: KIND: REASON", to $(BUILD)/skips.txt), so a green check
-# never hides one.  Before it: the time of each suite and the ten slowest
+# never hides one; a red one says every failed check of every suite again
+# just before its last line ($(BUILD)/failed.txt, the first 40 lines), so a
+# CI log that keeps only its end still names them.  Before it: the time of each suite and the ten slowest
 # integration scripts of both passes (the runner appends "SUITE FILE
 # SECONDS" to $(BUILD)/times.txt).  The builds run with make's
 # -j$(BUILD_JOBS); the tests as their runners run them.
 check: deps-check
 	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) all unit-bins integration-bins
 	@start=$$(date +%s); fail=""; b=$(abspath $(BUILD)); suites=""; \
-	NODETUNE_SKIP_LOG=$$b/skips.txt NODETUNE_TIME_LOG=$$b/times.txt; export NODETUNE_SKIP_LOG NODETUNE_TIME_LOG; \
-	: >"$$NODETUNE_SKIP_LOG"; : >"$$NODETUNE_TIME_LOG"; \
+	NODETUNE_SKIP_LOG=$$b/skips.txt NODETUNE_TIME_LOG=$$b/times.txt NODETUNE_FAIL_LOG=$$b/failed.txt; \
+	export NODETUNE_SKIP_LOG NODETUNE_TIME_LOG NODETUNE_FAIL_LOG; \
+	: >"$$NODETUNE_SKIP_LOG"; : >"$$NODETUNE_TIME_LOG"; : >"$$NODETUNE_FAIL_LOG"; \
 	suite() { s=$$(date +%s); n=$$1; shift; "$$@" || fail="$$fail $$n"; suites="$$suites$${suites:+, }$$n $$(( $$(date +%s) - s )) s"; }; \
 	suite fuzz-build $(MAKE) --no-print-directory -j$(BUILD_JOBS) fuzz-build; \
 	suite lint $(MAKE) --no-print-directory lint; \
@@ -371,7 +374,9 @@ check: deps-check
 	echo "make check: time per suite: $$suites"; \
 	echo "make check: the ten slowest scripts: $$(sort -k3,3nr "$$NODETUNE_TIME_LOG" | head -n 10 | \
 		awk '{ printf "%s%s %s (%s s)", (NR > 1 ? ", " : ""), $$1, $$2, $$3 }')"; \
-	if [ -n "$$fail" ]; then echo "make check: failed:$$fail (after $$took s)" >&2; exit 1; fi; \
+	if [ -n "$$fail" ]; then \
+		[ ! -s "$$NODETUNE_FAIL_LOG" ] || { echo "make check: the failed checks:"; head -n 40 "$$NODETUNE_FAIL_LOG"; }; \
+		echo "make check: failed:$$fail (after $$took s)" >&2; exit 1; fi; \
 	skipped=$$(awk 'BEGIN { ORS = "" } { print (NR > 1 ? "; " : "") $$0 }' "$$NODETUNE_SKIP_LOG"); \
 	echo "make check: all test suites passed in $$took s; skipped: $${skipped:-none}"
 

@@ -14,7 +14,8 @@
 # The closing line is "integration: N passed, N failed, N skipped", followed,
 # when something skipped, by ": FILE: KIND: REASON; ..." naming every skip.
 # With NODETUNE_SKIP_LOG set, each skip is appended there too, one a line
-# (make check names them all in its own last line).
+# (make check names them all in its own last line); with NODETUNE_FAIL_LOG
+# set, each failed check's lines (make check says them again at its end).
 # Every failed check is said again just before the closing line, with the
 # first diagnostic lines under it (each cut to 400 characters): a CI log
 # that keeps only its end still names what failed.
@@ -235,5 +236,7 @@ if [ -n "${INTEGRATION_TIMES:-}" ] && [ -s "$work/times" ]; then
 		awk '!seen[$1]++' >"$work/times.new" && cp "$work/times.new" "$INTEGRATION_TIMES"
 fi
 [ ! -s "$notok" ] || { echo "integration: the failed checks:"; cat "$notok"; }
+[ -z "${NODETUNE_FAIL_LOG:-}" ] || [ ! -s "$notok" ] ||
+	sed "s/^/${NODETUNE_SKIP_TAG:-}integration /" "$notok" >>"$NODETUNE_FAIL_LOG"
 echo "integration: $pass passed, $fail failed, $skip skipped${skips:+: $skips}"
 [ -z "$failed" ] || { echo "integration: failing:$failed" >&2; exit 1; }

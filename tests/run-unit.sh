@@ -10,7 +10,8 @@
 # (tests/unit/assert_count.c).  The closing line is
 # "unit: N passed, N failed, N skipped", followed, when something skipped,
 # by ": BINARY.TEST: KIND: REASON; ..." naming every skip.  With
-# NODETUNE_SKIP_LOG set, each skip is appended there too, one a line.
+# NODETUNE_SKIP_LOG set, each skip is appended there too, one a line;
+# with NODETUNE_FAIL_LOG set, each failed test (make check says them again).
 set -u
 pass=0 fail=0 skip=0 failed="" skips="" notok=""
 # the skips of one binary's output (stdin), "TEST: REASON" a line
@@ -61,5 +62,7 @@ $why
 EOF
 done
 [ -z "$notok" ] || printf 'unit: the failed tests:\n%s' "$notok"
+[ -z "${NODETUNE_FAIL_LOG:-}" ] || [ -z "$notok" ] ||
+	printf '%s' "$notok" | sed "s/^/${NODETUNE_SKIP_TAG:-}unit /" >>"$NODETUNE_FAIL_LOG"
 echo "unit: $pass passed, $fail failed, $skip skipped${skips:+: $skips}"
 [ "$fail" -eq 0 ] || { echo "unit: failing:$failed" >&2; exit 1; }
