@@ -20,12 +20,24 @@
 #                                and ETCD_PW (the password dir).  Returns 1,
 #                                with a failed check, when any step failed.
 #   etcd_as DIR USER ARGS...     etcdctl as USER (the test's own tool)
+#   fleetsim_have                etcd_have, the topologies of ../shared and
+#                                the simulated hosts' binary ($FLEETSIM,
+#                                default build/tests/fleetsim: not built is
+#                                a failed check); returns 1 when the test
+#                                cannot go on (the caller's t_rest)
 
 etcd_have() {
 	if [ ! -x "${ETCD:-/usr/bin/etcd}" ] || ! command -v etcdctl >/dev/null || ! command -v openssl >/dev/null; then
 		t_need etcd "etcd, etcdctl or openssl not installed (apt-get install etcd-server etcd-client openssl)"
 		return 1
 	fi
+}
+
+fleetsim_have() {
+	etcd_have || return 1
+	[ -d "$SHARED" ] || { t_need ../shared "no $SHARED topologies"; return 1; }
+	: "${FLEETSIM:=$SRCDIR/build/tests/fleetsim}"
+	[ -x "$FLEETSIM" ] || { t_not_ok "$FLEETSIM is built (make build/tests/fleetsim)"; return 1; }
 }
 
 etcd_ca() { # DIR NAME

@@ -19,14 +19,9 @@
 . "$(dirname "$0")/lib.sh"
 t_plan 5
 
+. "$(dirname "$0")/etcd_lib.sh"
 ETCD=${ETCD:-/usr/bin/etcd}
-if [ ! -x "$ETCD" ] || ! command -v etcdctl >/dev/null; then
-	t_need etcd "etcd or etcdctl not installed (apt-get install etcd-server etcd-client)"
-	t_rest
-fi
-[ -d "$SHARED" ] || { t_need ../shared "no $SHARED topologies"; t_rest; }
-: "${FLEETSIM:=$SRCDIR/build/tests/fleetsim}"
-[ -x "$FLEETSIM" ] || { t_not_ok "$FLEETSIM is built (make build/tests/fleetsim)"; t_rest; }
+fleetsim_have || t_rest
 N=${FLEET_SMOKE_HOSTS:-1000}
 TSV=$T_TMP/scale.tsv
 mkdir "$T_TMP/bench"

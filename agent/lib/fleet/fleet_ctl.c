@@ -21,6 +21,7 @@
 #include "fleet/fleet_ctl.h"
 #include "fleet/fleet_ctl_test.h"
 #include "fleet/sign.h"
+#include "base/nap.h"
 #include "base/parse.h"
 #include "nt_clock.h"
 
@@ -893,7 +894,9 @@ int fleet_ctl_create(struct fleet_ctl *c, const struct fleet_rollout_opts *o, st
  * does meanwhile (a step over thousands of hosts, or a slow store, outlived
  * the 5 s lease when the renewal waited between the controller's steps: at
  * 5,000 hosts a rollback's step of 20 transactions lost the lead).  A
- * failure is retried every half second while the lease may live; etcd
+ * failure is retried every half second while the lease may live (one
+ * client: not the hosts' jittered backoff, which spreads thousands of them
+ * and, doubling, could let the lease lapse between two tries); etcd
  * saying the lease is gone sets c->lost.  Every write of the controller
  * still compares the leader key (txn), so a lease lost between a renewal
  * and a write costs that write, never a second leader. */
@@ -901,7 +904,7 @@ static void *keeper_main(void *arg)
 {
 	struct fleet_ctl *c = arg;
 	struct etcd *e = etcd_open(c->endpoints, NULL);
-	bool stop = false;
+	double pause = FLEET_LEADER_TTL_S / 3.0;
 
 	if (e && c->has_creds && fleet_creds_apply(e, &c->creds, NULL) < 0) {
 		etcd_close(e);
@@ -909,18 +912,9 @@ static void *keeper_main(void *arg)
 	}
 	if (e)
 		etcd_set_timeout(e, 1000);
-	for (double pause = FLEET_LEADER_TTL_S / 3.0; e && !stop;) {
-		struct timespec ts = nt_deadline(CLOCK_MONOTONIC, pause);
-		int r;
+	while (e && !nap(&c->keeper_lock, &c->keeper_cond, &c->keeper_stop, pause)) {
+		int r = etcd_lease_keepalive(e, c->lease, NULL, NULL);
 
-		pthread_mutex_lock(&c->keeper_lock);
-		while (!c->keeper_stop && pthread_cond_timedwait(&c->keeper_cond, &c->keeper_lock, &ts) == 0)
-			;
-		stop = c->keeper_stop;
-		pthread_mutex_unlock(&c->keeper_lock);
-		if (stop)
-			break;
-		r = etcd_lease_keepalive(e, c->lease, NULL, NULL);
 		if (r == -ENOENT) {
 			atomic_store(&c->lost, true);
 			break;
@@ -935,15 +929,10 @@ static void *keeper_main(void *arg)
  * the lease itself between steps (leader_keepalive), as before. */
 static void keeper_start(struct fleet_ctl *c)
 {
-	pthread_condattr_t a;
-
 	atomic_store(&c->lost, false);
 	c->keeper_stop = false;
 	pthread_mutex_init(&c->keeper_lock, NULL);
-	pthread_condattr_init(&a);
-	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-	pthread_cond_init(&c->keeper_cond, &a);
-	pthread_condattr_destroy(&a);
+	nap_cond_init(&c->keeper_cond);
 	c->keeper_up = pthread_create(&c->keeper, NULL, keeper_main, c) == 0;
 	if (!c->keeper_up) {
 		pthread_cond_destroy(&c->keeper_cond);

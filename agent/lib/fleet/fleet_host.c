@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "tune/apply.h"
+#include "base/nap.h"
 #include "base/userfile.h"
 #include "fleet/etcd.h"
 #include "fleet/fleet_gate.h"
@@ -201,17 +202,9 @@ static int watch_once(struct fleet_host *fh, struct etcd *e, int64_t *rev, long 
 }
 
 /* Sleep s seconds, or until stop.  Returns whether to stop. */
-static bool nap(struct fleet_host *fh, double s)
+static bool fh_nap(struct fleet_host *fh, double s)
 {
-	struct timespec ts = nt_deadline(CLOCK_MONOTONIC, s);
-	bool stop;
-
-	pthread_mutex_lock(&fh->lock);
-	while (!fh->stop && pthread_cond_timedwait(&fh->cond, &fh->lock, &ts) == 0)
-		;
-	stop = fh->stop;
-	pthread_mutex_unlock(&fh->lock);
-	return stop;
+	return nap(&fh->lock, &fh->cond, &fh->stop, s);
 }
 
 /* A client of its own for a thread (credentials checked in fleet_host_start),
@@ -242,7 +235,7 @@ static void *lease_thread(void *arg)
 
 	if (!e)
 		return NULL;
-	for (double pause = 0; !nap(fh, pause);) {
+	for (double pause = 0; !fh_nap(fh, pause);) {
 		struct nt_err err = { 0 };
 		int r = 0;
 
@@ -275,7 +268,7 @@ static void *watch_thread(void *arg)
 	if (!e)
 		return NULL;
 	etcd_set_cancel(e, &fh->cancel);
-	for (double pause = 0; !nap(fh, pause);) {
+	for (double pause = 0; !fh_nap(fh, pause);) {
 		struct nt_err err = { 0 };
 		int r = 0;
 
@@ -1040,6 +1033,16 @@ struct admitted {
 	bool expired;         /* refused only for its expiry (the record may stand in for it) */
 };
 
+/* The store did not answer for the desired policy: nothing is done or
+ * refused, the revisions follow() had marked are put back as they were, and
+ * the store is asked again at the next tick. */
+static void ask_again(struct fleet_host *fh, int64_t done_before, int64_t shown_before)
+{
+	fh->done_desired_rev = done_before;
+	fh->st.desired_rev = shown_before;
+	fh->next_poll = 0;
+}
+
 /* Follow the desired value a->d (at revision rev).  1 when the policy
  * changed.  The document is kept as answered before anything is done: a
  * daemon killed in the middle never starts its gate again. */
@@ -1062,11 +1065,8 @@ static int follow(struct fleet_host *fh, struct fleet_host_view *v, const struct
 	fh->st.desired_rev = rev;
 	fh->done_desired_rev = rev;
 	if (step == FLEET_HOST_GATE) {
-		if (!do_gate(fh, v, d)) {
-			fh->done_desired_rev = done_before;
-			fh->st.desired_rev = shown_before;
-			fh->next_poll = 0;
-		}
+		if (!do_gate(fh, v, d))
+			ask_again(fh, done_before, shown_before);
 		return 0;
 	}
 	if (step == FLEET_HOST_RUNS_IT) {
@@ -1081,9 +1081,7 @@ static int follow(struct fleet_host *fh, struct fleet_host_view *v, const struct
 		/* the store did not answer: not the policy's fault (refusing it
 		 * would roll the whole rollout back); asked again at the next tick */
 		say(fh, LOG_WARNING, "fleet: cannot read the desired policy (%s); asking again", err.msg);
-		fh->done_desired_rev = done_before;
-		fh->st.desired_rev = shown_before;
-		fh->next_poll = 0;
+		ask_again(fh, done_before, shown_before);
 	} else if (r < 0) {
 		refuse(fh, rev, d->mode == FLEET_MODE_LOCAL ? "the local policy" : "the desired policy", err.msg);
 	} else if (!strcmp(c.sha, v->sha256)) {
@@ -1426,17 +1424,6 @@ int fleet_host_reload_keys(struct fleet_host *fh, struct nt_err *err)
 	return 0;
 }
 
-/* A condition variable timed on the monotonic clock (nap). */
-static void cond_init(pthread_cond_t *c)
-{
-	pthread_condattr_t a;
-
-	pthread_condattr_init(&a);
-	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-	pthread_cond_init(c, &a);
-	pthread_condattr_destroy(&a);
-}
-
 struct fleet_host *fleet_host_start(const struct fleet_host_config *cfg, const struct topo *t, struct nt_err *err)
 {
 	struct fleet_host *fh;
@@ -1463,7 +1450,7 @@ struct fleet_host *fleet_host_start(const struct fleet_host_config *cfg, const s
 	snprintf(fh->host, sizeof(fh->host), "%s", cfg->host);
 	fh->ttl_s = fmin(60, fmax(3, ceil(5 * cfg->interval_s)));
 	pthread_mutex_init(&fh->lock, NULL);
-	cond_init(&fh->cond);
+	nap_cond_init(&fh->cond);
 	atomic_init(&fh->cancel, false);
 	if (fleet_class_of(t, &fh->cls) < 0) {
 		err_set(err, -EINVAL, "the topology has no NUMA node: no hardware class");
