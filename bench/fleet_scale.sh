@@ -14,7 +14,12 @@
 #
 # The rollout (waves $WAVES) puts [thp] defrag = madvise on every host,
 # with a trivial gate on the first wave ($GATE_CMD, /bin/sleep 0.1, an A/A
-# run as nobody; GATE_CMD= runs none).  Then, unless ROLLBACK=0, a second
+# run as nobody; GATE_CMD= runs none; GATE_CMD=steady: a job that reports
+# 20 steps of 0.05 s each through its step report fd, the same figure
+# in every trial, so the A/A's verdict is no-difference whatever the load:
+# make check's smoke run, test_fleet_scale.sh, where the 1,000 hosts and
+# the three canaries' A/Bs share 2 vCPUs and sleep 0.1's wall time read
+# as a regression of 0.84 in 3 runs of 3 on 2026-12-07).  Then, unless ROLLBACK=0, a second
 # rollout (defrag = never) that one host ($REFUSER, h2 by default: the
 # canary of its class) refuses by its site limits (limits.conf: defrag =
 # madvise): the time from the refusal to the wave restored is measured.
@@ -140,7 +145,13 @@ mkdir -m 700 "$TMP/sk" && mkdir -m 755 "$TMP/keys.d"
 "$NODETUNE" fleet keygen --out "$TMP/sk" --name ctl >/dev/null && cp "$TMP/sk/ctl.pub" "$TMP/keys.d/"
 # the gate the rollout names: a command and its arguments, no shell
 mkdir -p "$TMP/gates.d" && chmod 755 "$TMP/gates.d"
-if [ -n "$GATE_CMD" ]; then
+if [ "$GATE_CMD" = steady ]; then
+	# shellcheck disable=SC2016
+	printf '%s\n' 'command = /bin/sh' 'arg = -c' \
+		'arg = i=0; while [ $i -lt 20 ]; do i=$((i + 1)); echo "{\"step\": $i, \"t\": 0.05, \"samples\": 1}" >&$NODETUNE_STEP_FD; done' \
+		'user = nobody' >"$TMP/gates.d/scale.conf"
+	chmod 644 "$TMP/gates.d/scale.conf"
+elif [ -n "$GATE_CMD" ]; then
 	set -f
 	# shellcheck disable=SC2086
 	set -- $GATE_CMD

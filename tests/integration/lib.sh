@@ -267,6 +267,42 @@ podman_base_image() {
 	return 1
 }
 
+# deb_of_tree: DEBS, a directory holding this tree's packages
+# (nodetune_V_ARCH.deb, nodetune-slurm_V_ARCH.deb, their .changes and
+# .buildinfo), made by `make deb` once per tree and shared by the scripts
+# that install them (test_deb.sh, test_systemd.sh: one build of 50 s, not
+# one each): $SRCDIR/build/test-deb/KEY, KEY the hash of what make deb
+# packs (the tree but build/ and .git: each file's path, mode and content,
+# tar's, mtimes left out).  Built under an flock, so two scripts never build
+# it at once; another KEY's directory is removed.  DEB_TOOK: the seconds
+# make deb took here, "" when the packages were there.  Returns make deb's
+# status (its output in $OUT and $ERR, as run leaves them).
+deb_of_tree() {
+	c=${NODETUNE_DEB_CACHE:-$SRCDIR/build/test-deb}
+	DEB_TOOK="" DEBS=""
+	mkdir -p "$c" || return 1
+	k=$(tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -cf - --exclude=./build --exclude=./.git . |
+		sha256sum | cut -c1-16) || return 1
+	exec 9>"$c/lock"
+	flock -w 900 9 || { exec 9>&-; echo "deb_of_tree: $c/lock held for 15 minutes" >"$ERR"; return 1; }
+	if [ ! -f "$c/$k/done" ]; then
+		find "$c" -mindepth 1 -maxdepth 1 -type d -exec rm -rf {} +
+		s=$(date +%s)
+		# make deb, run from a test, must not see the SAN= or BUILD= of the
+		# make that runs the test
+		run env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS make --no-print-directory -s deb BUILD="$c/$k.b" INSTALL_DEPS=true
+		if [ "$RC" -ne 0 ]; then
+			rm -rf "$c/$k.b"
+			exec 9>&-
+			return "$RC"
+		fi
+		mv "$c/$k.b/deb" "$c/$k" && rm -rf "$c/$k.b" && : >"$c/$k/done"
+		DEB_TOOK=$(($(date +%s) - s))
+	fi
+	exec 9>&-
+	DEBS=$c/$k
+}
+
 # tree_hash DIR: one hash of every file's path, mode and content
 tree_hash() {
 	(cd "$1" && find . -type f -print0 | sort -z | xargs -0 sha256sum; find . -printf '%p %m\n' | sort) | sha256sum | cut -d' ' -f1

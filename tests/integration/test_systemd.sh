@@ -38,7 +38,6 @@ done
 printf '[containers]\ndefault_ulimits = []\n' >"$T_TMP/containers.conf"
 CONTAINERS_CONF=$T_TMP/containers.conf
 export CONTAINERS_CONF
-unset MAKEFLAGS MAKELEVEL MFLAGS
 NAME=nodetune-unit-$$
 IMG=localhost/nodetune-unit:$$
 THP=/sys/kernel/mm/transparent_hugepage
@@ -63,9 +62,11 @@ restore_knobs() {
 t_defer restore_knobs
 
 # ---- the package and the image ------------------------------------------------
-run make --no-print-directory -s deb BUILD="$T_TMP/b" INSTALL_DEPS=true
-DEB=$(ls "$T_TMP"/b/deb/nodetune_*.deb 2>/dev/null | head -n 1)
-[ "$RC" -eq 0 ] && [ -f "$DEB" ] || { t_not_ok "make deb: exit $RC"; tail -8 "$ERR" | sed 's/^/#   /'; t_done; }
+# (lib.sh's deb_of_tree: made once per tree, shared with test_deb.sh)
+deb_of_tree
+rc=$?
+DEB=$(ls "$DEBS"/nodetune_*.deb 2>/dev/null | head -n 1)
+[ "$rc" -eq 0 ] && [ -f "$DEB" ] || { t_not_ok "make deb: exit $rc"; tail -8 "$ERR" | sed 's/^/#   /'; t_done; }
 mkdir "$T_TMP/ctx" && cp "$DEB" "$T_TMP/ctx/"
 base=$(podman_base_image) || { HOST_CAP_CONTAINER="no: $base"; t_skip_host container "$base"; t_rest; }
 t_defer "podman rmi -f $IMG >/dev/null 2>&1"
