@@ -146,6 +146,30 @@ static void test_blocks_needed(void **state)
 	assert_true(stats_blocks_needed(0.04, 0.05, 0.02, 0.2) > n3);
 }
 
+/* The scan for the blocks needed starts at the normal's bound, (z sd /
+ * w)^2, not at 2: the same first n as a scan from 2 (done here, the
+ * reference), over noises, levels and trims; and a noise no budget can
+ * judge is INT_MAX at once. */
+static void test_blocks_needed_from_bound(void **state)
+{
+	static const double sds[] = { 0.003, 0.01, 0.03, 0.08, 0.2 }, alphas[] = { 0.05, 0.01, 0.001 },
+			    trims[] = { 0, 0.1, 0.25 };
+	const double threshold = 0.02, w = log1p(threshold) * 2 / 3;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(sds) / sizeof(sds[0]); i++)
+		for (size_t j = 0; j < sizeof(alphas) / sizeof(alphas[0]); j++)
+			for (size_t k = 0; k < sizeof(trims) / sizeof(trims[0]); k++) {
+				int want = 2;
+
+				while (stats_t_quantile(alphas[j], want - 2 * stats_trim_g(want, trims[k]) - 1) * sds[i] /
+					       sqrt((double)want) > w)
+					want++;
+				assert_int_equal(stats_blocks_needed(sds[i], alphas[j], threshold, trims[k]), want);
+			}
+	assert_int_equal(stats_blocks_needed(5.0, 0.05, 0.01, 0.1), 2147483647);
+}
+
 /* Yuen's trimmed t on ten pairs, one of them a trial at half speed
  * (+0.6): 20% trimmed, two pairs cut from each end.  The trimmed mean of
  * the six left is 0.0025 and the winsorized standard error 0.0059512
@@ -227,6 +251,7 @@ int main(void)
 		cmocka_unit_test(test_student_t),
 		cmocka_unit_test(test_block_ratio),
 		cmocka_unit_test(test_blocks_needed),
+		cmocka_unit_test(test_blocks_needed_from_bound),
 	};
 
 	return cmocka_run_group_tests_name("stats", tests, NULL, NULL);
