@@ -352,9 +352,9 @@ mutation: all $(UNIT_BINS)
 # "SUITE FILE.TEST: KIND: REASON", to $(BUILD)/skips.txt), so a green check
 # never hides one; a red one says every failed check of every suite again
 # just before its last line ($(BUILD)/failed.txt, the first 40 lines), so a
-# CI log that keeps only its end still names them.  Before it: the time of each suite and the ten slowest
-# integration scripts of both passes (the runner appends "SUITE FILE
-# SECONDS" to $(BUILD)/times.txt).  The builds run with make's
+# CI log that keeps only its end still names them.  Before it: the time of
+# each suite and the ten slowest integration scripts of both passes (the
+# runner appends "SUITE FILE SECONDS" to $(BUILD)/times.txt).  The builds run with make's
 # -j$(BUILD_JOBS); the tests as their runners run them.
 check: deps-check
 	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) all unit-bins integration-bins

@@ -19,8 +19,8 @@
 # in every trial, so the A/A's verdict is no-difference whatever the load:
 # make check's smoke run, test_fleet_scale.sh, where the 1,000 hosts and
 # the three canaries' A/Bs share 2 vCPUs and sleep 0.1's wall time read
-# as a regression of 0.84 in 3 runs of 3 on 2026-12-07).  Then, unless ROLLBACK=0, a second
-# rollout (defrag = never) that one host ($REFUSER, h2 by default: the
+# as a regression of 0.84 in 3 runs of 3 on 2026-12-07).  Then, unless
+# ROLLBACK=0, a second rollout (defrag = never) that one host ($REFUSER, h2 by default: the
 # canary of its class) refuses by its site limits (limits.conf: defrag =
 # madvise): the time from the refusal to the wave restored is measured.
 #

@@ -284,7 +284,12 @@ deb_of_tree() {
 	k=$(tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -cf - --exclude=./build --exclude=./.git . |
 		sha256sum | cut -c1-16) || return 1
 	exec 9>"$c/lock"
-	flock -w 900 9 || { exec 9>&-; echo "deb_of_tree: $c/lock held for 15 minutes" >"$ERR"; return 1; }
+	if ! flock -w 900 9; then
+		exec 9>&-
+		ERR=$T_TMP/err
+		echo "deb_of_tree: $c/lock held for 15 minutes" >"$ERR"
+		return 1
+	fi
 	if [ ! -f "$c/$k/done" ]; then
 		find "$c" -mindepth 1 -maxdepth 1 -type d -exec rm -rf {} +
 		s=$(date +%s)

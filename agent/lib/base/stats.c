@@ -294,7 +294,7 @@ static int stats_blocks_for_width(double sd, double alpha, double w, double trim
 	 * 100,000 t quantiles for a noise no budget could judge, at each look:
 	 * 30 of the 41 s of test_ab's A/As through ab_run. */
 	n0 = isfinite(z) ? floor(z * sd / w * (z * sd / w)) - 1 : 2;
-	for (int n = n0 > 2 ? (n0 < 100000 ? (int)n0 : 100000) : 2; n < 100000; n++)
+	for (int n = (int)fmin(fmax(n0, 2), 100000); n < 100000; n++)
 		if (stats_t_quantile(alpha, n - 2 * stats_trim_g(n, trim) - 1) * sd / sqrt((double)n) <= w)
 			return n;
 	return INT_MAX;
