@@ -237,15 +237,17 @@ $(NODETUNE): $(CLI_OBJS) $(LIB)
 	$(CC) $(LDFLAGS) $(LDSAN) -o $@ $^ $(LIBS)
 
 # each unit test counts its assertions (tests/unit/assert_count.c): one
-# that returns having made none fails
+# that returns having made none fails; and its heap's bytes, exactly
+# (tests/unit/heap_count.c), for its leak checks
 UNIT_WRAP = $(patsubst %,-Wl$(comma)--wrap=%,_cmocka_run_group_tests _assert_true _assert_return_code \
 	_assert_int_equal _assert_int_not_equal _assert_float_equal _assert_float_not_equal _assert_string_equal \
 	_assert_string_not_equal _assert_memory_equal _assert_memory_not_equal _assert_in_range _assert_not_in_range \
 	_assert_in_set _assert_not_in_set)
 comma := ,
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/assert_count.c $(LIB) $(HLIB) | deps
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/assert_count.c tests/unit/heap_count.c $(LIB) $(HLIB) | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(H_CFLAGS) -Iharness -Itests/unit -o $@ $< $(UNIT_EXTRA) tests/unit/assert_count.c $(LIB) $(HLIB) \
+	$(CC) $(H_CFLAGS) -Iharness -Itests/unit -o $@ $< $(UNIT_EXTRA) tests/unit/assert_count.c tests/unit/heap_count.c \
+		$(LIB) $(HLIB) \
 		$(LDSAN) $(UNIT_LIBS) $(H_LIBS) $(UNIT_WRAP)
 
 # a unit test of code outside the library: its sources (UNIT_EXTRA)
