@@ -26,7 +26,12 @@
 
 size_t test_heap_live(void); /* test_util.h */
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HEAP_COUNT_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(HEAP_COUNT_ASAN)
 
 size_t test_heap_live(void)
 {
