@@ -380,6 +380,16 @@ static const struct {
 	{ "permission denied", -EACCES },
 };
 
+/* The errno a message says more precisely than its code (message_errno),
+ * else dflt. */
+static int errno_of_message(const char *msg, int dflt)
+{
+	for (size_t i = 0; i < sizeof(message_errno) / sizeof(message_errno[0]); i++)
+		if (strstr(msg, message_errno[i].text))
+			dflt = message_errno[i].errno_code;
+	return dflt;
+}
+
 /* An error object's code and message as a negative errno in err. */
 static int error_from(json_t *obj, const char *code_name, struct nt_err *err)
 {
@@ -393,9 +403,7 @@ static int error_from(json_t *obj, const char *code_name, struct nt_err *err)
 	for (size_t i = 0; i < sizeof(grpc_errno) / sizeof(grpc_errno[0]); i++)
 		if (grpc_errno[i].grpc_code == json_integer_value(code))
 			rc = grpc_errno[i].errno_code;
-	for (size_t i = 0; i < sizeof(message_errno) / sizeof(message_errno[0]); i++)
-		if (strstr(json_string_value(msg), message_errno[i].text))
-			rc = message_errno[i].errno_code;
+	rc = errno_of_message(json_string_value(msg), rc);
 	printable(json_string_value(msg), json_string_length(msg), shown, sizeof(shown));
 	return err_set(err, rc, "etcd: %s (gRPC code %" JSON_INTEGER_FORMAT ")", shown,
 		       json_integer_value(code));
@@ -493,7 +501,11 @@ static int parse_events(json_t *result, struct etcd_events *ev, struct nt_err *e
 	return 0;
 }
 
-/* A watch result that was canceled: compacted (-ESTALE) or otherwise. */
+/* A watch result that was canceled: compacted (-ESTALE), the token
+ * refused (-EKEYEXPIRED: expired, or older than the users and roles; the
+ * caller logs in again), not permitted (-EACCES), or otherwise
+ * (-ECANCELED).  etcd says the first two only in cancel_reason, with
+ * status 200. */
 static int watch_canceled(json_t *result, struct nt_err *err)
 {
 	json_t *reason = json_object_get(result, "cancel_reason");
@@ -508,7 +520,7 @@ static int watch_canceled(json_t *result, struct nt_err *err)
 	if (json_is_string(reason))
 		printable(json_string_value(reason), json_string_length(reason), shown,
 			  sizeof(shown));
-	return err_set(err, -ECANCELED, "watch: canceled by the server: %s", shown);
+	return err_set(err, errno_of_message(shown, -ECANCELED), "watch: canceled by the server: %s", shown);
 }
 
 int etcd_parse_watch_message(const char *buf, size_t len, struct etcd_events *ret,
