@@ -44,6 +44,11 @@
 #             that nothing happens meanwhile, a point inside a pause) says
 #             so and gives its margin in the comment right above it, one of
 #             whose lines starts `# window:`.
+#   cgroup    `"$NODETUNE" ab` or `bisect` (their trial groups, nodetune-ab,
+#             are made in the live cgroup tree) in a script whose `# host:`
+#             line does not name cgroup (tests/run-integration.sh): beside
+#             a script that holds it, they read as that script's
+#             leftovers.  A script with no `# host:` line runs alone.
 #
 # The scanner knows shell quoting well enough for these tests: single and
 # double quotes, $( ) and $(( )) nested, backslash continuations, comments,
@@ -184,10 +189,16 @@ function findings(   win, i, j, t, fw, p, m, used, nxt, lnk, x, a, fn, l2) {
 			report(CL[i], "sleep", "a fixed `" bare(t) "`" (CA[i] == "&" ? " in the background, then waited for," : "") " outside a wait loop: wait for the event (wait_until), or give the window and its margin in a `# window:` comment right above")
 		if (t ~ /^done([ \t\n);|&]|$)/ && depth > 0) depth--
 	}
+	hl = ""
+	for (ln = 1; ln <= n && hl == ""; ln++) if (lines[ln] ~ /^# host:/) hl = lines[ln]
 	for (ln = 1; ln <= n; ln++) {
 		x = lines[ln]; if (x ~ /^[ \t]*#/) continue
 		if (ge0(x))
 			report(ln, "ge0", "`-ge 0` / `-gt -1` / `>= 0`: true of every count")
+		if (!cgsaid && hl != "" && hl !~ /[ \t]cgroup([ \t]|$)/ && x ~ /\$\{?NODETUNE\}?"?[ \t]+(ab|bisect)([ \t]|$)/) {
+			report(ln, "cgroup", "`nodetune " (x ~ /bisect/ ? "bisect" : "ab") "` makes its trial groups (nodetune-ab) in the live cgroup tree, and the `" hl "` line does not name cgroup: a script holding it beside this one finds them as its own leftovers")
+			cgsaid = 1
+		}
 	}
 	for (i = 1; i <= nc; i++) {
 		t = bare(C[i]); fw = firstword(t)

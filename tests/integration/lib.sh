@@ -334,7 +334,9 @@ t_done() {
 	*" cgroup "* | " all ") cg_left=$(t_cgroups | grep -vxF "$T_CG0" | sort -r) ;;
 	esac
 	if [ -n "$cg_left" ]; then
-		t_not_ok "the test left cgroups (now removed): $(echo $cg_left)"
+		# each with the groups it still holds (an ab's PID-NAME: whose)
+		t_not_ok "the test left cgroups (now removed): $(for d in $cg_left; do
+			printf '%s%s ' "$d" "$(find "$d" -mindepth 1 -maxdepth 1 -type d -printf ' %f' | sed 's/^ / (holding: /; s/.$/&)/')"; done)"
 		for d in $cg_left; do rmdir "$d" 2>/dev/null; done
 	fi
 	# a script with no check at all has shown nothing

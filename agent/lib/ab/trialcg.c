@@ -489,7 +489,7 @@ int trialcg_destroy(struct trialcg *cg)
 
 /* Kill what the groups below MNT/nodetune-ab of nodetune processes that are
  * gone hold (killed -9 before they could clean up: their jobs' descendants
- * outlive them) and remove the groups, then nodetune-ab when that left it
+ * outlive them) and remove the groups, then nodetune-ab when it is
  * empty.  The number of groups removed. */
 static int sweep_stale(const struct fsroot *root, const char *mnt, bool v2)
 {
@@ -516,8 +516,10 @@ static int sweep_stale(const struct fsroot *root, const char *mnt, bool v2)
 		}
 	}
 	fsroot_names_free(names);
-	if (removed)
-		(void)rmdir_rel(root, parent);   /* when empty: another nodetune may use it */
+	/* when empty, also when nothing was removed here: an ab killed
+	 * between its leaf's rmdir and the parent's left it so; one making
+	 * its leaf meanwhile retries on ENOENT (make_group) */
+	(void)rmdir_rel(root, parent);
 	return removed;
 }
 

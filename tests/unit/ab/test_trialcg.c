@@ -484,6 +484,33 @@ static void test_unusable_cgroupfs(void **state)
 	test_rmrf(dir);
 }
 
+/* An ab killed -9 after its leaf's rmdir, before its parent's, leaves an
+ * empty nodetune-ab: the sweep removes it though it removed no group (it
+ * once did only after removing one, and the empty parent stayed until the
+ * next stale group; test_fleet_hold's clean-up found it).  A parent that
+ * still holds a live pid's group is kept. */
+static void test_sweep_removes_an_empty_parent(void **state)
+{
+	char dir[64], leaf[200];
+	struct fsroot *root;
+	struct nt_err err = { 0 };
+
+	(void)state;
+	root = tree(dir, sizeof(dir), "cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n"
+				      "cgroup /sys/fs/cgroup/memory cgroup rw,memory 0 0\n");
+	assert_int_equal(test_write(dir, "sys/fs/cgroup/cgroup.controllers", "cpu memory\n"), 0);
+	assert_int_equal(test_write(dir, "sys/fs/cgroup/" TRIALCG_PARENT "/x", ""), 0);
+	snprintf(leaf, sizeof(leaf), "%s/sys/fs/cgroup/" TRIALCG_PARENT "/x", dir);
+	assert_int_equal(unlink(leaf), 0);                   /* nodetune-ab, empty */
+	assert_int_equal(test_write(dir, "proc/77/stat", "77 (nodetune) S\n"), 0);
+	assert_int_equal(test_write(dir, "sys/fs/cgroup/memory/" TRIALCG_PARENT "/77-busy/cgroup.procs", ""), 0);
+	assert_int_equal(trialcg_sweep(root, &err), 0);
+	assert_false(fsroot_exists(root, "sys/fs/cgroup/" TRIALCG_PARENT));
+	assert_true(fsroot_exists(root, "sys/fs/cgroup/memory/" TRIALCG_PARENT "/77-busy"));   /* pid 77 lives */
+	fsroot_free(root);
+	test_rmrf(dir);
+}
+
 /* A hybrid host's files for pid 42, which sits in "job" everywhere. */
 static const struct { const char *rel, *content; } hybrid[] = {
 	{ "proc/self/mounts", "cgroup /sys/fs/cgroup/cpu,cpuacct cgroup rw,cpu,cpuacct 0 0\n"
@@ -574,6 +601,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_read_pid_moved_elsewhere, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_sweep_kills_what_a_dead_ab_left, live_setup, live_teardown),
 		cmocka_unit_test(test_unusable_cgroupfs),
+		cmocka_unit_test(test_sweep_removes_an_empty_parent),
 		cmocka_unit_test(test_read_pid_constructed_hybrid),
 		cmocka_unit_test(test_describe_not_countable),
 	};
