@@ -499,9 +499,8 @@ static void test_sweep_removes_an_empty_parent(void **state)
 	root = tree(dir, sizeof(dir), "cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n"
 				      "cgroup /sys/fs/cgroup/memory cgroup rw,memory 0 0\n");
 	assert_int_equal(test_write(dir, "sys/fs/cgroup/cgroup.controllers", "cpu memory\n"), 0);
-	assert_int_equal(test_write(dir, "sys/fs/cgroup/" TRIALCG_PARENT "/x", ""), 0);
 	snprintf(leaf, sizeof(leaf), "%s/sys/fs/cgroup/" TRIALCG_PARENT "/x", dir);
-	assert_int_equal(unlink(leaf), 0);                   /* nodetune-ab, empty */
+	test_mkdirs(leaf);                                   /* nodetune-ab, empty */
 	assert_int_equal(test_write(dir, "proc/77/stat", "77 (nodetune) S\n"), 0);
 	assert_int_equal(test_write(dir, "sys/fs/cgroup/memory/" TRIALCG_PARENT "/77-busy/cgroup.procs", ""), 0);
 	assert_int_equal(trialcg_sweep(root, &err), 0);
