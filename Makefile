@@ -280,7 +280,7 @@ $(BUILD)/tests/tlbstorm: tests/tools/tlbstorm.c $(LIB) | deps
 # against the option tables, and the integration tests' shell patterns that
 # make a check unable to fail (scripts/lint-tests.sh), each shown to fail on
 # planted faults
-lint: $(NODETUNE) $(MAN_PAGES) $(COMPLETION)
+lint: $(NODETUNE) $(HARNESS) $(MAN_PAGES) $(COMPLETION)
 	@fail=0; for t in tests/lint/test_*.sh; do \
 		BUILD=$(abspath $(BUILD)) NODETUNE=$(abspath $(NODETUNE)) $$t || fail=1; done; exit $$fail
 
