@@ -150,8 +150,9 @@ static bool gate_passes(const struct fleet_rollout *r, const char *verdict)
 	       (r->allow_inconclusive && !strcmp(verdict, "inconclusive"));
 }
 
-/* The gating wave: collect verdicts; a regression rolls back; all passed
- * sends the wave for good. */
+/* The gating wave: collect verdicts; a regression, a gate that could not
+ * run, or a canary lost (its lease expired) without a verdict by the
+ * timeout rolls back; all passed sends the wave for good. */
 static void step_gating(struct stepper *st)
 {
 	struct fleet_wave *w = &st->next->waves[st->next->wave];
@@ -182,6 +183,11 @@ static void step_gating(struct stepper *st)
 					 o->status.error);
 		} else if (!timed_out(st) || !expire_host(st, h, o, &stuck)) {
 			waiting = true;
+		} else if (!*why) {
+			/* lost: a canary is not skipped as a wave's host is; a
+			 * policy that takes its canary down must not pass */
+			snprintf(why, sizeof(why), "canary %s (%s) lost its lease and gave no verdict within %gs", h->host,
+				 h->label, st->r->wave_timeout);
 		}
 	}
 	if (*why)

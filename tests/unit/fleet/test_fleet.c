@@ -473,6 +473,25 @@ static void test_step_bounds(void **state)
 	assert_int_equal(r.waves[0].hosts[1].state, FLEET_R_SENT);
 	scene_free(&wd, &r);
 
+	/* a canary that gave no verdict and lost its lease by the timeout
+	 * fails the gate: a policy that kills its canary must not pass
+	 * (the other canary passed) */
+	plan(&r, 2, 1, "100%");
+	snprintf(r.gate, sizeof(r.gate), "job");
+	world_init(&wd, &r);
+	step(&r, &wd, 1, false);
+	snprintf(r.waves[0].hosts[1].label, sizeof(r.waves[0].hosts[1].label), "2s-8gpu");
+	answer(&wd, 0, 0, FLEET_H_GATED, "no-difference");
+	wd.obs[0][1].alive = false;
+	assert_int_equal(step(&r, &wd, 2, false), 1);
+	assert_int_equal(r.waves[0].hosts[0].state, FLEET_R_GATE_PASSED);
+	assert_int_equal(r.state, FLEET_RUNNING);                           /* h001 waited for */
+	assert_int_equal(step(&r, &wd, 12, false), 1);
+	assert_int_equal(r.state, FLEET_ROLLING_BACK);
+	assert_string_equal(r.reason, "canary h001 (2s-8gpu) lost its lease and gave no verdict within 10s");
+	assert_int_equal(r.waves[0].state, FLEET_W_FAILED);
+	scene_free(&wd, &r);
+
 	/* a rollback h001 (alive) does not finish within the timeout */
 	plan(&r, 2, 1, "100%");
 	world_init(&wd, &r);
