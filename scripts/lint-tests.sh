@@ -44,9 +44,9 @@
 #             that nothing happens meanwhile, a point inside a pause) says
 #             so and gives its margin in the comment right above it, one of
 #             whose lines starts `# window:`.
-#   cgroup    `"$NODETUNE" ab` or `bisect` (their trial groups, nodetune-ab,
+#   abcg      `"$NODETUNE" ab` or `bisect` (their trial groups, nodetune-ab,
 #             are made in the live cgroup tree) in a script whose `# host:`
-#             line does not name cgroup (tests/run-integration.sh): beside
+#             line does not name abcg (tests/run-integration.sh): beside
 #             a script that holds it, they read as that script's
 #             leftovers.  A script with no `# host:` line runs alone.
 #
@@ -195,8 +195,8 @@ function findings(   win, i, j, t, fw, p, m, used, nxt, lnk, x, a, fn, l2) {
 		x = lines[ln]; if (x ~ /^[ \t]*#/) continue
 		if (ge0(x))
 			report(ln, "ge0", "`-ge 0` / `-gt -1` / `>= 0`: true of every count")
-		if (!cgsaid && hl != "" && hl !~ /[ \t]cgroup([ \t]|$)/ && x ~ /\$\{?NODETUNE\}?"?[ \t]+(ab|bisect)([ \t]|$)/) {
-			report(ln, "cgroup", "`nodetune " (x ~ /bisect/ ? "bisect" : "ab") "` makes its trial groups (nodetune-ab) in the live cgroup tree, and the `" hl "` line does not name cgroup: a script holding it beside this one finds them as its own leftovers")
+		if (!cgsaid && hl != "" && hl !~ /[ \t]abcg([ \t]|$)/ && x ~ /\$\{?NODETUNE\}?"?[ \t]+(ab|bisect)([ \t]|$)/) {
+			report(ln, "abcg", "`nodetune " (x ~ /bisect/ ? "bisect" : "ab") "` makes its trial groups (nodetune-ab) in the live cgroup tree, and the `" hl "` line does not name abcg: a script holding it beside this one finds them as its own leftovers")
 			cgsaid = 1
 		}
 	}

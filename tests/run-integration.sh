@@ -36,8 +36,12 @@
 #   sysctl    the live /proc/sys, written or read and compared
 #   knobs     the other live knobs a policy writes: cpufreq governors,
 #             IRQ affinity
-#   cgroup    makes nodetune* cgroups (a policy's job cgroup, ab's trial
-#             groups), memory cgroups, or changes the root's controllers
+#   cgroup    makes nodetune* cgroups other than ab's (a policy's job
+#             cgroup), memory cgroups, or changes the root's controllers
+#   abcg      runs `nodetune ab` or `bisect`, or a fleet gate (an ab): their
+#             trial groups, nodetune-ab/PID-NAME, are made in the live
+#             cgroup tree.  Apart from cgroup, so that a gate's scripts run
+#             beside the Slurm, package and container ones
 #   state     nodetune's host paths: /run/nodetune, /var/lib/nodetune,
 #             /etc/nodetune, the installed policies
 #   slurm     a Slurm of its own (slurmd's fixed cgroup paths)
@@ -60,13 +64,14 @@
 # script (make check prints the ten slowest of both passes).
 #
 # lib.sh's t_done fails a script that leaves nodetune* cgroups when it held
-# "cgroup" (NODETUNE_TEST_EXCLUSIVE: the names it holds alone, "all" when it
-# ran alone): no other script made any beside it.  For the other scripts,
+# "cgroup" (those but nodetune-ab) or "abcg" (nodetune-ab)
+# (NODETUNE_TEST_EXCLUSIVE: the names it holds alone, "all" when it ran
+# alone): no other script made any such beside it.  For the other scripts,
 # the runner compares the cgroups at the start and at the end of the run.
 set -u
 jobs=${INTEGRATION_JOBS:-2}
 locks=${NODETUNE_LOCK_DIR:-/tmp/nodetune-test-locks}
-known="cpu build thp sysctl knobs cgroup state slurm dpkg ca port9477"
+known="cpu build thp sysctl knobs cgroup abcg state slurm dpkg ca port9477"
 pass=0 fail=0 skip=0 failed="" skips=""
 work=$(mktemp -d)
 notok=$work/notok
@@ -220,10 +225,10 @@ while [ -n "$(printf '%s' "$queue" | tr -d ' ')" ] || [ "$running" -gt 0 ]; do
 done
 wall=$(( $(date +%s) - t0 ))
 
-# nodetune* cgroups left by a script that did not hold "cgroup"
+# nodetune* cgroups left by a script that did not hold "cgroup" or "abcg"
 left=$(cgroups | grep -vxF "$cg0" | sort -r)
 if [ -n "$left" ]; then
-	echo "integration: cgroups left by a script without 'cgroup' on its host line (now removed): $(echo "$left" | tr '\n' ' ')" >>"$notok"
+	echo "integration: cgroups left by a script that did not hold their lock ('abcg' for nodetune-ab, else 'cgroup') (now removed): $(echo "$left" | tr '\n' ' ')" >>"$notok"
 	for d in $left; do rmdir "$d" 2>/dev/null; done
 	fail=$((fail + 1)) failed="$failed (cgroups)"
 fi

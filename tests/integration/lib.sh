@@ -326,13 +326,15 @@ t_done() {
 		t_not_ok "the test left processes running (now killed): $(cat "$T_TMP/.reaped")"
 	fi
 	# new nodetune* cgroups are this test's own when no other test made
-	# any beside it: it holds "cgroup" or runs alone (run-integration.sh's
-	# NODETUNE_TEST_EXCLUSIVE; unset: run by itself); the runner checks
-	# the other tests' at the end of its run
-	cg_left=
-	case " ${NODETUNE_TEST_EXCLUSIVE-all} " in
-	*" cgroup "* | " all ") cg_left=$(t_cgroups | grep -vxF "$T_CG0" | sort -r) ;;
-	esac
+	# any such beside it: ab's trial groups (nodetune-ab) when it holds
+	# "abcg", the others when it holds "cgroup", all when it runs alone
+	# (run-integration.sh's NODETUNE_TEST_EXCLUSIVE; unset: run by
+	# itself); the runner checks the other tests' at the end of its run
+	cg_left=$(t_cgroups | grep -vxF "$T_CG0" | sort -r)
+	case " ${NODETUNE_TEST_EXCLUSIVE-all} " in *" all "* | *" cgroup "*) ;;
+	*) cg_left=$(printf '%s\n' "$cg_left" | grep '/nodetune-ab$') ;; esac
+	case " ${NODETUNE_TEST_EXCLUSIVE-all} " in *" all "* | *" abcg "*) ;;
+	*) cg_left=$(printf '%s\n' "$cg_left" | grep -v '/nodetune-ab$') ;; esac
 	if [ -n "$cg_left" ]; then
 		# each with the groups it still holds (an ab's PID-NAME: whose)
 		t_not_ok "the test left cgroups (now removed): $(for d in $cg_left; do

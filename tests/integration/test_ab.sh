@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# host: cpu thp sysctl knobs cgroup state
+# host: cpu thp sysctl knobs cgroup abcg state
 # nodetune ab end to end on the harness: a calibrated 10% slowdown is a
 # regression (exit 1), 20% the other way an improvement; A against itself raises no alarm; a failing arm is an
 # error (exit 3) with its stderr; bad specs exit 2; policies are applied and

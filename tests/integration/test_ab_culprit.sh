@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# host: cpu cgroup
+# host: cpu cgroup abcg
 # nodetune ab on causes made with ordinary tools (taskset, chrt, a cgroup
 # quota, a busy process), not the harness's --inject, against the harness
 # run through a wrapper script (a foreign command: no argv[0] to sniff) and

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# host: cpu cgroup
+# host: cpu cgroup abcg
 # nodetune ab follows the job wherever it goes (issue 25, item 2): B's
 # command is a wrapper that makes a cgroup with a CPU limit (cgroup2
 # cpu.max where the cgroup2 root offers the cpu controller, else the v1 cpu

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# host: cpu thp sysctl cgroup state
+# host: cpu thp sysctl cgroup abcg state
 # nodetune bisect end to end: between an empty good policy and a bad one of
 # four host knobs, against a workload that slows down only when two of them
 # are set together (THP defrag=never and vm.stat_interval=2), bisect names

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# host: cpu cgroup
+# host: cpu cgroup abcg
 # test_fleet_gate.sh — the fleet's canary gate judged by a real A/B
 # (fleet_lib.sh: a 3-member etcd and 8 daemons on simulated hosts of this
 # script's own): a rollout gated by a name each host maps to a job of its

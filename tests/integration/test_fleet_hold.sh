@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# host: cgroup
+# host: abcg
 # test_fleet_hold.sh — the fleet's canary gate where no verdict is timed
 # (fleet_lib.sh: a 3-member etcd and 8 daemons on simulated hosts of this
 # script's own): a gate name no host lists is refused, every host
@@ -13,7 +13,7 @@
 # gate's end) and SIGTERM (the trial reverted, the daemon gone within its
 # unit's stop timeout).
 #
-# It names cgroup: the gates' ab makes its trial groups.  Not cpu: every
+# It names abcg: the gates' ab makes its trial groups.  Not cpu: every
 # gate here ends by a refusal, a kill or a failed job, never by the A/B's
 # verdict (that is test_fleet_gate.sh's), so it runs beside other scripts.
 . "$(dirname "$0")/lib.sh"

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# host: cgroup
+# host: abcg
 # test_fleet_scale.sh — the 1,000-host smoke run of bench/fleet_scale.sh
 # (issue 43): the same script the scale bench is, at HOSTS=1000
 # ($FLEET_SMOKE_HOSTS) in fleetsim processes running fleet_host's code,
@@ -14,7 +14,7 @@
 # is a time that another script beside it could move (a wave's timeout,
 # 120 s, against 32 s for 600 hosts at 10,000), so it holds no "cpu" and
 # runs beside the others (alone it cost make check 63 s, 111 s under
-# ASan); it holds "cgroup": the canaries' gates are real `nodetune ab`
+# ASan); it holds "abcg": the canaries' gates are real `nodetune ab`
 # runs, whose trial groups (nodetune-ab/...) are made in this machine's
 # cgroup tree.
 #

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# host: cgroup
+# host: abcg
 # test_json_schema.sh — every --json document nodetune prints against its
 # JSON Schema, docs/schema/NAME.schema.json (draft 2020-12), validated by
 # Debian's python3-jsonschema (tests/tools/json_schema_check.py).  NAME is
@@ -12,7 +12,7 @@
 # daemon on a copy of a tree with its own socket, the fleet against a
 # throwaway etcd on loopback with one such daemon; ab and bisect on
 # `true` with policies that change nothing on the host (as root their
-# trials still run in nodetune-ab groups of the live cgroup tree: cgroup).
+# trials still run in nodetune-ab groups of the live cgroup tree: abcg).
 #
 # Coverage, derived and not a hand list: every verb that takes --json
 # (nodetune help --json: its json option not refused) has a schema file, and

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# host: thp sysctl knobs cgroup port9477
+# host: thp sysctl knobs cgroup abcg port9477
 # test_systemd.sh — the packaged daemon under its own unit, with a real systemd
 # as PID 1 (issue 37): `make deb`, an image (tests/tools/systemd.Containerfile)
 # that installs the .deb with apt, a container booted with systemd

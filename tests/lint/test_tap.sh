@@ -99,6 +99,36 @@ out=$(SRCDIR_=$top CI= sh tests/run-integration.sh "$pd/test_skipped.sh" 2>&1) &
 	ok "the same branch with its named skip: passes, the skip named ($(printf '%s\n' "$out" | tail -n 1))" ||
 	nok "the named skip: $(printf '%s\n' "$out" | tail -n 3)"
 
+# ---- a cgroup left: the script that holds its lock names it --------------
+# A probe that makes a nodetune* group and leaves it.  Holding the lock for
+# that kind (abcg: ab's nodetune-ab; cgroup: the others), the script fails
+# naming it; holding the other lock, its own t_done cannot say it is its
+# (a script holding that lock may run beside it), and the runner's check at
+# the end of its run fails it.  (cgroup2: the unified mount, v2 or hybrid)
+cg2=""
+for m in /sys/fs/cgroup /sys/fs/cgroup/unified; do
+	[ "$(stat -f -c %T "$m" 2>/dev/null)" = cgroup2fs ] && cg2=$m && break
+done
+# leaver NAME HOSTLINE DIR: the probe, with its host line, making DIR
+leaver() {
+	probe "$1" "mkdir $cg2/$3" 'check "made a group" -- test -d '"$cg2/$3"
+	sed -i "1i # host: $2" "$pd/test_$1.sh"
+}
+if [ "$(id -u)" -ne 0 ] || [ -z "$cg2" ] || [ -e "$cg2/nodetune-ab" ] || [ -e "$cg2/nodetune-probe" ]; then
+	echo "not run: the cgroup probes (need root, a cgroup2 mount, and no nodetune-ab or nodetune-probe group there)"
+else
+	leaver ab_abcg abcg nodetune-ab
+	runner ab_abcg "not ok 3 - the test left cgroups \\(now removed\\): $cg2/nodetune-ab"
+	leaver ab_cgroup cgroup nodetune-ab
+	runner ab_cgroup "integration: cgroups left by a script that did not hold their lock \\('abcg' for nodetune-ab, else 'cgroup'\\) \\(now removed\\): $cg2/nodetune-ab"
+	leaver other_cgroup cgroup nodetune-probe
+	runner other_cgroup "not ok 3 - the test left cgroups \\(now removed\\): $cg2/nodetune-probe"
+	leaver other_abcg abcg nodetune-probe
+	runner other_abcg "integration: cgroups left by a script that did not hold their lock \\('abcg' for nodetune-ab, else 'cgroup'\\) \\(now removed\\): $cg2/nodetune-probe"
+	[ ! -e "$cg2/nodetune-ab" ] && [ ! -e "$cg2/nodetune-probe" ] &&
+		ok "the cgroup probes: their groups removed" || nok "the cgroup probes left a group behind"
+fi
+
 # ---- a skip decided by nodetune: the host's probe decides -----------------
 # nodetune observe told to count TLB shootdowns from no source says "not
 # countable"; a test that believed it would skip.  tests/host-caps.sh reads
