@@ -491,6 +491,17 @@ static void test_step_bounds(void **state)
 	assert_string_equal(r.reason, "canary h001 (2s-8gpu) lost its lease and gave no verdict within 10s");
 	assert_int_equal(r.waves[0].state, FLEET_W_FAILED);
 	scene_free(&wd, &r);
+	/* every canary lost: the first named, and no host sent the policy */
+	plan(&r, 2, 1, "100%");
+	snprintf(r.gate, sizeof(r.gate), "job");
+	world_init(&wd, &r);
+	step(&r, &wd, 1, false);
+	wd.obs[0][0].alive = wd.obs[0][1].alive = false;
+	assert_int_equal(step(&r, &wd, 12, false), 1);
+	assert_int_equal(r.state, FLEET_ROLLING_BACK);
+	assert_string_equal(r.reason, "canary h000 () lost its lease and gave no verdict within 10s");
+	assert_int_not_equal(wd.obs[0][0].desired.mode, FLEET_MODE_APPLY);
+	scene_free(&wd, &r);
 
 	/* a rollback h001 (alive) does not finish within the timeout */
 	plan(&r, 2, 1, "100%");
