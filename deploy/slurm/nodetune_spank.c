@@ -105,6 +105,7 @@ static struct policy *step_policy;
 static struct topo *step_topo;
 static char step_error[PATH_MAX + 1200];  /* a problem found before the tasks: they fail */
 static char step_note[2048];              /* said once on task 0's stderr */
+static bool step_shared;                  /* the job does not own the node */
 
 static int opt_nodetune(int val, const char *optarg, int remote)
 {
@@ -388,6 +389,9 @@ static int job_owns_node(spank_t sp, uint32_t job, char *why, size_t size)
 
 #define OUTCOME_FAILED "failed: "   /* the tasks fail with the rest of the line */
 #define OUTCOME_SHARED "shared: "   /* task 0 says the rest of the line */
+#define OUTCOME_NODE_SHARED "node-shared: "   /* the same, and the job does not
+					       * own the node: the tasks are
+					       * bound within Slurm's CPUs */
 
 /* The job's state dir: state_dir/JOBID.  0, or -1 (said). */
 static int job_state_dir(uint32_t job, char *buf, size_t size)
@@ -537,6 +541,10 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 		snprintf(step_error, sizeof(step_error), "%s", outcome + strlen(OUTCOME_FAILED));
 	else if (!strncmp(outcome, OUTCOME_SHARED, strlen(OUTCOME_SHARED)))
 		snprintf(step_note, sizeof(step_note), "%s", outcome + strlen(OUTCOME_SHARED));
+	else if (!strncmp(outcome, OUTCOME_NODE_SHARED, strlen(OUTCOME_NODE_SHARED))) {
+		snprintf(step_note, sizeof(step_note), "%s", outcome + strlen(OUTCOME_NODE_SHARED));
+		step_shared = true;
+	}
 	if (step_policy && !step_error[0]) {
 		step_topo = cfg.topology[0] ? topo_load_xml(cfg.topology, &err) : topo_load_host(NULL, &err);
 		if (!step_topo)
@@ -588,9 +596,36 @@ static void fit_to_host(struct plan *pl, unsigned rank)
 	hwloc_bitmap_free(host);
 }
 
+/* A job sharing the node: keep of the rank's planned CPUs only those Slurm
+ * gave the task (its affinity now, task/affinity's, before the bind), so
+ * that it never lands on another job's CPUs; none left, Slurm's binding
+ * stays.  *slurm gets Slurm's CPUs for the log. */
+static void within_slurm(struct plan *pl, unsigned rank, char **slurm)
+{
+	struct plan_rank *rk = &pl->ranks[rank];
+	hwloc_bitmap_t have;
+	cpu_set_t set;
+
+	*slurm = NULL;
+	if (sched_getaffinity(0, sizeof(set), &set) < 0 || !(have = hwloc_bitmap_alloc()))
+		return;
+	for (int i = 0; i < CPU_SETSIZE; i++)
+		if (CPU_ISSET(i, &set))
+			hwloc_bitmap_set(have, (unsigned)i);
+	*slurm = cpulist_format_alloc(have);
+	if (rk->cpus) {
+		hwloc_bitmap_and(rk->cpus, rk->cpus, have);
+		if (hwloc_bitmap_iszero(rk->cpus)) {
+			hwloc_bitmap_free(rk->cpus);
+			rk->cpus = NULL;
+		}
+	}
+	hwloc_bitmap_free(have);
+}
+
 /* One line for slurmd's log: what this task was given. */
 static void log_binding(const struct plan *pl, unsigned rank, unsigned ntasks, const char *gpus_from,
-			const char *planned)
+			const char *planned, const char *slurm)
 {
 	const struct plan_rank *rk = &pl->ranks[rank];
 	char *now = rk->cpus ? cpulist_format_alloc(rk->cpus) : NULL;
@@ -599,9 +634,10 @@ static void log_binding(const struct plan *pl, unsigned rank, unsigned ntasks, c
 
 	if (rk->gpu >= 0)
 		snprintf(gpu, sizeof(gpu), "%d (%s)", rk->gpu, step_topo->gpus[rk->gpu].pci_bus_id);
-	slurm_info("nodetune: task %u of %u: GPU %s%s%s, CPUs %s (planned %s), mems %s, policy %s", rank, ntasks,
+	slurm_info("nodetune: task %u of %u: GPU %s%s%s, CPUs %s (planned %s%s%s), mems %s, policy %s", rank, ntasks,
 		   gpu, gpus_from ? " from " : "", gpus_from ? gpus_from : "", now ? now : "unchanged", planned,
-		   mems ? mems : "unchanged", pl->policy_path);
+		   slurm ? "; a shared node: within Slurm's " : "", slurm ? slurm : "", mems ? mems : "unchanged",
+		   pl->policy_path);
 	free(now);
 	free(mems);
 }
@@ -614,7 +650,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 	uint32_t ntasks = 0;
 	int task = -1, n, r;
 	struct plan *pl;
-	char warn[512], *planned;
+	char warn[512], *planned, *slurm = NULL;
 
 	(void)ac, (void)av;
 	if (step_error[0]) {
@@ -647,12 +683,15 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 	planned = pl->ranks[task].cpus ? cpulist_format_alloc(pl->ranks[task].cpus) : NULL;
 	if (cfg.topology[0])
 		fit_to_host(pl, (unsigned)task);
+	if (step_shared)
+		within_slurm(pl, (unsigned)task, &slurm);
 	r = bind_rank(pl, (unsigned)task, warn, sizeof(warn), &err);
 	if (r < 0)
 		slurm_error("nodetune: task %d: %s", task, err.msg);
 	else
-		log_binding(pl, (unsigned)task, ntasks, gpus_from, planned ? planned : "none");
+		log_binding(pl, (unsigned)task, ntasks, gpus_from, planned ? planned : "none", slurm);
 	free(planned);
+	free(slurm);
 	plan_free(pl);
 	return r < 0 ? -1 : 0;
 }
@@ -917,9 +956,16 @@ static void prolog_job(spank_t sp, uint32_t job, const char *value)
 		outcome_write(dir, OUTCOME_FAILED "%s", err.msg);
 		return;
 	}
-	if (!policy_host_wide(p))
+	if (job_owns_node(sp, job, why, sizeof(why)) != 1) {
+		/* the tasks are bound within the CPUs Slurm gave them */
+		if (policy_host_wide(p))
+			outcome_write(dir, OUTCOME_NODE_SHARED "host-wide settings of %s not applied, only the tasks "
+				      "bound, within the job's CPUs: %s", p->path, why);
+		else
+			outcome_write(dir, OUTCOME_NODE_SHARED "the tasks bound within the job's CPUs: %s", why);
+	} else if (!policy_host_wide(p))
 		outcome_write(dir, "applied");   /* nothing for the node: the tasks are bound */
-	else if (job_owns_node(sp, job, why, sizeof(why)) == 1 && !other_job_tuned(job, why, sizeof(why)))
+	else if (!other_job_tuned(job, why, sizeof(why)))
 		prolog_apply(p, job, dir);
 	else
 		outcome_write(dir, OUTCOME_SHARED "host-wide settings of %s not applied, only the tasks bound: %s",

@@ -5,7 +5,7 @@
 # SPANK plugin and the prolog/epilog on a real one-node Slurm that this test
 # starts (tests/integration/slurm_lib.sh) and stops, whatever happens.
 . "$(dirname "$0")/lib.sh"
-t_plan 61
+t_plan 63
 
 # ---- nodetune slurm gres: the expected lines were derived by hwloc's own
 # tools (tests/fixtures/gres/gen.sh), not by nodetune ---------------------
@@ -95,14 +95,15 @@ run srun -n 2 "$NODETUNE" exec -q --policy policies/gpu-train.conf -- \
 check "srun -n 2 nodetune exec: local ranks 0 and 1 from SLURM_LOCALID, each on its own CPU: $(sort "$OUT" | tr '\n' ' ')" -- sh -c \
 	"[ $RC -eq 0 ] && [ \"\$(sort '$OUT' | tr '\n' ' ')\" = '0 0 1 1 ' ]"
 
-# the bind comes after task/affinity's: one task on an exclusive node is
-# planned on every CPU (NUMA node 0), where Slurm would give it its one
-run srun -n 1 --nodetune=policies/gpu-train.conf grep Cpus_allowed_list /proc/self/status
+# the bind comes after task/affinity's: one task of a job that owns the
+# node (--exclusive) is planned on every CPU (NUMA node 0), where Slurm
+# would give it its one
+run srun --exclusive -n 1 --nodetune=policies/gpu-train.conf grep Cpus_allowed_list /proc/self/status
 plan1=$("$NODETUNE" plan --policy policies/gpu-train.conf --ranks 1 --json | jq -r '.ranks[0].cpus')
 # NUMA node 0's CPUs, read from the kernel, not from the planner, and more
 # than one (a range or a list), which task/affinity's one CPU is not
 all=$(cat /sys/devices/system/node/node0/cpulist)
-check "srun -n 1: the task's CPUs are the plan's ($plan1), node 0's $all, not task/affinity's one CPU: $(cat "$OUT")" -- sh -c \
+check "srun --exclusive -n 1: the task's CPUs are the plan's ($plan1), node 0's $all, not task/affinity's one CPU: $(cat "$OUT")" -- sh -c \
 	"[ $RC -eq 0 ] && [ '$plan1' = '$all' ] && echo '$all' | grep -q '[-,]' && grep -q \"Cpus_allowed_list:[[:space:]]*$all\$\" '$OUT'"
 
 # ---- sbatch --exclusive: the node's settings during the job are the
@@ -163,15 +164,40 @@ snapshot >"$T_TMP/node.after2" || t_not_ok "the knobs job.conf touches could not
 for j in 1 2; do
 	check "shared job $j: one line says why the node was not tuned, and the job saw vm.swappiness $s0: $(tr '\n' ' ' <"$T_TMP/s$j.out")" -- sh -c \
 		"[ \$(grep -c '^nodetune: slurm: ' '$T_TMP/s$j.out') -eq 1 ] &&
-		 grep -q '^nodetune: slurm: host-wide settings of $POL/job.conf not applied, only the tasks bound: job [0-9]* shares the node with other jobs (OverSubscribe=OK; submit with --exclusive)' '$T_TMP/s$j.out' &&
+		 grep -q '^nodetune: slurm: host-wide settings of $POL/job.conf not applied, only the tasks bound, within the job.s CPUs: job [0-9]* shares the node with other jobs (OverSubscribe=OK; submit with --exclusive)' '$T_TMP/s$j.out' &&
 		 [ \"\$(tail -n 1 '$T_TMP/s$j.out')\" = '$s0' ]"
 	c=$(tail -n 3 "$T_TMP/s$j.out" | sed -n 1p) d=$(tail -n 2 "$T_TMP/s$j.out" | sed -n 1p)
 	eval "jj=\$j$j"
 	check "shared job $j: the plugin saw its task (slurmd's log: $(grep -o "\[$jj\.batch\] nodetune: task 0 of 1: [^,]*, CPUs [^,]*" "$T_TMP/shared.log")), the job on Slurm's CPUs '$c', THP defrag during the job '$d' ($d0 before)" -- \
-		sh -c "grep -q '\[$jj\.batch\] nodetune: task 0 of 1: GPU none, CPUs unchanged (planned none), mems unchanged, policy $POL/job.conf\$' '$T_TMP/shared.log' &&
+		sh -c "grep -q '\[$jj\.batch\] nodetune: task 0 of 1: GPU none, CPUs unchanged (planned none; a shared node: within Slurm.s [0-9][0-9,-]*), mems unchanged, policy $POL/job.conf\$' '$T_TMP/shared.log' &&
 		 echo '$c' | grep -Eqx '[0-9][0-9,-]*' && [ '$d' = '$d0' ]"
 done
 check "after both shared jobs: the node byte-identical to before" -- cmp -s "$T_TMP/node.before" "$T_TMP/node.after2"
+
+# ---- two jobs sharing the node, with a policy that binds (review B5): the
+# plan puts a task on all of NUMA node 0, so that both jobs would land on
+# the same CPUs; each task is bound within the CPUs Slurm gave its job, and
+# the two, running at once, never share one.  Each prints when it starts,
+# its CPUs, and when it ends -------------------------------------------------
+printf '[main]\nsummary = bind only\n[affinity]\nmode = numa\n' >"$POL/bind.conf"
+chmod 644 "$POL/bind.conf"
+planb=$("$NODETUNE" plan --policy "$POL/bind.conf" --ranks 1 --json | jq -r '.ranks[0].cpus')
+l0=$(wc -l <"$SL/slurmd.log")
+BWRAP="date +%s.%N; sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status; sleep 2; date +%s.%N"
+b1=$(sbatch --parsable -n 1 -o "$T_TMP/b1.out" --nodetune=bind --wrap "$BWRAP") || t_not_ok "sbatch --nodetune=bind (1): exit $?"
+b2=$(sbatch --parsable -n 1 -o "$T_TMP/b2.out" --nodetune=bind --wrap "$BWRAP") || t_not_ok "sbatch --nodetune=bind (2): exit $?"
+wait_jobs "$b1" "$b2"
+tail -n +$((l0 + 1)) "$SL/slurmd.log" >"$T_TMP/bind.log"
+c1=$(tail -n 2 "$T_TMP/b1.out" | sed -n 1p) c2=$(tail -n 2 "$T_TMP/b2.out" | sed -n 1p)
+check "two jobs sharing the node with bind.conf (planned on $planb): at once, each on a CPU of its own: $c1 and $c2, each told why ($(grep -h '^nodetune: ' "$T_TMP/b1.out" | head -n 1))" -- sh -c \
+	"echo '$planb' | grep -q '[-,]' && echo '$c1' | grep -Eqx '[0-9]+' && echo '$c2' | grep -Eqx '[0-9]+' && [ '$c1' != '$c2' ] &&
+	 grep -q '^nodetune: slurm: the tasks bound within the job.s CPUs: job $b1 shares the node with other jobs' '$T_TMP/b1.out' &&
+	 grep -q '^nodetune: slurm: the tasks bound within the job.s CPUs: job $b2 shares the node with other jobs' '$T_TMP/b2.out' &&
+	 awk '/^[0-9]+[.][0-9]+\$/ { if (!(FILENAME in s)) s[FILENAME] = \$1; e[FILENAME] = \$1 } END { exit !(s[ARGV[1]] < e[ARGV[2]] && s[ARGV[2]] < e[ARGV[1]]) }' \
+		'$T_TMP/b1.out' '$T_TMP/b2.out'"
+check "slurmd's log: each task of theirs planned on $planb and bound within Slurm's CPU: $(grep -o 'task 0 of 1: [^,]*, CPUs [^)]*)' "$T_TMP/bind.log" | tr '\n' ' ')" -- sh -c \
+	"grep -q '\[$b1\.batch\] nodetune: task 0 of 1: GPU none, CPUs $c1 (planned $planb; a shared node: within Slurm.s $c1), ' '$T_TMP/bind.log' &&
+	 grep -q '\[$b2\.batch\] nodetune: task 0 of 1: GPU none, CPUs $c2 (planned $planb; a shared node: within Slurm.s $c2), ' '$T_TMP/bind.log'"
 
 # ---- a bad --nodetune fails at srun/sbatch with one line; the node stays
 # up and the next job runs ---------------------------------------------------
@@ -239,7 +265,7 @@ for how in "--exclusive=user:USER" "--oversubscribe:YES"; do
 	wait_jobs "$jid"
 	check "sbatch $flag --nodetune=job: one line says the node is shared (OverSubscribe=$word), the job saw vm.swappiness $s0: $(tr '\n' ' ' <"$T_TMP/ov.out")" -- sh -c \
 		"[ \$(grep -c '^nodetune: slurm: ' '$T_TMP/ov.out') -eq 1 ] &&
-		 grep -q '^nodetune: slurm: host-wide settings of $POL/job.conf not applied, only the tasks bound: job $jid shares the node with other jobs (OverSubscribe=$word; submit with --exclusive)' '$T_TMP/ov.out' &&
+		 grep -q '^nodetune: slurm: host-wide settings of $POL/job.conf not applied, only the tasks bound, within the job.s CPUs: job $jid shares the node with other jobs (OverSubscribe=$word; submit with --exclusive)' '$T_TMP/ov.out' &&
 		 [ \"\$(tail -n 1 '$T_TMP/ov.out')\" = '$s0' ]"
 done
 
@@ -298,7 +324,7 @@ if ! slurm_start "$PLUG topology=$HGX" "" "Name=gpu File=/dev/tty[0-7]" 8; then
 	slurm_stop
 	t_done
 fi
-run srun -n 1 --gres=gpu:1 --nodetune=policies/gpu-train.conf sh -c 'echo $SLURM_STEP_GPUS; grep Cpus_allowed_list /proc/self/status'
+run srun --exclusive -n 1 --gres=gpu:1 --nodetune=policies/gpu-train.conf sh -c 'echo $SLURM_STEP_GPUS; grep Cpus_allowed_list /proc/self/status'
 check "--gres=gpu:1 gets GPU 0: planned next to GPU 0 (0000:1b:00.0) on 1-23,49-71 (node 0 less its housekeeping core)" -- \
 	grep -q 'task 0 of 1: GPU 0 (0000:1b:00.0) from SLURM_STEP_GPUS, CPUs 1 (planned 1-23,49-71)' "$SL/slurmd.log"
 check "the task runs on the plan's CPUs that this host has: 1 ($(tr '\n' ' ' <"$OUT"))" -- sh -c \
@@ -308,7 +334,7 @@ t_defer "scancel $hold 2>/dev/null"
 for _ in $(seq 50); do [ "$(squeue -h -j "$hold" -o %t)" = R ] && break; sleep 0.2; done
 run srun -n 1 --gres=gpu:1 --nodetune=policies/gpu-train.conf sh -c 'echo $SLURM_STEP_GPUS; grep Cpus_allowed_list /proc/self/status'
 check "with GPUs 0-4 held by another job, the step gets GPU 5 and is planned next to it (0000:ae:00.0, node 1: 25-47,73-95)" -- \
-	grep -q 'task 0 of 1: GPU 5 (0000:ae:00.0) from SLURM_STEP_GPUS, CPUs unchanged (planned 25-47,73-95)' "$SL/slurmd.log"
+	grep -q "task 0 of 1: GPU 5 (0000:ae:00.0) from SLURM_STEP_GPUS, CPUs unchanged (planned 25-47,73-95; a shared node: within Slurm's [0-9][0-9,-]*)" "$SL/slurmd.log"
 check "none of those CPUs is on this host: the task keeps Slurm's binding ($(tr '\n' ' ' <"$OUT"))" -- sh -c \
 	"[ $RC -eq 0 ] && [ \"\$(sed -n 1p '$OUT')\" = 5 ] && grep -q 'Cpus_allowed_list:[[:space:]]*[0-9]*\$' '$OUT'"
 slurm_stop
