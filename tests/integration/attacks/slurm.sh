@@ -45,9 +45,9 @@ slurm_h2_name() {
 	slurm_wait "$j"
 	os=$(scontrol show job -o "$j" | grep -o 'OverSubscribe=[A-Z]*' | tr '\n' ' ')
 	binds1=$(grep -c 'nodetune: task 0 of 1: ' "$SL/slurmd.log")
-	check "H2: sbatch -J 'a OverSubscribe=NO' without --exclusive ($os): the shared node is not tuned, $slurm_knob stayed $slurm_m0 during the job, the outcome 'shared': $(tr '\n' ' ' <"$T_TMP/slurm-a.out")" -- sh -c \
+	check "H2: sbatch -J 'a OverSubscribe=NO' without --exclusive ($os): the shared node is not tuned, $slurm_knob stayed $slurm_m0 during the job, the outcome 'node-shared' (its tasks bound within its CPUs): $(tr '\n' ' ' <"$T_TMP/slurm-a.out")" -- sh -c \
 		"[ \"\$(grep -vx 'outcome: .*' '$T_TMP/slurm-a.out' | grep -v '^nodetune: ')\" = '$slurm_m0' ] &&
-		 grep -q '^outcome: shared: host-wide settings of $slurm_pol/hw.conf not applied, only the tasks bound: job $j shares the node' '$T_TMP/slurm-a.out' &&
+		 grep -q '^outcome: node-shared: host-wide settings of $slurm_pol/hw.conf not applied, only the tasks bound, within the job.s CPUs: job $j shares the node' '$T_TMP/slurm-a.out' &&
 		 [ \"\$(cat $slurm_knob)\" = '$slurm_m0' ]"
 	check "H2: ... and its task was still bound (slurmd's log: $binds0 -> $binds1 binding lines)" -- \
 		test "$binds1" -gt "$binds0"
