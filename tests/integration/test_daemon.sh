@@ -455,7 +455,11 @@ cat >"$T_TMP/hostile.py" <<'EOF'
 # round held 1 s (the daemon drops a client after its 2 s deadline and
 # serves 16 at once, so one round could not last), for SECONDS.  STARTED
 # holds the rounds done so far.  A connect that fails or takes 5 s (the
-# daemon's socket stalled) is an error: said on stderr, exit 1.
+# daemon's socket stalled) is an error: said on stderr, exit 1.  A send
+# the daemon cut short is not: with its 16 slots still held by the last
+# round's clients it answers "busy" and closes, and a send after that
+# close fails (EPIPE or ECONNRESET: a red make check on 2026-12-07, the
+# traceback of the round's first send)
 import os, socket, sys, time
 def conn():
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -465,11 +469,16 @@ def conn():
     except OSError as e:
         sys.exit("hostile.py: connect %s: %s" % (sys.argv[1], e))
     return s
+def send(s, b):
+    try:
+        s.sendall(b)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
 end = time.monotonic() + float(sys.argv[2])
 rounds = 0
 while time.monotonic() < end:
     held = []
-    s = conn(); s.sendall(b"\x00\xff\xfe garbage \x1b[31m\r\n\n"); held.append(s)
+    s = conn(); send(s, b"\x00\xff\xfe garbage \x1b[31m\r\n\n"); held.append(s)
     s = conn(); s.settimeout(1)
     try:
         s.sendall(b"x" * (1 << 20))   # the daemon closes it after 4096 bytes
@@ -477,7 +486,7 @@ while time.monotonic() < end:
         pass
     held.append(s)
     for _ in range(3):
-        s = conn(); s.sendall(b"status\n"); held.append(s)
+        s = conn(); send(s, b"status\n"); held.append(s)
     for _ in range(20):
         held.append(conn())
     rounds += 1
@@ -520,7 +529,7 @@ answers() { status_is "$S7" '.last_verify.ok' || grep -q 'busy' "$T_TMP/status.e
 wait_until 10 answers
 check "nodetune status still answers, with the status or 'busy' (within the clients' deadline): $(head -c 200 "$T_TMP/status.err")" -- answers
 r1=$(cat "$T_TMP/hostile.started" 2>/dev/null)
-check "the hostile clients kept at it all along (rounds $r0 -> $r1), every connect answered: $(head -c 200 "$T_TMP/hostile.err")" -- \
+check "the hostile clients kept at it all along (rounds $r0 -> $r1), every connect answered: $(tail -n 1 "$T_TMP/hostile.err" | head -c 200)" -- \
 	sh -c "kill -0 $HPID && [ '${r1:-0}' -gt '${r0:-0}' ] && [ ! -s '$T_TMP/hostile.err' ]"
 kill $HPID
 wait $HPID 2>/dev/null
