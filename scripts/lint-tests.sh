@@ -48,7 +48,10 @@
 #             are made in the live cgroup tree) in a script whose `# host:`
 #             line does not name abcg (tests/run-integration.sh): beside
 #             a script that holds it, they read as that script's
-#             leftovers.  A script with no `# host:` line runs alone.
+#             leftovers.  Also the bare words `nodetune ab` anywhere in
+#             the code, as where a script runs commands it reads from
+#             elsewhere (test_docs.sh runs docs/ab.md's).  A script with
+#             no `# host:` line runs alone.
 #
 # The scanner knows shell quoting well enough for these tests: single and
 # double quotes, $( ) and $(( )) nested, backslash continuations, comments,
@@ -195,7 +198,7 @@ function findings(   win, i, j, t, fw, p, m, used, nxt, lnk, x, a, fn, l2) {
 		x = lines[ln]; if (x ~ /^[ \t]*#/) continue
 		if (ge0(x))
 			report(ln, "ge0", "`-ge 0` / `-gt -1` / `>= 0`: true of every count")
-		if (!cgsaid && hl != "" && hl !~ /[ \t]abcg([ \t]|$)/ && x ~ /\$\{?NODETUNE\}?"?[ \t]+(ab|bisect)([ \t]|$)/) {
+		if (!cgsaid && hl != "" && hl !~ /[ \t]abcg([ \t]|$)/ && x ~ /(\$\{?NODETUNE\}?"?|(^|[^-A-Za-z_0-9\/.])nodetune)[ \t]+(ab|bisect)([ \t]|$)/) {
 			report(ln, "abcg", "`nodetune " (x ~ /bisect/ ? "bisect" : "ab") "` makes its trial groups (nodetune-ab) in the live cgroup tree, and the `" hl "` line does not name abcg: a script holding it beside this one finds them as its own leftovers")
 			cgsaid = 1
 		}

@@ -60,8 +60,10 @@
 #
 # Each script's output is kept until it ends and printed whole, under
 # "== FILE (S s; host: NAMES)".  The ten slowest scripts close the run;
-# with NODETUNE_TIME_LOG set, "SUITE FILE SECONDS" is appended there per
-# script (make check prints the ten slowest of both passes).
+# with NODETUNE_TIME_LOG set, "SUITE FILE SECONDS START END" is appended
+# there per script, START and END in seconds since the epoch (make check
+# prints the ten slowest of both passes; the times line up the scripts that
+# ran side by side).
 #
 # lib.sh's t_done fails a script that leaves nodetune* cgroups when it held
 # "cgroup" (those but nodetune-ab) or "abcg" (nodetune-ab)
@@ -183,7 +185,8 @@ finish() {
 	took=$(awk '{ printf "%.1f", $2 - $1 }' "$work/$i.time")
 	echo "$took $(basename "$t")" >>"$work/times"
 	[ -z "${NODETUNE_TIME_LOG:-}" ] ||
-		echo "${NODETUNE_SKIP_TAG:-}integration $(basename "$t") $took" >>"$NODETUNE_TIME_LOG"
+		echo "${NODETUNE_SKIP_TAG:-}integration $(basename "$t") $took $(awk '{ printf "%.1f %.1f", $1, $2 }' "$work/$i.time")" \
+			>>"$NODETUNE_TIME_LOG"
 	echo "== $t ($took s; host: $(if [ "$a" -eq 1 ] && [ -z "$h" ]; then echo "none declared: alone"; else echo "${h:-none}"; fi))"
 	cat "$work/$i.out"
 	log=$work/$i.out rcf=$work/$i.rc

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# host: thp sysctl knobs cgroup state
+# host: thp sysctl knobs cgroup abcg state
 # Every command docs/*.md shows runs here, as test_readme.sh does for the
 # README: each fenced block is found (tests/tools/doc_blocks.py) and is
 # either run or listed below with the reason it is not (a synopsis, a
@@ -15,6 +15,9 @@
 # stands for any number.  Sandboxed as test_readme.sh: a policy NAME
 # resolves in a copy of this clone's policies/; the documented live apply,
 # verify, revert and run need root and are undone however the test ends.
+# It names abcg: docs/ab.md's `nodetune ab` makes its trial groups
+# (nodetune-ab); run beside test_fleet_hold.sh without it, one of them read
+# as that script's leftovers (a red integration run, 2026-12-07).
 . "$(dirname "$0")/lib.sh"
 t_plan 21
 

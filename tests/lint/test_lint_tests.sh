@@ -4,7 +4,8 @@
 # fails, naming the file, line and kind, on each planted pattern: a
 # condition after `check ... --` outside the check (&& and ||), a `-ge 0` and
 # a `>= 0` on a count, `|| true` right before a check, a fixed sleep
-# outside a wait loop, ab in a script that does not hold abcg, and an ignored status
+# outside a wait loop, ab in a script that does not hold abcg (run as
+# "$NODETUNE" ab, or from a docs block), and an ignored status
 # of a command whose output a later check reads (issue 23's test_harness.sh
 # bug, brought back by deleting the line that keeps mpirun's status).
 set -u
@@ -60,6 +61,9 @@ plant "a fixed sleep before a check (test_fleet.sh's, issue 23)" test_fleet.sh \
 plant "ab in a script whose host line does not name abcg (test_json_schema.sh's, a red make check)" test_ab.sh \
 	's/^# host: cpu thp sysctl knobs cgroup abcg state$/# host: cpu thp sysctl knobs cgroup state/' \
 	'test_ab.sh:[0-9]*: abcg: `nodetune ab` makes its trial groups'
+plant "ab run from the docs' blocks in a script whose host line does not name abcg (test_docs.sh's, a red integration run)" test_docs.sh \
+	's/^# host: thp sysctl knobs cgroup abcg state$/# host: thp sysctl knobs cgroup state/' \
+	'test_docs.sh:[0-9]*: abcg: `nodetune [a-z]*` makes its trial groups'
 # a window said as one, with its margin, is not flagged; the same sleep in a
 # loop's body is a poll, not flagged either
 cp "$top/tests/integration/test_stdout.sh" "$tmp/w.sh"
