@@ -70,9 +70,12 @@ SIGN="--signing-key $T_TMP/ctl/ctl.key"
 GATES=$T_TMP/gates.d
 mkdir -m 755 "$GATES" "$T_TMP/gatebin" && mkdir "$T_TMP/gateout" && chmod 1777 "$T_TMP/gateout" && chmod 711 "$T_TMP" ||
 	{ t_not_ok "the gates directory"; t_done; }
-gate_file() { # NAME JOB: a gate running JOB (no arguments) as nobody
-	printf 'command = %s\nuser = nobody\nbudget = 120\n' "$2" >"$GATES/$1.conf"
-	chmod 644 "$GATES/$1.conf"
+gate_file() { # NAME JOB [LINE...]: a gate running JOB (no arguments) as nobody, and the LINEs
+	gf=$GATES/$1.conf
+	printf 'command = %s\nuser = nobody\nbudget = 120\n' "$2" >"$gf"
+	shift 2
+	[ $# -eq 0 ] || printf '%s\n' "$@" >>"$gf"
+	chmod 644 "$gf"
 }
 
 # ---- the simulated hosts ----------------------------------------------------

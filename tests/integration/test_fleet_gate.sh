@@ -15,7 +15,7 @@
 # killed or signalled mid-gate, decide nothing by timing: they are in
 # test_fleet_hold.sh, which runs beside other scripts and under ASan.
 . "$(dirname "$0")/lib.sh"
-t_plan 3
+t_plan 4
 . "$(dirname "$0")/fleet_lib.sh"
 fleet_hosts_up
 
@@ -47,7 +47,13 @@ printf '%s\n' '#!/bin/sh' \
 	'[ "$(cat "$NODETUNE_SYSROOT/proc/sys/kernel/numa_balancing")" = 0 ] && set -- "$@" --inject slow:200' \
 	"exec '$T_TMP/gatebin/nodetune-harness' \"\$@\"" >"$T_TMP/gatebin/gatejob.sh"
 chmod 755 "$T_TMP/gatebin/gatejob.sh"
-gate_file harness "$T_TMP/gatebin/gatejob.sh"
+# The gate's A/B at alpha 0.005 (ab's default is 0.05): each canary's A/B
+# of the neutral policy below is an A/A, which at 0.05 fails its gate one
+# time in twenty by construction, and with two canaries about one run in
+# ten (a red integration run, 2026-12-07: h1 "regression, ratio 0.926
+# [0.859, 0.998]"); the slow:200 canary's B/A of about 0.33 is decided at
+# either level.
+gate_file harness "$T_TMP/gatebin/gatejob.sh" "alpha = 0.005"
 fleet_snap >"$T_TMP/gate.before" || t_not_ok "a snapshot of the hosts (gate.before)"
 run "$NODETUNE" fleet rollout --endpoints "$EP" $SIGN --policy "$T_TMP/slow.conf" --name r-gate-slow --waves 1/class,100% \
 	--gate harness --gate-budget 60 --wave-timeout 120 --json
@@ -90,6 +96,15 @@ if [ "$RC" -eq 0 ] && [ "$gs" = "done h1=passed h5=passed" ] && [ -z "$bad" ]; t
 else
 	t_not_ok "neutral gate: exit $RC, '$gs', hosts not on it:$bad"; head -c 800 "$ERR" | sed 's/^/#   /'
 fi
+
+# the gate file's alpha reached ab: the canaries' logs and the report each
+# kept of its last gate
+aa=""
+for n in 1 5; do
+	aa="$aa h$n: $(grep -c "fleet: gate 'harness' for rollout r-gate-neutral: .*, alpha 0.005$" "$T_TMP/h$n/log") log line(s), report alpha $(jq -c .alpha "$T_TMP/h$n/state/gate-report.json" 2>&1);"
+done
+check "the gate file's alpha = 0.005 reached each canary's ab:$aa" -- \
+	sh -c 'for n in 1 5; do grep -q ", alpha 0.005\$" "$1/h$n/log" && jq -e ".alpha == 0.005" "$1/h$n/state/gate-report.json" >/dev/null || exit 1; done' - "$T_TMP"
 
 fleet_cleanup
 t_done

@@ -78,7 +78,7 @@ int fleet_gate_parse(const char *buf, size_t len, struct fleet_gate_result *ret,
 #define GATE_FIXED_ARGS 16           /* nodetune ab, the options, "--" */
 
 /* The argv of the ab run (strings in store, which outlives argv). */
-static int gate_argv(const struct fleet_gate_request *q, char store[8][4200], char **argv, size_t max)
+static int gate_argv(const struct fleet_gate_request *q, char store[9][4200], char **argv, size_t max)
 {
 	size_t n = 0;
 
@@ -109,6 +109,10 @@ static int gate_argv(const struct fleet_gate_request *q, char store[8][4200], ch
 	if (q->limits) {
 		snprintf(store[7], sizeof(store[7]), "--limits=%s", q->limits);
 		argv[n++] = store[7];
+	}
+	if (q->alpha > 0) {
+		snprintf(store[8], sizeof(store[8]), "--alpha=%.17g", q->alpha);
+		argv[n++] = store[8];
 	}
 	argv[n++] = "--json";
 	argv[n++] = "--";
@@ -165,7 +169,7 @@ static int gate_start_unit(const struct fleet_gate_request *q, char **argv, cons
 
 int fleet_gate_start(const struct fleet_gate_request *q, struct fleet_gate **ret, struct nt_err *err)
 {
-	char store[8][4200], *argv[GATE_FIXED_ARGS + 80], own[SDUNIT_NAME_MAX];
+	char store[9][4200], *argv[GATE_FIXED_ARGS + 80], own[SDUNIT_NAME_MAX];
 	struct fleet_gate *g;
 	pid_t parent = getpid();
 	int pfd[2], r;

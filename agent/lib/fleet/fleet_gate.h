@@ -42,6 +42,7 @@ struct fleet_gate_request {
 	const char *report;           /* where ab's whole JSON report is kept when it ends (0600,
 				       * replaced each gate); NULL: not kept */
 	const char *limits;           /* ab's --limits, the daemon's site limits; NULL: ab's default */
+	double alpha;                 /* ab's --alpha (the gate file's); 0: ab's default */
 };
 
 struct fleet_gate_result {

@@ -831,7 +831,7 @@ static bool do_gate(struct fleet_host *fh, const struct fleet_host_view *v, cons
 	struct nt_err err = { 0 };
 	char cur[4096], cand[4096], dir[4096], report[4096];
 	struct fleet_gate_request q = { cur, cand, NULL, NULL, 0, fh->cfg.sysroot, fh->cfg.topology, dir, report,
-					fh->cfg.limits_path };
+					fh->cfg.limits_path, 0 };
 	bool unread = false;
 	int r;
 
@@ -843,6 +843,7 @@ static bool do_gate(struct fleet_host *fh, const struct fleet_host_view *v, cons
 	q.user = g.user;
 	/* the rollout asks, the host's gate file caps */
 	q.budget_s = d->gate_budget > 0 ? fmin(d->gate_budget, g.budget_s) : g.budget_s;
+	q.alpha = g.alpha;                   /* the host's gate file only */
 	snprintf(cur, sizeof(cur), "%s/gate-current.conf", fh->cfg.state_dir);
 	snprintf(cand, sizeof(cand), "%s/gate-candidate.conf", fh->cfg.state_dir);
 	snprintf(dir, sizeof(dir), "%s/%s", fh->cfg.state_dir, FLEET_GATE_DIR);
@@ -859,8 +860,13 @@ static bool do_gate(struct fleet_host *fh, const struct fleet_host_view *v, cons
 	if (r == 0 && (r = fleet_gate_recover(dir, fh->cfg.sysroot, 0, &err)) > 0)
 		say(fh, LOG_WARNING, "fleet: %s: an earlier gate's %d settings restored", dir, r);
 	if (r >= 0) {
+		char alpha[48] = "";
+
+		if (q.alpha > 0)
+			snprintf(alpha, sizeof(alpha), ", alpha %g", q.alpha);
 		say(fh, LOG_NOTICE, "fleet: gate '%s' for rollout %s: A/B of %s against %s (sha256 %.12s) on %s as %s, "
-		    "budget %gs", d->gate, d->rollout, v->policy_name, c.name, d->sha256, g.argv[0], g.user, q.budget_s);
+		    "budget %gs%s", d->gate, d->rollout, v->policy_name, c.name, d->sha256, g.argv[0], g.user, q.budget_s,
+		    alpha);
 		r = fleet_gate_start(&q, &fh->gate, &err);
 	}
 	candidate_release(&c);

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +46,7 @@ static bool user_name_valid(const char *s)
 struct parse_state {
 	const char *shown;
 	struct gate g;
-	int line_command, line_user, line_budget;
+	int line_command, line_user, line_budget, line_alpha;
 };
 
 static int once(struct parse_state *st, int *seen, const char *key, int line, struct nt_err *err)
@@ -65,6 +66,23 @@ static int set_budget(struct parse_state *st, const char *value, int line, struc
 		return 0;
 	nt_duration_expected(1, GATE_MAX_BUDGET_S, expected, sizeof(expected));
 	return err_set(err, -EINVAL, "%s:%d: budget '%.64s': expected %s", st->shown, line, value, expected);
+}
+
+/* A decimal probability in [GATE_MIN_ALPHA, GATE_MAX_ALPHA], as ab's
+ * --alpha takes it. */
+static int set_alpha(struct parse_state *st, const char *value, int line, struct nt_err *err)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(value, &end);
+	if (end != value && !*end && errno == 0 && isfinite(v) && v >= GATE_MIN_ALPHA && v <= GATE_MAX_ALPHA) {
+		st->g.alpha = v;
+		return 0;
+	}
+	return err_set(err, -EINVAL, "%s:%d: alpha '%.64s': expected a probability from %g to %g", st->shown, line,
+		       value, GATE_MIN_ALPHA, GATE_MAX_ALPHA);
 }
 
 /* An argument (or the command, at index 0). */
@@ -109,8 +127,13 @@ static int on_assignment(const char *section, const char *key, const char *value
 			return r;
 		return set_budget(st, value, line, err);
 	}
-	return err_set(err, -EINVAL, "%s:%d: unknown key '%.64s' (command, arg, user, budget)", st->shown, line,
-		       key);
+	if (!strcmp(key, "alpha")) {
+		if ((r = once(st, &st->line_alpha, key, line, err)) < 0)
+			return r;
+		return set_alpha(st, value, line, err);
+	}
+	return err_set(err, -EINVAL, "%s:%d: unknown key '%.64s' (command, arg, user, budget, alpha)", st->shown,
+		       line, key);
 }
 
 /* ---- parsing ------------------------------------------------------------------- */

@@ -12,6 +12,10 @@
  *                                               nor a user whose primary group is 0)
  *   budget = 2m                                 a duration, 1s..1h (default 5m): the
  *                                               cap on a rollout's gate budget
+ *   alpha = 0.01                                the A/B's false-alarm rate (ab --alpha),
+ *                                               1e-06..0.5 (default ab's, 0.05): the
+ *                                               chance that a policy that changes
+ *                                               nothing fails this gate
  *
  * "key = value" lines with '#' comments (ini.h's syntax, no [section]); a
  * value is trimmed of blanks at both ends, so an argument cannot start or
@@ -33,6 +37,8 @@
 #define GATE_DEFAULT_USER "nobody"
 #define GATE_DEFAULT_BUDGET_S 300.0
 #define GATE_MAX_BUDGET_S 3600.0
+#define GATE_MIN_ALPHA 1e-6            /* ab's --alpha bounds (cli/opts.c) */
+#define GATE_MAX_ALPHA 0.5
 #define GATE_FILE_MAX (64u << 10)
 
 /* Trust flag of gates_lookup: refuse a gates directory or file not owned
@@ -48,6 +54,7 @@ struct gate {
 	uid_t uid;                         /* gates_lookup resolves user; 0 after gates_parse */
 	gid_t gid;
 	double budget_s;
+	double alpha;                      /* ab's --alpha; 0: ab's default */
 };
 
 /* Is s a valid gate name ([a-z0-9_-]{1,64})? */

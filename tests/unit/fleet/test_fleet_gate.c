@@ -82,7 +82,8 @@ static void test_gate_reads_abreport(void **state)
 
 static void test_gate_start_refuses(void **state)
 {
-	struct fleet_gate_request q = { "a.conf", "b.conf", NULL, "nobody", 10, NULL, NULL, "/nonexistent/gate", NULL, NULL };
+	struct fleet_gate_request q = { "a.conf", "b.conf", NULL, "nobody", 10, NULL, NULL, "/nonexistent/gate", NULL, NULL,
+					0 };
 	char *argv[] = { "/bin/true", NULL };
 	struct fleet_gate *g = NULL;
 	struct nt_err err = { 0 };

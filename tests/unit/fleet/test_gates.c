@@ -90,6 +90,17 @@ static void test_parse(void **state)
 	gates_release(&g);
 	assert_int_equal(gates_parse("command = /bin/true\nbudget = 1.5\n", 33, "g.conf", &g, &err), 0);
 	assert_true(g.budget_s == 1.5);
+	assert_true(g.alpha == 0);                     /* unset: ab's default */
+	gates_release(&g);
+	/* alpha: the A/B's false-alarm rate, ab's bounds */
+	assert_int_equal(gates_parse("command = /bin/true\nalpha = 0.005\n", 34, "g.conf", &g, &err), 0);
+	assert_true(g.alpha == 0.005);
+	gates_release(&g);
+	assert_int_equal(gates_parse("command = /bin/true\nalpha = 1e-6\n", 33, "g.conf", &g, &err), 0);
+	assert_true(g.alpha == GATE_MIN_ALPHA);
+	gates_release(&g);
+	assert_int_equal(gates_parse("command = /bin/true\nalpha = 0.5\n", 32, "g.conf", &g, &err), 0);
+	assert_true(g.alpha == GATE_MAX_ALPHA);
 	gates_release(&g);
 }
 
@@ -108,7 +119,13 @@ static void test_parse_refusals(void **state)
 		   "g.conf:2: budget '3601': expected a duration from 1s to 1h (e.g. 30s, 5m, 1h; a bare number counts seconds)");
 	expect_bad("command = /bin/a\nbudget = 2h\n", "g.conf:2: budget '2h': expected a duration from 1s to 1h");
 	expect_bad("command = /bin/a\nbudget = 5 m\n", "g.conf:2: budget '5 m'");
-	expect_bad("command = /bin/a\ncmd = sh -c x\n", "g.conf:2: unknown key 'cmd'");
+	expect_bad("command = /bin/a\nalpha = 0\n", "g.conf:2: alpha '0': expected a probability from 1e-06 to 0.5");
+	expect_bad("command = /bin/a\nalpha = 0.51\n", "g.conf:2: alpha '0.51': expected a probability");
+	expect_bad("command = /bin/a\nalpha = 5%\n", "g.conf:2: alpha '5%'");
+	expect_bad("command = /bin/a\nalpha = nan\n", "g.conf:2: alpha 'nan'");
+	expect_bad("command = /bin/a\nalpha = \n", "g.conf:2: alpha ''");
+	expect_bad("command = /bin/a\nalpha = 0.01\nalpha = 0.02\n", "g.conf:3: duplicate key 'alpha' (first set at line 2)");
+	expect_bad("command = /bin/a\ncmd = sh -c x\n", "g.conf:2: unknown key 'cmd' (command, arg, user, budget, alpha)");
 	expect_bad("[gate]\ncommand = /bin/a\n", "g.conf:2: a gate file has no [sections]");
 	expect_bad("command = /bin/a\narg = \x1b[31m\n", "g.conf:2: control character 0x1b");
 	for (int i = 0; i < 64; i++)
