@@ -197,11 +197,14 @@ gate_test() {
 	podman cp "$T_TMP/gateprobe" "$NAME:/usr/local/bin/gateprobe"
 	podman cp "$T_TMP/ctl/ctl.pub" "$NAME:/etc/nodetune/fleet-keys.d/ctl.pub" 2>/dev/null ||
 		{ ct mkdir -p -m 755 /etc/nodetune/fleet-keys.d && podman cp "$T_TMP/ctl/ctl.pub" "$NAME:/etc/nodetune/fleet-keys.d/ctl.pub"; }
+	# (the gate at alpha 0.005: its rollouts must pass, and a policy that
+	# changes nothing for the probe fails a gate at ab's 0.05 one time in
+	# twenty: test_fleet_gate.sh)
 	ct sh -c 'chown root:root /usr/local/bin/gateprobe /etc/nodetune/fleet-keys.d/ctl.pub &&
 		chmod 755 /usr/local/bin/gateprobe && chmod 644 /etc/nodetune/fleet-keys.d/ctl.pub &&
 		useradd -m tester && echo seen >/home/tester/data.txt && chown tester /home/tester/data.txt &&
 		mkdir -p -m 1777 /var/tmp/gate && mkdir -p -m 755 /etc/nodetune/gates.d &&
-		printf "command = /usr/local/bin/gateprobe\narg = /var/tmp/gate\nuser = tester\nbudget = 120\n" >/etc/nodetune/gates.d/probe.conf &&
+		printf "command = /usr/local/bin/gateprobe\narg = /var/tmp/gate\nuser = tester\nbudget = 120\nalpha = 0.005\n" >/etc/nodetune/gates.d/probe.conf &&
 		chmod 644 /etc/nodetune/gates.d/probe.conf' || { t_not_ok "the gate set up in the container"; return; }
 	printf 'NODETUNE_OPTS="--fleet %s --host c1 --interval 1 --no-metrics"\n' "$EP" | ct_in tee /etc/default/nodetune >/dev/null
 	ct systemctl start nodetune
