@@ -57,11 +57,19 @@ while True:
 EOF
 chmod +x "$T_TMP/on0" "$T_TMP/on1" "$T_TMP/quota0"
 
-# ab_pair NAME WORKLOAD...: A on CPU 1, B on CPU 0 (through the wrappers)
+# ab_pair NAME WORKLOAD...: A on CPU 1, B on CPU 0 (through the wrappers).
+# The budget: 20 s for the harness (a trial of about 0.3 s), 60 s for
+# PyTorch (1.3 s, most of it `import torch`; 4 under the quota).  A budget
+# sets how strict ab's early looks are (the pairs so far over the pairs it
+# has room for): at 60 s the harness's causes (B/A 0.26 to 0.73) were
+# decided in 10 to 20 s each, at 20 s in 7 to 9 s (2026-12-07, one run
+# each, nothing beside them); PyTorch's under the quota came out
+# inconclusive at 20 s, with 2 trials an arm in it (B/A 0.20).
 ab_pair() {
 	name=$1
 	shift
-	run "$NODETUNE" ab --a "cmd=$T_TMP/on1 $*" --b "cmd=$T_TMP/${BWRAP:-on0} $*" --trials 4 --budget 60 --json
+	case $name in *-torch) budget=60 ;; *) budget=20 ;; esac
+	run "$NODETUNE" ab --a "cmd=$T_TMP/on1 $*" --b "cmd=$T_TMP/${BWRAP:-on0} $*" --trials 4 --budget $budget --json
 	cp "$OUT" "$T_TMP/$name.json"
 }
 # judged NAME MECH-REGEX EVIDENCE-REGEX: the three claims, and what backs them
