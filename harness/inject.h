@@ -13,7 +13,7 @@
  *                    (numa_miss / numa_foreign); skipped on one node
  *   alloc-churn      64 MiB malloc'd, touched and freed every step (page
  *                    faults, page clearing)
- *   host-sync        every 10th step stalls 20 ms (like a graph-break sync)
+ *   host-sync        every 10th step stalls 50 ms (like a graph-break sync)
  *   slow:PCT         every step's compute is stretched by PCT percent, by
  *                    spinning for PCT% of its measured forward+backward time
  */

@@ -32,8 +32,14 @@ check "A against A: no false alarm ($(jq -c '{verdict, ratio, ci_low, ci_high}' 
 	"[ $RC -eq 0 ] && jq -e '.verdict == \"no-difference\" or .verdict == \"inconclusive\"' '$OUT'"
 
 # The HTML report of an A/B with periodic stalls in B (--inject host-sync: a
-# 50 ms sleep every 10 steps), opened in headless Chromium without a network
-run "$NODETUNE" ab --a "cmd=$C" --b "cmd=$C --inject host-sync" --trials 4 --budget 5 --json --report "$T_TMP/r.html"
+# 50 ms sleep every 10 steps), opened in headless Chromium without a network.
+# Batch 128: a step of about 3 ms here, so that the stalled step (the step
+# and 50 ms) stays above ab's stall limit, max(3 x median, median + 10 MAD),
+# until the machine runs 8 times slower; at $C's batch 512 (12 ms a step)
+# that margin was 2x, and a fresh-clone run found no stall at all, in both
+# checks below (2026-12-07, after 4 of 4 in every run before)
+CS=$(printf '%s\n' "$C" | sed 's/--batch 512/--batch 128/')
+run "$NODETUNE" ab --a "cmd=$CS" --b "cmd=$CS --inject host-sync" --trials 4 --budget 5 --json --report "$T_TMP/r.html"
 cp "$OUT" "$T_TMP/sync.json"
 stalls=$(jq '.stalls.a.count + .stalls.b.count' "$T_TMP/sync.json" 2>/dev/null)
 # stalls there are (host-sync: one every 10 steps, in every B trial), found

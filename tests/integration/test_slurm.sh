@@ -109,6 +109,14 @@ check "srun --exclusive -n 1: the task's CPUs are the plan's ($plan1), node 0's 
 # ---- sbatch --exclusive: the node's settings during the job are the
 # policy's, from the checked copy in the job's state dir, with the job's own
 # cgroup; byte-identical after it (job_prolog applies, job_epilog reverts) ----
+# The node as it is before, read once the jobs above are gone: srun returns
+# when its step ends, and slurmd runs the job's epilog after that, so the
+# --exclusive job's epilog may still be reverting gpu-train (under ASan it
+# was: "before" read gpu-train's swappiness 0 and defrag defer+madvise,
+# and the revert to 60 and madvise landed during the next job, a red
+# fresh-clone run on 2026-12-07).  No job listed and no job state dir left.
+node_idle() { [ -z "$(squeue -h 2>/dev/null)" ] && [ -z "$(find "$ST" -mindepth 1 -maxdepth 1 -type d 2>/dev/null)" ]; }
+wait_until 20 node_idle || t_not_ok "the jobs above still listed or their state dirs left after 20 s: $(squeue -h 2>&1 | head -n 2) $(ls "$ST" 2>&1)"
 d0=$(sed 's/.*\[\(.*\)\].*/\1/' $DEFRAG)
 if [ "$d0" = defer+madvise ]; then d1=madvise; else d1=defer+madvise; fi
 s0=$(cat $SWAP)
