@@ -21,7 +21,8 @@
 # that keeps only its end still names what failed.
 #
 # Scripts run INTEGRATION_JOBS at a time (default 2: on 2 vCPUs a third
-# one only waits for a CPU; bench/RESULTS.md, "make check's time").  Each
+# one only waits for a CPU; bench/RESULTS.md, "make check's time"; the
+# ASan pass runs 3, ASAN_INTEGRATION_JOBS in the Makefile).  Each
 # script names the host state it touches on a line of its header,
 #   # host: NAME...        or  # host: none
 # and holds an exclusive flock(1) on $NODETUNE_LOCK_DIR/NAME.lock for each
@@ -56,7 +57,8 @@
 # it runs holds one of its names, so a free slot takes the next script that
 # can run rather than wait.  Scripts start longest first, by the times of
 # the previous run ($BUILD/integration-times.txt when INTEGRATION_TIMES
-# names it), else in the order given.
+# names it), else by tests/integration/durations.txt (a fresh clone), else
+# in the order given.
 #
 # Each script's output is kept until it ends and printed whole, under
 # "== FILE (S s; host: NAMES)".  The ten slowest scripts close the run;
@@ -84,10 +86,18 @@ mkdir -p "$locks" || exit 1
 cgroups() { find /sys/fs/cgroup -maxdepth 3 -type d -name 'nodetune*' 2>/dev/null | sort; }
 cg0=$(cgroups)
 
-# the last run's time of script $1 (0: none)
+# the last run's time of script $1; else its time in durations.txt
+# (INTEGRATION_DURATIONS: another file), the ASan pass's column under
+# SANITIZED=1; else 0 (it starts last)
+durations=${INTEGRATION_DURATIONS:-$(dirname "$0")/integration/durations.txt}
 last_time() {
-	[ -r "${INTEGRATION_TIMES:-}" ] || { echo 0; return; }
-	awk -v f="$(basename "$1")" '$1 == f { t = $2 } END { print t + 0 }' "$INTEGRATION_TIMES"
+	f=$(basename "$1")
+	if [ -r "${INTEGRATION_TIMES:-}" ] && grep -q "^$f " "$INTEGRATION_TIMES"; then
+		awk -v f="$f" '$1 == f { t = $2 } END { print t + 0 }' "$INTEGRATION_TIMES"
+	else
+		awk -v f="$f" -v c="$([ "${SANITIZED:-0}" = 1 ] && echo 3 || echo 2)" \
+			'$1 == f && $c != "-" { t = $c } END { print t + 0 }' "$durations" 2>/dev/null || echo 0
+	fi
 }
 
 # the scripts, numbered in the order they start: H_i its names, A_i 1 when
