@@ -2,8 +2,8 @@
 # nodetune — build, test, install, demo.
 #
 #   make            build build/nodetune and build/nodetune-harness
-#   make check      deps, build, lint, unit + integration tests, then both again under ASan+UBSan,
-#                   then each fuzz target for FUZZ_SMOKE_TIME seconds
+#   make check      deps, build, each fuzz target for FUZZ_SMOKE_TIME seconds with the lint beside
+#                   them, unit + integration tests, then both again under ASan+UBSan
 #   make fuzz       each libFuzzer target (tests/fuzz/fuzz_*.c) for FUZZ_TIME seconds
 #   make demo       deps, build, run the main job on this machine
 #   make demo-fleet deps, build, roll policies over 12 simulated hosts on a local etcd
@@ -320,7 +320,16 @@ integration: integration-bins $(BUILD)/tests/fleetsim
 # target fails at the end, naming the steps that failed.  The clang build of
 # the fuzz targets comes first: clang warns where gcc does not (a positional
 # initializer inside a designated one), and that must not wait 30 minutes.
+# The fuzz smoke comes next, with the lint beside it: each target runs for a
+# fixed time whatever else runs (the lint only costs it executions), and
+# the lint, half its time waiting on one CPU, no longer adds its 28 to 42 s.
 BUILD_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+# The ASan pass's scripts, all of them but the A/B ones, wait on etcd, the
+# daemons and Slurm more than they compute: three at a time on 2 vCPUs it
+# took 232 s where two took 322, with 36% of the CPUs still idle and no
+# script slower (bench/RESULTS.md section 19.7).  The plain pass stays at
+# two, where the A/B scripts that hold the CPUs alone are most of the time.
+ASAN_INTEGRATION_JOBS ?= $(shell echo $$(( $(BUILD_JOBS) + 1 )))
 ASAN_MAKE   = $(MAKE) --no-print-directory BUILD=$(BUILD)/asan SAN=1
 ASAN_OUT   := $(shell sed -n 's|^\(test_[^ ]*\.sh\) .*|tests/integration/\1|p' tests/integration/asan-out.txt)
 ASAN_TESTS := $(filter-out $(ASAN_OUT),$(wildcard tests/integration/test_*.sh))
@@ -339,7 +348,7 @@ asan-integration:
 		echo "asan-integration: not in the ASan pass (tests/integration/asan-out.txt says why): $(notdir $(ASAN_OUT))" \
 		>>"$$NODETUNE_SKIP_LOG"
 	@$(ASAN_MAKE) -j$(BUILD_JOBS) integration-bins && NODETUNE_SKIP_TAG=asan- ASAN_OPTIONS=detect_leaks=0 SANITIZED=1 \
-		$(ASAN_MAKE) integration TESTS="$(or $(TESTS),$(ASAN_TESTS))"
+		INTEGRATION_JOBS=$(ASAN_INTEGRATION_JOBS) $(ASAN_MAKE) integration TESTS="$(or $(TESTS),$(ASAN_TESTS))"
 
 # make mutation: the mutation score of the modules where a wrong answer is a
 # hole (tests/mutation/modules.conf; scripts/mutate.py says how mutants are
@@ -365,13 +374,17 @@ check: deps-check
 	export NODETUNE_SKIP_LOG NODETUNE_TIME_LOG NODETUNE_FAIL_LOG; \
 	: >"$$NODETUNE_SKIP_LOG"; : >"$$NODETUNE_TIME_LOG"; : >"$$NODETUNE_FAIL_LOG"; \
 	suite() { s=$$(date +%s); n=$$1; shift; "$$@" || fail="$$fail $$n"; suites="$$suites$${suites:+, }$$n $$(( $$(date +%s) - s )) s"; }; \
+	beside() { n=$$1; shift; ( s=$$(date +%s); "$$@" >"$$b/$$n.log" 2>&1; echo "$$? $$(( $$(date +%s) - s ))" >"$$b/$$n.rc" ) & }; \
+	joined() { wait; cat "$$b/$$1.log"; read -r rc t <"$$b/$$1.rc"; [ "$$rc" -eq 0 ] || fail="$$fail $$1"; \
+		suites="$$suites$${suites:+, }$$1 $$t s (beside $$2)"; }; \
 	suite fuzz-build $(MAKE) --no-print-directory -j$(BUILD_JOBS) fuzz-build; \
-	suite lint $(MAKE) --no-print-directory lint; \
+	beside lint $(MAKE) --no-print-directory lint; \
+	suite fuzz-smoke $(MAKE) --no-print-directory fuzz-smoke; \
+	joined lint fuzz-smoke; \
 	suite unit $(MAKE) --no-print-directory unit; \
 	suite integration $(MAKE) --no-print-directory integration; \
 	suite asan-unit $(MAKE) --no-print-directory asan-unit; \
 	suite asan-integration $(MAKE) --no-print-directory asan-integration; \
-	suite fuzz-smoke $(MAKE) --no-print-directory fuzz-smoke; \
 	took=$$(( $$(date +%s) - start )); \
 	echo "make check: time per suite: $$suites"; \
 	echo "make check: the ten slowest scripts: $$(sort -k3,3nr "$$NODETUNE_TIME_LOG" | head -n 10 | \
