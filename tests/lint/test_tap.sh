@@ -220,6 +220,18 @@ else
 			nok "run-unit.sh does not say /$want/: $(printf '%s\n' "$out" | tail -n 6)"
 		fi
 	done
+	# the same binary again, its source saying "unit-runner: beside": run
+	# in the background, its failures counted all the same
+	mkdir -p "$pd/src/bg" "$pd/tests/bg"
+	{ echo '/* unit-runner: beside */'; cat "$pd/early.c"; } >"$pd/src/bg/test_bg.c"
+	cp "$pd/early" "$pd/tests/bg/test_bg"
+	out=$(SANITIZED= NODETUNE_SRCDIR=$top UNIT_SRCDIR="$pd/src" sh tests/run-unit.sh "$pd/tests/bg/test_bg" "$pd/early" 2>&1)
+	if printf '%s\n' "$out" | grep -q '^unit: 2 passed, 6 failed, 0 skipped' &&
+		printf '%s\n' "$out" | grep -q '^test_bg.test_returns_early:'; then
+		ok "run-unit.sh: a binary run beside the others counted: $(printf '%s\n' "$out" | tail -n 1 | cut -c1-200)"
+	else
+		nok "run-unit.sh: a binary run beside the others: $(printf '%s\n' "$out" | grep -E '^unit:|^test_bg' | head -n 4)"
+	fi
 fi
 
 # ---- the lint: checks that cannot fail, statuses lost ----------------------

@@ -3,7 +3,10 @@
  * from etcd 3.4.23 (tests/fixtures/etcd/) and on hostile ones, then the
  * client against a real 3-member cluster started by
  * tests/tools/etcd-cluster.sh in the group setup (those tests are skipped,
- * saying why, when /usr/bin/etcd is missing). */
+ * saying why, when /usr/bin/etcd is missing).
+ * unit-runner: beside (the cluster is on loopback ports picked at run time,
+ * its data in a directory of its own: tests/run-unit.sh runs this binary
+ * beside the others) */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
