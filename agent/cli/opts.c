@@ -26,6 +26,7 @@
 #include "base/log.h"
 #include "daemon/metrics.h"
 #include "base/parse.h"
+#include "base/stats.h"
 #include "tune/plan.h"
 #include "tune/policy.h"
 
@@ -80,17 +81,10 @@ static int opt_uint(const char *opt, const char *val, unsigned min, unsigned max
  * the message ("seconds", "a number").  0, or -EINVAL (said). */
 static int opt_double(const char *opt, const char *val, double min, double max, const char *unit, double *ret)
 {
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(val, &end);
-	if (!(val[0] == '.' || val[0] == '-' || val[0] == '+' || (val[0] >= '0' && val[0] <= '9')) ||
-	    end == val || *end || errno == ERANGE || !(v >= min && v <= max)) {
+	if (parse_double(val, min, max, ret) < 0) {
 		log_msg(LOG_ERR, "%s '%s': expected %s from %.10g to %.10g", opt, val, unit, min, max);
 		return -EINVAL;
 	}
-	*ret = v;
 	return 0;
 }
 
@@ -121,7 +115,7 @@ static int parse_uint(const struct opt_def *d, const char *val, void *dst)
 	return opt_uint(dashed(d, name, sizeof(name)), val, (unsigned)d->min, (unsigned)d->max, dst);
 }
 
-static int parse_double(const struct opt_def *d, const char *val, void *dst)
+static int parse_number(const struct opt_def *d, const char *val, void *dst)
 {
 	char name[40];
 
@@ -185,7 +179,7 @@ static int parse_percent(const struct opt_def *d, const char *val, void *dst)
 {
 	double v;
 
-	if (parse_double(d, val, &v) < 0)
+	if (parse_number(d, val, &v) < 0)
 		return -EINVAL;
 	*(double *)dst = v / 100;
 	return 0;
@@ -456,7 +450,7 @@ static const struct opt_def defs[OPT__COUNT] = {
 		       .help = "default workload's steps per trial (default 30)" },
 	[OPT_THRESHOLD] = NUMBER("threshold", threshold, parse_percent, 0, 100, "a percentage"), .arg = "PCT",
 			   .help = "the smallest change that counts, in % (default 2)" },
-	[OPT_ALPHA] = NUMBER("alpha", alpha, parse_double, 1e-6, 0.5, "a probability"), .arg = "A",
+	[OPT_ALPHA] = NUMBER("alpha", alpha, parse_number, STATS_ALPHA_MIN, STATS_ALPHA_MAX, "a probability"), .arg = "A",
 		       .help = "the error rate of the verdict (default 0.05)" },
 	[OPT_TRIM] = NUMBER("trim", trim, parse_percent, 0, 40, "a percentage"), .arg = "PCT",
 		      .help = "pairs trimmed from each end, in % (default 10)",

@@ -41,3 +41,20 @@ int parse_int(const char *s, int min, int max, int *ret)
 	*ret = (int)v;
 	return 0;
 }
+
+int parse_double(const char *s, double min, double max, double *ret)
+{
+	char *end;
+	double v;
+
+	if (!s || !(s[0] == '.' || s[0] == '-' || s[0] == '+' || isdigit((unsigned char)s[0])))
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || *end != '\0')
+		return -EINVAL;
+	if (errno == ERANGE || !(v >= min && v <= max))
+		return -ERANGE;
+	*ret = v;
+	return 0;
+}

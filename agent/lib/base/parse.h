@@ -15,4 +15,10 @@ int parse_u64(const char *s, uint64_t max, uint64_t *ret);
 /* Same for a signed int in [min, max]. */
 int parse_int(const char *s, int min, int max, int *ret);
 
+/* Parse all of s as a finite decimal number in [min, max]: a sign, a digit
+ * or '.' first (no leading space, no inf or nan), nothing after it.
+ * Returns 0 and sets *ret, -EINVAL (not such a number) or -ERANGE (beyond
+ * double's range, or outside [min, max]); *ret is untouched on error. */
+int parse_double(const char *s, double min, double max, double *ret);
+
 #endif

@@ -13,6 +13,11 @@
 
 #include <stddef.h>
 
+/* The false-alarm rates the A/B engine takes: ab's --alpha (cli/opts.c)
+ * and a gate file's alpha (fleet/gates.c), one range. */
+#define STATS_ALPHA_MIN 1e-6
+#define STATS_ALPHA_MAX 0.5
+
 /* Median of x[0..n) (x is not modified); NAN for n = 0. */
 double stats_median(const double *x, size_t n);
 

@@ -9,7 +9,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <math.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +17,7 @@
 
 #include "base/ini.h"
 #include "base/parse.h"
+#include "base/stats.h"
 #include "base/userfile.h"
 #include "tune/policy.h"
 
@@ -68,21 +68,14 @@ static int set_budget(struct parse_state *st, const char *value, int line, struc
 	return err_set(err, -EINVAL, "%s:%d: budget '%.64s': expected %s", st->shown, line, value, expected);
 }
 
-/* A decimal probability in [GATE_MIN_ALPHA, GATE_MAX_ALPHA], as ab's
+/* A decimal probability in [STATS_ALPHA_MIN, STATS_ALPHA_MAX], as ab's
  * --alpha takes it. */
 static int set_alpha(struct parse_state *st, const char *value, int line, struct nt_err *err)
 {
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(value, &end);
-	if (end != value && !*end && errno == 0 && isfinite(v) && v >= GATE_MIN_ALPHA && v <= GATE_MAX_ALPHA) {
-		st->g.alpha = v;
+	if (parse_double(value, STATS_ALPHA_MIN, STATS_ALPHA_MAX, &st->g.alpha) == 0)
 		return 0;
-	}
 	return err_set(err, -EINVAL, "%s:%d: alpha '%.64s': expected a probability from %g to %g", st->shown, line,
-		       value, GATE_MIN_ALPHA, GATE_MAX_ALPHA);
+		       value, STATS_ALPHA_MIN, STATS_ALPHA_MAX);
 }
 
 /* An argument (or the command, at index 0). */

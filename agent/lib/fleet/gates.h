@@ -37,8 +37,6 @@
 #define GATE_DEFAULT_USER "nobody"
 #define GATE_DEFAULT_BUDGET_S 300.0
 #define GATE_MAX_BUDGET_S 3600.0
-#define GATE_MIN_ALPHA 1e-6            /* ab's --alpha bounds (cli/opts.c) */
-#define GATE_MAX_ALPHA 0.5
 #define GATE_FILE_MAX (64u << 10)
 
 /* Trust flag of gates_lookup: refuse a gates directory or file not owned

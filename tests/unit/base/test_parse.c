@@ -53,12 +53,41 @@ static void test_int(void **state)
 	assert_int_equal(v, 3);
 }
 
+static void test_double(void **state)
+{
+	double v = 7;
+
+	(void)state;
+	assert_int_equal(parse_double("0.05", 1e-6, 0.5, &v), 0);
+	assert_true(v == 0.05);
+	assert_int_equal(parse_double("-.5", -1, 1, &v), 0);
+	assert_true(v == -0.5);
+	assert_int_equal(parse_double("+1e-6", 1e-6, 0.5, &v), 0);   /* both ends are in */
+	assert_true(v == 1e-6);
+	assert_int_equal(parse_double("0.5", 1e-6, 0.5, &v), 0);
+	assert_true(v == 0.5);
+	assert_int_equal(parse_double("0.5000001", 1e-6, 0.5, &v), -ERANGE);
+	assert_int_equal(parse_double("9e-7", 1e-6, 0.5, &v), -ERANGE);
+	assert_int_equal(parse_double("1e999", 0, 1e300, &v), -ERANGE);   /* beyond double */
+	assert_int_equal(parse_double("nan", 0, 1, &v), -EINVAL);
+	assert_int_equal(parse_double("inf", 0, 1, &v), -EINVAL);
+	assert_int_equal(parse_double("-inf", -1e300, 1, &v), -ERANGE);   /* a sign first: strtod takes it, out of range */
+	assert_int_equal(parse_double(" 0.1", 0, 1, &v), -EINVAL);
+	assert_int_equal(parse_double("0.1 ", 0, 1, &v), -EINVAL);
+	assert_int_equal(parse_double("5%", 0, 10, &v), -EINVAL);
+	assert_int_equal(parse_double("", 0, 1, &v), -EINVAL);
+	assert_int_equal(parse_double("-", 0, 1, &v), -EINVAL);
+	assert_int_equal(parse_double(NULL, 0, 1, &v), -EINVAL);
+	assert_true(v == 0.5);   /* untouched by every refusal */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_u64_valid),
 		cmocka_unit_test(test_u64_invalid_leaves_output),
 		cmocka_unit_test(test_int),
+		cmocka_unit_test(test_double),
 	};
 
 	return cmocka_run_group_tests_name("parse", tests, NULL, NULL);

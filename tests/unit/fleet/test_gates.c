@@ -11,6 +11,7 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include "base/stats.h"
 #include "fleet/gates.h"
 #include "fleet/gates_test.h"
 #include "test_util.h"
@@ -97,10 +98,10 @@ static void test_parse(void **state)
 	assert_true(g.alpha == 0.005);
 	gates_release(&g);
 	assert_int_equal(gates_parse("command = /bin/true\nalpha = 1e-6\n", 33, "g.conf", &g, &err), 0);
-	assert_true(g.alpha == GATE_MIN_ALPHA);
+	assert_true(g.alpha == STATS_ALPHA_MIN);
 	gates_release(&g);
 	assert_int_equal(gates_parse("command = /bin/true\nalpha = 0.5\n", 32, "g.conf", &g, &err), 0);
-	assert_true(g.alpha == GATE_MAX_ALPHA);
+	assert_true(g.alpha == STATS_ALPHA_MAX);
 	gates_release(&g);
 }
 
