@@ -561,6 +561,19 @@ static int task_getenv(void *sp, const char *name, char *buf, size_t size)
 	return spank_getenv(sp, name, buf, (int)size) == ESPANK_SUCCESS ? 0 : -ENOENT;
 }
 
+/* Keep of *set only what allowed has; none left, *set is freed and NULL
+ * (the binding of that kind is then left as it was). */
+static void keep_within(hwloc_bitmap_t *set, hwloc_const_bitmap_t allowed)
+{
+	if (!*set)
+		return;
+	hwloc_bitmap_and(*set, *set, allowed);
+	if (hwloc_bitmap_iszero(*set)) {
+		hwloc_bitmap_free(*set);
+		*set = NULL;
+	}
+}
+
 /* topology=FILE (tests): the plan is for another machine; keep of each
  * rank's CPUs and memory nodes only what this host has, and leave either
  * alone (Slurm's binding) when nothing is left. */
@@ -572,27 +585,15 @@ static void fit_to_host(struct plan *pl, unsigned rank)
 
 	if (!host)
 		return;
-	if (rk->cpus) {
-		for (i = 0; i < (int)numa_all_cpus_ptr->size; i++)
-			if (numa_bitmask_isbitset(numa_all_cpus_ptr, (unsigned)i))
-				hwloc_bitmap_set(host, (unsigned)i);
-		hwloc_bitmap_and(rk->cpus, rk->cpus, host);
-		if (hwloc_bitmap_iszero(rk->cpus)) {
-			hwloc_bitmap_free(rk->cpus);
-			rk->cpus = NULL;
-		}
-	}
-	if (rk->mems) {
-		hwloc_bitmap_zero(host);
-		for (i = 0; i < (int)numa_all_nodes_ptr->size; i++)
-			if (numa_bitmask_isbitset(numa_all_nodes_ptr, (unsigned)i))
-				hwloc_bitmap_set(host, (unsigned)i);
-		hwloc_bitmap_and(rk->mems, rk->mems, host);
-		if (hwloc_bitmap_iszero(rk->mems)) {
-			hwloc_bitmap_free(rk->mems);
-			rk->mems = NULL;
-		}
-	}
+	for (i = 0; i < (int)numa_all_cpus_ptr->size; i++)
+		if (numa_bitmask_isbitset(numa_all_cpus_ptr, (unsigned)i))
+			hwloc_bitmap_set(host, (unsigned)i);
+	keep_within(&rk->cpus, host);
+	hwloc_bitmap_zero(host);
+	for (i = 0; i < (int)numa_all_nodes_ptr->size; i++)
+		if (numa_bitmask_isbitset(numa_all_nodes_ptr, (unsigned)i))
+			hwloc_bitmap_set(host, (unsigned)i);
+	keep_within(&rk->mems, host);
 	hwloc_bitmap_free(host);
 }
 
@@ -613,13 +614,7 @@ static void within_slurm(struct plan *pl, unsigned rank, char **slurm)
 		if (CPU_ISSET(i, &set))
 			hwloc_bitmap_set(have, (unsigned)i);
 	*slurm = cpulist_format_alloc(have);
-	if (rk->cpus) {
-		hwloc_bitmap_and(rk->cpus, rk->cpus, have);
-		if (hwloc_bitmap_iszero(rk->cpus)) {
-			hwloc_bitmap_free(rk->cpus);
-			rk->cpus = NULL;
-		}
-	}
+	keep_within(&rk->cpus, have);
 	hwloc_bitmap_free(have);
 }
 

@@ -133,14 +133,17 @@ snapshot() {
 	find /sys/fs/cgroup -maxdepth 2 -name 'nt-slurm*' | sort
 }
 snapshot >"$T_TMP/node.before" || t_not_ok "the knobs job.conf touches could not be read before the jobs"
-# wait_jobs JOBID...: until none is listed and their state dirs are gone (20 s at most)
-wait_jobs() {
-	for _ in $(seq 100); do
-		left=
-		for j in "$@"; do [ -n "$(squeue -h -j "$j" 2>/dev/null)" ] || [ -d "$ST/$j" ] && left=1; done
-		[ -z "$left" ] && return 0
-		sleep 0.2
+# jobs_gone JOBID...: none of them listed, and their state dirs gone (the
+# epilog's revert ends after srun or sbatch returns); wait_jobs JOBID...:
+# until then, 20 s at most, else a failure naming what is left
+jobs_gone() {
+	for j in "$@"; do
+		[ -z "$(squeue -h -j "$j" 2>/dev/null)" ] && [ ! -d "$ST/$j" ] || return 1
 	done
+}
+wait_jobs() {
+	wait_until 20 jobs_gone "$@" ||
+		t_not_ok "jobs $* still listed or their state dirs left after 20 s: $(squeue -h 2>&1 | head -n 2) $(ls "$ST" 2>&1)"
 }
 jid=$(sbatch --parsable --exclusive -n 1 -o "$T_TMP/job.out" --nodetune=job --wrap "sed 's/.*\[\(.*\)\].*/\1/' $DEFRAG; cat $SWAP;
 	grep '^name = ' $ST/\$SLURM_JOB_ID/policy.conf; stat -c %a $ST/\$SLURM_JOB_ID; find /sys/fs/cgroup -maxdepth 2 -name 'nt-slurm*'") ||
