@@ -17,7 +17,7 @@ cat <<'HDR'
 # before, started test_fleet.sh, the ASan pass's longest, a fifth of the
 # way into it.
 # Refresh: scripts/durations.sh BUILD/times.txt >tests/integration/durations.txt
-# (tests/lint/test_durations.sh: a line per script, none for another file).
+# (tests/lint/test_runner.sh: a line per script, none for another file).
 HDR
 awk '$1 == "integration" || $1 == "asan-integration" { t[$2 " " $1] = $3; n[$2] = 1 }
 	END { for (f in n) printf "%s %s %s\n", f, (f " integration") in t ? t[f " integration"] : "-",

@@ -67,6 +67,17 @@
 # prints the ten slowest of both passes; the times line up the scripts that
 # ran side by side).
 #
+# A script given as PASS:FILE (PASS a name of [a-z0-9]) runs in another
+# pass of the same run: with the assignments INTEGRATION_ENV_PASS holds
+# ("NAME=VALUE ...", no spaces inside a value) added to its environment.
+# make check's `integration` runs the ASan pass so, beside the plain one,
+# as asan:FILE with the ASan build's binaries, SANITIZED=1 and
+# NODETUNE_SKIP_TAG=asan-: one pool, where the ASan scripts, most of them
+# waiting on etcd and daemons, fill the slots the plain ones leave.  Each
+# pass has its own times file, tag and durations column (the values of
+# INTEGRATION_TIMES, NODETUNE_SKIP_TAG and SANITIZED in its assignments),
+# and one script never runs in two passes at once.
+#
 # lib.sh's t_done fails a script that leaves nodetune* cgroups when it held
 # "cgroup" (those but nodetune-ab) or "abcg" (nodetune-ab)
 # (NODETUNE_TEST_EXCLUSIVE: the names it holds alone, "all" when it ran
@@ -78,24 +89,36 @@ locks=${NODETUNE_LOCK_DIR:-/tmp/nodetune-test-locks}
 known="cpu build thp sysctl knobs cgroup abcg state slurm dpkg ca port9477"
 pass=0 fail=0 skip=0 failed="" skips=""
 work=$(mktemp -d)
-notok=$work/notok
-: >"$notok"
 trap 'rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
 mkdir -p "$locks" || exit 1
 cgroups() { find /sys/fs/cgroup -maxdepth 3 -type d -name 'nodetune*' 2>/dev/null | sort; }
 cg0=$(cgroups)
 
+# entry_pass ENTRY, entry_file ENTRY: PASS and FILE of PASS:FILE ("" and
+# ENTRY for a plain FILE); pass_env PASS: its assignments; pass_var PASS
+# NAME: NAME's value in the pass (its assignment, else the runner's own)
+entry_pass() { case $1 in [a-z0-9]*:*) echo "${1%%:*}" ;; *) echo "" ;; esac; }
+entry_file() { case $1 in [a-z0-9]*:*) echo "${1#*:}" ;; *) echo "$1" ;; esac; }
+pass_env() { [ -z "$1" ] || eval "echo \"\${INTEGRATION_ENV_$1:-}\""; }
+pass_var() {
+	for kv in $(pass_env "$1"); do
+		case $kv in "$2"=*) echo "${kv#*=}"; return ;; esac
+	done
+	eval "echo \"\${$2:-}\""
+}
+
 # the last run's time of script $1; else its time in durations.txt
 # (INTEGRATION_DURATIONS: another file), the ASan pass's column under
 # SANITIZED=1; else 0 (it starts last)
 durations=${INTEGRATION_DURATIONS:-$(dirname "$0")/integration/durations.txt}
 last_time() {
-	f=$(basename "$1")
-	if [ -r "${INTEGRATION_TIMES:-}" ] && grep -q "^$f " "$INTEGRATION_TIMES"; then
-		awk -v f="$f" '$1 == f { t = $2 } END { print t + 0 }' "$INTEGRATION_TIMES"
+	f=$(basename "$(entry_file "$1")")
+	tf=$(pass_var "$(entry_pass "$1")" INTEGRATION_TIMES)
+	if [ -r "$tf" ] && grep -q "^$f " "$tf"; then
+		awk -v f="$f" '$1 == f { t = $2 } END { print t + 0 }' "$tf"
 	else
-		awk -v f="$f" -v c="$([ "${SANITIZED:-0}" = 1 ] && echo 3 || echo 2)" \
+		awk -v f="$f" -v c="$([ "$(pass_var "$(entry_pass "$1")" SANITIZED)" = 1 ] && echo 3 || echo 2)" \
 			'$1 == f && $c != "-" { t = $c } END { print t + 0 }' "$durations" 2>/dev/null || echo 0
 	fi
 }
@@ -107,9 +130,11 @@ for t in "$@"; do
 	n=$((n + 1))
 	echo "$(last_time "$t") $n $t"
 done | sort -k1,1nr -k2,2n >"$work/order"
-n=0 queue=""
-while read -r _ _ t; do
+n=0 queue="" passes=""
+while read -r _ _ e; do
 	n=$((n + 1))
+	p=$(entry_pass "$e") t=$(entry_file "$e")
+	case $p in *[!a-z0-9]*) echo "integration: $e: a pass is named with [a-z0-9]" >&2; exit 2 ;; esac
 	h=$(sed -n 's/^# host:[[:space:]]*//p' "$t" | head -n 1)
 	a=0 bad=""
 	[ -n "$h" ] || a=1
@@ -118,11 +143,13 @@ while read -r _ _ t; do
 		case " $known " in *" $w "*) ;; *) bad="$bad $w" ;; esac
 		[ "$w" != cpu ] && [ "$w" != build ] || a=1
 	done
-	eval "T_$n=\$t H_$n=\$h A_$n=\$a B_$n=\$bad"
+	eval "T_$n=\$t H_$n=\$h A_$n=\$a B_$n=\$bad P_$n=\$p G_$n=\$(pass_var \"\$p\" NODETUNE_SKIP_TAG)"
 	queue="$queue $n "
+	# the passes, "." the plain one
+	case " $passes " in *" $p. "*) ;; *) passes="$passes $p." ;; esac
 done <"$work/order"
 
-running=0 alone=0 busy=" "
+running=0 alone=0 busy=" " tag=""
 # pick: the first script of the queue that can start now
 pick() {
 	for i in $queue; do
@@ -133,7 +160,8 @@ pick() {
 			continue
 		fi
 		free=1
-		for w in $h; do
+		eval "t=\$T_$i"
+		for w in $h "=$(basename "$t")"; do
 			case $busy in *" $w "*) free=0 ;; esac
 		done
 		[ "$free" -eq 0 ] || { echo "$i"; return 0; }
@@ -146,13 +174,13 @@ pick() {
 # then its number to the fifo
 start() {
 	i=$1
-	eval "t=\$T_$i h=\$H_$i a=\$A_$i bad=\$B_$i"
+	eval "t=\$T_$i h=\$H_$i a=\$A_$i bad=\$B_$i p=\$P_$i"
 	queue=$(printf '%s' "$queue" | sed "s/ $i / /")
 	running=$((running + 1))
 	if [ "$a" -eq 1 ]; then
 		alone=1 x=all
 	else
-		busy="$busy$h " x=$h
+		busy="$busy$h =$(basename "$t") " x=$h
 	fi
 	if [ -n "$bad" ]; then
 		echo "# host: unknown name(s):$bad (known: $known); not run" >"$work/$i.out"
@@ -174,8 +202,8 @@ start() {
 	(
 		NODETUNE_TEST_EXCLUSIVE=$x
 		export NODETUNE_TEST_EXCLUSIVE
-		# shellcheck disable=SC2086,SC2016 # the lock commands are words; $1, $2 are sh -c's
-		$cmd sh -c 'date +%s.%N >"$1"; exec sh "$2"' - "$work/$i.start" "$t" >"$work/$i.out" 2>&1 3>&-
+		# shellcheck disable=SC2046,SC2086,SC2016 # the lock commands and the pass's assignments are words; $1, $2 are sh -c's
+		$cmd env $(pass_env "$p") sh -c 'date +%s.%N >"$1"; exec sh "$2"' - "$work/$i.start" "$t" >"$work/$i.out" 2>&1 3>&-
 		echo $? >"$work/$i.rc"
 		echo "$(cat "$work/$i.start" 2>/dev/null || date +%s.%N) $(date +%s.%N)" >"$work/$i.time"
 		echo "$i" >&3
@@ -185,21 +213,22 @@ start() {
 # finish I: free its names, print its output whole, count its tally
 finish() {
 	i=$1
-	eval "t=\$T_$i h=\$H_$i a=\$A_$i"
+	eval "t=\$T_$i h=\$H_$i a=\$A_$i p=\$P_$i tag=\$G_$i"
 	running=$((running - 1))
 	if [ "$a" -eq 1 ]; then
 		alone=0
 	else
-		for w in $h; do busy=$(printf '%s' "$busy" | sed "s/ $w / /"); done
+		for w in $h "=$(basename "$t")"; do busy=$(printf '%s' "$busy" | sed "s/ $w / /"); done
 	fi
 	took=$(awk '{ printf "%.1f", $2 - $1 }' "$work/$i.time")
-	echo "$took $(basename "$t")" >>"$work/times"
+	echo "$took $(basename "$t")" >>"$work/times.$p"
+	echo "$took $p${p:+:}$(basename "$t")" >>"$work/times"
 	[ -z "${NODETUNE_TIME_LOG:-}" ] ||
-		echo "${NODETUNE_SKIP_TAG:-}integration $(basename "$t") $took $(awk '{ printf "%.1f %.1f", $1, $2 }' "$work/$i.time")" \
+		echo "${tag}integration $(basename "$t") $took $(awk '{ printf "%.1f %.1f", $1, $2 }' "$work/$i.time")" \
 			>>"$NODETUNE_TIME_LOG"
-	echo "== $t ($took s; host: $(if [ "$a" -eq 1 ] && [ -z "$h" ]; then echo "none declared: alone"; else echo "${h:-none}"; fi))"
+	echo "== $p${p:+:}$t ($took s; host: $(if [ "$a" -eq 1 ] && [ -z "$h" ]; then echo "none declared: alone"; else echo "${h:-none}"; fi))"
 	cat "$work/$i.out"
-	log=$work/$i.out rcf=$work/$i.rc
+	log=$work/$i.out rcf=$work/$i.rc notok=$work/notok.$p
 	tally_one
 }
 
@@ -216,13 +245,13 @@ EOF
 		echo "$(basename "$t"): exit $rc before its tally; its last line: $(tail -n 1 "$log")" | cut -c1-400 >>"$notok"
 	}
 	pass=$((pass + tn - tf - ts)); fail=$((fail + tf)); skip=$((skip + ts))
-	[ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || failed="$failed $t"
+	[ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || failed="$failed $p${p:+:}$t"
 	awk -v f="$(basename "$t")" '/^not ok / { print f ": " $0; n = 3; next }
 		n > 0 && /^#/ { print f ":   " $0; n--; next } { n = 0 }' "$log" | cut -c1-400 >>"$notok"
 	sed -n 's/^# skipped: //p' "$log" >"$rcf"
 	while IFS= read -r why; do
-		skips="$skips${skips:+; }$(basename "$t"): $why"
-		[ -z "${NODETUNE_SKIP_LOG:-}" ] || echo "${NODETUNE_SKIP_TAG:-}integration $(basename "$t"): $why" >>"$NODETUNE_SKIP_LOG"
+		skips="$skips${skips:+; }$p${p:+:}$(basename "$t"): $why"
+		[ -z "${NODETUNE_SKIP_LOG:-}" ] || echo "${tag}integration $(basename "$t"): $why" >>"$NODETUNE_SKIP_LOG"
 	done <"$rcf"
 }
 
@@ -241,20 +270,29 @@ wall=$(( $(date +%s) - t0 ))
 # nodetune* cgroups left by a script that did not hold "cgroup" or "abcg"
 left=$(cgroups | grep -vxF "$cg0" | sort -r)
 if [ -n "$left" ]; then
-	echo "integration: cgroups left by a script that did not hold their lock ('abcg' for nodetune-ab, else 'cgroup') (now removed): $(echo "$left" | tr '\n' ' ')" >>"$notok"
+	echo "integration: cgroups left by a script that did not hold their lock ('abcg' for nodetune-ab, else 'cgroup') (now removed): $(echo "$left" | tr '\n' ' ')" >>"$work/notok."
 	for d in $left; do rmdir "$d" 2>/dev/null; done
 	fail=$((fail + 1)) failed="$failed (cgroups)"
 fi
 [ ! -s "$work/times" ] ||
 	echo "integration: $n scripts in $wall s, $jobs at a time; the ten slowest: $(sort -k1,1nr "$work/times" | head -n 10 |
 		awk '{ printf "%s%s %s s", (NR > 1 ? ", " : ""), $2, $1 }')"
-# this run's times, and the last ones of the scripts it did not run
-if [ -n "${INTEGRATION_TIMES:-}" ] && [ -s "$work/times" ]; then
-	{ awk '{ print $2, $1 }' "$work/times"; [ ! -r "$INTEGRATION_TIMES" ] || cat "$INTEGRATION_TIMES"; } |
-		awk '!seen[$1]++' >"$work/times.new" && cp "$work/times.new" "$INTEGRATION_TIMES"
-fi
-[ ! -s "$notok" ] || { echo "integration: the failed checks:"; cat "$notok"; }
-[ -z "${NODETUNE_FAIL_LOG:-}" ] || [ ! -s "$notok" ] ||
-	sed "s/^/${NODETUNE_SKIP_TAG:-}integration /" "$notok" >>"$NODETUNE_FAIL_LOG"
+# each pass's times, and the last ones of the scripts it did not run
+for q in $passes; do
+	p=${q%.} tf=$(pass_var "${q%.}" INTEGRATION_TIMES)
+	[ -n "$tf" ] && [ -s "$work/times.$p" ] || continue
+	{ awk '{ print $2, $1 }' "$work/times.$p"; [ ! -r "$tf" ] || cat "$tf"; } |
+		awk '!seen[$1]++' >"$work/times.new" && cp "$work/times.new" "$tf"
+done
+said=""
+case " $passes " in *" . "*) ;; *) passes=". $passes" ;; esac
+for q in $passes; do
+	p=${q%.} notok=$work/notok.${q%.}
+	[ -s "$notok" ] || continue
+	[ -n "$said" ] || echo "integration: the failed checks:"
+	said=1
+	sed "s/^/$p${p:+:}/" "$notok"
+	[ -z "${NODETUNE_FAIL_LOG:-}" ] || sed "s/^/$(pass_var "$p" NODETUNE_SKIP_TAG)integration /" "$notok" >>"$NODETUNE_FAIL_LOG"
+done
 echo "integration: $pass passed, $fail failed, $skip skipped${skips:+: $skips}"
 [ -z "$failed" ] || { echo "integration: failing:$failed" >&2; exit 1; }
