@@ -48,7 +48,9 @@
 #             are made in the live cgroup tree) in a script whose `# host:`
 #             line does not name abcg (tests/run-integration.sh): beside
 #             a script that holds it, they read as that script's
-#             leftovers.  Also the bare words `nodetune ab` anywhere in
+#             leftovers; a fleet rollout's `--gate NAME` too (each canary
+#             daemon runs ab).  A part in tests/integration/DIR/ is read
+#             under test_DIR.sh's host line.  Also the bare words `nodetune ab` anywhere in
 #             the code, as where a script runs commands it reads from
 #             elsewhere (test_docs.sh runs docs/ab.md's).  A script with
 #             no `# host:` line runs alone.
@@ -66,7 +68,11 @@ fi
 bad=0
 for f in "$@"; do
 	[ -r "$f" ] || { echo "lint-tests.sh: cannot read $f" >&2; exit 2; }
-	awk -v file="$f" '
+	# a part in tests/integration/DIR/ runs under the host line of
+	# test_DIR.sh, which sources it (attacks/*.sh: test_attacks.sh)
+	d=$(dirname "$f")
+	phl=$(sed -n '/^# host:/{p;q}' "$d/../test_$(basename "$d").sh" 2>/dev/null)
+	awk -v file="$f" -v parent_hl="$phl" '
 # ---- scanning: the file into commands ------------------------------------
 # Each command (a pipeline element, or what lies between &&, ||, ;, & and
 # newlines at the top level) becomes C[i] (its text), CL[i] (its first
@@ -194,12 +200,19 @@ function findings(   win, i, j, t, fw, p, m, used, nxt, lnk, x, a, fn, l2) {
 	}
 	hl = ""
 	for (ln = 1; ln <= n && hl == ""; ln++) if (lines[ln] ~ /^# host:/) hl = lines[ln]
+	if (hl == "") hl = parent_hl
 	for (ln = 1; ln <= n; ln++) {
 		x = lines[ln]; if (x ~ /^[ \t]*#/) continue
 		if (ge0(x))
 			report(ln, "ge0", "`-ge 0` / `-gt -1` / `>= 0`: true of every count")
 		if (!cgsaid && hl != "" && hl !~ /[ \t]abcg([ \t]|$)/ && x ~ /(\$\{?NODETUNE\}?"?|(^|[^-A-Za-z_0-9\/.])nodetune)[ \t]+(ab|bisect)([ \t]|$)/) {
 			report(ln, "abcg", "`nodetune " (x ~ /bisect/ ? "bisect" : "ab") "` makes its trial groups (nodetune-ab) in the live cgroup tree, and the `" hl "` line does not name abcg: a script holding it beside this one finds them as its own leftovers")
+			cgsaid = 1
+		}
+		# a rollout with a gate (a name, not one refused as such): each
+		# canary host runs `nodetune ab` in its daemon
+		if (!cgsaid && hl != "" && hl !~ /[ \t]abcg([ \t]|$)/ && x ~ /--gate[ \t=]+["\047]?[$a-z0-9_]/) {
+			report(ln, "abcg", "`--gate` makes each canary host run `nodetune ab`, whose trial groups (nodetune-ab) are made in the live cgroup tree, and the `" hl "` line does not name abcg: a script holding it beside this one finds them as its own leftovers")
 			cgsaid = 1
 		}
 	}

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# host: slurm sysctl cgroup ca
+# host: slurm sysctl cgroup abcg ca
 # test_attacks.sh — the trust model tried as an attacker would (issue 38,
 # ../shared/reviews/security.md): every finding is an attack run against
 # the real components (a real etcd with TLS and auth, a real slurmctld and

@@ -64,6 +64,28 @@ plant "ab in a script whose host line does not name abcg (test_json_schema.sh's,
 plant "ab run from the docs' blocks in a script whose host line does not name abcg (test_docs.sh's, a red integration run)" test_docs.sh \
 	's/^# host: thp sysctl knobs cgroup abcg state$/# host: thp sysctl knobs cgroup state/' \
 	'test_docs.sh:[0-9]*: abcg: `nodetune [a-z]*` makes its trial groups'
+# a part of test_attacks.sh (attacks/*.sh) read under its host line: its
+# fleet gate (each canary host runs ab) and its `nodetune ab`, with abcg
+# taken out of test_attacks.sh's line (a red fresh clone: fleet-fresh.sh's
+# gate left a trial group that test_fleet_scale.sh, beside it, took for
+# its own)
+mkdir -p "$tmp/attacks"
+sed 's/^# host: slurm sysctl cgroup abcg ca$/# host: slurm sysctl cgroup ca/' "$top/tests/integration/test_attacks.sh" \
+	>"$tmp/test_attacks.sh"
+for part in fleet-fresh.sh job.sh; do
+	cp "$top/tests/integration/attacks/$part" "$tmp/attacks/$part"
+	if cmp -s "$top/tests/integration/test_attacks.sh" "$tmp/test_attacks.sh"; then
+		nok "attacks/$part without abcg: the plant did not change test_attacks.sh"
+	elif out=$("$lint" "$tmp/attacks/$part" 2>&1); then
+		nok "attacks/$part without abcg in test_attacks.sh: passed"
+	elif printf '%s\n' "$out" | grep -q "attacks/$part:[0-9]*: abcg: "; then
+		ok "attacks/$part without abcg in test_attacks.sh: $(printf '%s\n' "$out" | head -n 1 | sed "s|$tmp/||" | cut -c1-160)"
+	else
+		nok "attacks/$part without abcg in test_attacks.sh: failed without naming it: $out"
+	fi
+done
+out=$("$lint" "$top/tests/integration/attacks/fleet-fresh.sh" "$top/tests/integration/attacks/job.sh" 2>&1) &&
+	ok "the same parts under test_attacks.sh's own line (abcg): not flagged" || nok "the parts as they are: $out"
 # a window said as one, with its margin, is not flagged; the same sleep in a
 # loop's body is a poll, not flagged either
 cp "$top/tests/integration/test_stdout.sh" "$tmp/w.sh"
