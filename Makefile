@@ -25,7 +25,12 @@ CC       ?= cc
 SAN      ?=
 # libFuzzer targets: tests/fuzz/fuzz_<name>.c, seeds in tests/fuzz/corpus/<name>/
 FUZZ_TIME       ?= 60
-FUZZ_SMOKE_TIME ?= 10
+# make check's smoke: each target replays its seeds, then mutates for the
+# rest of FUZZ_SMOKE_TIME.  6 s, where it was 10: 17 targets two at a time,
+# about 60 s of both CPUs where 10 s took 102, the largest share of make
+# check's CPU time outside the integration scripts (bench/RESULTS.md
+# section 19.7); the seeds still all run, and 60 s a target is `make fuzz`.
+FUZZ_SMOKE_TIME ?= 6
 
 PKGS      := hwloc jansson libcgroup libcurl libmd libmicrohttpd libsodium libsystemd numa
 # -D_GNU_SOURCE: openat/faccessat, vasprintf, getopt_long and sched_* come
