@@ -333,8 +333,10 @@ BUILD_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 # The ASan pass's scripts, all of them but the A/B ones, wait on etcd, the
 # daemons and Slurm more than they compute: three at a time on 2 vCPUs it
 # took 232 s where two took 322, with 36% of the CPUs still idle and no
-# script slower (bench/RESULTS.md section 19.7).  The plain pass stays at
-# two, where the A/B scripts that hold the CPUs alone are most of the time.
+# script slower (bench/RESULTS.md section 19.7); make check runs both
+# passes in one run at this width (integration-both).  `make integration`
+# stays at two, where the A/B scripts that hold the CPUs alone are most of
+# the time.
 ASAN_INTEGRATION_JOBS ?= $(shell echo $$(( $(BUILD_JOBS) + 1 )))
 ASAN_MAKE   = $(MAKE) --no-print-directory BUILD=$(BUILD)/asan SAN=1
 ASAN_OUT   := $(shell sed -n 's|^\(test_[^ ]*\.sh\) .*|tests/integration/\1|p' tests/integration/asan-out.txt)
@@ -360,10 +362,10 @@ asan-integration:
 # ASan scripts given as asan:FILE with the ASan build's binaries in
 # INTEGRATION_ENV_asan (tests/run-integration.sh, "another pass"), so that
 # they fill the slots the plain pass leaves while its scripts that hold a
-# lock the next one needs run (two passes one after the other: 1,352 + 322
-# s; a simulation of the runner on those times puts one run at 3 a time
-# 96 s under them, bench/RESULTS.md section 19.7).  The scripts that hold
-# the CPUs still run alone.
+# lock the next one needs run (from a fresh clone: 1,458 and 1,477 s,
+# where the two passes one after the other took 1,331 + 205 = 1,536;
+# bench/RESULTS.md section 19.7).  The scripts that hold the CPUs still
+# run alone.
 ASAN_BUILD = $(abspath $(BUILD)/asan)
 integration-both: integration-bins $(BUILD)/tests/fleetsim
 	@$(ASAN_MAKE) -j$(BUILD_JOBS) integration-bins $(BUILD)/asan/tests/fleetsim

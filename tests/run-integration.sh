@@ -22,7 +22,8 @@
 #
 # Scripts run INTEGRATION_JOBS at a time (default 2: on 2 vCPUs a third
 # one only waits for a CPU; bench/RESULTS.md, "make check's time"; the
-# ASan pass runs 3, ASAN_INTEGRATION_JOBS in the Makefile).  Each
+# ASan pass alone, and make check's run of both passes, run 3:
+# ASAN_INTEGRATION_JOBS in the Makefile).  Each
 # script names the host state it touches on a line of its header,
 #   # host: NAME...        or  # host: none
 # and holds an exclusive flock(1) on $NODETUNE_LOCK_DIR/NAME.lock for each
