@@ -302,10 +302,12 @@ unit: unit-bins
 # INTEGRATION_JOBS scripts at a time, each under the locks its "# host:"
 # line names (tests/run-integration.sh); started longest first by the last
 # run's times, kept in $(BUILD)/integration-times.txt.
+# it_env DIR: what the integration scripts take from the build in DIR (an
+# absolute path): the binaries, and its times file for the runner's order
+it_env = NODETUNE=$(1)/nodetune HARNESS=$(1)/nodetune-harness WDIFF=$(1)/tests/wdiff TLBSTORM=$(1)/tests/tlbstorm \
+	FLEETSIM=$(1)/tests/fleetsim INTEGRATION_TIMES=$(1)/integration-times.txt
 integration: integration-bins $(BUILD)/tests/fleetsim
-	@NODETUNE=$(abspath $(NODETUNE)) HARNESS=$(abspath $(HARNESS)) WDIFF=$(abspath $(BUILD)/tests/wdiff) \
-		TLBSTORM=$(abspath $(BUILD)/tests/tlbstorm) INTEGRATION_TIMES=$(abspath $(BUILD))/integration-times.txt \
-		FLEETSIM=$(abspath $(BUILD)/tests/fleetsim) \
+	@$(call it_env,$(abspath $(BUILD))) \
 		tests/run-integration.sh $(or $(TESTS),$(wildcard tests/integration/test_*.sh))
 
 # The unit tests run with LeakSanitizer (they cover all of our library
@@ -372,13 +374,8 @@ integration-both: integration-bins $(BUILD)/tests/fleetsim
 	@[ -z "$${NODETUNE_SKIP_LOG:-}" ] || \
 		echo "asan-integration: not in the ASan pass (tests/integration/asan-out.txt says why): $(notdir $(ASAN_OUT))" \
 		>>"$$NODETUNE_SKIP_LOG"
-	@NODETUNE=$(abspath $(NODETUNE)) HARNESS=$(abspath $(HARNESS)) WDIFF=$(abspath $(BUILD)/tests/wdiff) \
-		TLBSTORM=$(abspath $(BUILD)/tests/tlbstorm) INTEGRATION_TIMES=$(abspath $(BUILD))/integration-times.txt \
-		FLEETSIM=$(abspath $(BUILD)/tests/fleetsim) INTEGRATION_JOBS=$(ASAN_INTEGRATION_JOBS) \
-		INTEGRATION_ENV_asan="NODETUNE=$(ASAN_BUILD)/nodetune HARNESS=$(ASAN_BUILD)/nodetune-harness \
-			WDIFF=$(ASAN_BUILD)/tests/wdiff TLBSTORM=$(ASAN_BUILD)/tests/tlbstorm FLEETSIM=$(ASAN_BUILD)/tests/fleetsim \
-			INTEGRATION_TIMES=$(ASAN_BUILD)/integration-times.txt NODETUNE_SKIP_TAG=asan- \
-			ASAN_OPTIONS=detect_leaks=0 SANITIZED=1" \
+	@$(call it_env,$(abspath $(BUILD))) INTEGRATION_JOBS=$(ASAN_INTEGRATION_JOBS) \
+		INTEGRATION_ENV_asan="$(call it_env,$(ASAN_BUILD)) NODETUNE_SKIP_TAG=asan- ASAN_OPTIONS=detect_leaks=0 SANITIZED=1" \
 		tests/run-integration.sh $(wildcard tests/integration/test_*.sh) $(addprefix asan:,$(ASAN_TESTS))
 
 # make mutation: the mutation score of the modules where a wrong answer is a

@@ -15,7 +15,7 @@ unset NODETUNE_FAIL_LOG NODETUNE_SKIP_LOG NODETUNE_TIME_LOG
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 1
 mkdir -p "$top/build"
-tmp=$(mktemp -d "$top/build/durations-probes-XXXXXX")
+tmp=$(mktemp -d "$top/build/runner-probes-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
 pass=0 fail=0
 ok() { pass=$((pass + 1)); echo "ok: $1"; }
